@@ -1,0 +1,158 @@
+#include "common/analysis/analyzer.hpp"
+
+#include <libstemmer.h>
+
+#include <algorithm>
+#include <array>
+
+#include "common/analysis/utf8.hpp"
+#include "common/util/status.hpp"
+
+namespace warp {
+namespace {
+
+constexpr std::string_view kAnalyzerFamily = "warp-analyzer/1";
+constexpr std::string_view kFolding = "fold=latin-greek-cyrillic";
+
+// Snowball's English stop-word list (snowballstem.org/algorithms/english/stop.txt), sorted.
+constexpr std::array<std::string_view, 174> kEnglishStopwords = {
+    "a", "about", "above", "after", "again", "against", "all", "am", "an", "and", "any", "are",
+    "aren't", "as", "at", "be", "because", "been", "before", "being", "below", "between", "both",
+    "but", "by", "can't", "cannot", "could", "couldn't", "did", "didn't", "do", "does", "doesn't",
+    "doing", "don't", "down", "during", "each", "few", "for", "from", "further", "had", "hadn't",
+    "has", "hasn't", "have", "haven't", "having", "he", "he'd", "he'll", "he's", "her", "here",
+    "here's", "hers", "herself", "him", "himself", "his", "how", "how's", "i", "i'd", "i'll",
+    "i'm", "i've", "if", "in", "into", "is", "isn't", "it", "it's", "its", "itself", "let's", "me",
+    "more", "most", "mustn't", "my", "myself", "no", "nor", "not", "of", "off", "on", "once",
+    "only", "or", "other", "ought", "our", "ours", "ourselves", "out", "over", "own", "same",
+    "shan't", "she", "she'd", "she'll", "she's", "should", "shouldn't", "so", "some", "such",
+    "than", "that", "that's", "the", "their", "theirs", "them", "themselves", "then", "there",
+    "there's", "these", "they", "they'd", "they'll", "they're", "they've", "this", "those",
+    "through", "to", "too", "under", "until", "up", "very", "was", "wasn't", "we", "we'd", "we'll",
+    "we're", "we've", "were", "weren't", "what", "what's", "when", "when's", "where", "where's",
+    "which", "while", "who", "who's", "whom", "why", "why's", "with", "won't", "would",
+    "wouldn't", "you", "you'd", "you'll", "you're", "you've", "your", "yours", "yourself",
+    "yourselves"};
+
+}  // namespace
+
+bool is_english_stopword(std::string_view folded_token) {
+  return std::binary_search(kEnglishStopwords.begin(), kEnglishStopwords.end(), folded_token);
+}
+
+bool is_token_char(char32_t cp) {
+  if (cp < 0x80) {
+    return (cp >= '0' && cp <= '9') || (cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z');
+  }
+  if (cp < 0x100) {  // Latin-1: letters, plus ª µ º
+    if (cp == 0xAA || cp == 0xB5 || cp == 0xBA) return true;
+    return cp >= 0xC0 && cp != 0xD7 && cp != 0xF7;
+  }
+  // Punctuation, symbols and specials above Latin-1; everything else (letters and marks of
+  // all scripts, CJK ideographs) is part of a token.
+  if (cp >= 0x2000 && cp <= 0x2BFF) return false;  // general punctuation … misc symbols/arrows
+  if (cp >= 0x3000 && cp <= 0x303F) return false;  // CJK symbols and punctuation
+  if (cp >= 0xD800 && cp <= 0xF8FF) return false;  // surrogates, private use
+  if (cp >= 0xFE10 && cp <= 0xFE6F) return false;  // vertical forms, CJK compat, small forms
+  if (cp >= 0xFF00 && cp <= 0xFF0F) return false;  // fullwidth punctuation
+  if (cp >= 0xFF1A && cp <= 0xFF20) return false;
+  if (cp >= 0xFFF0) return cp > 0xFFFF && !(cp >= 0x1F000 && cp <= 0x1FAFF);  // specials, emoji
+  if (cp == 0x037E || cp == 0x0387) return false;  // Greek question mark, ano teleia
+  return true;
+}
+
+char32_t case_fold(char32_t cp) {
+  if (cp < 0x80) return (cp >= 'A' && cp <= 'Z') ? cp + 32 : cp;
+  if (cp < 0x100) return (cp >= 0xC0 && cp <= 0xDE && cp != 0xD7) ? cp + 32 : cp;
+  if (cp <= 0x17F) {  // Latin Extended-A
+    if (cp == 0x130) return 'i';         // İ
+    if (cp == 0x131 || cp == 0x138 || cp == 0x149) return cp;  // ı ĸ ŉ have no upper pair here
+    if (cp == 0x178) return 0xFF;        // Ÿ → ÿ
+    if (cp == 0x17F) return 's';         // long s
+    if ((cp >= 0x139 && cp <= 0x148) || (cp >= 0x179 && cp <= 0x17E)) return (cp & 1) ? cp + 1 : cp;
+    return (cp & 1) ? cp : cp + 1;
+  }
+  if (cp >= 0x391 && cp <= 0x3A9 && cp != 0x3A2) return cp + 32;  // Greek capitals
+  if (cp == 0x3C2) return 0x3C3;                                   // final sigma
+  if (cp == 0x386) return 0x3AC;
+  if (cp >= 0x388 && cp <= 0x38A) return cp + 37;
+  if (cp == 0x38C) return 0x3CC;
+  if (cp == 0x38E || cp == 0x38F) return cp + 63;
+  if (cp >= 0x410 && cp <= 0x42F) return cp + 32;  // Cyrillic capitals
+  if (cp >= 0x400 && cp <= 0x40F) return cp + 80;
+  return cp;
+}
+
+std::string AnalyzerConfig::version() const {
+  std::string v(kAnalyzerFamily);
+  v += ' ';
+  v += kFolding;
+  v += stem ? " stem=porter2" : " stem=none";
+  v += remove_stopwords ? " stop=english" : " stop=none";
+  v += " max=" + std::to_string(max_token_bytes);
+  return v;
+}
+
+AnalyzerConfig AnalyzerConfig::from_version(const std::string& version) {
+  for (bool stem : {true, false}) {
+    for (bool stop : {false, true}) {
+      AnalyzerConfig config;
+      config.stem = stem;
+      config.remove_stopwords = stop;
+      // The token cap is the last field: parse it rather than enumerate.
+      auto max_at = version.rfind(" max=");
+      if (max_at != std::string::npos) {
+        try {
+          config.max_token_bytes = std::stoul(version.substr(max_at + 5));
+        } catch (...) {
+        }
+      }
+      if (config.version() == version) return config;
+    }
+  }
+  throw Error("unknown analyzer version '" + version + "' (this build knows " +
+              AnalyzerConfig{}.version() + " and its stem/stop variants)");
+}
+
+Analyzer::Analyzer(AnalyzerConfig config) : config_(std::move(config)) {
+  if (config_.stem) {
+    stemmer_ = sb_stemmer_new("english", "UTF_8");
+    if (stemmer_ == nullptr) throw Error("libstemmer has no 'english' stemmer");
+  }
+}
+
+Analyzer::~Analyzer() {
+  if (stemmer_ != nullptr) sb_stemmer_delete(stemmer_);
+}
+
+void Analyzer::emit(std::string& token, std::vector<std::string>& terms) {
+  if (token.empty()) return;
+  if (token.size() <= config_.max_token_bytes &&
+      !(config_.remove_stopwords && is_english_stopword(token))) {
+    if (stemmer_ != nullptr) {
+      const sb_symbol* stemmed = sb_stemmer_stem(
+          stemmer_, reinterpret_cast<const sb_symbol*>(token.data()), static_cast<int>(token.size()));
+      if (stemmed == nullptr) throw Error("libstemmer ran out of memory");
+      terms.emplace_back(reinterpret_cast<const char*>(stemmed), sb_stemmer_length(stemmer_));
+    } else {
+      terms.push_back(token);
+    }
+  }
+  token.clear();
+}
+
+void Analyzer::analyze(std::string_view text, std::vector<std::string>& terms) {
+  std::string token;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    char32_t cp = utf8_next(text, pos);
+    if (is_token_char(cp)) {
+      utf8_append(token, case_fold(cp));
+    } else {
+      emit(token, terms);
+    }
+  }
+  emit(token, terms);
+}
+
+}  // namespace warp

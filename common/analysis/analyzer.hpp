@@ -1,0 +1,51 @@
+// The one text analyzer of Warpsearch, used for indexing and for query parsing alike:
+// UTF-8 → split on non-alphanumeric code points → case fold → length cap → stop words → Porter2.
+// Its version string is stored in every partition; a reader refuses a partition analyzed otherwise.
+#pragma once
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+struct sb_stemmer;
+
+namespace warp {
+
+struct AnalyzerConfig {
+  bool stem = true;                   // Snowball "english" (Porter2) through libstemmer
+  bool remove_stopwords = false;      // Snowball's English stop-word list
+  size_t max_token_bytes = 64;        // longer tokens (hashes, base64 noise) are dropped
+  std::string version() const;        // e.g. "warp-analyzer/1 fold=latin-greek-cyrillic stem=porter2 stop=none max=64"
+  static AnalyzerConfig from_version(const std::string& version);  // throws Error if unknown
+};
+
+// Not thread-safe (libstemmer keeps state): one Analyzer per thread. Cheap to construct.
+class Analyzer {
+ public:
+  explicit Analyzer(AnalyzerConfig config = {});
+  ~Analyzer();
+  Analyzer(const Analyzer&) = delete;
+  Analyzer& operator=(const Analyzer&) = delete;
+
+  // Appends the analyzed terms of `text` in order (duplicates kept) to `terms`.
+  void analyze(std::string_view text, std::vector<std::string>& terms);
+  std::vector<std::string> analyze(std::string_view text) {
+    std::vector<std::string> terms;
+    analyze(text, terms);
+    return terms;
+  }
+  const AnalyzerConfig& config() const { return config_; }
+
+ private:
+  void emit(std::string& token, std::vector<std::string>& terms);
+
+  AnalyzerConfig config_;
+  sb_stemmer* stemmer_ = nullptr;
+};
+
+// Character classes used by the tokenizer (exposed for tests).
+bool is_token_char(char32_t cp);
+char32_t case_fold(char32_t cp);
+bool is_english_stopword(std::string_view folded_token);
+
+}  // namespace warp

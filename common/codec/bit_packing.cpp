@@ -1,0 +1,64 @@
+#include "common/codec/bit_packing.hpp"
+
+#include <utility>
+
+namespace warp {
+namespace {
+
+// 32 values of B bits fill exactly B words, so a group of 32 has compile-time offsets.
+template <unsigned B>
+void unpack_group32(const uint32_t* in, uint32_t* out) {
+#pragma GCC unroll 32
+  for (unsigned i = 0; i < 32; ++i) {
+    constexpr uint32_t mask = B >= 32 ? ~0u : ((1u << B) - 1);
+    const unsigned bit = i * B;
+    const unsigned word = bit >> 5;
+    const unsigned offset = bit & 31;
+    uint32_t v = in[word] >> offset;
+    if (offset + B > 32) v |= in[word + 1] << (32 - offset);
+    out[i] = v & mask;
+  }
+}
+
+template <unsigned B>
+void unpack_fixed(const uint32_t* in, size_t n, uint32_t* out) {
+  size_t i = 0;
+  for (; i + 32 <= n; i += 32) unpack_group32<B>(in + (i / 32) * B, out + i);
+  for (; i < n; ++i) out[i] = extract_bits(in, i, B);
+}
+
+template <unsigned... Bs>
+void unpack_dispatch(std::integer_sequence<unsigned, Bs...>, const uint32_t* in, size_t n,
+                     unsigned bits, uint32_t* out) {
+  using Fn = void (*)(const uint32_t*, size_t, uint32_t*);
+  static constexpr Fn table[] = {&unpack_fixed<Bs + 1>...};
+  table[bits - 1](in, n, out);
+}
+
+}  // namespace
+
+void pack_bits(const uint32_t* in, size_t n, unsigned bits, std::vector<uint32_t>& out) {
+  size_t base = out.size();
+  out.resize(base + packed_words(n, bits), 0);
+  if (bits == 0) return;
+  uint32_t* words = out.data() + base;
+  const uint32_t mask = low_mask(bits);
+  for (size_t i = 0; i < n; ++i) {
+    size_t bit = i * bits;
+    size_t word = bit >> 5;
+    unsigned offset = bit & 31;
+    uint64_t v = static_cast<uint64_t>(in[i] & mask) << offset;
+    words[word] |= static_cast<uint32_t>(v);
+    if (offset + bits > 32) words[word + 1] |= static_cast<uint32_t>(v >> 32);
+  }
+}
+
+void unpack_bits(const uint32_t* in, size_t n, unsigned bits, uint32_t* out) {
+  if (bits == 0) {
+    for (size_t i = 0; i < n; ++i) out[i] = 0;
+    return;
+  }
+  unpack_dispatch(std::make_integer_sequence<unsigned, 32>{}, in, n, bits, out);
+}
+
+}  // namespace warp

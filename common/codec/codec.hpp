@@ -1,0 +1,71 @@
+// Integer-sequence codecs. Every codec cuts a sequence into fixed-size blocks that can be decoded
+// independently, and describes them with an endpoints array of nblocks+1 entries, as GPU-BP does
+// (Mallia et al. 2019 §3): a GPU thread block decodes block j from endpoints[j] alone (plus a small
+// list-wide part for Ding et al.'s PForDelta). What an endpoint counts is up to each codec.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace warp {
+
+enum class CodecId : uint8_t {
+  kBp128 = 1,
+  kBp256 = 2,
+  kVByte = 3,       // GPU-VByte, 2-bit length selectors ahead of the data bytes
+  kPforDing = 4,    // Ding et al. 2009 §6.2: one b per list, recursive exception arrays
+  kPforBlock = 5,   // classic PForDelta, one b per block, exceptions in the block
+  kRice = 6,        // Ding et al. 2009 §6.1: unary and binary parts in two bit arrays
+};
+
+// A compressed sequence of 32-bit integers (any value, 2^32-1 included).
+struct EncodedSequence {
+  uint32_t size = 0;                 // number of integers
+  std::vector<uint32_t> endpoints;   // nblocks + 1 entries
+  std::vector<uint32_t> words;       // payload, padded so decoders may read one word past data
+};
+
+// A non-owning view of an EncodedSequence, e.g. into a posting-list blob held in memory.
+struct EncodedView {
+  uint32_t size = 0;
+  const uint32_t* endpoints = nullptr;
+  const uint32_t* words = nullptr;
+  size_t word_count = 0;
+
+  static EncodedView of(const EncodedSequence& seq) {
+    return {seq.size, seq.endpoints.data(), seq.words.data(), seq.words.size()};
+  }
+};
+
+// Decodes blocks of one sequence; holds what the codec prepares once per sequence.
+class BlockDecoder {
+ public:
+  virtual ~BlockDecoder() = default;
+  // Writes the values of block `block` (block_size of them, fewer in the last block) to `out`.
+  virtual void decode_block(size_t block, uint32_t* out) = 0;
+};
+
+class Codec {
+ public:
+  virtual ~Codec() = default;
+  virtual CodecId id() const = 0;
+  virtual std::string_view name() const = 0;
+  virtual uint32_t block_size() const = 0;
+  virtual void encode(std::span<const uint32_t> values, EncodedSequence& out) const = 0;
+  virtual std::unique_ptr<BlockDecoder> decoder(const EncodedView& seq) const = 0;
+
+  size_t block_count(uint32_t size) const { return (size + block_size() - 1) / block_size(); }
+  // Decodes a whole sequence (tests, benchmarks, list-wide GPU uploads).
+  void decode_all(const EncodedView& seq, uint32_t* out) const;
+};
+
+// The codec registry: the one place that maps names and ids to codecs.
+const Codec& codec_by_id(CodecId id);                  // throws Error on an unknown id
+const Codec& codec_by_name(std::string_view name);     // throws Error listing the known names
+std::vector<const Codec*> all_codecs();
+
+}  // namespace warp

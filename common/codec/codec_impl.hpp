@@ -1,0 +1,25 @@
+// Private to common/codec: constructors of the registered codecs and shared encoder steps.
+#pragma once
+#include <algorithm>
+
+#include "common/codec/codec.hpp"
+
+namespace warp {
+
+std::unique_ptr<Codec> make_bp128();
+std::unique_ptr<Codec> make_bp256();
+std::unique_ptr<Codec> make_vbyte();
+std::unique_ptr<Codec> make_pfor_ding();
+std::unique_ptr<Codec> make_pfor_block();
+std::unique_ptr<Codec> make_rice();
+
+inline void begin_sequence(std::span<const uint32_t> values, EncodedSequence& out) {
+  out.size = static_cast<uint32_t>(values.size());
+  out.words.clear();
+  out.endpoints.assign(1, 0);
+}
+
+// Every decoder may read one word past the data it needs (64-bit windows); pad for it.
+inline void end_sequence(EncodedSequence& out) { out.words.push_back(0); out.words.push_back(0); }
+
+}  // namespace warp

@@ -1,0 +1,107 @@
+#include "common/index/index_builder.hpp"
+
+#include <algorithm>
+
+#include "common/util/status.hpp"
+
+namespace warp {
+
+IndexBuilder::IndexBuilder(BuildOptions options) : options_(std::move(options)), analyzer_(options_.analyzer) {
+  if (options_.partitions == 0) throw Error("the number of partitions must be at least 1");
+  codec_by_name(options_.codec);  // fail early on an unknown codec
+}
+
+DocId IndexBuilder::add_document(const SourceDocument& document) {
+  scratch_terms_.clear();
+  analyzer_.analyze(document.title, scratch_terms_);
+  analyzer_.analyze(document.body, scratch_terms_);
+  return add_analyzed({document.external_id, document.title, document.url, 0}, scratch_terms_);
+}
+
+DocId IndexBuilder::add_analyzed(DocumentRecord record, std::span<const std::string> terms) {
+  if (documents_.size() >= kEndDoc - 1) throw Error("a generation holds at most 2^32-2 documents");
+  const DocId doc = static_cast<DocId>(documents_.size());
+  std::unordered_map<uint32_t, uint32_t> counts;
+  for (const std::string& term : terms) {
+    auto [it, inserted] = term_ids_.try_emplace(term, static_cast<uint32_t>(terms_.size()));
+    if (inserted) {
+      terms_.push_back(term);
+      postings_.emplace_back();
+    }
+    ++counts[it->second];
+  }
+  for (const auto& [term_id, freq] : counts) postings_[term_id].push_back({doc, freq});
+  record.length = static_cast<uint32_t>(terms.size());
+  total_length_ += record.length;
+  documents_.push_back(std::move(record));
+  distinct_terms_.push_back(static_cast<uint32_t>(counts.size()));
+  return doc;
+}
+
+std::vector<DocId> balanced_boundaries(std::span<const uint32_t> weights, uint32_t parts) {
+  uint64_t total = 0;
+  for (uint32_t w : weights) total += w;
+  std::vector<DocId> bounds{0};
+  uint64_t running = 0;
+  size_t doc = 0;
+  for (uint32_t part = 1; part < parts; ++part) {
+    const uint64_t target = total * part / parts;
+    // Leave at least one document for each later partition when there are enough documents.
+    const size_t limit = weights.size() > parts ? weights.size() - (parts - part) : weights.size();
+    while (doc < limit && (running < target || doc < bounds.back() + 1)) running += weights[doc++];
+    bounds.push_back(static_cast<DocId>(doc));
+  }
+  bounds.push_back(static_cast<DocId>(weights.size()));
+  return bounds;
+}
+
+std::vector<BuiltPartition> IndexBuilder::build() const {
+  const Codec& codec = codec_by_name(options_.codec);
+  const std::vector<DocId> bounds = balanced_boundaries(distinct_terms_, options_.partitions);
+  CollectionStats stats{documents_.size(), total_length_};
+
+  std::vector<BuiltPartition> partitions(options_.partitions);
+  std::vector<Score> scores;
+  for (uint32_t p = 0; p < options_.partitions; ++p) {
+    BuiltPartition& part = partitions[p];
+    IndexView& view = part.view;
+    view.meta.analyzer_version = options_.analyzer.version();
+    view.meta.generation = options_.generation;
+    view.meta.partition_id = p;
+    view.meta.partition_count = options_.partitions;
+    view.meta.doc_begin = bounds[p];
+    view.meta.doc_end = bounds[p + 1];
+    view.meta.codec = std::string(codec.name());
+    view.meta.bm25 = options_.bm25;
+    view.meta.stats = stats;
+    for (DocId doc = view.meta.doc_begin; doc < view.meta.doc_end; ++doc) {
+      part.documents.push_back(documents_[doc]);
+      view.doc_lengths.push_back(documents_[doc].length);
+      view.external_ids.push_back(documents_[doc].external_id);
+    }
+    view.compute_length_norms();
+
+    for (size_t term_id = 0; term_id < terms_.size(); ++term_id) {
+      const std::vector<Posting>& all = postings_[term_id];
+      const auto by_doc = [](const Posting& p, DocId d) { return p.doc < d; };
+      auto first = std::lower_bound(all.begin(), all.end(), view.meta.doc_begin, by_doc);
+      auto last = std::lower_bound(first, all.end(), view.meta.doc_end, by_doc);
+      if (first == last) continue;
+      uint64_t cf = 0;
+      for (const Posting& posting : all) cf += posting.freq;
+      const float weight = bm25_term_weight(bm25_idf(all.size(), stats.doc_count), options_.bm25);
+      scores.clear();
+      for (auto it = first; it != last; ++it) {
+        scores.push_back(bm25_score(weight, it->freq, view.length_norms[it->doc - view.meta.doc_begin]));
+      }
+      std::vector<uint32_t> words = encode_posting_list({&*first, static_cast<size_t>(last - first)}, scores, codec);
+      view.lexicon[terms_[term_id]] = {static_cast<uint32_t>(all.size()), cf, view.postings.size(),
+                                       static_cast<uint32_t>(words.size())};
+      view.postings.insert(view.postings.end(), words.begin(), words.end());
+      view.meta.posting_count += static_cast<uint64_t>(last - first);
+    }
+  }
+  return partitions;
+}
+
+}  // namespace warp

@@ -1,0 +1,72 @@
+// Builds the partitions of one generation in memory from documents: analysis, inversion,
+// collection-wide statistics, a split into P contiguous docID ranges balanced by postings, and
+// encoding with one codec. Single-threaded; the indexer service's parallel pipeline produces the
+// same partitions from the same documents.
+#pragma once
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "common/analysis/analyzer.hpp"
+#include "common/index/index_view.hpp"
+
+namespace warp {
+
+struct SourceDocument {
+  std::string external_id;
+  std::string title;
+  std::string body;
+  std::string url;
+};
+
+struct DocumentRecord {
+  std::string external_id;
+  std::string title;
+  std::string url;
+  uint32_t length = 0;  // analyzed terms
+};
+
+struct BuildOptions {
+  uint32_t partitions = 1;
+  std::string codec = "bp128";
+  AnalyzerConfig analyzer;
+  Bm25Params bm25;
+  uint64_t generation = 1;
+};
+
+struct BuiltPartition {
+  IndexView view;
+  std::vector<DocumentRecord> documents;  // by doc - view.meta.doc_begin
+};
+
+class IndexBuilder {
+ public:
+  explicit IndexBuilder(BuildOptions options);
+
+  // Analyzes title and body (the title counts once, like any other text) and assigns the next
+  // global docID, which is returned.
+  DocId add_document(const SourceDocument& document);
+  // Adds an already analyzed document (synthetic collections, tests).
+  DocId add_analyzed(DocumentRecord record, std::span<const std::string> terms);
+
+  size_t document_count() const { return documents_.size(); }
+  std::vector<BuiltPartition> build() const;
+
+ private:
+  BuildOptions options_;
+  Analyzer analyzer_;
+  std::unordered_map<std::string, uint32_t> term_ids_;
+  std::vector<std::string> terms_;
+  std::vector<std::vector<Posting>> postings_;  // by term id, docIDs ascending
+  std::vector<DocumentRecord> documents_;
+  std::vector<uint32_t> distinct_terms_;        // per document, for balancing partitions
+  uint64_t total_length_ = 0;
+  std::vector<std::string> scratch_terms_;
+};
+
+// The docID boundaries (P+1 values) that split documents into P contiguous ranges of about equal
+// postings; `weights[d]` is document d's number of postings.
+std::vector<DocId> balanced_boundaries(std::span<const uint32_t> weights, uint32_t parts);
+
+}  // namespace warp

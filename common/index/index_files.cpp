@@ -1,0 +1,97 @@
+#include "common/index/index_files.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "common/util/status.hpp"
+
+namespace warp {
+namespace fs = std::filesystem;
+
+namespace {
+std::string partition_dir_name(uint32_t id) {
+  char name[32];
+  std::snprintf(name, sizeof name, "part-%04u", id);
+  return name;
+}
+}  // namespace
+
+void write_index(const std::vector<BuiltPartition>& partitions, const std::string& dir) {
+  if (fs::exists(fs::path(dir) / kManifestName)) throw Error("index " + dir + " already exists; refusing to overwrite it");
+  fs::create_directories(dir);
+  nlohmann::json manifest;
+  nlohmann::json parts = nlohmann::json::array();
+  uint64_t postings = 0;
+  for (const BuiltPartition& partition : partitions) {
+    const PartitionMeta& meta = partition.view.meta;
+    const std::string name = partition_dir_name(meta.partition_id);
+    write_partition(partition, (fs::path(dir) / name).string());
+    parts.push_back({{"id", meta.partition_id},
+                     {"path", name},
+                     {"doc_begin", meta.doc_begin},
+                     {"doc_end", meta.doc_end},
+                     {"postings", meta.posting_count},
+                     {"terms", partition.view.lexicon.size()}});
+    postings += meta.posting_count;
+  }
+  const PartitionMeta& first = partitions.front().view.meta;
+  manifest["format_version"] = first.format_version;
+  manifest["generation"] = first.generation;
+  manifest["analyzer"] = first.analyzer_version;
+  manifest["codec"] = first.codec;
+  manifest["documents"] = first.stats.doc_count;
+  manifest["postings"] = postings;
+  manifest["partitions"] = parts;
+  const fs::path tmp = fs::path(dir) / (std::string(kManifestName) + ".tmp");
+  {
+    std::ofstream out(tmp);
+    out << manifest.dump(2) << "\n";
+    if (!out.flush()) throw Error("index " + dir + ": cannot write the manifest");
+  }
+  fs::rename(tmp, fs::path(dir) / kManifestName);
+}
+
+std::vector<std::unique_ptr<Partition>> open_index(const std::string& path, const OpenOptions& options) {
+  std::vector<std::unique_ptr<Partition>> partitions;
+  const fs::path manifest_path = fs::path(path) / kManifestName;
+  if (!fs::exists(manifest_path)) {
+    if (!fs::exists(fs::path(path) / "CURRENT")) {
+      throw Error(path + " is neither an index directory (no " + kManifestName + ") nor a partition");
+    }
+    partitions.push_back(open_partition(path, options));
+    return partitions;
+  }
+  nlohmann::json manifest;
+  try {
+    std::ifstream in(manifest_path);
+    manifest = nlohmann::json::parse(in);
+    for (const auto& entry : manifest.at("partitions")) {
+      partitions.push_back(open_partition((fs::path(path) / entry.at("path").get<std::string>()).string(), options));
+    }
+  } catch (const nlohmann::json::exception& e) {
+    throw Error("index " + path + ": malformed manifest: " + e.what());
+  }
+  if (partitions.empty()) throw Error("index " + path + ": the manifest lists no partitions");
+  std::sort(partitions.begin(), partitions.end(),
+            [](const auto& a, const auto& b) { return a->view().meta.doc_begin < b->view().meta.doc_begin; });
+  const PartitionMeta& first = partitions.front()->view().meta;
+  DocId expected_begin = 0;
+  for (const auto& partition : partitions) {
+    const PartitionMeta& meta = partition->view().meta;
+    if (meta.generation != manifest.value("generation", uint64_t{0}) || meta.generation != first.generation) {
+      throw Error("index " + path + ": partition " + partition->path() + " belongs to generation " +
+                  std::to_string(meta.generation) + ", not to the manifest's");
+    }
+    if (meta.doc_begin != expected_begin) {
+      throw Error("index " + path + ": partitions do not cover the docID range contiguously at " + std::to_string(expected_begin));
+    }
+    expected_begin = meta.doc_end;
+  }
+  if (expected_begin != first.stats.doc_count) throw Error("index " + path + ": partitions are missing documents");
+  return partitions;
+}
+
+}  // namespace warp

@@ -1,0 +1,23 @@
+// An index directory: one subdirectory per partition plus manifest.json naming the generation and
+// its partitions. Every tool that takes --index accepts such a directory (all its partitions) or
+// one partition directory.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/index/partition_store.hpp"
+
+namespace warp {
+
+inline constexpr const char* kManifestName = "manifest.json";
+
+// Writes every partition as DIR/part-NNNN and then DIR/manifest.json (the manifest last, so a
+// directory with a manifest is complete).
+void write_index(const std::vector<BuiltPartition>& partitions, const std::string& dir);
+
+// Opens all partitions of an index directory, or the single partition at `path`. Checks that the
+// partitions belong to one generation and cover its docID range without gaps or overlaps.
+std::vector<std::unique_ptr<Partition>> open_index(const std::string& path, const OpenOptions& options = {});
+
+}  // namespace warp

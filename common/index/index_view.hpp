@@ -1,0 +1,62 @@
+// The in-memory view of one partition that query processors read: lexicon, posting lists in one
+// arena of 32-bit words (one upload to the GPU), document lengths and their BM25 norms.
+// Built by IndexBuilder or loaded from disk by open_partition; the same view either way.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "common/index/bm25.hpp"
+#include "common/index/posting_list.hpp"
+
+namespace warp {
+
+inline constexpr uint32_t kFormatVersion = 1;
+
+struct PartitionMeta {
+  uint32_t format_version = kFormatVersion;
+  std::string analyzer_version;
+  uint64_t generation = 1;
+  uint32_t partition_id = 0;
+  uint32_t partition_count = 1;
+  DocId doc_begin = 0;  // global docID range [doc_begin, doc_end)
+  DocId doc_end = 0;
+  std::string codec;
+  Bm25Params bm25;          // parameters the stored block maxima were computed with
+  CollectionStats stats;    // collection-wide, identical in every partition of a generation
+  uint64_t posting_count = 0;
+};
+
+struct TermInfo {
+  uint32_t df = 0;          // collection-wide document frequency
+  uint64_t cf = 0;          // collection-wide term frequency
+  uint64_t offset = 0;      // list position in IndexView::postings, in words
+  uint32_t words = 0;       // list size in words
+};
+
+struct IndexView {
+  PartitionMeta meta;
+  std::unordered_map<std::string, TermInfo> lexicon;
+  std::vector<uint32_t> postings;
+  std::vector<uint32_t> doc_lengths;    // by doc - meta.doc_begin
+  std::vector<float> length_norms;      // bm25_length_norm of each document, for meta.bm25
+  std::vector<std::string> external_ids;
+
+  const TermInfo* find(const std::string& term) const {
+    auto it = lexicon.find(term);
+    return it == lexicon.end() ? nullptr : &it->second;
+  }
+  PostingListView list(const std::string& term, const TermInfo& info) const {
+    return PostingListView::parse(postings.data() + info.offset, info.words, term);
+  }
+  uint32_t doc_count() const { return meta.doc_end - meta.doc_begin; }
+
+  // Fills length_norms for meta.bm25 and the collection statistics.
+  void compute_length_norms();
+  // Rescores every list's block maxima for other BM25 parameters (a searcher configured with a
+  // k1 or b other than the index's); the stored bounds would not be upper bounds otherwise.
+  void rescore(const Bm25Params& params);
+};
+
+}  // namespace warp

@@ -1,0 +1,285 @@
+#include "common/index/partition_store.hpp"
+
+#include <rocksdb/db.h>
+#include <rocksdb/options.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+
+#include "common/util/byte_io.hpp"
+#include "common/util/checksum.hpp"
+#include "common/util/status.hpp"
+
+namespace warp {
+namespace {
+
+// "default" spelled out: rocksdb::kDefaultColumnFamilyName may not be constructed yet at static init.
+const std::vector<std::string> kFamilies = {"default", "meta", "lexicon", "postings",
+                                            "documents"};
+enum Family { kDefault = 0, kMeta, kLexicon, kPostings, kDocuments };
+
+rocksdb::ColumnFamilyOptions family_options(int family) {
+  rocksdb::ColumnFamilyOptions options;
+  if (family == kPostings) {
+    options.enable_blob_files = true;  // long lists live in blob files, out of the LSM tree
+    options.min_blob_size = 4096;
+  }
+  return options;
+}
+
+std::vector<rocksdb::ColumnFamilyDescriptor> descriptors() {
+  std::vector<rocksdb::ColumnFamilyDescriptor> result;
+  for (size_t i = 0; i < kFamilies.size(); ++i) result.emplace_back(kFamilies[i], family_options(static_cast<int>(i)));
+  return result;
+}
+
+std::string doc_key(DocId doc) {
+  std::string key(4, '\0');
+  for (int i = 0; i < 4; ++i) key[i] = static_cast<char>(doc >> (24 - 8 * i));
+  return key;
+}
+
+void check(const rocksdb::Status& status, const std::string& dir, const std::string& what) {
+  if (!status.ok()) throw Error("partition " + dir + ": " + what + ": " + status.ToString());
+}
+
+// CRC over lexicon, document lengths and documents in key order: the partition's content checksum.
+uint32_t content_crc(rocksdb::DB* db, const std::vector<rocksdb::ColumnFamilyHandle*>& handles,
+                     const std::string& doc_lengths, const std::string& dir) {
+  uint32_t crc = 0;
+  for (int family : {kLexicon, kDocuments}) {
+    std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions(), handles[family]));
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      crc = crc32_of(it->key().ToStringView(), crc);
+      crc = crc32_of(it->value().ToStringView(), crc);
+    }
+    check(it->status(), dir, "reading " + kFamilies[family]);
+    if (family == kLexicon) crc = crc32_of(doc_lengths, crc);
+  }
+  return crc;
+}
+
+std::string exact_float(float v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.9g", v);
+  return text;
+}
+
+std::string lengths_bytes(const std::vector<uint32_t>& lengths) {
+  return std::string(reinterpret_cast<const char*>(lengths.data()), lengths.size() * sizeof(uint32_t));
+}
+
+}  // namespace
+
+struct Partition::Db {
+  std::unique_ptr<rocksdb::DB> db;
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  ~Db() {
+    for (auto* handle : handles) db->DestroyColumnFamilyHandle(handle);
+  }
+};
+
+Partition::~Partition() = default;
+
+void write_partition(const BuiltPartition& partition, const std::string& dir) {
+  const IndexView& view = partition.view;
+  if (std::filesystem::exists(dir)) throw Error("partition " + dir + " already exists; refusing to overwrite it");
+  rocksdb::DBOptions options;
+  options.create_if_missing = true;
+  options.create_missing_column_families = true;
+  rocksdb::DB* raw = nullptr;
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  check(rocksdb::DB::Open(options, dir, descriptors(), &handles, &raw), dir, "cannot create RocksDB");
+  Partition::Db db;
+  db.db.reset(raw);
+  db.handles = handles;
+
+  rocksdb::WriteOptions write;
+  write.disableWAL = true;  // flushed below; a crash leaves no complete partition, which is refused
+  rocksdb::WriteBatch batch;
+  for (const auto& [term, info] : view.lexicon) {
+    const char* blob = reinterpret_cast<const char*>(view.postings.data() + info.offset);
+    const size_t blob_size = size_t{info.words} * 4;
+    ByteWriter entry;
+    entry.u32(info.df);
+    entry.u64(info.cf);
+    entry.u32(info.words);
+    entry.u32(crc32_of(blob, blob_size));
+    check(batch.Put(handles[kLexicon], term, entry.bytes()), dir, "writing lexicon");
+    check(batch.Put(handles[kPostings], term, rocksdb::Slice(blob, blob_size)), dir, "writing postings");
+    if (batch.GetDataSize() > (64u << 20)) {
+      check(db.db->Write(write, &batch), dir, "writing");
+      batch.Clear();
+    }
+  }
+  for (size_t i = 0; i < partition.documents.size(); ++i) {
+    const DocumentRecord& record = partition.documents[i];
+    ByteWriter value;
+    value.str(record.external_id);
+    value.str(record.title);
+    value.str(record.url);
+    value.u32(record.length);
+    check(batch.Put(handles[kDocuments], doc_key(view.meta.doc_begin + static_cast<DocId>(i)), value.bytes()), dir,
+          "writing documents");
+  }
+  const PartitionMeta& meta = view.meta;
+  const std::string doc_lengths = lengths_bytes(view.doc_lengths);
+  const std::vector<std::pair<std::string, std::string>> fields = {
+      {"format_version", std::to_string(meta.format_version)},
+      {"analyzer_version", meta.analyzer_version},
+      {"generation", std::to_string(meta.generation)},
+      {"partition_id", std::to_string(meta.partition_id)},
+      {"partition_count", std::to_string(meta.partition_count)},
+      {"doc_begin", std::to_string(meta.doc_begin)},
+      {"doc_end", std::to_string(meta.doc_end)},
+      {"codec", meta.codec},
+      {"bm25_k1", exact_float(meta.bm25.k1)},
+      {"bm25_b", exact_float(meta.bm25.b)},
+      {"doc_count", std::to_string(meta.stats.doc_count)},
+      {"total_length", std::to_string(meta.stats.total_length)},
+      {"posting_count", std::to_string(meta.posting_count)},
+      {"term_count", std::to_string(view.lexicon.size())},
+      {"doc_lengths", doc_lengths}};
+  for (const auto& [key, value] : fields) check(batch.Put(handles[kMeta], key, value), dir, "writing meta");
+  check(db.db->Write(write, &batch), dir, "writing");
+  const uint32_t crc = content_crc(db.db.get(), handles, doc_lengths, dir);
+  check(db.db->Put(write, handles[kMeta], "content_crc", std::to_string(crc)), dir, "writing meta");
+  check(db.db->Flush(rocksdb::FlushOptions(), handles), dir, "flushing");
+}
+
+std::unique_ptr<Partition> open_partition(const std::string& dir, const OpenOptions& options) {
+  if (!std::filesystem::is_directory(dir)) throw Error("partition " + dir + ": no such directory");
+  rocksdb::DBOptions db_options;
+  db_options.max_open_files = 64;
+  rocksdb::DB* raw = nullptr;
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  check(rocksdb::DB::OpenForReadOnly(db_options, dir, descriptors(), &handles, &raw), dir,
+        "cannot open as a Warpsearch partition (RocksDB)");
+  std::unique_ptr<Partition> partition(new Partition());
+  partition->path_ = dir;
+  partition->db_ = std::make_unique<Partition::Db>();
+  partition->db_->db.reset(raw);
+  partition->db_->handles = handles;
+  rocksdb::DB* db = raw;
+  rocksdb::ReadOptions read;
+  read.verify_checksums = true;
+
+  const auto meta_field = [&](const std::string& key) {
+    std::string value;
+    rocksdb::Status status = db->Get(read, handles[kMeta], key, &value);
+    if (status.IsNotFound()) throw Error("partition " + dir + ": metadata field '" + key + "' is missing (not a complete partition)");
+    check(status, dir, "reading metadata '" + key + "'");
+    return value;
+  };
+  const auto number = [&](const std::string& key) -> uint64_t {
+    const std::string text = meta_field(key);
+    try {
+      return std::stoull(text);
+    } catch (...) {
+      throw Error("partition " + dir + ": metadata field '" + key + "' is not a number: '" + text + "'");
+    }
+  };
+  IndexView& view = partition->view_;
+  PartitionMeta& meta = view.meta;
+  meta.format_version = static_cast<uint32_t>(number("format_version"));
+  if (meta.format_version != kFormatVersion) {
+    throw Error("partition " + dir + ": format version " + std::to_string(meta.format_version) +
+                ", this build reads version " + std::to_string(kFormatVersion) + "; rebuild the index");
+  }
+  meta.analyzer_version = meta_field("analyzer_version");
+  if (!options.expected_analyzer.empty() && meta.analyzer_version != options.expected_analyzer) {
+    throw Error("partition " + dir + ": analyzed with '" + meta.analyzer_version + "', but queries use '" +
+                options.expected_analyzer + "'; rebuild the index or change the analyzer flags");
+  }
+  AnalyzerConfig::from_version(meta.analyzer_version);  // known to this build?
+  meta.generation = number("generation");
+  meta.partition_id = static_cast<uint32_t>(number("partition_id"));
+  meta.partition_count = static_cast<uint32_t>(number("partition_count"));
+  meta.doc_begin = static_cast<DocId>(number("doc_begin"));
+  meta.doc_end = static_cast<DocId>(number("doc_end"));
+  meta.codec = meta_field("codec");
+  const auto real = [&](const std::string& key) -> float {
+    const std::string text = meta_field(key);
+    char* end = nullptr;
+    const float v = std::strtof(text.c_str(), &end);
+    if (text.empty() || *end != '\0') throw Error("partition " + dir + ": metadata field '" + key + "' is not a number");
+    return v;
+  };
+  meta.bm25.k1 = real("bm25_k1");
+  meta.bm25.b = real("bm25_b");
+  meta.stats.doc_count = number("doc_count");
+  meta.stats.total_length = number("total_length");
+  meta.posting_count = number("posting_count");
+  const uint64_t term_count = number("term_count");
+  const std::string doc_lengths = meta_field("doc_lengths");
+  if (meta.doc_end < meta.doc_begin || doc_lengths.size() != size_t{meta.doc_end - meta.doc_begin} * 4) {
+    throw Error("partition " + dir + ": document lengths do not match the docID range");
+  }
+  view.doc_lengths.resize(meta.doc_end - meta.doc_begin);
+  std::memcpy(view.doc_lengths.data(), doc_lengths.data(), doc_lengths.size());
+
+  const uint32_t expected_crc = static_cast<uint32_t>(number("content_crc"));
+  if (content_crc(db, handles, doc_lengths, dir) != expected_crc) {
+    throw Error("partition " + dir + ": content checksum mismatch (the partition is corrupt)");
+  }
+
+  // Lexicon and postings are both in term order: walk them side by side.
+  std::unique_ptr<rocksdb::Iterator> lexicon(db->NewIterator(read, handles[kLexicon]));
+  std::unique_ptr<rocksdb::Iterator> postings(db->NewIterator(read, handles[kPostings]));
+  postings->SeekToFirst();
+  for (lexicon->SeekToFirst(); lexicon->Valid(); lexicon->Next(), postings->Next()) {
+    const std::string term = lexicon->key().ToString();
+    if (!postings->Valid() || postings->key() != lexicon->key()) {
+      check(postings->status(), dir, "reading postings");
+      throw Error("partition " + dir + ": posting list of term '" + term + "' is missing");
+    }
+    ByteReader entry(lexicon->value().ToStringView(), "partition " + dir + ": lexicon entry '" + term + "'");
+    TermInfo info;
+    info.df = entry.u32();
+    info.cf = entry.u64();
+    info.words = entry.u32();
+    const uint32_t list_crc = entry.u32();
+    const rocksdb::Slice blob = postings->value();
+    if (blob.size() != size_t{info.words} * 4 || crc32_of(blob.data(), blob.size()) != list_crc) {
+      throw Error("partition " + dir + ": checksum mismatch in the posting list of term '" + term + "'");
+    }
+    info.offset = view.postings.size();
+    view.postings.resize(view.postings.size() + info.words);
+    std::memcpy(view.postings.data() + info.offset, blob.data(), blob.size());
+    view.lexicon.emplace(term, info);
+  }
+  check(lexicon->status(), dir, "reading lexicon");
+  if (view.lexicon.size() != term_count) throw Error("partition " + dir + ": lexicon holds fewer terms than recorded");
+  for (const auto& [term, info] : view.lexicon) view.list(term, info);  // structure check of every list
+
+  std::unique_ptr<rocksdb::Iterator> documents(db->NewIterator(read, handles[kDocuments]));
+  view.external_ids.reserve(view.doc_lengths.size());
+  for (documents->SeekToFirst(); documents->Valid(); documents->Next()) {
+    ByteReader value(documents->value().ToStringView(), "partition " + dir + ": document record");
+    view.external_ids.push_back(value.str());
+  }
+  check(documents->status(), dir, "reading documents");
+  if (view.external_ids.size() != view.doc_lengths.size()) throw Error("partition " + dir + ": document records missing");
+
+  view.compute_length_norms();
+  if (options.bm25) view.rescore(*options.bm25);
+  return partition;
+}
+
+std::optional<DocumentRecord> Partition::document(DocId doc) const {
+  if (doc < view_.meta.doc_begin || doc >= view_.meta.doc_end) return std::nullopt;
+  std::string value;
+  check(db_->db->Get(rocksdb::ReadOptions(), db_->handles[kDocuments], doc_key(doc), &value), path_,
+        "reading document " + std::to_string(doc));
+  ByteReader reader(value, "partition " + path_ + ": document record");
+  DocumentRecord record;
+  record.external_id = reader.str();
+  record.title = reader.str();
+  record.url = reader.str();
+  record.length = reader.u32();
+  return record;
+}
+
+}  // namespace warp

@@ -1,0 +1,46 @@
+// A partition on disk is one RocksDB database with four column families:
+//   meta       format version, analyzer version, generation, partition id, docID range, codec,
+//              BM25 parameters, collection statistics, document lengths, content checksum
+//   lexicon    term → df, cf, list size, CRC-32 of the list
+//   postings   term → the encoded posting list (large values go to RocksDB blob files)
+//   documents  docID (big-endian) → external id, title, url, length
+// open_partition verifies everything it loads and refuses, with a message naming the partition
+// and the cause, a partition whose checksums, format version or analyzer do not match.
+#pragma once
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "common/index/index_builder.hpp"
+
+namespace warp {
+
+void write_partition(const BuiltPartition& partition, const std::string& dir);
+
+struct OpenOptions {
+  std::string expected_analyzer;      // empty: accept the partition's analyzer
+  std::optional<Bm25Params> bm25;     // rescore block maxima when they differ from the stored ones
+};
+
+class Partition {
+ public:
+  ~Partition();
+  const IndexView& view() const { return view_; }
+  const std::string& path() const { return path_; }
+  // Title, url and length of a document of this partition (a RocksDB read); nullopt when the
+  // docID lies outside the partition.
+  std::optional<DocumentRecord> document(DocId doc) const;
+
+  struct Db;  // the open RocksDB and its column families, private to partition_store.cpp
+
+ private:
+  friend std::unique_ptr<Partition> open_partition(const std::string& dir, const OpenOptions& options);
+  Partition() = default;
+  std::string path_;
+  IndexView view_;
+  std::unique_ptr<Db> db_;
+};
+
+std::unique_ptr<Partition> open_partition(const std::string& dir, const OpenOptions& options = {});
+
+}  // namespace warp

@@ -1,0 +1,78 @@
+#include "leaf/query/cpu_query_processor.hpp"
+
+#include <algorithm>
+#include <memory>
+
+#include "common/util/status.hpp"
+#include "leaf/query/algorithms.hpp"
+
+namespace warp {
+
+QueryMode parse_query_mode(std::string_view text) {
+  if (text == "and") return QueryMode::kAnd;
+  if (text == "or") return QueryMode::kOr;
+  if (text == "andor") return QueryMode::kAndOr;
+  throw Error("unknown query mode '" + std::string(text) + "' (use and, or or andor)");
+}
+
+OrAlgorithm parse_or_algorithm(std::string_view text) {
+  if (text == "maxscore") return OrAlgorithm::kMaxScore;
+  if (text == "bmw") return OrAlgorithm::kBlockMaxWand;
+  throw Error("unknown OR algorithm '" + std::string(text) + "' (use maxscore or bmw)");
+}
+
+std::string_view to_string(QueryMode mode) {
+  switch (mode) {
+    case QueryMode::kAnd: return "and";
+    case QueryMode::kOr: return "or";
+    case QueryMode::kAndOr: return "andor";
+  }
+  return "?";
+}
+
+QueryResult CpuQueryProcessor::search(const Query& query) const {
+  if (query.k > kMaxTopK) throw Error("k must be at most " + std::to_string(kMaxTopK));
+  QueryResult result;
+  std::vector<std::string> terms = query.terms;
+  std::sort(terms.begin(), terms.end());
+  terms.erase(std::unique(terms.begin(), terms.end()), terms.end());
+
+  std::vector<std::unique_ptr<PostingCursor>> owned;
+  bool missing_term = false;
+  const auto open_cursors = [&]() {
+    owned.clear();
+    std::vector<PostingCursor*> cursors;
+    for (const std::string& term : terms) {
+      const TermInfo* info = index_.find(term);
+      if (info == nullptr) {
+        missing_term = true;
+        continue;
+      }
+      const float weight = bm25_term_weight(bm25_idf(info->df, index_.meta.stats.doc_count), index_.meta.bm25);
+      owned.push_back(std::make_unique<PostingCursor>(index_.list(term, *info), index_.length_norms.data(),
+                                                      index_.meta.doc_begin, weight, &result.stats));
+      cursors.push_back(owned.back().get());
+    }
+    return cursors;
+  };
+
+  if (query.mode == QueryMode::kAnd || query.mode == QueryMode::kAndOr) {
+    std::vector<PostingCursor*> cursors = open_cursors();
+    TopkQueue topk(query.k);
+    if (!missing_term && !cursors.empty()) result.and_matches = and_query(cursors, topk);
+    result.hits = topk.take_sorted();
+    if (query.mode == QueryMode::kAnd || result.hits.size() >= query.k) return result;
+    result.fell_back_to_or = true;
+  }
+  std::vector<PostingCursor*> cursors = open_cursors();
+  TopkQueue topk(query.k);
+  if (options_.or_algorithm == OrAlgorithm::kMaxScore) {
+    maxscore_query(cursors, topk);
+  } else {
+    block_max_wand_query(cursors, topk);
+  }
+  result.hits = topk.take_sorted();
+  return result;
+}
+
+}  // namespace warp

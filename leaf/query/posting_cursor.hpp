@@ -1,0 +1,72 @@
+// A forward cursor over one posting list, decoding a block at a time; the interface every query
+// algorithm is written against (next, next_geq, docid, freq, score, and the block-max "shallow"
+// moves of BlockMax-WAND). Block skipping: next_geq jumps over blocks whose last docID is below
+// the target without decoding them.
+#pragma once
+#include <memory>
+#include <vector>
+
+#include "common/index/bm25.hpp"
+#include "common/index/posting_list.hpp"
+
+namespace warp {
+
+struct CursorStats {
+  uint64_t blocks_decoded = 0;    // doc blocks decoded (frequency blocks are decoded on demand)
+  uint64_t blocks_total = 0;      // blocks in the lists the query opened
+  uint64_t postings_decoded = 0;  // docIDs decoded
+};
+
+class PostingCursor {
+ public:
+  // `length_norms` is indexed by doc - doc_begin; `term_weight` is bm25_term_weight of the term.
+  PostingCursor(const PostingListView& list, const float* length_norms, DocId doc_begin, float term_weight,
+                CursorStats* stats);
+
+  DocId docid() const { return doc_; }
+  uint32_t size() const { return list_.count; }
+  void next() {
+    if (++position_ < block_docs_) {
+      doc_ = docs_[position_];
+    } else {
+      advance_block(block_ + 1);
+    }
+  }
+  void next_geq(DocId target);
+  TermFreq freq();
+  Score score() { return bm25_score(term_weight_, freq(), length_norms_[doc_ - doc_begin_]); }
+  Score max_score() const { return list_.max_score; }
+
+  // Block-max access at a position independent of the cursor: moves the shallow block forward to
+  // the first block whose last docID is >= target (BlockMax-WAND, Ding & Suel 2011).
+  void shallow_next_geq(DocId target) {
+    while (shallow_block_ < list_.block_count && list_.block_last_docid[shallow_block_] < target) ++shallow_block_;
+  }
+  Score shallow_block_max() const {
+    return shallow_block_ < list_.block_count ? list_.block_max_score[shallow_block_] : 0;
+  }
+  DocId shallow_block_last() const {
+    return shallow_block_ < list_.block_count ? list_.block_last_docid[shallow_block_] : kEndDoc;
+  }
+
+ private:
+  void advance_block(uint32_t block);
+
+  PostingListView list_;
+  const float* length_norms_;
+  DocId doc_begin_;
+  float term_weight_;
+  CursorStats* stats_;
+  std::unique_ptr<BlockDecoder> doc_decoder_;
+  std::unique_ptr<BlockDecoder> freq_decoder_;
+  std::vector<uint32_t> docs_;
+  std::vector<uint32_t> freqs_;
+  uint32_t block_ = 0;
+  uint32_t block_docs_ = 0;
+  uint32_t position_ = 0;
+  uint32_t freq_block_ = ~0u;  // the block whose frequencies are decoded
+  uint32_t shallow_block_ = 0;
+  DocId doc_ = kEndDoc;
+};
+
+}  // namespace warp

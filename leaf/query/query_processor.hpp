@@ -1,0 +1,45 @@
+// The query-processor interface that the CPU processor and the GPU processor both implement, over
+// the same IndexView, so tests run both on one query and compare.
+#pragma once
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/index/index_view.hpp"
+#include "leaf/query/posting_cursor.hpp"
+#include "leaf/query/topk_queue.hpp"
+
+namespace warp {
+
+enum class QueryMode { kAnd, kOr, kAndOr };
+// Exact OR top-k algorithms; both give identical results.
+enum class OrAlgorithm { kMaxScore, kBlockMaxWand };
+
+QueryMode parse_query_mode(std::string_view text);       // "and" | "or" | "andor"; throws Error
+OrAlgorithm parse_or_algorithm(std::string_view text);   // "maxscore" | "bmw"; throws Error
+std::string_view to_string(QueryMode mode);
+
+struct Query {
+  std::vector<std::string> terms;  // analyzed; duplicates are scored once
+  QueryMode mode = QueryMode::kOr;
+  size_t k = 10;
+};
+
+struct QueryResult {
+  std::vector<Hit> hits;  // best first
+  CursorStats stats;
+  uint64_t and_matches = 0;  // documents matching every term (AND and AND+OR modes)
+  bool fell_back_to_or = false;  // AND+OR: AND found fewer than k
+};
+
+class QueryProcessor {
+ public:
+  virtual ~QueryProcessor() = default;
+  virtual std::string_view name() const = 0;
+  // Thread-safe: many worker threads may call search on one processor.
+  virtual QueryResult search(const Query& query) const = 0;
+};
+
+inline constexpr size_t kMaxTopK = 10000;
+
+}  // namespace warp

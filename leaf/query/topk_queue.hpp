@@ -1,0 +1,60 @@
+// The k best (score, docID) pairs seen so far: higher score first, ties to the smaller docID.
+// A min-heap on that order; threshold() is the score a new document must beat once it is full.
+#pragma once
+#include <algorithm>
+#include <vector>
+
+#include "common/index/types.hpp"
+
+namespace warp {
+
+struct Hit {
+  DocId doc;
+  Score score;
+};
+
+// True when a ranks before b.
+inline bool ranks_before(const Hit& a, const Hit& b) {
+  return a.score > b.score || (a.score == b.score && a.doc < b.doc);
+}
+
+class TopkQueue {
+ public:
+  explicit TopkQueue(size_t k) : k_(k) { heap_.reserve(k + 1); }
+
+  // Documents arrive in increasing docID order in DAAT, so a tie with the threshold never enters:
+  // strictly greater is the exact test there. `insert` handles any order.
+  bool would_enter(Score upper_bound) const { return heap_.size() < k_ || upper_bound > heap_.front().score; }
+
+  bool insert(Score score, DocId doc) {
+    const Hit hit{doc, score};
+    if (heap_.size() < k_) {
+      heap_.push_back(hit);
+      std::push_heap(heap_.begin(), heap_.end(), ranks_before);
+      return true;
+    }
+    if (k_ == 0 || !ranks_before(hit, heap_.front())) return false;
+    std::pop_heap(heap_.begin(), heap_.end(), ranks_before);
+    heap_.back() = hit;
+    std::push_heap(heap_.begin(), heap_.end(), ranks_before);
+    return true;
+  }
+
+  Score threshold() const { return heap_.size() < k_ ? 0 : heap_.front().score; }
+  size_t size() const { return heap_.size(); }
+
+  // The hits, best first; leaves the queue empty.
+  std::vector<Hit> take_sorted() {
+    std::sort(heap_.begin(), heap_.end(), ranks_before);
+    return std::move(heap_);
+  }
+
+ private:
+  size_t k_;
+  std::vector<Hit> heap_;  // heap_.front() is the worst kept hit
+};
+
+// Merges per-partition top-k lists into the global top-k (same order rule).
+std::vector<Hit> merge_topk(std::vector<std::vector<Hit>> lists, size_t k);
+
+}  // namespace warp
