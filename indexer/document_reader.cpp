@@ -40,7 +40,7 @@ std::string text_field(const nlohmann::json& record, const char* name, bool requ
     if (required) throw Error(std::string("missing \"") + name + "\"");
     return {};
   }
-  if (it->is_string()) return utf8_sanitize(it->get<std::string>());
+  if (it->is_string()) return it->get<std::string>();
   if (it->is_number_integer()) return std::to_string(it->get<int64_t>());
   throw Error(std::string("\"") + name + "\" is not a string");
 }
@@ -66,6 +66,7 @@ std::vector<SourceDocument> read_jsonl_documents(const std::vector<std::string>&
       report.bytes += line.size() + 1;
       if (line.find_first_not_of(" \t\r") == std::string::npos) continue;  // blank lines are not records
       const std::string where = path + ":" + std::to_string(line_number);
+      if (!utf8_valid(line)) line = utf8_sanitize(line);  // keep the record, replace the bad bytes
       SourceDocument doc;
       try {
         const nlohmann::json record = nlohmann::json::parse(line);

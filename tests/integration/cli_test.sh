@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# End to end through the real binaries: warp-indexer builds Cranfield (plus broken records) into
+# partitions on disk, warp-search answers the Cranfield queries into a TREC run, and bad input
+# gets clear errors. usage: cli_test.sh WARP_INDEXER WARP_SEARCH CRANFIELD_DIR
+set -euo pipefail
+indexer=$1 search=$2 data=$3
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# Cranfield plus a malformed line, a record without id and a duplicate id.
+cp "$data/docs.jsonl" "$work/docs.jsonl"
+printf '%s\n' '{"id": "broken", "title": ' '{"title": "no id"}' \
+  '{"id": "1", "title": "replacement of document one", "body": "zeppelin"}' >> "$work/docs.jsonl"
+"$indexer" build --input "$work/docs.jsonl" --out "$work/index" --partitions 3 --codec pfor-ding 2> "$work/build.log" \
+  || { cat "$work/build.log"; fail "warp-indexer build failed"; }
+grep -q "docs.jsonl:1401: malformed JSON" "$work/build.log" || fail "malformed line not reported with file:line"
+grep -q "docs.jsonl:1402: missing \"id\"" "$work/build.log" || fail "missing id not reported"
+grep -q "1400 documents" "$work/build.log" || fail "expected 1400 documents (duplicate replaced)"
+grep -q "2 rejected, 1 replaced" "$work/build.log" || fail "rejected/replaced counts missing"
+grep -q "documents/s" "$work/build.log" || fail "no progress rate printed"
+[ -f "$work/index/manifest.json" ] && [ -d "$work/index/part-0002" ] || fail "index layout"
+
+# The duplicate id: the last record wins.
+"$search" --index "$work/index" --query zeppelin -k 3 > "$work/one.txt" 2>/dev/null
+grep -q " 1 " "$work/one.txt" || { cat "$work/one.txt"; fail "replacement document not found"; }
+
+for mode in and or andor; do
+  "$search" --index "$work/index" --queries "$data/queries.tsv" --mode $mode -k 100 --threads 2 \
+    --run "$work/run.$mode" 2> "$work/search.log" || { cat "$work/search.log"; fail "warp-search $mode"; }
+  grep -q "225 queries, mode $mode" "$work/search.log" || fail "no summary for $mode"
+  grep -q "q/s; latency ms mean" "$work/search.log" || fail "no latency percentiles"
+  awk 'NF != 6 || $2 != "Q0" || $6 != "warp" { exit 1 }' "$work/run.$mode" || fail "run file is not TREC format"
+done
+[ "$(cut -d' ' -f1 "$work/run.or" | sort -u | wc -l)" -eq 225 ] || fail "OR run should answer every query"
+# Ranks are 1..n per query and scores never increase.
+awk '{ if ($1 != q) { q = $1; r = 0; s = 1e30 } r++; if ($4 != r || $5 > s + 1e-9) exit 1; s = $5 }' "$work/run.or" \
+  || fail "ranks or score order broken"
+# The same index searched one partition at a time covers disjoint documents.
+"$search" --index "$work/index/part-0000" --query "boundary layer" -k 5 > /dev/null 2>&1 || fail "single partition"
+
+# Bad input: clear errors, non-zero exit, no crash.
+expect_error() {  # expect_error PATTERN command...
+  local pattern=$1; shift
+  if "$@" > "$work/err.out" 2>&1; then fail "expected failure: $*"; fi
+  grep -q "$pattern" "$work/err.out" || { cat "$work/err.out"; fail "expected '$pattern' from: $*"; }
+}
+expect_error "no such directory\|neither an index" "$search" --index "$work/nowhere" --query x
+expect_error "unknown query mode" "$search" --index "$work/index" --query x --mode xor
+expect_error "between 1 and 10000" "$search" --index "$work/index" --query x -k 20000
+expect_error "unknown flag --bogus" "$search" --index "$work/index" --bogus 1
+expect_error "already exists" "$indexer" build --input "$work/docs.jsonl" --out "$work/index" --quiet
+expect_error "unknown codec" "$indexer" build --input "$work/docs.jsonl" --out "$work/x" --codec gzip --quiet
+expect_error "no such file" "$indexer" build --input "$work/missing.jsonl" --out "$work/y" --quiet
+printf 'not json\n' > "$work/bad.jsonl"
+expect_error "no documents to index" "$indexer" build --input "$work/bad.jsonl" --out "$work/z" --quiet
+# A corrupt partition is refused with its name.
+sst=$(ls "$work/index/part-0001"/*.sst | head -1)
+truncate -s 100 "$sst"
+expect_error "part-0001" "$search" --index "$work/index" --query x
+"$indexer" --help | grep -q "build" || fail "warp-indexer --help"
+"$search" --help | grep -q -- "--mode" || fail "warp-search --help"
+echo "cli_test: all checks passed"

@@ -1,0 +1,213 @@
+// Partitions on disk: round trip through RocksDB, refusal of corrupt, truncated, foreign or
+// mismatched partitions with a clear error, index directories, and rescoring for other BM25
+// parameters.
+#include <gtest/gtest.h>
+#include <rocksdb/db.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "common/index/index_files.hpp"
+#include "common/util/status.hpp"
+#include "leaf/query/index_searcher.hpp"
+#include "tests/bench/synthetic_collection.hpp"
+#include "tests/support/brute_force.hpp"
+#include "tests/support/test_seed.hpp"
+#include "tests/support/topk_match.hpp"
+
+namespace warp {
+namespace {
+namespace fs = std::filesystem;
+
+class PartitionStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("warp-store-" + std::to_string(::getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    synthetic::CollectionParams params;
+    params.documents = 3000;
+    params.vocabulary = 2000;
+    params.mean_length = 40;
+    params.seed = testing::test_seed();
+    BuildOptions options;
+    options.partitions = 3;
+    options.generation = 7;
+    IndexBuilder builder(options);
+    uint32_t doc = 0;
+    synthetic::generate_collection(params, [&](const std::vector<std::string>& terms) {
+      builder.add_analyzed({"doc-" + std::to_string(doc), "title " + std::to_string(doc), "http://x/" + std::to_string(doc), 0},
+                           terms);
+      reference_.add(terms);
+      ++doc;
+    });
+    built_ = builder.build();
+    write_index(built_, dir_.string());
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string part(int id) const { return (dir_ / ("part-000" + std::to_string(id))).string(); }
+
+  fs::path dir_;
+  std::vector<BuiltPartition> built_;
+  testing::BruteForceIndex reference_;
+};
+
+TEST_F(PartitionStoreTest, RoundTripKeepsEverything) {
+  for (int id = 0; id < 3; ++id) {
+    auto partition = open_partition(part(id));
+    const IndexView& loaded = partition->view();
+    const IndexView& original = built_[id].view;
+    EXPECT_EQ(loaded.meta.generation, 7u);
+    EXPECT_EQ(loaded.meta.partition_id, static_cast<uint32_t>(id));
+    EXPECT_EQ(loaded.meta.doc_begin, original.meta.doc_begin);
+    EXPECT_EQ(loaded.meta.doc_end, original.meta.doc_end);
+    EXPECT_EQ(loaded.meta.stats.doc_count, 3000u);
+    EXPECT_EQ(loaded.meta.stats.total_length, original.meta.stats.total_length);
+    EXPECT_EQ(loaded.meta.analyzer_version, original.meta.analyzer_version);
+    EXPECT_EQ(loaded.doc_lengths, original.doc_lengths);
+    EXPECT_EQ(loaded.external_ids, original.external_ids);
+    EXPECT_EQ(loaded.lexicon.size(), original.lexicon.size());
+    for (const auto& [term, info] : original.lexicon) {
+      const TermInfo* other = loaded.find(term);
+      ASSERT_NE(other, nullptr) << term;
+      EXPECT_EQ(other->df, info.df);
+      EXPECT_EQ(other->cf, info.cf);
+      const auto a = decode_posting_list(original.list(term, info));
+      const auto b = decode_posting_list(loaded.list(term, *other));
+      ASSERT_EQ(a.size(), b.size());
+      for (size_t i = 0; i < a.size(); ++i) ASSERT_TRUE(a[i].doc == b[i].doc && a[i].freq == b[i].freq);
+    }
+    const auto record = partition->document(original.meta.doc_begin + 1);
+    ASSERT_TRUE(record.has_value());
+    EXPECT_EQ(record->title, "title " + std::to_string(original.meta.doc_begin + 1));
+    EXPECT_EQ(record->url, "http://x/" + std::to_string(original.meta.doc_begin + 1));
+    EXPECT_FALSE(partition->document(original.meta.doc_end).has_value());
+  }
+}
+
+TEST_F(PartitionStoreTest, IndexDirectorySearchesLikeTheReference) {
+  IndexSearcher searcher(open_index(dir_.string()));
+  EXPECT_EQ(searcher.partitions().size(), 3u);
+  for (const auto& query : synthetic::generate_queries(200, 2000, 4, testing::test_seed())) {
+    for (QueryMode mode : {QueryMode::kAnd, QueryMode::kOr, QueryMode::kAndOr}) {
+      ASSERT_TRUE(testing::same_topk(reference_.search(query, mode, 20), searcher.search({query, mode, 20}).hits,
+                                     reference_, query));
+    }
+  }
+  EXPECT_EQ(searcher.external_id(2999), "doc-2999");
+}
+
+TEST_F(PartitionStoreTest, OtherBm25ParametersRescoreTheBounds) {
+  const Bm25Params params{1.2f, 0.75f};
+  testing::BruteForceIndex reference(params);
+  synthetic::CollectionParams collection;
+  collection.documents = 3000;
+  collection.vocabulary = 2000;
+  collection.mean_length = 40;
+  collection.seed = testing::test_seed();
+  synthetic::generate_collection(collection, [&](const std::vector<std::string>& terms) { reference.add(terms); });
+  OpenOptions options;
+  options.bm25 = params;
+  IndexSearcher searcher(open_index(dir_.string(), options));
+  for (const auto& query : synthetic::generate_queries(200, 2000, 4, testing::test_seed() + 1)) {
+    ASSERT_TRUE(testing::same_topk(reference.search(query, QueryMode::kOr, 10),
+                                   searcher.search({query, QueryMode::kOr, 10}).hits, reference, query));
+  }
+}
+
+TEST_F(PartitionStoreTest, RefusesAnotherAnalyzer) {
+  OpenOptions options;
+  options.expected_analyzer = "warp-analyzer/1 fold=latin-greek-cyrillic stem=none stop=english max=64";
+  try {
+    open_partition(part(0), options);
+    FAIL() << "a partition of another analyzer was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("analyzed with"), std::string::npos) << e.what();
+  }
+}
+
+// Changes one value inside the partition through RocksDB itself (a valid database, wrong content).
+void put_raw(const std::string& dir, const std::string& family, const std::string& key, const std::string& value) {
+  std::vector<rocksdb::ColumnFamilyDescriptor> families;
+  for (const char* name : {"default", "meta", "lexicon", "postings", "documents"}) families.emplace_back(name, rocksdb::ColumnFamilyOptions());
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  rocksdb::DB* db = nullptr;
+  ASSERT_TRUE(rocksdb::DB::Open(rocksdb::DBOptions(), dir, families, &handles, &db).ok());
+  const std::vector<std::string> names = {"default", "meta", "lexicon", "postings", "documents"};
+  const size_t index = std::find(names.begin(), names.end(), family) - names.begin();
+  ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), handles[index], key, value).ok());
+  ASSERT_TRUE(db->Flush(rocksdb::FlushOptions(), handles).ok());
+  for (auto* handle : handles) db->DestroyColumnFamilyHandle(handle);
+  delete db;
+}
+
+void expect_refused(const std::string& dir, const std::string& needle) {
+  try {
+    open_partition(dir);
+    FAIL() << "a bad partition was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(dir), std::string::npos) << "the error names the partition: " << e.what();
+  }
+}
+
+TEST_F(PartitionStoreTest, RefusesANewerFormatVersion) {
+  put_raw(part(0), "meta", "format_version", "99");
+  expect_refused(part(0), "format version 99");
+}
+
+TEST_F(PartitionStoreTest, RefusesChangedContent) {
+  put_raw(part(1), "documents", std::string("\0\0\x10\0", 4), "x");
+  expect_refused(part(1), "checksum");
+}
+
+TEST_F(PartitionStoreTest, RefusesAChangedPostingList) {
+  const std::string term = built_[2].view.lexicon.begin()->first;
+  const TermInfo& info = built_[2].view.lexicon.begin()->second;
+  std::string blob(reinterpret_cast<const char*>(built_[2].view.postings.data() + info.offset), info.words * 4);
+  blob[blob.size() / 2] ^= 0x40;
+  put_raw(part(2), "postings", term, blob);
+  expect_refused(part(2), "checksum mismatch in the posting list");
+}
+
+TEST_F(PartitionStoreTest, RefusesCorruptOrTruncatedFiles) {
+  std::mt19937_64 rng(testing::test_seed());
+  for (int id = 0; id < 3; ++id) {
+    std::vector<fs::path> files;
+    for (const auto& entry : fs::directory_iterator(part(id))) {
+      const auto ext = entry.path().extension();
+      if (ext == ".sst" || ext == ".blob") files.push_back(entry.path());
+    }
+    ASSERT_FALSE(files.empty());
+    std::sort(files.begin(), files.end());
+    const fs::path victim = files[std::uniform_int_distribution<size_t>(0, files.size() - 1)(rng)];
+    const auto size = fs::file_size(victim);
+    if (id == 0) {
+      fs::resize_file(victim, size / 2);  // truncated
+    } else {
+      std::fstream f(victim, std::ios::in | std::ios::out | std::ios::binary);  // bytes flipped in the middle
+      for (uint64_t at = size / 4; at < size * 3 / 4; at += 64) {
+        f.seekg(static_cast<std::streamoff>(at));
+        char c = 0;
+        f.get(c);
+        f.seekp(static_cast<std::streamoff>(at));
+        f.put(static_cast<char>(c ^ 0x5A));
+      }
+    }
+    EXPECT_THROW(open_partition(part(id)), Error) << victim;
+  }
+}
+
+TEST_F(PartitionStoreTest, RefusesMissingPiecesAndForeignDirectories) {
+  EXPECT_THROW(open_partition((dir_ / "nope").string()), Error);
+  EXPECT_THROW(open_index(fs::temp_directory_path().string()), Error);
+  fs::remove_all(part(1));
+  EXPECT_THROW(open_index(dir_.string()), Error);
+  EXPECT_THROW(write_index(built_, dir_.string()), Error);  // never overwrites
+}
+
+}  // namespace
+}  // namespace warp

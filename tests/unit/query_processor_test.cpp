@@ -1,0 +1,210 @@
+// The CPU query processor against the brute-force reference: thousands of random queries on
+// random collections, every codec, every mode, both exact OR algorithms, one and several
+// partitions; plus the Cranfield collection with its real queries.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "common/index/index_builder.hpp"
+#include "common/util/status.hpp"
+#include "indexer/document_reader.hpp"
+#include "leaf/query/cpu_query_processor.hpp"
+#include "leaf/query/query_log.hpp"
+#include "tests/bench/synthetic_collection.hpp"
+#include "tests/support/brute_force.hpp"
+#include "tests/support/test_seed.hpp"
+#include "tests/support/topk_match.hpp"
+
+namespace warp {
+namespace {
+
+using testing::BruteForceIndex;
+
+// Searches every partition and merges, as IndexSearcher does, but over in-memory views.
+struct InMemoryIndex {
+  std::vector<BuiltPartition> partitions;
+  std::vector<std::unique_ptr<CpuQueryProcessor>> processors;
+
+  InMemoryIndex(std::vector<BuiltPartition> built, OrAlgorithm algorithm) : partitions(std::move(built)) {
+    for (auto& p : partitions) processors.push_back(std::make_unique<CpuQueryProcessor>(p.view, CpuProcessorOptions{algorithm}));
+  }
+  std::vector<Hit> search(const Query& query) const {
+    // AND+OR is a whole-collection decision: count AND matches everywhere first.
+    Query effective = query;
+    if (query.mode == QueryMode::kAndOr) {
+      Query and_query = query;
+      and_query.mode = QueryMode::kAnd;
+      uint64_t matches = 0;
+      for (const auto& processor : processors) matches += processor->search(and_query).and_matches;
+      effective.mode = matches >= query.k ? QueryMode::kAnd : QueryMode::kOr;
+    }
+    std::vector<std::vector<Hit>> lists;
+    for (const auto& processor : processors) lists.push_back(processor->search(effective).hits);
+    return merge_topk(std::move(lists), query.k);
+  }
+};
+
+struct RandomCase {
+  std::string codec;
+  uint32_t partitions;
+};
+
+class RandomCollectionTest : public ::testing::TestWithParam<RandomCase> {};
+
+TEST_P(RandomCollectionTest, EveryModeMatchesBruteForce) {
+  const RandomCase& param = GetParam();
+  const uint64_t seed = testing::test_seed() ^ std::hash<std::string>{}(param.codec) ^ param.partitions;
+  std::mt19937_64 rng(seed);
+  synthetic::CollectionParams params;
+  params.documents = std::uniform_int_distribution<uint32_t>(500, 4000)(rng);
+  params.vocabulary = std::uniform_int_distribution<uint32_t>(50, 3000)(rng);
+  params.mean_length = std::uniform_real_distribution<double>(5, 60)(rng);
+  params.zipf_exponent = std::uniform_real_distribution<double>(0.7, 1.3)(rng);
+  params.seed = seed;
+
+  BuildOptions options;
+  options.codec = param.codec;
+  options.partitions = param.partitions;
+  IndexBuilder builder(options);
+  BruteForceIndex reference;
+  uint32_t doc = 0;
+  synthetic::generate_collection(params, [&](const std::vector<std::string>& terms) {
+    builder.add_analyzed({"d" + std::to_string(doc++), "", "", 0}, terms);
+    reference.add(terms);
+  });
+  const std::vector<BuiltPartition> built = builder.build();
+  auto queries = synthetic::generate_queries(300, params.vocabulary + 5, 5, seed + 7);  // a few unknown terms
+  queries.push_back({"t0", "t0", "t1"});  // duplicates are scored once
+  queries.push_back({"no-such-term"});
+
+  for (OrAlgorithm algorithm : {OrAlgorithm::kMaxScore, OrAlgorithm::kBlockMaxWand}) {
+    InMemoryIndex index(built, algorithm);
+    for (size_t q = 0; q < queries.size(); ++q) {
+      for (QueryMode mode : {QueryMode::kAnd, QueryMode::kOr, QueryMode::kAndOr}) {
+        for (size_t k : {size_t{1}, size_t{10}, size_t{100}, size_t{1000}}) {
+          const std::vector<Hit> expected = reference.search(queries[q], mode, k);
+          const std::vector<Hit> actual = index.search({queries[q], mode, k});
+          ASSERT_TRUE(testing::same_topk(expected, actual, reference, queries[q]))
+              << "query " << q << " mode " << to_string(mode) << " k " << k << " algorithm "
+              << (algorithm == OrAlgorithm::kMaxScore ? "maxscore" : "bmw") << " seed " << seed;
+        }
+      }
+    }
+  }
+}
+
+std::vector<RandomCase> random_cases() {
+  std::vector<RandomCase> cases;
+  for (const Codec* codec : all_codecs()) {
+    cases.push_back({std::string(codec->name()), 1});
+    cases.push_back({std::string(codec->name()), 3});
+  }
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllCodecs, RandomCollectionTest, ::testing::ValuesIn(random_cases()), [](const auto& info) {
+  std::string name(info.param.codec + "_p" + std::to_string(info.param.partitions));
+  for (char& c : name) c = c == '-' ? '_' : c;
+  return name;
+});
+
+// Long lists of frequent terms with small k: the dynamic-pruning paths (non-essential lists in
+// MaxScore, block skips in BlockMax-WAND) run many times per query.
+TEST(CpuQueryProcessor, LongListsWithPruningMatchBruteForce) {
+  const uint64_t seed = testing::test_seed() + 11;
+  synthetic::CollectionParams params;
+  params.documents = 30000;
+  params.vocabulary = 400;
+  params.mean_length = 25;
+  params.zipf_exponent = 0.9;
+  params.seed = seed;
+  BuildOptions options;
+  options.codec = "bp128";
+  IndexBuilder builder(options);
+  BruteForceIndex reference;
+  synthetic::generate_collection(params, [&](const std::vector<std::string>& terms) {
+    builder.add_analyzed({"", "", "", 0}, terms);
+    reference.add(terms);
+  });
+  const auto built = builder.build();
+  const auto queries = synthetic::generate_queries(150, params.vocabulary, 6, seed);
+  for (OrAlgorithm algorithm : {OrAlgorithm::kMaxScore, OrAlgorithm::kBlockMaxWand}) {
+    CpuQueryProcessor processor(built[0].view, {algorithm});
+    for (size_t q = 0; q < queries.size(); ++q) {
+      for (size_t k : {size_t{1}, size_t{10}, size_t{50}}) {
+        const QueryResult result = processor.search({queries[q], QueryMode::kOr, k});
+        ASSERT_TRUE(testing::same_topk(reference.search(queries[q], QueryMode::kOr, k), result.hits, reference, queries[q]))
+            << "query " << q << " k " << k << " seed " << seed;
+      }
+    }
+  }
+}
+
+TEST(CpuQueryProcessor, AndCountsMatchesAndSkipsBlocks) {
+  BuildOptions options;
+  IndexBuilder builder(options);
+  // "common" in every document, "rare" in every 1000th: AND must skip most blocks of "common".
+  for (int d = 0; d < 100000; ++d) {
+    std::vector<std::string> terms{"common"};
+    if (d % 1000 == 0) terms.push_back("rare");
+    builder.add_analyzed({"d" + std::to_string(d), "", "", 0}, terms);
+  }
+  const auto built = builder.build();
+  CpuQueryProcessor processor(built[0].view);
+  const QueryResult result = processor.search({{"common", "rare"}, QueryMode::kAnd, 10});
+  EXPECT_EQ(result.and_matches, 100u);
+  EXPECT_EQ(result.hits.size(), 10u);
+  EXPECT_LT(result.stats.blocks_decoded, result.stats.blocks_total / 4);
+}
+
+TEST(CpuQueryProcessor, RejectsKAboveLimit) {
+  IndexBuilder builder({});
+  builder.add_analyzed({"a", "", "", 0}, std::vector<std::string>{"x"});
+  const auto built = builder.build();
+  CpuQueryProcessor processor(built[0].view);
+  EXPECT_THROW(processor.search({{"x"}, QueryMode::kOr, kMaxTopK + 1}), Error);
+}
+
+TEST(CranfieldQueries, EveryModeAndCodecMatchesBruteForce) {
+  const std::string dir = WARP_SHARED_DATA_DIR "/cranfield";
+  ReadReport report;
+  const std::vector<SourceDocument> documents = read_jsonl_documents({dir + "/docs.jsonl"}, report);
+  ASSERT_EQ(documents.size(), 1400u) << "the Cranfield collection is expected in " << dir;
+  std::vector<std::string> errors;
+  const std::vector<QueryLine> lines = read_query_file(dir + "/queries.tsv", errors);
+  ASSERT_EQ(lines.size(), 225u);
+
+  Analyzer analyzer;
+  BruteForceIndex reference;
+  std::vector<std::vector<std::string>> doc_terms;
+  for (const SourceDocument& doc : documents) {
+    std::vector<std::string> terms = analyzer.analyze(doc.title);
+    analyzer.analyze(doc.body, terms);
+    reference.add(terms);
+  }
+  std::vector<std::vector<std::string>> queries;
+  for (const QueryLine& line : lines) queries.push_back(analyzer.analyze(line.text));
+
+  for (const Codec* codec : all_codecs()) {
+    BuildOptions options;
+    options.codec = std::string(codec->name());
+    options.partitions = 2;
+    IndexBuilder builder(options);
+    for (const SourceDocument& doc : documents) builder.add_document(doc);
+    for (OrAlgorithm algorithm : {OrAlgorithm::kMaxScore, OrAlgorithm::kBlockMaxWand}) {
+      InMemoryIndex index(builder.build(), algorithm);
+      for (size_t q = 0; q < queries.size(); ++q) {
+        for (QueryMode mode : {QueryMode::kAnd, QueryMode::kOr, QueryMode::kAndOr}) {
+          for (size_t k : {size_t{10}, size_t{1000}}) {
+            ASSERT_TRUE(testing::same_topk(reference.search(queries[q], mode, k), index.search({queries[q], mode, k}),
+                                           reference, queries[q]))
+                << "query " << lines[q].id << " codec " << codec->name() << " mode " << to_string(mode) << " k " << k;
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace warp
