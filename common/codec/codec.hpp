@@ -22,11 +22,16 @@ enum class CodecId : uint8_t {
   kRice = 6,        // Ding et al. 2009 §6.1: unary and binary parts in two bit arrays
 };
 
+// Decoders may read up to this many words past the end of a sequence's data (64-bit windows,
+// 4-byte loads). Whoever holds encoded data guarantees they exist: EncodedSequence::words ends
+// with them, and an arena of posting lists ends with them once (lists inside it are unpadded).
+inline constexpr size_t kReadPaddingWords = 2;
+
 // A compressed sequence of 32-bit integers (any value, 2^32-1 included).
 struct EncodedSequence {
   uint32_t size = 0;                 // number of integers
   std::vector<uint32_t> endpoints;   // nblocks + 1 entries
-  std::vector<uint32_t> words;       // payload, padded so decoders may read one word past data
+  std::vector<uint32_t> words;       // payload, then kReadPaddingWords zero words
 };
 
 // A non-owning view of an EncodedSequence, e.g. into a posting-list blob held in memory.

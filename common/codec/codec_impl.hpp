@@ -19,7 +19,6 @@ inline void begin_sequence(std::span<const uint32_t> values, EncodedSequence& ou
   out.endpoints.assign(1, 0);
 }
 
-// Every decoder may read one word past the data it needs (64-bit windows); pad for it.
-inline void end_sequence(EncodedSequence& out) { out.words.push_back(0); out.words.push_back(0); }
+inline void end_sequence(EncodedSequence& out) { out.words.resize(out.words.size() + kReadPaddingWords, 0); }
 
 }  // namespace warp

@@ -100,6 +100,7 @@ std::vector<BuiltPartition> IndexBuilder::build() const {
       view.postings.insert(view.postings.end(), words.begin(), words.end());
       view.meta.posting_count += static_cast<uint64_t>(last - first);
     }
+    view.postings.resize(view.postings.size() + kReadPaddingWords, 0);
   }
   return partitions;
 }

@@ -38,7 +38,7 @@ struct TermInfo {
 struct IndexView {
   PartitionMeta meta;
   std::unordered_map<std::string, TermInfo> lexicon;
-  std::vector<uint32_t> postings;
+  std::vector<uint32_t> postings;       // lists back to back, then kReadPaddingWords words
   std::vector<uint32_t> doc_lengths;    // by doc - meta.doc_begin
   std::vector<float> length_norms;      // bm25_length_norm of each document, for meta.bm25
   std::vector<std::string> external_ids;

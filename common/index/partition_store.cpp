@@ -251,6 +251,7 @@ std::unique_ptr<Partition> open_partition(const std::string& dir, const OpenOpti
     view.lexicon.emplace(term, info);
   }
   check(lexicon->status(), dir, "reading lexicon");
+  view.postings.resize(view.postings.size() + kReadPaddingWords, 0);
   if (view.lexicon.size() != term_count) throw Error("partition " + dir + ": lexicon holds fewer terms than recorded");
   for (const auto& [term, info] : view.lexicon) view.list(term, info);  // structure check of every list
 

@@ -33,17 +33,19 @@ std::vector<uint32_t> encode_posting_list(std::span<const Posting> postings,
   codec.encode(gaps, doc_seq);
   codec.encode(freqs, freq_seq);
 
+  // The sequences' read padding is dropped: the arena holding the lists pads its end instead.
+  const size_t doc_words = doc_seq.words.size() - kReadPaddingWords;
+  const size_t freq_words = freq_seq.words.size() - kReadPaddingWords;
   std::vector<uint32_t> words;
-  words.reserve(kHeaderWords + 4 * blocks + 2 + doc_seq.words.size() + freq_seq.words.size());
+  words.reserve(kHeaderWords + 4 * blocks + 2 + doc_words + freq_words);
   words = {static_cast<uint32_t>(count), static_cast<uint32_t>(codec.id()), static_cast<uint32_t>(blocks),
-           static_cast<uint32_t>(doc_seq.words.size()), static_cast<uint32_t>(freq_seq.words.size()),
-           std::bit_cast<uint32_t>(list_max)};
+           static_cast<uint32_t>(doc_words), static_cast<uint32_t>(freq_words), std::bit_cast<uint32_t>(list_max)};
   words.insert(words.end(), block_last.begin(), block_last.end());
   words.insert(words.end(), block_max.begin(), block_max.end());
   words.insert(words.end(), doc_seq.endpoints.begin(), doc_seq.endpoints.end());
   words.insert(words.end(), freq_seq.endpoints.begin(), freq_seq.endpoints.end());
-  words.insert(words.end(), doc_seq.words.begin(), doc_seq.words.end());
-  words.insert(words.end(), freq_seq.words.begin(), freq_seq.words.end());
+  words.insert(words.end(), doc_seq.words.begin(), doc_seq.words.begin() + static_cast<std::ptrdiff_t>(doc_words));
+  words.insert(words.end(), freq_seq.words.begin(), freq_seq.words.begin() + static_cast<std::ptrdiff_t>(freq_words));
   return words;
 }
 

@@ -40,7 +40,8 @@ struct PostingListView {
   static PostingListView parse(const uint32_t* words, size_t word_count, const std::string& term);
 };
 
-// Encodes `postings` (sorted by doc, freq >= 1); `scores[i]` is the BM25 score of posting i and
+// Encodes `postings` (sorted by doc, freq >= 1) without read padding: the memory holding the
+// list must be followed by kReadPaddingWords readable words (IndexView::postings guarantees it).; `scores[i]` is the BM25 score of posting i and
 // gives the block maxima and the list maximum.
 std::vector<uint32_t> encode_posting_list(std::span<const Posting> postings,
                                           std::span<const Score> scores, const Codec& codec);
