@@ -68,6 +68,15 @@ class Codec {
   void decode_all(const EncodedView& seq, uint32_t* out) const;
 };
 
+// The list-wide exception arrays of a pfor-ding sequence, decoded: absolute positions and the high
+// bits to add at each (above the list's bit width `width`). The GPU decoders patch from these.
+struct PforDingExceptions {
+  uint32_t width = 0;
+  std::vector<uint32_t> positions;
+  std::vector<uint32_t> high_bits;
+};
+PforDingExceptions pfor_ding_exceptions(const EncodedView& seq);
+
 // The codec registry: the one place that maps names and ids to codecs.
 const Codec& codec_by_id(CodecId id);                  // throws Error on an unknown id
 const Codec& codec_by_name(std::string_view name);     // throws Error listing the known names

@@ -106,6 +106,8 @@ class PforDingDecoder final : public BlockDecoder {
     uint32_t position = ~0u;  // gaps are stored minus one, starting before position 0
     for (auto& p : positions_) p = position += p + 1;
   }
+  PforDingExceptions exceptions() const { return {width_, positions_, high_bits_}; }
+
   void decode_block(size_t block, uint32_t* out) override {
     const size_t first = block * kBlock;
     const size_t n = std::min<size_t>(kBlock, seq_.size - first);
@@ -144,6 +146,8 @@ class PforDingCodec final : public Codec {
 };
 
 }  // namespace
+
+PforDingExceptions pfor_ding_exceptions(const EncodedView& seq) { return PforDingDecoder(seq).exceptions(); }
 
 std::unique_ptr<Codec> make_pfor_ding() { return std::make_unique<PforDingCodec>(); }
 

@@ -1,0 +1,59 @@
+// Whole-list decoding kernels on top of the block decoders: a thread block per selected compressed
+// block, writing docIDs and frequencies or adding BM25 scores into dense accumulators.
+#pragma once
+#include "leaf/gpu/block_decode.cuh"
+#include "leaf/gpu/cuda_check.cuh"
+
+namespace warp::gpu {
+
+// The CPU's bm25_score, operation for operation.
+__device__ __forceinline__ float bm25_dev(float weight, uint32_t tf, float norm) {
+  const float f = static_cast<float>(tf);
+  return weight * f / (f + norm);
+}
+
+struct Counters {
+  unsigned long long blocks_decoded;
+  unsigned long long postings_decoded;
+  unsigned long long matches;
+};
+
+// Decodes the selected blocks (all when mask is null) of a list; writes docIDs and frequencies to
+// their slots (block * BS + i) or, with `accumulators`, adds BM25 scores there (OR).
+template <int BS>
+__global__ void decode_list_kernel(DeviceList list, const uint8_t* block_mask, uint32_t* out_docs, uint32_t* out_freqs,
+                                   float* accumulators, const float* norms, uint32_t doc_begin, float weight,
+                                   Counters* counters) {
+  const uint32_t block = blockIdx.x;
+  if (block_mask != nullptr && block_mask[block] == 0) return;  // uniform over the thread block
+  __shared__ BlockDecodeStorage<BS> storage;
+  const uint32_t n = min(static_cast<uint32_t>(BS), list.count - block * BS);
+  uint32_t doc, freq;
+  decode_postings<BS>(list, block, n, storage, doc, freq);
+  if (threadIdx.x < n) {
+    if (accumulators != nullptr) {
+      atomicAdd(&accumulators[doc - doc_begin], bm25_dev(weight, freq, norms[doc - doc_begin]));
+    } else {
+      out_docs[block * BS + threadIdx.x] = doc;
+      out_freqs[block * BS + threadIdx.x] = freq;
+    }
+  }
+  if (threadIdx.x == 0 && counters != nullptr) {
+    atomicAdd(&counters->blocks_decoded, 1ull);
+    atomicAdd(&counters->postings_decoded, static_cast<unsigned long long>(n));
+  }
+}
+
+inline void launch_decode(const DeviceList& list, const uint8_t* mask, uint32_t* docs, uint32_t* freqs, float* accumulators,
+                   const float* norms, uint32_t doc_begin, float weight, Counters* counters, cudaStream_t stream) {
+  if (list.block_size == 256) {
+    decode_list_kernel<256><<<list.block_count, 256, 0, stream>>>(list, mask, docs, freqs, accumulators, norms,
+                                                                  doc_begin, weight, counters);
+  } else {
+    decode_list_kernel<128><<<list.block_count, 128, 0, stream>>>(list, mask, docs, freqs, accumulators, norms,
+                                                                  doc_begin, weight, counters);
+  }
+  WARP_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace warp::gpu

@@ -1,0 +1,173 @@
+// The GPU query processor and decoders against their CPU twins and the brute-force reference, on
+// fresh random collections each run and on Cranfield. Without a GPU (or a CUDA build) every test
+// is skipped with the reason.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "common/index/index_builder.hpp"
+#include "indexer/document_reader.hpp"
+#include "leaf/gpu/gpu_runtime.hpp"
+#include "leaf/query/cpu_query_processor.hpp"
+#include "leaf/query/query_log.hpp"
+#include "tests/bench/synthetic_collection.hpp"
+#include "tests/support/brute_force.hpp"
+#include "tests/support/test_seed.hpp"
+#include "tests/support/topk_match.hpp"
+#ifdef WARP_HAVE_CUDA
+#include "leaf/gpu/gpu_decode.hpp"
+#include "leaf/gpu/gpu_query_processor.hpp"
+#endif
+
+namespace warp {
+namespace {
+
+#define WARP_REQUIRE_GPU()                                                    \
+  do {                                                                        \
+    std::string why;                                                          \
+    if (!gpu::gpu_available(&why)) GTEST_SKIP() << "no usable GPU: " << why;  \
+  } while (0)
+
+struct Collection {
+  std::vector<BuiltPartition> partitions;
+  testing::BruteForceIndex reference;
+  std::vector<std::vector<std::string>> queries;
+};
+
+Collection random_collection(const std::string& codec, uint64_t seed, uint32_t partitions) {
+  std::mt19937_64 rng(seed);
+  synthetic::CollectionParams params;
+  params.documents = std::uniform_int_distribution<uint32_t>(2000, 20000)(rng);
+  params.vocabulary = std::uniform_int_distribution<uint32_t>(100, 5000)(rng);
+  params.mean_length = std::uniform_real_distribution<double>(5, 60)(rng);
+  params.zipf_exponent = std::uniform_real_distribution<double>(0.7, 1.2)(rng);
+  params.seed = seed;
+  BuildOptions options;
+  options.codec = codec;
+  options.partitions = partitions;
+  IndexBuilder builder(options);
+  Collection c;
+  synthetic::generate_collection(params, [&](const std::vector<std::string>& terms) {
+    builder.add_analyzed({"", "", "", 0}, terms);
+    c.reference.add(terms);
+  });
+  c.partitions = builder.build();
+  c.queries = synthetic::generate_queries(200, params.vocabulary + 3, 5, seed + 1);
+  return c;
+}
+
+#ifdef WARP_HAVE_CUDA
+
+class GpuCodecTest : public ::testing::TestWithParam<const Codec*> {};
+
+TEST_P(GpuCodecTest, DecodersMatchTheCpu) {
+  WARP_REQUIRE_GPU();
+  const std::string codec(GetParam()->name());
+  const uint64_t seed = testing::test_seed() ^ std::hash<std::string>{}(codec);
+  const Collection c = random_collection(codec, seed, 1);
+  const IndexView& view = c.partitions[0].view;
+  gpu::DeviceIndex device(view);
+  size_t lists = 0;
+  for (const auto& [term, info] : view.lexicon) {
+    const std::vector<Posting> expected = decode_posting_list(view.list(term, info));
+    const std::vector<Posting> actual = gpu::decode_list_on_gpu(device, term);
+    ASSERT_EQ(expected.size(), actual.size()) << term;
+    for (size_t i = 0; i < expected.size(); ++i) {
+      ASSERT_EQ(expected[i].doc, actual[i].doc) << "term " << term << " posting " << i << " seed " << seed;
+      ASSERT_EQ(expected[i].freq, actual[i].freq) << "term " << term << " posting " << i << " seed " << seed;
+    }
+    ++lists;
+  }
+  EXPECT_GT(lists, 50u);
+}
+
+TEST_P(GpuCodecTest, QueriesMatchCpuAndBruteForce) {
+  WARP_REQUIRE_GPU();
+  const std::string codec(GetParam()->name());
+  const uint64_t seed = testing::test_seed() ^ std::hash<std::string>{}(codec) ^ 0x5eed;
+  const Collection c = random_collection(codec, seed, 1);
+  const IndexView& view = c.partitions[0].view;
+  gpu::GpuQueryProcessor gpu_processor(view);
+  CpuQueryProcessor cpu_processor(view);
+  for (size_t q = 0; q < c.queries.size(); ++q) {
+    for (QueryMode mode : {QueryMode::kAnd, QueryMode::kOr, QueryMode::kAndOr}) {
+      for (size_t k : {size_t{1}, size_t{10}, size_t{1000}}) {
+        const Query query{c.queries[q], mode, k};
+        const QueryResult gpu_result = gpu_processor.search(query);
+        const QueryResult cpu_result = cpu_processor.search(query);
+        ASSERT_TRUE(testing::same_topk(cpu_result.hits, gpu_result.hits, c.reference, c.queries[q]))
+            << "GPU vs CPU: query " << q << " mode " << to_string(mode) << " k " << k << " seed " << seed;
+        ASSERT_TRUE(testing::same_topk(c.reference.search(c.queries[q], mode, k), gpu_result.hits, c.reference,
+                                       c.queries[q]))
+            << "GPU vs reference: query " << q << " mode " << to_string(mode) << " k " << k << " seed " << seed;
+        if (mode != QueryMode::kOr) {
+          EXPECT_EQ(gpu_result.and_matches, cpu_result.and_matches) << "query " << q;
+        }
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllCodecs, GpuCodecTest, ::testing::ValuesIn(all_codecs()), [](const auto& info) {
+  std::string name(info.param->name());
+  for (char& c : name) c = c == '-' ? '_' : c;
+  return name;
+});
+
+TEST(GpuQueryProcessor, AndDecodesOnlyTheSelectedBlocks) {
+  WARP_REQUIRE_GPU();
+  IndexBuilder builder({});
+  for (int d = 0; d < 200000; ++d) {
+    std::vector<std::string> terms{"common"};
+    if (d % 5000 == 0) terms.push_back("rare");
+    builder.add_analyzed({"", "", "", 0}, terms);
+  }
+  const auto built = builder.build();
+  gpu::GpuQueryProcessor processor(built[0].view);
+  const QueryResult result = processor.search({{"common", "rare"}, QueryMode::kAnd, 10});
+  EXPECT_EQ(result.and_matches, 40u);
+  EXPECT_EQ(result.hits.size(), 10u);
+  EXPECT_LE(result.stats.blocks_decoded, 1u + 40u);  // the short list plus one block per candidate
+}
+
+TEST(GpuCranfield, EveryModeAndCodecMatchesTheCpu) {
+  WARP_REQUIRE_GPU();
+  const std::string dir = WARP_SHARED_DATA_DIR "/cranfield";
+  ReadReport report;
+  const std::vector<SourceDocument> documents = read_jsonl_documents({dir + "/docs.jsonl"}, report);
+  ASSERT_EQ(documents.size(), 1400u);
+  std::vector<std::string> errors;
+  Analyzer analyzer;
+  testing::BruteForceIndex reference;
+  for (const SourceDocument& doc : documents) {
+    std::vector<std::string> terms = analyzer.analyze(doc.title);
+    analyzer.analyze(doc.body, terms);
+    reference.add(terms);
+  }
+  std::vector<std::vector<std::string>> queries;
+  for (const QueryLine& line : read_query_file(dir + "/queries.tsv", errors)) queries.push_back(analyzer.analyze(line.text));
+  for (const Codec* codec : all_codecs()) {
+    BuildOptions options;
+    options.codec = std::string(codec->name());
+    IndexBuilder builder(options);
+    for (const SourceDocument& doc : documents) builder.add_document(doc);
+    const auto built = builder.build();
+    gpu::GpuQueryProcessor processor(built[0].view);
+    for (size_t q = 0; q < queries.size(); ++q) {
+      for (QueryMode mode : {QueryMode::kAnd, QueryMode::kOr, QueryMode::kAndOr}) {
+        ASSERT_TRUE(testing::same_topk(reference.search(queries[q], mode, 100), processor.search({queries[q], mode, 100}).hits,
+                                       reference, queries[q]))
+            << "query " << q + 1 << " codec " << codec->name() << " mode " << to_string(mode);
+      }
+    }
+  }
+}
+
+#else
+
+TEST(Gpu, SkippedWithoutCuda) { WARP_REQUIRE_GPU(); }
+
+#endif
+
+}  // namespace
+}  // namespace warp
