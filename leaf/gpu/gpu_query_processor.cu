@@ -2,19 +2,14 @@
 
 #include <algorithm>
 #include <cstring>
-#include <cub/device/device_radix_sort.cuh>
 
 #include "common/util/status.hpp"
 #include "leaf/gpu/list_decode.cuh"
+#include "leaf/gpu/topk_select.cuh"
 #include "leaf/gpu/cuda_check.cuh"
 
 namespace warp::gpu {
 namespace {
-
-// (score, docID) as one sortable key: higher score first, then smaller docID; 0 = no document.
-__device__ __forceinline__ uint64_t topk_key(float score, uint32_t doc) {
-  return (static_cast<uint64_t>(__float_as_uint(score)) << 32) | (0xFFFFFFFFu - doc);
-}
 
 __global__ void score_candidates_kernel(uint32_t count, const uint32_t* docs, const uint32_t* freqs, const float* norms,
                                         uint32_t doc_begin, float weight, float* scores) {
@@ -63,21 +58,24 @@ __global__ void probe_kernel(uint32_t count, const uint32_t* docs, float* scores
 }
 
 __global__ void candidate_keys_kernel(uint32_t count, const uint32_t* docs, const float* scores, uint64_t* keys,
-                                      Counters* counters) {
+                                      uint32_t* buckets, Counters* counters) {
   const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= count) return;
   const bool live = scores[i] >= 0;
-  keys[i] = live ? topk_key(scores[i], docs[i]) : 0;
+  const uint64_t key = live ? topk_key(scores[i], docs[i]) : 0;
+  keys[i] = key;
+  count_key(key, buckets);
   if (live) atomicAdd(&counters->matches, 1ull);
 }
 
 __global__ void accumulator_keys_kernel(uint32_t count, const float* accumulators, uint32_t doc_begin, uint64_t* keys,
-                                        Counters* counters) {
+                                        uint32_t* buckets) {
   const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= count) return;
   const float score = accumulators[i];  // BM25 of a matching term is > 0: zero means no match
-  keys[i] = score > 0 ? topk_key(score, doc_begin + i) : 0;
-  if (score > 0) atomicAdd(&counters->matches, 1ull);
+  const uint64_t key = score > 0 ? topk_key(score, doc_begin + i) : 0;
+  keys[i] = key;
+  count_key(key, buckets);
 }
 
 constexpr uint32_t kThreads = 256;
@@ -85,14 +83,9 @@ uint32_t grid_for(uint32_t n) { return std::max(1u, (n + kThreads - 1) / kThread
 
 }  // namespace
 
-struct GpuQueryProcessor::Buffers {
+struct GpuQueryProcessor::Lane {
   cudaStream_t stream = nullptr;
-  size_t key_capacity = 0;
   float* accumulators = nullptr;
-  uint64_t* keys_in = nullptr;
-  uint64_t* keys_out = nullptr;
-  void* sort_temp = nullptr;
-  size_t sort_temp_bytes = 0;
   uint32_t* candidate_docs = nullptr;
   uint32_t* candidate_freqs = nullptr;
   float* candidate_scores = nullptr;
@@ -101,60 +94,83 @@ struct GpuQueryProcessor::Buffers {
   uint32_t* block_freqs = nullptr;
   uint8_t* block_mask = nullptr;
   Counters* counters = nullptr;
-  uint64_t* host_keys = nullptr;     // pinned
-  Counters* host_counters = nullptr; // pinned
+  Counters* host_counters = nullptr;  // pinned
+  TopkBuffers topk;
 
+  Lane(const DeviceIndex& device, size_t docs) {
+    try {
+      const size_t slots = std::max<size_t>(1, device.max_list_slots());
+      WARP_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+      WARP_CUDA_CHECK(cudaMalloc(&accumulators, std::max<size_t>(1, docs) * sizeof(float)));
+      for (uint32_t** p : {&candidate_docs, &candidate_freqs, &candidate_block, &block_docs, &block_freqs}) {
+        WARP_CUDA_CHECK(cudaMalloc(p, slots * sizeof(uint32_t)));
+      }
+      WARP_CUDA_CHECK(cudaMalloc(&candidate_scores, slots * sizeof(float)));
+      WARP_CUDA_CHECK(cudaMalloc(&block_mask, std::max<size_t>(1, device.max_list_blocks())));
+      WARP_CUDA_CHECK(cudaMalloc(&counters, sizeof(Counters)));
+      WARP_CUDA_CHECK(cudaMallocHost(&host_counters, sizeof(Counters)));
+      topk.allocate(std::max(docs, slots));
+    } catch (...) {
+      release();
+      throw;
+    }
+  }
+  ~Lane() { release(); }
   void release() {
-    for (void* p : {(void*)accumulators, (void*)keys_in, (void*)keys_out, sort_temp, (void*)candidate_docs,
-                    (void*)candidate_freqs, (void*)candidate_scores, (void*)candidate_block, (void*)block_docs,
-                    (void*)block_freqs, (void*)block_mask, (void*)counters}) {
+    for (void* p : {(void*)accumulators, (void*)candidate_docs, (void*)candidate_freqs, (void*)candidate_scores,
+                    (void*)candidate_block, (void*)block_docs, (void*)block_freqs, (void*)block_mask, (void*)counters}) {
       cudaFree(p);
     }
-    cudaFreeHost(host_keys);
+    accumulators = nullptr, candidate_docs = candidate_freqs = candidate_block = block_docs = block_freqs = nullptr;
+    candidate_scores = nullptr, block_mask = nullptr, counters = nullptr;
     cudaFreeHost(host_counters);
+    host_counters = nullptr;
+    topk.release();
+    topk = TopkBuffers{};
     if (stream != nullptr) cudaStreamDestroy(stream);
+    stream = nullptr;
+  }
+  // Counters back to the host (after topk.select synchronised the stream).
+  void read_counters() {
+    WARP_CUDA_CHECK(cudaMemcpyAsync(host_counters, counters, sizeof(Counters), cudaMemcpyDeviceToHost, stream));
+    WARP_CUDA_CHECK(cudaStreamSynchronize(stream));
   }
 };
 
-GpuQueryProcessor::GpuQueryProcessor(const IndexView& index) : device_(index), buffers_(std::make_unique<Buffers>()) {
-  Buffers& b = *buffers_;
-  try {
-    const size_t docs = std::max<size_t>(1, index.doc_count());
-    const size_t slots = std::max<size_t>(1, device_.max_list_slots());
-    b.key_capacity = std::max(docs, slots);
-    WARP_CUDA_CHECK(cudaStreamCreateWithFlags(&b.stream, cudaStreamNonBlocking));
-    WARP_CUDA_CHECK(cudaMalloc(&b.accumulators, docs * sizeof(float)));
-    WARP_CUDA_CHECK(cudaMalloc(&b.keys_in, b.key_capacity * sizeof(uint64_t)));
-    WARP_CUDA_CHECK(cudaMalloc(&b.keys_out, b.key_capacity * sizeof(uint64_t)));
-    WARP_CUDA_CHECK(cub::DeviceRadixSort::SortKeysDescending(nullptr, b.sort_temp_bytes, b.keys_in, b.keys_out,
-                                                             static_cast<int>(b.key_capacity)));
-    WARP_CUDA_CHECK(cudaMalloc(&b.sort_temp, std::max<size_t>(1, b.sort_temp_bytes)));
-    for (uint32_t** p : {&b.candidate_docs, &b.candidate_freqs, &b.candidate_block, &b.block_docs, &b.block_freqs}) {
-      WARP_CUDA_CHECK(cudaMalloc(p, slots * sizeof(uint32_t)));
-    }
-    WARP_CUDA_CHECK(cudaMalloc(&b.candidate_scores, slots * sizeof(float)));
-    WARP_CUDA_CHECK(cudaMalloc(&b.block_mask, std::max<size_t>(1, device_.max_list_blocks())));
-    WARP_CUDA_CHECK(cudaMalloc(&b.counters, sizeof(Counters)));
-    WARP_CUDA_CHECK(cudaMallocHost(&b.host_keys, kMaxTopK * sizeof(uint64_t)));
-    WARP_CUDA_CHECK(cudaMallocHost(&b.host_counters, sizeof(Counters)));
-  } catch (...) {
-    b.release();
-    throw;
+GpuQueryProcessor::GpuQueryProcessor(const IndexView& index, GpuProcessorOptions options) : device_(index) {
+  for (size_t i = 0; i < std::max<size_t>(1, options.lanes); ++i) {
+    lanes_.push_back(std::make_unique<Lane>(device_, index.doc_count()));
+    free_lanes_.push_back(lanes_.back().get());
   }
 }
 
-GpuQueryProcessor::~GpuQueryProcessor() { buffers_->release(); }
+GpuQueryProcessor::~GpuQueryProcessor() = default;
 
 QueryResult GpuQueryProcessor::search(const Query& query) const {
   if (query.k > kMaxTopK) throw Error("k must be at most " + std::to_string(kMaxTopK));
   std::vector<std::string> terms = query.terms;
   std::sort(terms.begin(), terms.end());
   terms.erase(std::unique(terms.begin(), terms.end()), terms.end());
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (query.mode == QueryMode::kOr) return search_or(terms, query.k);
-  QueryResult result = search_and(terms, query.k);
+  Lane* lane;
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    lane_freed_.wait(lock, [&] { return !free_lanes_.empty(); });
+    lane = free_lanes_.back();
+    free_lanes_.pop_back();
+  }
+  struct Return {
+    const GpuQueryProcessor* self;
+    Lane* lane;
+    ~Return() {
+      std::lock_guard<std::mutex> lock(self->mutex_);
+      self->free_lanes_.push_back(lane);
+      self->lane_freed_.notify_one();
+    }
+  } give_back{this, lane};
+  if (query.mode == QueryMode::kOr) return search_or(*lane, terms, query.k);
+  QueryResult result = search_and(*lane, terms, query.k);
   if (query.mode == QueryMode::kAnd || result.hits.size() >= query.k) return result;
-  QueryResult fallback = search_or(terms, query.k);
+  QueryResult fallback = search_or(*lane, terms, query.k);
   fallback.and_matches = result.and_matches;
   fallback.fell_back_to_or = true;
   fallback.stats.blocks_decoded += result.stats.blocks_decoded;
@@ -163,31 +179,7 @@ QueryResult GpuQueryProcessor::search(const Query& query) const {
   return fallback;
 }
 
-namespace {
-
-// Sorts `count` keys, copies back the k best, turns them into hits.
-std::vector<Hit> top_keys(uint64_t* keys_in, uint64_t* keys_out, void* temp, size_t temp_bytes, uint32_t count,
-                          size_t k, uint64_t* host_keys, Counters* counters, Counters* host_counters,
-                          cudaStream_t stream) {
-  WARP_CUDA_CHECK(cub::DeviceRadixSort::SortKeysDescending(temp, temp_bytes, keys_in, keys_out, static_cast<int>(count),
-                                                           0, 64, stream));
-  const size_t take = std::min<size_t>(k, count);
-  WARP_CUDA_CHECK(cudaMemcpyAsync(host_keys, keys_out, take * sizeof(uint64_t), cudaMemcpyDeviceToHost, stream));
-  WARP_CUDA_CHECK(cudaMemcpyAsync(host_counters, counters, sizeof(Counters), cudaMemcpyDeviceToHost, stream));
-  WARP_CUDA_CHECK(cudaStreamSynchronize(stream));
-  std::vector<Hit> hits;
-  for (size_t i = 0; i < take && host_keys[i] != 0; ++i) {
-    const uint32_t score_bits = static_cast<uint32_t>(host_keys[i] >> 32);
-    float score;
-    std::memcpy(&score, &score_bits, sizeof score);
-    hits.push_back({0xFFFFFFFFu - static_cast<uint32_t>(host_keys[i]), score});
-  }
-  return hits;
-}
-
-}  // namespace
-
-QueryResult GpuQueryProcessor::search_and(const std::vector<std::string>& terms, size_t k) const {
+QueryResult GpuQueryProcessor::search_and(Lane& b, const std::vector<std::string>& terms, size_t k) const {
   QueryResult result;
   const IndexView& index = device_.host();
   std::vector<std::pair<DeviceList, float>> lists;
@@ -200,9 +192,9 @@ QueryResult GpuQueryProcessor::search_and(const std::vector<std::string>& terms,
   }
   if (lists.empty()) return result;
   std::stable_sort(lists.begin(), lists.end(), [](const auto& a, const auto& b) { return a.first.count < b.first.count; });
-  Buffers& b = *buffers_;
   const uint32_t doc_begin = index.meta.doc_begin;
   WARP_CUDA_CHECK(cudaMemsetAsync(b.counters, 0, sizeof(Counters), b.stream));
+  b.topk.reset(b.stream);
 
   const DeviceList& shortest = lists[0].first;
   const uint32_t candidates = shortest.count;
@@ -226,24 +218,24 @@ QueryResult GpuQueryProcessor::search_and(const std::vector<std::string>& terms,
         b.block_freqs, device_.length_norms(), doc_begin, lists[t].second);
     WARP_CUDA_CHECK_LAUNCH();
   }
-  candidate_keys_kernel<<<grid_for(candidates), kThreads, 0, b.stream>>>(candidates, b.candidate_docs,
-                                                                          b.candidate_scores, b.keys_in, b.counters);
+  candidate_keys_kernel<<<grid_for(candidates), kThreads, 0, b.stream>>>(
+      candidates, b.candidate_docs, b.candidate_scores, b.topk.keys, b.topk.buckets, b.counters);
   WARP_CUDA_CHECK_LAUNCH();
-  result.hits = top_keys(b.keys_in, b.keys_out, b.sort_temp, b.sort_temp_bytes, candidates, k, b.host_keys, b.counters,
-                         b.host_counters, b.stream);
+  result.hits = b.topk.select(candidates, k, b.stream);
+  b.read_counters();
   result.and_matches = b.host_counters->matches;
   result.stats.blocks_decoded = b.host_counters->blocks_decoded;
   result.stats.postings_decoded = b.host_counters->postings_decoded;
   return result;
 }
 
-QueryResult GpuQueryProcessor::search_or(const std::vector<std::string>& terms, size_t k) const {
+QueryResult GpuQueryProcessor::search_or(Lane& b, const std::vector<std::string>& terms, size_t k) const {
   QueryResult result;
   const IndexView& index = device_.host();
-  Buffers& b = *buffers_;
   const uint32_t doc_begin = index.meta.doc_begin, doc_count = index.doc_count();
   if (doc_count == 0) return result;
   WARP_CUDA_CHECK(cudaMemsetAsync(b.counters, 0, sizeof(Counters), b.stream));
+  b.topk.reset(b.stream);
   WARP_CUDA_CHECK(cudaMemsetAsync(b.accumulators, 0, doc_count * sizeof(float), b.stream));
   for (const std::string& term : terms) {
     DeviceList list;
@@ -255,10 +247,10 @@ QueryResult GpuQueryProcessor::search_or(const std::vector<std::string>& terms, 
                   b.counters, b.stream);
   }
   accumulator_keys_kernel<<<grid_for(doc_count), kThreads, 0, b.stream>>>(doc_count, b.accumulators, doc_begin,
-                                                                           b.keys_in, b.counters);
+                                                                           b.topk.keys, b.topk.buckets);
   WARP_CUDA_CHECK_LAUNCH();
-  result.hits = top_keys(b.keys_in, b.keys_out, b.sort_temp, b.sort_temp_bytes, doc_count, k, b.host_keys, b.counters,
-                         b.host_counters, b.stream);
+  result.hits = b.topk.select(doc_count, k, b.stream);
+  b.read_counters();
   result.stats.blocks_decoded = b.host_counters->blocks_decoded;
   result.stats.postings_decoded = b.host_counters->postings_decoded;
   return result;

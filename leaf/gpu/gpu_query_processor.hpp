@@ -5,34 +5,43 @@
 //   to decode; candidates are probed in them and BM25 accumulated term at a time.
 // - OR (§8.3): every block of every list decoded and scored into dense per-document accumulators.
 // - AND+OR: AND, then OR when AND finds fewer than k.
-// - Top-k: keys (score, docID) sorted by a device radix sort; the k best are copied back.
-// Query memory comes from buffers allocated once at construction, never per query. One query at a
-// time per processor (a mutex); the batched path is later work.
+// - Top-k: bucket select, then a device radix sort of the few keys left (topk_select.cuh).
+// Query memory comes from buffers allocated once at construction, never per query: one set per
+// lane. A lane is a CUDA stream with its buffers; `lanes` queries run at once (host threads calling
+// search concurrently overlap on the GPU), one lane gives the single-query latency path.
 #pragma once
+#include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 #include "leaf/gpu/device_index.hpp"
 #include "leaf/query/query_processor.hpp"
 
 namespace warp::gpu {
 
+struct GpuProcessorOptions {
+  size_t lanes = 4;
+};
+
 class GpuQueryProcessor final : public QueryProcessor {
  public:
-  explicit GpuQueryProcessor(const IndexView& index);
+  explicit GpuQueryProcessor(const IndexView& index, GpuProcessorOptions options = {});
   ~GpuQueryProcessor() override;
   std::string_view name() const override { return "gpu"; }
   QueryResult search(const Query& query) const override;
   const DeviceIndex& device_index() const { return device_; }
 
  private:
-  struct Buffers;
-  QueryResult search_and(const std::vector<std::string>& terms, size_t k) const;
-  QueryResult search_or(const std::vector<std::string>& terms, size_t k) const;
+  struct Lane;
+  QueryResult search_and(Lane& lane, const std::vector<std::string>& terms, size_t k) const;
+  QueryResult search_or(Lane& lane, const std::vector<std::string>& terms, size_t k) const;
 
   DeviceIndex device_;
-  std::unique_ptr<Buffers> buffers_;
+  std::vector<std::unique_ptr<Lane>> lanes_;
   mutable std::mutex mutex_;
+  mutable std::condition_variable lane_freed_;
+  mutable std::vector<Lane*> free_lanes_;
 };
 
 }  // namespace warp::gpu

@@ -3,13 +3,16 @@
 // is skipped with the reason.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <random>
+#include <thread>
 
 #include "common/index/index_builder.hpp"
 #include "indexer/document_reader.hpp"
 #include "leaf/gpu/gpu_runtime.hpp"
 #include "leaf/query/cpu_query_processor.hpp"
 #include "leaf/query/query_log.hpp"
+#include "tests/support/shared_data.hpp"
 #include "tests/bench/synthetic_collection.hpp"
 #include "tests/support/brute_force.hpp"
 #include "tests/support/test_seed.hpp"
@@ -114,6 +117,29 @@ INSTANTIATE_TEST_SUITE_P(AllCodecs, GpuCodecTest, ::testing::ValuesIn(all_codecs
   return name;
 });
 
+TEST(GpuQueryProcessor, ConcurrentLanesGiveTheSameAnswers) {
+  WARP_REQUIRE_GPU();
+  const uint64_t seed = testing::test_seed() + 99;
+  const Collection c = random_collection("bp128", seed, 1);
+  const IndexView& view = c.partitions[0].view;
+  gpu::GpuQueryProcessor processor(view, {3});
+  CpuQueryProcessor cpu(view);
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < 6; ++t) {
+    threads.emplace_back([&, t] {
+      for (size_t q = t; q < c.queries.size(); q += 6) {
+        for (QueryMode mode : {QueryMode::kAnd, QueryMode::kOr, QueryMode::kAndOr}) {
+          const Query query{c.queries[q], mode, 10};
+          if (!testing::same_topk(cpu.search(query).hits, processor.search(query).hits, c.reference, c.queries[q])) ++failures;
+        }
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(failures.load(), 0) << "seed " << seed;
+}
+
 TEST(GpuQueryProcessor, AndDecodesOnlyTheSelectedBlocks) {
   WARP_REQUIRE_GPU();
   IndexBuilder builder({});
@@ -132,7 +158,7 @@ TEST(GpuQueryProcessor, AndDecodesOnlyTheSelectedBlocks) {
 
 TEST(GpuCranfield, EveryModeAndCodecMatchesTheCpu) {
   WARP_REQUIRE_GPU();
-  const std::string dir = WARP_SHARED_DATA_DIR "/cranfield";
+  const std::string dir = testing::shared_data_dir() + "/cranfield";
   ReadReport report;
   const std::vector<SourceDocument> documents = read_jsonl_documents({dir + "/docs.jsonl"}, report);
   ASSERT_EQ(documents.size(), 1400u);

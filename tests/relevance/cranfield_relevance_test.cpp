@@ -11,6 +11,7 @@
 #include "indexer/document_reader.hpp"
 #include "leaf/query/index_searcher.hpp"
 #include "leaf/query/query_log.hpp"
+#include "tests/support/shared_data.hpp"
 #include "tests/relevance/trec_eval.hpp"
 
 namespace warp {
@@ -28,7 +29,7 @@ TEST(TrecEval, HandComputedScores) {
 }
 
 TEST(CranfieldRelevance, OrModeReachesXapianBm25) {
-  const std::string data = WARP_SHARED_DATA_DIR "/cranfield";
+  const std::string data = testing::shared_data_dir() + "/cranfield";
   const auto dir = std::filesystem::temp_directory_path() / ("warp-cranfield-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   ReadReport report;

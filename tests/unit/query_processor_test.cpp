@@ -10,6 +10,7 @@
 #include "indexer/document_reader.hpp"
 #include "leaf/query/cpu_query_processor.hpp"
 #include "leaf/query/query_log.hpp"
+#include "tests/support/shared_data.hpp"
 #include "tests/bench/synthetic_collection.hpp"
 #include "tests/support/brute_force.hpp"
 #include "tests/support/test_seed.hpp"
@@ -166,7 +167,7 @@ TEST(CpuQueryProcessor, RejectsKAboveLimit) {
 }
 
 TEST(CranfieldQueries, EveryModeAndCodecMatchesBruteForce) {
-  const std::string dir = WARP_SHARED_DATA_DIR "/cranfield";
+  const std::string dir = testing::shared_data_dir() + "/cranfield";
   ReadReport report;
   const std::vector<SourceDocument> documents = read_jsonl_documents({dir + "/docs.jsonl"}, report);
   ASSERT_EQ(documents.size(), 1400u) << "the Cranfield collection is expected in " << dir;

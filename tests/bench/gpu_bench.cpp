@@ -1,0 +1,196 @@
+// gpu_bench (GPU machine): the device-to-device copy ceiling; decode speed of every codec's GPU
+// decoder for lists of 2^16..2^26 postings next to the ceiling and the CPU decoder; and query
+// throughput and latency of the GPU processor (one query at a time) against the CPU processor on
+// one core and on all cores, on a synthetic collection. Every GPU answer is checked against the CPU.
+// usage: gpu_bench [--max-log2 26] [--docs 500000] [--queries 500]
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <random>
+#include <thread>
+
+#include "common/index/index_builder.hpp"
+#include "common/util/flags.hpp"
+#include "leaf/gpu/gpu_decode.hpp"
+#include "leaf/gpu/gpu_query_processor.hpp"
+#include "leaf/gpu/gpu_runtime.hpp"
+#include "leaf/query/cpu_query_processor.hpp"
+#include "tests/bench/bench_util.hpp"
+#include "tests/bench/synthetic_collection.hpp"
+
+namespace warp {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// One list of n postings: docIDs with geometric gaps (mean 4, as in a mid-frequency list) and
+// small frequencies.
+IndexView one_list_view(const Codec& codec, size_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::geometric_distribution<uint32_t> gap(0.25), freq(0.6);
+  std::vector<Posting> postings(n);
+  DocId doc = kEndDoc;
+  for (auto& p : postings) p = {doc = doc + gap(rng) + 1, freq(rng) + 1};
+  std::vector<Score> scores(n, 1.0f);
+  IndexView view;
+  view.meta.codec = std::string(codec.name());
+  view.meta.doc_end = postings.back().doc + 1;
+  std::vector<uint32_t> words = encode_posting_list(postings, scores, codec);
+  view.lexicon["t"] = {static_cast<uint32_t>(n), n, 0, static_cast<uint32_t>(words.size())};
+  view.postings = std::move(words);
+  view.postings.resize(view.postings.size() + kReadPaddingWords, 0);
+  return view;
+}
+
+// The CPU twin of the GPU decode: every block of docIDs (gaps, then the prefix sum from the previous
+// block's last docID) and frequencies into preallocated arrays, one core.
+void cpu_decode(const PostingListView& list, uint32_t* docs, uint32_t* freqs) {
+  auto doc_blocks = list.codec->decoder(list.docs);
+  auto freq_blocks = list.codec->decoder(list.freqs);
+  const uint32_t block_size = list.codec->block_size();
+  for (uint32_t block = 0; block < list.block_count; ++block) {
+    uint32_t* out = docs + size_t{block} * block_size;
+    doc_blocks->decode_block(block, out);
+    freq_blocks->decode_block(block, freqs + size_t{block} * block_size);
+    const uint32_t n = std::min(block_size, list.count - block * block_size);
+    DocId previous = block == 0 ? kEndDoc : list.block_last_docid[block - 1];
+    for (uint32_t i = 0; i < n; ++i) out[i] = previous = previous + out[i] + 1;
+  }
+}
+
+void decode_table(int max_log2, double copy_gbps) {
+  std::printf("\n### GPU decode: docIDs (with the per-block prefix sum) and frequencies of one list\n\n");
+  std::printf("| codec | postings | bits/posting | GPU µs | GPU G postings/s | GPU GB/s (read+write) | %% of copy | CPU 1-core M postings/s | GPU/CPU |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|\n");
+  for (const Codec* codec : all_codecs()) {
+    for (int log2 = 16; log2 <= max_log2; log2 += 2) {
+      const size_t n = size_t{1} << log2;
+      const IndexView view = one_list_view(*codec, n, 42 + log2);
+      const PostingListView list = view.list("t", view.lexicon.at("t"));
+      gpu::DeviceIndex device(view);
+      const auto gpu_postings = gpu::decode_list_on_gpu(device, "t");
+      const auto cpu_postings = decode_posting_list(list);
+      for (size_t i = 0; i < n; i += 997) {
+        if (gpu_postings[i].doc != cpu_postings[i].doc || gpu_postings[i].freq != cpu_postings[i].freq) {
+          std::printf("GPU DECODE MISMATCH %s n=%zu at %zu\n", codec->name().data(), n, i);
+          break;
+        }
+      }
+      const double gpu_ms = gpu::time_list_decode_ms(device, "t", 30);
+      std::vector<uint32_t> docs(n + 256), freqs(n + 256);
+      const double cpu_s = bench::median_seconds_per_call([&] { cpu_decode(list, docs.data(), freqs.data()); }, 3, 0.05);
+      const double compressed_bytes = view.lexicon.at("t").words * 4.0;
+      const double gbps = (compressed_bytes + 8.0 * n) / (gpu_ms * 1e-3) / 1e9;
+      std::printf("| %s | 2^%d | %.2f | %.1f | %.2f | %.0f | %.0f%% | %.0f | %.0f× |\n", codec->name().data(), log2,
+                  compressed_bytes * 8 / n, gpu_ms * 1e3, n / (gpu_ms * 1e-3) / 1e9, gbps, 100 * gbps / copy_gbps,
+                  n / cpu_s / 1e6, cpu_s / (gpu_ms * 1e-3));
+      std::fflush(stdout);
+    }
+  }
+}
+
+struct Timing {
+  double qps = 0, p50 = 0, p99 = 0;
+};
+
+template <class Search>
+Timing run(const std::vector<Query>& queries, size_t threads, Search&& search) {
+  std::vector<double> latency(queries.size());
+  std::atomic<size_t> next{0};
+  const auto start = Clock::now();
+  std::vector<std::thread> workers;
+  for (size_t t = 0; t < threads; ++t) {
+    workers.emplace_back([&] {
+      for (size_t i = next++; i < queries.size(); i = next++) {
+        const auto begin = Clock::now();
+        search(queries[i]);
+        latency[i] = std::chrono::duration<double, std::milli>(Clock::now() - begin).count();
+      }
+    });
+  }
+  for (auto& w : workers) w.join();
+  return {queries.size() / std::chrono::duration<double>(Clock::now() - start).count(), bench::percentile(latency, 50),
+          bench::percentile(latency, 99)};
+}
+
+void query_table(uint32_t documents, uint32_t query_count) {
+  synthetic::CollectionParams params;
+  params.documents = documents;
+  params.vocabulary = 100000;
+  params.mean_length = 100;
+  params.seed = 5;
+  IndexBuilder builder({});
+  const auto build_start = Clock::now();
+  synthetic::generate_collection(params, [&](const std::vector<std::string>& terms) { builder.add_analyzed({"", "", "", 0}, terms); });
+  const auto built = builder.build();
+  const IndexView& view = built[0].view;
+  const auto raw = synthetic::generate_queries(query_count, 2000, 4, 9);  // frequent terms: long lists
+  uint64_t postings = 0;
+  for (const auto& q : raw) {
+    for (const auto& t : q) {
+      if (const TermInfo* info = view.find(t)) postings += info->df;
+    }
+  }
+  gpu::GpuQueryProcessor gpu_processor(view, {1});   // single-query latency path
+  gpu::GpuQueryProcessor gpu_lanes(view, {8});        // 8 queries in flight
+  CpuQueryProcessor cpu_processor(view);
+  const size_t cores = std::max(1u, std::thread::hardware_concurrency());
+  std::printf("\n### Queries: synthetic collection, %u documents, vocabulary 100k, mean length 100, %u queries of 1–4 "
+              "terms among the 2,000 most frequent (%.0f postings per query on average); built in %.0f s; GPU index %.0f MB\n\n",
+              documents, query_count, double(postings) / raw.size(),
+              std::chrono::duration<double>(Clock::now() - build_start).count(),
+              gpu_processor.device_index().bytes_resident() / 1e6);
+  std::printf("| mode | k | GPU 1 lane q/s | GPU 1 lane p50 / p99 ms | GPU 8 lanes q/s | GPU 8 lanes p50 / p99 ms | CPU %zu threads q/s | CPU p50 / p99 ms | CPU 1 thread q/s | GPU 8 lanes / CPU-%zu |\n",
+              cores, cores);
+  std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
+  for (QueryMode mode : {QueryMode::kAnd, QueryMode::kOr, QueryMode::kAndOr}) {
+    for (size_t k : {size_t{10}, size_t{1000}}) {
+      std::vector<Query> queries;
+      for (const auto& q : raw) queries.push_back({q, mode, k});
+      size_t mismatches = 0;
+      for (size_t i = 0; i < queries.size(); i += 10) {  // spot-check GPU against CPU
+        const auto a = gpu_lanes.search(queries[i]).hits, b = cpu_processor.search(queries[i]).hits;
+        if (a.size() != b.size()) ++mismatches;
+        for (size_t j = 0; j < std::min(a.size(), b.size()); ++j) {
+          if (std::fabs(a[j].score - b[j].score) > 1e-5f * std::max(1.0f, b[j].score)) ++mismatches;
+        }
+      }
+      const Timing gpu = run(queries, 1, [&](const Query& q) { gpu_processor.search(q); });
+      const Timing lanes = run(queries, cores, [&](const Query& q) { gpu_lanes.search(q); });
+      const Timing cpu_all = run(queries, cores, [&](const Query& q) { cpu_processor.search(q); });
+      const Timing cpu_one = run(queries, 1, [&](const Query& q) { cpu_processor.search(q); });
+      std::printf("| %s | %zu | %.0f | %.3f / %.3f | %.0f | %.3f / %.3f | %.0f | %.3f / %.3f | %.0f | %.2f× |%s\n",
+                  std::string(to_string(mode)).c_str(), k, gpu.qps, gpu.p50, gpu.p99, lanes.qps, lanes.p50, lanes.p99,
+                  cpu_all.qps, cpu_all.p50, cpu_all.p99, cpu_one.qps, lanes.qps / cpu_all.qps,
+                  mismatches ? " MISMATCH vs CPU" : "");
+      std::fflush(stdout);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace warp
+
+int main(int argc, char** argv) {
+  using namespace warp;
+  Flags flags("usage: gpu_bench [--max-log2 26] [--docs 500000] [--queries 500]");
+  flags.value("max-log2", "26", "longest decode list, log2").value("docs", "500000", "documents in the query collection (0: skip)")
+      .value("queries", "500", "queries per mode");
+  try {
+    flags.parse(argc, argv);
+    if (flags.help_requested()) return std::printf("%s", flags.help_text().c_str()), 0;
+    std::string why;
+    if (!gpu::gpu_available(&why)) {
+      std::fprintf(stderr, "gpu_bench: no usable GPU (%s)\n", why.c_str());
+      return 1;
+    }
+    const double copy = gpu::device_copy_gbps(size_t{1} << 30);
+    std::printf("device: %s\n\nceiling: device-to-device copy %.0f GB/s (1 GiB, bytes read + written, median of 20)\n",
+                gpu::gpu_description().c_str(), copy);
+    decode_table(static_cast<int>(flags.count("max-log2")), copy);
+    if (flags.count("docs") > 0) query_table(static_cast<uint32_t>(flags.count("docs")), static_cast<uint32_t>(flags.count("queries")));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "gpu_bench: %s\n", e.what());
+    return 1;
+  }
+}
