@@ -1,6 +1,8 @@
 #include "leaf/gpu/topk_select.cuh"
 
 #include <cstring>
+#include <cub/block/block_radix_sort.cuh>
+#include <cub/block/block_scan.cuh>
 #include <cub/device/device_radix_sort.cuh>
 
 #include "leaf/gpu/cuda_check.cuh"
@@ -9,24 +11,70 @@
 namespace warp::gpu {
 namespace {
 
-// One thread walks the buckets from the top until k keys are covered; the threshold is the lowest
-// key of that bucket (1 when fewer than k keys exist: every real key is >= 1).
-__global__ void threshold_kernel(const uint32_t* buckets, uint32_t k, uint64_t* threshold) {
-  uint64_t covered = 0;
-  for (int b = kBuckets - 1; b >= 0; --b) {
-    covered += buckets[b];
-    if (covered >= k) {
-      *threshold = b == 0 ? 1 : static_cast<uint64_t>(b) << (64 - kBucketBits);
-      return;
+constexpr int kScanThreads = 1024;
+constexpr int kBucketsPerThread = kBuckets / kScanThreads;
+constexpr int kSmallSortThreads = 512;
+constexpr int kSmallSortItems = 8;  // 4096 keys: 32 KiB of shared memory for the sort
+constexpr uint32_t kSmallSortCapacity = kSmallSortThreads * kSmallSortItems;
+
+struct SelectionState {
+  uint64_t threshold;
+  uint32_t selected;
+};
+
+// Suffix scan of the bucket counts (highest bucket first): the bucket where the running count
+// reaches k gives the threshold key; with fewer than k keys, every key (>= 1) is selected.
+__global__ void __launch_bounds__(kScanThreads) threshold_kernel(const uint32_t* buckets, uint32_t k, SelectionState* state) {
+  using Scan = cub::BlockScan<uint32_t, kScanThreads>;
+  __shared__ typename Scan::TempStorage storage;
+  uint32_t counts[kBucketsPerThread], running[kBucketsPerThread];
+  for (int i = 0; i < kBucketsPerThread; ++i) counts[i] = buckets[kBuckets - 1 - (threadIdx.x * kBucketsPerThread + i)];
+  uint32_t total;
+  Scan(storage).InclusiveSum(counts, running, total);
+  if (threadIdx.x == 0 && total < k) state->threshold = 1;
+  for (int i = 0; i < kBucketsPerThread; ++i) {
+    if (running[i] >= k && running[i] - counts[i] < k) {
+      const uint32_t bucket = kBuckets - 1 - (threadIdx.x * kBucketsPerThread + i);
+      state->threshold = bucket == 0 ? 1 : static_cast<uint64_t>(bucket) << (63 - kBucketBits);
     }
   }
-  *threshold = 1;
 }
 
-__global__ void compact_kernel(const uint64_t* keys, uint32_t n, const uint64_t* threshold, uint64_t* selected,
-                               uint32_t* count) {
+__global__ void compact_kernel(const uint64_t* keys, uint32_t n, SelectionState* state, uint64_t* selected) {
   const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n && keys[i] >= *threshold) selected[atomicAdd(count, 1u)] = keys[i];
+  if (i < n && keys[i] >= state->threshold) selected[atomicAdd(&state->selected, 1u)] = keys[i];
+}
+
+// Sorts up to kSmallSortCapacity selected keys in one thread block and writes the k best to
+// result[2..]; result[0] = selected count, result[1] = 1 when there were too many to sort here.
+__global__ void __launch_bounds__(kSmallSortThreads) small_sort_kernel(const uint64_t* selected, const SelectionState* state,
+                                                                      uint32_t k, uint64_t* result) {
+  const uint32_t count = state->selected;
+  if (threadIdx.x == 0) result[0] = count, result[1] = count > kSmallSortCapacity;
+  if (count > kSmallSortCapacity) return;
+  using Sort = cub::BlockRadixSort<uint64_t, kSmallSortThreads, kSmallSortItems>;
+  __shared__ typename Sort::TempStorage storage;
+  uint64_t keys[kSmallSortItems];
+  for (int i = 0; i < kSmallSortItems; ++i) {
+    const uint32_t index = threadIdx.x * kSmallSortItems + i;
+    keys[i] = index < count ? selected[index] : 0;
+  }
+  Sort(storage).SortDescending(keys);  // blocked arrangement: thread t holds ranks t*items..
+  for (int i = 0; i < kSmallSortItems; ++i) {
+    const uint32_t rank = threadIdx.x * kSmallSortItems + i;
+    if (rank < k && rank < count) result[2 + rank] = keys[i];
+  }
+}
+
+std::vector<Hit> keys_to_hits(const uint64_t* keys, size_t count) {
+  std::vector<Hit> hits;
+  for (size_t i = 0; i < count; ++i) {
+    const uint32_t score_bits = static_cast<uint32_t>(keys[i] >> 32);
+    float score;
+    std::memcpy(&score, &score_bits, sizeof score);
+    hits.push_back({0xFFFFFFFFu - static_cast<uint32_t>(keys[i]), score});
+  }
+  return hits;
 }
 
 }  // namespace
@@ -36,49 +84,44 @@ void TopkBuffers::allocate(size_t n) {
   WARP_CUDA_CHECK(cudaMalloc(&keys, capacity * sizeof(uint64_t)));
   WARP_CUDA_CHECK(cudaMalloc(&selected, capacity * sizeof(uint64_t)));
   WARP_CUDA_CHECK(cudaMalloc(&sorted, capacity * sizeof(uint64_t)));
-  // buckets, then the threshold key (8-byte aligned), then the selected count
-  WARP_CUDA_CHECK(cudaMalloc(&buckets, kBuckets * sizeof(uint32_t) + 2 * sizeof(uint64_t)));
-  selected_count = buckets + kBuckets + 2;
+  WARP_CUDA_CHECK(cudaMalloc(&buckets, kBuckets * sizeof(uint32_t) + sizeof(SelectionState)));
+  WARP_CUDA_CHECK(cudaMalloc(&result, (2 + kMaxTopK) * sizeof(uint64_t)));
   WARP_CUDA_CHECK(cub::DeviceRadixSort::SortKeysDescending(nullptr, sort_temp_bytes, selected, sorted,
                                                            static_cast<int>(capacity)));
   WARP_CUDA_CHECK(cudaMalloc(&sort_temp, std::max<size_t>(1, sort_temp_bytes)));
-  WARP_CUDA_CHECK(cudaMallocHost(&host_keys, kMaxTopK * sizeof(uint64_t)));
-  WARP_CUDA_CHECK(cudaMallocHost(&host_count, sizeof(uint32_t)));
+  WARP_CUDA_CHECK(cudaMallocHost(&host_result, (2 + kMaxTopK) * sizeof(uint64_t)));
 }
 
 void TopkBuffers::release() {
-  cudaFree(keys), cudaFree(selected), cudaFree(sorted), cudaFree(buckets), cudaFree(sort_temp);
-  cudaFreeHost(host_keys), cudaFreeHost(host_count);
+  cudaFree(keys), cudaFree(selected), cudaFree(sorted), cudaFree(buckets), cudaFree(result), cudaFree(sort_temp);
+  cudaFreeHost(host_result);
 }
 
 void TopkBuffers::reset(cudaStream_t stream) {
-  WARP_CUDA_CHECK(cudaMemsetAsync(buckets, 0, kBuckets * sizeof(uint32_t) + 2 * sizeof(uint64_t), stream));
+  WARP_CUDA_CHECK(cudaMemsetAsync(buckets, 0, kBuckets * sizeof(uint32_t) + sizeof(SelectionState), stream));
 }
 
 std::vector<Hit> TopkBuffers::select(uint32_t n, size_t k, cudaStream_t stream) {
-  std::vector<Hit> hits;
-  if (n == 0 || k == 0) return hits;
-  auto* threshold = reinterpret_cast<uint64_t*>(buckets + kBuckets);
-  threshold_kernel<<<1, 1, 0, stream>>>(buckets, static_cast<uint32_t>(k), threshold);
+  if (n == 0 || k == 0) return {};
+  auto* state = reinterpret_cast<SelectionState*>(buckets + kBuckets);
+  threshold_kernel<<<1, kScanThreads, 0, stream>>>(buckets, static_cast<uint32_t>(k), state);
   WARP_CUDA_CHECK_LAUNCH();
-  compact_kernel<<<(n + 255) / 256, 256, 0, stream>>>(keys, n, threshold, selected, selected_count);
+  compact_kernel<<<(n + 255) / 256, 256, 0, stream>>>(keys, n, state, selected);
   WARP_CUDA_CHECK_LAUNCH();
-  WARP_CUDA_CHECK(cudaMemcpyAsync(host_count, selected_count, sizeof(uint32_t), cudaMemcpyDeviceToHost, stream));
+  small_sort_kernel<<<1, kSmallSortThreads, 0, stream>>>(selected, state, static_cast<uint32_t>(k), result);
+  WARP_CUDA_CHECK_LAUNCH();
+  WARP_CUDA_CHECK(cudaMemcpyAsync(host_result, result, (2 + std::min<size_t>(k, kSmallSortCapacity)) * sizeof(uint64_t),
+                                  cudaMemcpyDeviceToHost, stream));
   WARP_CUDA_CHECK(cudaStreamSynchronize(stream));
-  const uint32_t count = *host_count;
-  if (count == 0) return hits;
+  const uint32_t count = static_cast<uint32_t>(host_result[0]);
+  const size_t take = std::min<size_t>(k, count);
+  if (host_result[1] == 0) return keys_to_hits(host_result + 2, take);
+  // Too many keys for one block (k near 10,000 or scores piled in one bucket): a device sort.
   WARP_CUDA_CHECK(cub::DeviceRadixSort::SortKeysDescending(sort_temp, sort_temp_bytes, selected, sorted,
                                                            static_cast<int>(count), 0, 64, stream));
-  const size_t take = std::min<size_t>(k, count);
-  WARP_CUDA_CHECK(cudaMemcpyAsync(host_keys, sorted, take * sizeof(uint64_t), cudaMemcpyDeviceToHost, stream));
+  WARP_CUDA_CHECK(cudaMemcpyAsync(host_result + 2, sorted, take * sizeof(uint64_t), cudaMemcpyDeviceToHost, stream));
   WARP_CUDA_CHECK(cudaStreamSynchronize(stream));
-  for (size_t i = 0; i < take; ++i) {
-    const uint32_t score_bits = static_cast<uint32_t>(host_keys[i] >> 32);
-    float score;
-    std::memcpy(&score, &score_bits, sizeof score);
-    hits.push_back({0xFFFFFFFFu - static_cast<uint32_t>(host_keys[i]), score});
-  }
-  return hits;
+  return keys_to_hits(host_result + 2, take);
 }
 
 }  // namespace warp::gpu

@@ -1,8 +1,9 @@
 // Top-k selection over (score, docID) keys on the GPU: a bucket select before the sort. Key
-// kernels also count keys into 4096 buckets by their top 12 bits (sign, exponent and 3 mantissa
-// bits of the score); one small kernel finds the bucket that holds the k-th key; only keys in or
-// above it are compacted and radix-sorted. Sorting thousands of keys instead of every document
-// is what makes OR top-k cheap.
+// kernels also count keys into 4096 buckets by the 12 bits after the sign (scores are positive:
+// exponent and 4 mantissa bits); one block finds the bucket that holds the k-th key by a suffix
+// scan; only keys in or above it are compacted. Up to 4096 of them are sorted by one thread block
+// and copied back with a single synchronisation; more go through a device radix sort.
+// Sorting thousands of keys instead of every document is what makes OR top-k cheap.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -21,8 +22,10 @@ __device__ __forceinline__ uint64_t topk_key(float score, uint32_t doc) {
   return (static_cast<uint64_t>(__float_as_uint(score)) << 32) | (0xFFFFFFFFu - doc);
 }
 
+__device__ __forceinline__ uint32_t key_bucket(uint64_t key) { return static_cast<uint32_t>(key >> (63 - kBucketBits)); }
+
 __device__ __forceinline__ void count_key(uint64_t key, uint32_t* buckets) {
-  if (key != 0) atomicAdd(&buckets[key >> (64 - kBucketBits)], 1u);
+  if (key != 0) atomicAdd(&buckets[key_bucket(key)], 1u);
 }
 
 struct TopkBuffers {
@@ -30,12 +33,11 @@ struct TopkBuffers {
   uint64_t* keys = nullptr;       // written by the key kernels
   uint64_t* selected = nullptr;   // keys at or above the threshold bucket
   uint64_t* sorted = nullptr;
-  uint32_t* buckets = nullptr;    // kBuckets counters, zeroed by reset()
-  uint32_t* selected_count = nullptr;
+  uint32_t* buckets = nullptr;    // kBuckets counters, then the selection state; zeroed by reset()
+  uint64_t* result = nullptr;     // device: [selected count, overflow flag, k best keys...]
   void* sort_temp = nullptr;
   size_t sort_temp_bytes = 0;
-  uint64_t* host_keys = nullptr;  // pinned, kMaxTopK
-  uint32_t* host_count = nullptr; // pinned
+  uint64_t* host_result = nullptr;  // pinned copy of `result`
 
   void allocate(size_t capacity);
   void release();
