@@ -137,7 +137,8 @@ struct GpuQueryProcessor::Lane {
   }
 };
 
-GpuQueryProcessor::GpuQueryProcessor(const IndexView& index, GpuProcessorOptions options) : device_(index) {
+GpuQueryProcessor::GpuQueryProcessor(const IndexView& index, GpuProcessorOptions options)
+    : device_(index), options_(options) {
   for (size_t i = 0; i < std::max<size_t>(1, options.lanes); ++i) {
     lanes_.push_back(std::make_unique<Lane>(device_, index.doc_count()));
     free_lanes_.push_back(lanes_.back().get());
@@ -221,7 +222,7 @@ QueryResult GpuQueryProcessor::search_and(Lane& b, const std::vector<std::string
   candidate_keys_kernel<<<grid_for(candidates), kThreads, 0, b.stream>>>(
       candidates, b.candidate_docs, b.candidate_scores, b.topk.keys, b.topk.buckets, b.counters);
   WARP_CUDA_CHECK_LAUNCH();
-  result.hits = b.topk.select(candidates, k, b.stream);
+  result.hits = b.topk.select(candidates, k, b.stream, options_.topk);
   b.read_counters();
   result.and_matches = b.host_counters->matches;
   result.stats.blocks_decoded = b.host_counters->blocks_decoded;
@@ -249,7 +250,7 @@ QueryResult GpuQueryProcessor::search_or(Lane& b, const std::vector<std::string>
   accumulator_keys_kernel<<<grid_for(doc_count), kThreads, 0, b.stream>>>(doc_count, b.accumulators, doc_begin,
                                                                            b.topk.keys, b.topk.buckets);
   WARP_CUDA_CHECK_LAUNCH();
-  result.hits = b.topk.select(doc_count, k, b.stream);
+  result.hits = b.topk.select(doc_count, k, b.stream, options_.topk);
   b.read_counters();
   result.stats.blocks_decoded = b.host_counters->blocks_decoded;
   result.stats.postings_decoded = b.host_counters->postings_decoded;

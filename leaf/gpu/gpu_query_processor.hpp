@@ -5,7 +5,8 @@
 //   to decode; candidates are probed in them and BM25 accumulated term at a time.
 // - OR (§8.3): every block of every list decoded and scored into dense per-document accumulators.
 // - AND+OR: AND, then OR when AND finds fewer than k.
-// - Top-k: bucket select, then a device radix sort of the few keys left (topk_select.cuh).
+// - Top-k: bucket select, then a sort of the few keys left, or Ding's multi-level max structure
+//   (topk_select.cuh).
 // Query memory comes from buffers allocated once at construction, never per query: one set per
 // lane. A lane is a CUDA stream with its buffers; `lanes` queries run at once (host threads calling
 // search concurrently overlap on the GPU), one lane gives the single-query latency path.
@@ -16,12 +17,14 @@
 #include <vector>
 
 #include "leaf/gpu/device_index.hpp"
+#include "leaf/gpu/topk_method.hpp"
 #include "leaf/query/query_processor.hpp"
 
 namespace warp::gpu {
 
 struct GpuProcessorOptions {
   size_t lanes = 4;
+  TopkMethod topk = TopkMethod::kBucketSelect;
 };
 
 class GpuQueryProcessor final : public QueryProcessor {
@@ -38,6 +41,7 @@ class GpuQueryProcessor final : public QueryProcessor {
   QueryResult search_or(Lane& lane, const std::vector<std::string>& terms, size_t k) const;
 
   DeviceIndex device_;
+  GpuProcessorOptions options_;
   std::vector<std::unique_ptr<Lane>> lanes_;
   mutable std::mutex mutex_;
   mutable std::condition_variable lane_freed_;

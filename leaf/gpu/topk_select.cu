@@ -66,6 +66,55 @@ __global__ void __launch_bounds__(kSmallSortThreads) small_sort_kernel(const uin
   }
 }
 
+constexpr uint32_t kDegree = 32;  // one warp reads a node's children
+
+// Level l+1 holds the maximum of each group of 32 keys of level l.
+__global__ void max_level_kernel(const uint64_t* level, uint32_t size, uint64_t* parent, uint32_t parent_size) {
+  const uint32_t g = blockIdx.x * blockDim.x + threadIdx.x;
+  if (g >= parent_size) return;
+  uint64_t best = 0;
+  for (uint32_t i = g * kDegree; i < min(size, (g + 1) * kDegree); ++i) best = max(best, level[i]);
+  parent[g] = best;
+}
+
+__device__ uint64_t warp_max(uint64_t v) {
+  for (int offset = 16; offset > 0; offset /= 2) v = max(v, __shfl_xor_sync(0xFFFFFFFFu, v, offset));
+  return v;
+}
+
+// One warp extracts the k largest keys: read the root, descend to the leaf that holds it (the
+// child equal to its parent), clear the leaf, recompute the maxima on the way back up.
+__global__ void max_tree_extract_kernel(uint64_t* keys, uint64_t* tree, const uint32_t* level_offsets,
+                                        const uint32_t* level_sizes, int levels, uint32_t k, uint64_t* result) {
+  const uint32_t lane = threadIdx.x;
+  auto level_ptr = [&](int l) { return l == 0 ? keys : tree + level_offsets[l]; };
+  uint32_t extracted = 0;
+  for (; extracted < k; ++extracted) {
+    const uint64_t top = level_ptr(levels - 1)[0];
+    if (top == 0) break;
+    if (lane == 0) result[2 + extracted] = top;
+    uint32_t index = 0;
+    for (int l = levels - 2; l >= 0; --l) {  // descend
+      const uint32_t child = index * kDegree + lane;
+      const uint64_t v = child < level_sizes[l] ? level_ptr(l)[child] : 0;
+      const uint32_t hit = __ballot_sync(0xFFFFFFFFu, v == top);
+      index = index * kDegree + (__ffs(hit) - 1);
+    }
+    if (lane == 0) keys[index] = 0;
+    __syncwarp();
+    for (int l = 1; l < levels; ++l) {  // recompute the path
+      const uint32_t parent = index / kDegree;
+      const uint32_t child = parent * kDegree + lane;
+      const uint64_t v = child < level_sizes[l - 1] ? level_ptr(l - 1)[child] : 0;
+      const uint64_t best = warp_max(v);
+      if (lane == 0) level_ptr(l)[parent] = best;
+      __syncwarp();
+      index = parent;
+    }
+  }
+  if (lane == 0) result[0] = extracted, result[1] = 0;
+}
+
 std::vector<Hit> keys_to_hits(const uint64_t* keys, size_t count) {
   std::vector<Hit> hits;
   for (size_t i = 0; i < count; ++i) {
@@ -80,7 +129,7 @@ std::vector<Hit> keys_to_hits(const uint64_t* keys, size_t count) {
 }  // namespace
 
 void TopkBuffers::allocate(size_t n) {
-  capacity = std::max<size_t>(1, n);
+  capacity = std::max<size_t>(32, n);  // the max tree borrows `sorted` for 128 bytes of level sizes
   WARP_CUDA_CHECK(cudaMalloc(&keys, capacity * sizeof(uint64_t)));
   WARP_CUDA_CHECK(cudaMalloc(&selected, capacity * sizeof(uint64_t)));
   WARP_CUDA_CHECK(cudaMalloc(&sorted, capacity * sizeof(uint64_t)));
@@ -90,19 +139,54 @@ void TopkBuffers::allocate(size_t n) {
                                                            static_cast<int>(capacity)));
   WARP_CUDA_CHECK(cudaMalloc(&sort_temp, std::max<size_t>(1, sort_temp_bytes)));
   WARP_CUDA_CHECK(cudaMallocHost(&host_result, (2 + kMaxTopK) * sizeof(uint64_t)));
+  WARP_CUDA_CHECK(cudaMalloc(&tree, (capacity / (kDegree - 1) + 16) * sizeof(uint64_t)));
 }
 
 void TopkBuffers::release() {
   cudaFree(keys), cudaFree(selected), cudaFree(sorted), cudaFree(buckets), cudaFree(result), cudaFree(sort_temp);
   cudaFreeHost(host_result);
+  cudaFree(tree);
 }
 
 void TopkBuffers::reset(cudaStream_t stream) {
   WARP_CUDA_CHECK(cudaMemsetAsync(buckets, 0, kBuckets * sizeof(uint32_t) + sizeof(SelectionState), stream));
 }
 
-std::vector<Hit> TopkBuffers::select(uint32_t n, size_t k, cudaStream_t stream) {
+std::vector<Hit> TopkBuffers::select(uint32_t n, size_t k, cudaStream_t stream, TopkMethod method) {
   if (n == 0 || k == 0) return {};
+  return method == TopkMethod::kMaxTree ? select_by_max_tree(n, k, stream) : select_by_buckets(n, k, stream);
+}
+
+std::vector<Hit> TopkBuffers::select_by_max_tree(uint32_t n, size_t k, cudaStream_t stream) {
+  // Level sizes and offsets (level 0 is `keys`), small enough to pass through the result buffer.
+  uint32_t sizes[16], offsets[16];
+  int levels = 1;
+  sizes[0] = n, offsets[0] = 0;
+  uint32_t used = 0;
+  while (sizes[levels - 1] > 1) {
+    sizes[levels] = (sizes[levels - 1] + kDegree - 1) / kDegree;
+    offsets[levels] = used;
+    used += sizes[levels];
+    ++levels;
+  }
+  for (int l = 1; l < levels; ++l) {
+    max_level_kernel<<<(sizes[l] + 255) / 256, 256, 0, stream>>>(l == 1 ? keys : tree + offsets[l - 1], sizes[l - 1],
+                                                                  tree + offsets[l], sizes[l]);
+    WARP_CUDA_CHECK_LAUNCH();
+  }
+  auto* level_info = reinterpret_cast<uint32_t*>(sorted);  // scratch: sizes and offsets for the kernel
+  std::memcpy(host_result, offsets, sizeof offsets);
+  std::memcpy(reinterpret_cast<char*>(host_result) + sizeof offsets, sizes, sizeof sizes);
+  WARP_CUDA_CHECK(cudaMemcpyAsync(level_info, host_result, sizeof offsets + sizeof sizes, cudaMemcpyHostToDevice, stream));
+  max_tree_extract_kernel<<<1, 32, 0, stream>>>(keys, tree, level_info, level_info + 16, levels,
+                                                static_cast<uint32_t>(k), result);
+  WARP_CUDA_CHECK_LAUNCH();
+  WARP_CUDA_CHECK(cudaMemcpyAsync(host_result, result, (2 + k) * sizeof(uint64_t), cudaMemcpyDeviceToHost, stream));
+  WARP_CUDA_CHECK(cudaStreamSynchronize(stream));
+  return keys_to_hits(host_result + 2, static_cast<size_t>(host_result[0]));
+}
+
+std::vector<Hit> TopkBuffers::select_by_buckets(uint32_t n, size_t k, cudaStream_t stream) {
   auto* state = reinterpret_cast<SelectionState*>(buckets + kBuckets);
   threshold_kernel<<<1, kScanThreads, 0, stream>>>(buckets, static_cast<uint32_t>(k), state);
   WARP_CUDA_CHECK_LAUNCH();

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "leaf/gpu/topk_method.hpp"
 #include "leaf/query/topk_queue.hpp"
 
 namespace warp::gpu {
@@ -28,6 +29,10 @@ __device__ __forceinline__ void count_key(uint64_t key, uint32_t* buckets) {
   if (key != 0) atomicAdd(&buckets[key_bucket(key)], 1u);
 }
 
+// The other method, Ding et al.'s multi-level max structure (§8.2): maxima of groups of 32 keys,
+// of 32 maxima, ... up to one root; the top key is read at the root, its leaf cleared and the
+// maxima on its path recomputed, k times, by one warp.
+
 struct TopkBuffers {
   size_t capacity = 0;
   uint64_t* keys = nullptr;       // written by the key kernels
@@ -38,12 +43,17 @@ struct TopkBuffers {
   void* sort_temp = nullptr;
   size_t sort_temp_bytes = 0;
   uint64_t* host_result = nullptr;  // pinned copy of `result`
+  uint64_t* tree = nullptr;         // max-tree levels above the keys
 
   void allocate(size_t capacity);
   void release();
   void reset(cudaStream_t stream);  // before the key kernels of a query
   // The k best of keys[0..n), best first. Synchronises the stream.
-  std::vector<Hit> select(uint32_t n, size_t k, cudaStream_t stream);
+  std::vector<Hit> select(uint32_t n, size_t k, cudaStream_t stream, TopkMethod method = TopkMethod::kBucketSelect);
+
+ private:
+  std::vector<Hit> select_by_buckets(uint32_t n, size_t k, cudaStream_t stream);
+  std::vector<Hit> select_by_max_tree(uint32_t n, size_t k, cudaStream_t stream);
 };
 
 }  // namespace warp::gpu

@@ -14,6 +14,7 @@
 #include "leaf/gpu/gpu_decode.hpp"
 #include "leaf/gpu/gpu_query_processor.hpp"
 #include "leaf/gpu/gpu_runtime.hpp"
+#include "leaf/gpu/intersect.hpp"
 #include "leaf/query/cpu_query_processor.hpp"
 #include "tests/bench/bench_util.hpp"
 #include "tests/bench/synthetic_collection.hpp"
@@ -89,6 +90,51 @@ void decode_table(int max_log2, double copy_gbps) {
   }
 }
 
+std::vector<uint32_t> uniform_sorted(size_t n, uint64_t range, std::mt19937_64& rng) {
+  std::vector<uint32_t> docs;
+  while (docs.size() < n) {
+    for (size_t i = docs.size(); i < n; ++i) docs.push_back(static_cast<uint32_t>(rng() % range));
+    std::sort(docs.begin(), docs.end());
+    docs.erase(std::unique(docs.begin(), docs.end()), docs.end());
+  }
+  return docs;
+}
+
+// Ding et al. Fig. 6: two equal lists of 5k..16M, and a 200k list against 200k..12.8M; random
+// docIDs below 2^27 (GOV2-sized). ns per element of both lists; CPU: std::set_intersection.
+void intersection_table() {
+  std::printf("\n### Intersection: ns per element (shorter + longer), median of 20; CPU = std::set_intersection, one core\n\n");
+  std::printf("| shorter | longer | merge-find | para-binary | para-lr | para-hs | CPU | best GPU / CPU |\n|---|---|---|---|---|---|---|---|\n");
+  std::mt19937_64 rng(17);
+  std::vector<std::pair<size_t, size_t>> cases;
+  for (size_t n : {5000, 50000, 500000, 5000000, 16000000}) cases.push_back({n, n});
+  for (size_t n : {200000, 800000, 3200000, 12800000}) cases.push_back({200000, n});
+  gpu::GpuIntersector intersector(16000000);
+  for (const auto& [na, nb] : cases) {
+    const auto a = uniform_sorted(na, 1u << 27, rng), b = uniform_sorted(nb, 1u << 27, rng);
+    gpu::DeviceSortedList da(a), db(b);
+    std::vector<uint32_t> expected;
+    std::set_intersection(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(expected));
+    std::printf("| %zu | %zu |", na, nb);
+    double best = 1e30;
+    for (auto method : {gpu::IntersectMethod::kMergePath, gpu::IntersectMethod::kBinarySearch,
+                        gpu::IntersectMethod::kLinearRegression, gpu::IntersectMethod::kHashSegmentation}) {
+      const bool ok = intersector.intersect(da, db, method) == expected;
+      const double ms = intersector.time_ms(da, db, method, 20);
+      best = std::min(best, ms);
+      std::printf(" %.3f%s |", ms * 1e6 / double(na + nb), ok ? "" : " WRONG");
+    }
+    std::vector<uint32_t> out;
+    out.reserve(na);
+    const double cpu_s = bench::median_seconds_per_call([&] {
+      out.clear();
+      std::set_intersection(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(out));
+    }, 3, 0.05);
+    std::printf(" %.3f | %.0f× |\n", cpu_s * 1e9 / double(na + nb), cpu_s * 1e3 / best);
+    std::fflush(stdout);
+  }
+}
+
 struct Timing {
   double qps = 0, p50 = 0, p99 = 0;
 };
@@ -133,6 +179,7 @@ void query_table(uint32_t documents, uint32_t query_count) {
   }
   gpu::GpuQueryProcessor gpu_processor(view, {1});   // single-query latency path
   gpu::GpuQueryProcessor gpu_lanes(view, {8});        // 8 queries in flight
+  gpu::GpuQueryProcessor gpu_max_tree(view, {1, gpu::TopkMethod::kMaxTree});
   CpuQueryProcessor cpu_processor(view);
   const size_t cores = std::max(1u, std::thread::hardware_concurrency());
   std::printf("\n### Queries: synthetic collection, %u documents, vocabulary 100k, mean length 100, %u queries of 1–4 "
@@ -140,9 +187,9 @@ void query_table(uint32_t documents, uint32_t query_count) {
               documents, query_count, double(postings) / raw.size(),
               std::chrono::duration<double>(Clock::now() - build_start).count(),
               gpu_processor.device_index().bytes_resident() / 1e6);
-  std::printf("| mode | k | GPU 1 lane q/s | GPU 1 lane p50 / p99 ms | GPU 8 lanes q/s | GPU 8 lanes p50 / p99 ms | CPU %zu threads q/s | CPU p50 / p99 ms | CPU 1 thread q/s | GPU 8 lanes / CPU-%zu |\n",
+  std::printf("| mode | k | GPU 1 lane q/s | GPU 1 lane p50 / p99 ms | GPU 8 lanes q/s | GPU 8 lanes p50 / p99 ms | CPU %zu threads q/s | CPU p50 / p99 ms | CPU 1 thread q/s | GPU 8 lanes / CPU-%zu | GPU 1 lane max-tree top-k q/s |\n",
               cores, cores);
-  std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (QueryMode mode : {QueryMode::kAnd, QueryMode::kOr, QueryMode::kAndOr}) {
     for (size_t k : {size_t{10}, size_t{1000}}) {
       std::vector<Query> queries;
@@ -157,11 +204,12 @@ void query_table(uint32_t documents, uint32_t query_count) {
       }
       const Timing gpu = run(queries, 1, [&](const Query& q) { gpu_processor.search(q); });
       const Timing lanes = run(queries, cores, [&](const Query& q) { gpu_lanes.search(q); });
+      const Timing max_tree = run(queries, 1, [&](const Query& q) { gpu_max_tree.search(q); });
       const Timing cpu_all = run(queries, cores, [&](const Query& q) { cpu_processor.search(q); });
       const Timing cpu_one = run(queries, 1, [&](const Query& q) { cpu_processor.search(q); });
-      std::printf("| %s | %zu | %.0f | %.3f / %.3f | %.0f | %.3f / %.3f | %.0f | %.3f / %.3f | %.0f | %.2f× |%s\n",
+      std::printf("| %s | %zu | %.0f | %.3f / %.3f | %.0f | %.3f / %.3f | %.0f | %.3f / %.3f | %.0f | %.2f× | %.0f |%s\n",
                   std::string(to_string(mode)).c_str(), k, gpu.qps, gpu.p50, gpu.p99, lanes.qps, lanes.p50, lanes.p99,
-                  cpu_all.qps, cpu_all.p50, cpu_all.p99, cpu_one.qps, lanes.qps / cpu_all.qps,
+                  cpu_all.qps, cpu_all.p50, cpu_all.p99, cpu_one.qps, lanes.qps / cpu_all.qps, max_tree.qps,
                   mismatches ? " MISMATCH vs CPU" : "");
       std::fflush(stdout);
     }
@@ -175,7 +223,8 @@ int main(int argc, char** argv) {
   using namespace warp;
   Flags flags("usage: gpu_bench [--max-log2 26] [--docs 500000] [--queries 500]");
   flags.value("max-log2", "26", "longest decode list, log2").value("docs", "500000", "documents in the query collection (0: skip)")
-      .value("queries", "500", "queries per mode");
+      .value("queries", "500", "queries per mode")
+      .boolean("no-intersection", "skip the intersection table");
   try {
     flags.parse(argc, argv);
     if (flags.help_requested()) return std::printf("%s", flags.help_text().c_str()), 0;
@@ -188,6 +237,7 @@ int main(int argc, char** argv) {
     std::printf("device: %s\n\nceiling: device-to-device copy %.0f GB/s (1 GiB, bytes read + written, median of 20)\n",
                 gpu::gpu_description().c_str(), copy);
     decode_table(static_cast<int>(flags.count("max-log2")), copy);
+    if (!flags.is_set("no-intersection")) intersection_table();
     if (flags.count("docs") > 0) query_table(static_cast<uint32_t>(flags.count("docs")), static_cast<uint32_t>(flags.count("queries")));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gpu_bench: %s\n", e.what());

@@ -20,6 +20,7 @@
 #ifdef WARP_HAVE_CUDA
 #include "leaf/gpu/gpu_decode.hpp"
 #include "leaf/gpu/gpu_query_processor.hpp"
+#include "leaf/gpu/intersect.hpp"
 #endif
 
 namespace warp {
@@ -116,6 +117,67 @@ INSTANTIATE_TEST_SUITE_P(AllCodecs, GpuCodecTest, ::testing::ValuesIn(all_codecs
   for (char& c : name) c = c == '-' ? '_' : c;
   return name;
 });
+
+// Sorted distinct docIDs: `count` of them, from [0, range) or clustered into a few dense runs.
+std::vector<uint32_t> random_sorted(std::mt19937_64& rng, size_t count, uint64_t range, bool clustered) {
+  std::vector<uint32_t> docs;
+  if (clustered) {
+    uint64_t at = rng() % 1000;
+    while (docs.size() < count) {
+      const size_t run = 1 + rng() % 500;
+      for (size_t i = 0; i < run && docs.size() < count; ++i) docs.push_back(static_cast<uint32_t>(at += 1 + rng() % 3));
+      at += rng() % 100000;
+    }
+    return docs;
+  }
+  while (docs.size() < count) {
+    for (size_t i = docs.size(); i < count; ++i) docs.push_back(static_cast<uint32_t>(rng() % range));
+    std::sort(docs.begin(), docs.end());
+    docs.erase(std::unique(docs.begin(), docs.end()), docs.end());
+  }
+  return docs;
+}
+
+TEST(GpuIntersection, EveryMethodMatchesSetIntersection) {
+  WARP_REQUIRE_GPU();
+  std::mt19937_64 rng(testing::test_seed() + 3);
+  gpu::GpuIntersector intersector(400000);
+  const std::vector<std::pair<size_t, size_t>> sizes = {{0, 10}, {1, 1}, {1, 1000}, {100, 100}, {1000, 100000},
+                                                        {50000, 50000}, {200000, 3000000}, {400000, 400000}};
+  for (const auto& [short_size, long_size] : sizes) {
+    for (bool clustered : {false, true}) {
+      const uint64_t range = std::max<uint64_t>(long_size * 3, 16);
+      const std::vector<uint32_t> a = random_sorted(rng, short_size, range, clustered);
+      const std::vector<uint32_t> b = random_sorted(rng, long_size, range, clustered);
+      std::vector<uint32_t> expected;
+      std::set_intersection(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(expected));
+      gpu::DeviceSortedList da(a), db(b);
+      for (auto method : {gpu::IntersectMethod::kMergePath, gpu::IntersectMethod::kBinarySearch,
+                          gpu::IntersectMethod::kLinearRegression, gpu::IntersectMethod::kHashSegmentation}) {
+        ASSERT_EQ(intersector.intersect(da, db, method), expected)
+            << gpu::to_string(method) << " sizes " << short_size << "/" << long_size << " clustered " << clustered;
+      }
+    }
+  }
+}
+
+TEST(GpuQueryProcessor, MaxTreeTopkMatchesTheCpu) {
+  WARP_REQUIRE_GPU();
+  const uint64_t seed = testing::test_seed() + 7;
+  const Collection c = random_collection("bp256", seed, 1);
+  const IndexView& view = c.partitions[0].view;
+  gpu::GpuQueryProcessor processor(view, {1, gpu::TopkMethod::kMaxTree});
+  CpuQueryProcessor cpu(view);
+  for (size_t q = 0; q < c.queries.size(); ++q) {
+    for (QueryMode mode : {QueryMode::kAnd, QueryMode::kOr, QueryMode::kAndOr}) {
+      for (size_t k : {size_t{1}, size_t{10}, size_t{1000}}) {
+        const Query query{c.queries[q], mode, k};
+        ASSERT_TRUE(testing::same_topk(cpu.search(query).hits, processor.search(query).hits, c.reference, c.queries[q]))
+            << "query " << q << " mode " << to_string(mode) << " k " << k << " seed " << seed;
+      }
+    }
+  }
+}
 
 TEST(GpuQueryProcessor, ConcurrentLanesGiveTheSameAnswers) {
   WARP_REQUIRE_GPU();
