@@ -11,6 +11,7 @@
 #include "common/index/index_files.hpp"
 #include "common/util/flags.hpp"
 #include "common/util/status.hpp"
+#include "leaf/gpu/gpu_runtime.hpp"
 #include "leaf/query/index_searcher.hpp"
 #include "leaf/query/query_log.hpp"
 
@@ -44,6 +45,8 @@ int run(int argc, char** argv) {
       .value("k", "10", "hits per query, 1..10000")
       .value("or-algorithm", "bmw", "exact OR top-k by bmw (BlockMax-WAND) or maxscore")
       .value("threads", "1", "worker threads (0: all cores)")
+      .value("processor", "cpu", "cpu, or gpu (the GPU query processor; --gpu-lanes queries at once per partition)")
+      .value("gpu-lanes", "4", "concurrent queries per partition on the GPU")
       .value("bm25-k1", "", "BM25 k1 (default: the index's)")
       .value("bm25-b", "", "BM25 b (default: the index's)");
   flags.parse(argc, argv);
@@ -65,11 +68,20 @@ int run(int argc, char** argv) {
     open_options.bm25 = params;
   }
   const auto load_start = Clock::now();
-  warp::IndexSearcher searcher(warp::open_index(flags.get("index"), open_options),
-                               {warp::parse_or_algorithm(flags.get("or-algorithm"))});
+  const std::string processor = flags.get("processor");
+  if (processor != "cpu" && processor != "gpu") throw warp::Error("--processor must be cpu or gpu");
+  const warp::CpuProcessorOptions cpu_options{warp::parse_or_algorithm(flags.get("or-algorithm"))};
+  const size_t lanes = flags.count("gpu-lanes");
+  warp::IndexSearcher searcher(
+      warp::open_index(flags.get("index"), open_options),
+      [&](const warp::IndexView& view) -> std::unique_ptr<warp::QueryProcessor> {
+        if (processor == "gpu") return warp::gpu::make_gpu_processor(view, lanes);
+        return std::make_unique<warp::CpuQueryProcessor>(view, cpu_options);
+      });
   const warp::AnalyzerConfig analyzer = warp::AnalyzerConfig::from_version(searcher.analyzer_version());
-  std::fprintf(stderr, "loaded %zu partition(s) from %s in %.2f s\n", searcher.partitions().size(),
-               flags.get("index").c_str(), std::chrono::duration<double>(Clock::now() - load_start).count());
+  std::fprintf(stderr, "loaded %zu partition(s) from %s in %.2f s (%s processor)\n", searcher.partitions().size(),
+               flags.get("index").c_str(), std::chrono::duration<double>(Clock::now() - load_start).count(),
+               processor.c_str());
 
   if (!flags.get("query").empty()) {
     warp::Analyzer analyze(analyzer);

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "common/util/status.hpp"
+#include "leaf/gpu/gpu_runtime.hpp"
 #include "leaf/gpu/list_decode.cuh"
 #include "leaf/gpu/topk_select.cuh"
 #include "leaf/gpu/cuda_check.cuh"
@@ -146,6 +147,12 @@ GpuQueryProcessor::GpuQueryProcessor(const IndexView& index, GpuProcessorOptions
 }
 
 GpuQueryProcessor::~GpuQueryProcessor() = default;
+
+std::unique_ptr<QueryProcessor> make_gpu_processor(const IndexView& index, size_t lanes) {
+  std::string why;
+  if (!gpu_available(&why)) throw Error("no usable GPU: " + why);
+  return std::make_unique<GpuQueryProcessor>(index, GpuProcessorOptions{lanes});
+}
 
 QueryResult GpuQueryProcessor::search(const Query& query) const {
   if (query.k > kMaxTopK) throw Error("k must be at most " + std::to_string(kMaxTopK));

@@ -1,6 +1,8 @@
 // gpu_available() for builds without CUDA: GPU tests and tools skip with this reason.
 #include "leaf/gpu/gpu_runtime.hpp"
 
+#include "common/util/status.hpp"
+
 namespace warp::gpu {
 
 bool gpu_available(std::string* why) {
@@ -9,5 +11,11 @@ bool gpu_available(std::string* why) {
 }
 
 std::string gpu_description() { return "none"; }
+
+std::unique_ptr<QueryProcessor> make_gpu_processor(const IndexView&, size_t) {
+  std::string why;
+  gpu_available(&why);
+  throw Error("no GPU query processor: " + why);
+}
 
 }  // namespace warp::gpu

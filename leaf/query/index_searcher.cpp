@@ -7,11 +7,14 @@
 namespace warp {
 
 IndexSearcher::IndexSearcher(std::vector<std::unique_ptr<Partition>> partitions, CpuProcessorOptions options)
+    : IndexSearcher(std::move(partitions), [options](const IndexView& view) -> std::unique_ptr<QueryProcessor> {
+        return std::make_unique<CpuQueryProcessor>(view, options);
+      }) {}
+
+IndexSearcher::IndexSearcher(std::vector<std::unique_ptr<Partition>> partitions, const ProcessorFactory& make_processor)
     : partitions_(std::move(partitions)) {
   if (partitions_.empty()) throw Error("an index needs at least one partition");
-  for (const auto& partition : partitions_) {
-    processors_.push_back(std::make_unique<CpuQueryProcessor>(partition->view(), options));
-  }
+  for (const auto& partition : partitions_) processors_.push_back(make_processor(partition->view()));
 }
 
 QueryResult IndexSearcher::search(const Query& query) const {

@@ -1,6 +1,7 @@
 // Searches every partition of an index and merges their top-k into the global top-k. Partitions
 // share collection-wide statistics, so merged scores equal those of a single-partition index.
 #pragma once
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -10,9 +11,13 @@
 
 namespace warp {
 
+// Makes the processor of one partition (CPU by default; warp-search --processor gpu passes the GPU's).
+using ProcessorFactory = std::function<std::unique_ptr<QueryProcessor>(const IndexView&)>;
+
 class IndexSearcher {
  public:
   IndexSearcher(std::vector<std::unique_ptr<Partition>> partitions, CpuProcessorOptions options = {});
+  IndexSearcher(std::vector<std::unique_ptr<Partition>> partitions, const ProcessorFactory& make_processor);
   // Thread-safe.
   QueryResult search(const Query& query) const;
   const std::string& external_id(DocId doc) const;
@@ -21,7 +26,7 @@ class IndexSearcher {
 
  private:
   std::vector<std::unique_ptr<Partition>> partitions_;  // ordered by doc_begin
-  std::vector<std::unique_ptr<CpuQueryProcessor>> processors_;
+  std::vector<std::unique_ptr<QueryProcessor>> processors_;
 };
 
 }  // namespace warp

@@ -39,6 +39,15 @@ awk '{ if ($1 != q) { q = $1; r = 0; s = 1e30 } r++; if ($4 != r || $5 > s + 1e-
 # The same index searched one partition at a time covers disjoint documents.
 "$search" --index "$work/index/part-0000" --query "boundary layer" -k 5 > /dev/null 2>&1 || fail "single partition"
 
+# The GPU processor: the same top-k as the CPU where a GPU exists, a clear error where none does.
+if "$search" --index "$work/index" --queries "$data/queries.tsv" --processor gpu -k 10 --run "$work/run.gpu" 2> "$work/gpu.log"; then
+  "$search" --index "$work/index" --queries "$data/queries.tsv" -k 10 --run "$work/run.cpu" 2> /dev/null
+  [ "$(cut -d' ' -f1,3 "$work/run.gpu" | md5sum)" = "$(cut -d' ' -f1,3 "$work/run.cpu" | md5sum)" ] \
+    || fail "GPU and CPU runs differ"
+else
+  grep -q "no usable GPU\|no GPU query processor" "$work/gpu.log" || { cat "$work/gpu.log"; fail "unclear GPU error"; }
+fi
+
 # Bad input: clear errors, non-zero exit, no crash.
 expect_error() {  # expect_error PATTERN command...
   local pattern=$1; shift
