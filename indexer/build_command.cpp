@@ -32,7 +32,7 @@ int run_build_command(const BuildCommandOptions& options) {
   const auto start = Clock::now();
   ReadReport report;
   auto last_print = start;
-  std::vector<SourceDocument> documents = read_jsonl_documents(options.inputs, report, [&](const ReadReport& r) {
+  std::vector<SourceDocument> documents = read_documents(options.inputs, report, [&](const ReadReport& r) {
     if (options.progress && Clock::now() - last_print > std::chrono::seconds(1)) {
       print_rate("reading", r.documents, r.bytes, seconds_since(start), false);
       last_print = Clock::now();

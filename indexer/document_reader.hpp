@@ -1,8 +1,13 @@
-// Reads source documents from JSONL files (one {"id","title","body","url"?} object per line).
-// A malformed line is skipped, counted and reported with its file and line number: never fatal,
-// never silently lost. Duplicate ids: the last one wins and the replaced document is counted.
+// Reads source documents, streaming, from JSONL ({"id","title","body","url"?} per line), TREC SGML
+// (<DOC><DOCNO>…</DOCNO>…</DOC>) and WARC (plain or gzip) files and directories. The format comes
+// from the file name (.jsonl, .trec/.sgml/.trectext, .warc/.warc.gz), else from the first bytes.
+// A malformed record is skipped, counted and reported with its file and line (JSONL, TREC) or byte
+// offset (WARC): never fatal, never silently lost. Duplicate ids: the last one wins; the replaced
+// document is counted (read_documents drops it; the pipeline marks it deleted).
 #pragma once
+#include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -14,15 +19,45 @@ struct ReadReport {
   uint64_t documents = 0;     // accepted (after replacing duplicates)
   uint64_t rejected = 0;      // malformed records skipped
   uint64_t replaced = 0;      // earlier documents replaced by a later one with the same id
-  uint64_t bytes = 0;         // input bytes read
-  std::vector<std::string> errors;  // "file:line: reason", the first 100
+  uint64_t bytes = 0;         // input bytes consumed (uncompressed)
+  std::vector<std::string> errors;  // "file:line: reason" or "file@offset: reason", the first 100
+
+  void reject(const std::string& where, const std::string& why) {
+    ++rejected;
+    if (errors.size() < 100) errors.push_back(where + ": " + why);
+  }
 };
 
-// Calls `on_progress(report)` every few thousand documents.
-std::vector<SourceDocument> read_jsonl_documents(const std::vector<std::string>& paths, ReadReport& report,
-                                                 const std::function<void(const ReadReport&)>& on_progress = {});
+enum class InputFormat { kJsonl, kTrec, kWarc };
 
-// Expands directories (recursively, *.jsonl files in name order) into files.
+// Expands directories (recursively, files with a known extension, in name order) into files.
 std::vector<std::string> expand_input_paths(const std::vector<std::string>& paths);
+InputFormat detect_format(const std::string& path);  // throws Error if the file cannot be read
+
+// Streams the documents of several files in order, record by record.
+class DocumentStream {
+ public:
+  class FileReader;  // one per input format, private to document_reader.cpp
+
+  explicit DocumentStream(const std::vector<std::string>& paths);  // throws Error on a missing input
+  ~DocumentStream();
+  // The next well-formed document; false at the end of the last file.
+  bool next(SourceDocument& document);
+  ReadReport& report() { return report_; }
+  uint64_t total_file_bytes() const { return total_file_bytes_; }  // on disk, for an ETA
+
+ private:
+  std::vector<std::string> files_;
+  size_t next_file_ = 0;
+  std::unique_ptr<FileReader> current_;
+  ReadReport report_;
+  uint64_t total_file_bytes_ = 0;
+  uint64_t file_base_bytes_ = 0;
+};
+
+// All documents of the inputs in memory, duplicates resolved (last wins). Calls `on_progress`
+// every 20,000 documents.
+std::vector<SourceDocument> read_documents(const std::vector<std::string>& paths, ReadReport& report,
+                                           const std::function<void(const ReadReport&)>& on_progress = {});
 
 }  // namespace warp

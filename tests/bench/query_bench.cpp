@@ -173,7 +173,7 @@ int main(int argc, char** argv) {
 
     if (!flags.get("corpus").empty()) {
       ReadReport report;
-      const auto documents = read_jsonl_documents({flags.get("corpus")}, report);
+      const auto documents = read_documents({flags.get("corpus")}, report);
       Analyzer analyzer;
       Collection c{"default corpus (" + flags.get("corpus") + ")", {}, (work / "xapian-corpus").string(), {}, 0};
       DualIndexer indexer(c.xapian_path);

@@ -222,7 +222,7 @@ TEST(GpuCranfield, EveryModeAndCodecMatchesTheCpu) {
   WARP_REQUIRE_GPU();
   const std::string dir = testing::shared_data_dir() + "/cranfield";
   ReadReport report;
-  const std::vector<SourceDocument> documents = read_jsonl_documents({dir + "/docs.jsonl"}, report);
+  const std::vector<SourceDocument> documents = read_documents({dir + "/docs.jsonl"}, report);
   ASSERT_EQ(documents.size(), 1400u);
   std::vector<std::string> errors;
   Analyzer analyzer;

@@ -36,7 +36,7 @@ TEST(CranfieldRelevance, OrModeReachesXapianBm25) {
   BuildOptions options;
   options.partitions = 2;
   IndexBuilder builder(options);
-  for (const SourceDocument& doc : read_jsonl_documents({data + "/docs.jsonl"}, report)) builder.add_document(doc);
+  for (const SourceDocument& doc : read_documents({data + "/docs.jsonl"}, report)) builder.add_document(doc);
   write_index(builder.build(), dir.string());
 
   IndexSearcher searcher(open_index(dir.string()));

@@ -6,6 +6,8 @@
 
 #include "common/util/status.hpp"
 #include "indexer/document_reader.hpp"
+#include "tests/support/format_writers.hpp"
+#include "tests/support/shared_data.hpp"
 
 namespace warp {
 namespace {
@@ -30,7 +32,7 @@ TEST(DocumentReader, SkipsCountsAndNamesMalformedRecords) {
     ignored << "not jsonl\n";
   }
   ReadReport report;
-  const auto docs = read_jsonl_documents({dir.string()}, report);
+  const auto docs = read_documents({dir.string()}, report);
   ASSERT_EQ(docs.size(), 3u);
   EXPECT_EQ(report.documents, 3u);
   EXPECT_EQ(report.rejected, 4u);
@@ -45,8 +47,110 @@ TEST(DocumentReader, SkipsCountsAndNamesMalformedRecords) {
   EXPECT_EQ(docs[1].external_id, "1");
   EXPECT_EQ(docs[1].title, "One again");
   EXPECT_EQ(docs[2].url, "http://four");
-  EXPECT_THROW(read_jsonl_documents({(dir / "missing.jsonl").string()}, report), Error);
+  EXPECT_THROW(read_documents({(dir / "missing.jsonl").string()}, report), Error);
   fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace warp
+
+namespace warp {
+namespace {
+
+class FormatTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("warp-formats-" + std::to_string(::getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  fs::path dir_;
+};
+
+TEST_F(FormatTest, TrecRecordsAndTheirErrors) {
+  {
+    std::ofstream out(path("a.trec"));
+    out << "<DOC>\n<DOCNO> FT-1 </DOCNO>\n<HEADLINE>Wings &amp; flaps</HEADLINE>\n<TEXT>\nLift at <b>low</b> speed.\n</TEXT>\n</DOC>\n"
+        << "<DOC>\n<TEXT>no docno here</TEXT>\n</DOC>\n"       // lines 8-10: no DOCNO
+        << "stray text\n"                                       // line 11: outside a DOC
+        << "<DOC>\n<DOCNO>FT-2</DOCNO>\n<TITLE>Second</TITLE>\nbody two\n</DOC>\n"
+        << "<DOC>\n<DOCNO>FT-3</DOCNO>\nnever closed\n";     // line 17: unterminated
+  }
+  ReadReport report;
+  const auto docs = read_documents({path("a.trec")}, report);
+  ASSERT_EQ(docs.size(), 2u);
+  EXPECT_EQ(docs[0].external_id, "FT-1");
+  EXPECT_EQ(docs[0].title, "Wings & flaps");
+  EXPECT_EQ(docs[0].body, "Lift at low speed.");
+  EXPECT_EQ(docs[1].external_id, "FT-2");
+  EXPECT_EQ(docs[1].title, "Second");
+  EXPECT_EQ(docs[1].body, "body two");
+  ASSERT_EQ(report.rejected, 3u);
+  EXPECT_NE(report.errors[0].find("a.trec:8: document without <DOCNO>"), std::string::npos) << report.errors[0];
+  EXPECT_NE(report.errors[1].find("a.trec:11: text outside"), std::string::npos) << report.errors[1];
+  EXPECT_NE(report.errors[2].find("a.trec:17: <DOC> without </DOC>"), std::string::npos) << report.errors[2];
+}
+
+TEST_F(FormatTest, WarcRecordsPlainAndGzipAndTheirErrors) {
+  const std::vector<SourceDocument> docs = {{"clueweb-1", "First page", "alpha beta", ""},
+                                            {"clueweb-2", "Second page", "gamma &delta", ""}};
+  for (bool gzip : {false, true}) {
+    const std::string file = path(gzip ? "a.warc.gz" : "a.warc");
+    testing::write_warc(file, docs, gzip);
+    ReadReport report;
+    const auto read = read_documents({file}, report);
+    ASSERT_EQ(read.size(), 2u) << file;
+    EXPECT_EQ(read[0].external_id, "clueweb-1");
+    EXPECT_EQ(read[0].title, "First page");
+    EXPECT_EQ(read[0].body, "alpha beta");
+    EXPECT_EQ(read[0].url, "http://example.org/clueweb-1");
+    EXPECT_EQ(read[1].body, "gamma &delta");
+    EXPECT_EQ(report.rejected, 0u);
+  }
+  // A record with a bad Content-Length, then one truncated at the end of the file.
+  const std::string good = testing::warc_response(docs[0]);
+  std::string bad = testing::warc_response(docs[1]);
+  bad.replace(bad.find("Content-Length: "), 17, "Content-Length: x");
+  const std::string truncated = testing::warc_response({"clueweb-3", "t", "cut short", ""}).substr(0, 300);
+  {
+    std::ofstream out(path("broken.warc"), std::ios::binary);
+    out << good << bad << good << truncated;
+  }
+  ReadReport report;
+  const auto read = read_documents({path("broken.warc")}, report);
+  EXPECT_EQ(read.size(), 1u);  // the good record twice: the same id, the last one wins
+  EXPECT_EQ(report.replaced, 1u);
+  ASSERT_EQ(report.rejected, 2u);
+  EXPECT_NE(report.errors[0].find("broken.warc@" + std::to_string(good.size()) + ": WARC record without a valid Content-Length"),
+            std::string::npos) << report.errors[0];
+  EXPECT_NE(report.errors[1].find("truncated"), std::string::npos) << report.errors[1];
+}
+
+TEST_F(FormatTest, CranfieldInAllThreeFormatsIndexesIdentically) {
+  ReadReport report;
+  const auto docs = read_documents({testing::shared_data_dir() + "/cranfield/docs.jsonl"}, report);
+  ASSERT_EQ(docs.size(), 1400u);
+  testing::write_trec(path("cran.trec"), docs);
+  testing::write_warc(path("cran.warc.gz"), docs, true);
+  const auto build = [](const std::vector<SourceDocument>& input) {
+    IndexBuilder builder({});
+    for (const auto& d : input) builder.add_document(d);
+    return builder.build();
+  };
+  const auto expected = build(docs);
+  for (const std::string& file : {path("cran.trec"), path("cran.warc.gz")}) {
+    ReadReport r;
+    const auto other_docs = read_documents({file}, r);
+    ASSERT_EQ(other_docs.size(), 1400u) << file;
+    EXPECT_EQ(r.rejected, 0u) << file;
+    const auto actual = build(other_docs);
+    EXPECT_EQ(actual[0].view.doc_lengths, expected[0].view.doc_lengths) << file;
+    EXPECT_EQ(actual[0].view.lexicon.size(), expected[0].view.lexicon.size()) << file;
+    EXPECT_EQ(actual[0].view.postings, expected[0].view.postings) << file;
+    EXPECT_EQ(actual[0].view.external_ids, expected[0].view.external_ids) << file;
+  }
 }
 
 }  // namespace

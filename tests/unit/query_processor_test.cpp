@@ -169,7 +169,7 @@ TEST(CpuQueryProcessor, RejectsKAboveLimit) {
 TEST(CranfieldQueries, EveryModeAndCodecMatchesBruteForce) {
   const std::string dir = testing::shared_data_dir() + "/cranfield";
   ReadReport report;
-  const std::vector<SourceDocument> documents = read_jsonl_documents({dir + "/docs.jsonl"}, report);
+  const std::vector<SourceDocument> documents = read_documents({dir + "/docs.jsonl"}, report);
   ASSERT_EQ(documents.size(), 1400u) << "the Cranfield collection is expected in " << dir;
   std::vector<std::string> errors;
   const std::vector<QueryLine> lines = read_query_file(dir + "/queries.tsv", errors);

@@ -1,0 +1,73 @@
+#include "indexer/input_source.hpp"
+
+#include "common/util/status.hpp"
+
+namespace warp {
+
+namespace {
+constexpr unsigned kChunk = 1u << 20;
+}
+
+InputSource::InputSource(const std::string& path) : path_(path) {
+  file_ = gzopen(path.c_str(), "rb");
+  if (file_ == nullptr) throw Error("input " + path + ": cannot open");
+  gzbuffer(file_, kChunk);
+}
+
+InputSource::~InputSource() {
+  if (file_ != nullptr) gzclose(file_);
+}
+
+bool InputSource::fill() {
+  if (eof_) return false;
+  buffer_.erase(0, position_);
+  position_ = 0;
+  const size_t old = buffer_.size();
+  buffer_.resize(old + kChunk);
+  const int got = gzread(file_, buffer_.data() + old, kChunk);
+  if (got < 0) {
+    int code = 0;
+    const char* message = gzerror(file_, &code);
+    throw Error("input " + path_ + ": read error at byte " + std::to_string(offset_) + ": " + message);
+  }
+  buffer_.resize(old + static_cast<size_t>(got));
+  if (got == 0) eof_ = true;
+  return got > 0;
+}
+
+bool InputSource::read_line(std::string& line) {
+  for (;;) {
+    const size_t newline = buffer_.find('\n', position_);
+    if (newline != std::string::npos) {
+      line.assign(buffer_, position_, newline - position_);
+      offset_ += newline - position_ + 1;
+      position_ = newline + 1;
+      break;
+    }
+    if (!fill()) {
+      if (position_ >= buffer_.size()) return false;
+      line.assign(buffer_, position_, std::string::npos);  // last line without '\n'
+      offset_ += buffer_.size() - position_;
+      position_ = buffer_.size();
+      break;
+    }
+  }
+  if (!line.empty() && line.back() == '\r') line.pop_back();
+  ++line_number_;
+  return true;
+}
+
+size_t InputSource::read_bytes(size_t n, std::string& out) {
+  size_t done = 0;
+  while (done < n) {
+    if (position_ >= buffer_.size() && !fill()) break;
+    const size_t take = std::min(n - done, buffer_.size() - position_);
+    out.append(buffer_, position_, take);
+    position_ += take;
+    offset_ += take;
+    done += take;
+  }
+  return done;
+}
+
+}  // namespace warp
