@@ -7,6 +7,7 @@
 
 #include "common/index/index_files.hpp"
 #include "indexer/document_reader.hpp"
+#include "indexer/pipeline/parallel_builder.hpp"
 
 namespace warp {
 namespace {
@@ -17,11 +18,16 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-void print_rate(const char* stage, uint64_t documents, uint64_t bytes, double seconds, bool final_line) {
+// "indexing: 61440 documents, 19.6 MB in 1.0 s (61340 documents/s, 19.6 MB/s, ETA 3 s)"
+void print_progress(const char* stage, uint64_t documents, uint64_t bytes, uint64_t total_bytes, double seconds,
+                    bool final_line) {
   const bool tty = isatty(STDERR_FILENO);
   const double s = seconds > 0 ? seconds : 1e-9;
-  std::fprintf(stderr, "%s%s: %llu documents, %.1f MB in %.1f s (%.0f documents/s, %.1f MB/s)%s", tty ? "\r" : "",
-               stage, static_cast<unsigned long long>(documents), bytes / 1e6, seconds, documents / s, bytes / 1e6 / s,
+  const double rate = bytes / s;
+  char eta[48] = "";
+  if (!final_line && total_bytes > bytes && rate > 0) std::snprintf(eta, sizeof eta, ", ETA %.0f s", (total_bytes - bytes) / rate);
+  std::fprintf(stderr, "%s%s: %llu documents, %.1f MB in %.1f s (%.0f documents/s, %.1f MB/s%s)%s", tty ? "\r" : "",
+               stage, static_cast<unsigned long long>(documents), bytes / 1e6, seconds, documents / s, rate / 1e6, eta,
                (final_line || !tty) ? "\n" : "");
   std::fflush(stderr);
 }
@@ -30,51 +36,38 @@ void print_rate(const char* stage, uint64_t documents, uint64_t bytes, double se
 
 int run_build_command(const BuildCommandOptions& options) {
   const auto start = Clock::now();
-  ReadReport report;
-  auto last_print = start;
-  std::vector<SourceDocument> documents = read_documents(options.inputs, report, [&](const ReadReport& r) {
-    if (options.progress && Clock::now() - last_print > std::chrono::seconds(1)) {
-      print_rate("reading", r.documents, r.bytes, seconds_since(start), false);
-      last_print = Clock::now();
-    }
-  });
-  if (options.progress) print_rate("read", report.documents, report.bytes, seconds_since(start), true);
-  for (const std::string& error : report.errors) std::fprintf(stderr, "rejected %s\n", error.c_str());
-  if (report.rejected > report.errors.size()) {
-    std::fprintf(stderr, "... and %llu more rejected records\n",
-                 static_cast<unsigned long long>(report.rejected - report.errors.size()));
+  DocumentStream input(options.inputs);
+  pipeline::PipelineReport report;
+  pipeline::PipelineOptions pipeline_options = options.pipeline;
+  pipeline_options.build = options.build;
+  if (pipeline_options.spill_dir.empty()) pipeline_options.spill_dir = options.out_dir + ".runs";
+  std::vector<BuiltPartition> partitions =
+      pipeline::build_with_pipeline(input, pipeline_options, report, [&](const pipeline::PipelineProgress& p) {
+        if (options.progress) print_progress("indexing", p.documents, p.bytes, p.total_bytes, seconds_since(start), false);
+      });
+  const ReadReport& read = input.report();
+  if (options.progress) print_progress("indexed", read.documents + read.replaced, read.bytes, 0, seconds_since(start), true);
+  for (const std::string& error : read.errors) std::fprintf(stderr, "rejected %s\n", error.c_str());
+  if (read.rejected > read.errors.size()) {
+    std::fprintf(stderr, "... and %llu more rejected records\n", static_cast<unsigned long long>(read.rejected - read.errors.size()));
   }
-  if (documents.empty()) {
+  if (partitions.empty()) {
     std::fprintf(stderr, "error: no documents to index in %zu input(s)\n", options.inputs.size());
     return 1;
   }
-
-  const auto index_start = Clock::now();
-  IndexBuilder builder(options.build);
-  uint64_t bytes = 0;
-  last_print = index_start;
-  for (const SourceDocument& doc : documents) {
-    builder.add_document(doc);
-    bytes += doc.title.size() + doc.body.size();
-    if (options.progress && (builder.document_count() & 1023) == 0 && Clock::now() - last_print > std::chrono::seconds(1)) {
-      print_rate("indexing", builder.document_count(), bytes, seconds_since(index_start), false);
-      last_print = Clock::now();
-    }
-  }
-  if (options.progress) print_rate("indexed", builder.document_count(), bytes, seconds_since(index_start), true);
-  std::vector<BuiltPartition> partitions = builder.build();
   write_index(partitions, options.out_dir);
 
   uint64_t postings = 0, list_bytes = 0;
   for (const BuiltPartition& p : partitions) postings += p.view.meta.posting_count, list_bytes += p.view.postings.size() * 4;
   std::fprintf(stderr,
                "wrote %s: generation %llu, %zu partition(s), %llu documents, %llu postings, %.1f MB of lists "
-               "(%s, %.2f bits/posting incl. frequencies and block metadata), %llu rejected, %llu replaced, %.1f s\n",
+               "(%s, %.2f bits/posting incl. frequencies and block metadata), %llu rejected, %llu replaced, "
+               "%zu parser and %zu indexer threads, %llu runs spilled, %.1f s\n",
                options.out_dir.c_str(), static_cast<unsigned long long>(options.build.generation), partitions.size(),
-               static_cast<unsigned long long>(report.documents), static_cast<unsigned long long>(postings),
+               static_cast<unsigned long long>(read.documents), static_cast<unsigned long long>(postings),
                list_bytes / 1e6, options.build.codec.c_str(), postings ? list_bytes * 8.0 / postings : 0.0,
-               static_cast<unsigned long long>(report.rejected), static_cast<unsigned long long>(report.replaced),
-               seconds_since(start));
+               static_cast<unsigned long long>(read.rejected), static_cast<unsigned long long>(read.replaced),
+               report.parsers, report.indexers, static_cast<unsigned long long>(report.runs_written), seconds_since(start));
   return 0;
 }
 

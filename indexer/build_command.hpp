@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "common/index/index_builder.hpp"
+#include "indexer/pipeline/parallel_builder.hpp"
 
 namespace warp {
 
@@ -11,6 +12,7 @@ struct BuildCommandOptions {
   std::vector<std::string> inputs;
   std::string out_dir;
   BuildOptions build;
+  pipeline::PipelineOptions pipeline;  // threads, batch size, memory budget (its `build` is ignored)
   bool progress = true;
 };
 

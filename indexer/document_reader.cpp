@@ -323,7 +323,9 @@ std::vector<SourceDocument> read_documents(const std::vector<std::string>& paths
   if (stream.report().replaced > 0) {
     size_t kept = 0;
     for (size_t i = 0; i < documents.size(); ++i) {
-      if (!replaced[i]) documents[kept++] = std::move(documents[i]);
+      if (replaced[i]) continue;
+      if (kept != i) documents[kept] = std::move(documents[i]);  // never self-move: it empties strings
+      ++kept;
     }
     documents.resize(kept);
   }

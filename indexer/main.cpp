@@ -11,8 +11,9 @@ namespace {
 constexpr const char* kUsage =
     "usage: warp-indexer build --input PATH... --out DIR [--partitions P] [flags]\n"
     "\n"
-    "Reads JSONL documents ({\"id\",\"title\",\"body\",\"url\"?} per line; directories are searched for *.jsonl),\n"
-    "and writes DIR/part-NNNN (one RocksDB partition each) and DIR/manifest.json.";
+    "Reads JSONL ({\"id\",\"title\",\"body\",\"url\"?} per line), TREC SGML and WARC (plain or .gz) files or\n"
+    "directories of them, runs the parallel parser/indexer pipeline and writes DIR/part-NNNN (one RocksDB\n"
+    "partition each) and DIR/manifest.json.";
 
 int build(int argc, char** argv) {
   warp::Flags flags(kUsage);
@@ -26,6 +27,10 @@ int build(int argc, char** argv) {
       .value("generation", "1", "generation number written into every partition")
       .value("bm25-k1", "0.9", "BM25 k1 for the stored block maxima")
       .value("bm25-b", "0.4", "BM25 b for the stored block maxima")
+      .value("parsers", "0", "parser threads (0: one per core)")
+      .value("indexers", "0", "indexer threads (0: half the cores)")
+      .value("batch", "1000", "documents per parser batch")
+      .value("memory-budget", "2048", "MiB of postings held before indexers spill run files")
       .boolean("quiet", "no progress lines");
   flags.parse(argc, argv, 2);
   if (flags.help_requested()) {
@@ -47,6 +52,10 @@ int build(int argc, char** argv) {
   options.build.generation = flags.count("generation");
   options.build.bm25 = {static_cast<float>(flags.number("bm25-k1")), static_cast<float>(flags.number("bm25-b"))};
   options.progress = !flags.is_set("quiet");
+  options.pipeline.parsers = flags.count("parsers");
+  options.pipeline.indexers = flags.count("indexers");
+  options.pipeline.batch_documents = std::max<uint64_t>(1, flags.count("batch"));
+  options.pipeline.memory_budget = flags.count("memory-budget") << 20;
   return warp::run_build_command(options);
 }
 

@@ -32,7 +32,6 @@ DocId IndexBuilder::add_analyzed(DocumentRecord record, std::span<const std::str
   }
   for (const auto& [term_id, freq] : counts) postings_[term_id].push_back({doc, freq});
   record.length = static_cast<uint32_t>(terms.size());
-  total_length_ += record.length;
   documents_.push_back(std::move(record));
   distinct_terms_.push_back(static_cast<uint32_t>(counts.size()));
   return doc;
@@ -56,50 +55,58 @@ std::vector<DocId> balanced_boundaries(std::span<const uint32_t> weights, uint32
 }
 
 std::vector<BuiltPartition> IndexBuilder::build() const {
-  const Codec& codec = codec_by_name(options_.codec);
-  const std::vector<DocId> bounds = balanced_boundaries(distinct_terms_, options_.partitions);
-  CollectionStats stats{documents_.size(), total_length_};
+  return build_partitions(options_, documents_, distinct_terms_, [this](const TermVisitor& visit) {
+    for (size_t term_id = 0; term_id < terms_.size(); ++term_id) visit(terms_[term_id], postings_[term_id]);
+  });
+}
 
-  std::vector<BuiltPartition> partitions(options_.partitions);
+std::vector<BuiltPartition> build_partitions(const BuildOptions& options, const std::vector<DocumentRecord>& documents,
+                                             std::span<const uint32_t> distinct_terms, const ForEachTerm& for_each_term) {
+  if (options.partitions == 0) throw Error("the number of partitions must be at least 1");
+  const Codec& codec = codec_by_name(options.codec);
+  const std::vector<DocId> bounds = balanced_boundaries(distinct_terms, options.partitions);
+  uint64_t total_length = 0;
+  for (const DocumentRecord& record : documents) total_length += record.length;
+  const CollectionStats stats{documents.size(), total_length};
+
+  std::vector<BuiltPartition> partitions(options.partitions);
   std::vector<Score> scores;
-  for (uint32_t p = 0; p < options_.partitions; ++p) {
+  for (uint32_t p = 0; p < options.partitions; ++p) {
     BuiltPartition& part = partitions[p];
     IndexView& view = part.view;
-    view.meta.analyzer_version = options_.analyzer.version();
-    view.meta.generation = options_.generation;
+    view.meta.analyzer_version = options.analyzer.version();
+    view.meta.generation = options.generation;
     view.meta.partition_id = p;
-    view.meta.partition_count = options_.partitions;
+    view.meta.partition_count = options.partitions;
     view.meta.doc_begin = bounds[p];
     view.meta.doc_end = bounds[p + 1];
     view.meta.codec = std::string(codec.name());
-    view.meta.bm25 = options_.bm25;
+    view.meta.bm25 = options.bm25;
     view.meta.stats = stats;
     for (DocId doc = view.meta.doc_begin; doc < view.meta.doc_end; ++doc) {
-      part.documents.push_back(documents_[doc]);
-      view.doc_lengths.push_back(documents_[doc].length);
-      view.external_ids.push_back(documents_[doc].external_id);
+      part.documents.push_back(documents[doc]);
+      view.doc_lengths.push_back(documents[doc].length);
+      view.external_ids.push_back(documents[doc].external_id);
     }
     view.compute_length_norms();
 
-    for (size_t term_id = 0; term_id < terms_.size(); ++term_id) {
-      const std::vector<Posting>& all = postings_[term_id];
-      const auto by_doc = [](const Posting& p, DocId d) { return p.doc < d; };
+    for_each_term([&](const std::string& term, std::span<const Posting> all) {
+      const auto by_doc = [](const Posting& posting, DocId d) { return posting.doc < d; };
       auto first = std::lower_bound(all.begin(), all.end(), view.meta.doc_begin, by_doc);
       auto last = std::lower_bound(first, all.end(), view.meta.doc_end, by_doc);
-      if (first == last) continue;
+      if (first == last) return;
       uint64_t cf = 0;
       for (const Posting& posting : all) cf += posting.freq;
-      const float weight = bm25_term_weight(bm25_idf(all.size(), stats.doc_count), options_.bm25);
+      const float weight = bm25_term_weight(bm25_idf(all.size(), stats.doc_count), options.bm25);
       scores.clear();
       for (auto it = first; it != last; ++it) {
         scores.push_back(bm25_score(weight, it->freq, view.length_norms[it->doc - view.meta.doc_begin]));
       }
       std::vector<uint32_t> words = encode_posting_list({&*first, static_cast<size_t>(last - first)}, scores, codec);
-      view.lexicon[terms_[term_id]] = {static_cast<uint32_t>(all.size()), cf, view.postings.size(),
-                                       static_cast<uint32_t>(words.size())};
+      view.lexicon[term] = {static_cast<uint32_t>(all.size()), cf, view.postings.size(), static_cast<uint32_t>(words.size())};
       view.postings.insert(view.postings.end(), words.begin(), words.end());
       view.meta.posting_count += static_cast<uint64_t>(last - first);
-    }
+    });
     view.postings.resize(view.postings.size() + kReadPaddingWords, 0);
   }
   return partitions;

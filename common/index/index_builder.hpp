@@ -3,6 +3,7 @@
 // encoding with one codec. Single-threaded; the indexer service's parallel pipeline produces the
 // same partitions from the same documents.
 #pragma once
+#include <functional>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -61,9 +62,19 @@ class IndexBuilder {
   std::vector<std::vector<Posting>> postings_;  // by term id, docIDs ascending
   std::vector<DocumentRecord> documents_;
   std::vector<uint32_t> distinct_terms_;        // per document, for balancing partitions
-  uint64_t total_length_ = 0;
   std::vector<std::string> scratch_terms_;
 };
+
+// Calls its argument once for every term with the term's postings (docIDs ascending).
+using TermVisitor = std::function<void(const std::string& term, std::span<const Posting> postings)>;
+using ForEachTerm = std::function<void(const TermVisitor&)>;
+
+// Builds the P partitions of a generation from inverted lists over `documents` (docIDs dense from
+// 0): statistics, a split balanced by postings (`distinct_terms[d]` postings of document d), BM25
+// block maxima, encoding. Shared by IndexBuilder and the indexer's parallel pipeline, so both give
+// the same partitions for the same documents. `for_each_term` is called once per partition.
+std::vector<BuiltPartition> build_partitions(const BuildOptions& options, const std::vector<DocumentRecord>& documents,
+                                             std::span<const uint32_t> distinct_terms, const ForEachTerm& for_each_term);
 
 // The docID boundaries (P+1 values) that split documents into P contiguous ranges of about equal
 // postings; `weights[d]` is document d's number of postings.
