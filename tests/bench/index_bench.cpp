@@ -1,0 +1,118 @@
+// index_bench: indexing throughput (MB/s and documents/s of raw input) and peak memory of
+// `warp-indexer build` with 1 and 2 parser threads, side by side with Xapian indexing the same
+// documents (TermGenerator, English stemming: parse + stem + index, like ours), each run in its own
+// process so its peak RSS is its own.
+// usage: index_bench --indexer build/indexer/warp-indexer --corpus FILE.jsonl [--corpus ...]
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <xapian.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+
+#include "common/util/flags.hpp"
+#include "indexer/document_reader.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+struct Run {
+  double seconds = 0;
+  double peak_mb = 0;
+  bool ok = false;
+};
+
+// Runs `child` in a forked process; wall time and the child's peak resident memory.
+template <class Child>
+Run in_child(Child&& child) {
+  const auto start = Clock::now();
+  const pid_t pid = fork();
+  if (pid == 0) _exit(child());
+  int status = 0;
+  rusage usage{};
+  wait4(pid, &status, 0, &usage);
+  return {std::chrono::duration<double>(Clock::now() - start).count(), usage.ru_maxrss / 1024.0,
+          WIFEXITED(status) && WEXITSTATUS(status) == 0};
+}
+
+int xapian_index(const std::string& corpus, const std::string& db_path) {
+  try {
+    Xapian::WritableDatabase db(db_path, Xapian::DB_CREATE_OR_OVERWRITE);
+    Xapian::TermGenerator generator;
+    generator.set_stemmer(Xapian::Stem("english"));
+    warp::DocumentStream stream({corpus});
+    warp::SourceDocument doc;
+    while (stream.next(doc)) {
+      Xapian::Document xdoc;
+      generator.set_document(xdoc);
+      generator.index_text(doc.title);
+      generator.index_text(doc.body);
+      xdoc.add_boolean_term("Q" + doc.external_id);
+      db.replace_document("Q" + doc.external_id, xdoc);
+    }
+    db.commit();
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "xapian: %s\n", e.what());
+    return 1;
+  } catch (const Xapian::Error& e) {
+    std::fprintf(stderr, "xapian: %s\n", e.get_description().c_str());
+    return 1;
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  warp::Flags flags("usage: index_bench --indexer PATH --corpus FILE.jsonl [--corpus ...]");
+  flags.value("indexer", "build/indexer/warp-indexer", "the warp-indexer binary")
+      .value("corpus", "", "JSONL corpus (repeatable)", true)
+      .value("work", "/tmp/warp-index-bench", "scratch directory");
+  try {
+    flags.parse(argc, argv);
+    if (flags.help_requested() || flags.all("corpus").empty()) return std::printf("%s", flags.help_text().c_str()), 0;
+    const fs::path work = flags.get("work");
+    std::printf("| corpus | MB | documents | engine | threads | seconds | MB/s | documents/s | peak RSS MB | warp/xapian |\n");
+    std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
+    for (const std::string& corpus : flags.all("corpus")) {
+      warp::ReadReport report;
+      uint64_t documents = 0;
+      {
+        warp::DocumentStream stream({corpus});
+        warp::SourceDocument doc;
+        while (stream.next(doc)) ++documents;
+      }
+      const double mb = fs::file_size(corpus) / 1e6;
+      const auto row = [&](const char* engine, const char* threads, const Run& run, double ratio) {
+        std::printf("| %s | %.0f | %llu | %s | %s | %.1f | %.1f | %.0f | %.0f | %s |\n", fs::path(corpus).filename().c_str(), mb,
+                    static_cast<unsigned long long>(documents), engine, threads, run.seconds, mb / run.seconds,
+                    documents / run.seconds, run.peak_mb, ratio > 0 ? (std::to_string(ratio).substr(0, 4) + "×").c_str() : "");
+        std::fflush(stdout);
+      };
+      fs::remove_all(work);
+      fs::create_directories(work);
+      const Run xapian = in_child([&] { return xapian_index(corpus, (work / "xapian").string()); });
+      for (const char* threads : {"1", "2"}) {
+        fs::remove_all(work / "warp");
+        const std::string indexer = flags.get("indexer"), out = (work / "warp").string();
+        const Run warp = in_child([&] {
+          execl(indexer.c_str(), indexer.c_str(), "build", "--input", corpus.c_str(), "--out", out.c_str(), "--parsers",
+                threads, "--indexers", "1", "--quiet", static_cast<char*>(nullptr));
+          return 127;
+        });
+        if (!warp.ok) std::fprintf(stderr, "warp-indexer failed on %s\n", corpus.c_str());
+        row("warp", threads, warp, xapian.seconds / warp.seconds);
+      }
+      if (!xapian.ok) std::fprintf(stderr, "xapian failed on %s\n", corpus.c_str());
+      row("xapian", "1", xapian, 0);
+      fs::remove_all(work);
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "index_bench: %s\n", e.what());
+    return 1;
+  }
+}
