@@ -1,0 +1,38 @@
+# Indexer → leaf messages: generation announcements (ZeroMQ PUB/SUB) and partition file transfer
+# in checksummed chunks (ZeroMQ DEALER → ROUTER). Fields are only ever added, with new numbers, so
+# an older peer reads a newer message (unknown fields are ignored) and a newer peer reads an older
+# one (absent fields read as defaults).
+@0xd2c5b0e4f1a39c71;
+
+using Cxx = import "/capnp/c++.capnp";
+$Cxx.namespace("warp::protocol");
+
+struct FileEntry {
+  path @0 :Text;      # relative to the generation directory, e.g. "part-0001/000012.sst"
+  size @1 :UInt64;
+  crc32 @2 :UInt32;   # of the whole file
+}
+
+struct GenerationAnnouncement {
+  protocolVersion @0 :UInt32 = 1;
+  generation @1 :UInt64;
+  partitions @2 :UInt32;
+  files @3 :List(FileEntry);
+  fetchEndpoint @4 :Text;   # where the ROUTER serves the files
+}
+
+struct FetchRequest {
+  generation @0 :UInt64;
+  path @1 :Text;
+  offset @2 :UInt64;
+  length @3 :UInt32;
+}
+
+struct FetchResponse {
+  generation @0 :UInt64;
+  path @1 :Text;
+  offset @2 :UInt64;
+  data @3 :Data;
+  crc32 @4 :UInt32;   # of data
+  error @5 :Text;     # empty on success
+}

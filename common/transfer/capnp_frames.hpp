@@ -1,0 +1,41 @@
+// Cap'n Proto messages in ZeroMQ frames. A ZeroMQ frame need not be 8-byte aligned and Cap'n
+// Proto reads only aligned words, so frames are copied into an aligned buffer before reading.
+#pragma once
+#include <capnp/message.h>
+#include <capnp/serialize.h>
+
+#include <zmq.hpp>
+
+#include <cstring>
+#include <optional>
+
+#include "common/util/status.hpp"
+
+namespace warp::transfer {
+
+inline zmq::message_t to_frame(capnp::MessageBuilder& message) {
+  const kj::Array<capnp::word> words = capnp::messageToFlatArray(message);
+  const auto bytes = words.asBytes();
+  return zmq::message_t(bytes.begin(), bytes.size());
+}
+
+// Owns the aligned copy the reader points into.
+class FrameReader {
+ public:
+  explicit FrameReader(const zmq::message_t& frame) {
+    if (frame.size() % sizeof(capnp::word) != 0) throw Error("malformed message: size not a multiple of 8");
+    words_ = kj::heapArray<capnp::word>(frame.size() / sizeof(capnp::word));
+    std::memcpy(words_.begin(), frame.data(), frame.size());
+    reader_.emplace(words_.asPtr());
+  }
+  template <class T>
+  typename T::Reader root() {
+    return reader_->getRoot<T>();
+  }
+
+ private:
+  kj::Array<capnp::word> words_;
+  std::optional<capnp::FlatArrayMessageReader> reader_;
+};
+
+}  // namespace warp::transfer

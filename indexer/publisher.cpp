@@ -1,0 +1,130 @@
+#include "indexer/publisher.hpp"
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+
+#include "common/protocol/publish.capnp.h"
+#include "common/transfer/capnp_frames.hpp"
+#include "common/util/checksum.hpp"
+#include "common/util/status.hpp"
+
+namespace warp {
+namespace fs = std::filesystem;
+
+struct Publisher::Sockets {
+  zmq::context_t context{1};
+  zmq::socket_t pub{context, zmq::socket_type::pub};
+  zmq::socket_t router{context, zmq::socket_type::router};
+};
+
+Publisher::Publisher(PublisherOptions options) : options_(std::move(options)), sockets_(std::make_unique<Sockets>()) {
+  try {
+    sockets_->pub.set(zmq::sockopt::linger, 0);
+    sockets_->router.set(zmq::sockopt::linger, 0);
+    sockets_->pub.bind(options_.publish_endpoint);
+    sockets_->router.bind(options_.fetch_endpoint);
+  } catch (const zmq::error_t& e) {
+    throw Error("publisher: cannot bind " + options_.publish_endpoint + " / " + options_.fetch_endpoint + ": " + e.what());
+  }
+  publish_endpoint_ = sockets_->pub.get(zmq::sockopt::last_endpoint);
+  fetch_endpoint_ = sockets_->router.get(zmq::sockopt::last_endpoint);
+  thread_ = std::thread([this] { serve(); });
+}
+
+Publisher::~Publisher() {
+  stop_ = true;
+  if (thread_.joinable()) thread_.join();
+}
+
+void Publisher::announce(uint64_t generation) {
+  const fs::path dir = fs::path(options_.root) / transfer::generation_dir_name(generation);
+  if (!fs::exists(dir / "manifest.json")) throw Error("publisher: " + dir.string() + " is not a complete generation");
+  auto files = transfer::list_generation_files(dir.string());
+  std::lock_guard<std::mutex> lock(mutex_);
+  generations_[generation] = std::move(files);
+  latest_ = std::max(latest_, generation);
+  announce_now_ = true;
+}
+
+void Publisher::serve() {
+  auto last_announcement = std::chrono::steady_clock::now() - std::chrono::hours(1);
+  while (!stop_) {
+    {  // announcements: at once when asked, then every second
+      std::unique_lock<std::mutex> lock(mutex_);
+      const auto now = std::chrono::steady_clock::now();
+      if (latest_ > 0 && (announce_now_ || now - last_announcement > std::chrono::seconds(1))) {
+        capnp::MallocMessageBuilder builder;
+        auto message = builder.initRoot<protocol::GenerationAnnouncement>();
+        message.setGeneration(latest_);
+        message.setFetchEndpoint(fetch_endpoint_);
+        const auto& files = generations_[latest_];
+        uint32_t partitions = 0;
+        auto list = message.initFiles(static_cast<unsigned>(files.size()));
+        for (size_t i = 0; i < files.size(); ++i) {
+          list[i].setPath(files[i].path);
+          list[i].setSize(files[i].size);
+          list[i].setCrc32(files[i].crc32);
+          if (files[i].path.rfind("part-", 0) == 0 && files[i].path.find("/CURRENT") != std::string::npos) ++partitions;
+        }
+        message.setPartitions(partitions);
+        announce_now_ = false;
+        lock.unlock();
+        sockets_->pub.send(zmq::buffer(std::string_view("generation")), zmq::send_flags::sndmore);
+        sockets_->pub.send(transfer::to_frame(builder), zmq::send_flags::none);
+        ++counters_.announcements;
+        last_announcement = now;
+      }
+    }
+    zmq::pollitem_t item{sockets_->router.handle(), 0, ZMQ_POLLIN, 0};
+    if (zmq::poll(&item, 1, std::chrono::milliseconds(100)) == 0) continue;
+    zmq::message_t identity, body;
+    if (!sockets_->router.recv(identity) || !identity.more() || !sockets_->router.recv(body)) continue;
+    bool extra = false;
+    while (body.more() && sockets_->router.recv(body)) extra = true;  // a request is one frame
+    if (extra) {
+      ++counters_.bad_requests;
+      continue;
+    }
+    ++counters_.fetch_requests;
+    capnp::MallocMessageBuilder builder;
+    auto response = builder.initRoot<protocol::FetchResponse>();
+    try {
+      transfer::FrameReader frame(body);
+      auto request = frame.root<protocol::FetchRequest>();
+      const std::string path = request.getPath();
+      response.setGeneration(request.getGeneration());
+      response.setPath(path);
+      response.setOffset(request.getOffset());
+      bool known = false;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        auto it = generations_.find(request.getGeneration());
+        if (it != generations_.end()) {
+          for (const auto& file : it->second) known = known || file.path == path;
+        }
+      }
+      if (!known) throw Error("no file '" + path + "' in an announced generation " + std::to_string(request.getGeneration()));
+      const uint32_t length = std::min<uint32_t>(request.getLength(), 8u << 20);
+      std::ifstream in(fs::path(options_.root) / transfer::generation_dir_name(request.getGeneration()) / path, std::ios::binary);
+      in.seekg(static_cast<std::streamoff>(request.getOffset()));
+      std::string data(length, '\0');
+      in.read(data.data(), length);
+      data.resize(static_cast<size_t>(std::max<std::streamsize>(0, in.gcount())));
+      response.setCrc32(crc32_of(data));
+      if (options_.corrupt_replies > 0 && !data.empty()) {
+        --options_.corrupt_replies;
+        data[data.size() / 2] ^= 0x20;  // after the checksum: the client must notice
+      }
+      response.setData(kj::arrayPtr(reinterpret_cast<const kj::byte*>(data.data()), data.size()));
+      counters_.bytes_served += data.size();
+    } catch (const std::exception& e) {
+      ++counters_.bad_requests;
+      response.setError(e.what());
+    }
+    sockets_->router.send(identity, zmq::send_flags::sndmore);
+    sockets_->router.send(transfer::to_frame(builder), zmq::send_flags::none);
+  }
+}
+
+}  // namespace warp

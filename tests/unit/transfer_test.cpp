@@ -1,0 +1,120 @@
+// Publishing and fetching generations over ZeroMQ on loopback: announcement, chunked transfer with
+// checksums, retries after corrupted chunks, and no partial generation left after a failed fetch.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "common/index/index_files.hpp"
+#include "common/transfer/fetcher.hpp"
+#include "common/util/status.hpp"
+#include "indexer/document_reader.hpp"
+#include "indexer/publisher.hpp"
+#include "leaf/query/index_searcher.hpp"
+#include "tests/support/shared_data.hpp"
+
+namespace warp {
+namespace {
+namespace fs = std::filesystem;
+
+class TransferTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("warp-transfer-" + std::to_string(::getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    ReadReport report;
+    BuildOptions options;
+    options.partitions = 2;
+    options.generation = 1;
+    IndexBuilder builder(options);
+    for (const auto& doc : read_documents({testing::shared_data_dir() + "/cranfield/docs.jsonl"}, report)) builder.add_document(doc);
+    fs::create_directories(dir_ / "published");
+    write_index(builder.build(), (dir_ / "published" / "gen-000001.tmp").string());
+    fs::rename(dir_ / "published" / "gen-000001.tmp", dir_ / "published" / "gen-000001");
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  PublisherOptions publisher_options(int corrupt = 0) const {
+    return {(dir_ / "published").string(), "tcp://127.0.0.1:*", "tcp://127.0.0.1:*", corrupt};
+  }
+  transfer::Announcement receive(const Publisher& publisher) {
+    transfer::GenerationSubscriber subscriber(publisher.publish_endpoint());
+    auto announcement = subscriber.next(std::chrono::seconds(5));  // re-announced every second
+    EXPECT_TRUE(announcement.has_value()) << "no announcement from " << publisher.publish_endpoint();
+    return announcement.value_or(transfer::Announcement{});
+  }
+  fs::path dir_;
+};
+
+TEST_F(TransferTest, FetchedGenerationIsIdenticalAndSearchable) {
+  Publisher publisher(publisher_options());
+  publisher.announce(1);
+  const transfer::Announcement announcement = receive(publisher);
+  EXPECT_EQ(announcement.generation, 1u);
+  EXPECT_EQ(announcement.partitions, 2u);
+  EXPECT_EQ(announcement.fetch_endpoint, publisher.fetch_endpoint());
+  transfer::FetchStats stats;
+  transfer::FetchOptions options;
+  options.chunk_bytes = 16 << 10;  // many chunks
+  const std::string fetched = transfer::fetch_generation(announcement, (dir_ / "leaf").string(), options, stats);
+  EXPECT_EQ(fetched, (dir_ / "leaf" / "gen-000001").string());
+  EXPECT_EQ(stats.retries, 0u);
+  EXPECT_GT(stats.chunks, announcement.files.size());
+  const auto source_files = transfer::list_generation_files((dir_ / "published" / "gen-000001").string());
+  const auto fetched_files = transfer::list_generation_files(fetched);
+  ASSERT_EQ(source_files.size(), fetched_files.size());
+  for (size_t i = 0; i < source_files.size(); ++i) {
+    EXPECT_EQ(source_files[i].path, fetched_files[i].path);
+    EXPECT_EQ(source_files[i].crc32, fetched_files[i].crc32) << source_files[i].path;
+  }
+  IndexSearcher source(open_index((dir_ / "published" / "gen-000001").string()));
+  IndexSearcher copy(open_index(fetched));
+  Analyzer analyzer;
+  const Query query{analyzer.analyze("boundary layer transition"), QueryMode::kOr, 20};
+  const auto a = source.search(query).hits, b = copy.search(query).hits;
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(a[i].doc == b[i].doc && a[i].score == b[i].score);
+  // Fetching again is a no-op: the generation is already in place.
+  EXPECT_EQ(transfer::fetch_generation(announcement, (dir_ / "leaf").string(), options, stats), fetched);
+}
+
+TEST_F(TransferTest, CorruptedChunksAreDetectedAndRetried) {
+  Publisher publisher(publisher_options(/*corrupt=*/3));
+  publisher.announce(1);
+  const transfer::Announcement announcement = receive(publisher);
+  transfer::FetchStats stats;
+  transfer::FetchOptions options;
+  options.chunk_bytes = 8 << 10;
+  const std::string fetched = transfer::fetch_generation(announcement, (dir_ / "leaf").string(), options, stats);
+  EXPECT_EQ(stats.retries, 3u);
+  EXPECT_NO_THROW(open_index(fetched));  // every checksum of the partitions holds too
+}
+
+TEST_F(TransferTest, AFailedFetchLeavesNothingBehind) {
+  Publisher publisher(publisher_options(/*corrupt=*/1000000));
+  publisher.announce(1);
+  const transfer::Announcement announcement = receive(publisher);
+  transfer::FetchStats stats;
+  transfer::FetchOptions options;
+  options.max_attempts = 3;
+  EXPECT_THROW(transfer::fetch_generation(announcement, (dir_ / "leaf").string(), options, stats), Error);
+  EXPECT_TRUE(fs::is_empty(dir_ / "leaf")) << "a partial generation was left behind";
+  // A file the publisher never announced is refused with its reason.
+  Publisher honest(publisher_options());
+  honest.announce(1);
+  transfer::Announcement bogus = receive(honest);
+  bogus.files.push_back({"part-0000/../../secret", 10, 0});
+  EXPECT_THROW(transfer::fetch_generation(bogus, (dir_ / "leaf2").string(), options, stats), Error);
+  bogus.files.back().path = "part-0000/not-there";
+  try {
+    transfer::fetch_generation(bogus, (dir_ / "leaf2").string(), options, stats);
+    FAIL() << "an unannounced file was served";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no file 'part-0000/not-there'"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(fs::exists(dir_ / "leaf2" / "gen-000001"));
+}
+
+}  // namespace
+}  // namespace warp
