@@ -1,62 +1,105 @@
-// warp-indexer: builds Warpsearch partitions from document files.
+// warp-indexer: builds Warpsearch partitions from document files (build), runs as the indexer
+// service that publishes generations (serve), or fetches a published generation (fetch).
 #include <cstdio>
 #include <string>
 
 #include "common/util/flags.hpp"
 #include "common/util/status.hpp"
-#include "indexer/build_command.hpp"
+#include "indexer/serve_command.hpp"
 
 namespace {
 
 constexpr const char* kUsage =
     "usage: warp-indexer build --input PATH... --out DIR [--partitions P] [flags]\n"
+    "       warp-indexer serve --input PATH... --root DIR [--publish EP] [--fetch EP] [--metrics ADDR] [flags]\n"
+    "       warp-indexer fetch --from EP --root DIR\n"
     "\n"
-    "Reads JSONL ({\"id\",\"title\",\"body\",\"url\"?} per line), TREC SGML and WARC (plain or .gz) files or\n"
-    "directories of them, runs the parallel parser/indexer pipeline and writes DIR/part-NNNN (one RocksDB\n"
-    "partition each) and DIR/manifest.json.";
+    "Inputs: JSONL ({\"id\",\"title\",\"body\",\"url\"?} per line), TREC SGML and WARC (plain or .gz) files or\n"
+    "directories of them. build writes DIR/part-NNNN (one RocksDB partition each) and DIR/manifest.json;\n"
+    "serve writes ROOT/gen-NNNNNN generations, announces them over ZeroMQ and serves their files.";
 
-int build(int argc, char** argv) {
-  warp::Flags flags(kUsage);
+void add_build_flags(warp::Flags& flags) {
   flags.value("input", "", "input file or directory (repeatable)", true)
-      .value("out", "", "output index directory (must not exist)")
       .value("partitions", "1", "number of document partitions")
       .value("codec", "bp128", "posting codec: bp128, bp256, vbyte, pfor-ding, pfor-block, rice")
       .value("stopwords", "none", "stop-word list: none or english")
       .boolean("no-stem", "do not stem (Porter2 is on by default)")
       .value("max-token-bytes", "64", "drop tokens longer than this")
-      .value("generation", "1", "generation number written into every partition")
       .value("bm25-k1", "0.9", "BM25 k1 for the stored block maxima")
       .value("bm25-b", "0.4", "BM25 b for the stored block maxima")
       .value("parsers", "0", "parser threads (0: one per core)")
       .value("indexers", "0", "indexer threads (0: half the cores)")
       .value("batch", "1000", "documents per parser batch")
-      .value("memory-budget", "2048", "MiB of postings held before indexers spill run files")
-      .boolean("quiet", "no progress lines");
-  flags.parse(argc, argv, 2);
-  if (flags.help_requested()) {
-    std::printf("%s", flags.help_text().c_str());
-    return 0;
-  }
-  if (flags.all("input").empty() || flags.get("out").empty()) throw warp::Error("--input and --out are required\n" + flags.help_text());
+      .value("memory-budget", "2048", "MiB of postings held before indexers spill run files");
+}
+
+void read_build_flags(const warp::Flags& flags, warp::BuildOptions& build, warp::pipeline::PipelineOptions& pipeline) {
+  if (flags.all("input").empty()) throw warp::Error("--input is required\n" + flags.help_text());
   const std::string stop = flags.get("stopwords");
   if (stop != "none" && stop != "english") throw warp::Error("--stopwords must be none or english");
+  build.partitions = static_cast<uint32_t>(flags.count("partitions"));
+  build.codec = flags.get("codec");
+  build.analyzer.remove_stopwords = stop == "english";
+  build.analyzer.stem = !flags.is_set("no-stem");
+  build.analyzer.max_token_bytes = flags.count("max-token-bytes");
+  build.bm25 = {static_cast<float>(flags.number("bm25-k1")), static_cast<float>(flags.number("bm25-b"))};
+  pipeline.parsers = flags.count("parsers");
+  pipeline.indexers = flags.count("indexers");
+  pipeline.batch_documents = std::max<uint64_t>(1, flags.count("batch"));
+  pipeline.memory_budget = flags.count("memory-budget") << 20;
+}
 
+int build(int argc, char** argv) {
+  warp::Flags flags(kUsage);
+  add_build_flags(flags);
+  flags.value("out", "", "output index directory (must not exist)")
+      .value("generation", "1", "generation number written into every partition")
+      .boolean("quiet", "no progress lines");
+  flags.parse(argc, argv, 2);
+  if (flags.help_requested()) return std::printf("%s", flags.help_text().c_str()), 0;
   warp::BuildCommandOptions options;
+  read_build_flags(flags, options.build, options.pipeline);
+  if (flags.get("out").empty()) throw warp::Error("--out is required\n" + flags.help_text());
   options.inputs = flags.all("input");
   options.out_dir = flags.get("out");
-  options.build.partitions = static_cast<uint32_t>(flags.count("partitions"));
-  options.build.codec = flags.get("codec");
-  options.build.analyzer.remove_stopwords = stop == "english";
-  options.build.analyzer.stem = !flags.is_set("no-stem");
-  options.build.analyzer.max_token_bytes = flags.count("max-token-bytes");
   options.build.generation = flags.count("generation");
-  options.build.bm25 = {static_cast<float>(flags.number("bm25-k1")), static_cast<float>(flags.number("bm25-b"))};
   options.progress = !flags.is_set("quiet");
-  options.pipeline.parsers = flags.count("parsers");
-  options.pipeline.indexers = flags.count("indexers");
-  options.pipeline.batch_documents = std::max<uint64_t>(1, flags.count("batch"));
-  options.pipeline.memory_budget = flags.count("memory-budget") << 20;
   return warp::run_build_command(options);
+}
+
+int serve(int argc, char** argv) {
+  warp::Flags flags(kUsage);
+  add_build_flags(flags);
+  flags.value("root", "", "directory of the generations (gen-NNNNNN)")
+      .value("publish", "tcp://127.0.0.1:5601", "ZeroMQ PUB endpoint for announcements")
+      .value("fetch", "tcp://127.0.0.1:5602", "ZeroMQ ROUTER endpoint serving the files")
+      .value("metrics", "", "serve Prometheus metrics on this address, e.g. 127.0.0.1:9101")
+      .value("rescan", "10", "seconds between checks of the inputs for changes")
+      .boolean("once", "publish at most one new generation, then only serve");
+  flags.parse(argc, argv, 2);
+  if (flags.help_requested()) return std::printf("%s", flags.help_text().c_str()), 0;
+  warp::ServeOptions options;
+  read_build_flags(flags, options.build, options.pipeline);
+  if (flags.get("root").empty()) throw warp::Error("--root is required\n" + flags.help_text());
+  options.inputs = flags.all("input");
+  options.root = flags.get("root");
+  options.publish_endpoint = flags.get("publish");
+  options.fetch_endpoint = flags.get("fetch");
+  options.metrics_address = flags.get("metrics");
+  options.rescan_seconds = flags.number("rescan");
+  options.once = flags.is_set("once");
+  return warp::run_serve_command(options);
+}
+
+int fetch(int argc, char** argv) {
+  warp::Flags flags(kUsage);
+  flags.value("from", "tcp://127.0.0.1:5601", "the indexer's announcement endpoint")
+      .value("root", "", "directory to place gen-NNNNNN in")
+      .value("timeout", "30", "seconds to wait for an announcement");
+  flags.parse(argc, argv, 2);
+  if (flags.help_requested()) return std::printf("%s", flags.help_text().c_str()), 0;
+  if (flags.get("root").empty()) throw warp::Error("--root is required\n" + flags.help_text());
+  return warp::run_fetch_command({flags.get("from"), flags.get("root"), flags.number("timeout")});
 }
 
 }  // namespace
@@ -65,11 +108,13 @@ int main(int argc, char** argv) {
   const std::string command = argc > 1 ? argv[1] : "";
   try {
     if (command == "build") return build(argc, argv);
+    if (command == "serve") return serve(argc, argv);
+    if (command == "fetch") return fetch(argc, argv);
     if (command == "--help" || command == "-h" || command == "help") {
-      std::printf("%s\n\nCommands:\n  build    build partitions from documents (warp-indexer build --help)\n", kUsage);
+      std::printf("%s\n\nCommands (each has --help): build, serve, fetch\n", kUsage);
       return 0;
     }
-    std::fprintf(stderr, "%s\n\nunknown command '%s' (try: warp-indexer build --help)\n", kUsage, command.c_str());
+    std::fprintf(stderr, "%s\n\nunknown command '%s' (try: warp-indexer --help)\n", kUsage, command.c_str());
     return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "warp-indexer: %s\n", e.what());

@@ -94,8 +94,12 @@ std::string fetch_generation(const Announcement& announcement, const std::string
                              FetchStats& stats) {
   const fs::path final_dir = fs::path(root) / generation_dir_name(announcement.generation);
   if (fs::exists(final_dir)) return final_dir.string();
-  const fs::path partial = fs::path(root) / (generation_dir_name(announcement.generation) + ".partial-" + std::to_string(::getpid()));
-  fs::remove_all(partial);
+  const std::string name = generation_dir_name(announcement.generation);
+  const fs::path partial = fs::path(root) / (name + ".partial-" + std::to_string(::getpid()));
+  fs::create_directories(root);
+  for (const auto& entry : fs::directory_iterator(root)) {  // left by a fetcher that was killed
+    if (entry.path().filename().string().rfind(name + ".partial-", 0) == 0) fs::remove_all(entry.path());
+  }
   fs::create_directories(partial);
   try {
     zmq::context_t context(1);

@@ -1,0 +1,41 @@
+#include "indexer/indexer_metrics.hpp"
+
+#include "common/util/status.hpp"
+
+namespace warp {
+namespace {
+
+prometheus::Counter& counter(prometheus::Registry& registry, const std::string& name, const std::string& help) {
+  return prometheus::BuildCounter().Name(name).Help(help).Register(registry).Add({});
+}
+prometheus::Gauge& gauge(prometheus::Registry& registry, const std::string& name, const std::string& help) {
+  return prometheus::BuildGauge().Name(name).Help(help).Register(registry).Add({});
+}
+
+}  // namespace
+
+IndexerMetrics::IndexerMetrics(const std::string& bind_address)
+    : IndexerMetrics(std::make_shared<prometheus::Registry>(), bind_address) {}
+
+IndexerMetrics::IndexerMetrics(std::shared_ptr<prometheus::Registry> registry, const std::string& bind_address)
+    : documents(counter(*registry, "warpsearch_indexer_documents_total", "Documents indexed")),
+      bytes(counter(*registry, "warpsearch_indexer_input_bytes_total", "Input bytes read (uncompressed)")),
+      rejected(counter(*registry, "warpsearch_indexer_records_rejected_total", "Malformed input records skipped")),
+      replaced(counter(*registry, "warpsearch_indexer_documents_replaced_total", "Documents replaced by a later one with the same id")),
+      runs_written(counter(*registry, "warpsearch_indexer_runs_written_total", "Run files spilled to disk")),
+      runs_merged(counter(*registry, "warpsearch_indexer_runs_merged_total", "Run files merged")),
+      generations(counter(*registry, "warpsearch_indexer_generations_published_total", "Generations announced")),
+      generation(gauge(*registry, "warpsearch_indexer_generation", "Latest published generation")),
+      build_seconds(gauge(*registry, "warpsearch_indexer_last_build_seconds", "Duration of the last build")),
+      fetch_requests(counter(*registry, "warpsearch_indexer_fetch_requests_total", "Partition file chunks requested by leaves")),
+      registry_(std::move(registry)) {
+  if (bind_address.empty()) return;
+  try {
+    exposer_ = std::make_unique<prometheus::Exposer>(bind_address);
+  } catch (const std::exception& e) {
+    throw Error("metrics: cannot serve on " + bind_address + ": " + e.what());
+  }
+  exposer_->RegisterCollectable(registry_);
+}
+
+}  // namespace warp

@@ -1,0 +1,36 @@
+// The indexer's Prometheus metrics (warpsearch_indexer_…), served on /metrics by prometheus-cpp.
+#pragma once
+#include <prometheus/counter.h>
+#include <prometheus/exposer.h>
+#include <prometheus/gauge.h>
+#include <prometheus/registry.h>
+
+#include <memory>
+#include <string>
+
+namespace warp {
+
+class IndexerMetrics {
+ public:
+  // Serves /metrics on `bind_address` (e.g. "127.0.0.1:9101"); empty: metrics kept, not served.
+  explicit IndexerMetrics(const std::string& bind_address);
+
+  prometheus::Counter& documents;         // warpsearch_indexer_documents_total
+  prometheus::Counter& bytes;             // warpsearch_indexer_input_bytes_total
+  prometheus::Counter& rejected;          // warpsearch_indexer_records_rejected_total
+  prometheus::Counter& replaced;          // warpsearch_indexer_documents_replaced_total
+  prometheus::Counter& runs_written;      // warpsearch_indexer_runs_written_total
+  prometheus::Counter& runs_merged;       // warpsearch_indexer_runs_merged_total
+  prometheus::Counter& generations;       // warpsearch_indexer_generations_published_total
+  prometheus::Gauge& generation;          // warpsearch_indexer_generation
+  prometheus::Gauge& build_seconds;       // warpsearch_indexer_last_build_seconds
+  prometheus::Counter& fetch_requests;    // warpsearch_indexer_fetch_requests_total
+
+ private:
+  std::shared_ptr<prometheus::Registry> registry_;
+  std::unique_ptr<prometheus::Exposer> exposer_;
+
+  IndexerMetrics(std::shared_ptr<prometheus::Registry> registry, const std::string& bind_address);
+};
+
+}  // namespace warp

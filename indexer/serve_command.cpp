@@ -1,0 +1,152 @@
+#include "indexer/serve_command.hpp"
+
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "common/index/index_files.hpp"
+#include "common/transfer/fetcher.hpp"
+#include "common/util/status.hpp"
+#include "indexer/indexer_metrics.hpp"
+#include "indexer/publisher.hpp"
+
+namespace warp {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::atomic<bool> stop_requested{false};
+extern "C" void on_stop_signal(int) { stop_requested = true; }
+
+void log_line(const std::string& text) {
+  std::fprintf(stderr, "warp-indexer: %s\n", text.c_str());
+  std::fflush(stderr);
+}
+
+// What the inputs are now: every file with its size and modification time.
+std::string input_fingerprint(const std::vector<std::string>& inputs) {
+  nlohmann::json files = nlohmann::json::array();
+  for (const std::string& file : expand_input_paths(inputs)) {
+    files.push_back({{"path", file}, {"size", fs::file_size(file)},
+                     {"mtime", fs::last_write_time(file).time_since_epoch().count()}});
+  }
+  return files.dump();
+}
+
+uint64_t latest_generation(const fs::path& root) {
+  uint64_t latest = 0;
+  for (const auto& entry : fs::directory_iterator(root)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() == 10 && name.rfind("gen-", 0) == 0 && fs::exists(entry.path() / kManifestName)) {
+      latest = std::max<uint64_t>(latest, std::stoull(name.substr(4)));
+    }
+  }
+  return latest;
+}
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+}  // namespace
+
+int run_serve_command(const ServeOptions& options) {
+  std::signal(SIGTERM, on_stop_signal);
+  std::signal(SIGINT, on_stop_signal);
+  const fs::path root = options.root;
+  fs::create_directories(root);
+  for (const auto& entry : fs::directory_iterator(root)) {  // what a killed indexer left
+    const std::string name = entry.path().filename().string();
+    if (name.find(".tmp") != std::string::npos || name.find(".runs") != std::string::npos) {
+      log_line("removing incomplete " + entry.path().string() + " from an earlier run");
+      fs::remove_all(entry.path());
+    }
+  }
+  IndexerMetrics metrics(options.metrics_address);
+  Publisher publisher({root.string(), options.publish_endpoint, options.fetch_endpoint});
+  log_line("publishing on " + publisher.publish_endpoint() + ", serving files on " + publisher.fetch_endpoint() +
+           (options.metrics_address.empty() ? "" : ", metrics on http://" + options.metrics_address + "/metrics"));
+  uint64_t latest = latest_generation(root);
+  if (latest > 0) {
+    publisher.announce(latest);
+    metrics.generation.Set(static_cast<double>(latest));
+    log_line("announcing existing generation " + std::to_string(latest));
+  }
+  uint64_t fetches_seen = 0;
+  bool built_once = false;
+  while (!stop_requested) {
+    const std::string fingerprint = input_fingerprint(options.inputs);
+    const bool changed = latest == 0 || read_file(root / transfer::generation_dir_name(latest) / "inputs.json") != fingerprint;
+    if (changed && !(options.once && built_once)) {
+      const uint64_t generation = latest + 1;
+      const auto start = std::chrono::steady_clock::now();
+      const fs::path tmp = root / (transfer::generation_dir_name(generation) + ".tmp");
+      log_line("building generation " + std::to_string(generation));
+      DocumentStream input(options.inputs);
+      pipeline::PipelineOptions pipeline_options = options.pipeline;
+      pipeline_options.build = options.build;
+      pipeline_options.build.generation = generation;
+      pipeline_options.spill_dir = (root / (transfer::generation_dir_name(generation) + ".runs")).string();
+      pipeline::PipelineReport report;
+      const auto partitions = pipeline::build_with_pipeline(input, pipeline_options, report);
+      const ReadReport& read = input.report();
+      for (const std::string& error : read.errors) log_line("rejected " + error);
+      metrics.documents.Increment(static_cast<double>(read.documents));
+      metrics.bytes.Increment(static_cast<double>(read.bytes));
+      metrics.rejected.Increment(static_cast<double>(read.rejected));
+      metrics.replaced.Increment(static_cast<double>(read.replaced));
+      metrics.runs_written.Increment(static_cast<double>(report.runs_written));
+      metrics.runs_merged.Increment(static_cast<double>(report.runs_merged));
+      built_once = true;
+      if (partitions.empty()) {
+        log_line("no documents in the inputs; nothing published");
+      } else {
+        write_index(partitions, tmp.string());
+        std::ofstream(tmp / "inputs.json") << fingerprint;
+        fs::rename(tmp, root / transfer::generation_dir_name(generation));  // complete, atomically
+        publisher.announce(generation);
+        latest = generation;
+        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        metrics.generations.Increment();
+        metrics.generation.Set(static_cast<double>(generation));
+        metrics.build_seconds.Set(seconds);
+        char line[256];
+        std::snprintf(line, sizeof line, "published generation %llu: %llu documents, %zu partitions, %.1f s",
+                      static_cast<unsigned long long>(generation), static_cast<unsigned long long>(read.documents),
+                      partitions.size(), seconds);
+        log_line(line);
+      }
+    }
+    for (int i = 0; i < static_cast<int>(options.rescan_seconds * 10) && !stop_requested; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      const uint64_t fetches = publisher.counters().fetch_requests;
+      metrics.fetch_requests.Increment(static_cast<double>(fetches - fetches_seen));
+      fetches_seen = fetches;
+    }
+  }
+  log_line("stopping (signal received)");
+  return 0;
+}
+
+int run_fetch_command(const FetchCommandOptions& options) {
+  transfer::GenerationSubscriber subscriber(options.from);
+  const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(options.timeout_seconds * 1000));
+  const auto announcement = subscriber.next(timeout);
+  if (!announcement) {
+    std::fprintf(stderr, "warp-indexer fetch: no announcement from %s within %.0f s\n", options.from.c_str(), options.timeout_seconds);
+    return 1;
+  }
+  transfer::FetchStats stats;
+  const std::string dir = transfer::fetch_generation(*announcement, options.root, {}, stats);
+  std::fprintf(stderr, "fetched generation %llu: %zu files, %.1f MB, %llu chunks, %llu retries\n",
+               static_cast<unsigned long long>(announcement->generation), announcement->files.size(), stats.bytes / 1e6,
+               static_cast<unsigned long long>(stats.chunks), static_cast<unsigned long long>(stats.retries));
+  std::printf("%s\n", dir.c_str());
+  return 0;
+}
+
+}  // namespace warp

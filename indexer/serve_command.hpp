@@ -1,0 +1,37 @@
+// `warp-indexer serve`: the indexer as a long-running service. It builds a new generation when its
+// inputs change (checked every --rescan seconds), writes it to ROOT/gen-NNNNNN.tmp and renames it
+// into place only when complete, then announces it; it serves the files to leaves and exposes
+// metrics. A killed indexer leaves at most a .tmp directory, never announced and removed at the
+// next start. SIGTERM or SIGINT: the current step finishes, then the service exits cleanly.
+// `warp-indexer fetch`: the leaf side as a command: wait for an announcement and fetch it.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "indexer/build_command.hpp"
+
+namespace warp {
+
+struct ServeOptions {
+  std::vector<std::string> inputs;
+  std::string root;
+  BuildOptions build;
+  pipeline::PipelineOptions pipeline;
+  std::string publish_endpoint = "tcp://127.0.0.1:5601";
+  std::string fetch_endpoint = "tcp://127.0.0.1:5602";
+  std::string metrics_address;  // e.g. 127.0.0.1:9101; empty: none
+  double rescan_seconds = 10;
+  bool once = false;            // build and publish at most one generation, serve until stopped
+};
+
+int run_serve_command(const ServeOptions& options);
+
+struct FetchCommandOptions {
+  std::string from;   // the indexer's publish endpoint
+  std::string root;   // where gen-NNNNNN directories go
+  double timeout_seconds = 30;
+};
+
+int run_fetch_command(const FetchCommandOptions& options);
+
+}  // namespace warp

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# The indexer service through the real binary: serve publishes generations over ZeroMQ on loopback,
+# fetch downloads them, warp-search answers from them, metrics are scraped over HTTP, a changed
+# input makes a new generation, SIGTERM stops it cleanly, and kill -9 mid-build leaves nothing
+# published. usage: indexer_service_test.sh WARP_INDEXER WARP_SEARCH CRANFIELD_DIR
+set -euo pipefail
+indexer=$1 search=$2 data=$3
+work=$(mktemp -d)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done; rm -rf "$work"; }
+trap cleanup EXIT
+fail() { echo "FAIL: $*" >&2; for f in "$work"/*.log; do echo "== $f"; cat "$f"; done >&2; exit 1; }
+base=$((20000 + RANDOM % 20000))
+pub="tcp://127.0.0.1:$base" fetch="tcp://127.0.0.1:$((base + 1))" metrics="127.0.0.1:$((base + 2))"
+wait_for() {  # wait_for SECONDS command...
+  local limit=$1; shift
+  for _ in $(seq $((limit * 10))); do "$@" && return 0; sleep 0.1; done
+  return 1
+}
+scrape() { python3 -c "import urllib.request,sys; sys.stdout.write(urllib.request.urlopen('http://$metrics/metrics', timeout=2).read().decode())"; }
+
+mkdir -p "$work/in"
+cp "$data/docs.jsonl" "$work/in/cran.jsonl"
+"$indexer" serve --input "$work/in" --root "$work/root" --partitions 2 --publish "$pub" --fetch "$fetch" \
+  --metrics "$metrics" --rescan 1 2> "$work/serve.log" &
+server=$!; pids+=("$server")
+wait_for 30 test -f "$work/root/gen-000001/manifest.json" || fail "generation 1 not published"
+"$indexer" fetch --from "$pub" --root "$work/leaf" --timeout 10 > "$work/fetched" 2> "$work/fetch.log" || fail "fetch"
+[ "$(cat "$work/fetched")" = "$work/leaf/gen-000001" ] || fail "unexpected fetch target $(cat "$work/fetched")"
+"$search" --index "$work/leaf/gen-000001" --query "boundary layer" -k 3 > "$work/hits" 2>/dev/null || fail "search on fetched"
+[ "$(wc -l < "$work/hits")" -eq 3 ] || fail "expected 3 hits"
+scrape > "$work/metrics.txt" || fail "metrics scrape"
+grep -q '^warpsearch_indexer_generations_published_total 1' "$work/metrics.txt" || fail "generations metric"
+grep -q '^warpsearch_indexer_documents_total 1400' "$work/metrics.txt" || fail "documents metric"
+grep -q '^warpsearch_indexer_fetch_requests_total [1-9]' "$work/metrics.txt" || \
+  { sleep 1.5; scrape | grep -q '^warpsearch_indexer_fetch_requests_total [1-9]' || fail "fetch metric"; }
+
+# A changed input: a new generation, announced and fetched.
+echo '{"id": "new-1", "title": "zeppelin", "body": "a rigid airship"}' > "$work/in/more.jsonl"
+wait_for 30 test -f "$work/root/gen-000002/manifest.json" || fail "generation 2 not published"
+sleep 1.5  # the next re-announcement names generation 2
+"$indexer" fetch --from "$pub" --root "$work/leaf" --timeout 10 > "$work/fetched2" 2>> "$work/fetch.log" || fail "fetch 2"
+[ "$(cat "$work/fetched2")" = "$work/leaf/gen-000002" ] || fail "generation 2 not fetched"
+"$search" --index "$work/leaf/gen-000002" --query zeppelin -k 1 2>/dev/null | grep -q "new-1" || fail "new document missing"
+
+kill -TERM "$server"
+wait "$server" || fail "serve did not exit cleanly on SIGTERM"
+grep -q "stopping" "$work/serve.log" || fail "no stop message"
+
+# kill -9 in the middle of a build: nothing is published; the next start cleans up and publishes.
+python3 - "$work/big/big.jsonl" <<'PY'
+import json, random, sys, os
+os.makedirs(os.path.dirname(sys.argv[1]), exist_ok=True)
+random.seed(7)
+words = [f"w{i}" for i in range(5000)]
+with open(sys.argv[1], "w") as f:
+    for i in range(150000):
+        f.write(json.dumps({"id": f"b{i}", "title": "t", "body": " ".join(random.choices(words, k=60))}) + "\n")
+PY
+"$indexer" serve --input "$work/big" --root "$work/root2" --publish "$pub" --fetch "$fetch" --rescan 1 --memory-budget 8 \
+  2> "$work/serve2.log" &
+victim=$!; pids+=("$victim")
+wait_for 30 grep -q "building generation 1" "$work/serve2.log" || fail "build did not start"
+sleep 0.5
+kill -9 "$victim"; wait "$victim" 2>/dev/null || true
+[ ! -e "$work/root2/gen-000001" ] || fail "a generation appeared although the build was killed"
+"$indexer" serve --input "$work/big" --root "$work/root2" --publish "$pub" --fetch "$fetch" --once --rescan 1 \
+  2> "$work/serve3.log" &
+server=$!; pids+=("$server")
+wait_for 60 test -f "$work/root2/gen-000001/manifest.json" || fail "restart did not publish"
+grep -q "removing incomplete" "$work/serve3.log" || fail "leftovers of the killed build not removed"
+[ -z "$(ls "$work/root2" | grep -v '^gen-000001$')" ] || fail "unexpected files in the root: $(ls "$work/root2")"
+kill -TERM "$server"; wait "$server" || fail "second serve did not exit cleanly"
+echo "indexer_service_test: all checks passed"
