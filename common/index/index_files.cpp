@@ -6,12 +6,34 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "common/util/checksum.hpp"
 #include "common/util/status.hpp"
 
 namespace warp {
 namespace fs = std::filesystem;
 
 namespace {
+// Every file of a partition directory with its size and CRC-32, in name order.
+nlohmann::json partition_files(const fs::path& dir) {
+  std::vector<fs::path> paths;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.is_regular_file()) paths.push_back(entry.path());
+  }
+  std::sort(paths.begin(), paths.end());
+  nlohmann::json files = nlohmann::json::array();
+  std::vector<char> buffer(1 << 20);
+  for (const fs::path& path : paths) {
+    std::ifstream in(path, std::ios::binary);
+    uint32_t crc = 0;
+    while (in) {
+      in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+      crc = crc32_of(buffer.data(), static_cast<size_t>(in.gcount()), crc);
+    }
+    files.push_back({{"name", path.filename().string()}, {"size", fs::file_size(path)}, {"crc32", crc}});
+  }
+  return files;
+}
+
 std::string partition_dir_name(uint32_t id) {
   char name[32];
   std::snprintf(name, sizeof name, "part-%04u", id);
@@ -34,7 +56,8 @@ void write_index(const std::vector<BuiltPartition>& partitions, const std::strin
                      {"doc_begin", meta.doc_begin},
                      {"doc_end", meta.doc_end},
                      {"postings", meta.posting_count},
-                     {"terms", partition.view.lexicon.size()}});
+                     {"terms", partition.view.lexicon.size()},
+                     {"files", partition_files(fs::path(dir) / name)}});
     postings += meta.posting_count;
   }
   const PartitionMeta& first = partitions.front().view.meta;
@@ -69,7 +92,18 @@ std::vector<std::unique_ptr<Partition>> open_index(const std::string& path, cons
     std::ifstream in(manifest_path);
     manifest = nlohmann::json::parse(in);
     for (const auto& entry : manifest.at("partitions")) {
-      partitions.push_back(open_partition((fs::path(path) / entry.at("path").get<std::string>()).string(), options));
+      const fs::path partition_dir = fs::path(path) / entry.at("path").get<std::string>();
+      // Missing or truncated files are named here; bit flips are caught by RocksDB's and our CRCs.
+      for (const auto& file : entry.value("files", nlohmann::json::array())) {
+        const fs::path file_path = partition_dir / file.at("name").get<std::string>();
+        if (file.at("name") == "LOCK") continue;
+        if (!fs::exists(file_path)) throw Error("index " + path + ": file " + file_path.string() + " is missing");
+        if (fs::file_size(file_path) != file.at("size").get<uint64_t>()) {
+          throw Error("index " + path + ": file " + file_path.string() + " has " + std::to_string(fs::file_size(file_path)) +
+                      " bytes, the manifest says " + std::to_string(file.at("size").get<uint64_t>()) + " (truncated?)");
+        }
+      }
+      partitions.push_back(open_partition(partition_dir.string(), options));
     }
   } catch (const nlohmann::json::exception& e) {
     throw Error("index " + path + ": malformed manifest: " + e.what());
