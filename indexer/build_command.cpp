@@ -55,19 +55,23 @@ int run_build_command(const BuildCommandOptions& options) {
     std::fprintf(stderr, "error: no documents to index in %zu input(s)\n", options.inputs.size());
     return 1;
   }
+  const auto write_start = Clock::now();
   write_index(partitions, options.out_dir);
+  const double write_seconds = seconds_since(write_start);
 
   uint64_t postings = 0, list_bytes = 0;
   for (const BuiltPartition& p : partitions) postings += p.view.meta.posting_count, list_bytes += p.view.postings.size() * 4;
   std::fprintf(stderr,
                "wrote %s: generation %llu, %zu partition(s), %llu documents, %llu postings, %.1f MB of lists "
                "(%s, %.2f bits/posting incl. frequencies and block metadata), %llu rejected, %llu replaced, "
-               "%zu parser and %zu indexer threads, %llu runs spilled, %.1f s\n",
+               "%zu parser and %zu indexer threads, %llu runs spilled, %.1f s (parse+index %.1f, merge %.1f, "
+               "encode %.1f, write %.1f)\n",
                options.out_dir.c_str(), static_cast<unsigned long long>(options.build.generation), partitions.size(),
                static_cast<unsigned long long>(read.documents), static_cast<unsigned long long>(postings),
                list_bytes / 1e6, options.build.codec.c_str(), postings ? list_bytes * 8.0 / postings : 0.0,
                static_cast<unsigned long long>(read.rejected), static_cast<unsigned long long>(read.replaced),
-               report.parsers, report.indexers, static_cast<unsigned long long>(report.runs_written), seconds_since(start));
+               report.parsers, report.indexers, static_cast<unsigned long long>(report.runs_written), seconds_since(start),
+               report.parse_seconds, report.merge_seconds, report.encode_seconds, write_seconds);
   return 0;
 }
 

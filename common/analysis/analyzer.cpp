@@ -13,6 +13,7 @@ namespace {
 
 constexpr std::string_view kAnalyzerFamily = "warp-analyzer/1";
 constexpr std::string_view kFolding = "fold=latin-greek-cyrillic";
+constexpr size_t kStemCacheEntries = 1 << 18;
 
 // Snowball's English stop-word list (snowballstem.org/algorithms/english/stop.txt), sorted.
 constexpr std::array<std::string_view, 174> kEnglishStopwords = {
@@ -130,10 +131,17 @@ void Analyzer::emit(std::string& token, std::vector<std::string>& terms) {
   if (token.size() <= config_.max_token_bytes &&
       !(config_.remove_stopwords && is_english_stopword(token))) {
     if (stemmer_ != nullptr) {
-      const sb_symbol* stemmed = sb_stemmer_stem(
-          stemmer_, reinterpret_cast<const sb_symbol*>(token.data()), static_cast<int>(token.size()));
-      if (stemmed == nullptr) throw Error("libstemmer ran out of memory");
-      terms.emplace_back(reinterpret_cast<const char*>(stemmed), sb_stemmer_length(stemmer_));
+      auto cached = stem_cache_.find(token);
+      if (cached != stem_cache_.end()) {
+        terms.push_back(cached->second);
+      } else {
+        const sb_symbol* stemmed = sb_stemmer_stem(
+            stemmer_, reinterpret_cast<const sb_symbol*>(token.data()), static_cast<int>(token.size()));
+        if (stemmed == nullptr) throw Error("libstemmer ran out of memory");
+        terms.emplace_back(reinterpret_cast<const char*>(stemmed), sb_stemmer_length(stemmer_));
+        if (stem_cache_.size() >= kStemCacheEntries) stem_cache_.clear();
+        stem_cache_.emplace(token, terms.back());
+      }
     } else {
       terms.push_back(token);
     }

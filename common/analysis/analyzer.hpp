@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 struct sb_stemmer;
@@ -41,6 +42,8 @@ class Analyzer {
 
   AnalyzerConfig config_;
   sb_stemmer* stemmer_ = nullptr;
+  // Stems of recent tokens: word frequencies are Zipfian, so most tokens skip the stemmer.
+  std::unordered_map<std::string, std::string> stem_cache_;
 };
 
 // Character classes used by the tokenizer (exposed for tests).

@@ -25,6 +25,8 @@ rocksdb::ColumnFamilyOptions family_options(int family) {
   if (family == kPostings) {
     options.enable_blob_files = true;  // long lists live in blob files, out of the LSM tree
     options.min_blob_size = 4096;
+    options.compression = rocksdb::kNoCompression;  // lists are compressed already
+    options.blob_compression_type = rocksdb::kNoCompression;
   }
   return options;
 }

@@ -140,6 +140,8 @@ std::vector<uint32_t> assign_collections(const std::vector<uint64_t>& tokens, si
 std::vector<BuiltPartition> build_with_pipeline(DocumentStream& input, const PipelineOptions& options,
                                                 PipelineReport& report,
                                                 const std::function<void(const PipelineProgress&)>& on_progress) {
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
   const size_t cores = std::max(1u, std::thread::hardware_concurrency());
   const size_t parsers = options.parsers ? options.parsers : cores;
   const size_t indexers = options.indexers ? options.indexers : std::max<size_t>(1, cores / 2);
@@ -259,7 +261,6 @@ std::vector<BuiltPartition> build_with_pipeline(DocumentStream& input, const Pip
   }
 
   // The reader: this thread.
-  using Clock = std::chrono::steady_clock;
   auto last_progress = Clock::now();
   try {
     if (any) {
@@ -281,6 +282,8 @@ std::vector<BuiltPartition> build_with_pipeline(DocumentStream& input, const Pip
   for (auto& t : parser_threads) t.join();
   for (auto& queue : pieces) queue->close();
   for (auto& t : indexer_threads) t.join();
+  const auto parsed = Clock::now();
+  report.parse_seconds = std::chrono::duration<double>(parsed - start).count();
   if (failure) {
     std::filesystem::remove_all(spill_dir);
     std::rethrow_exception(failure);
@@ -316,8 +319,10 @@ std::vector<BuiltPartition> build_with_pipeline(DocumentStream& input, const Pip
   }
   report.documents = kept.size();
   input.report().documents = kept.size();
+  const auto merged = Clock::now();
+  report.merge_seconds = std::chrono::duration<double>(merged - parsed).count();
   if (kept.empty()) return {};
-  return build_partitions(options.build, kept, kept_distinct, [&](const TermVisitor& visit) {
+  std::vector<BuiltPartition> partitions = build_partitions(options.build, kept, kept_distinct, [&](const TermVisitor& visit) {
     for (auto& indexer : indexer_state) {
       for (uint32_t id = 0; id < indexer->term_count(); ++id) {
         const std::vector<Posting>& list = indexer->postings(id);
@@ -325,6 +330,8 @@ std::vector<BuiltPartition> build_with_pipeline(DocumentStream& input, const Pip
       }
     }
   });
+  report.encode_seconds = std::chrono::duration<double>(Clock::now() - merged).count();
+  return partitions;
 }
 
 }  // namespace warp::pipeline

@@ -42,6 +42,9 @@ struct PipelineReport {
   uint64_t runs_written = 0;
   uint64_t runs_merged = 0;
   size_t parsers = 0, indexers = 0;
+  double parse_seconds = 0;  // reading, parsing and indexing, until the last batch is in
+  double merge_seconds = 0;  // run merge and docID renumbering
+  double encode_seconds = 0; // statistics, block maxima and encoding of the partitions
 };
 
 std::vector<BuiltPartition> build_with_pipeline(DocumentStream& input, const PipelineOptions& options,
