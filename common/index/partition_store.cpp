@@ -2,10 +2,12 @@
 
 #include <rocksdb/db.h>
 #include <rocksdb/options.h>
+#include <rocksdb/sst_file_writer.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
 #include <filesystem>
 
 #include "common/util/byte_io.hpp"
@@ -85,9 +87,75 @@ struct Partition::Db {
 
 Partition::~Partition() = default;
 
+namespace {
+
+// Sorted key/value pairs of one column family, written as one SST file with SstFileWriter.
+void write_sst(const std::string& path, int family, std::vector<std::pair<std::string, std::string>>& rows,
+               const std::string& dir) {
+  std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  rocksdb::Options options(rocksdb::DBOptions(), family_options(family));
+  rocksdb::SstFileWriter writer(rocksdb::EnvOptions(), options);
+  check(writer.Open(path), dir, "creating " + path);
+  for (const auto& [key, value] : rows) check(writer.Put(key, value), dir, "writing " + path);
+  check(writer.Finish(), dir, "finishing " + path);
+}
+
+}  // namespace
+
+// Each column family is written as a sorted SST file (SstFileWriter) and ingested into a fresh
+// database; the postings family is then compacted once so that long lists move to blob files.
+// The content checksum is computed over the same sorted rows that open_partition re-reads.
 void write_partition(const BuiltPartition& partition, const std::string& dir) {
   const IndexView& view = partition.view;
   if (std::filesystem::exists(dir)) throw Error("partition " + dir + " already exists; refusing to overwrite it");
+  std::filesystem::create_directories(dir);
+  std::vector<std::vector<std::pair<std::string, std::string>>> rows(kFamilies.size());
+  for (const auto& [term, info] : view.lexicon) {
+    const char* blob = reinterpret_cast<const char*>(view.postings.data() + info.offset);
+    const size_t blob_size = size_t{info.words} * 4;
+    ByteWriter entry;
+    entry.u32(info.df);
+    entry.u64(info.cf);
+    entry.u32(info.words);
+    entry.u32(crc32_of(blob, blob_size));
+    rows[kLexicon].emplace_back(term, entry.take());
+    rows[kPostings].emplace_back(term, std::string(blob, blob_size));
+  }
+  for (size_t i = 0; i < partition.documents.size(); ++i) {
+    const DocumentRecord& record = partition.documents[i];
+    ByteWriter value;
+    value.str(record.external_id);
+    value.str(record.title);
+    value.str(record.url);
+    value.u32(record.length);
+    rows[kDocuments].emplace_back(doc_key(view.meta.doc_begin + static_cast<DocId>(i)), value.take());
+  }
+  const PartitionMeta& meta = view.meta;
+  const std::string doc_lengths = lengths_bytes(view.doc_lengths);
+  rows[kMeta] = {{"format_version", std::to_string(meta.format_version)},
+                 {"analyzer_version", meta.analyzer_version},
+                 {"generation", std::to_string(meta.generation)},
+                 {"partition_id", std::to_string(meta.partition_id)},
+                 {"partition_count", std::to_string(meta.partition_count)},
+                 {"doc_begin", std::to_string(meta.doc_begin)},
+                 {"doc_end", std::to_string(meta.doc_end)},
+                 {"codec", meta.codec},
+                 {"bm25_k1", exact_float(meta.bm25.k1)},
+                 {"bm25_b", exact_float(meta.bm25.b)},
+                 {"doc_count", std::to_string(meta.stats.doc_count)},
+                 {"total_length", std::to_string(meta.stats.total_length)},
+                 {"posting_count", std::to_string(meta.posting_count)},
+                 {"term_count", std::to_string(view.lexicon.size())},
+                 {"doc_lengths", doc_lengths}};
+  // The content checksum, in key order: lexicon, document lengths, documents (as content_crc reads).
+  std::sort(rows[kLexicon].begin(), rows[kLexicon].end());
+  std::sort(rows[kDocuments].begin(), rows[kDocuments].end());
+  uint32_t crc = 0;
+  for (const auto& [key, value] : rows[kLexicon]) crc = crc32_of(value, crc32_of(key, crc));
+  crc = crc32_of(doc_lengths, crc);
+  for (const auto& [key, value] : rows[kDocuments]) crc = crc32_of(value, crc32_of(key, crc));
+  rows[kMeta].emplace_back("content_crc", std::to_string(crc));
+
   rocksdb::DBOptions options;
   options.create_if_missing = true;
   options.create_missing_column_families = true;
@@ -97,58 +165,18 @@ void write_partition(const BuiltPartition& partition, const std::string& dir) {
   Partition::Db db;
   db.db.reset(raw);
   db.handles = handles;
-
-  rocksdb::WriteOptions write;
-  write.disableWAL = true;  // flushed below; a crash leaves no complete partition, which is refused
-  rocksdb::WriteBatch batch;
-  for (const auto& [term, info] : view.lexicon) {
-    const char* blob = reinterpret_cast<const char*>(view.postings.data() + info.offset);
-    const size_t blob_size = size_t{info.words} * 4;
-    ByteWriter entry;
-    entry.u32(info.df);
-    entry.u64(info.cf);
-    entry.u32(info.words);
-    entry.u32(crc32_of(blob, blob_size));
-    check(batch.Put(handles[kLexicon], term, entry.bytes()), dir, "writing lexicon");
-    check(batch.Put(handles[kPostings], term, rocksdb::Slice(blob, blob_size)), dir, "writing postings");
-    if (batch.GetDataSize() > (64u << 20)) {
-      check(db.db->Write(write, &batch), dir, "writing");
-      batch.Clear();
-    }
+  rocksdb::IngestExternalFileOptions ingest;
+  ingest.move_files = true;
+  for (int family : {kMeta, kLexicon, kPostings, kDocuments}) {
+    if (rows[family].empty()) continue;
+    const std::string sst = dir + "/ingest-" + kFamilies[family] + ".sst";
+    write_sst(sst, family, rows[family], dir);
+    std::vector<std::pair<std::string, std::string>>().swap(rows[family]);
+    check(db.db->IngestExternalFile(handles[family], {sst}, ingest), dir, "ingesting " + kFamilies[family]);
   }
-  for (size_t i = 0; i < partition.documents.size(); ++i) {
-    const DocumentRecord& record = partition.documents[i];
-    ByteWriter value;
-    value.str(record.external_id);
-    value.str(record.title);
-    value.str(record.url);
-    value.u32(record.length);
-    check(batch.Put(handles[kDocuments], doc_key(view.meta.doc_begin + static_cast<DocId>(i)), value.bytes()), dir,
-          "writing documents");
-  }
-  const PartitionMeta& meta = view.meta;
-  const std::string doc_lengths = lengths_bytes(view.doc_lengths);
-  const std::vector<std::pair<std::string, std::string>> fields = {
-      {"format_version", std::to_string(meta.format_version)},
-      {"analyzer_version", meta.analyzer_version},
-      {"generation", std::to_string(meta.generation)},
-      {"partition_id", std::to_string(meta.partition_id)},
-      {"partition_count", std::to_string(meta.partition_count)},
-      {"doc_begin", std::to_string(meta.doc_begin)},
-      {"doc_end", std::to_string(meta.doc_end)},
-      {"codec", meta.codec},
-      {"bm25_k1", exact_float(meta.bm25.k1)},
-      {"bm25_b", exact_float(meta.bm25.b)},
-      {"doc_count", std::to_string(meta.stats.doc_count)},
-      {"total_length", std::to_string(meta.stats.total_length)},
-      {"posting_count", std::to_string(meta.posting_count)},
-      {"term_count", std::to_string(view.lexicon.size())},
-      {"doc_lengths", doc_lengths}};
-  for (const auto& [key, value] : fields) check(batch.Put(handles[kMeta], key, value), dir, "writing meta");
-  check(db.db->Write(write, &batch), dir, "writing");
-  const uint32_t crc = content_crc(db.db.get(), handles, doc_lengths, dir);
-  check(db.db->Put(write, handles[kMeta], "content_crc", std::to_string(crc)), dir, "writing meta");
-  check(db.db->Flush(rocksdb::FlushOptions(), handles), dir, "flushing");
+  rocksdb::CompactRangeOptions compact;
+  compact.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
+  check(db.db->CompactRange(compact, handles[kPostings], nullptr, nullptr), dir, "moving lists to blob files");
 }
 
 std::unique_ptr<Partition> open_partition(const std::string& dir, const OpenOptions& options) {

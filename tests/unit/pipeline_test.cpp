@@ -96,6 +96,30 @@ TEST_F(PipelineTest, CranfieldInEveryFormatWithSpilledRunsMatchesTheBuilder) {
   EXPECT_FALSE(fs::exists(path("runs"))) << "run files are removed after the merge";
 }
 
+// The default corpus (GCIDE entries, converted by deploy/corpus/gcide_to_jsonl.py --limit into the
+// file WARP_DEFAULT_CORPUS_SAMPLE names; ctest's fixture makes it) in all three formats.
+TEST_F(PipelineTest, DefaultCorpusInEveryFormatMatchesTheBuilder) {
+  const char* sample = std::getenv("WARP_DEFAULT_CORPUS_SAMPLE");
+  ASSERT_NE(sample, nullptr) << "set WARP_DEFAULT_CORPUS_SAMPLE (ctest does, from deploy/corpus/gcide_to_jsonl.py)";
+  ReadReport report;
+  const auto docs = read_documents({sample}, report);
+  ASSERT_GE(docs.size(), 1000u);
+  testing::write_trec(path("gcide.trec"), docs);
+  testing::write_warc(path("gcide.warc"), docs, false);
+  pipeline::PipelineOptions options;
+  options.build.partitions = 2;
+  options.parsers = 2;
+  options.indexers = 2;
+  options.batch_documents = 100;
+  options.memory_budget = 256 << 10;
+  const auto expected = reference({sample}, options.build);
+  for (const std::string& input : {std::string(sample), path("gcide.trec"), path("gcide.warc")}) {
+    pipeline::PipelineReport pipeline_report;
+    const auto actual = pipeline({input}, options, pipeline_report);
+    expect_same_partitions(expected, actual, input);
+  }
+}
+
 TEST_F(PipelineTest, DuplicatesAndManyFilesMatchTheBuilder) {
   std::mt19937_64 rng(testing::test_seed());
   const std::vector<std::string> words = {"wing", "flap", "lift", "drag", "mach", "shock", "layer", "boundary", "über", "x1"};
