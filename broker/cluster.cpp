@@ -1,0 +1,153 @@
+#include "broker/cluster.hpp"
+
+#include <zmq.hpp>
+
+#include "common/protocol/search.capnp.h"
+#include "common/transfer/capnp_frames.hpp"
+#include "common/util/status.hpp"
+
+namespace warp {
+
+Cluster::Cluster(const std::vector<std::string>& specs) {
+  for (const std::string& spec : specs) {
+    const size_t eq = spec.find('=');
+    if (eq == std::string::npos) throw Error("--partition expects ID=ENDPOINT[,ENDPOINT...], got '" + spec + "'");
+    uint32_t id;
+    try {
+      id = static_cast<uint32_t>(std::stoul(spec.substr(0, eq)));
+    } catch (...) {
+      throw Error("--partition: bad partition id in '" + spec + "'");
+    }
+    partitions_.push_back(id);
+    size_t start = eq + 1;
+    while (start <= spec.size()) {
+      const size_t comma = spec.find(',', start);
+      const std::string endpoint = spec.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      if (!endpoint.empty()) {
+        replicas_.push_back(std::make_unique<Replica>());
+        replicas_.back()->partition = id;
+        replicas_.back()->endpoint = endpoint;
+      }
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  }
+  if (replicas_.empty()) throw Error("the broker needs at least one --partition ID=ENDPOINT");
+  poller_ = std::thread([this] { poll_status(); });
+}
+
+Cluster::~Cluster() {
+  stop_ = true;
+  poller_.join();
+}
+
+Replica* Cluster::choose(uint32_t partition, const std::vector<Replica*>& tried) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Replica* best = nullptr;
+  for (const auto& replica : replicas_) {
+    if (replica->partition != partition || !replica->healthy) continue;
+    if (std::find(tried.begin(), tried.end(), replica.get()) != tried.end()) continue;
+    if (best == nullptr || replica->outstanding < best->outstanding ||
+        (replica->outstanding == best->outstanding && replica->latency_ms < best->latency_ms)) {
+      best = replica.get();
+    }
+  }
+  return best;
+}
+
+void Cluster::record_latency(Replica& replica, double ms) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  replica.latency_ms = 0.8 * replica.latency_ms + 0.2 * ms;
+}
+
+bool Cluster::ready() const {
+  for (uint32_t partition : partitions_) {
+    bool any = false;
+    for (const auto& replica : replicas_) any = any || (replica->partition == partition && replica->healthy);
+    if (!any) return false;
+  }
+  return true;
+}
+
+uint64_t Cluster::generation_signature() const {
+  uint64_t signature = 1469598103934665603ull;
+  for (const auto& replica : replicas_) signature = (signature ^ replica->generation.load()) * 1099511628211ull;
+  return signature;
+}
+
+std::string Cluster::analyzer() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const auto& replica : replicas_) {
+    if (!replica->analyzer.empty()) return replica->analyzer;
+  }
+  return {};
+}
+
+nlohmann::json Cluster::describe() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  nlohmann::json out = {{"ready", true}, {"partitions", nlohmann::json::array()}};
+  for (uint32_t partition : partitions_) {
+    nlohmann::json replicas = nlohmann::json::array();
+    bool any = false;
+    for (const auto& r : replicas_) {
+      if (r->partition != partition) continue;
+      any = any || r->healthy;
+      replicas.push_back({{"endpoint", r->endpoint}, {"healthy", r->healthy.load()}, {"generation", r->generation.load()},
+                          {"outstanding", r->outstanding.load()}, {"latency_ms", r->latency_ms}});
+    }
+    if (!any) out["ready"] = false;
+    out["partitions"].push_back({{"partition", partition}, {"healthy", any}, {"replicas", replicas}});
+  }
+  return out;
+}
+
+void Cluster::poll_status() {
+  zmq::context_t context(1);
+  std::vector<std::unique_ptr<zmq::socket_t>> sockets;
+  for (const auto& replica : replicas_) {
+    sockets.push_back(std::make_unique<zmq::socket_t>(context, zmq::socket_type::dealer));
+    sockets.back()->set(zmq::sockopt::linger, 0);
+    sockets.back()->set(zmq::sockopt::immediate, 1);
+    sockets.back()->connect(replica->endpoint);
+  }
+  while (!stop_) {
+    std::vector<bool> answered(replicas_.size(), false);
+    for (auto& socket : sockets) {
+      capnp::MallocMessageBuilder builder;
+      builder.initRoot<protocol::LeafRequest>().setStatus();
+      if (socket->send(zmq::message_t(), zmq::send_flags::sndmore | zmq::send_flags::dontwait)) {
+        (void)socket->send(transfer::to_frame(builder), zmq::send_flags::dontwait);
+      }
+    }
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(400);
+    while (std::chrono::steady_clock::now() < deadline) {
+      std::vector<zmq::pollitem_t> items;
+      for (auto& socket : sockets) items.push_back({socket->handle(), 0, ZMQ_POLLIN, 0});
+      zmq::poll(items.data(), items.size(), std::chrono::milliseconds(50));
+      for (size_t i = 0; i < items.size(); ++i) {
+        if (!(items[i].revents & ZMQ_POLLIN)) continue;
+        zmq::message_t empty, body;
+        if (!sockets[i]->recv(empty) || !empty.more() || !sockets[i]->recv(body)) continue;
+        try {
+          transfer::FrameReader reader(body);
+          auto reply = reader.root<protocol::LeafReply>();
+          if (!reply.isStatus()) continue;  // a late search reply: not ours
+          auto status = reply.getStatus();
+          Replica& replica = *replicas_[i];
+          replica.generation = status.getGeneration();
+          replica.healthy = status.getReady();
+          std::lock_guard<std::mutex> lock(mutex_);
+          replica.analyzer = status.getAnalyzer();
+          answered[i] = true;
+        } catch (const std::exception&) {
+        }
+      }
+    }
+    for (size_t i = 0; i < replicas_.size(); ++i) {
+      if (!answered[i]) replicas_[i]->healthy = false;
+    }
+    for (int i = 0; i < 2 && !stop_; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+}  // namespace warp

@@ -1,0 +1,55 @@
+// warp-broker: the HTTP entry point of a Warpsearch cluster. Fans each query out to one replica of
+// every partition (leaves over ZeroMQ), merges the top-k, caches results.
+#include <csignal>
+#include <cstdio>
+#include <thread>
+
+#include "broker/search_api.hpp"
+#include "common/util/flags.hpp"
+#include "common/util/status.hpp"
+
+namespace {
+
+std::atomic<bool> stop{false};
+extern "C" void on_signal(int) { stop = true; }
+
+int run(int argc, char** argv) {
+  warp::Flags flags("usage: warp-broker --partition ID=ENDPOINT[,ENDPOINT...]... [--listen HOST:PORT] [flags]");
+  flags.value("partition", "", "a partition and its replicas' ZeroMQ endpoints, e.g. 0=tcp://127.0.0.1:5701,tcp://127.0.0.1:5702 (repeatable)", true)
+      .value("listen", "127.0.0.1:8080", "HTTP address")
+      .value("threads", "16", "HTTP worker threads")
+      .value("timeout-ms", "1000", "time allowed for one query, retries included")
+      .value("cache-mb", "64", "result cache budget in MiB")
+      .value("cache-ttl-s", "60", "result cache time to live in seconds")
+      .value("max-k", "1000", "largest k accepted");
+  flags.parse(argc, argv);
+  if (flags.help_requested()) return std::printf("%s", flags.help_text().c_str()), 0;
+  const std::string listen = flags.get("listen");
+  const size_t colon = listen.rfind(':');
+  if (colon == std::string::npos) throw warp::Error("--listen expects HOST:PORT");
+  std::signal(SIGTERM, on_signal);
+  std::signal(SIGINT, on_signal);
+
+  auto registry = std::make_shared<prometheus::Registry>();
+  warp::Cluster cluster(flags.all("partition"));
+  warp::ResultCache cache(flags.count("cache-mb") << 20, std::chrono::seconds(flags.count("cache-ttl-s")));
+  warp::SearchApi api({std::chrono::milliseconds(flags.count("timeout-ms")), 1024, flags.count("max-k")}, cluster, cache, registry);
+  warp::http::Server server({listen.substr(0, colon), static_cast<uint16_t>(std::stoul(listen.substr(colon + 1))), flags.count("threads")},
+                            [&](const warp::http::Request& request) { return api.handle(request); });
+  std::fprintf(stderr, "warp-broker: listening on http://%s:%u (%zu partitions)\n", listen.substr(0, colon).c_str(), server.port(),
+               cluster.partitions().size());
+  while (!stop) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  std::fprintf(stderr, "warp-broker: stopping\n");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "warp-broker: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,167 @@
+#include "broker/search_api.hpp"
+
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "broker/fan_out.hpp"
+#include "common/analysis/analyzer.hpp"
+#include "common/analysis/utf8.hpp"
+#include "common/metrics/metrics_text.hpp"
+
+namespace warp {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+http::Response error(int status, const std::string& message) {
+  return {status, "application/json", nlohmann::json{{"error", message}}.dump()};
+}
+
+// One analyzer per thread and analyzer version (libstemmer state is not shared).
+Analyzer& analyzer_for(const std::string& version) {
+  thread_local std::string current;
+  thread_local std::unique_ptr<Analyzer> analyzer;
+  if (!analyzer || current != version) {
+    analyzer = std::make_unique<Analyzer>(version.empty() ? AnalyzerConfig{} : AnalyzerConfig::from_version(version));
+    current = version;
+  }
+  return *analyzer;
+}
+
+}  // namespace
+
+SearchApi::SearchApi(SearchApiOptions options, Cluster& cluster, ResultCache& cache,
+                     std::shared_ptr<prometheus::Registry> registry)
+    : options_(options),
+      cluster_(cluster),
+      cache_(cache),
+      registry_(std::move(registry)),
+      requests_(prometheus::BuildCounter().Name("warpsearch_broker_requests_total").Help("HTTP requests by endpoint and status").Register(*registry_)),
+      latency_(prometheus::BuildHistogram().Name("warpsearch_broker_request_seconds").Help("Search latency in the broker, end to end")
+                   .Register(*registry_).Add({}, latency_buckets())),
+      leaf_latency_(prometheus::BuildHistogram().Name("warpsearch_broker_leaf_seconds").Help("Round trip to each leaf").Register(*registry_)),
+      cache_hits_(prometheus::BuildCounter().Name("warpsearch_broker_cache_hits_total").Help("Result cache hits").Register(*registry_).Add({})),
+      cache_misses_(prometheus::BuildCounter().Name("warpsearch_broker_cache_misses_total").Help("Result cache misses").Register(*registry_).Add({})),
+      cache_evictions_(prometheus::BuildCounter().Name("warpsearch_broker_cache_evictions_total").Help("Result cache evictions").Register(*registry_).Add({})),
+      cache_bytes_(prometheus::BuildGauge().Name("warpsearch_broker_cache_bytes").Help("Bytes held by the result cache").Register(*registry_).Add({})),
+      retries_(prometheus::BuildCounter().Name("warpsearch_broker_fanout_retries_total").Help("Partition requests sent to another replica").Register(*registry_).Add({})),
+      partials_(prometheus::BuildCounter().Name("warpsearch_broker_partial_results_total").Help("Answers missing a partition").Register(*registry_).Add({})) {}
+
+http::Response SearchApi::counted(const std::string& endpoint, http::Response response) {
+  requests_.Add({{"endpoint", endpoint}, {"status", std::to_string(response.status)}}).Increment();
+  return response;
+}
+
+http::Response SearchApi::handle(const http::Request& request) {
+  if (request.path == "/search") return counted("/search", search(request));
+  if (request.path == "/healthz") return counted("/healthz", {200, "application/json", R"({"status":"ok"})"});
+  if (request.path == "/readyz") {
+    return counted("/readyz", cluster_.ready() ? http::Response{200, "application/json", R"({"ready":true})"}
+                                               : http::Response{503, "application/json", R"({"ready":false})"});
+  }
+  if (request.path == "/cluster") return counted("/cluster", {200, "application/json", cluster_.describe().dump()});
+  if (request.path == "/metrics") return counted("/metrics", metrics());
+  return counted("other", error(404, "no such endpoint: " + request.path));
+}
+
+http::Response SearchApi::metrics() {
+  std::lock_guard<std::mutex> lock(metrics_mutex_);
+  const CacheStats now = cache_.stats();
+  cache_hits_.Increment(static_cast<double>(now.hits - reported_.hits));
+  cache_misses_.Increment(static_cast<double>(now.misses - reported_.misses));
+  cache_evictions_.Increment(static_cast<double>(now.evictions - reported_.evictions));
+  cache_bytes_.Set(static_cast<double>(now.bytes));
+  reported_ = now;
+  return {200, "text/plain; version=0.0.4", metrics_text(*registry_)};
+}
+
+http::Response SearchApi::search(const http::Request& request) {
+  const auto start = Clock::now();
+  std::string q, mode_text = "or";
+  size_t k = 10;
+  if (request.method == "GET") {
+    if (!request.query_ok) return error(400, "malformed query string (bad percent-encoding)");
+    auto it = request.query.find("q");
+    if (it != request.query.end()) q = it->second;
+    if ((it = request.query.find("mode")) != request.query.end()) mode_text = it->second;
+    if ((it = request.query.find("k")) != request.query.end()) {
+      char* end = nullptr;
+      const long value = std::strtol(it->second.c_str(), &end, 10);
+      if (it->second.empty() || *end != '\0' || value < 1 || static_cast<size_t>(value) > options_.max_k) {
+        return error(400, "k must be an integer from 1 to " + std::to_string(options_.max_k));
+      }
+      k = static_cast<size_t>(value);
+    }
+  } else if (request.method == "POST") {
+    nlohmann::json body;
+    try {
+      body = nlohmann::json::parse(request.body);
+    } catch (const nlohmann::json::exception&) {
+      return error(400, "the body is not valid JSON");
+    }
+    if (!body.is_object() || !body.contains("q") || !body["q"].is_string()) return error(400, "the body needs a string \"q\"");
+    q = body["q"].get<std::string>();
+    if (body.contains("mode")) {
+      if (!body["mode"].is_string()) return error(400, "\"mode\" must be a string");
+      mode_text = body["mode"].get<std::string>();
+    }
+    if (body.contains("k")) {
+      if (!body["k"].is_number_integer() || body["k"].get<int64_t>() < 1 || body["k"].get<int64_t>() > static_cast<int64_t>(options_.max_k)) {
+        return error(400, "k must be an integer from 1 to " + std::to_string(options_.max_k));
+      }
+      k = body["k"].get<size_t>();
+    }
+  } else {
+    return error(405, "use GET or POST");
+  }
+  if (q.empty()) return error(400, "the query q is empty");
+  if (q.size() > options_.max_query_bytes) return error(400, "the query is longer than " + std::to_string(options_.max_query_bytes) + " bytes");
+  if (!utf8_valid(q)) return error(400, "the query is not valid UTF-8");
+  QueryMode mode;
+  try {
+    mode = parse_query_mode(mode_text);
+  } catch (const std::exception&) {
+    return error(400, "mode must be and, or or andor");
+  }
+  std::vector<std::string> terms = analyzer_for(cluster_.analyzer()).analyze(q);
+  std::set<std::string> unique(terms.begin(), terms.end());
+  terms.assign(unique.begin(), unique.end());
+  if (terms.empty()) return error(400, "the query has no searchable terms");
+
+  std::string key;
+  for (const std::string& term : terms) key += term + ' ';
+  key += "|" + mode_text + "|" + std::to_string(k) + "|" + std::to_string(cluster_.generation_signature());
+  const auto respond = [&](const std::string& core, bool cached) {
+    const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+    latency_.Observe(ms / 1000);
+    char head[96];
+    std::snprintf(head, sizeof head, R"({"took_ms":%.3f,"cached":%s,)", ms, cached ? "true" : "false");
+    return http::Response{200, "application/json", head + core.substr(1)};
+  };
+  if (auto hit = cache_.get(key)) return respond(*hit, true);
+
+  const FanOutResult result = fan_out(cluster_, terms, mode, k, options_.timeout);
+  retries_.Increment(result.retries);
+  if (result.partial) partials_.Increment();
+  nlohmann::json hits = nlohmann::json::array();
+  for (const BrokerHit& hit : merge_hits(result, k)) {
+    hits.push_back({{"id", hit.id}, {"score", hit.score}, {"title", hit.title}, {"url", hit.url}});
+  }
+  uint64_t matches = 0;
+  nlohmann::json partitions = nlohmann::json::array();
+  for (const PartitionOutcome& outcome : result.partitions) {
+    matches += outcome.and_matches;
+    nlohmann::json p = {{"partition", outcome.partition}, {"status", outcome.status}, {"replica", outcome.replica},
+                        {"attempts", outcome.attempts}, {"took_ms", outcome.took_ms}};
+    if (!outcome.error.empty()) p["error"] = outcome.error;
+    partitions.push_back(p);
+    if (outcome.status == "ok") leaf_latency_.Add({{"leaf", outcome.replica}}, latency_buckets()).Observe(outcome.took_ms / 1000);
+  }
+  nlohmann::json core = {{"partial", result.partial}, {"query", q}, {"terms", terms}, {"mode", mode_text}, {"k", k},
+                         {"and_matches", matches}, {"hits", hits}, {"partitions", partitions}};
+  const std::string body = core.dump();
+  if (!result.partial) cache_.put(key, body);  // partial answers are never cached
+  return respond(body, false);
+}
+
+}  // namespace warp

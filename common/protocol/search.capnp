@@ -1,0 +1,66 @@
+# Broker ↔ leaf messages over ZeroMQ (broker DEALER → leaf ROUTER). Every request carries a
+# deadline. Fields are only ever added, with new numbers, so peers of different versions read each
+# other's messages (unknown fields ignored, absent ones default).
+@0xe8a3c1d27b5f4096;
+
+using Cxx = import "/capnp/c++.capnp";
+$Cxx.namespace("warp::protocol");
+
+enum Mode {
+  and @0;
+  or @1;
+  andOr @2;
+}
+
+struct LeafRequest {
+  union {
+    search @0 :SearchRequest;
+    status @1 :Void;
+  }
+}
+
+struct SearchRequest {
+  queryId @0 :UInt64;
+  terms @1 :List(Text);   # analyzed by the broker with the cluster's analyzer
+  mode @2 :Mode;
+  k @3 :UInt32;
+  partition @4 :UInt32;   # which of the leaf's partitions to search
+  deadlineMicros @5 :UInt64;  # time budget from when the leaf receives it
+}
+
+struct Hit {
+  doc @0 :UInt32;         # global docID
+  score @1 :Float32;
+  externalId @2 :Text;
+  title @3 :Text;
+  url @4 :Text;
+}
+
+struct SearchResponse {
+  queryId @0 :UInt64;
+  partition @1 :UInt32;
+  generation @2 :UInt64;
+  hits @3 :List(Hit);
+  andMatches @4 :UInt64;
+  postingsDecoded @5 :UInt64;
+  blocksDecoded @6 :UInt64;
+  blocksTotal @7 :UInt64;
+  processor @8 :Text;
+  micros @9 :UInt64;
+  error @10 :Text;        # empty on success; "deadline exceeded", "no such partition", ...
+}
+
+struct LeafStatus {
+  partitions @0 :List(UInt32);
+  generation @1 :UInt64;
+  analyzer @2 :Text;
+  ready @3 :Bool;
+  inFlight @4 :UInt32;
+}
+
+struct LeafReply {
+  union {
+    search @0 :SearchResponse;
+    status @1 :LeafStatus;
+  }
+}

@@ -1,0 +1,95 @@
+// warp-leaf: serves partitions to brokers over ZeroMQ, from a local index directory or following
+// an indexer's published generations; /metrics, /healthz and /readyz over HTTP.
+#include <csignal>
+#include <cstdio>
+#include <sstream>
+#include <thread>
+
+#include "common/http/http_server.hpp"
+#include "common/metrics/metrics_text.hpp"
+#include "common/util/flags.hpp"
+#include "common/util/status.hpp"
+#include "leaf/service/generation_follower.hpp"
+
+namespace {
+
+std::atomic<bool> stop{false};
+extern "C" void on_signal(int) { stop = true; }
+
+std::vector<uint32_t> parse_ids(const std::string& text) {
+  std::vector<uint32_t> ids;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    if (item.empty()) continue;
+    try {
+      ids.push_back(static_cast<uint32_t>(std::stoul(item)));
+    } catch (...) {
+      throw warp::Error("--partitions: '" + item + "' is not a partition id");
+    }
+  }
+  return ids;
+}
+
+std::pair<std::string, uint16_t> host_port(const std::string& address) {
+  const size_t colon = address.rfind(':');
+  if (colon == std::string::npos) throw warp::Error("expected HOST:PORT, got '" + address + "'");
+  return {address.substr(0, colon), static_cast<uint16_t>(std::stoul(address.substr(colon + 1)))};
+}
+
+int run(int argc, char** argv) {
+  warp::Flags flags("usage: warp-leaf (--index DIR | --follow ENDPOINT --root DIR) [--partitions 0,1] [--listen EP] [--http HOST:PORT]");
+  flags.value("index", "", "serve this index directory (or one partition directory)")
+      .value("follow", "", "follow this indexer's announcements (its PUB endpoint) and hot-swap generations")
+      .value("root", "", "with --follow: where fetched generations are kept")
+      .value("partitions", "", "partition ids to serve, comma-separated (default: all)")
+      .value("listen", "tcp://127.0.0.1:5701", "ZeroMQ endpoint for broker requests")
+      .value("http", "127.0.0.1:9201", "HTTP address for /metrics, /healthz, /readyz")
+      .value("workers", "4", "query worker threads")
+      .value("processor", "cpu", "cpu or gpu")
+      .value("gpu-lanes", "4", "concurrent queries per partition on the GPU");
+  flags.parse(argc, argv);
+  if (flags.help_requested()) return std::printf("%s", flags.help_text().c_str()), 0;
+  if (flags.get("index").empty() == flags.get("follow").empty()) throw warp::Error("give one of --index or --follow\n" + flags.help_text());
+  const std::vector<uint32_t> partitions = parse_ids(flags.get("partitions"));
+  const std::string processor = flags.get("processor");
+  std::signal(SIGTERM, on_signal);
+  std::signal(SIGINT, on_signal);
+
+  auto registry = std::make_shared<prometheus::Registry>();
+  warp::LeafServer server({flags.get("listen"), flags.count("workers"), 256}, registry);
+  const auto [host, port] = host_port(flags.get("http"));
+  warp::http::Server http({host, port, 2}, [&](const warp::http::Request& request) -> warp::http::Response {
+    if (request.path == "/metrics") return {200, "text/plain; version=0.0.4", warp::metrics_text(*registry)};
+    if (request.path == "/healthz") return {200, "application/json", R"({"status":"ok"})"};
+    if (request.path == "/readyz") {
+      const auto index = server.index();
+      if (!index) return {503, "application/json", R"({"ready":false})"};
+      return {200, "application/json", R"({"ready":true,"generation":)" + std::to_string(index->generation) + "}"};
+    }
+    return {404, "application/json", R"({"error":"not found"})"};
+  });
+  std::unique_ptr<warp::GenerationFollower> follower;
+  if (!flags.get("index").empty()) {
+    server.swap_index(warp::load_index(flags.get("index"), partitions, processor, flags.count("gpu-lanes")));
+  } else {
+    if (flags.get("root").empty()) throw warp::Error("--follow needs --root");
+    follower = std::make_unique<warp::GenerationFollower>(
+        warp::FollowOptions{flags.get("follow"), flags.get("root"), partitions, processor, flags.count("gpu-lanes")}, server);
+  }
+  std::fprintf(stderr, "warp-leaf: serving on %s, http on %s:%u\n", server.endpoint().c_str(), host.c_str(), http.port());
+  while (!stop) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  std::fprintf(stderr, "warp-leaf: stopping\n");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "warp-leaf: %s\n", e.what());
+    return 1;
+  }
+}

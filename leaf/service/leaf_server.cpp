@@ -1,0 +1,234 @@
+#include "leaf/service/leaf_server.hpp"
+
+#include <algorithm>
+#include <zmq.hpp>
+
+#include "common/index/index_files.hpp"
+#include "common/metrics/metrics_text.hpp"
+#include "common/protocol/search.capnp.h"
+#include "common/transfer/capnp_frames.hpp"
+#include "common/util/bounded_queue.hpp"
+#include "common/util/status.hpp"
+#include "leaf/gpu/gpu_runtime.hpp"
+#include "leaf/query/cpu_query_processor.hpp"
+
+namespace warp {
+
+std::shared_ptr<const LoadedIndex> load_index(const std::string& index_dir, const std::vector<uint32_t>& wanted,
+                                              const std::string& processor, size_t gpu_lanes) {
+  auto loaded = std::make_shared<LoadedIndex>();
+  for (auto& partition : open_index(index_dir)) {
+    const uint32_t id = partition->view().meta.partition_id;
+    if (!wanted.empty() && std::find(wanted.begin(), wanted.end(), id) == wanted.end()) continue;
+    loaded->generation = partition->view().meta.generation;
+    loaded->analyzer = partition->view().meta.analyzer_version;
+    if (processor == "gpu") {
+      loaded->processors.push_back(gpu::make_gpu_processor(partition->view(), gpu_lanes));
+    } else {
+      loaded->processors.push_back(std::make_unique<CpuQueryProcessor>(partition->view()));
+    }
+    loaded->partitions.push_back(std::move(partition));
+  }
+  if (loaded->partitions.empty()) throw Error("index " + index_dir + " holds none of the partitions this leaf should serve");
+  loaded->processor_name = processor;
+  return loaded;
+}
+
+struct LeafServer::Work {
+  zmq::message_t identity;
+  std::string request;
+  std::chrono::steady_clock::time_point arrival;
+};
+
+struct LeafServer::Queue {
+  explicit Queue(size_t depth) : work(depth) {}
+  BoundedQueue<Work> work;
+  std::atomic<size_t> size{0};
+};
+
+struct LeafServer::Sockets {
+  zmq::context_t context{1};
+  zmq::socket_t router{context, zmq::socket_type::router};
+  zmq::socket_t replies{context, zmq::socket_type::pull};  // workers push [identity, reply] here
+};
+
+LeafServer::LeafServer(LeafOptions options, std::shared_ptr<prometheus::Registry> registry)
+    : options_(std::move(options)),
+      sockets_(std::make_unique<Sockets>()),
+      queue_(std::make_unique<Queue>(options_.queue_depth)),
+      requests_(prometheus::BuildCounter().Name("warpsearch_leaf_requests_total").Help("Requests by kind and outcome").Register(*registry)),
+      latency_cpu_(prometheus::BuildHistogram().Name("warpsearch_leaf_query_seconds").Help("Query time in the leaf by processor")
+                       .Register(*registry).Add({{"processor", "cpu"}}, latency_buckets())),
+      latency_gpu_(prometheus::BuildHistogram().Name("warpsearch_leaf_query_seconds").Help("Query time in the leaf by processor")
+                       .Register(*registry).Add({{"processor", "gpu"}}, latency_buckets())),
+      queue_depth_(prometheus::BuildGauge().Name("warpsearch_leaf_queue_depth").Help("Requests waiting for a worker").Register(*registry).Add({})),
+      in_flight_gauge_(prometheus::BuildGauge().Name("warpsearch_leaf_in_flight").Help("Queries being answered").Register(*registry).Add({})),
+      partitions_gauge_(prometheus::BuildGauge().Name("warpsearch_leaf_partitions").Help("Partitions served").Register(*registry).Add({})),
+      generation_gauge_(prometheus::BuildGauge().Name("warpsearch_leaf_generation").Help("Generation served").Register(*registry).Add({})) {
+  try {
+    sockets_->router.set(zmq::sockopt::linger, 0);
+    sockets_->router.bind(options_.listen);
+    sockets_->replies.bind("inproc://replies");
+  } catch (const zmq::error_t& e) {
+    throw Error("leaf: cannot bind " + options_.listen + ": " + e.what());
+  }
+  endpoint_ = sockets_->router.get(zmq::sockopt::last_endpoint);
+  for (size_t i = 0; i < std::max<size_t>(1, options_.workers); ++i) threads_.emplace_back([this] { worker(); });
+  threads_.emplace_back([this] { front_end(); });
+}
+
+LeafServer::~LeafServer() {
+  stop_ = true;
+  queue_->work.close();
+  for (auto& thread : threads_) thread.join();
+}
+
+void LeafServer::swap_index(std::shared_ptr<const LoadedIndex> index) {
+  partitions_gauge_.Set(static_cast<double>(index->partitions.size()));
+  generation_gauge_.Set(static_cast<double>(index->generation));
+  std::lock_guard<std::mutex> lock(index_mutex_);
+  index_ = std::move(index);
+}
+
+std::shared_ptr<const LoadedIndex> LeafServer::index() const {
+  std::lock_guard<std::mutex> lock(index_mutex_);
+  return index_;
+}
+
+void LeafServer::front_end() {
+  zmq::pollitem_t items[] = {{sockets_->router.handle(), 0, ZMQ_POLLIN, 0}, {sockets_->replies.handle(), 0, ZMQ_POLLIN, 0}};
+  while (!stop_) {
+    zmq::poll(items, 2, std::chrono::milliseconds(100));
+    if (items[1].revents & ZMQ_POLLIN) {  // a worker's reply: [identity][empty][reply]
+      zmq::message_t identity, reply;
+      if (sockets_->replies.recv(identity) && sockets_->replies.recv(reply)) {
+        sockets_->router.send(identity, zmq::send_flags::sndmore);
+        sockets_->router.send(zmq::message_t(), zmq::send_flags::sndmore);
+        sockets_->router.send(reply, zmq::send_flags::none);
+      }
+    }
+    if (items[0].revents & ZMQ_POLLIN) {  // a request: [identity][empty][request]
+      std::vector<zmq::message_t> frames;
+      do {
+        frames.emplace_back();
+        if (!sockets_->router.recv(frames.back())) break;
+      } while (frames.back().more());
+      if (frames.size() != 3) {
+        requests_.Add({{"kind", "malformed"}}).Increment();
+        continue;
+      }
+      if (queue_->size >= options_.queue_depth) {  // refuse rather than block the front end
+        requests_.Add({{"kind", "overloaded"}}).Increment();
+        continue;  // the broker's deadline expires and it tries another replica
+      }
+      ++queue_->size;
+      queue_depth_.Set(static_cast<double>(queue_->size));
+      queue_->work.push({std::move(frames[0]), frames[2].to_string(), std::chrono::steady_clock::now()});
+    }
+  }
+}
+
+void LeafServer::worker() {
+  zmq::socket_t push(sockets_->context, zmq::socket_type::push);
+  push.connect("inproc://replies");
+  while (auto work = queue_->work.pop()) {
+    --queue_->size;
+    queue_depth_.Set(static_cast<double>(queue_->size));
+    ++in_flight_;
+    in_flight_gauge_.Set(in_flight_);
+    std::string reply = handle(work->request, work->arrival);
+    --in_flight_;
+    in_flight_gauge_.Set(in_flight_);
+    push.send(work->identity, zmq::send_flags::sndmore);
+    push.send(zmq::buffer(reply), zmq::send_flags::none);
+  }
+}
+
+std::string LeafServer::handle(const std::string& bytes, std::chrono::steady_clock::time_point arrival) {
+  capnp::MallocMessageBuilder builder;
+  auto reply = builder.initRoot<protocol::LeafReply>();
+  const std::shared_ptr<const LoadedIndex> index = this->index();  // this generation, to the end
+  try {
+    zmq::message_t frame(bytes.data(), bytes.size());
+    transfer::FrameReader reader(frame);
+    auto request = reader.root<protocol::LeafRequest>();
+    if (request.isStatus()) {
+      requests_.Add({{"kind", "status"}}).Increment();
+      auto status = reply.initStatus();
+      status.setReady(index != nullptr);
+      status.setInFlight(in_flight_);
+      if (index) {
+        status.setGeneration(index->generation);
+        status.setAnalyzer(index->analyzer);
+        auto ids = status.initPartitions(static_cast<unsigned>(index->partitions.size()));
+        for (size_t i = 0; i < index->partitions.size(); ++i) ids.set(static_cast<unsigned>(i), index->partitions[i]->view().meta.partition_id);
+      }
+      const auto words = capnp::messageToFlatArray(builder);
+      return std::string(reinterpret_cast<const char*>(words.asBytes().begin()), words.asBytes().size());
+    }
+    auto search = request.getSearch();
+    auto response = reply.initSearch();
+    response.setQueryId(search.getQueryId());
+    response.setPartition(search.getPartition());
+    const auto fail = [&](const char* kind, const std::string& why) {
+      requests_.Add({{"kind", kind}}).Increment();
+      response.setError(why);
+    };
+    const auto budget = std::chrono::microseconds(search.getDeadlineMicros());
+    if (index == nullptr) {
+      fail("not_ready", "leaf is not ready");
+    } else if (std::chrono::steady_clock::now() - arrival > budget) {
+      fail("deadline", "deadline exceeded before the query started");
+    } else if (search.getK() == 0 || search.getK() > kMaxTopK) {
+      fail("bad_request", "k must be between 1 and 10000");
+    } else {
+      size_t slot = index->partitions.size();
+      for (size_t i = 0; i < index->partitions.size(); ++i) {
+        if (index->partitions[i]->view().meta.partition_id == search.getPartition()) slot = i;
+      }
+      if (slot == index->partitions.size()) {
+        fail("bad_request", "this leaf does not serve partition " + std::to_string(search.getPartition()));
+      } else {
+        Query query;
+        for (auto term : search.getTerms()) query.terms.emplace_back(term.cStr());
+        query.mode = search.getMode() == protocol::Mode::AND ? QueryMode::kAnd
+                     : search.getMode() == protocol::Mode::OR ? QueryMode::kOr : QueryMode::kAndOr;
+        query.k = search.getK();
+        const auto start = std::chrono::steady_clock::now();
+        const QueryResult result = index->processors[slot]->search(query);
+        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        (index->processor_name == "gpu" ? latency_gpu_ : latency_cpu_).Observe(seconds);
+        requests_.Add({{"kind", "search"}}).Increment();
+        response.setGeneration(index->generation);
+        response.setAndMatches(result.and_matches);
+        response.setPostingsDecoded(result.stats.postings_decoded);
+        response.setBlocksDecoded(result.stats.blocks_decoded);
+        response.setBlocksTotal(result.stats.blocks_total);
+        response.setProcessor(index->processor_name);
+        response.setMicros(static_cast<uint64_t>(seconds * 1e6));
+        auto hits = response.initHits(static_cast<unsigned>(result.hits.size()));
+        const Partition& partition = *index->partitions[slot];
+        for (size_t i = 0; i < result.hits.size(); ++i) {
+          auto hit = hits[static_cast<unsigned>(i)];
+          hit.setDoc(result.hits[i].doc);
+          hit.setScore(result.hits[i].score);
+          if (auto record = partition.document(result.hits[i].doc)) {
+            hit.setExternalId(record->external_id);
+            hit.setTitle(record->title);
+            hit.setUrl(record->url);
+          }
+        }
+      }
+    }
+  } catch (const std::exception& e) {
+    requests_.Add({{"kind", "malformed"}}).Increment();
+    capnp::MallocMessageBuilder error_builder;
+    error_builder.initRoot<protocol::LeafReply>().initSearch().setError(std::string("bad request: ") + e.what());
+    const auto words = capnp::messageToFlatArray(error_builder);
+    return std::string(reinterpret_cast<const char*>(words.asBytes().begin()), words.asBytes().size());
+  }
+  const auto words = capnp::messageToFlatArray(builder);
+  return std::string(reinterpret_cast<const char*>(words.asBytes().begin()), words.asBytes().size());
+}
+
+}  // namespace warp

@@ -1,0 +1,80 @@
+// The leaf service: answers broker requests for the partitions it holds. A ZeroMQ ROUTER front
+// end (one thread owns the socket) hands requests to a pool of worker threads through a bounded
+// queue and sends their replies; each request's deadline counts from its arrival. The index is
+// held through a shared pointer that a new generation replaces atomically: in-flight queries
+// finish on the generation they started with.
+#pragma once
+#include <prometheus/counter.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/index/partition_store.hpp"
+#include "leaf/query/query_processor.hpp"
+
+namespace warp {
+
+// The partitions a leaf serves from one generation, with their processors.
+struct LoadedIndex {
+  uint64_t generation = 0;
+  std::string analyzer;
+  std::vector<std::unique_ptr<Partition>> partitions;
+  std::vector<std::unique_ptr<QueryProcessor>> processors;  // same order
+  std::string processor_name;
+};
+
+// Opens the partitions of `index_dir` whose ids are in `wanted` (all when empty) with the chosen
+// processor ("cpu" or "gpu"); throws Error naming what is wrong.
+std::shared_ptr<const LoadedIndex> load_index(const std::string& index_dir, const std::vector<uint32_t>& wanted,
+                                              const std::string& processor, size_t gpu_lanes);
+
+struct LeafOptions {
+  std::string listen = "tcp://127.0.0.1:5701";
+  size_t workers = 4;
+  size_t queue_depth = 256;  // requests waiting beyond this are refused ("overloaded")
+};
+
+class LeafServer {
+ public:
+  LeafServer(LeafOptions options, std::shared_ptr<prometheus::Registry> registry);
+  ~LeafServer();
+  void swap_index(std::shared_ptr<const LoadedIndex> index);  // hot swap to a new generation
+  std::shared_ptr<const LoadedIndex> index() const;
+  bool ready() const { return index() != nullptr; }
+  const std::string& endpoint() const { return endpoint_; }
+
+ private:
+  struct Work;
+  void front_end();
+  void worker();
+  std::string handle(const std::string& request, std::chrono::steady_clock::time_point arrival);
+
+  LeafOptions options_;
+  std::string endpoint_;
+  struct Sockets;
+  std::unique_ptr<Sockets> sockets_;
+  mutable std::mutex index_mutex_;
+  std::shared_ptr<const LoadedIndex> index_;
+  std::atomic<bool> stop_{false};
+  std::atomic<uint32_t> in_flight_{0};
+  struct Queue;
+  std::unique_ptr<Queue> queue_;
+  std::vector<std::thread> threads_;
+
+  prometheus::Family<prometheus::Counter>& requests_;
+  prometheus::Histogram& latency_cpu_;
+  prometheus::Histogram& latency_gpu_;
+  prometheus::Gauge& queue_depth_;
+  prometheus::Gauge& in_flight_gauge_;
+  prometheus::Gauge& partitions_gauge_;
+  prometheus::Gauge& generation_gauge_;
+};
+
+}  // namespace warp
