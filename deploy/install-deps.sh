@@ -9,7 +9,7 @@ pkgs=(
   libzmq3-dev cppzmq-dev capnproto libcapnp-dev prometheus-cpp-dev libboost-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libxapian-dev
-  dict-gcide python3
+  dict-gcide python3 curl
 )
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"

@@ -99,9 +99,9 @@ struct Server::Impl {
       Response response;
       bool keep_alive = false;
       if (ec == beast::http::error::body_limit) {
-        response = {413, "application/json", R"({"error":"request body too large"})"};
+        response = {400, "application/json", R"({"error":"request body too large"})"};
       } else if (ec == beast::http::error::header_limit) {
-        response = {431, "application/json", R"({"error":"request header or URL too large"})"};
+        response = {400, "application/json", R"({"error":"request header or URL too large"})"};
       } else if (ec) {
         response = {400, "application/json", R"({"error":"malformed HTTP request"})"};
       } else {

@@ -1,6 +1,6 @@
 // A small HTTP/1.1 server on Boost.Beast for the services' APIs, metrics and health endpoints:
-// a fixed pool of threads, keep-alive, request size limits (oversized header or body: 431/413 and
-// the connection closed), and handlers that know nothing of sockets.
+// a fixed pool of threads, keep-alive, request size limits (an oversized header, URL or body gets
+// 400 with a JSON error and the connection closed), and handlers that know nothing of sockets.
 #pragma once
 #include <atomic>
 #include <functional>

@@ -1,22 +1,84 @@
 #!/usr/bin/env bash
-# The README's first command. Installs the packages, builds, converts the embedded default corpus
-# (GCIDE, from the dict-gcide package) to JSONL, indexes it into 2 partitions and answers a query
-# from the command line. The broker/leaf cluster will be started from here once those services exist.
-# usage: deploy/local/run.sh ["query text"]
+# The README's first command: a Warpsearch cluster on this machine, on loopback.
+#   deploy/local/run.sh [start]   install packages, build, convert the default corpus (GCIDE), then start
+#                                 the indexer service (2 partitions), 4 leaves (2 partitions x 2 replicas,
+#                                 fetching the indexer's generation) and the broker; print the URL.
+#   deploy/local/run.sh stop      stop everything (SIGTERM, then SIGKILL after 10 s)
+#   deploy/local/run.sh status    what runs, and the broker's /cluster
+# Logs and state: data/cluster/. Ports: broker 8080, leaves 5701-5704 (HTTP 9201-9204), indexer
+# 5601 (announcements), 5602 (files), 9101 (metrics). Override the broker's with WARP_BROKER_PORT.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-query=${1:-"striped african horse"}
+state=data/cluster
+broker_port=${WARP_BROKER_PORT:-8080}
+
+stop_cluster() {
+  [ -f "$state/pids" ] || { echo "no cluster running (no $state/pids)"; return 0; }
+  while read -r pid name; do kill -TERM "$pid" 2>/dev/null && echo "stopping $name ($pid)" || true; done < "$state/pids"
+  for _ in $(seq 100); do
+    alive=0
+    while read -r pid name; do kill -0 "$pid" 2>/dev/null && alive=1; done < "$state/pids"
+    [ $alive -eq 0 ] && break
+    sleep 0.1
+  done
+  while read -r pid name; do kill -9 "$pid" 2>/dev/null || true; done < "$state/pids"
+  rm -f "$state/pids"
+  echo "cluster stopped"
+}
+
+case "${1:-start}" in
+  stop) stop_cluster; exit 0 ;;
+  status)
+    [ -f "$state/pids" ] && while read -r pid name; do
+      if kill -0 "$pid" 2>/dev/null; then echo "running  $name ($pid)"; else echo "STOPPED  $name ($pid)"; fi
+    done < "$state/pids"
+    curl -s "http://127.0.0.1:$broker_port/cluster" && echo
+    exit 0 ;;
+  start) ;;
+  *) echo "usage: $0 [start|stop|status]" >&2; exit 2 ;;
+esac
+
+[ -f "$state/pids" ] && stop_cluster
 ./deploy/install-deps.sh
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
-cmake --build build --target warp-indexer warp-search
-mkdir -p data
-[ -f data/gcide.jsonl ] || python3 deploy/corpus/gcide_to_jsonl.py data/gcide.jsonl
-if [ ! -f data/gcide-index/manifest.json ]; then
-  rm -rf data/gcide-index
-  ./build/indexer/warp-indexer build --input data/gcide.jsonl --out data/gcide-index --partitions 2
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release > /dev/null
+cmake --build build --target warp-indexer warp-leaf warp-broker warp-search
+mkdir -p "$state" data/corpus
+[ -f data/corpus/gcide.jsonl ] || python3 deploy/corpus/gcide_to_jsonl.py data/corpus/gcide.jsonl
+
+run() {  # run NAME command...: start in the background, remember the pid
+  local name=$1; shift
+  "$@" > "$state/$name.log" 2>&1 &
+  echo "$! $name" >> "$state/pids"
+}
+run indexer ./build/indexer/warp-indexer serve --input data/corpus --root "$state/indexer" --partitions 2 \
+  --publish tcp://127.0.0.1:5601 --fetch tcp://127.0.0.1:5602 --metrics 127.0.0.1:9101 --rescan 10
+for i in 1 2 3 4; do
+  partition=$(( (i - 1) / 2 ))
+  run "leaf$i" ./build/leaf/warp-leaf --follow tcp://127.0.0.1:5601 --root "$state/leaf$i" --partitions $partition \
+    --listen tcp://127.0.0.1:$((5700 + i)) --http 127.0.0.1:$((9200 + i))
+done
+run broker ./build/broker/warp-broker --listen 127.0.0.1:$broker_port \
+  --partition 0=tcp://127.0.0.1:5701,tcp://127.0.0.1:5702 --partition 1=tcp://127.0.0.1:5703,tcp://127.0.0.1:5704
+
+echo "waiting for the indexer to publish and the leaves to load (the first build takes a few seconds)..."
+for _ in $(seq 600); do
+  curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$broker_port/readyz" 2>/dev/null | grep -q 200 && break
+  sleep 0.2
+done
+if ! curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$broker_port/readyz" | grep -q 200; then
+  echo "the cluster did not become ready; logs in $state/" >&2
+  tail -n 5 "$state"/*.log >&2
+  exit 1
 fi
-echo
-echo "query: $query"
-./build/leaf/warp-search --index data/gcide-index --query "$query" -k 10
-echo
-echo "more: ./build/leaf/warp-search --index data/gcide-index --query \"your words\" --mode and|or|andor -k N"
+cat <<MSG
+
+Warpsearch is running: broker http://127.0.0.1:$broker_port  (logs: $state/*.log)
+
+  curl 'http://127.0.0.1:$broker_port/search?q=striped+african+horse&k=5'
+  curl -X POST -d '{"q": "aeroplane wing", "k": 3, "mode": "and"}' http://127.0.0.1:$broker_port/search
+  curl http://127.0.0.1:$broker_port/cluster
+  curl http://127.0.0.1:$broker_port/metrics
+
+Stop it with: deploy/local/run.sh stop
+MSG
+curl -s "http://127.0.0.1:$broker_port/search?q=striped+african+horse&k=3" | python3 -m json.tool | head -30
