@@ -156,7 +156,7 @@ Queries sample_queries(const std::vector<std::vector<std::string>>& docs, size_t
 int main(int argc, char** argv) {
   using namespace warp;
   Flags flags("usage: query_bench [--corpus FILE.jsonl] [--synthetic-docs N] [--queries N]");
-  flags.value("corpus", "data/gcide.jsonl", "default corpus JSONL (deploy/corpus/gcide_to_jsonl.py)")
+  flags.value("corpus", "data/corpus/gcide.jsonl", "default corpus JSONL (deploy/corpus/gcide_to_jsonl.py)")
       .value("synthetic-docs", "300000", "documents in the synthetic collection (0: skip)")
       .value("queries", "1000", "queries per collection")
       .value("work", "", "scratch directory for the Xapian databases (default: a temporary one)");
