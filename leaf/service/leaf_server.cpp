@@ -16,22 +16,32 @@ namespace warp {
 
 std::shared_ptr<const LoadedIndex> load_index(const std::string& index_dir, const std::vector<uint32_t>& wanted,
                                               const std::string& processor, size_t gpu_lanes) {
+  if (processor != "cpu" && processor != "gpu" && processor != "auto") throw Error("--processor must be cpu, gpu or auto");
+  const bool use_gpu = processor == "gpu" || (processor == "auto" && gpu::gpu_available());
   auto loaded = std::make_shared<LoadedIndex>();
+  loaded->gpu_only = processor == "gpu";
   for (auto& partition : open_index(index_dir)) {
     const uint32_t id = partition->view().meta.partition_id;
     if (!wanted.empty() && std::find(wanted.begin(), wanted.end(), id) == wanted.end()) continue;
     loaded->generation = partition->view().meta.generation;
     loaded->analyzer = partition->view().meta.analyzer_version;
-    if (processor == "gpu") {
-      loaded->processors.push_back(gpu::make_gpu_processor(partition->view(), gpu_lanes));
-    } else {
-      loaded->processors.push_back(std::make_unique<CpuQueryProcessor>(partition->view()));
-    }
+    loaded->cpu.push_back(std::make_unique<CpuQueryProcessor>(partition->view()));
+    if (use_gpu) loaded->gpu.push_back(gpu::make_gpu_processor(partition->view(), gpu_lanes));
     loaded->partitions.push_back(std::move(partition));
   }
   if (loaded->partitions.empty()) throw Error("index " + index_dir + " holds none of the partitions this leaf should serve");
-  loaded->processor_name = processor;
   return loaded;
+}
+
+const QueryProcessor& LoadedIndex::choose(size_t slot, const Query& query) const {
+  if (gpu.empty()) return *cpu[slot];
+  if (gpu_only) return *gpu[slot];
+  uint64_t postings = 0;
+  const IndexView& view = partitions[slot]->view();
+  for (const std::string& term : query.terms) {
+    if (const TermInfo* info = view.find(term)) postings += info->df;  // df is collection-wide: an estimate
+  }
+  return postings >= gpu_min_postings ? *gpu[slot] : *cpu[slot];
 }
 
 struct LeafServer::Work {
@@ -195,16 +205,17 @@ std::string LeafServer::handle(const std::string& bytes, std::chrono::steady_clo
                      : search.getMode() == protocol::Mode::OR ? QueryMode::kOr : QueryMode::kAndOr;
         query.k = search.getK();
         const auto start = std::chrono::steady_clock::now();
-        const QueryResult result = index->processors[slot]->search(query);
+        const QueryProcessor& processor = index->choose(slot, query);
+        const QueryResult result = processor.search(query);
         const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        (index->processor_name == "gpu" ? latency_gpu_ : latency_cpu_).Observe(seconds);
+        (processor.name() == "gpu" ? latency_gpu_ : latency_cpu_).Observe(seconds);
         requests_.Add({{"kind", "search"}}).Increment();
         response.setGeneration(index->generation);
         response.setAndMatches(result.and_matches);
         response.setPostingsDecoded(result.stats.postings_decoded);
         response.setBlocksDecoded(result.stats.blocks_decoded);
         response.setBlocksTotal(result.stats.blocks_total);
-        response.setProcessor(index->processor_name);
+        response.setProcessor(std::string(processor.name()));
         response.setMicros(static_cast<uint64_t>(seconds * 1e6));
         auto hits = response.initHits(static_cast<unsigned>(result.hits.size()));
         const Partition& partition = *index->partitions[slot];

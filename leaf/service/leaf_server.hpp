@@ -21,17 +21,24 @@
 
 namespace warp {
 
-// The partitions a leaf serves from one generation, with their processors.
+// The partitions a leaf serves from one generation, with their processors: always the CPU one,
+// and the GPU one when the leaf runs with --processor gpu, or auto on a machine with a GPU.
 struct LoadedIndex {
   uint64_t generation = 0;
   std::string analyzer;
   std::vector<std::unique_ptr<Partition>> partitions;
-  std::vector<std::unique_ptr<QueryProcessor>> processors;  // same order
-  std::string processor_name;
+  std::vector<std::unique_ptr<QueryProcessor>> cpu;  // same order as partitions
+  std::vector<std::unique_ptr<QueryProcessor>> gpu;  // empty without a GPU processor
+  bool gpu_only = false;                             // --processor gpu
+  uint64_t gpu_min_postings = 100000;                // auto: queries with more postings go to the GPU
+
+  // Per query (the full cost-model scheduler is later work): the GPU for long lists, where it
+  // wins by the benchmarks; the CPU, which prunes with block maxima, for short ones.
+  const QueryProcessor& choose(size_t slot, const Query& query) const;
 };
 
-// Opens the partitions of `index_dir` whose ids are in `wanted` (all when empty) with the chosen
-// processor ("cpu" or "gpu"); throws Error naming what is wrong.
+// Opens the partitions of `index_dir` whose ids are in `wanted` (all when empty) with processor
+// "cpu", "gpu" or "auto"; throws Error naming what is wrong.
 std::shared_ptr<const LoadedIndex> load_index(const std::string& index_dir, const std::vector<uint32_t>& wanted,
                                               const std::string& processor, size_t gpu_lanes);
 
