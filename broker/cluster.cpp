@@ -126,8 +126,8 @@ void Cluster::poll_status() {
       zmq::poll(items.data(), items.size(), std::chrono::milliseconds(50));
       for (size_t i = 0; i < items.size(); ++i) {
         if (!(items[i].revents & ZMQ_POLLIN)) continue;
-        zmq::message_t empty, body;
-        if (!sockets[i]->recv(empty) || !empty.more() || !sockets[i]->recv(body)) continue;
+        zmq::message_t body;
+        if (!transfer::recv_delimited(*sockets[i], body)) continue;
         try {
           transfer::FrameReader reader(body);
           auto reply = reader.root<protocol::LeafReply>();

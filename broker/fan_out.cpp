@@ -111,8 +111,8 @@ FanOutResult fan_out(Cluster& cluster, const std::vector<std::string>& terms, Qu
     zmq::poll(items.data(), items.size(), std::chrono::milliseconds(5));
     for (size_t i = 0; i < items.size(); ++i) {
       if (!(items[i].revents & ZMQ_POLLIN)) continue;
-      zmq::message_t empty, body;
-      if (!sockets[i]->recv(empty) || !empty.more() || !sockets[i]->recv(body)) continue;
+      zmq::message_t body;
+      if (!transfer::recv_delimited(*sockets[i], body)) continue;
       try {
         transfer::FrameReader reader(body);
         auto reply = reader.root<protocol::LeafReply>();

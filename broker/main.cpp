@@ -1,17 +1,14 @@
 // warp-broker: the HTTP entry point of a Warpsearch cluster. Fans each query out to one replica of
 // every partition (leaves over ZeroMQ), merges the top-k, caches results.
-#include <csignal>
 #include <cstdio>
 #include <thread>
 
 #include "broker/search_api.hpp"
 #include "common/util/flags.hpp"
+#include "common/util/service.hpp"
 #include "common/util/status.hpp"
 
 namespace {
-
-std::atomic<bool> stop{false};
-extern "C" void on_signal(int) { stop = true; }
 
 int run(int argc, char** argv) {
   warp::Flags flags("usage: warp-broker --partition ID=ENDPOINT[,ENDPOINT...]... [--listen HOST:PORT] [flags]");
@@ -27,8 +24,7 @@ int run(int argc, char** argv) {
   const std::string listen = flags.get("listen");
   const size_t colon = listen.rfind(':');
   if (colon == std::string::npos) throw warp::Error("--listen expects HOST:PORT");
-  std::signal(SIGTERM, on_signal);
-  std::signal(SIGINT, on_signal);
+  warp::install_stop_handlers();
 
   auto registry = std::make_shared<prometheus::Registry>();
   warp::Cluster cluster(flags.all("partition"));
@@ -38,7 +34,7 @@ int run(int argc, char** argv) {
                             [&](const warp::http::Request& request) { return api.handle(request); });
   std::fprintf(stderr, "warp-broker: listening on http://%s:%u (%zu partitions)\n", listen.substr(0, colon).c_str(), server.port(),
                cluster.partitions().size());
-  while (!stop) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  warp::wait_for_stop();
   std::fprintf(stderr, "warp-broker: stopping\n");
   return 0;
 }
@@ -46,10 +42,5 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "warp-broker: %s\n", e.what());
-    return 1;
-  }
+  return warp::run_main("warp-broker", [&] { return run(argc, argv); });
 }

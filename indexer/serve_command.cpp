@@ -9,6 +9,7 @@
 
 #include "common/index/index_files.hpp"
 #include "common/transfer/fetcher.hpp"
+#include "common/util/service.hpp"
 #include "common/util/status.hpp"
 #include "indexer/indexer_metrics.hpp"
 #include "indexer/publisher.hpp"
@@ -17,9 +18,6 @@ namespace warp {
 namespace fs = std::filesystem;
 
 namespace {
-
-std::atomic<bool> stop_requested{false};
-extern "C" void on_stop_signal(int) { stop_requested = true; }
 
 void log_line(const std::string& text) {
   std::fprintf(stderr, "warp-indexer: %s\n", text.c_str());
@@ -55,8 +53,7 @@ std::string read_file(const fs::path& path) {
 }  // namespace
 
 int run_serve_command(const ServeOptions& options) {
-  std::signal(SIGTERM, on_stop_signal);
-  std::signal(SIGINT, on_stop_signal);
+  install_stop_handlers();
   const fs::path root = options.root;
   fs::create_directories(root);
   for (const auto& entry : fs::directory_iterator(root)) {  // what a killed indexer left
@@ -78,7 +75,7 @@ int run_serve_command(const ServeOptions& options) {
   }
   uint64_t fetches_seen = 0;
   bool built_once = false;
-  while (!stop_requested) {
+  while (!stop_requested()) {
     const std::string fingerprint = input_fingerprint(options.inputs);
     const bool changed = latest == 0 || read_file(root / transfer::generation_dir_name(latest) / "inputs.json") != fingerprint;
     if (changed && !(options.once && built_once)) {
@@ -121,7 +118,7 @@ int run_serve_command(const ServeOptions& options) {
         log_line(line);
       }
     }
-    for (int i = 0; i < static_cast<int>(options.rescan_seconds * 10) && !stop_requested; ++i) {
+    for (int i = 0; i < static_cast<int>(options.rescan_seconds * 10) && !stop_requested(); ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
       const uint64_t fetches = publisher.counters().fetch_requests;
       metrics.fetch_requests.Increment(static_cast<double>(fetches - fetches_seen));

@@ -1,6 +1,5 @@
 // warp-leaf: serves partitions to brokers over ZeroMQ, from a local index directory or following
 // an indexer's published generations; /metrics, /healthz and /readyz over HTTP.
-#include <csignal>
 #include <cstdio>
 #include <sstream>
 #include <thread>
@@ -8,13 +7,11 @@
 #include "common/http/http_server.hpp"
 #include "common/metrics/metrics_text.hpp"
 #include "common/util/flags.hpp"
+#include "common/util/service.hpp"
 #include "common/util/status.hpp"
 #include "leaf/service/generation_follower.hpp"
 
 namespace {
-
-std::atomic<bool> stop{false};
-extern "C" void on_signal(int) { stop = true; }
 
 std::vector<uint32_t> parse_ids(const std::string& text) {
   std::vector<uint32_t> ids;
@@ -53,8 +50,7 @@ int run(int argc, char** argv) {
   if (flags.get("index").empty() == flags.get("follow").empty()) throw warp::Error("give one of --index or --follow\n" + flags.help_text());
   const std::vector<uint32_t> partitions = parse_ids(flags.get("partitions"));
   const std::string processor = flags.get("processor");
-  std::signal(SIGTERM, on_signal);
-  std::signal(SIGINT, on_signal);
+  warp::install_stop_handlers();
 
   auto registry = std::make_shared<prometheus::Registry>();
   warp::LeafServer server({flags.get("listen"), flags.count("workers"), 256}, registry);
@@ -78,7 +74,7 @@ int run(int argc, char** argv) {
         warp::FollowOptions{flags.get("follow"), flags.get("root"), partitions, processor, flags.count("gpu-lanes")}, server);
   }
   std::fprintf(stderr, "warp-leaf: serving on %s, http on %s:%u\n", server.endpoint().c_str(), host.c_str(), http.port());
-  while (!stop) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  warp::wait_for_stop();
   std::fprintf(stderr, "warp-leaf: stopping\n");
   return 0;
 }
@@ -86,10 +82,5 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "warp-leaf: %s\n", e.what());
-    return 1;
-  }
+  return warp::run_main("warp-leaf", [&] { return run(argc, argv); });
 }

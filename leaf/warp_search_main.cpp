@@ -10,6 +10,7 @@
 #include "common/analysis/analyzer.hpp"
 #include "common/index/index_files.hpp"
 #include "common/util/flags.hpp"
+#include "common/util/service.hpp"
 #include "common/util/status.hpp"
 #include "leaf/gpu/gpu_runtime.hpp"
 #include "leaf/query/index_searcher.hpp"
@@ -146,10 +147,5 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "warp-search: %s\n", e.what());
-    return 1;
-  }
+  return warp::run_main("warp-search", [&] { return run(argc, argv); });
 }

@@ -19,6 +19,12 @@ inline zmq::message_t to_frame(capnp::MessageBuilder& message) {
   return zmq::message_t(bytes.begin(), bytes.size());
 }
 
+// Receives a reply framed as [empty delimiter][body] on a DEALER socket; false if it is not one.
+inline bool recv_delimited(zmq::socket_t& socket, zmq::message_t& body) {
+  zmq::message_t empty;
+  return socket.recv(empty) && empty.more() && empty.size() == 0 && socket.recv(body);
+}
+
 // Owns the aligned copy the reader points into.
 class FrameReader {
  public:

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/util/status.hpp"
+#include "leaf/gpu/event_timer.cuh"
 #include "leaf/gpu/list_decode.cuh"
 
 namespace warp::gpu {
@@ -49,24 +50,9 @@ std::vector<Posting> decode_list_on_gpu(const DeviceIndex& index, const std::str
 double time_list_decode_ms(const DeviceIndex& index, const std::string& term, int repetitions) {
   const DeviceList list = must_find(index, term);
   DeviceArrays out(size_t{list.block_count} * list.block_size);
-  cudaEvent_t start, stop;
-  WARP_CUDA_CHECK(cudaEventCreate(&start));
-  WARP_CUDA_CHECK(cudaEventCreate(&stop));
-  launch_decode(list, nullptr, out.docs, out.freqs, nullptr, index.length_norms(), 0, 0, nullptr, 0);  // warm-up
-  std::vector<float> times;
-  for (int r = 0; r < repetitions; ++r) {
-    WARP_CUDA_CHECK(cudaEventRecord(start));
-    launch_decode(list, nullptr, out.docs, out.freqs, nullptr, index.length_norms(), 0, 0, nullptr, 0);
-    WARP_CUDA_CHECK(cudaEventRecord(stop));
-    WARP_CUDA_CHECK(cudaEventSynchronize(stop));
-    float ms = 0;
-    WARP_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-    times.push_back(ms);
-  }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
+  return median_event_ms(
+      [&] { launch_decode(list, nullptr, out.docs, out.freqs, nullptr, index.length_norms(), 0, 0, nullptr, 0); },
+      repetitions);
 }
 
 double device_copy_gbps(size_t bytes) {
@@ -74,26 +60,10 @@ double device_copy_gbps(size_t bytes) {
   WARP_CUDA_CHECK(cudaMalloc(&a, bytes));
   WARP_CUDA_CHECK(cudaMalloc(&b, bytes));
   WARP_CUDA_CHECK(cudaMemset(a, 1, bytes));
-  cudaEvent_t start, stop;
-  WARP_CUDA_CHECK(cudaEventCreate(&start));
-  WARP_CUDA_CHECK(cudaEventCreate(&stop));
-  WARP_CUDA_CHECK(cudaMemcpy(b, a, bytes, cudaMemcpyDeviceToDevice));
-  std::vector<float> times;
-  for (int r = 0; r < 20; ++r) {
-    WARP_CUDA_CHECK(cudaEventRecord(start));
-    WARP_CUDA_CHECK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice));
-    WARP_CUDA_CHECK(cudaEventRecord(stop));
-    WARP_CUDA_CHECK(cudaEventSynchronize(stop));
-    float ms = 0;
-    WARP_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-    times.push_back(ms);
-  }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
+  const double ms = median_event_ms([&] { WARP_CUDA_CHECK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice)); }, 20);
   cudaFree(a);
   cudaFree(b);
-  std::sort(times.begin(), times.end());
-  return 2.0 * bytes / (times[times.size() / 2] * 1e-3) / 1e9;
+  return 2.0 * bytes / (ms * 1e-3) / 1e9;
 }
 
 }  // namespace warp::gpu

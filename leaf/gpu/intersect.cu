@@ -5,6 +5,7 @@
 #include <cub/device/device_select.cuh>
 
 #include "leaf/gpu/cuda_check.cuh"
+#include "leaf/gpu/event_timer.cuh"
 
 namespace warp::gpu {
 namespace {
@@ -185,25 +186,8 @@ std::vector<uint32_t> GpuIntersector::intersect(const DeviceSortedList& a, const
 }
 
 double GpuIntersector::time_ms(const DeviceSortedList& a, const DeviceSortedList& b, IntersectMethod method, int repetitions) {
-  auto stream = static_cast<cudaStream_t>(stream_);
-  cudaEvent_t start, stop;
-  WARP_CUDA_CHECK(cudaEventCreate(&start));
-  WARP_CUDA_CHECK(cudaEventCreate(&stop));
-  run(a, b, method, true);  // warm-up
-  std::vector<float> times;
-  for (int r = 0; r < repetitions; ++r) {
-    WARP_CUDA_CHECK(cudaEventRecord(start, stream));
-    run(a, b, method, false);
-    WARP_CUDA_CHECK(cudaEventRecord(stop, stream));
-    WARP_CUDA_CHECK(cudaEventSynchronize(stop));
-    float ms = 0;
-    WARP_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-    times.push_back(ms);
-  }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
+  run(a, b, method, true);  // sizes the work once, with the count read back
+  return median_event_ms([&] { run(a, b, method, false); }, repetitions, static_cast<cudaStream_t>(stream_));
 }
 
 }  // namespace warp::gpu
