@@ -235,6 +235,12 @@ try:
     first = json.loads(http(query)[1])
     if first["hits"] or json.loads(http(query)[1])["cached"] is not True:
         fail("generation 1 should have no zeppelin and cache the answer: " + json.dumps(first))
+    # Queries keep flowing while the leaves swap generations: none may fail or come back partial.
+    errors, answered = [], [0]
+    stop = threading.Event()
+    threads = [threading.Thread(target=load, args=(100 + s,)) for s in range(2)]
+    for t in threads:
+        t.start()
     with open(os.path.join(inputs, "more.jsonl"), "w") as f:
         f.write(json.dumps({"id": "zep-1", "title": "zeppelin", "body": "a rigid airship of the twenties"}) + "\n")
 
@@ -243,6 +249,12 @@ try:
         return any(h["id"] == "zep-1" for h in answer["hits"]) and not answer["cached"]
 
     wait_until(new_results, 40, "the new generation's document through the broker")
+    time.sleep(0.5)
+    stop.set()
+    for t in threads:
+        t.join()
+    if errors:
+        fail("%d of %d requests failed during the generation swap: %s" % (len(errors), answered[0], errors[:2]))
     print("cluster_test: all checks passed")
 finally:
     for p in procs:
