@@ -47,6 +47,22 @@ std::vector<Posting> decode_list_on_gpu(const DeviceIndex& index, const std::str
   return postings;
 }
 
+std::vector<uint32_t> decode_values_on_gpu(const DeviceIndex& index, const std::string& term, bool frequencies) {
+  const DeviceList list = must_find(index, term);
+  DeviceArrays out(size_t{list.block_count} * list.block_size);
+  const DeviceSequence& seq = frequencies ? list.freqs : list.docs;
+  if (list.block_size == 256) {
+    decode_values_kernel<256><<<list.block_count, 256>>>(seq, list.codec, list.count, out.docs);
+  } else {
+    decode_values_kernel<128><<<list.block_count, 128>>>(seq, list.codec, list.count, out.docs);
+  }
+  WARP_CUDA_CHECK_LAUNCH();
+  WARP_CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<uint32_t> values(list.count);
+  WARP_CUDA_CHECK(cudaMemcpy(values.data(), out.docs, list.count * sizeof(uint32_t), cudaMemcpyDeviceToHost));
+  return values;
+}
+
 double time_list_decode_ms(const DeviceIndex& index, const std::string& term, int repetitions) {
   const DeviceList list = must_find(index, term);
   DeviceArrays out(size_t{list.block_count} * list.block_size);

@@ -8,7 +8,11 @@
 
 namespace warp::gpu {
 
+// DocIDs (with the localized prefix sum) and frequencies of a whole list.
 std::vector<Posting> decode_list_on_gpu(const DeviceIndex& index, const std::string& term);
+// The raw decoded values, gaps instead of docIDs: the docID sequence (gaps minus one) or the
+// frequency sequence (frequencies minus one).
+std::vector<uint32_t> decode_values_on_gpu(const DeviceIndex& index, const std::string& term, bool frequencies);
 
 // Median milliseconds to decode the whole list (docIDs and frequencies) over `repetitions` runs
 // after a warm-up, output kept in device memory.

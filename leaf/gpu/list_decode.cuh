@@ -44,6 +44,17 @@ __global__ void decode_list_kernel(DeviceList list, const uint8_t* block_mask, u
   }
 }
 
+// Decodes a sequence's blocks to the codec's values without the prefix sum: docID gaps (minus
+// one) or frequencies (minus one), as CPU Codec::decode_all gives them.
+template <int BS>
+__global__ void decode_values_kernel(DeviceSequence seq, uint32_t codec, uint32_t count, uint32_t* out) {
+  const uint32_t block = blockIdx.x;
+  __shared__ BlockDecodeStorage<BS> storage;
+  const uint32_t n = min(static_cast<uint32_t>(BS), count - block * BS);
+  decode_block<BS>(seq, codec, block, n, storage);
+  if (threadIdx.x < n) out[block * BS + threadIdx.x] = storage.values[threadIdx.x];
+}
+
 inline void launch_decode(const DeviceList& list, const uint8_t* mask, uint32_t* docs, uint32_t* freqs, float* accumulators,
                    const float* norms, uint32_t doc_begin, float weight, Counters* counters, cudaStream_t stream) {
   if (list.block_size == 256) {

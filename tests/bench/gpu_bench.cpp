@@ -187,16 +187,23 @@ void query_table(uint32_t documents, uint32_t query_count) {
               documents, query_count, double(postings) / raw.size(),
               std::chrono::duration<double>(Clock::now() - build_start).count(),
               gpu_processor.device_index().bytes_resident() / 1e6);
-  std::printf("| mode | k | GPU 1 lane q/s | GPU 1 lane p50 / p99 ms | GPU 8 lanes q/s | GPU 8 lanes p50 / p99 ms | CPU %zu threads q/s | CPU p50 / p99 ms | CPU 1 thread q/s | GPU 8 lanes / CPU-%zu | GPU 1 lane max-tree top-k q/s |\n",
+  std::printf("| mode | k | GPU 1 lane q/s | GPU 1 lane p50 / p99 ms | GPU 8 lanes q/s | GPU 8 lanes p50 / p99 ms | CPU %zu threads q/s | CPU p50 / p99 ms | CPU 1 thread q/s | GPU 8 lanes / CPU-%zu | GPU 1 lane max-tree top-k q/s | blocks decoded per query: GPU / CPU / in the lists |\n",
               cores, cores);
-  std::printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (QueryMode mode : {QueryMode::kAnd, QueryMode::kOr, QueryMode::kAndOr}) {
     for (size_t k : {size_t{10}, size_t{1000}}) {
       std::vector<Query> queries;
       for (const auto& q : raw) queries.push_back({q, mode, k});
       size_t mismatches = 0;
+      uint64_t gpu_blocks = 0, cpu_blocks = 0, total_blocks = 0, checked = 0;
       for (size_t i = 0; i < queries.size(); i += 10) {  // spot-check GPU against CPU
-        const auto a = gpu_lanes.search(queries[i]).hits, b = cpu_processor.search(queries[i]).hits;
+        const QueryResult gpu_result = gpu_lanes.search(queries[i]), cpu_result = cpu_processor.search(queries[i]);
+        gpu_blocks += gpu_result.stats.blocks_decoded;
+        cpu_blocks += cpu_result.stats.blocks_decoded;
+        total_blocks += cpu_result.stats.blocks_total;
+        ++checked;
+        const auto& a = gpu_result.hits;
+        const auto& b = cpu_result.hits;
         if (a.size() != b.size()) ++mismatches;
         for (size_t j = 0; j < std::min(a.size(), b.size()); ++j) {
           if (std::fabs(a[j].score - b[j].score) > 1e-5f * std::max(1.0f, b[j].score)) ++mismatches;
@@ -207,9 +214,10 @@ void query_table(uint32_t documents, uint32_t query_count) {
       const Timing max_tree = run(queries, 1, [&](const Query& q) { gpu_max_tree.search(q); });
       const Timing cpu_all = run(queries, cores, [&](const Query& q) { cpu_processor.search(q); });
       const Timing cpu_one = run(queries, 1, [&](const Query& q) { cpu_processor.search(q); });
-      std::printf("| %s | %zu | %.0f | %.3f / %.3f | %.0f | %.3f / %.3f | %.0f | %.3f / %.3f | %.0f | %.2f× | %.0f |%s\n",
+      std::printf("| %s | %zu | %.0f | %.3f / %.3f | %.0f | %.3f / %.3f | %.0f | %.3f / %.3f | %.0f | %.2f× | %.0f | %.0f / %.0f / %.0f |%s\n",
                   std::string(to_string(mode)).c_str(), k, gpu.qps, gpu.p50, gpu.p99, lanes.qps, lanes.p50, lanes.p99,
                   cpu_all.qps, cpu_all.p50, cpu_all.p99, cpu_one.qps, lanes.qps / cpu_all.qps, max_tree.qps,
+                  double(gpu_blocks) / checked, double(cpu_blocks) / checked, double(total_blocks) / checked,
                   mismatches ? " MISMATCH vs CPU" : "");
       std::fflush(stdout);
     }

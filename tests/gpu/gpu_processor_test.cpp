@@ -73,8 +73,16 @@ TEST_P(GpuCodecTest, DecodersMatchTheCpu) {
   gpu::DeviceIndex device(view);
   size_t lists = 0;
   for (const auto& [term, info] : view.lexicon) {
-    const std::vector<Posting> expected = decode_posting_list(view.list(term, info));
+    const PostingListView list = view.list(term, info);
+    const std::vector<Posting> expected = decode_posting_list(list);
     const std::vector<Posting> actual = gpu::decode_list_on_gpu(device, term);
+    // Gaps (raw values) too, against the CPU codec.
+    for (bool frequencies : {false, true}) {
+      std::vector<uint32_t> cpu_values(list.count + list.codec->block_size());
+      list.codec->decode_all(frequencies ? list.freqs : list.docs, cpu_values.data());
+      cpu_values.resize(list.count);
+      ASSERT_EQ(gpu::decode_values_on_gpu(device, term, frequencies), cpu_values) << "term " << term << " seed " << seed;
+    }
     ASSERT_EQ(expected.size(), actual.size()) << term;
     for (size_t i = 0; i < expected.size(); ++i) {
       ASSERT_EQ(expected[i].doc, actual[i].doc) << "term " << term << " posting " << i << " seed " << seed;
