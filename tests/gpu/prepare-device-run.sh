@@ -7,10 +7,10 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${BUILD_DIR:-build-gpu}
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 > /dev/null
-cmake --build "$build" --target gpu_processor_test gpu_bench warp-indexer warp-search
+cmake --build "$build" ${BUILD_JOBS:+-j $BUILD_JOBS} --target gpu_processor_test gpu_bench warp-indexer warp-search warp-leaf
 rm -rf .device-bin && mkdir -p .device-bin
 for bin in "$build/tests/gpu_processor_test" "$build/tests/bench/gpu_bench" "$build/indexer/warp-indexer" \
-           "$build/leaf/warp-search"; do
+           "$build/leaf/warp-search" "$build/leaf/warp-leaf"; do
   strip -o ".device-bin/$(basename "$bin")" "$bin"
 done
 cp -r ../shared/data/cranfield .device-bin/cranfield
