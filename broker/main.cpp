@@ -21,18 +21,16 @@ int run(int argc, char** argv) {
       .value("max-k", "1000", "largest k accepted");
   flags.parse(argc, argv);
   if (flags.help_requested()) return std::printf("%s", flags.help_text().c_str()), 0;
-  const std::string listen = flags.get("listen");
-  const size_t colon = listen.rfind(':');
-  if (colon == std::string::npos) throw warp::Error("--listen expects HOST:PORT");
+  const auto [host, port] = warp::http::parse_host_port(flags.get("listen"), "--listen");
   warp::install_stop_handlers();
 
   auto registry = std::make_shared<prometheus::Registry>();
   warp::Cluster cluster(flags.all("partition"));
   warp::ResultCache cache(flags.count("cache-mb") << 20, std::chrono::seconds(flags.count("cache-ttl-s")));
   warp::SearchApi api({std::chrono::milliseconds(flags.count("timeout-ms")), 1024, flags.count("max-k")}, cluster, cache, registry);
-  warp::http::Server server({listen.substr(0, colon), static_cast<uint16_t>(std::stoul(listen.substr(colon + 1))), flags.count("threads")},
+  warp::http::Server server({host, port, flags.count("threads")},
                             [&](const warp::http::Request& request) { return api.handle(request); });
-  std::fprintf(stderr, "warp-broker: listening on http://%s:%u (%zu partitions)\n", listen.substr(0, colon).c_str(), server.port(),
+  std::fprintf(stderr, "warp-broker: listening on http://%s:%u (%zu partitions)\n", host.c_str(), server.port(),
                cluster.partitions().size());
   warp::wait_for_stop();
   std::fprintf(stderr, "warp-broker: stopping\n");

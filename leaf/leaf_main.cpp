@@ -28,12 +28,6 @@ std::vector<uint32_t> parse_ids(const std::string& text) {
   return ids;
 }
 
-std::pair<std::string, uint16_t> host_port(const std::string& address) {
-  const size_t colon = address.rfind(':');
-  if (colon == std::string::npos) throw warp::Error("expected HOST:PORT, got '" + address + "'");
-  return {address.substr(0, colon), static_cast<uint16_t>(std::stoul(address.substr(colon + 1)))};
-}
-
 int run(int argc, char** argv) {
   warp::Flags flags("usage: warp-leaf (--index DIR | --follow ENDPOINT --root DIR) [--partitions 0,1] [--listen EP] [--http HOST:PORT]");
   flags.value("index", "", "serve this index directory (or one partition directory)")
@@ -54,7 +48,7 @@ int run(int argc, char** argv) {
 
   auto registry = std::make_shared<prometheus::Registry>();
   warp::LeafServer server({flags.get("listen"), flags.count("workers"), 256}, registry);
-  const auto [host, port] = host_port(flags.get("http"));
+  const auto [host, port] = warp::http::parse_host_port(flags.get("http"), "--http");
   warp::http::Server http({host, port, 2}, [&](const warp::http::Request& request) -> warp::http::Response {
     if (request.path == "/metrics") return {200, "text/plain; version=0.0.4", warp::metrics_text(*registry)};
     if (request.path == "/healthz") return {200, "application/json", R"({"status":"ok"})"};

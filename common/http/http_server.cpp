@@ -20,6 +20,20 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 using tcp = asio::ip::tcp;
 
+std::pair<std::string, uint16_t> parse_host_port(const std::string& text, const std::string& flag) {
+  const size_t colon = text.rfind(':');
+  unsigned long port = 0;
+  try {
+    if (colon == std::string::npos || colon == 0) throw Error("");
+    size_t used = 0;
+    port = std::stoul(text.substr(colon + 1), &used);
+    if (used != text.size() - colon - 1 || port > 65535) throw Error("");
+  } catch (...) {
+    throw Error(flag + " expects HOST:PORT, got '" + text + "'");
+  }
+  return {text.substr(0, colon), static_cast<uint16_t>(port)};
+}
+
 bool url_decode(std::string_view in, std::string& out) {
   out.clear();
   for (size_t i = 0; i < in.size(); ++i) {

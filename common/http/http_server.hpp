@@ -49,6 +49,9 @@ class Server {
   uint16_t port_ = 0;
 };
 
+// "127.0.0.1:8080" → address and port; throws Error naming the flag on anything else.
+std::pair<std::string, uint16_t> parse_host_port(const std::string& text, const std::string& flag);
+
 // Percent-decoding of a query component ('+' is a space); false on a malformed escape.
 bool url_decode(std::string_view in, std::string& out);
 
