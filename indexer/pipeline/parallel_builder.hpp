@@ -9,7 +9,9 @@
 // - Indexers hold each collection's dictionary as a B-tree (term_btree.hpp) and append postings;
 //   past their share of the memory budget they write their postings as a run file and start over.
 // - At the end the runs are merged per term and the partitions built exactly as IndexBuilder does.
-// Queues are bounded, so memory stays bounded whatever the input size.
+// Queues are bounded and indexers spill runs past their share of the budget, so reading and
+// parsing hold bounded memory; the final merge and partition build still hold the generation's
+// postings in memory (out-of-core merging into partition writers is later work).
 #pragma once
 #include <functional>
 #include <string>
