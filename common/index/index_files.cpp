@@ -108,6 +108,11 @@ std::vector<std::unique_ptr<Partition>> open_index(const std::string& path, cons
     std::ifstream in(manifest_path);
     manifest = nlohmann::json::parse(in);
     for (const auto& entry : manifest.at("partitions")) {
+      const uint32_t id = entry.at("id").get<uint32_t>();
+      if (!options.partitions.empty() &&
+          std::find(options.partitions.begin(), options.partitions.end(), id) == options.partitions.end()) {
+        continue;
+      }
       const fs::path partition_dir = fs::path(path) / entry.at("path").get<std::string>();
       // Missing or truncated files are named here; bit flips are caught by RocksDB's and our CRCs.
       for (const auto& file : entry.value("files", nlohmann::json::array())) {
@@ -124,7 +129,10 @@ std::vector<std::unique_ptr<Partition>> open_index(const std::string& path, cons
   } catch (const nlohmann::json::exception& e) {
     throw Error("index " + path + ": malformed manifest: " + e.what());
   }
-  if (partitions.empty()) throw Error("index " + path + ": the manifest lists no partitions");
+  if (partitions.empty()) throw Error("index " + path + ": the manifest lists none of the partitions asked for");
+  if (!options.partitions.empty() && partitions.size() != options.partitions.size()) {
+    throw Error("index " + path + ": some of the partitions asked for are not in the manifest");
+  }
   std::sort(partitions.begin(), partitions.end(),
             [](const auto& a, const auto& b) { return a->view().meta.doc_begin < b->view().meta.doc_begin; });
   const PartitionMeta& first = partitions.front()->view().meta;
@@ -135,12 +143,14 @@ std::vector<std::unique_ptr<Partition>> open_index(const std::string& path, cons
       throw Error("index " + path + ": partition " + partition->path() + " belongs to generation " +
                   std::to_string(meta.generation) + ", not to the manifest's");
     }
-    if (meta.doc_begin != expected_begin) {
+    if (options.partitions.empty() && meta.doc_begin != expected_begin) {
       throw Error("index " + path + ": partitions do not cover the docID range contiguously at " + std::to_string(expected_begin));
     }
     expected_begin = meta.doc_end;
   }
-  if (expected_begin != first.stats.doc_count) throw Error("index " + path + ": partitions are missing documents");
+  if (options.partitions.empty() && expected_begin != first.stats.doc_count) {
+    throw Error("index " + path + ": partitions are missing documents");
+  }
   return partitions;
 }
 

@@ -16,8 +16,9 @@ inline constexpr const char* kManifestName = "manifest.json";
 // directory with a manifest is complete).
 void write_index(const std::vector<BuiltPartition>& partitions, const std::string& dir);
 
-// Opens all partitions of an index directory, or the single partition at `path`. Checks that the
-// partitions belong to one generation and cover its docID range without gaps or overlaps.
+// Opens the partitions of an index directory (all, or those in options.partitions; the others need
+// not be on disk), or the single partition at `path`. Checks that they belong to the manifest's
+// generation and, when all are opened, that they cover its docID range without gaps or overlaps.
 std::vector<std::unique_ptr<Partition>> open_index(const std::string& path, const OpenOptions& options = {});
 
 }  // namespace warp

@@ -20,6 +20,7 @@ void write_partition(const BuiltPartition& partition, const std::string& dir);
 struct OpenOptions {
   std::string expected_analyzer;      // empty: accept the partition's analyzer
   std::optional<Bm25Params> bm25;     // rescore block maxima when they differ from the stored ones
+  std::vector<uint32_t> partitions;   // open_index: only these partition ids (empty: all)
 };
 
 class Partition {

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -88,6 +89,19 @@ bool fetch_chunk(zmq::socket_t& socket, uint64_t generation, const GenerationFil
   return false;
 }
 
+// Top-level files (manifest, inputs) always; partition directories (part-NNNN, as write_index names
+// them) only when wanted.
+bool wanted_file(const std::string& path, const std::vector<uint32_t>& partitions) {
+  if (partitions.empty() || path.rfind("part-", 0) != 0) return true;
+  const size_t slash = path.find('/');
+  try {
+    const uint32_t id = static_cast<uint32_t>(std::stoul(path.substr(5, slash - 5)));
+    return std::find(partitions.begin(), partitions.end(), id) != partitions.end();
+  } catch (...) {
+    return true;
+  }
+}
+
 }  // namespace
 
 std::string fetch_generation(const Announcement& announcement, const std::string& root, const FetchOptions& options,
@@ -110,6 +124,7 @@ std::string fetch_generation(const Announcement& announcement, const std::string
       if (file.path.find("..") != std::string::npos || fs::path(file.path).is_absolute()) {
         throw Error("announcement names an unsafe path '" + file.path + "'");
       }
+      if (!wanted_file(file.path, options.partitions)) continue;
       const fs::path target = partial / file.path;
       fs::create_directories(target.parent_path());
       bool complete = false;

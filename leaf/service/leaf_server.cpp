@@ -20,9 +20,9 @@ std::shared_ptr<const LoadedIndex> load_index(const std::string& index_dir, cons
   const bool use_gpu = processor == "gpu" || (processor == "auto" && gpu::gpu_available());
   auto loaded = std::make_shared<LoadedIndex>();
   loaded->gpu_only = processor == "gpu";
-  for (auto& partition : open_index(index_dir)) {
-    const uint32_t id = partition->view().meta.partition_id;
-    if (!wanted.empty() && std::find(wanted.begin(), wanted.end(), id) == wanted.end()) continue;
+  OpenOptions open_options;
+  open_options.partitions = wanted;  // the others are neither loaded nor, when followed, fetched
+  for (auto& partition : open_index(index_dir, open_options)) {
     loaded->generation = partition->view().meta.generation;
     loaded->analyzer = partition->view().meta.analyzer_version;
     loaded->cpu.push_back(std::make_unique<CpuQueryProcessor>(partition->view()));

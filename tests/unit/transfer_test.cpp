@@ -79,6 +79,27 @@ TEST_F(TransferTest, FetchedGenerationIsIdenticalAndSearchable) {
   EXPECT_EQ(transfer::fetch_generation(announcement, (dir_ / "leaf").string(), options, stats), fetched);
 }
 
+TEST_F(TransferTest, ALeafFetchesAndOpensOnlyItsPartitions) {
+  Publisher publisher(publisher_options());
+  publisher.announce(1);
+  const transfer::Announcement announcement = receive(publisher);
+  transfer::FetchStats stats;
+  transfer::FetchOptions options;
+  options.partitions = {1};
+  const std::string fetched = transfer::fetch_generation(announcement, (dir_ / "leaf").string(), options, stats);
+  EXPECT_FALSE(fs::exists(fs::path(fetched) / "part-0000"));
+  EXPECT_TRUE(fs::exists(fs::path(fetched) / "part-0001" / "CURRENT"));
+  EXPECT_TRUE(fs::exists(fs::path(fetched) / "manifest.json"));
+  OpenOptions open_options;
+  open_options.partitions = {1};
+  const auto partitions = open_index(fetched, open_options);
+  ASSERT_EQ(partitions.size(), 1u);
+  EXPECT_EQ(partitions[0]->view().meta.partition_id, 1u);
+  EXPECT_THROW(open_index(fetched), Error);  // all partitions asked for: part-0000 is missing
+  open_options.partitions = {7};
+  EXPECT_THROW(open_index(fetched, open_options), Error);
+}
+
 TEST_F(TransferTest, CorruptedChunksAreDetectedAndRetried) {
   Publisher publisher(publisher_options(/*corrupt=*/3));
   publisher.announce(1);
