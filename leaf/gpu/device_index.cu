@@ -70,7 +70,6 @@ bool DeviceIndex::find(const std::string& term, DeviceList& list, const TermInfo
   list.block_count = view.block_count;
   list.block_size = view.codec->block_size();
   list.block_last_docid = postings_ + (view.block_last_docid - index_.postings.data());
-  list.host_block_last_docid = view.block_last_docid;
   ExceptionOffsets offsets{};
   if (auto it = exception_offsets_.find(term); it != exception_offsets_.end()) offsets = it->second;
   list.docs = device_sequence(view.docs, offsets.doc_positions, offsets.doc_high);

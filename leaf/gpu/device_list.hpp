@@ -19,7 +19,6 @@ struct DeviceList {
   const uint32_t* block_last_docid = nullptr;  // device pointers into the arena
   DeviceSequence docs;
   DeviceSequence freqs;
-  const uint32_t* host_block_last_docid = nullptr;  // the same array in host memory
 };
 
 }  // namespace warp::gpu

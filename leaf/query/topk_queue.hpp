@@ -1,5 +1,5 @@
 // The k best (score, docID) pairs seen so far: higher score first, ties to the smaller docID.
-// A min-heap on that order; threshold() is the score a new document must beat once it is full.
+// A min-heap on that order; would_enter() tells whether a score can still beat the worst kept hit.
 #pragma once
 #include <algorithm>
 #include <vector>
@@ -40,7 +40,6 @@ class TopkQueue {
     return true;
   }
 
-  Score threshold() const { return heap_.size() < k_ ? 0 : heap_.front().score; }
   size_t size() const { return heap_.size(); }
 
   // The hits, best first; leaves the queue empty.
