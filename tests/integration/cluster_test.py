@@ -14,7 +14,8 @@ indexer, leaf, broker, search = (os.path.join(build, p) for p in
                                  ("indexer/warp-indexer", "leaf/warp-leaf", "broker/warp-broker", "leaf/warp-search"))
 work = tempfile.mkdtemp(prefix="warp-cluster-")
 procs = []
-port = random.randint(20000, 40000)
+# Below the ephemeral range (32768+), apart from indexer_service_test (20000-25999).
+port = random.randint(26000, 31000)
 
 
 def next_port():

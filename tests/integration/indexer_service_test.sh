@@ -10,7 +10,7 @@ pids=()
 cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done; rm -rf "$work"; }
 trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; for f in "$work"/*.log; do echo "== $f"; cat "$f"; done >&2; exit 1; }
-base=$((20000 + RANDOM % 20000))
+base=$((20000 + RANDOM % 5900))  # below the ephemeral range, apart from cluster_test (26000+)
 pub="tcp://127.0.0.1:$base" fetch="tcp://127.0.0.1:$((base + 1))" metrics="127.0.0.1:$((base + 2))"
 wait_for() {  # wait_for SECONDS command...
   local limit=$1; shift
