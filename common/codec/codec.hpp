@@ -20,6 +20,11 @@ enum class CodecId : uint8_t {
   kPforDing = 4,    // Ding et al. 2009 §6.2: one b per list, recursive exception arrays
   kPforBlock = 5,   // classic PForDelta, one b per block, exceptions in the block
   kRice = 6,        // Ding et al. 2009 §6.1: unary and binary parts in two bit arrays
+  kParaPfor = 7,    // Ao et al. 2011 §4.1: PFor with exception indices, patched in parallel
+  kLrc = 8,         // Ao et al. 2011 §4.2: linear regression of docID on position, one line per list
+  kLrcSeg = 9,      //   the global line, fluctuation ranges per segment
+  kSegLrc = 10,     //   a line per segment
+  kHsLrc = 11,      //   a line per hash segment (§4.3: segments are the docIDs' high bits)
 };
 
 // Decoders may read up to this many words past the end of a sequence's data (64-bit windows,
@@ -62,6 +67,12 @@ class Codec {
   virtual uint32_t block_size() const = 0;
   virtual void encode(std::span<const uint32_t> values, EncodedSequence& out) const = 0;
   virtual std::unique_ptr<BlockDecoder> decoder(const EncodedView& seq) const = 0;
+
+  // Codecs of docID sequences only (the LRC family): the values are docID gaps minus one whose
+  // running docID stays below 2^32; encode throws Error otherwise.
+  virtual bool docids_only() const { return false; }
+  // The codec of a posting list's frequencies when this codec encodes its docIDs (same block size).
+  virtual const Codec& frequency_codec() const { return *this; }
 
   size_t block_count(uint32_t size) const { return (size + block_size() - 1) / block_size(); }
   // Decodes a whole sequence (tests, benchmarks, list-wide GPU uploads).

@@ -12,6 +12,8 @@ std::unique_ptr<Codec> make_vbyte();
 std::unique_ptr<Codec> make_pfor_ding();
 std::unique_ptr<Codec> make_pfor_block();
 std::unique_ptr<Codec> make_rice();
+std::unique_ptr<Codec> make_parapfor();
+std::unique_ptr<Codec> make_lrc(CodecId id);
 
 inline void begin_sequence(std::span<const uint32_t> values, EncodedSequence& out) {
   out.size = static_cast<uint32_t>(values.size());

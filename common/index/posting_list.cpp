@@ -31,7 +31,7 @@ std::vector<uint32_t> encode_posting_list(std::span<const Posting> postings,
   }
   EncodedSequence doc_seq, freq_seq;
   codec.encode(gaps, doc_seq);
-  codec.encode(freqs, freq_seq);
+  codec.frequency_codec().encode(freqs, freq_seq);
 
   // The sequences' read padding is dropped: the arena holding the lists pads its end instead.
   const size_t doc_words = doc_seq.words.size() - kReadPaddingWords;
@@ -57,6 +57,7 @@ PostingListView PostingListView::parse(const uint32_t* words, size_t word_count,
   PostingListView view;
   view.count = words[0];
   view.codec = &codec_by_id(static_cast<CodecId>(words[1]));
+  view.freq_codec = &view.codec->frequency_codec();
   view.block_count = words[2];
   const uint64_t doc_words = words[3], freq_words = words[4];
   view.max_score = std::bit_cast<Score>(words[5]);
@@ -87,7 +88,7 @@ void rewrite_block_maxima(uint32_t* words, std::span<const Score> block_max) {
 std::vector<Posting> decode_posting_list(const PostingListView& list) {
   std::vector<uint32_t> gaps(list.count + list.codec->block_size()), freqs(gaps.size());
   list.codec->decode_all(list.docs, gaps.data());
-  list.codec->decode_all(list.freqs, freqs.data());
+  list.freq_codec->decode_all(list.freqs, freqs.data());
   std::vector<Posting> postings(list.count);
   DocId previous = kEndDoc;
   for (size_t i = 0; i < list.count; ++i) {

@@ -28,7 +28,8 @@ struct Posting {
 
 struct PostingListView {
   uint32_t count = 0;
-  const Codec* codec = nullptr;
+  const Codec* codec = nullptr;       // of the docIDs
+  const Codec* freq_codec = nullptr;  // of the frequencies: codec->frequency_codec()
   uint32_t block_count = 0;
   Score max_score = 0;
   const DocId* block_last_docid = nullptr;

@@ -10,7 +10,7 @@ PostingCursor::PostingCursor(const PostingListView& list, const float* length_no
       term_weight_(term_weight),
       stats_(stats),
       doc_decoder_(list.codec->decoder(list.docs)),
-      freq_decoder_(list.codec->decoder(list.freqs)),
+      freq_decoder_(list.freq_codec->decoder(list.freqs)),
       docs_(list.codec->block_size()),
       freqs_(list.codec->block_size()) {
   stats_->blocks_total += list.block_count;

@@ -47,7 +47,7 @@ IndexView one_list_view(const Codec& codec, size_t n, uint64_t seed) {
 // block's last docID) and frequencies into preallocated arrays, one core.
 void cpu_decode(const PostingListView& list, uint32_t* docs, uint32_t* freqs) {
   auto doc_blocks = list.codec->decoder(list.docs);
-  auto freq_blocks = list.codec->decoder(list.freqs);
+  auto freq_blocks = list.freq_codec->decoder(list.freqs);
   const uint32_t block_size = list.codec->block_size();
   for (uint32_t block = 0; block < list.block_count; ++block) {
     uint32_t* out = docs + size_t{block} * block_size;

@@ -79,7 +79,7 @@ TEST_P(GpuCodecTest, DecodersMatchTheCpu) {
     // Gaps (raw values) too, against the CPU codec.
     for (bool frequencies : {false, true}) {
       std::vector<uint32_t> cpu_values(list.count + list.codec->block_size());
-      list.codec->decode_all(frequencies ? list.freqs : list.docs, cpu_values.data());
+      (frequencies ? list.freq_codec : list.codec)->decode_all(frequencies ? list.freqs : list.docs, cpu_values.data());
       cpu_values.resize(list.count);
       ASSERT_EQ(gpu::decode_values_on_gpu(device, term, frequencies), cpu_values) << "term " << term << " seed " << seed;
     }
