@@ -1,12 +1,18 @@
 // GPU block decoders, one thread block per compressed block and one thread per integer:
 // GPU-BP and GPU-VByte (Mallia et al. 2019 §3), classic PForDelta, Ding et al.'s list-wide PForDelta
-// (§6.2: b-bit slots patched from the exception arrays) and Rice (§6.1: the unary part decoded by a
-// prefix sum over the zero bits of the block's unary range, then combined with the binary part).
+// (§6.2: b-bit slots patched from the exception arrays), Rice (§6.1: the unary part decoded by a
+// prefix sum over the zero bits of the block's unary range, then combined with the binary part),
+// ParaPFor (Ao et al. Algorithm 2: exceptions patched by one thread each) and the LRC family (each
+// thread decodes its docID alone from its segment's line; gaps are differences of neighbours).
+// decode_block gives what the codec stores (docID gaps minus one, or frequencies minus one);
+// decode_postings gives docIDs: a localized prefix sum of the gaps, or the LRC docIDs directly.
 // The formats are those of common/codec; each decoder is checked against its CPU twin in tests.
 #pragma once
 #include <cub/block/block_scan.cuh>
 
 #include "common/codec/codec.hpp"
+#include "common/codec/lrc_format.hpp"
+#include "common/codec/parapfor_format.hpp"
 #include "leaf/gpu/device_list.hpp"
 
 namespace warp::gpu {
@@ -19,6 +25,10 @@ __device__ __forceinline__ uint32_t extract_bits_dev(const uint32_t* in, uint64_
   uint64_t window = in[word];
   if (offset + bits > 32) window |= static_cast<uint64_t>(in[word + 1]) << 32;
   return static_cast<uint32_t>(window >> offset) & (bits >= 32 ? 0xFFFFFFFFu : ((1u << bits) - 1));
+}
+
+__host__ __device__ inline bool is_lrc(uint32_t codec) {
+  return codec >= static_cast<uint32_t>(CodecId::kLrc) && codec <= static_cast<uint32_t>(CodecId::kHsLrc);
 }
 
 template <int BS>
@@ -76,6 +86,32 @@ __device__ void decode_block(const DeviceSequence& seq, uint32_t codec, uint32_t
       }
       break;
     }
+    case CodecId::kParaPfor: {
+      const uint32_t* at = seq.words + seq.endpoints[block];
+      const parapfor::BlockHeader h = parapfor::header(at[0]);
+      if (tid < n) storage.values[tid] = extract_bits_dev(at + 1, tid, h.b);
+      __syncthreads();
+      if (tid < h.en) {
+        const uint32_t* indices = at + 1 + parapfor::packed(n, h.b);
+        const uint32_t index = extract_bits_dev(indices, tid, h.ib);
+        storage.values[index] |= extract_bits_dev(indices + parapfor::packed(h.en, h.ib), tid, h.hb) << h.b;
+      }
+      break;
+    }
+    case CodecId::kLrc:
+    case CodecId::kLrcSeg:
+    case CodecId::kSegLrc:
+    case CodecId::kHsLrc: {
+      const uint32_t first = block * BS;
+      const uint32_t doc = tid < n ? lrc::value_at(seq.words, seq.endpoints, BS, first + tid) : 0;
+      storage.values[tid] = doc;
+      __syncthreads();
+      const uint32_t previous = tid > 0 ? storage.values[tid - 1]
+                                : block == 0 ? 0xFFFFFFFFu : lrc::value_at(seq.words, seq.endpoints, BS, first - 1);
+      __syncthreads();
+      if (tid < n) storage.values[tid] = doc - previous - 1;
+      break;
+    }
     case CodecId::kRice: {
       const uint32_t bits = seq.words[0];
       const uint32_t* unary = seq.words + seq.words[1];
@@ -121,14 +157,18 @@ template <int BS>
 __device__ void decode_postings(const DeviceList& list, uint32_t block, uint32_t n, BlockDecodeStorage<BS>& storage,
                                 uint32_t& doc, uint32_t& freq) {
   using Scan = typename BlockDecodeStorage<BS>::Scan;
-  decode_block<BS>(list.docs, list.codec, block, n, storage);
-  const uint32_t gap = threadIdx.x < n ? storage.values[threadIdx.x] + 1 : 0;
-  __syncthreads();
-  uint32_t sum;
-  Scan(storage.scan).InclusiveSum(gap, sum);
-  doc = (block == 0 ? 0xFFFFFFFFu : list.block_last_docid[block - 1]) + sum;
-  __syncthreads();
-  decode_block<BS>(list.freqs, list.codec, block, n, storage);
+  if (is_lrc(list.codec)) {
+    doc = threadIdx.x < n ? lrc::value_at(list.docs.words, list.docs.endpoints, BS, block * BS + threadIdx.x) : 0;
+  } else {
+    decode_block<BS>(list.docs, list.codec, block, n, storage);
+    const uint32_t gap = threadIdx.x < n ? storage.values[threadIdx.x] + 1 : 0;
+    __syncthreads();
+    uint32_t sum;
+    Scan(storage.scan).InclusiveSum(gap, sum);
+    doc = (block == 0 ? 0xFFFFFFFFu : list.block_last_docid[block - 1]) + sum;
+    __syncthreads();
+  }
+  decode_block<BS>(list.freqs, list.freq_codec, block, n, storage);
   freq = threadIdx.x < n ? storage.values[threadIdx.x] + 1 : 0;
 }
 

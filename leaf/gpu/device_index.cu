@@ -67,6 +67,7 @@ bool DeviceIndex::find(const std::string& term, DeviceList& list, const TermInfo
   const PostingListView view = index_.list(term, *info);
   list.count = view.count;
   list.codec = static_cast<uint32_t>(view.codec->id());
+  list.freq_codec = static_cast<uint32_t>(view.freq_codec->id());
   list.block_count = view.block_count;
   list.block_size = view.codec->block_size();
   list.block_last_docid = postings_ + (view.block_last_docid - index_.postings.data());

@@ -13,7 +13,8 @@ struct DeviceSequence {
 
 struct DeviceList {
   uint32_t count = 0;
-  uint32_t codec = 0;  // CodecId
+  uint32_t codec = 0;       // CodecId of the docIDs
+  uint32_t freq_codec = 0;  // CodecId of the frequencies
   uint32_t block_count = 0;
   uint32_t block_size = 0;
   const uint32_t* block_last_docid = nullptr;  // device pointers into the arena

@@ -24,12 +24,7 @@ __global__ void select_blocks_kernel(uint32_t count, const uint32_t* docs, float
                                      uint32_t block_count, uint32_t* candidate_block, uint8_t* block_mask) {
   const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= count || scores[i] < 0) return;
-  const uint32_t doc = docs[i];
-  uint32_t lo = 0, hi = block_count;
-  while (lo < hi) {
-    const uint32_t mid = (lo + hi) / 2;
-    if (block_last[mid] < doc) lo = mid + 1; else hi = mid;
-  }
+  const uint32_t lo = block_for_doc(block_last, block_count, docs[i]);
   if (lo == block_count) {
     scores[i] = -1;
     return;
@@ -45,17 +40,28 @@ __global__ void probe_kernel(uint32_t count, const uint32_t* docs, float* scores
   const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= count || scores[i] < 0) return;
   const uint32_t doc = docs[i];
-  uint32_t lo = candidate_block[i] * block_size;
-  uint32_t hi = min(lo + block_size, list_count);
-  while (lo < hi) {
-    const uint32_t mid = (lo + hi) / 2;
-    if (block_docs[mid] < doc) lo = mid + 1; else hi = mid;
-  }
-  if (lo < list_count && block_docs[lo] == doc && lo < candidate_block[i] * block_size + block_size) {
-    scores[i] += bm25_dev(weight, block_freqs[lo], norms[doc - doc_begin]);
+  const int64_t at = find_in_block(block_docs, candidate_block[i], block_size, list_count, doc);
+  if (at >= 0) {
+    scores[i] += bm25_dev(weight, block_freqs[at], norms[doc - doc_begin]);
   } else {
     scores[i] = -1;
   }
+}
+
+// Ao et al. Algorithm 1 on an LRC-coded list: each live candidate is searched in the compressed
+// list itself (safe range by the list's line, the block by its last docID, the docID by a binary
+// search decoding one element per step); its frequency is read alone from the ParaPFor block.
+__global__ void lrc_probe_kernel(uint32_t count, const uint32_t* docs, float* scores, DeviceList list, const float* norms,
+                                 uint32_t doc_begin, float weight) {
+  const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= count || scores[i] < 0) return;
+  const uint32_t doc = docs[i];
+  const uint32_t freq = lrc_frequency(list, doc);
+  if (freq == 0) {
+    scores[i] = -1;
+    return;
+  }
+  scores[i] += bm25_dev(weight, freq, norms[doc - doc_begin]);
 }
 
 __global__ void candidate_keys_kernel(uint32_t count, const uint32_t* docs, const float* scores, uint64_t* keys,
@@ -97,6 +103,7 @@ struct GpuQueryProcessor::Lane {
   Counters* counters = nullptr;
   Counters* host_counters = nullptr;  // pinned
   TopkBuffers topk;
+  bool accumulators_dirty = true;  // zeroed by the first OR query
 
   Lane(const DeviceIndex& device, size_t docs) {
     try {
@@ -214,6 +221,13 @@ QueryResult GpuQueryProcessor::search_and(Lane& b, const std::vector<std::string
   WARP_CUDA_CHECK_LAUNCH();
   for (size_t t = 1; t < lists.size(); ++t) {
     const DeviceList& list = lists[t].first;
+    if (options_.search_compressed && is_lrc(list.codec)) {
+      lrc_probe_kernel<<<grid_for(candidates), kThreads, 0, b.stream>>>(candidates, b.candidate_docs, b.candidate_scores,
+                                                                        list, device_.length_norms(), doc_begin,
+                                                                        lists[t].second);
+      WARP_CUDA_CHECK_LAUNCH();
+      continue;
+    }
     WARP_CUDA_CHECK(cudaMemsetAsync(b.block_mask, 0, list.block_count, b.stream));
     select_blocks_kernel<<<grid_for(candidates), kThreads, 0, b.stream>>>(
         candidates, b.candidate_docs, b.candidate_scores, list.block_last_docid, list.block_count, b.candidate_block,
@@ -244,7 +258,10 @@ QueryResult GpuQueryProcessor::search_or(Lane& b, const std::vector<std::string>
   if (doc_count == 0) return result;
   WARP_CUDA_CHECK(cudaMemsetAsync(b.counters, 0, sizeof(Counters), b.stream));
   b.topk.reset(b.stream);
-  WARP_CUDA_CHECK(cudaMemsetAsync(b.accumulators, 0, doc_count * sizeof(float), b.stream));
+  // Accumulators are left zeroed by the last query's selection; only a query that failed half way
+  // leaves them dirty.
+  if (b.accumulators_dirty) WARP_CUDA_CHECK(cudaMemsetAsync(b.accumulators, 0, doc_count * sizeof(float), b.stream));
+  b.accumulators_dirty = true;
   for (const std::string& term : terms) {
     DeviceList list;
     const TermInfo* info = nullptr;
@@ -254,10 +271,16 @@ QueryResult GpuQueryProcessor::search_or(Lane& b, const std::vector<std::string>
     launch_decode(list, nullptr, nullptr, nullptr, b.accumulators, device_.length_norms(), doc_begin, weight,
                   b.counters, b.stream);
   }
-  accumulator_keys_kernel<<<grid_for(doc_count), kThreads, 0, b.stream>>>(doc_count, b.accumulators, doc_begin,
-                                                                           b.topk.keys, b.topk.buckets);
-  WARP_CUDA_CHECK_LAUNCH();
-  result.hits = b.topk.select(doc_count, k, b.stream, options_.topk);
+  if (options_.topk == TopkMethod::kBucketSelect) {
+    result.hits = b.topk.select_accumulators(b.accumulators, doc_count, doc_begin, k, b.stream);
+  } else {
+    accumulator_keys_kernel<<<grid_for(doc_count), kThreads, 0, b.stream>>>(doc_count, b.accumulators, doc_begin,
+                                                                             b.topk.keys, b.topk.buckets);
+    WARP_CUDA_CHECK_LAUNCH();
+    result.hits = b.topk.select(doc_count, k, b.stream, options_.topk);
+    WARP_CUDA_CHECK(cudaMemsetAsync(b.accumulators, 0, doc_count * sizeof(float), b.stream));
+  }
+  b.accumulators_dirty = false;
   b.read_counters();
   result.stats.blocks_decoded = b.host_counters->blocks_decoded;
   result.stats.postings_decoded = b.host_counters->postings_decoded;

@@ -2,7 +2,8 @@
 // (uploaded once into a DeviceIndex) with the same answers:
 // - AND (Ding et al. 2009 §8.1–8.2): the shortest list decoded whole gives the candidates; for each
 //   longer list, a merge of the candidates against its per-block last docIDs selects the only blocks
-//   to decode; candidates are probed in them and BM25 accumulated term at a time.
+//   to decode; candidates are probed in them and BM25 accumulated term at a time. LRC-coded lists
+//   are searched compressed instead (Ao et al. 2011 Algorithm 1), decoding only the probed docIDs.
 // - OR (§8.3): every block of every list decoded and scored into dense per-document accumulators.
 // - AND+OR: AND, then OR when AND finds fewer than k.
 // - Top-k: bucket select, then a sort of the few keys left, or Ding's multi-level max structure
@@ -25,6 +26,9 @@ namespace warp::gpu {
 struct GpuProcessorOptions {
   size_t lanes = 4;
   TopkMethod topk = TopkMethod::kBucketSelect;
+  // AND over LRC-coded lists: search the compressed lists element-wise (Ao et al. Algorithm 1)
+  // instead of selecting and decoding blocks.
+  bool search_compressed = true;
 };
 
 class GpuQueryProcessor final : public QueryProcessor {

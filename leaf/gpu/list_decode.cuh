@@ -12,6 +12,42 @@ __device__ __forceinline__ float bm25_dev(float weight, uint32_t tf, float norm)
   return weight * f / (f + norm);
 }
 
+// The first block of a list whose last docID is >= doc (block_count when none): the block that
+// must hold doc if the list has it (Ding et al. §8.1 block selection).
+__device__ __forceinline__ uint32_t block_for_doc(const uint32_t* block_last, uint32_t block_count, uint32_t doc) {
+  uint32_t lo = 0, hi = block_count;
+  while (lo < hi) {
+    const uint32_t mid = (lo + hi) / 2;
+    if (block_last[mid] < doc) lo = mid + 1; else hi = mid;
+  }
+  return lo;
+}
+
+// Position of doc in decoded block `block` (docIDs at block * block_size ...), or -1.
+__device__ __forceinline__ int64_t find_in_block(const uint32_t* block_docs, uint32_t block, uint32_t block_size,
+                                                 uint32_t list_count, uint32_t doc) {
+  uint32_t lo = block * block_size;
+  const uint32_t end = min(lo + block_size, list_count);
+  uint32_t hi = end;
+  while (lo < hi) {
+    const uint32_t mid = (lo + hi) / 2;
+    if (block_docs[mid] < doc) lo = mid + 1; else hi = mid;
+  }
+  return lo < end && block_docs[lo] == doc ? static_cast<int64_t>(lo) : -1;
+}
+
+// Ao et al. Algorithm 1 on an LRC-coded list: the frequency of doc, or 0 when the list lacks it.
+// The docID is searched in the compressed list; its frequency is read alone from ParaPFor.
+__device__ __forceinline__ uint32_t lrc_frequency(const DeviceList& list, uint32_t doc) {
+  uint32_t position;
+  if (!lrc::find(list.docs.words, list.docs.endpoints, list.block_last_docid, list.count, list.block_size, doc, position)) {
+    return 0;
+  }
+  const uint32_t block = position / list.block_size;
+  const uint32_t n = min(list.block_size, list.count - block * list.block_size);
+  return parapfor::value_at(list.freqs.words + list.freqs.endpoints[block], n, position % list.block_size) + 1;
+}
+
 struct Counters {
   unsigned long long blocks_decoded;
   unsigned long long postings_decoded;

@@ -1,5 +1,6 @@
 #include "leaf/gpu/topk_select.cuh"
 
+#include <algorithm>
 #include <cstring>
 #include <cub/block/block_radix_sort.cuh>
 #include <cub/block/block_scan.cuh>
@@ -43,6 +44,55 @@ __global__ void __launch_bounds__(kScanThreads) threshold_kernel(const uint32_t*
 __global__ void compact_kernel(const uint64_t* keys, uint32_t n, SelectionState* state, uint64_t* selected) {
   const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n && keys[i] >= state->threshold) selected[atomicAdd(&state->selected, 1u)] = keys[i];
+}
+
+constexpr int kHistogramThreads = 512;
+
+__global__ void __launch_bounds__(kHistogramThreads) accumulator_histogram_kernel(const float* accumulators, uint32_t n, uint32_t* buckets) {
+  __shared__ uint32_t local[kBuckets];
+  for (uint32_t b = threadIdx.x; b < kBuckets; b += blockDim.x) local[b] = 0;
+  __syncthreads();
+  const uint32_t quads = n / 4;
+  const auto* vec = reinterpret_cast<const float4*>(accumulators);
+  for (uint32_t q = blockIdx.x * blockDim.x + threadIdx.x; q < quads; q += gridDim.x * blockDim.x) {
+    const float4 v = vec[q];
+    for (float s : {v.x, v.y, v.z, v.w}) {
+      if (s > 0) atomicAdd(&local[key_bucket(topk_key(s, 0))], 1u);
+    }
+  }
+  for (uint32_t i = quads * 4 + blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    if (accumulators[i] > 0) atomicAdd(&local[key_bucket(topk_key(accumulators[i], 0))], 1u);
+  }
+  __syncthreads();
+  for (uint32_t b = threadIdx.x; b < kBuckets; b += blockDim.x) {
+    if (local[b] != 0) atomicAdd(&buckets[b], local[b]);
+  }
+}
+
+__global__ void accumulator_compact_kernel(float* accumulators, uint32_t n, uint32_t doc_begin, SelectionState* state,
+                                           uint64_t* selected) {
+  const uint64_t threshold = state->threshold;
+  const uint32_t quads = n / 4;
+  auto* vec = reinterpret_cast<float4*>(accumulators);
+  for (uint32_t q = blockIdx.x * blockDim.x + threadIdx.x; q < quads; q += gridDim.x * blockDim.x) {
+    const float4 v = vec[q];
+    if (v.x > 0 || v.y > 0 || v.z > 0 || v.w > 0) {
+      const float s[4] = {v.x, v.y, v.z, v.w};
+      for (int j = 0; j < 4; ++j) {
+        const uint64_t key = s[j] > 0 ? topk_key(s[j], doc_begin + q * 4 + j) : 0;
+        if (key != 0 && key >= threshold) selected[atomicAdd(&state->selected, 1u)] = key;
+      }
+      vec[q] = make_float4(0, 0, 0, 0);
+    }
+  }
+  for (uint32_t i = quads * 4 + blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    const float s = accumulators[i];
+    if (s > 0) {
+      const uint64_t key = topk_key(s, doc_begin + i);
+      if (key >= threshold) selected[atomicAdd(&state->selected, 1u)] = key;
+      accumulators[i] = 0;
+    }
+  }
 }
 
 // Sorts up to kSmallSortCapacity selected keys in one thread block and writes the k best to
@@ -192,6 +242,32 @@ std::vector<Hit> TopkBuffers::select_by_buckets(uint32_t n, size_t k, cudaStream
   WARP_CUDA_CHECK_LAUNCH();
   compact_kernel<<<(n + 255) / 256, 256, 0, stream>>>(keys, n, state, selected);
   WARP_CUDA_CHECK_LAUNCH();
+  return sort_selected(k, stream);
+}
+
+std::vector<Hit> TopkBuffers::select_accumulators(float* accumulators, uint32_t n, uint32_t doc_begin, size_t k,
+                                                  cudaStream_t stream) {
+  auto* state = reinterpret_cast<SelectionState*>(buckets + kBuckets);
+  if (n == 0) return {};
+  int sms = 0, device = 0;
+  WARP_CUDA_CHECK(cudaGetDevice(&device));
+  WARP_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const uint32_t grid = std::min<uint32_t>(static_cast<uint32_t>(sms) * 4, (n / 4 + kHistogramThreads - 1) / kHistogramThreads + 1);
+  accumulator_histogram_kernel<<<grid, kHistogramThreads, 0, stream>>>(accumulators, n, buckets);
+  WARP_CUDA_CHECK_LAUNCH();
+  threshold_kernel<<<1, kScanThreads, 0, stream>>>(buckets, static_cast<uint32_t>(std::max<size_t>(k, 1)), state);
+  WARP_CUDA_CHECK_LAUNCH();
+  accumulator_compact_kernel<<<grid * 2, 256, 0, stream>>>(accumulators, n, doc_begin, state, selected);
+  WARP_CUDA_CHECK_LAUNCH();
+  if (k == 0) {
+    WARP_CUDA_CHECK(cudaStreamSynchronize(stream));
+    return {};
+  }
+  return sort_selected(k, stream);
+}
+
+std::vector<Hit> TopkBuffers::sort_selected(size_t k, cudaStream_t stream) {
+  auto* state = reinterpret_cast<SelectionState*>(buckets + kBuckets);
   small_sort_kernel<<<1, kSmallSortThreads, 0, stream>>>(selected, state, static_cast<uint32_t>(k), result);
   WARP_CUDA_CHECK_LAUNCH();
   WARP_CUDA_CHECK(cudaMemcpyAsync(host_result, result, (2 + std::min<size_t>(k, kSmallSortCapacity)) * sizeof(uint64_t),

@@ -50,9 +50,15 @@ struct TopkBuffers {
   void reset(cudaStream_t stream);  // before the key kernels of a query
   // The k best of keys[0..n), best first. Synchronises the stream.
   std::vector<Hit> select(uint32_t n, size_t k, cudaStream_t stream, TopkMethod method = TopkMethod::kBucketSelect);
+  // The k best documents of dense score accumulators (a score > 0 is a match; document i is
+  // doc_begin + i), by bucket select straight from the scores: a histogram pass (per-block shared
+  // histograms), then a pass that compacts the keys above the threshold and zeroes every non-zero
+  // accumulator, so the next query needs no memset and no key array is written. Synchronises.
+  std::vector<Hit> select_accumulators(float* accumulators, uint32_t n, uint32_t doc_begin, size_t k, cudaStream_t stream);
 
  private:
   std::vector<Hit> select_by_buckets(uint32_t n, size_t k, cudaStream_t stream);
+  std::vector<Hit> sort_selected(size_t k, cudaStream_t stream);
   std::vector<Hit> select_by_max_tree(uint32_t n, size_t k, cudaStream_t stream);
 };
 

@@ -1,0 +1,537 @@
+#include "leaf/gpu/gpu_batch.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <future>
+#include <mutex>
+#include <thread>
+
+#include "common/util/status.hpp"
+#include "leaf/gpu/cuda_check.cuh"
+#include "leaf/gpu/list_decode.cuh"
+#include "leaf/gpu/topk_select.cuh"
+
+namespace warp::gpu {
+namespace {
+
+// One (query, list) pair of a fused launch.
+struct Task {
+  DeviceList list;
+  uint32_t block_begin;  // first thread block of the launch that works on this task
+  uint32_t out_offset;   // first output slot of the task
+  uint32_t mask_offset;  // first block-mask byte of the task
+  uint32_t query;        // index in the batch
+  float weight;
+};
+
+enum class TaskOutput : uint32_t { kCandidates, kBlocks, kAccumulate };
+
+template <int BS>
+__global__ void decode_tasks_kernel(const Task* tasks, uint32_t task_count, const uint8_t* masks, TaskOutput output,
+                                    uint32_t* docs_out, uint32_t* freqs_out, float* scores_out, uint32_t* query_out,
+                                    float* accumulators, size_t accumulator_stride, const float* norms,
+                                    uint32_t doc_begin, Counters* counters) {
+  __shared__ uint32_t task_index;
+  __shared__ BlockDecodeStorage<BS> storage;
+  if (threadIdx.x == 0) {
+    uint32_t lo = 0, hi = task_count - 1;  // the last task starting at or before this thread block
+    while (lo < hi) {
+      const uint32_t mid = (lo + hi + 1) / 2;
+      if (tasks[mid].block_begin <= blockIdx.x) lo = mid; else hi = mid - 1;
+    }
+    task_index = lo;
+  }
+  __syncthreads();
+  const Task& task = tasks[task_index];
+  const uint32_t block = blockIdx.x - task.block_begin;
+  if (masks != nullptr && masks[task.mask_offset + block] == 0) return;  // uniform over the thread block
+  const uint32_t n = min(static_cast<uint32_t>(BS), task.list.count - block * BS);
+  uint32_t doc, freq;
+  decode_postings<BS>(task.list, block, n, storage, doc, freq);
+  const uint32_t slot = task.out_offset + block * BS + threadIdx.x;
+  const bool live = threadIdx.x < n;
+  if (output == TaskOutput::kCandidates) {
+    docs_out[slot] = live ? doc : 0;
+    scores_out[slot] = live ? bm25_dev(task.weight, freq, norms[doc - doc_begin]) : -1.0f;
+    query_out[slot] = task.query;
+  } else if (output == TaskOutput::kBlocks) {
+    if (live) docs_out[slot] = doc, freqs_out[slot] = freq;
+  } else if (live) {
+    atomicAdd(&accumulators[task.query * accumulator_stride + doc - doc_begin], bm25_dev(task.weight, freq, norms[doc - doc_begin]));
+  }
+  if (threadIdx.x == 0) {
+    atomicAdd(&counters[task.query].blocks_decoded, 1ull);
+    atomicAdd(&counters[task.query].postings_decoded, static_cast<unsigned long long>(n));
+  }
+}
+
+// Block selection for every live candidate whose query has a list in this round.
+__global__ void batch_select_kernel(uint32_t count, const uint32_t* docs, float* scores, const uint32_t* query_of,
+                                    const int32_t* round_task, const Task* tasks, uint32_t* candidate_block,
+                                    uint8_t* masks, bool search_compressed) {
+  const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= count || scores[i] < 0) return;
+  const int32_t t = round_task[query_of[i]];
+  if (t < 0) return;
+  const Task& task = tasks[t];
+  if (search_compressed && is_lrc(task.list.codec)) return;
+  const uint32_t block = block_for_doc(task.list.block_last_docid, task.list.block_count, docs[i]);
+  if (block == task.list.block_count) {
+    scores[i] = -1;
+    return;
+  }
+  candidate_block[i] = block;
+  masks[task.mask_offset + block] = 1;
+}
+
+__global__ void batch_probe_kernel(uint32_t count, const uint32_t* docs, float* scores, const uint32_t* query_of,
+                                   const int32_t* round_task, const Task* tasks, const uint32_t* candidate_block,
+                                   const uint32_t* block_docs, const uint32_t* block_freqs, const float* norms,
+                                   uint32_t doc_begin, bool search_compressed) {
+  const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= count || scores[i] < 0) return;
+  const int32_t t = round_task[query_of[i]];
+  if (t < 0) return;
+  const Task& task = tasks[t];
+  const uint32_t doc = docs[i];
+  uint32_t freq = 0;
+  if (search_compressed && is_lrc(task.list.codec)) {
+    freq = lrc_frequency(task.list, doc);
+  } else {
+    const int64_t at = find_in_block(block_docs + task.out_offset, candidate_block[i], task.list.block_size, task.list.count, doc);
+    if (at >= 0) freq = block_freqs[task.out_offset + at];
+  }
+  if (freq == 0) {
+    scores[i] = -1;
+  } else {
+    scores[i] += bm25_dev(task.weight, freq, norms[doc - doc_begin]);
+  }
+}
+
+__global__ void segment_keys_kernel(uint32_t count, const uint32_t* docs, const float* scores, uint64_t* keys,
+                                    uint32_t* buckets, unsigned long long* matches) {
+  const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= count) return;
+  const bool live = scores[i] >= 0;
+  const uint64_t key = live ? topk_key(scores[i], docs[i]) : 0;
+  keys[i] = key;
+  count_key(key, buckets);
+  if (live) atomicAdd(matches, 1ull);
+}
+
+__global__ void dense_keys_kernel(uint32_t count, const float* accumulators, uint32_t doc_begin, uint64_t* keys, uint32_t* buckets) {
+  const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= count) return;
+  const float score = accumulators[i];
+  const uint64_t key = score > 0 ? topk_key(score, doc_begin + i) : 0;
+  keys[i] = key;
+  count_key(key, buckets);
+}
+
+constexpr uint32_t kThreads = 256;
+constexpr size_t kMaxRounds = 64;  // terms of a batched query: each round has its own task staging
+uint32_t grid_for(uint64_t n) { return static_cast<uint32_t>(std::max<uint64_t>(1, (n + kThreads - 1) / kThreads)); }
+
+template <class T>
+void device_alloc(T*& p, size_t count) {
+  WARP_CUDA_CHECK(cudaMalloc(&p, std::max<size_t>(1, count) * sizeof(T)));
+}
+
+}  // namespace
+
+struct BatchExecutor::Prepared {
+  size_t index = 0;                              // in the caller's span
+  const Query* query = nullptr;
+  std::vector<std::pair<DeviceList, float>> lists;  // shortest first for AND
+  bool missing_term = false;
+  size_t blocks_total = 0;
+  uint32_t candidate_offset = 0, candidate_slots = 0;
+};
+
+struct BatchExecutor::Buffers {
+  cudaStream_t stream = nullptr;
+  size_t candidate_capacity = 0, block_slot_capacity = 0, mask_capacity = 0, doc_count = 0, accumulator_stride = 0;
+  uint32_t* candidate_docs = nullptr;
+  float* candidate_scores = nullptr;
+  uint32_t* candidate_query = nullptr;
+  uint32_t* candidate_block = nullptr;
+  uint32_t* block_docs = nullptr;
+  uint32_t* block_freqs = nullptr;
+  uint8_t* masks = nullptr;
+  float* accumulators = nullptr;  // max_queries × accumulator_stride, kept zeroed
+  Task* tasks = nullptr;
+  int32_t* round_task = nullptr;
+  Counters* counters = nullptr;
+  unsigned long long* matches = nullptr;
+  Task* host_tasks = nullptr;  // pinned staging
+  int32_t* host_round = nullptr;
+  Counters* host_counters = nullptr;
+  unsigned long long* host_matches = nullptr;
+  TopkBuffers topk;
+  bool accumulators_dirty = true;
+
+  ~Buffers() {
+    for (void* p : {(void*)candidate_docs, (void*)candidate_scores, (void*)candidate_query, (void*)candidate_block,
+                    (void*)block_docs, (void*)block_freqs, (void*)masks, (void*)accumulators, (void*)tasks,
+                    (void*)round_task, (void*)counters, (void*)matches}) {
+      cudaFree(p);
+    }
+    for (void* p : {(void*)host_tasks, (void*)host_round, (void*)host_counters, (void*)host_matches}) cudaFreeHost(p);
+    topk.release();
+    if (stream != nullptr) cudaStreamDestroy(stream);
+  }
+};
+
+BatchExecutor::BatchExecutor(const DeviceIndex& device, const BatchOptions& options)
+    : device_(device), options_(options), buffers_(std::make_unique<Buffers>()) {
+  options_.max_queries = std::max<size_t>(1, options_.max_queries);
+  Buffers& b = *buffers_;
+  const size_t queries = options_.max_queries;
+  const size_t list_slots = std::max<size_t>(1, device.max_list_slots());
+  b.candidate_capacity = options_.threshold + list_slots;
+  b.block_slot_capacity = queries * list_slots;
+  b.mask_capacity = queries * std::max<size_t>(1, device.max_list_blocks());
+  b.doc_count = device.host().doc_count();
+  b.accumulator_stride = (b.doc_count + 3) / 4 * 4;  // float4-aligned rows
+  WARP_CUDA_CHECK(cudaStreamCreateWithFlags(&b.stream, cudaStreamNonBlocking));
+  device_alloc(b.candidate_docs, b.candidate_capacity);
+  device_alloc(b.candidate_scores, b.candidate_capacity);
+  device_alloc(b.candidate_query, b.candidate_capacity);
+  device_alloc(b.candidate_block, b.candidate_capacity);
+  device_alloc(b.block_docs, b.block_slot_capacity);
+  device_alloc(b.block_freqs, b.block_slot_capacity);
+  device_alloc(b.masks, b.mask_capacity);
+  device_alloc(b.accumulators, queries * b.accumulator_stride);
+  device_alloc(b.tasks, queries * kMaxRounds);
+  device_alloc(b.round_task, queries * kMaxRounds);
+  device_alloc(b.counters, queries);
+  device_alloc(b.matches, queries);
+  WARP_CUDA_CHECK(cudaMallocHost(&b.host_tasks, queries * kMaxRounds * sizeof(Task)));
+  WARP_CUDA_CHECK(cudaMallocHost(&b.host_round, queries * kMaxRounds * sizeof(int32_t)));
+  WARP_CUDA_CHECK(cudaMallocHost(&b.host_counters, queries * sizeof(Counters)));
+  WARP_CUDA_CHECK(cudaMallocHost(&b.host_matches, queries * sizeof(unsigned long long)));
+  b.topk.allocate(std::max(b.candidate_capacity, b.doc_count));
+}
+
+BatchExecutor::~BatchExecutor() = default;
+
+size_t BatchExecutor::cost(const Query& query) const {
+  size_t shortest = SIZE_MAX, total = 0;
+  for (const std::string& term : query.terms) {
+    const TermInfo* info = device_.host().find(term);
+    const size_t count = info == nullptr ? 0 : device_.host().postings[info->offset];  // a list's first word: its length
+    shortest = std::min(shortest, count);
+    total += count;
+  }
+  if (query.terms.empty()) return 0;
+  return query.mode == QueryMode::kOr ? total : shortest;
+}
+
+std::vector<QueryResult> BatchExecutor::run(std::span<const Query> queries) {
+  std::vector<QueryResult> results(queries.size());
+  const IndexView& index = device_.host();
+  const size_t term_limit = kMaxRounds;
+  std::vector<Prepared> and_batch, or_batch;
+  uint32_t candidate_slots = 0;
+  auto flush = [&] {
+    if (!and_batch.empty()) run_and(and_batch, results);
+    // AND+OR queries that found fewer than k join the OR batch.
+    for (Prepared& p : and_batch) {
+      if (p.query->mode == QueryMode::kAndOr && results[p.index].hits.size() < p.query->k) {
+        or_batch.push_back(std::move(p));
+        if (or_batch.size() == options_.max_queries) {
+          run_or(or_batch, results);
+          or_batch.clear();
+        }
+      }
+    }
+    if (!or_batch.empty()) run_or(or_batch, results);
+    and_batch.clear(), or_batch.clear();
+    candidate_slots = 0;
+  };
+  for (size_t i = 0; i < queries.size(); ++i) {
+    const Query& query = queries[i];
+    if (query.k > kMaxTopK) throw Error("k must be at most " + std::to_string(kMaxTopK));
+    if (query.terms.size() > term_limit) throw Error("a batched query has at most " + std::to_string(kMaxRounds) + " terms");
+    Prepared p;
+    p.index = i;
+    p.query = &query;
+    std::vector<std::string> terms = query.terms;
+    std::sort(terms.begin(), terms.end());
+    terms.erase(std::unique(terms.begin(), terms.end()), terms.end());
+    for (const std::string& term : terms) {
+      DeviceList list;
+      const TermInfo* info = nullptr;
+      if (!device_.find(term, list, &info)) {
+        p.missing_term = true;
+        continue;
+      }
+      p.lists.push_back({list, bm25_term_weight(bm25_idf(info->df, index.meta.stats.doc_count), index.meta.bm25)});
+      p.blocks_total += list.block_count;
+    }
+    std::stable_sort(p.lists.begin(), p.lists.end(), [](const auto& a, const auto& b) { return a.first.count < b.first.count; });
+    if (query.mode == QueryMode::kOr) {
+      if (or_batch.size() == options_.max_queries) flush();
+      or_batch.push_back(std::move(p));
+      continue;
+    }
+    const bool and_possible = !p.missing_term && !p.lists.empty();
+    const uint32_t slots = and_possible ? p.lists[0].first.block_count * p.lists[0].first.block_size : 0;
+    if (and_batch.size() == options_.max_queries || candidate_slots + slots > buffers_->candidate_capacity) flush();
+    p.candidate_offset = candidate_slots;
+    p.candidate_slots = slots;
+    candidate_slots += slots;
+    and_batch.push_back(std::move(p));
+  }
+  flush();
+  return results;
+}
+
+void BatchExecutor::run_and(std::vector<Prepared>& batch, std::vector<QueryResult>& results) {
+  Buffers& b = *buffers_;
+  const uint32_t doc_begin = device_.host().meta.doc_begin;
+  const size_t n = batch.size();
+  WARP_CUDA_CHECK(cudaMemsetAsync(b.counters, 0, n * sizeof(Counters), b.stream));
+  WARP_CUDA_CHECK(cudaMemsetAsync(b.matches, 0, n * sizeof(unsigned long long), b.stream));
+  uint32_t total_candidates = 0;
+  size_t rounds = 0;
+  // Launch 1: the shortest list of every query, decoded and scored into the candidate arrays.
+  uint32_t tasks = 0, blocks = 0, list_block_size = 128;
+  for (size_t q = 0; q < n; ++q) {
+    const Prepared& p = batch[q];
+    total_candidates = std::max(total_candidates, p.candidate_offset + p.candidate_slots);
+    if (p.candidate_slots == 0) continue;
+    rounds = std::max(rounds, p.lists.size());
+    const DeviceList& list = p.lists[0].first;
+    list_block_size = list.block_size;
+    b.host_tasks[tasks++] = {list, blocks, p.candidate_offset, 0, static_cast<uint32_t>(q), p.lists[0].second};
+    blocks += list.block_count;
+  }
+  // Each round stages its tasks in its own region, so no copy waits for the previous launch.
+  const size_t stride = options_.max_queries;
+  auto launch = [&](size_t round, uint32_t task_count, uint32_t block_total, const uint8_t* masks, TaskOutput output) {
+    Task* device_tasks = b.tasks + round * stride;  // staged by the caller
+    if (block_total == 0) return;
+    if (list_block_size == 256) {
+      decode_tasks_kernel<256><<<block_total, 256, 0, b.stream>>>(
+          device_tasks, task_count, masks, output, output == TaskOutput::kCandidates ? b.candidate_docs : b.block_docs,
+          b.block_freqs, b.candidate_scores, b.candidate_query, b.accumulators, b.accumulator_stride,
+          device_.length_norms(), doc_begin, b.counters);
+    } else {
+      decode_tasks_kernel<128><<<block_total, 128, 0, b.stream>>>(
+          device_tasks, task_count, masks, output, output == TaskOutput::kCandidates ? b.candidate_docs : b.block_docs,
+          b.block_freqs, b.candidate_scores, b.candidate_query, b.accumulators, b.accumulator_stride,
+          device_.length_norms(), doc_begin, b.counters);
+    }
+    WARP_CUDA_CHECK_LAUNCH();
+  };
+  if (tasks > 0) {
+    WARP_CUDA_CHECK(cudaMemcpyAsync(b.tasks, b.host_tasks, tasks * sizeof(Task), cudaMemcpyHostToDevice, b.stream));
+    launch(0, tasks, blocks, nullptr, TaskOutput::kCandidates);
+  }
+  // Term rounds: the r-th list of every query that has one.
+  for (size_t r = 1; r < rounds; ++r) {
+    tasks = 0, blocks = 0;
+    uint32_t slots = 0, mask_bytes = 0;
+    bool decode = false;
+    Task* staged = b.host_tasks + r * stride;
+    int32_t* round_of = b.host_round + r * stride;
+    for (size_t q = 0; q < n; ++q) {
+      const Prepared& p = batch[q];
+      round_of[q] = -1;
+      if (p.candidate_slots == 0 || r >= p.lists.size()) continue;
+      const DeviceList& list = p.lists[r].first;
+      decode = decode || !(options_.search_compressed && is_lrc(list.codec));
+      round_of[q] = static_cast<int32_t>(tasks);
+      staged[tasks++] = {list, blocks, slots, mask_bytes, static_cast<uint32_t>(q), p.lists[r].second};
+      blocks += list.block_count;
+      slots += list.block_count * list.block_size;
+      mask_bytes += list.block_count;
+    }
+    int32_t* device_round = b.round_task + r * stride;
+    const Task* device_tasks = b.tasks + r * stride;
+    WARP_CUDA_CHECK(cudaMemcpyAsync(device_round, round_of, n * sizeof(int32_t), cudaMemcpyHostToDevice, b.stream));
+    if (decode) WARP_CUDA_CHECK(cudaMemsetAsync(b.masks, 0, std::max<uint32_t>(1, mask_bytes), b.stream));
+    WARP_CUDA_CHECK(cudaMemcpyAsync(b.tasks + r * stride, staged, tasks * sizeof(Task), cudaMemcpyHostToDevice, b.stream));
+    batch_select_kernel<<<grid_for(total_candidates), kThreads, 0, b.stream>>>(
+        total_candidates, b.candidate_docs, b.candidate_scores, b.candidate_query, device_round, device_tasks,
+        b.candidate_block, b.masks, options_.search_compressed);
+    WARP_CUDA_CHECK_LAUNCH();
+    if (decode) launch(r, tasks, blocks, b.masks, TaskOutput::kBlocks);
+    batch_probe_kernel<<<grid_for(total_candidates), kThreads, 0, b.stream>>>(
+        total_candidates, b.candidate_docs, b.candidate_scores, b.candidate_query, device_round, device_tasks,
+        b.candidate_block, b.block_docs, b.block_freqs, device_.length_norms(), doc_begin, options_.search_compressed);
+    WARP_CUDA_CHECK_LAUNCH();
+  }
+  // Top-k of each query over its own candidates.
+  for (size_t q = 0; q < n; ++q) {
+    const Prepared& p = batch[q];
+    QueryResult& result = results[p.index];
+    result.stats.blocks_total = p.blocks_total;
+    if (p.candidate_slots == 0) continue;
+    b.topk.reset(b.stream);
+    segment_keys_kernel<<<grid_for(p.candidate_slots), kThreads, 0, b.stream>>>(
+        p.candidate_slots, b.candidate_docs + p.candidate_offset, b.candidate_scores + p.candidate_offset, b.topk.keys,
+        b.topk.buckets, b.matches + q);
+    WARP_CUDA_CHECK_LAUNCH();
+    result.hits = b.topk.select(p.candidate_slots, p.query->k, b.stream, options_.topk);
+  }
+  WARP_CUDA_CHECK(cudaMemcpyAsync(b.host_counters, b.counters, n * sizeof(Counters), cudaMemcpyDeviceToHost, b.stream));
+  WARP_CUDA_CHECK(cudaMemcpyAsync(b.host_matches, b.matches, n * sizeof(unsigned long long), cudaMemcpyDeviceToHost, b.stream));
+  WARP_CUDA_CHECK(cudaStreamSynchronize(b.stream));
+  for (size_t q = 0; q < n; ++q) {
+    QueryResult& result = results[batch[q].index];
+    result.and_matches = b.host_matches[q];
+    result.stats.blocks_decoded = b.host_counters[q].blocks_decoded;
+    result.stats.postings_decoded = b.host_counters[q].postings_decoded;
+  }
+}
+
+void BatchExecutor::run_or(std::vector<Prepared>& batch, std::vector<QueryResult>& results) {
+  Buffers& b = *buffers_;
+  const IndexView& index = device_.host();
+  const uint32_t doc_begin = index.meta.doc_begin, doc_count = index.doc_count();
+  const size_t n = batch.size();
+  if (doc_count == 0) return;
+  WARP_CUDA_CHECK(cudaMemsetAsync(b.counters, 0, n * sizeof(Counters), b.stream));
+  if (b.accumulators_dirty) {
+    WARP_CUDA_CHECK(cudaMemsetAsync(b.accumulators, 0, options_.max_queries * b.accumulator_stride * sizeof(float), b.stream));
+  }
+  b.accumulators_dirty = true;
+  uint32_t tasks = 0, blocks = 0, list_block_size = 128;
+  for (size_t q = 0; q < n; ++q) {
+    for (const auto& [list, weight] : batch[q].lists) {
+      list_block_size = list.block_size;
+      b.host_tasks[tasks++] = {list, blocks, 0, 0, static_cast<uint32_t>(q), weight};
+      blocks += list.block_count;
+    }
+  }
+  if (tasks > 0) {
+    WARP_CUDA_CHECK(cudaMemcpyAsync(b.tasks, b.host_tasks, tasks * sizeof(Task), cudaMemcpyHostToDevice, b.stream));
+    if (list_block_size == 256) {
+      decode_tasks_kernel<256><<<blocks, 256, 0, b.stream>>>(b.tasks, tasks, nullptr, TaskOutput::kAccumulate, nullptr,
+                                                             nullptr, nullptr, nullptr, b.accumulators, b.accumulator_stride,
+                                                             device_.length_norms(), doc_begin, b.counters);
+    } else {
+      decode_tasks_kernel<128><<<blocks, 128, 0, b.stream>>>(b.tasks, tasks, nullptr, TaskOutput::kAccumulate, nullptr,
+                                                             nullptr, nullptr, nullptr, b.accumulators, b.accumulator_stride,
+                                                             device_.length_norms(), doc_begin, b.counters);
+    }
+    WARP_CUDA_CHECK_LAUNCH();
+  }
+  for (size_t q = 0; q < n; ++q) {
+    float* accumulators = b.accumulators + q * b.accumulator_stride;
+    const size_t k = batch[q].query->k;
+    std::vector<Hit> hits;
+    if (options_.topk == TopkMethod::kBucketSelect) {
+      b.topk.reset(b.stream);
+      hits = b.topk.select_accumulators(accumulators, doc_count, doc_begin, k, b.stream);
+    } else {
+      b.topk.reset(b.stream);
+      dense_keys_kernel<<<grid_for(doc_count), kThreads, 0, b.stream>>>(doc_count, accumulators, doc_begin, b.topk.keys, b.topk.buckets);
+      WARP_CUDA_CHECK_LAUNCH();
+      hits = b.topk.select(doc_count, k, b.stream, options_.topk);
+      WARP_CUDA_CHECK(cudaMemsetAsync(accumulators, 0, doc_count * sizeof(float), b.stream));
+    }
+    QueryResult& result = results[batch[q].index];
+    if (batch[q].query->mode == QueryMode::kAndOr) {
+      result.fell_back_to_or = true;  // AND found fewer than k: its and_matches and stats stay
+      result.stats.blocks_total += batch[q].blocks_total;
+    } else {
+      result.stats.blocks_total = batch[q].blocks_total;
+    }
+    result.hits = std::move(hits);
+  }
+  b.accumulators_dirty = false;
+  WARP_CUDA_CHECK(cudaMemcpyAsync(b.host_counters, b.counters, n * sizeof(Counters), cudaMemcpyDeviceToHost, b.stream));
+  WARP_CUDA_CHECK(cudaStreamSynchronize(b.stream));
+  for (size_t q = 0; q < n; ++q) {
+    QueryResult& result = results[batch[q].index];
+    result.stats.blocks_decoded += b.host_counters[q].blocks_decoded;
+    result.stats.postings_decoded += b.host_counters[q].postings_decoded;
+  }
+}
+
+struct Batcher::State {
+  struct Pending {
+    const Query* query;
+    size_t cost;
+    std::promise<QueryResult> promise;
+  };
+  explicit State(const DeviceIndex& device, const BatchOptions& options) : options(options), executor(device, options) {}
+  BatchOptions options;
+  BatchExecutor executor;
+  std::mutex mutex;
+  std::condition_variable arrived;
+  std::deque<Pending> queue;
+  bool stopping = false;
+  std::thread dispatcher;
+
+  void dispatch_loop() {
+    using Clock = std::chrono::steady_clock;
+    std::unique_lock<std::mutex> lock(mutex);
+    while (true) {
+      arrived.wait(lock, [&] { return stopping || !queue.empty(); });
+      if (queue.empty()) return;  // stopping with nothing left
+      // Collect until the batch holds enough work, enough queries, or the first waited long enough.
+      const auto deadline = Clock::now() + std::chrono::microseconds(options.max_wait_us);
+      auto enough = [&] {
+        size_t effort = 0, count = 0;
+        for (const Pending& p : queue) {
+          effort += p.cost;
+          if (++count >= options.max_queries || effort >= options.threshold) return true;
+        }
+        return false;
+      };
+      while (!stopping && !enough() && arrived.wait_until(lock, deadline) != std::cv_status::timeout) {
+      }
+      std::vector<Pending> batch;
+      size_t effort = 0;
+      while (!queue.empty() && batch.size() < options.max_queries && effort < options.threshold) {
+        effort += queue.front().cost;
+        batch.push_back(std::move(queue.front()));
+        queue.pop_front();
+      }
+      lock.unlock();
+      std::vector<Query> queries;
+      for (const Pending& p : batch) queries.push_back(*p.query);
+      try {
+        std::vector<QueryResult> results = executor.run(queries);
+        for (size_t i = 0; i < batch.size(); ++i) batch[i].promise.set_value(std::move(results[i]));
+      } catch (...) {
+        for (Pending& p : batch) p.promise.set_exception(std::current_exception());
+      }
+      lock.lock();
+    }
+  }
+};
+
+Batcher::Batcher(const DeviceIndex& device, const BatchOptions& options)
+    : state_(std::make_unique<State>(device, options)) {
+  state_->dispatcher = std::thread([s = state_.get()] { s->dispatch_loop(); });
+}
+
+Batcher::~Batcher() {
+  {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    state_->stopping = true;
+  }
+  state_->arrived.notify_all();
+  state_->dispatcher.join();
+}
+
+QueryResult Batcher::search(const Query& query) {
+  std::future<QueryResult> result;
+  {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    State::Pending pending{&query, state_->executor.cost(query), {}};
+    result = pending.promise.get_future();
+    state_->queue.push_back(std::move(pending));
+  }
+  state_->arrived.notify_all();
+  return result.get();
+}
+
+}  // namespace warp::gpu

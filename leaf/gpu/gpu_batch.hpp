@@ -1,0 +1,68 @@
+// PARA-style batching (Ao et al. 2011 §3.1) for the GPU query processor: queries wait in a queue
+// until the sum of their computational effort reaches a threshold (postings of the shortest list
+// for AND, of every list for OR), a batch is full, or the oldest has waited long enough; then the
+// whole batch runs together, each stage one kernel launch over every query of the batch:
+//   AND    one launch decodes and scores the shortest list of every query (the candidates); per
+//          term round, one launch selects blocks for every candidate of every query, one decodes
+//          the selected blocks of every query's list, one probes (or, for LRC lists, one searches
+//          the compressed lists: Ao et al. Algorithm 1);
+//   OR     one launch decodes every list of every query into per-query dense accumulators;
+//   top-k  per query, over its own candidates or accumulators.
+// Candidate, block and accumulator memory for a whole batch is allocated once.
+#pragma once
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "leaf/gpu/device_index.hpp"
+#include "leaf/gpu/topk_method.hpp"
+#include "leaf/query/query_processor.hpp"
+
+namespace warp::gpu {
+
+struct BatchOptions {
+  size_t threshold = 1 << 20;  // postings of effort that close a batch (PARA's computational threshold)
+  size_t max_queries = 16;     // queries per batch
+  uint32_t max_wait_us = 500;  // the longest the first query of a batch waits for company
+  TopkMethod topk = TopkMethod::kBucketSelect;
+  bool search_compressed = true;
+};
+
+// Runs batches of queries on one stream with its own buffers. Not thread-safe: the batcher calls
+// it from one thread.
+class BatchExecutor {
+ public:
+  BatchExecutor(const DeviceIndex& device, const BatchOptions& options);
+  ~BatchExecutor();
+  BatchExecutor(const BatchExecutor&) = delete;
+  BatchExecutor& operator=(const BatchExecutor&) = delete;
+
+  // Answers every query (in order); queries are split into batches that fit the buffers.
+  std::vector<QueryResult> run(std::span<const Query> queries);
+  // The effort a query adds to a batch.
+  size_t cost(const Query& query) const;
+
+ private:
+  struct Buffers;
+  struct Prepared;
+  void run_and(std::vector<Prepared>& batch, std::vector<QueryResult>& results);
+  void run_or(std::vector<Prepared>& batch, std::vector<QueryResult>& results);
+
+  const DeviceIndex& device_;
+  BatchOptions options_;
+  std::unique_ptr<Buffers> buffers_;
+};
+
+// The queue in front of a BatchExecutor: search() from any thread blocks until its batch ran.
+class Batcher {
+ public:
+  Batcher(const DeviceIndex& device, const BatchOptions& options);
+  ~Batcher();
+  QueryResult search(const Query& query);
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace warp::gpu
