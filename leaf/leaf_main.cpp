@@ -9,6 +9,7 @@
 #include "common/util/flags.hpp"
 #include "common/util/service.hpp"
 #include "common/util/status.hpp"
+#include "leaf/gpu/gpu_flags.hpp"
 #include "leaf/service/generation_follower.hpp"
 
 namespace {
@@ -37,8 +38,8 @@ int run(int argc, char** argv) {
       .value("listen", "tcp://127.0.0.1:5701", "ZeroMQ endpoint for broker requests")
       .value("http", "127.0.0.1:9201", "HTTP address for /metrics, /healthz, /readyz")
       .value("workers", "4", "query worker threads")
-      .value("processor", "cpu", "cpu, gpu, or auto (the GPU for queries over long lists where a GPU exists)")
-      .value("gpu-lanes", "4", "concurrent queries per partition on the GPU");
+      .value("processor", "cpu", "cpu, gpu, or auto (the GPU for queries over long lists where a GPU exists)");
+  warp::gpu::declare_gpu_flags(flags);
   flags.parse(argc, argv);
   if (flags.help_requested()) return std::printf("%s", flags.help_text().c_str()), 0;
   if (flags.get("index").empty() == flags.get("follow").empty()) throw warp::Error("give one of --index or --follow\n" + flags.help_text());
@@ -50,7 +51,10 @@ int run(int argc, char** argv) {
   warp::LeafServer server({flags.get("listen"), flags.count("workers"), 256}, registry);
   const auto [host, port] = warp::http::parse_host_port(flags.get("http"), "--http");
   warp::http::Server http({host, port, 2}, [&](const warp::http::Request& request) -> warp::http::Response {
-    if (request.path == "/metrics") return {200, "text/plain; version=0.0.4", warp::metrics_text(*registry)};
+    if (request.path == "/metrics") {
+      server.refresh_device_metrics();
+      return {200, "text/plain; version=0.0.4", warp::metrics_text(*registry)};
+    }
     if (request.path == "/healthz") return {200, "application/json", R"({"status":"ok"})"};
     if (request.path == "/readyz") {
       const auto index = server.index();
@@ -61,11 +65,11 @@ int run(int argc, char** argv) {
   });
   std::unique_ptr<warp::GenerationFollower> follower;
   if (!flags.get("index").empty()) {
-    server.swap_index(warp::load_index(flags.get("index"), partitions, processor, flags.count("gpu-lanes")));
+    server.swap_index(warp::load_index(flags.get("index"), partitions, processor, warp::gpu::gpu_settings_from(flags)));
   } else {
     if (flags.get("root").empty()) throw warp::Error("--follow needs --root");
     follower = std::make_unique<warp::GenerationFollower>(
-        warp::FollowOptions{flags.get("follow"), flags.get("root"), partitions, processor, flags.count("gpu-lanes")}, server);
+        warp::FollowOptions{flags.get("follow"), flags.get("root"), partitions, processor, warp::gpu::gpu_settings_from(flags)}, server);
   }
   std::fprintf(stderr, "warp-leaf: serving on %s, http on %s:%u\n", server.endpoint().c_str(), host.c_str(), http.port());
   warp::wait_for_stop();

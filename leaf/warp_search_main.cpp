@@ -12,7 +12,7 @@
 #include "common/util/flags.hpp"
 #include "common/util/service.hpp"
 #include "common/util/status.hpp"
-#include "leaf/gpu/gpu_runtime.hpp"
+#include "leaf/gpu/gpu_flags.hpp"
 #include "leaf/query/index_searcher.hpp"
 #include "leaf/query/query_log.hpp"
 
@@ -46,10 +46,10 @@ int run(int argc, char** argv) {
       .value("k", "10", "hits per query, 1..10000")
       .value("or-algorithm", "bmw", "exact OR top-k by bmw (BlockMax-WAND) or maxscore")
       .value("threads", "1", "worker threads (0: all cores)")
-      .value("processor", "cpu", "cpu, or gpu (the GPU query processor; --gpu-lanes queries at once per partition)")
-      .value("gpu-lanes", "4", "concurrent queries per partition on the GPU")
+      .value("processor", "cpu", "cpu, or gpu (the GPU query processor, see the --gpu-* flags)")
       .value("bm25-k1", "", "BM25 k1 (default: the index's)")
       .value("bm25-b", "", "BM25 b (default: the index's)");
+  warp::gpu::declare_gpu_flags(flags);
   flags.parse(argc, argv);
   if (flags.help_requested()) {
     std::printf("%s", flags.help_text().c_str());
@@ -72,11 +72,11 @@ int run(int argc, char** argv) {
   const std::string processor = flags.get("processor");
   if (processor != "cpu" && processor != "gpu") throw warp::Error("--processor must be cpu or gpu");
   const warp::CpuProcessorOptions cpu_options{warp::parse_or_algorithm(flags.get("or-algorithm"))};
-  const size_t lanes = flags.count("gpu-lanes");
+  const warp::gpu::GpuSettings gpu_settings = warp::gpu::gpu_settings_from(flags);
   warp::IndexSearcher searcher(
       warp::open_index(flags.get("index"), open_options),
       [&](const warp::IndexView& view) -> std::unique_ptr<warp::QueryProcessor> {
-        if (processor == "gpu") return warp::gpu::make_gpu_processor(view, lanes);
+        if (processor == "gpu") return warp::gpu::make_gpu_processor(view, gpu_settings);
         return std::make_unique<warp::CpuQueryProcessor>(view, cpu_options);
       });
   const warp::AnalyzerConfig analyzer = warp::AnalyzerConfig::from_version(searcher.analyzer_version());

@@ -1,30 +1,65 @@
-// A partition's index in GPU memory: the posting-list arena, document length norms and, for
-// pfor-ding lists, their list-wide exception arrays decoded at upload (Ding et al. decode these
-// small arrays before a list's blocks; doing it once at upload trades their raw size for no
-// per-query work). A few large cudaMalloc allocations, owned here and freed on destruction;
-// never managed memory. Lexicon and block metadata lookups stay on the host.
+// A partition's index in GPU memory: posting lists, document length norms and, for pfor-ding lists,
+// their list-wide exception arrays decoded at upload (Ding et al. decode these small arrays before a
+// list's blocks; doing it once trades their raw size for no per-query work). Never managed memory.
+//
+// Two residencies, chosen by the memory budget for posting lists:
+// - all resident (budget 0 or at least the partition's lists): the posting-list arena is copied
+//   once into one cudaMalloc;
+// - list cache (a smaller budget; Ding et al. §5, the GPU's own index cache): lists are copied on
+//   demand, by term, into a stream-ordered memory pool, and the least recently used lists that no
+//   query holds are evicted to stay within the budget. The host arena is pinned, so a miss is an
+//   async copy on the querying stream that overlaps other streams' kernels; a query on another
+//   stream that hits a list still in flight waits for its copy event.
+// Norms and exception arrays are always resident. Lexicon and block metadata lookups stay on the host.
 #pragma once
+#include <cuda_runtime.h>
+
 #include <cstdint>
+#include <list>
+#include <mutex>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "common/index/index_view.hpp"
 #include "leaf/gpu/device_list.hpp"
 
 namespace warp::gpu {
 
+struct DeviceIndexOptions {
+  size_t memory_budget = 0;  // bytes of posting lists; 0: no limit
+};
+
+struct ListCacheStats {
+  bool caching = false;           // false: every list resident
+  size_t bytes_resident = 0;      // lists, norms and exception arrays on the GPU now
+  size_t list_bytes_resident = 0;
+  size_t budget = 0;
+  uint64_t hits = 0, misses = 0, evictions = 0, bytes_copied = 0;
+};
+
 class DeviceIndex {
  public:
-  explicit DeviceIndex(const IndexView& index);  // uploads; throws Error on CUDA failure
+  // The lists a query holds; released together when the query's stream has finished with them.
+  struct Pins {
+    std::vector<void*> entries;
+  };
+
+  DeviceIndex(const IndexView& index, DeviceIndexOptions options = {});  // throws Error on CUDA failure
   ~DeviceIndex();
   DeviceIndex(const DeviceIndex&) = delete;
   DeviceIndex& operator=(const DeviceIndex&) = delete;
 
   const IndexView& host() const { return index_; }
-  // The device descriptor of `term`'s list; false when the partition does not hold the term.
+  // The device descriptor of `term`'s list, made resident for work on `stream` and held in `pins`
+  // until release(pins); false when the partition does not hold the term.
+  bool acquire(const std::string& term, DeviceList& list, const TermInfo** info, cudaStream_t stream, Pins& pins) const;
+  void release(Pins& pins) const;
+  // For tests and tools on an all-resident index (throws Error in list-cache mode).
   bool find(const std::string& term, DeviceList& list, const TermInfo** info = nullptr) const;
+
   const float* length_norms() const { return norms_; }
-  size_t bytes_resident() const { return bytes_; }
+  ListCacheStats stats() const;
   uint32_t max_list_slots() const { return max_list_slots_; }   // blocks × block size of the longest list
   uint32_t max_list_blocks() const { return max_list_blocks_; }
 
@@ -32,16 +67,35 @@ class DeviceIndex {
   struct ExceptionOffsets {
     uint64_t doc_positions, doc_high, freq_positions, freq_high;
   };
-  DeviceSequence device_sequence(const EncodedView& seq, uint64_t positions, uint64_t high) const;
+  struct CachedList {
+    std::string term;
+    uint32_t* words = nullptr;  // the list's blob (and read padding) on the GPU
+    size_t bytes = 0;
+    uint32_t pins = 0;
+    cudaEvent_t ready = nullptr;  // recorded after the copy
+    std::list<CachedList*>::iterator lru;
+  };
+  void describe(const std::string& term, const TermInfo& info, const uint32_t* device_list_words, DeviceList& list) const;
+  void evict_for(size_t bytes, cudaStream_t stream) const;  // mutex_ held
+  void free_device();
 
   const IndexView& index_;
-  uint32_t* postings_ = nullptr;    // copy of index.postings
+  DeviceIndexOptions options_;
+  bool caching_ = false;
+  bool host_registered_ = false;
+  uint32_t* postings_ = nullptr;    // all-resident copy of index.postings
   float* norms_ = nullptr;          // copy of index.length_norms
   uint32_t* exceptions_ = nullptr;  // pfor-ding exception positions and high bits
   std::unordered_map<std::string, ExceptionOffsets> exception_offsets_;
-  size_t bytes_ = 0;
+  size_t fixed_bytes_ = 0;
   uint32_t max_list_slots_ = 0;
   uint32_t max_list_blocks_ = 0;
+
+  cudaMemPool_t pool_ = nullptr;
+  mutable std::mutex mutex_;
+  mutable std::unordered_map<std::string, CachedList> cache_;
+  mutable std::list<CachedList*> lru_;  // most recent first
+  mutable ListCacheStats stats_;
 };
 
 }  // namespace warp::gpu

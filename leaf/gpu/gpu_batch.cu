@@ -171,6 +171,7 @@ struct BatchExecutor::Buffers {
   unsigned long long* host_matches = nullptr;
   TopkBuffers topk;
   bool accumulators_dirty = true;
+  DeviceIndex::Pins pins;  // lists of the queries being batched, released after each run
 
   ~Buffers() {
     for (void* p : {(void*)candidate_docs, (void*)candidate_scores, (void*)candidate_query, (void*)candidate_block,
@@ -232,6 +233,14 @@ size_t BatchExecutor::cost(const Query& query) const {
 std::vector<QueryResult> BatchExecutor::run(std::span<const Query> queries) {
   std::vector<QueryResult> results(queries.size());
   const IndexView& index = device_.host();
+  struct Unpin {
+    Buffers& b;
+    const DeviceIndex& device;
+    ~Unpin() {
+      cudaStreamSynchronize(b.stream);
+      device.release(b.pins);
+    }
+  } unpin{*buffers_, device_};
   const size_t term_limit = kMaxRounds;
   std::vector<Prepared> and_batch, or_batch;
   uint32_t candidate_slots = 0;
@@ -264,7 +273,7 @@ std::vector<QueryResult> BatchExecutor::run(std::span<const Query> queries) {
     for (const std::string& term : terms) {
       DeviceList list;
       const TermInfo* info = nullptr;
-      if (!device_.find(term, list, &info)) {
+      if (!device_.acquire(term, list, &info, buffers_->stream, buffers_->pins)) {
         p.missing_term = true;
         continue;
       }

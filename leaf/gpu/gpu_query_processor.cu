@@ -104,6 +104,7 @@ struct GpuQueryProcessor::Lane {
   Counters* host_counters = nullptr;  // pinned
   TopkBuffers topk;
   bool accumulators_dirty = true;  // zeroed by the first OR query
+  DeviceIndex::Pins pins;          // lists held by the query in flight
 
   Lane(const DeviceIndex& device, size_t docs) {
     try {
@@ -146,7 +147,13 @@ struct GpuQueryProcessor::Lane {
 };
 
 GpuQueryProcessor::GpuQueryProcessor(const IndexView& index, GpuProcessorOptions options)
-    : device_(index), options_(options) {
+    : device_(index, DeviceIndexOptions{options.memory_budget}), options_(options) {
+  if (options.batch.threshold > 0) {
+    options_.batch.topk = options.topk;
+    options_.batch.search_compressed = options.search_compressed;
+    batcher_ = std::make_unique<Batcher>(device_, options_.batch);
+    return;
+  }
   for (size_t i = 0; i < std::max<size_t>(1, options.lanes); ++i) {
     lanes_.push_back(std::make_unique<Lane>(device_, index.doc_count()));
     free_lanes_.push_back(lanes_.back().get());
@@ -155,14 +162,26 @@ GpuQueryProcessor::GpuQueryProcessor(const IndexView& index, GpuProcessorOptions
 
 GpuQueryProcessor::~GpuQueryProcessor() = default;
 
-std::unique_ptr<QueryProcessor> make_gpu_processor(const IndexView& index, size_t lanes) {
+std::unique_ptr<QueryProcessor> make_gpu_processor(const IndexView& index, const GpuSettings& settings) {
   std::string why;
   if (!gpu_available(&why)) throw Error("no usable GPU: " + why);
-  return std::make_unique<GpuQueryProcessor>(index, GpuProcessorOptions{lanes});
+  GpuProcessorOptions options;
+  options.lanes = settings.lanes;
+  options.memory_budget = settings.memory_budget;
+  options.batch.threshold = settings.batch_threshold;
+  options.batch.max_queries = settings.batch_max_queries;
+  options.batch.max_wait_us = settings.batch_wait_us;
+  return std::make_unique<GpuQueryProcessor>(index, options);
+}
+
+DeviceMemoryStats GpuQueryProcessor::device_memory() const {
+  const ListCacheStats s = device_.stats();
+  return {s.bytes_resident, s.hits, s.misses, s.evictions};
 }
 
 QueryResult GpuQueryProcessor::search(const Query& query) const {
   if (query.k > kMaxTopK) throw Error("k must be at most " + std::to_string(kMaxTopK));
+  if (batcher_) return batcher_->search(query);
   std::vector<std::string> terms = query.terms;
   std::sort(terms.begin(), terms.end());
   terms.erase(std::unique(terms.begin(), terms.end()), terms.end());
@@ -182,6 +201,15 @@ QueryResult GpuQueryProcessor::search(const Query& query) const {
       self->lane_freed_.notify_one();
     }
   } give_back{this, lane};
+  // The lane's lists are released after its stream finished with them (every path below syncs).
+  struct Unpin {
+    const DeviceIndex& device;
+    Lane* lane;
+    ~Unpin() {
+      cudaStreamSynchronize(lane->stream);
+      device.release(lane->pins);
+    }
+  } unpin{device_, lane};
   if (query.mode == QueryMode::kOr) return search_or(*lane, terms, query.k);
   QueryResult result = search_and(*lane, terms, query.k);
   if (query.mode == QueryMode::kAnd || result.hits.size() >= query.k) return result;
@@ -201,7 +229,7 @@ QueryResult GpuQueryProcessor::search_and(Lane& b, const std::vector<std::string
   for (const std::string& term : terms) {
     DeviceList list;
     const TermInfo* info = nullptr;
-    if (!device_.find(term, list, &info)) return result;  // a missing term: no document has them all
+    if (!device_.acquire(term, list, &info, b.stream, b.pins)) return result;  // a missing term: no document has them all
     lists.push_back({list, bm25_term_weight(bm25_idf(info->df, index.meta.stats.doc_count), index.meta.bm25)});
     result.stats.blocks_total += list.block_count;
   }
@@ -265,7 +293,7 @@ QueryResult GpuQueryProcessor::search_or(Lane& b, const std::vector<std::string>
   for (const std::string& term : terms) {
     DeviceList list;
     const TermInfo* info = nullptr;
-    if (!device_.find(term, list, &info)) continue;
+    if (!device_.acquire(term, list, &info, b.stream, b.pins)) continue;
     result.stats.blocks_total += list.block_count;
     const float weight = bm25_term_weight(bm25_idf(info->df, index.meta.stats.doc_count), index.meta.bm25);
     launch_decode(list, nullptr, nullptr, nullptr, b.accumulators, device_.length_norms(), doc_begin, weight,

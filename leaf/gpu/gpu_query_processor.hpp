@@ -10,7 +10,8 @@
 //   (topk_select.cuh).
 // Query memory comes from buffers allocated once at construction, never per query: one set per
 // lane. A lane is a CUDA stream with its buffers; `lanes` queries run at once (host threads calling
-// search concurrently overlap on the GPU), one lane gives the single-query latency path.
+// search concurrently overlap on the GPU), one lane gives the single-query latency path. With
+// batching on, search() queues the query for a PARA batch instead (gpu_batch.hpp).
 #pragma once
 #include <condition_variable>
 #include <memory>
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "leaf/gpu/device_index.hpp"
+#include "leaf/gpu/gpu_batch.hpp"
 #include "leaf/gpu/topk_method.hpp"
 #include "leaf/query/query_processor.hpp"
 
@@ -29,6 +31,10 @@ struct GpuProcessorOptions {
   // AND over LRC-coded lists: search the compressed lists element-wise (Ao et al. Algorithm 1)
   // instead of selecting and decoding blocks.
   bool search_compressed = true;
+  // Bytes of posting lists kept on the GPU (DeviceIndexOptions::memory_budget); 0: all.
+  size_t memory_budget = 0;
+  // batch.threshold > 0: queries go through a PARA batch queue instead of the lanes.
+  BatchOptions batch{.threshold = 0};
 };
 
 class GpuQueryProcessor final : public QueryProcessor {
@@ -37,6 +43,7 @@ class GpuQueryProcessor final : public QueryProcessor {
   ~GpuQueryProcessor() override;
   std::string_view name() const override { return "gpu"; }
   QueryResult search(const Query& query) const override;
+  DeviceMemoryStats device_memory() const override;
   const DeviceIndex& device_index() const { return device_; }
 
  private:
@@ -46,6 +53,7 @@ class GpuQueryProcessor final : public QueryProcessor {
 
   DeviceIndex device_;
   GpuProcessorOptions options_;
+  std::unique_ptr<Batcher> batcher_;
   std::vector<std::unique_ptr<Lane>> lanes_;
   mutable std::mutex mutex_;
   mutable std::condition_variable lane_freed_;

@@ -12,9 +12,19 @@ namespace warp::gpu {
 // ("built without CUDA", "no CUDA-capable device", "CUDA driver too old"...) in `why`.
 bool gpu_available(std::string* why = nullptr);
 
-// A GPU query processor over `index` with `lanes` concurrent queries; throws Error naming the
-// reason when this build or machine has no usable GPU.
-std::unique_ptr<QueryProcessor> make_gpu_processor(const IndexView& index, size_t lanes);
+// How a partition's GPU query processor runs.
+struct GpuSettings {
+  size_t lanes = 4;              // single-query path: queries in flight at once, a stream each
+  size_t batch_threshold = 0;    // > 0: PARA batching, a batch closes at this many postings of effort
+  size_t batch_max_queries = 16;
+  uint32_t batch_wait_us = 500;  // the longest a query waits for its batch to fill
+  size_t memory_budget = 0;      // bytes of posting lists on the GPU; 0 or enough: all resident,
+                                 // else an LRU cache of lists by term
+};
+
+// A GPU query processor over `index`; throws Error naming the reason when this build or machine
+// has no usable GPU.
+std::unique_ptr<QueryProcessor> make_gpu_processor(const IndexView& index, const GpuSettings& settings);
 
 // Name and memory of device 0, e.g. "NVIDIA H100 80GB HBM3, 79.1 GiB, 132 SMs".
 std::string gpu_description();

@@ -12,7 +12,7 @@ bool gpu_available(std::string* why) {
 
 std::string gpu_description() { return "none"; }
 
-std::unique_ptr<QueryProcessor> make_gpu_processor(const IndexView&, size_t) {
+std::unique_ptr<QueryProcessor> make_gpu_processor(const IndexView&, const GpuSettings&) {
   std::string why;
   gpu_available(&why);
   throw Error("no GPU query processor: " + why);

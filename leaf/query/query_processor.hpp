@@ -32,12 +32,19 @@ struct QueryResult {
   bool fell_back_to_or = false;  // AND+OR: AND found fewer than k
 };
 
+// Device memory of a processor that has a device (the GPU list cache); zeros for the CPU.
+struct DeviceMemoryStats {
+  uint64_t bytes_resident = 0;
+  uint64_t list_cache_hits = 0, list_cache_misses = 0, list_cache_evictions = 0;
+};
+
 class QueryProcessor {
  public:
   virtual ~QueryProcessor() = default;
   virtual std::string_view name() const = 0;
   // Thread-safe: many worker threads may call search on one processor.
   virtual QueryResult search(const Query& query) const = 0;
+  virtual DeviceMemoryStats device_memory() const { return {}; }
 };
 
 inline constexpr size_t kMaxTopK = 10000;

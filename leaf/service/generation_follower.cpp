@@ -26,7 +26,7 @@ void GenerationFollower::run() {
       transfer::FetchOptions fetch;
       fetch.partitions = options_.partitions;  // a leaf fetches only the partitions it serves
       const std::string dir = transfer::fetch_generation(*announcement, options_.root, fetch, stats);
-      server_.swap_index(load_index(dir, options_.partitions, options_.processor, options_.gpu_lanes));
+      server_.swap_index(load_index(dir, options_.partitions, options_.processor, options_.gpu));
       std::fprintf(stderr, "warp-leaf: now serving generation %llu (fetched %.1f MB, %llu retries)\n",
                    static_cast<unsigned long long>(announcement->generation), stats.bytes / 1e6,
                    static_cast<unsigned long long>(stats.retries));

@@ -17,7 +17,7 @@ struct FollowOptions {
   std::string root;              // where fetched generations are kept
   std::vector<uint32_t> partitions;
   std::string processor = "cpu";
-  size_t gpu_lanes = 4;
+  gpu::GpuSettings gpu;
 };
 
 class GenerationFollower {

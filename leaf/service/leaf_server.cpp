@@ -15,7 +15,7 @@
 namespace warp {
 
 std::shared_ptr<const LoadedIndex> load_index(const std::string& index_dir, const std::vector<uint32_t>& wanted,
-                                              const std::string& processor, size_t gpu_lanes) {
+                                              const std::string& processor, const gpu::GpuSettings& gpu_settings) {
   if (processor != "cpu" && processor != "gpu" && processor != "auto") throw Error("--processor must be cpu, gpu or auto");
   const bool use_gpu = processor == "gpu" || (processor == "auto" && gpu::gpu_available());
   auto loaded = std::make_shared<LoadedIndex>();
@@ -26,7 +26,7 @@ std::shared_ptr<const LoadedIndex> load_index(const std::string& index_dir, cons
     loaded->generation = partition->view().meta.generation;
     loaded->analyzer = partition->view().meta.analyzer_version;
     loaded->cpu.push_back(std::make_unique<CpuQueryProcessor>(partition->view()));
-    if (use_gpu) loaded->gpu.push_back(gpu::make_gpu_processor(partition->view(), gpu_lanes));
+    if (use_gpu) loaded->gpu.push_back(gpu::make_gpu_processor(partition->view(), gpu_settings));
     loaded->partitions.push_back(std::move(partition));
   }
   if (loaded->partitions.empty()) throw Error("index " + index_dir + " holds none of the partitions this leaf should serve");
@@ -74,7 +74,11 @@ LeafServer::LeafServer(LeafOptions options, std::shared_ptr<prometheus::Registry
       queue_depth_(prometheus::BuildGauge().Name("warpsearch_leaf_queue_depth").Help("Requests waiting for a worker").Register(*registry).Add({})),
       in_flight_gauge_(prometheus::BuildGauge().Name("warpsearch_leaf_in_flight").Help("Queries being answered").Register(*registry).Add({})),
       partitions_gauge_(prometheus::BuildGauge().Name("warpsearch_leaf_partitions").Help("Partitions served").Register(*registry).Add({})),
-      generation_gauge_(prometheus::BuildGauge().Name("warpsearch_leaf_generation").Help("Generation served").Register(*registry).Add({})) {
+      generation_gauge_(prometheus::BuildGauge().Name("warpsearch_leaf_generation").Help("Generation served").Register(*registry).Add({})),
+      gpu_bytes_(prometheus::BuildGauge().Name("warpsearch_leaf_gpu_bytes_resident").Help("Index bytes in GPU memory (lists, norms)").Register(*registry).Add({})),
+      gpu_hits_(prometheus::BuildCounter().Name("warpsearch_leaf_gpu_list_cache_hits_total").Help("GPU list cache hits").Register(*registry).Add({})),
+      gpu_misses_(prometheus::BuildCounter().Name("warpsearch_leaf_gpu_list_cache_misses_total").Help("GPU list cache misses (lists copied to the GPU)").Register(*registry).Add({})),
+      gpu_evictions_(prometheus::BuildCounter().Name("warpsearch_leaf_gpu_list_cache_evictions_total").Help("Lists evicted from the GPU list cache").Register(*registry).Add({})) {
   try {
     sockets_->router.set(zmq::sockopt::linger, 0);
     sockets_->router.bind(options_.listen);
@@ -98,6 +102,29 @@ void LeafServer::swap_index(std::shared_ptr<const LoadedIndex> index) {
   generation_gauge_.Set(static_cast<double>(index->generation));
   std::lock_guard<std::mutex> lock(index_mutex_);
   index_ = std::move(index);
+}
+
+void LeafServer::refresh_device_metrics() {
+  const auto index = this->index();
+  if (!index) return;
+  DeviceMemoryStats sum;
+  for (const auto& processor : index->gpu) {
+    const DeviceMemoryStats s = processor->device_memory();
+    sum.bytes_resident += s.bytes_resident;
+    sum.list_cache_hits += s.list_cache_hits;
+    sum.list_cache_misses += s.list_cache_misses;
+    sum.list_cache_evictions += s.list_cache_evictions;
+  }
+  std::lock_guard<std::mutex> lock(device_metrics_mutex_);
+  if (index.get() != device_metrics_index_) {  // a new generation's processors count from zero
+    device_metrics_index_ = index.get();
+    device_metrics_last_ = {};
+  }
+  gpu_bytes_.Set(static_cast<double>(sum.bytes_resident));
+  gpu_hits_.Increment(static_cast<double>(sum.list_cache_hits - device_metrics_last_.list_cache_hits));
+  gpu_misses_.Increment(static_cast<double>(sum.list_cache_misses - device_metrics_last_.list_cache_misses));
+  gpu_evictions_.Increment(static_cast<double>(sum.list_cache_evictions - device_metrics_last_.list_cache_evictions));
+  device_metrics_last_ = sum;
 }
 
 std::shared_ptr<const LoadedIndex> LeafServer::index() const {

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "common/index/partition_store.hpp"
+#include "leaf/gpu/gpu_runtime.hpp"
 #include "leaf/query/query_processor.hpp"
 
 namespace warp {
@@ -40,7 +41,7 @@ struct LoadedIndex {
 // Opens the partitions of `index_dir` whose ids are in `wanted` (all when empty) with processor
 // "cpu", "gpu" or "auto"; throws Error naming what is wrong.
 std::shared_ptr<const LoadedIndex> load_index(const std::string& index_dir, const std::vector<uint32_t>& wanted,
-                                              const std::string& processor, size_t gpu_lanes);
+                                              const std::string& processor, const gpu::GpuSettings& gpu_settings);
 
 struct LeafOptions {
   std::string listen = "tcp://127.0.0.1:5701";
@@ -56,6 +57,8 @@ class LeafServer {
   std::shared_ptr<const LoadedIndex> index() const;
   bool ready() const { return index() != nullptr; }
   const std::string& endpoint() const { return endpoint_; }
+  // Brings the GPU memory metrics up to date (called before each /metrics scrape).
+  void refresh_device_metrics();
 
  private:
   struct Work;
@@ -82,6 +85,13 @@ class LeafServer {
   prometheus::Gauge& in_flight_gauge_;
   prometheus::Gauge& partitions_gauge_;
   prometheus::Gauge& generation_gauge_;
+  prometheus::Gauge& gpu_bytes_;
+  prometheus::Counter& gpu_hits_;
+  prometheus::Counter& gpu_misses_;
+  prometheus::Counter& gpu_evictions_;
+  std::mutex device_metrics_mutex_;
+  const LoadedIndex* device_metrics_index_ = nullptr;  // the totals below are of this index
+  DeviceMemoryStats device_metrics_last_;
 };
 
 }  // namespace warp

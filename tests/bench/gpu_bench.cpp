@@ -17,6 +17,7 @@
 #include "leaf/gpu/intersect.hpp"
 #include "leaf/query/cpu_query_processor.hpp"
 #include "tests/bench/bench_util.hpp"
+#include "tests/bench/gov2_preset.hpp"
 #include "tests/bench/synthetic_collection.hpp"
 
 namespace warp {
@@ -159,7 +160,70 @@ Timing run(const std::vector<Query>& queries, size_t threads, Search&& search) {
           bench::percentile(latency, 99)};
 }
 
-void query_table(uint32_t documents, uint32_t query_count) {
+bool same_scores(const QueryResult& a, const QueryResult& b) {
+  if (a.hits.size() != b.hits.size()) return false;
+  for (size_t j = 0; j < a.hits.size(); ++j) {
+    if (std::fabs(a.hits[j].score - b.hits[j].score) > 1e-5f * std::max(1.0f, b.hits[j].score)) return false;
+  }
+  return true;
+}
+
+// One row per mode and k: the GPU single-query path (1 lane, one query at a time), 8 lanes, and
+// PARA batches (many clients), against the CPU processor on every core and on one. Every 10th
+// query of each GPU path is checked against the CPU.
+void query_table(const IndexView& view, const std::vector<std::vector<std::string>>& raw, size_t batch_threshold) {
+  gpu::GpuQueryProcessor gpu_single(view, {1});
+  gpu::GpuQueryProcessor gpu_lanes(view, {8});
+  gpu::GpuProcessorOptions batched_options;
+  batched_options.batch = {.threshold = batch_threshold, .max_queries = 16, .max_wait_us = 1000};
+  gpu::GpuQueryProcessor gpu_batched(view, batched_options);
+  CpuQueryProcessor cpu_processor(view);
+  const size_t cores = std::max(1u, std::thread::hardware_concurrency());
+  const size_t clients = 64;
+  std::printf("GPU index %.0f MB resident; batches close at %zu postings of work or 16 queries; %zu client threads drive the batched and 8-lane paths\n\n",
+              gpu_single.device_index().stats().bytes_resident / 1e6, batch_threshold, clients);
+  std::printf("| mode | k | GPU single q/s | p50 / p99 ms | GPU 8 lanes q/s | p50 / p99 ms | GPU batched q/s | p50 / p99 ms | CPU %zu threads q/s | p50 / p99 ms | "
+              "CPU 1 thread ms/query | batched / CPU-%zu | single / CPU-1 (latency) | blocks decoded per query: GPU / CPU / in the lists |\n",
+              cores, cores);
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  for (QueryMode mode : {QueryMode::kAnd, QueryMode::kOr, QueryMode::kAndOr}) {
+    for (size_t k : {size_t{10}, size_t{1000}}) {
+      std::vector<Query> queries, sample;
+      for (const auto& q : raw) queries.push_back({q, mode, k});
+      for (size_t i = 0; i < queries.size(); i += 10) sample.push_back(queries[i]);
+      size_t mismatches = 0;
+      uint64_t gpu_blocks = 0, cpu_blocks = 0, total_blocks = 0;
+      std::vector<QueryResult> expected(sample.size());
+      for (size_t i = 0; i < sample.size(); ++i) {
+        expected[i] = cpu_processor.search(sample[i]);
+        const QueryResult single = gpu_single.search(sample[i]);
+        gpu_blocks += single.stats.blocks_decoded;
+        cpu_blocks += expected[i].stats.blocks_decoded;
+        total_blocks += expected[i].stats.blocks_total;
+        mismatches += !same_scores(single, expected[i]) + !same_scores(gpu_lanes.search(sample[i]), expected[i]);
+      }
+      std::vector<QueryResult> batched_results(sample.size());
+      run(sample, clients, [&](const Query& q) { batched_results[&q - sample.data()] = gpu_batched.search(q); });
+      for (size_t i = 0; i < sample.size(); ++i) mismatches += !same_scores(batched_results[i], expected[i]);
+
+      const Timing single = run(queries, 1, [&](const Query& q) { gpu_single.search(q); });
+      const Timing lanes = run(queries, clients, [&](const Query& q) { gpu_lanes.search(q); });
+      const Timing batched = run(queries, clients, [&](const Query& q) { gpu_batched.search(q); });
+      const Timing cpu_all = run(queries, cores, [&](const Query& q) { cpu_processor.search(q); });
+      const Timing cpu_one = run(sample, 1, [&](const Query& q) { cpu_processor.search(q); });
+      const Timing single_sample = run(sample, 1, [&](const Query& q) { gpu_single.search(q); });
+      std::printf("| %s | %zu | %.0f | %.3f / %.3f | %.0f | %.3f / %.3f | %.0f | %.3f / %.3f | %.0f | %.3f / %.3f | %.2f | %.1f× | %.1f× | %.0f / %.0f / %.0f |%s\n",
+                  std::string(to_string(mode)).c_str(), k, single.qps, single.p50, single.p99, lanes.qps, lanes.p50, lanes.p99,
+                  batched.qps, batched.p50, batched.p99, cpu_all.qps, cpu_all.p50, cpu_all.p99, 1e3 / cpu_one.qps,
+                  batched.qps / cpu_all.qps, single_sample.qps / cpu_one.qps, double(gpu_blocks) / sample.size(),
+                  double(cpu_blocks) / sample.size(), double(total_blocks) / sample.size(),
+                  mismatches ? (" " + std::to_string(mismatches) + " MISMATCHES vs CPU").c_str() : "");
+      std::fflush(stdout);
+    }
+  }
+}
+
+void synthetic_query_table(uint32_t documents, uint32_t query_count) {
   synthetic::CollectionParams params;
   params.documents = documents;
   params.vocabulary = 100000;
@@ -177,51 +241,21 @@ void query_table(uint32_t documents, uint32_t query_count) {
       if (const TermInfo* info = view.find(t)) postings += info->df;
     }
   }
-  gpu::GpuQueryProcessor gpu_processor(view, {1});   // single-query latency path
-  gpu::GpuQueryProcessor gpu_lanes(view, {8});        // 8 queries in flight
-  gpu::GpuQueryProcessor gpu_max_tree(view, {1, gpu::TopkMethod::kMaxTree});
-  CpuQueryProcessor cpu_processor(view);
-  const size_t cores = std::max(1u, std::thread::hardware_concurrency());
   std::printf("\n### Queries: synthetic collection, %u documents, vocabulary 100k, mean length 100, %u queries of 1–4 "
-              "terms among the 2,000 most frequent (%.0f postings per query on average); built in %.0f s; GPU index %.0f MB\n\n",
-              documents, query_count, double(postings) / raw.size(),
-              std::chrono::duration<double>(Clock::now() - build_start).count(),
-              gpu_processor.device_index().bytes_resident() / 1e6);
-  std::printf("| mode | k | GPU 1 lane q/s | GPU 1 lane p50 / p99 ms | GPU 8 lanes q/s | GPU 8 lanes p50 / p99 ms | CPU %zu threads q/s | CPU p50 / p99 ms | CPU 1 thread q/s | GPU 8 lanes / CPU-%zu | GPU 1 lane max-tree top-k q/s | blocks decoded per query: GPU / CPU / in the lists |\n",
-              cores, cores);
-  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
-  for (QueryMode mode : {QueryMode::kAnd, QueryMode::kOr, QueryMode::kAndOr}) {
-    for (size_t k : {size_t{10}, size_t{1000}}) {
-      std::vector<Query> queries;
-      for (const auto& q : raw) queries.push_back({q, mode, k});
-      size_t mismatches = 0;
-      uint64_t gpu_blocks = 0, cpu_blocks = 0, total_blocks = 0, checked = 0;
-      for (size_t i = 0; i < queries.size(); i += 10) {  // spot-check GPU against CPU
-        const QueryResult gpu_result = gpu_lanes.search(queries[i]), cpu_result = cpu_processor.search(queries[i]);
-        gpu_blocks += gpu_result.stats.blocks_decoded;
-        cpu_blocks += cpu_result.stats.blocks_decoded;
-        total_blocks += cpu_result.stats.blocks_total;
-        ++checked;
-        const auto& a = gpu_result.hits;
-        const auto& b = cpu_result.hits;
-        if (a.size() != b.size()) ++mismatches;
-        for (size_t j = 0; j < std::min(a.size(), b.size()); ++j) {
-          if (std::fabs(a[j].score - b[j].score) > 1e-5f * std::max(1.0f, b[j].score)) ++mismatches;
-        }
-      }
-      const Timing gpu = run(queries, 1, [&](const Query& q) { gpu_processor.search(q); });
-      const Timing lanes = run(queries, cores, [&](const Query& q) { gpu_lanes.search(q); });
-      const Timing max_tree = run(queries, 1, [&](const Query& q) { gpu_max_tree.search(q); });
-      const Timing cpu_all = run(queries, cores, [&](const Query& q) { cpu_processor.search(q); });
-      const Timing cpu_one = run(queries, 1, [&](const Query& q) { cpu_processor.search(q); });
-      std::printf("| %s | %zu | %.0f | %.3f / %.3f | %.0f | %.3f / %.3f | %.0f | %.3f / %.3f | %.0f | %.2f× | %.0f | %.0f / %.0f / %.0f |%s\n",
-                  std::string(to_string(mode)).c_str(), k, gpu.qps, gpu.p50, gpu.p99, lanes.qps, lanes.p50, lanes.p99,
-                  cpu_all.qps, cpu_all.p50, cpu_all.p99, cpu_one.qps, lanes.qps / cpu_all.qps, max_tree.qps,
-                  double(gpu_blocks) / checked, double(cpu_blocks) / checked, double(total_blocks) / checked,
-                  mismatches ? " MISMATCH vs CPU" : "");
-      std::fflush(stdout);
-    }
-  }
+              "terms among the 2,000 most frequent (%.0f postings per query on average); built in %.0f s\n\n",
+              documents, query_count, double(postings) / raw.size(), std::chrono::duration<double>(Clock::now() - build_start).count());
+  query_table(view, raw, 1 << 20);
+}
+
+void gov2_query_table(const synthetic::Gov2Params& params, size_t batch_threshold) {
+  const auto start = Clock::now();
+  const synthetic::Gov2Collection c = synthetic::make_gov2_like(params);
+  std::printf("\n### Queries: GOV2-like preset, %u documents (mean length %.0f), %zu query-term lists (%.2f billion postings, %s), "
+              "%u queries, %.2f million postings per query on average; generated in %.0f s\n\n",
+              params.documents, params.mean_length, c.view.lexicon.size(), c.postings / 1e9, params.codec.c_str(), params.queries,
+              c.postings_per_query / 1e6, std::chrono::duration<double>(Clock::now() - start).count());
+  std::fflush(stdout);
+  query_table(c.view, c.queries, batch_threshold);
 }
 
 }  // namespace
@@ -229,9 +263,14 @@ void query_table(uint32_t documents, uint32_t query_count) {
 
 int main(int argc, char** argv) {
   using namespace warp;
-  Flags flags("usage: gpu_bench [--max-log2 26] [--docs 500000] [--queries 500]");
-  flags.value("max-log2", "26", "longest decode list, log2").value("docs", "500000", "documents in the query collection (0: skip)")
-      .value("queries", "500", "queries per mode")
+  Flags flags("usage: gpu_bench [--max-log2 26] [--docs 500000] [--queries 500] [--gov2-docs 25205179] [--no-intersection]");
+  flags.value("max-log2", "26", "longest decode list, log2 (0: skip the decode table)")
+      .value("docs", "0", "documents in the small synthetic query collection (0: skip)")
+      .value("queries", "500", "queries per mode of the small collection")
+      .value("gov2-docs", "25205179", "documents of the GOV2-like preset (0: skip)")
+      .value("gov2-queries", "1000", "queries of the GOV2-like log")
+      .value("gov2-codec", "bp128", "codec of the GOV2-like lists")
+      .value("batch-threshold", "2000000", "postings of work that close a GPU batch")
       .boolean("no-intersection", "skip the intersection table");
   try {
     flags.parse(argc, argv);
@@ -244,9 +283,16 @@ int main(int argc, char** argv) {
     const double copy = gpu::device_copy_gbps(size_t{1} << 30);
     std::printf("device: %s\n\nceiling: device-to-device copy %.0f GB/s (1 GiB, bytes read + written, median of 20)\n",
                 gpu::gpu_description().c_str(), copy);
-    decode_table(static_cast<int>(flags.count("max-log2")), copy);
+    if (flags.count("max-log2") > 0) decode_table(static_cast<int>(flags.count("max-log2")), copy);
     if (!flags.is_set("no-intersection")) intersection_table();
-    if (flags.count("docs") > 0) query_table(static_cast<uint32_t>(flags.count("docs")), static_cast<uint32_t>(flags.count("queries")));
+    if (flags.count("docs") > 0) synthetic_query_table(static_cast<uint32_t>(flags.count("docs")), static_cast<uint32_t>(flags.count("queries")));
+    if (flags.count("gov2-docs") > 0) {
+      synthetic::Gov2Params params;
+      params.documents = static_cast<uint32_t>(flags.count("gov2-docs"));
+      params.queries = static_cast<uint32_t>(flags.count("gov2-queries"));
+      params.codec = flags.get("gov2-codec");
+      gov2_query_table(params, flags.count("batch-threshold"));
+    }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gpu_bench: %s\n", e.what());
     return 1;

@@ -18,6 +18,7 @@
 #include "tests/support/test_seed.hpp"
 #include "tests/support/topk_match.hpp"
 #ifdef WARP_HAVE_CUDA
+#include "leaf/gpu/gpu_batch.hpp"
 #include "leaf/gpu/gpu_decode.hpp"
 #include "leaf/gpu/gpu_query_processor.hpp"
 #include "leaf/gpu/intersect.hpp"
@@ -224,6 +225,99 @@ TEST(GpuQueryProcessor, AndDecodesOnlyTheSelectedBlocks) {
   EXPECT_EQ(result.and_matches, 40u);
   EXPECT_EQ(result.hits.size(), 10u);
   EXPECT_LE(result.stats.blocks_decoded, 1u + 40u);  // the short list plus one block per candidate
+}
+
+// Answers of `processor` against the CPU for every query, mode and k, from `threads` client threads.
+int mismatches_against_cpu(const QueryProcessor& processor, const Collection& c, const IndexView& view, int threads) {
+  CpuQueryProcessor cpu(view);
+  std::atomic<int> failures{0};
+  std::vector<std::thread> clients;
+  for (int t = 0; t < threads; ++t) {
+    clients.emplace_back([&, t] {
+      for (size_t q = t; q < c.queries.size(); q += threads) {
+        for (QueryMode mode : {QueryMode::kAnd, QueryMode::kOr, QueryMode::kAndOr}) {
+          for (size_t k : {size_t{10}, size_t{1000}}) {
+            const Query query{c.queries[q], mode, k};
+            const QueryResult expected = cpu.search(query), actual = processor.search(query);
+            if (!testing::same_topk(expected.hits, actual.hits, c.reference, c.queries[q]) ||
+                (mode != QueryMode::kOr && expected.and_matches != actual.and_matches)) {
+              if (failures++ == 0) ADD_FAILURE() << "query " << q << " mode " << to_string(mode) << " k " << k;
+            }
+          }
+        }
+      }
+    });
+  }
+  for (auto& client : clients) client.join();
+  return failures.load();
+}
+
+TEST(GpuBatching, BatchedQueriesMatchTheCpu) {
+  WARP_REQUIRE_GPU();
+  for (const char* codec : {"bp128", "hs-lrc", "pfor-ding", "bp256"}) {
+    const uint64_t seed = testing::test_seed() + 31 + std::hash<std::string>{}(codec);
+    const Collection c = random_collection(codec, seed, 1);
+    const IndexView& view = c.partitions[0].view;
+    gpu::GpuProcessorOptions options;
+    options.batch = {.threshold = 20000, .max_queries = 8, .max_wait_us = 2000};
+    gpu::GpuQueryProcessor processor(view, options);
+    EXPECT_EQ(mismatches_against_cpu(processor, c, view, 12), 0) << codec << " seed " << seed;
+  }
+}
+
+TEST(GpuBatching, ExecutorRunsAMixedSpanInOrder) {
+  WARP_REQUIRE_GPU();
+  const uint64_t seed = testing::test_seed() + 32;
+  const Collection c = random_collection("seg-lrc", seed, 1);
+  const IndexView& view = c.partitions[0].view;
+  gpu::DeviceIndex device(view);
+  gpu::BatchExecutor executor(device, {.threshold = 5000, .max_queries = 5});
+  CpuQueryProcessor cpu(view);
+  std::vector<Query> queries;
+  for (size_t q = 0; q < c.queries.size(); ++q) {
+    queries.push_back({c.queries[q], static_cast<QueryMode>(q % 3), q % 2 ? size_t{10} : size_t{100}});
+  }
+  const std::vector<QueryResult> results = executor.run(queries);
+  ASSERT_EQ(results.size(), queries.size());
+  for (size_t q = 0; q < queries.size(); ++q) {
+    ASSERT_TRUE(testing::same_topk(cpu.search(queries[q]).hits, results[q].hits, c.reference, c.queries[q]))
+        << "query " << q << " mode " << to_string(queries[q].mode) << " seed " << seed;
+  }
+}
+
+TEST(GpuListCache, TightBudgetEvictsAndGivesTheSameAnswers) {
+  WARP_REQUIRE_GPU();
+  const uint64_t seed = testing::test_seed() + 41;
+  const Collection c = random_collection("bp128", seed, 1);
+  const IndexView& view = c.partitions[0].view;
+  const size_t budget = view.postings.size() * sizeof(uint32_t) / 8;
+  for (bool batched : {false, true}) {
+    gpu::GpuProcessorOptions options;
+    options.lanes = 3;
+    options.memory_budget = budget;
+    if (batched) options.batch = {.threshold = 20000, .max_queries = 4};
+    gpu::GpuQueryProcessor processor(view, options);
+    EXPECT_EQ(mismatches_against_cpu(processor, c, view, 6), 0) << "batched " << batched << " seed " << seed;
+    const gpu::ListCacheStats stats = processor.device_index().stats();
+    EXPECT_TRUE(stats.caching);
+    EXPECT_GT(stats.misses, 0u);
+    EXPECT_GT(stats.hits, 0u);
+    EXPECT_GT(stats.evictions, 0u) << "a budget of 1/8 of the lists must evict";
+    EXPECT_EQ(processor.device_memory().list_cache_misses, stats.misses);
+  }
+}
+
+TEST(GpuLrc, CompressedSearchAndBlockDecodingAgree) {
+  WARP_REQUIRE_GPU();
+  for (const char* codec : {"lrc", "lrc-seg", "seg-lrc", "hs-lrc"}) {
+    const uint64_t seed = testing::test_seed() + 51 + std::hash<std::string>{}(codec);
+    const Collection c = random_collection(codec, seed, 1);
+    const IndexView& view = c.partitions[0].view;
+    gpu::GpuProcessorOptions options;
+    options.search_compressed = false;  // select and decode blocks like the other codecs
+    gpu::GpuQueryProcessor processor(view, options);
+    EXPECT_EQ(mismatches_against_cpu(processor, c, view, 2), 0) << codec << " seed " << seed;
+  }
 }
 
 TEST(GpuCranfield, EveryModeAndCodecMatchesTheCpu) {
