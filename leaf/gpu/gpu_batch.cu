@@ -11,61 +11,12 @@
 #include "common/util/status.hpp"
 #include "leaf/gpu/cuda_check.cuh"
 #include "leaf/gpu/list_decode.cuh"
+#include "leaf/gpu/or_tiles.cuh"
+#include "leaf/gpu/task_decode.cuh"
 #include "leaf/gpu/topk_select.cuh"
 
 namespace warp::gpu {
 namespace {
-
-// One (query, list) pair of a fused launch.
-struct Task {
-  DeviceList list;
-  uint32_t block_begin;  // first thread block of the launch that works on this task
-  uint32_t out_offset;   // first output slot of the task
-  uint32_t mask_offset;  // first block-mask byte of the task
-  uint32_t query;        // index in the batch
-  float weight;
-};
-
-enum class TaskOutput : uint32_t { kCandidates, kBlocks, kAccumulate };
-
-template <int BS>
-__global__ void decode_tasks_kernel(const Task* tasks, uint32_t task_count, const uint8_t* masks, TaskOutput output,
-                                    uint32_t* docs_out, uint32_t* freqs_out, float* scores_out, uint32_t* query_out,
-                                    float* accumulators, size_t accumulator_stride, const float* norms,
-                                    uint32_t doc_begin, Counters* counters) {
-  __shared__ uint32_t task_index;
-  __shared__ BlockDecodeStorage<BS> storage;
-  if (threadIdx.x == 0) {
-    uint32_t lo = 0, hi = task_count - 1;  // the last task starting at or before this thread block
-    while (lo < hi) {
-      const uint32_t mid = (lo + hi + 1) / 2;
-      if (tasks[mid].block_begin <= blockIdx.x) lo = mid; else hi = mid - 1;
-    }
-    task_index = lo;
-  }
-  __syncthreads();
-  const Task& task = tasks[task_index];
-  const uint32_t block = blockIdx.x - task.block_begin;
-  if (masks != nullptr && masks[task.mask_offset + block] == 0) return;  // uniform over the thread block
-  const uint32_t n = min(static_cast<uint32_t>(BS), task.list.count - block * BS);
-  uint32_t doc, freq;
-  decode_postings<BS>(task.list, block, n, storage, doc, freq);
-  const uint32_t slot = task.out_offset + block * BS + threadIdx.x;
-  const bool live = threadIdx.x < n;
-  if (output == TaskOutput::kCandidates) {
-    docs_out[slot] = live ? doc : 0;
-    scores_out[slot] = live ? bm25_dev(task.weight, freq, norms[doc - doc_begin]) : -1.0f;
-    query_out[slot] = task.query;
-  } else if (output == TaskOutput::kBlocks) {
-    if (live) docs_out[slot] = doc, freqs_out[slot] = freq;
-  } else if (live) {
-    atomicAdd(&accumulators[task.query * accumulator_stride + doc - doc_begin], bm25_dev(task.weight, freq, norms[doc - doc_begin]));
-  }
-  if (threadIdx.x == 0) {
-    atomicAdd(&counters[task.query].blocks_decoded, 1ull);
-    atomicAdd(&counters[task.query].postings_decoded, static_cast<unsigned long long>(n));
-  }
-}
 
 // Block selection for every live candidate whose query has a list in this round.
 __global__ void batch_select_kernel(uint32_t count, const uint32_t* docs, float* scores, const uint32_t* query_of,
@@ -160,7 +111,17 @@ struct BatchExecutor::Buffers {
   uint32_t* block_docs = nullptr;
   uint32_t* block_freqs = nullptr;
   uint8_t* masks = nullptr;
-  float* accumulators = nullptr;  // max_queries × accumulator_stride, kept zeroed
+  float* accumulators = nullptr;  // dense OR: max_queries × accumulator_stride, kept zeroed
+  uint64_t* or_keys = nullptr;     // OR tiles: max_queries × doc_count candidate keys
+  uint32_t* or_buckets = nullptr;  // OR tiles: per query kBuckets counters, then the count
+  DeviceList* or_lists = nullptr;
+  float* or_weights = nullptr;
+  OrQueryTask* or_tasks = nullptr;
+  DeviceList* host_or_lists = nullptr;
+  float* host_or_weights = nullptr;
+  OrQueryTask* host_or_tasks = nullptr;
+  uint32_t* host_or_query = nullptr;  // the query of each staged OR list
+  OrDecodeBuffers or_decode;
   Task* tasks = nullptr;
   int32_t* round_task = nullptr;
   Counters* counters = nullptr;
@@ -176,10 +137,15 @@ struct BatchExecutor::Buffers {
   ~Buffers() {
     for (void* p : {(void*)candidate_docs, (void*)candidate_scores, (void*)candidate_query, (void*)candidate_block,
                     (void*)block_docs, (void*)block_freqs, (void*)masks, (void*)accumulators, (void*)tasks,
-                    (void*)round_task, (void*)counters, (void*)matches}) {
+                    (void*)round_task, (void*)counters, (void*)matches, (void*)or_keys, (void*)or_buckets,
+                    (void*)or_lists, (void*)or_weights, (void*)or_tasks}) {
       cudaFree(p);
     }
-    for (void* p : {(void*)host_tasks, (void*)host_round, (void*)host_counters, (void*)host_matches}) cudaFreeHost(p);
+    for (void* p : {(void*)host_tasks, (void*)host_round, (void*)host_counters, (void*)host_matches,
+                    (void*)host_or_lists, (void*)host_or_weights, (void*)host_or_tasks, (void*)host_or_query}) {
+      cudaFreeHost(p);
+    }
+    free_or_decode(or_decode);
     topk.release();
     if (stream != nullptr) cudaStreamDestroy(stream);
   }
@@ -204,7 +170,20 @@ BatchExecutor::BatchExecutor(const DeviceIndex& device, const BatchOptions& opti
   device_alloc(b.block_docs, b.block_slot_capacity);
   device_alloc(b.block_freqs, b.block_slot_capacity);
   device_alloc(b.masks, b.mask_capacity);
-  device_alloc(b.accumulators, queries * b.accumulator_stride);
+  if (tiles()) {
+    device_alloc(b.or_keys, queries * std::max<size_t>(1, b.doc_count));
+    device_alloc(b.or_buckets, queries * (kBuckets + 1));
+    device_alloc(b.or_lists, queries * kMaxRounds);
+    device_alloc(b.or_weights, queries * kMaxRounds);
+    device_alloc(b.or_tasks, queries);
+    WARP_CUDA_CHECK(cudaMallocHost(&b.host_or_lists, queries * kMaxRounds * sizeof(DeviceList)));
+    WARP_CUDA_CHECK(cudaMallocHost(&b.host_or_weights, queries * kMaxRounds * sizeof(float)));
+    WARP_CUDA_CHECK(cudaMallocHost(&b.host_or_tasks, queries * sizeof(OrQueryTask)));
+    WARP_CUDA_CHECK(cudaMallocHost(&b.host_or_query, queries * kMaxRounds * sizeof(uint32_t)));
+    allocate_or_decode(b.or_decode, queries * kMaxRounds, options_.threshold + 4 * list_slots, static_cast<uint32_t>(b.doc_count));
+  } else {
+    device_alloc(b.accumulators, queries * b.accumulator_stride);
+  }
   device_alloc(b.tasks, queries * kMaxRounds);
   device_alloc(b.round_task, queries * kMaxRounds);
   device_alloc(b.counters, queries);
@@ -405,6 +384,64 @@ void BatchExecutor::run_or(std::vector<Prepared>& batch, std::vector<QueryResult
   const size_t n = batch.size();
   if (doc_count == 0) return;
   WARP_CUDA_CHECK(cudaMemsetAsync(b.counters, 0, n * sizeof(Counters), b.stream));
+  for (size_t q = 0; q < n; ++q) {
+    QueryResult& result = results[batch[q].index];
+    if (batch[q].query->mode == QueryMode::kAndOr) {
+      result.fell_back_to_or = true;  // AND found fewer than k: its and_matches and stats stay
+      result.stats.blocks_total += batch[q].blocks_total;
+    } else {
+      result.stats.blocks_total = batch[q].blocks_total;
+    }
+  }
+  if (tiles()) {
+    // One decode launch for every list of every query, one launch of document tiles × queries.
+    uint32_t lists = 0, block_size = 128;
+    for (size_t q = 0; q < n; ++q) {
+      for (const auto& [list, weight] : batch[q].lists) {
+        block_size = list.block_size;
+        b.host_or_weights[lists] = weight;
+        b.host_or_query[lists] = static_cast<uint32_t>(q);
+        b.host_or_lists[lists++] = list;
+      }
+    }
+    const uint32_t* bounds = or_decode_pass(b.or_decode, b.host_or_lists, b.host_or_weights, b.host_or_query, lists,
+                                            device_.length_norms(), doc_begin, doc_count, b.counters, b.stream);
+    for (size_t q = 0, first = 0; q < n; first += batch[q].lists.size(), ++q) {
+      uint32_t* buckets = b.or_buckets + q * (kBuckets + 1);
+      b.host_or_tasks[q] = {static_cast<uint32_t>(first), static_cast<uint32_t>(batch[q].lists.size()),
+                            static_cast<uint32_t>(batch[q].query->k), b.or_keys + q * b.doc_count, buckets + kBuckets,
+                            buckets, b.counters + q, bounds};
+    }
+    WARP_CUDA_CHECK(cudaMemsetAsync(b.or_buckets, 0, n * (kBuckets + 1) * sizeof(uint32_t), b.stream));
+    WARP_CUDA_CHECK(cudaMemcpyAsync(b.or_lists, b.host_or_lists, lists * sizeof(DeviceList), cudaMemcpyHostToDevice, b.stream));
+    WARP_CUDA_CHECK(cudaMemcpyAsync(b.or_weights, b.host_or_weights, lists * sizeof(float), cudaMemcpyHostToDevice, b.stream));
+    WARP_CUDA_CHECK(cudaMemcpyAsync(b.or_tasks, b.host_or_tasks, n * sizeof(OrQueryTask), cudaMemcpyHostToDevice, b.stream));
+    if (lists > 0) {
+      launch_or_tiles(b.or_tasks, static_cast<uint32_t>(n), b.or_lists, b.or_weights, b.or_decode, block_size,
+                      device_.length_norms(), doc_begin, doc_count, b.stream);
+    }
+    for (size_t q = 0; q < n; ++q) {
+      const uint32_t* buckets = b.or_buckets + q * (kBuckets + 1);
+      results[batch[q].index].hits = batch[q].lists.empty() ? std::vector<Hit>{}
+          : b.topk.select_candidates(b.or_keys + q * b.doc_count, buckets + kBuckets, doc_count, buckets, batch[q].query->k, b.stream);
+    }
+  } else {
+    run_or_dense(batch, results);
+  }
+  WARP_CUDA_CHECK(cudaMemcpyAsync(b.host_counters, b.counters, n * sizeof(Counters), cudaMemcpyDeviceToHost, b.stream));
+  WARP_CUDA_CHECK(cudaStreamSynchronize(b.stream));
+  for (size_t q = 0; q < n; ++q) {
+    QueryResult& result = results[batch[q].index];
+    result.stats.blocks_decoded += b.host_counters[q].blocks_decoded;
+    result.stats.postings_decoded += b.host_counters[q].postings_decoded;
+  }
+}
+
+void BatchExecutor::run_or_dense(std::vector<Prepared>& batch, std::vector<QueryResult>& results) {
+  Buffers& b = *buffers_;
+  const IndexView& index = device_.host();
+  const uint32_t doc_begin = index.meta.doc_begin, doc_count = index.doc_count();
+  const size_t n = batch.size();
   if (b.accumulators_dirty) {
     WARP_CUDA_CHECK(cudaMemsetAsync(b.accumulators, 0, options_.max_queries * b.accumulator_stride * sizeof(float), b.stream));
   }
@@ -444,23 +481,9 @@ void BatchExecutor::run_or(std::vector<Prepared>& batch, std::vector<QueryResult
       hits = b.topk.select(doc_count, k, b.stream, options_.topk);
       WARP_CUDA_CHECK(cudaMemsetAsync(accumulators, 0, doc_count * sizeof(float), b.stream));
     }
-    QueryResult& result = results[batch[q].index];
-    if (batch[q].query->mode == QueryMode::kAndOr) {
-      result.fell_back_to_or = true;  // AND found fewer than k: its and_matches and stats stay
-      result.stats.blocks_total += batch[q].blocks_total;
-    } else {
-      result.stats.blocks_total = batch[q].blocks_total;
-    }
-    result.hits = std::move(hits);
+    results[batch[q].index].hits = std::move(hits);
   }
   b.accumulators_dirty = false;
-  WARP_CUDA_CHECK(cudaMemcpyAsync(b.host_counters, b.counters, n * sizeof(Counters), cudaMemcpyDeviceToHost, b.stream));
-  WARP_CUDA_CHECK(cudaStreamSynchronize(b.stream));
-  for (size_t q = 0; q < n; ++q) {
-    QueryResult& result = results[batch[q].index];
-    result.stats.blocks_decoded += b.host_counters[q].blocks_decoded;
-    result.stats.postings_decoded += b.host_counters[q].postings_decoded;
-  }
 }
 
 struct Batcher::State {

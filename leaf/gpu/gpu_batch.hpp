@@ -6,7 +6,8 @@
 //          term round, one launch selects blocks for every candidate of every query, one decodes
 //          the selected blocks of every query's list, one probes (or, for LRC lists, one searches
 //          the compressed lists: Ao et al. Algorithm 1);
-//   OR     one launch decodes every list of every query into per-query dense accumulators;
+//   OR     one launch of document tiles × queries (or_tiles.cuh), or one launch decoding every list
+//          of every query into per-query dense accumulators;
 //   top-k  per query, over its own candidates or accumulators.
 // Candidate, block and accumulator memory for a whole batch is allocated once.
 #pragma once
@@ -25,6 +26,7 @@ struct BatchOptions {
   size_t max_queries = 16;     // queries per batch
   uint32_t max_wait_us = 500;  // the longest the first query of a batch waits for company
   TopkMethod topk = TopkMethod::kBucketSelect;
+  OrMethod or_method = OrMethod::kTiles;
   bool search_compressed = true;
 };
 
@@ -47,6 +49,8 @@ class BatchExecutor {
   struct Prepared;
   void run_and(std::vector<Prepared>& batch, std::vector<QueryResult>& results);
   void run_or(std::vector<Prepared>& batch, std::vector<QueryResult>& results);
+  void run_or_dense(std::vector<Prepared>& batch, std::vector<QueryResult>& results);
+  bool tiles() const { return options_.or_method == OrMethod::kTiles && options_.topk == TopkMethod::kBucketSelect; }
 
   const DeviceIndex& device_;
   BatchOptions options_;

@@ -6,6 +6,7 @@
 #include "common/util/status.hpp"
 #include "leaf/gpu/gpu_runtime.hpp"
 #include "leaf/gpu/list_decode.cuh"
+#include "leaf/gpu/or_tiles.cuh"
 #include "leaf/gpu/topk_select.cuh"
 #include "leaf/gpu/cuda_check.cuh"
 
@@ -86,6 +87,8 @@ __global__ void accumulator_keys_kernel(uint32_t count, const float* accumulator
 }
 
 constexpr uint32_t kThreads = 256;
+constexpr size_t kMaxOrTerms = 1024;  // distinct terms of a GPU OR query
+constexpr size_t kOrDecodeLists = 4;  // OR decode buffers hold this many longest lists; more: tiles decode
 uint32_t grid_for(uint32_t n) { return std::max(1u, (n + kThreads - 1) / kThreads); }
 
 }  // namespace
@@ -103,6 +106,15 @@ struct GpuQueryProcessor::Lane {
   Counters* counters = nullptr;
   Counters* host_counters = nullptr;  // pinned
   TopkBuffers topk;
+  // OR tiles: the query's lists and weights, its task, and the candidates' count and buckets.
+  DeviceList* or_lists = nullptr;
+  float* or_weights = nullptr;
+  OrQueryTask* or_task = nullptr;
+  uint32_t* or_buckets = nullptr;  // kBuckets counters, then the candidate count
+  OrDecodeBuffers or_decode;
+  DeviceList* host_or_lists = nullptr;  // pinned staging
+  float* host_or_weights = nullptr;
+  OrQueryTask* host_or_task = nullptr;
   bool accumulators_dirty = true;  // zeroed by the first OR query
   DeviceIndex::Pins pins;          // lists held by the query in flight
 
@@ -118,6 +130,14 @@ struct GpuQueryProcessor::Lane {
       WARP_CUDA_CHECK(cudaMalloc(&block_mask, std::max<size_t>(1, device.max_list_blocks())));
       WARP_CUDA_CHECK(cudaMalloc(&counters, sizeof(Counters)));
       WARP_CUDA_CHECK(cudaMallocHost(&host_counters, sizeof(Counters)));
+      WARP_CUDA_CHECK(cudaMalloc(&or_lists, kMaxOrTerms * sizeof(DeviceList)));
+      WARP_CUDA_CHECK(cudaMalloc(&or_weights, kMaxOrTerms * sizeof(float)));
+      WARP_CUDA_CHECK(cudaMalloc(&or_task, sizeof(OrQueryTask)));
+      WARP_CUDA_CHECK(cudaMalloc(&or_buckets, (kBuckets + 1) * sizeof(uint32_t)));
+      WARP_CUDA_CHECK(cudaMallocHost(&host_or_lists, kMaxOrTerms * sizeof(DeviceList)));
+      WARP_CUDA_CHECK(cudaMallocHost(&host_or_weights, kMaxOrTerms * sizeof(float)));
+      WARP_CUDA_CHECK(cudaMallocHost(&host_or_task, sizeof(OrQueryTask)));
+      allocate_or_decode(or_decode, kMaxOrTerms, kOrDecodeLists * slots, static_cast<uint32_t>(docs));
       topk.allocate(std::max(docs, slots));
     } catch (...) {
       release();
@@ -127,9 +147,14 @@ struct GpuQueryProcessor::Lane {
   ~Lane() { release(); }
   void release() {
     for (void* p : {(void*)accumulators, (void*)candidate_docs, (void*)candidate_freqs, (void*)candidate_scores,
-                    (void*)candidate_block, (void*)block_docs, (void*)block_freqs, (void*)block_mask, (void*)counters}) {
+                    (void*)candidate_block, (void*)block_docs, (void*)block_freqs, (void*)block_mask, (void*)counters,
+                    (void*)or_lists, (void*)or_weights, (void*)or_task, (void*)or_buckets}) {
       cudaFree(p);
     }
+    for (void* p : {(void*)host_or_lists, (void*)host_or_weights, (void*)host_or_task}) cudaFreeHost(p);
+    free_or_decode(or_decode);
+    or_lists = nullptr, or_weights = nullptr, or_task = nullptr, or_buckets = nullptr;
+    host_or_lists = nullptr, host_or_weights = nullptr, host_or_task = nullptr;
     accumulators = nullptr, candidate_docs = candidate_freqs = candidate_block = block_docs = block_freqs = nullptr;
     candidate_scores = nullptr, block_mask = nullptr, counters = nullptr;
     cudaFreeHost(host_counters);
@@ -150,6 +175,7 @@ GpuQueryProcessor::GpuQueryProcessor(const IndexView& index, GpuProcessorOptions
     : device_(index, DeviceIndexOptions{options.memory_budget}), options_(options) {
   if (options.batch.threshold > 0) {
     options_.batch.topk = options.topk;
+    options_.batch.or_method = options.or_method;
     options_.batch.search_compressed = options.search_compressed;
     batcher_ = std::make_unique<Batcher>(device_, options_.batch);
     return;
@@ -285,6 +311,34 @@ QueryResult GpuQueryProcessor::search_or(Lane& b, const std::vector<std::string>
   const uint32_t doc_begin = index.meta.doc_begin, doc_count = index.doc_count();
   if (doc_count == 0) return result;
   WARP_CUDA_CHECK(cudaMemsetAsync(b.counters, 0, sizeof(Counters), b.stream));
+  if (options_.or_method == OrMethod::kTiles && options_.topk == TopkMethod::kBucketSelect) {
+    if (terms.size() > kMaxOrTerms) throw Error("a GPU OR query has at most " + std::to_string(kMaxOrTerms) + " distinct terms");
+    uint32_t lists = 0, block_size = 128;
+    for (const std::string& term : terms) {
+      DeviceList list;
+      const TermInfo* info = nullptr;
+      if (!device_.acquire(term, list, &info, b.stream, b.pins)) continue;
+      result.stats.blocks_total += list.block_count;
+      block_size = list.block_size;
+      b.host_or_weights[lists] = bm25_term_weight(bm25_idf(info->df, index.meta.stats.doc_count), index.meta.bm25);
+      b.host_or_lists[lists++] = list;
+    }
+    if (lists == 0) return result;
+    const uint32_t* bounds = or_decode_pass(b.or_decode, b.host_or_lists, b.host_or_weights, nullptr, lists,
+                                            device_.length_norms(), doc_begin, doc_count, b.counters, b.stream);
+    *b.host_or_task = {0, lists, static_cast<uint32_t>(k), b.topk.keys, b.or_buckets + kBuckets, b.or_buckets, b.counters, bounds};
+    WARP_CUDA_CHECK(cudaMemsetAsync(b.or_buckets, 0, (kBuckets + 1) * sizeof(uint32_t), b.stream));
+    WARP_CUDA_CHECK(cudaMemcpyAsync(b.or_lists, b.host_or_lists, lists * sizeof(DeviceList), cudaMemcpyHostToDevice, b.stream));
+    WARP_CUDA_CHECK(cudaMemcpyAsync(b.or_weights, b.host_or_weights, lists * sizeof(float), cudaMemcpyHostToDevice, b.stream));
+    WARP_CUDA_CHECK(cudaMemcpyAsync(b.or_task, b.host_or_task, sizeof(OrQueryTask), cudaMemcpyHostToDevice, b.stream));
+    launch_or_tiles(b.or_task, 1, b.or_lists, b.or_weights, b.or_decode, block_size, device_.length_norms(), doc_begin,
+                    doc_count, b.stream);
+    result.hits = b.topk.select_candidates(b.topk.keys, b.or_buckets + kBuckets, doc_count, b.or_buckets, k, b.stream);
+    b.read_counters();
+    result.stats.blocks_decoded = b.host_counters->blocks_decoded;
+    result.stats.postings_decoded = b.host_counters->postings_decoded;
+    return result;
+  }
   b.topk.reset(b.stream);
   // Accumulators are left zeroed by the last query's selection; only a query that failed half way
   // leaves them dirty.

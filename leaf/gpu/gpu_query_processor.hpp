@@ -4,7 +4,9 @@
 //   longer list, a merge of the candidates against its per-block last docIDs selects the only blocks
 //   to decode; candidates are probed in them and BM25 accumulated term at a time. LRC-coded lists
 //   are searched compressed instead (Ao et al. 2011 Algorithm 1), decoding only the probed docIDs.
-// - OR (§8.3): every block of every list decoded and scored into dense per-document accumulators.
+// - OR: every block of every list decoded and scored, by document tiles with shared-memory
+//   accumulators and per-tile top-k candidates (or_tiles.cuh), or into dense per-document
+//   accumulators in global memory as in Ding et al. §8.3.
 // - AND+OR: AND, then OR when AND finds fewer than k.
 // - Top-k: bucket select, then a sort of the few keys left, or Ding's multi-level max structure
 //   (topk_select.cuh).
@@ -28,6 +30,7 @@ namespace warp::gpu {
 struct GpuProcessorOptions {
   size_t lanes = 4;
   TopkMethod topk = TopkMethod::kBucketSelect;
+  OrMethod or_method = OrMethod::kTiles;
   // AND over LRC-coded lists: search the compressed lists element-wise (Ao et al. Algorithm 1)
   // instead of selecting and decoding blocks.
   bool search_compressed = true;

@@ -7,4 +7,10 @@ namespace warp::gpu {
 // kMaxTree: Ding et al. 2009 §8.2, a multi-level max structure of degree 32 extracted k times.
 enum class TopkMethod { kBucketSelect, kMaxTree };
 
+// How OR (and the OR half of AND+OR) scores documents.
+// kTiles: document tiles with accumulators in shared memory, top-k candidates per tile (or_tiles.cuh).
+// kDenseAccumulators: Ding et al. §8.3, one global accumulator per document. The max-tree top-k
+// always uses dense accumulators (it extracts from every document's key).
+enum class OrMethod { kTiles, kDenseAccumulators };
+
 }  // namespace warp::gpu

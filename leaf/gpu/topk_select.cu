@@ -95,6 +95,13 @@ __global__ void accumulator_compact_kernel(float* accumulators, uint32_t n, uint
   }
 }
 
+__global__ void compact_counted_kernel(const uint64_t* keys, const uint32_t* count, SelectionState* state, uint64_t* selected) {
+  const uint32_t n = *count;
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    if (keys[i] >= state->threshold) selected[atomicAdd(&state->selected, 1u)] = keys[i];
+  }
+}
+
 // Sorts up to kSmallSortCapacity selected keys in one thread block and writes the k best to
 // result[2..]; result[0] = selected count, result[1] = 1 when there were too many to sort here.
 __global__ void __launch_bounds__(kSmallSortThreads) small_sort_kernel(const uint64_t* selected, const SelectionState* state,
@@ -263,6 +270,19 @@ std::vector<Hit> TopkBuffers::select_accumulators(float* accumulators, uint32_t 
     WARP_CUDA_CHECK(cudaStreamSynchronize(stream));
     return {};
   }
+  return sort_selected(k, stream);
+}
+
+std::vector<Hit> TopkBuffers::select_candidates(const uint64_t* candidate_keys, const uint32_t* count, uint32_t max_count,
+                                                const uint32_t* candidate_buckets, size_t k, cudaStream_t stream) {
+  if (k == 0 || max_count == 0) return {};
+  auto* state = reinterpret_cast<SelectionState*>(buckets + kBuckets);
+  reset(stream);  // the selection state
+  threshold_kernel<<<1, kScanThreads, 0, stream>>>(candidate_buckets, static_cast<uint32_t>(k), state);
+  WARP_CUDA_CHECK_LAUNCH();
+  const uint32_t grid = std::min<uint32_t>(1024, (max_count + 255) / 256);
+  compact_counted_kernel<<<grid, 256, 0, stream>>>(candidate_keys, count, state, selected);
+  WARP_CUDA_CHECK_LAUNCH();
   return sort_selected(k, stream);
 }
 

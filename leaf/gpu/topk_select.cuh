@@ -55,6 +55,11 @@ struct TopkBuffers {
   // histograms), then a pass that compacts the keys above the threshold and zeroes every non-zero
   // accumulator, so the next query needs no memset and no key array is written. Synchronises.
   std::vector<Hit> select_accumulators(float* accumulators, uint32_t n, uint32_t doc_begin, size_t k, cudaStream_t stream);
+  // The k best of candidate keys elsewhere: keys[0..*count) with their bucket counts, both in device
+  // memory (the OR tiles write them); `max_count` bounds *count. Uses this object's selection state.
+  // Synchronises.
+  std::vector<Hit> select_candidates(const uint64_t* keys, const uint32_t* count, uint32_t max_count,
+                                     const uint32_t* candidate_buckets, size_t k, cudaStream_t stream);
 
  private:
   std::vector<Hit> select_by_buckets(uint32_t n, size_t k, cudaStream_t stream);

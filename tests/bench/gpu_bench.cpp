@@ -173,6 +173,10 @@ bool same_scores(const QueryResult& a, const QueryResult& b) {
 // query of each GPU path is checked against the CPU.
 void query_table(const IndexView& view, const std::vector<std::vector<std::string>>& raw, size_t batch_threshold) {
   gpu::GpuQueryProcessor gpu_single(view, {1});
+  gpu::GpuProcessorOptions dense_options;
+  dense_options.lanes = 1;
+  dense_options.or_method = gpu::OrMethod::kDenseAccumulators;
+  gpu::GpuQueryProcessor gpu_dense(view, dense_options);
   gpu::GpuQueryProcessor gpu_lanes(view, {8});
   gpu::GpuProcessorOptions batched_options;
   batched_options.batch = {.threshold = batch_threshold, .max_queries = 16, .max_wait_us = 1000};
@@ -180,12 +184,12 @@ void query_table(const IndexView& view, const std::vector<std::vector<std::strin
   CpuQueryProcessor cpu_processor(view);
   const size_t cores = std::max(1u, std::thread::hardware_concurrency());
   const size_t clients = 64;
-  std::printf("GPU index %.0f MB resident; batches close at %zu postings of work or 16 queries; %zu client threads drive the batched and 8-lane paths\n\n",
+  std::printf("GPU index %.0f MB resident; batches close at %zu postings of work or 16 queries; %zu client threads drive the batched path, 16 the 8-lane path\n\n",
               gpu_single.device_index().stats().bytes_resident / 1e6, batch_threshold, clients);
-  std::printf("| mode | k | GPU single q/s | p50 / p99 ms | GPU 8 lanes q/s | p50 / p99 ms | GPU batched q/s | p50 / p99 ms | CPU %zu threads q/s | p50 / p99 ms | "
+  std::printf("| mode | k | GPU single q/s | p50 / p99 ms | GPU single, dense OR accumulators q/s | GPU 8 lanes q/s | p50 / p99 ms | GPU batched q/s | p50 / p99 ms | CPU %zu threads q/s | p50 / p99 ms | "
               "CPU 1 thread ms/query | batched / CPU-%zu | single / CPU-1 (latency) | blocks decoded per query: GPU / CPU / in the lists |\n",
               cores, cores);
-  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (QueryMode mode : {QueryMode::kAnd, QueryMode::kOr, QueryMode::kAndOr}) {
     for (size_t k : {size_t{10}, size_t{1000}}) {
       std::vector<Query> queries, sample;
@@ -200,20 +204,22 @@ void query_table(const IndexView& view, const std::vector<std::vector<std::strin
         gpu_blocks += single.stats.blocks_decoded;
         cpu_blocks += expected[i].stats.blocks_decoded;
         total_blocks += expected[i].stats.blocks_total;
-        mismatches += !same_scores(single, expected[i]) + !same_scores(gpu_lanes.search(sample[i]), expected[i]);
+        mismatches += !same_scores(single, expected[i]) + !same_scores(gpu_lanes.search(sample[i]), expected[i]) +
+                      !same_scores(gpu_dense.search(sample[i]), expected[i]);
       }
       std::vector<QueryResult> batched_results(sample.size());
       run(sample, clients, [&](const Query& q) { batched_results[&q - sample.data()] = gpu_batched.search(q); });
       for (size_t i = 0; i < sample.size(); ++i) mismatches += !same_scores(batched_results[i], expected[i]);
 
       const Timing single = run(queries, 1, [&](const Query& q) { gpu_single.search(q); });
-      const Timing lanes = run(queries, clients, [&](const Query& q) { gpu_lanes.search(q); });
+      const Timing dense = run(queries, 1, [&](const Query& q) { gpu_dense.search(q); });
+      const Timing lanes = run(queries, 16, [&](const Query& q) { gpu_lanes.search(q); });
       const Timing batched = run(queries, clients, [&](const Query& q) { gpu_batched.search(q); });
       const Timing cpu_all = run(queries, cores, [&](const Query& q) { cpu_processor.search(q); });
       const Timing cpu_one = run(sample, 1, [&](const Query& q) { cpu_processor.search(q); });
       const Timing single_sample = run(sample, 1, [&](const Query& q) { gpu_single.search(q); });
-      std::printf("| %s | %zu | %.0f | %.3f / %.3f | %.0f | %.3f / %.3f | %.0f | %.3f / %.3f | %.0f | %.3f / %.3f | %.2f | %.1f× | %.1f× | %.0f / %.0f / %.0f |%s\n",
-                  std::string(to_string(mode)).c_str(), k, single.qps, single.p50, single.p99, lanes.qps, lanes.p50, lanes.p99,
+      std::printf("| %s | %zu | %.0f | %.3f / %.3f | %.0f | %.0f | %.3f / %.3f | %.0f | %.3f / %.3f | %.0f | %.3f / %.3f | %.2f | %.1f× | %.1f× | %.0f / %.0f / %.0f |%s\n",
+                  std::string(to_string(mode)).c_str(), k, single.qps, single.p50, single.p99, dense.qps, lanes.qps, lanes.p50, lanes.p99,
                   batched.qps, batched.p50, batched.p99, cpu_all.qps, cpu_all.p50, cpu_all.p99, 1e3 / cpu_one.qps,
                   batched.qps / cpu_all.qps, single_sample.qps / cpu_one.qps, double(gpu_blocks) / sample.size(),
                   double(cpu_blocks) / sample.size(), double(total_blocks) / sample.size(),

@@ -307,6 +307,39 @@ TEST(GpuListCache, TightBudgetEvictsAndGivesTheSameAnswers) {
   }
 }
 
+TEST(GpuOr, DenseAccumulatorsMatchTheCpu) {
+  WARP_REQUIRE_GPU();
+  const uint64_t seed = testing::test_seed() + 61;
+  const Collection c = random_collection("bp256", seed, 1);
+  const IndexView& view = c.partitions[0].view;
+  for (bool batched : {false, true}) {
+    gpu::GpuProcessorOptions options;
+    options.or_method = gpu::OrMethod::kDenseAccumulators;
+    if (batched) options.batch = {.threshold = 20000, .max_queries = 6};
+    gpu::GpuQueryProcessor processor(view, options);
+    EXPECT_EQ(mismatches_against_cpu(processor, c, view, 4), 0) << "batched " << batched << " seed " << seed;
+  }
+}
+
+TEST(GpuOr, TilesOfManyPartitionsAndOddSizes) {
+  WARP_REQUIRE_GPU();
+  // Partitions whose documents start past 0 and end mid-tile; k past a tile's size.
+  const uint64_t seed = testing::test_seed() + 71;
+  const Collection c = random_collection("pfor-block", seed, 3);
+  for (const BuiltPartition& partition : c.partitions) {
+    const IndexView& view = partition.view;
+    gpu::GpuQueryProcessor processor(view);
+    CpuQueryProcessor cpu(view);
+    for (size_t q = 0; q < c.queries.size(); ++q) {
+      for (size_t k : {size_t{1}, size_t{5000}, size_t{10000}}) {
+        const Query query{c.queries[q], QueryMode::kOr, k};
+        ASSERT_TRUE(testing::same_topk(cpu.search(query).hits, processor.search(query).hits, c.reference, c.queries[q]))
+            << "partition " << view.meta.partition_id << " query " << q << " k " << k << " seed " << seed;
+      }
+    }
+  }
+}
+
 TEST(GpuLrc, CompressedSearchAndBlockDecodingAgree) {
   WARP_REQUIRE_GPU();
   for (const char* codec : {"lrc", "lrc-seg", "seg-lrc", "hs-lrc"}) {
