@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cub/device/device_select.cuh>
 
+#include "common/codec/codec.hpp"
+#include "common/codec/lrc_format.hpp"
 #include "leaf/gpu/cuda_check.cuh"
 #include "leaf/gpu/event_timer.cuh"
 
@@ -21,13 +23,23 @@ struct SearchParams {
   uint32_t max_error;
   uint32_t shift, segments;
   const uint32_t* segment_start;
+  const uint32_t* lrc_words;
+  const uint32_t* lrc_endpoints;
+  const uint32_t* lrc_block_last;
 };
+
+constexpr uint32_t kLrcBlock = 128;
 
 template <IntersectMethod kMethod>
 __global__ void para_kernel(const uint32_t* shorter, uint32_t count, SearchParams longer, uint8_t* flags) {
   const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= count) return;
   const uint32_t doc = shorter[i];
+  if constexpr (kMethod == IntersectMethod::kHsLrcCompressed) {
+    uint32_t position;
+    flags[i] = lrc::find(longer.lrc_words, longer.lrc_endpoints, longer.lrc_block_last, longer.size, kLrcBlock, doc, position);
+    return;
+  }
   uint32_t lo = 0, hi = longer.size;
   if constexpr (kMethod == IntersectMethod::kLinearRegression) {
     const double predicted = longer.slope * doc + longer.intercept;
@@ -81,6 +93,7 @@ const char* to_string(IntersectMethod method) {
     case IntersectMethod::kBinarySearch: return "para-binary";
     case IntersectMethod::kLinearRegression: return "para-lr";
     case IntersectMethod::kHashSegmentation: return "para-hs";
+    case IntersectMethod::kHsLrcCompressed: return "para-hs-lrc";
   }
   return "?";
 }
@@ -121,11 +134,33 @@ DeviceSortedList::DeviceSortedList(std::span<const uint32_t> docs) : size(static
   WARP_CUDA_CHECK(cudaMemcpy(device_starts, starts.data(), starts.size() * sizeof(uint32_t), cudaMemcpyHostToDevice));
   data = device_docs;
   segment_start = device_starts;
+  // HS_LRC copy: docID gaps minus one, encoded; block last docIDs beside it.
+  const Codec& codec = codec_by_name("hs-lrc");
+  std::vector<uint32_t> gaps(size), block_last;
+  for (uint32_t i = 0; i < size; ++i) {
+    gaps[i] = docs[i] - (i == 0 ? 0xFFFFFFFFu : docs[i - 1]) - 1;
+    if (i % kLrcBlock == kLrcBlock - 1 || i + 1 == size) block_last.push_back(docs[i]);
+  }
+  EncodedSequence seq;
+  codec.encode(gaps, seq);
+  block_last.push_back(0);
+  uint32_t *words = nullptr, *endpoints = nullptr, *last = nullptr;
+  WARP_CUDA_CHECK(cudaMalloc(&words, seq.words.size() * sizeof(uint32_t)));
+  WARP_CUDA_CHECK(cudaMalloc(&endpoints, seq.endpoints.size() * sizeof(uint32_t)));
+  WARP_CUDA_CHECK(cudaMalloc(&last, block_last.size() * sizeof(uint32_t)));
+  WARP_CUDA_CHECK(cudaMemcpy(words, seq.words.data(), seq.words.size() * sizeof(uint32_t), cudaMemcpyHostToDevice));
+  WARP_CUDA_CHECK(cudaMemcpy(endpoints, seq.endpoints.data(), seq.endpoints.size() * sizeof(uint32_t), cudaMemcpyHostToDevice));
+  WARP_CUDA_CHECK(cudaMemcpy(last, block_last.data(), block_last.size() * sizeof(uint32_t), cudaMemcpyHostToDevice));
+  lrc_words = words, lrc_endpoints = endpoints, lrc_block_last = last;
+  lrc_bytes = (seq.words.size() + seq.endpoints.size() + block_last.size()) * sizeof(uint32_t);
 }
 
 DeviceSortedList::~DeviceSortedList() {
   cudaFree(const_cast<uint32_t*>(data));
   cudaFree(const_cast<uint32_t*>(segment_start));
+  cudaFree(const_cast<uint32_t*>(lrc_words));
+  cudaFree(const_cast<uint32_t*>(lrc_endpoints));
+  cudaFree(const_cast<uint32_t*>(lrc_block_last));
 }
 
 GpuIntersector::GpuIntersector(uint32_t max_shorter) : capacity_(std::max(1u, max_shorter)) {
@@ -148,7 +183,8 @@ uint32_t GpuIntersector::run(const DeviceSortedList& a, const DeviceSortedList& 
   if (a.size > capacity_) throw Error("intersection: the shorter list exceeds the intersector's capacity");
   auto stream = static_cast<cudaStream_t>(stream_);
   if (a.size == 0 || b.size == 0) return 0;
-  const SearchParams params{b.data, b.size, b.slope, b.intercept, b.max_error, b.shift, b.segments, b.segment_start};
+  const SearchParams params{b.data, b.size, b.slope, b.intercept, b.max_error, b.shift, b.segments, b.segment_start,
+                            b.lrc_words, b.lrc_endpoints, b.lrc_block_last};
   const uint32_t grid = (a.size + kThreads - 1) / kThreads;
   switch (method) {
     case IntersectMethod::kMergePath: {
@@ -166,6 +202,9 @@ uint32_t GpuIntersector::run(const DeviceSortedList& a, const DeviceSortedList& 
       break;
     case IntersectMethod::kHashSegmentation:
       para_kernel<IntersectMethod::kHashSegmentation><<<grid, kThreads, 0, stream>>>(a.data, a.size, params, flags_);
+      break;
+    case IntersectMethod::kHsLrcCompressed:
+      para_kernel<IntersectMethod::kHsLrcCompressed><<<grid, kThreads, 0, stream>>>(a.data, a.size, params, flags_);
       break;
   }
   WARP_CUDA_CHECK_LAUNCH();

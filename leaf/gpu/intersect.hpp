@@ -8,7 +8,10 @@
 //   docID and its maximum error (Ao et al. §3.2, LR).
 // - kHashSegmentation: PARA with the range given by a table of segment starts over the high bits
 //   of the docID (Ao et al. §3.2, HS).
-// LR and HS metadata are computed once per list when it is prepared (index time in Ao et al.).
+// - kHsLrcCompressed: PARA on the longer list compressed with HS_LRC, each probed docID decoded
+//   alone (Ao et al. Algorithm 1; lrc_format.hpp).
+// LR and HS metadata and the compressed copy are made once per list when it is prepared (index
+// time in Ao et al.).
 #pragma once
 #include <cstdint>
 #include <span>
@@ -16,7 +19,7 @@
 
 namespace warp::gpu {
 
-enum class IntersectMethod { kMergePath, kBinarySearch, kLinearRegression, kHashSegmentation };
+enum class IntersectMethod { kMergePath, kBinarySearch, kLinearRegression, kHashSegmentation, kHsLrcCompressed };
 const char* to_string(IntersectMethod method);
 
 // A sorted list uploaded to the GPU with its LR fit and HS segment table.
@@ -34,6 +37,11 @@ class DeviceSortedList {
   uint32_t shift = 0;               // segment of a docID = docID >> shift
   uint32_t segments = 0;
   const uint32_t* segment_start = nullptr;  // segments + 1 entries
+  // The list compressed with HS_LRC: sequence words, endpoints, per-block last docIDs.
+  const uint32_t* lrc_words = nullptr;
+  const uint32_t* lrc_endpoints = nullptr;
+  const uint32_t* lrc_block_last = nullptr;
+  size_t lrc_bytes = 0;
 };
 
 class GpuIntersector {

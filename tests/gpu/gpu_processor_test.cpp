@@ -162,7 +162,8 @@ TEST(GpuIntersection, EveryMethodMatchesSetIntersection) {
       std::set_intersection(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(expected));
       gpu::DeviceSortedList da(a), db(b);
       for (auto method : {gpu::IntersectMethod::kMergePath, gpu::IntersectMethod::kBinarySearch,
-                          gpu::IntersectMethod::kLinearRegression, gpu::IntersectMethod::kHashSegmentation}) {
+                          gpu::IntersectMethod::kLinearRegression, gpu::IntersectMethod::kHashSegmentation,
+                          gpu::IntersectMethod::kHsLrcCompressed}) {
         ASSERT_EQ(intersector.intersect(da, db, method), expected)
             << gpu::to_string(method) << " sizes " << short_size << "/" << long_size << " clustered " << clustered;
       }
