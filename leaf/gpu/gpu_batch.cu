@@ -417,7 +417,7 @@ void BatchExecutor::run_or(std::vector<Prepared>& batch, std::vector<QueryResult
     WARP_CUDA_CHECK(cudaMemcpyAsync(b.or_weights, b.host_or_weights, lists * sizeof(float), cudaMemcpyHostToDevice, b.stream));
     WARP_CUDA_CHECK(cudaMemcpyAsync(b.or_tasks, b.host_or_tasks, n * sizeof(OrQueryTask), cudaMemcpyHostToDevice, b.stream));
     if (lists > 0) {
-      launch_or_tiles(b.or_tasks, static_cast<uint32_t>(n), b.or_lists, b.or_weights, b.or_decode, block_size,
+      launch_or_tiles(b.or_tasks, static_cast<uint32_t>(n), b.or_lists, b.or_weights, b.or_decode, bounds != nullptr, block_size,
                       device_.length_norms(), doc_begin, doc_count, b.stream);
     }
     for (size_t q = 0; q < n; ++q) {

@@ -1,6 +1,8 @@
 #include "leaf/gpu/gpu_query_processor.hpp"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "common/util/status.hpp"
@@ -86,6 +88,41 @@ __global__ void accumulator_keys_kernel(uint32_t count, const float* accumulator
   count_key(key, buckets);
 }
 
+// With WARP_GPU_STAGE_TIMES set, the OR tile path times its stages with CUDA events (decode and
+// bounds, tiles, selection) and prints the mean per query to stderr when the lane is destroyed.
+struct StageTimer {
+  static constexpr int kMarks = 4;
+  bool on = std::getenv("WARP_GPU_STAGE_TIMES") != nullptr;
+  cudaEvent_t events[kMarks] = {};
+  double total_ms[kMarks - 1] = {};
+  uint64_t queries = 0;
+  void mark(int i, cudaStream_t stream) {
+    if (!on) return;
+    if (events[i] == nullptr) WARP_CUDA_CHECK(cudaEventCreate(&events[i]));
+    WARP_CUDA_CHECK(cudaEventRecord(events[i], stream));
+  }
+  void finish() {
+    if (!on) return;
+    WARP_CUDA_CHECK(cudaEventSynchronize(events[kMarks - 1]));
+    for (int i = 0; i + 1 < kMarks; ++i) {
+      float ms = 0;
+      WARP_CUDA_CHECK(cudaEventElapsedTime(&ms, events[i], events[i + 1]));
+      total_ms[i] += ms;
+    }
+    ++queries;
+  }
+  ~StageTimer() {
+    if (on && queries > 0) {
+      std::fprintf(stderr, "gpu OR stages over %llu queries, µs per query: decode+bounds %.1f, tiles %.1f, select %.1f\n",
+                   static_cast<unsigned long long>(queries), total_ms[0] * 1e3 / queries, total_ms[1] * 1e3 / queries,
+                   total_ms[2] * 1e3 / queries);
+    }
+    for (cudaEvent_t e : events) {
+      if (e != nullptr) cudaEventDestroy(e);
+    }
+  }
+};
+
 constexpr uint32_t kThreads = 256;
 constexpr size_t kMaxOrTerms = 1024;  // distinct terms of a GPU OR query
 constexpr size_t kOrDecodeLists = 4;  // OR decode buffers hold this many longest lists; more: tiles decode
@@ -117,6 +154,7 @@ struct GpuQueryProcessor::Lane {
   OrQueryTask* host_or_task = nullptr;
   bool accumulators_dirty = true;  // zeroed by the first OR query
   DeviceIndex::Pins pins;          // lists held by the query in flight
+  StageTimer stage;                // OR stage times when WARP_GPU_STAGE_TIMES is set
 
   Lane(const DeviceIndex& device, size_t docs) {
     try {
@@ -164,11 +202,12 @@ struct GpuQueryProcessor::Lane {
     if (stream != nullptr) cudaStreamDestroy(stream);
     stream = nullptr;
   }
-  // Counters back to the host (after topk.select synchronised the stream).
-  void read_counters() {
+  // Counters back to the host, enqueued once the kernels that count are (before the top-k
+  // selection, whose synchronisation then covers the copy); read after counters_ready().
+  void request_counters() {
     WARP_CUDA_CHECK(cudaMemcpyAsync(host_counters, counters, sizeof(Counters), cudaMemcpyDeviceToHost, stream));
-    WARP_CUDA_CHECK(cudaStreamSynchronize(stream));
   }
+  void counters_ready() { WARP_CUDA_CHECK(cudaStreamSynchronize(stream)); }  // idle after a selection: cheap
 };
 
 GpuQueryProcessor::GpuQueryProcessor(const IndexView& index, GpuProcessorOptions options)
@@ -297,8 +336,9 @@ QueryResult GpuQueryProcessor::search_and(Lane& b, const std::vector<std::string
   candidate_keys_kernel<<<grid_for(candidates), kThreads, 0, b.stream>>>(
       candidates, b.candidate_docs, b.candidate_scores, b.topk.keys, b.topk.buckets, b.counters);
   WARP_CUDA_CHECK_LAUNCH();
+  b.request_counters();
   result.hits = b.topk.select(candidates, k, b.stream, options_.topk);
-  b.read_counters();
+  b.counters_ready();
   result.and_matches = b.host_counters->matches;
   result.stats.blocks_decoded = b.host_counters->blocks_decoded;
   result.stats.postings_decoded = b.host_counters->postings_decoded;
@@ -324,6 +364,7 @@ QueryResult GpuQueryProcessor::search_or(Lane& b, const std::vector<std::string>
       b.host_or_lists[lists++] = list;
     }
     if (lists == 0) return result;
+    b.stage.mark(0, b.stream);
     const uint32_t* bounds = or_decode_pass(b.or_decode, b.host_or_lists, b.host_or_weights, nullptr, lists,
                                             device_.length_norms(), doc_begin, doc_count, b.counters, b.stream);
     *b.host_or_task = {0, lists, static_cast<uint32_t>(k), b.topk.keys, b.or_buckets + kBuckets, b.or_buckets, b.counters, bounds};
@@ -331,10 +372,15 @@ QueryResult GpuQueryProcessor::search_or(Lane& b, const std::vector<std::string>
     WARP_CUDA_CHECK(cudaMemcpyAsync(b.or_lists, b.host_or_lists, lists * sizeof(DeviceList), cudaMemcpyHostToDevice, b.stream));
     WARP_CUDA_CHECK(cudaMemcpyAsync(b.or_weights, b.host_or_weights, lists * sizeof(float), cudaMemcpyHostToDevice, b.stream));
     WARP_CUDA_CHECK(cudaMemcpyAsync(b.or_task, b.host_or_task, sizeof(OrQueryTask), cudaMemcpyHostToDevice, b.stream));
-    launch_or_tiles(b.or_task, 1, b.or_lists, b.or_weights, b.or_decode, block_size, device_.length_norms(), doc_begin,
+    b.stage.mark(1, b.stream);
+    launch_or_tiles(b.or_task, 1, b.or_lists, b.or_weights, b.or_decode, bounds != nullptr, block_size, device_.length_norms(), doc_begin,
                     doc_count, b.stream);
+    b.stage.mark(2, b.stream);
+    b.request_counters();
     result.hits = b.topk.select_candidates(b.topk.keys, b.or_buckets + kBuckets, doc_count, b.or_buckets, k, b.stream);
-    b.read_counters();
+    b.stage.mark(3, b.stream);
+    b.stage.finish();
+    b.counters_ready();
     result.stats.blocks_decoded = b.host_counters->blocks_decoded;
     result.stats.postings_decoded = b.host_counters->postings_decoded;
     return result;
@@ -353,6 +399,7 @@ QueryResult GpuQueryProcessor::search_or(Lane& b, const std::vector<std::string>
     launch_decode(list, nullptr, nullptr, nullptr, b.accumulators, device_.length_norms(), doc_begin, weight,
                   b.counters, b.stream);
   }
+  b.request_counters();
   if (options_.topk == TopkMethod::kBucketSelect) {
     result.hits = b.topk.select_accumulators(b.accumulators, doc_count, doc_begin, k, b.stream);
   } else {
@@ -363,7 +410,7 @@ QueryResult GpuQueryProcessor::search_or(Lane& b, const std::vector<std::string>
     WARP_CUDA_CHECK(cudaMemsetAsync(b.accumulators, 0, doc_count * sizeof(float), b.stream));
   }
   b.accumulators_dirty = false;
-  b.read_counters();
+  b.counters_ready();
   result.stats.blocks_decoded = b.host_counters->blocks_decoded;
   result.stats.postings_decoded = b.host_counters->postings_decoded;
   return result;

@@ -12,6 +12,8 @@
 // blockIdx.y is the query: a PARA batch is one launch. When the decoded postings would not fit
 // their buffer, the tiles decode the blocks overlapping them themselves (bounds == nullptr).
 #pragma once
+#include <cub/block/block_scan.cuh>
+
 #include "leaf/gpu/list_decode.cuh"
 #include "leaf/gpu/task_decode.cuh"
 #include "leaf/gpu/topk_select.cuh"
@@ -50,34 +52,40 @@ inline __global__ void tile_bounds_kernel(const Task* tasks, uint32_t list_count
   bounds[i] = task.out_offset + lo;
 }
 
-template <int BS>
-__global__ void __launch_bounds__(BS) or_tiles_kernel(const OrQueryTask* tasks, const DeviceList* lists, const float* weights,
+// THREADS per tile; BS: the codec block size when the tiles may decode themselves (THREADS == BS),
+// 0 when the lists always come decoded.
+template <int THREADS, int BS>
+__global__ void __launch_bounds__(THREADS) or_tiles_kernel(const OrQueryTask* tasks, const DeviceList* lists, const float* weights,
                                                       const uint32_t* decoded_docs, const float* decoded_scores,
                                                       const float* norms, uint32_t doc_begin, uint32_t doc_count) {
-  static_assert(kBuckets % BS == 0);
-  constexpr uint32_t kPerThread = kBuckets / BS;
+  static_assert(kBuckets % THREADS == 0);
+  constexpr uint32_t kPerThread = kBuckets / THREADS;
+  constexpr bool kDecodeHere = THREADS == BS;
+  using Scan = cub::BlockScan<uint32_t, THREADS>;
   __shared__ float scores[kOrTile];
   __shared__ uint32_t histogram[kBuckets];
-  __shared__ BlockDecodeStorage<BS> storage;
+  __shared__ typename Scan::TempStorage scan_storage;
   __shared__ uint64_t threshold;
   __shared__ uint32_t base;
   const OrQueryTask task = tasks[blockIdx.y];
   const uint32_t tid = threadIdx.x;
   const uint32_t tile_first = blockIdx.x * kOrTile;  // relative to doc_begin
   const uint32_t tile_end = min(tile_first + kOrTile, doc_count);
-  for (uint32_t i = tid; i < kOrTile; i += BS) scores[i] = 0;
-  for (uint32_t b = tid; b < kBuckets; b += BS) histogram[b] = 0;
+  for (uint32_t i = tid; i < kOrTile; i += THREADS) scores[i] = 0;
+  for (uint32_t b = tid; b < kBuckets; b += THREADS) histogram[b] = 0;
   __syncthreads();
   uint32_t blocks = 0, postings = 0;
   if (task.bounds != nullptr) {
     for (uint32_t l = 0; l < task.list_count; ++l) {
       const uint32_t* row = task.bounds + (task.list_begin + l) * (gridDim.x + 1);
       const uint32_t end = row[blockIdx.x + 1];
-      for (uint32_t i = row[blockIdx.x] + tid; i < end; i += BS) {
+      for (uint32_t i = row[blockIdx.x] + tid; i < end; i += THREADS) {
         atomicAdd(&scores[decoded_docs[i] - doc_begin - tile_first], decoded_scores[i]);
       }
     }
   }
+  if constexpr (kDecodeHere) {
+  __shared__ BlockDecodeStorage<BS> storage;
   for (uint32_t l = 0; task.bounds == nullptr && l < task.list_count; ++l) {
     const DeviceList& list = lists[task.list_begin + l];
     const float weight = weights[task.list_begin + l];
@@ -95,9 +103,10 @@ __global__ void __launch_bounds__(BS) or_tiles_kernel(const OrQueryTask* tasks, 
       ++blocks, postings += n;
     }
   }
+  }
   __syncthreads();
   // The tile's histogram of non-zero scores.
-  for (uint32_t i = tid; i < kOrTile; i += BS) {
+  for (uint32_t i = tid; i < kOrTile; i += THREADS) {
     if (scores[i] > 0) atomicAdd(&histogram[key_bucket(topk_key(scores[i], 0))], 1u);
   }
   __syncthreads();
@@ -105,8 +114,7 @@ __global__ void __launch_bounds__(BS) or_tiles_kernel(const OrQueryTask* tasks, 
   uint32_t mine = 0;
   for (uint32_t j = 0; j < kPerThread; ++j) mine += histogram[kBuckets - 1 - (tid * kPerThread + j)];
   uint32_t above, total;
-  using Scan = typename BlockDecodeStorage<BS>::Scan;
-  Scan(storage.scan).ExclusiveSum(mine, above, total);
+  Scan(scan_storage).ExclusiveSum(mine, above, total);
   if (tid == 0) threshold = 1;  // fewer than k scores: keep them all
   __syncthreads();
   if (total >= task.k && above < task.k && above + mine >= task.k) {
@@ -123,22 +131,22 @@ __global__ void __launch_bounds__(BS) or_tiles_kernel(const OrQueryTask* tasks, 
   __syncthreads();
   // Compact the tile's keys at or above the threshold: one global atomic per tile for the offset.
   uint32_t keep = 0;
-  for (uint32_t i = tid; i < kOrTile; i += BS) {
+  for (uint32_t i = tid; i < kOrTile; i += THREADS) {
     keep += scores[i] > 0 && topk_key(scores[i], doc_begin + tile_first + i) >= threshold;
   }
   uint32_t offset, kept;
   __syncthreads();
-  Scan(storage.scan).ExclusiveSum(keep, offset, kept);
+  Scan(scan_storage).ExclusiveSum(keep, offset, kept);
   if (tid == 0) base = kept == 0 ? 0 : atomicAdd(task.count, kept);
   __syncthreads();
-  for (uint32_t i = tid; i < kOrTile; i += BS) {
+  for (uint32_t i = tid; i < kOrTile; i += THREADS) {
     if (scores[i] > 0) {
       const uint64_t key = topk_key(scores[i], doc_begin + tile_first + i);
       if (key >= threshold) task.keys[base + offset++] = key;
     }
   }
   const uint32_t first_bucket = key_bucket(threshold);
-  for (uint32_t b = first_bucket + tid; b < kBuckets; b += BS) {
+  for (uint32_t b = first_bucket + tid; b < kBuckets; b += THREADS) {
     if (histogram[b] != 0) atomicAdd(&task.buckets[b], histogram[b]);
   }
   if (tid == 0 && task.counters != nullptr && blocks != 0) {
@@ -190,14 +198,20 @@ inline const uint32_t* or_decode_pass(OrDecodeBuffers& b, const DeviceList* host
   return b.bounds;
 }
 
+// `decoded`: or_decode_pass gave bounds (the tiles read decoded postings, 256 threads each);
+// otherwise every task's bounds are null and the tiles decode, one thread per posting of a block.
 inline void launch_or_tiles(const OrQueryTask* tasks, uint32_t query_count, const DeviceList* lists, const float* weights,
-                            const OrDecodeBuffers& decoded, uint32_t block_size, const float* norms, uint32_t doc_begin,
-                            uint32_t doc_count, cudaStream_t stream) {
+                            const OrDecodeBuffers& buffers, bool decoded, uint32_t block_size, const float* norms,
+                            uint32_t doc_begin, uint32_t doc_count, cudaStream_t stream) {
   const dim3 grid(or_tile_count(doc_count), query_count);
-  if (block_size == 256) {
-    or_tiles_kernel<256><<<grid, 256, 0, stream>>>(tasks, lists, weights, decoded.docs, decoded.scores, norms, doc_begin, doc_count);
+  const uint32_t* docs = buffers.docs;
+  const float* scores = buffers.scores;
+  if (decoded) {
+    or_tiles_kernel<256, 0><<<grid, 256, 0, stream>>>(tasks, lists, weights, docs, scores, norms, doc_begin, doc_count);
+  } else if (block_size == 256) {
+    or_tiles_kernel<256, 256><<<grid, 256, 0, stream>>>(tasks, lists, weights, docs, scores, norms, doc_begin, doc_count);
   } else {
-    or_tiles_kernel<128><<<grid, 128, 0, stream>>>(tasks, lists, weights, decoded.docs, decoded.scores, norms, doc_begin, doc_count);
+    or_tiles_kernel<128, 128><<<grid, 128, 0, stream>>>(tasks, lists, weights, docs, scores, norms, doc_begin, doc_count);
   }
   WARP_CUDA_CHECK_LAUNCH();
 }

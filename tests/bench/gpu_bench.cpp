@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <random>
+#include <sstream>
 #include <thread>
 
 #include "common/index/index_builder.hpp"
@@ -173,6 +174,8 @@ bool same_scores(const QueryResult& a, const QueryResult& b) {
 // One row per mode and k: the GPU single-query path (1 lane, one query at a time), 8 lanes, and
 // PARA batches (many clients), against the CPU processor on every core and on one. Every 10th
 // query of each GPU path is checked against the CPU.
+std::vector<QueryMode> table_modes = {QueryMode::kAnd, QueryMode::kOr, QueryMode::kAndOr};
+
 void query_table(const IndexView& view, const std::vector<std::vector<std::string>>& raw, size_t batch_threshold) {
   gpu::GpuQueryProcessor gpu_single(view, {1});
   gpu::GpuProcessorOptions dense_options;
@@ -192,7 +195,7 @@ void query_table(const IndexView& view, const std::vector<std::vector<std::strin
               "CPU 1 thread ms/query | batched / CPU-%zu | single / CPU-1 (latency) | blocks decoded per query: GPU / CPU / in the lists |\n",
               cores, cores);
   std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
-  for (QueryMode mode : {QueryMode::kAnd, QueryMode::kOr, QueryMode::kAndOr}) {
+  for (QueryMode mode : table_modes) {
     for (size_t k : {size_t{10}, size_t{1000}}) {
       std::vector<Query> queries, sample;
       for (const auto& q : raw) queries.push_back({q, mode, k});
@@ -279,10 +282,14 @@ int main(int argc, char** argv) {
       .value("gov2-queries", "1000", "queries of the GOV2-like log")
       .value("gov2-codec", "bp128", "codec of the GOV2-like lists")
       .value("batch-threshold", "2000000", "postings of work that close a GPU batch")
+      .value("modes", "and,or,andor", "query modes of the query tables")
       .boolean("no-intersection", "skip the intersection table");
   try {
     flags.parse(argc, argv);
     if (flags.help_requested()) return std::printf("%s", flags.help_text().c_str()), 0;
+    table_modes.clear();
+    std::stringstream modes(flags.get("modes"));
+    for (std::string mode; std::getline(modes, mode, ',');) table_modes.push_back(parse_query_mode(mode));
     std::string why;
     if (!gpu::gpu_available(&why)) {
       std::fprintf(stderr, "gpu_bench: no usable GPU (%s)\n", why.c_str());
