@@ -22,5 +22,8 @@ for p in cpu gpu; do
     --threads 4 --run "$work/run.$p" 2>&1 | tail -1
 done
 echo "warp-search --processor gpu vs cpu: $(diff <(cut -d' ' -f1,3 "$work/run.cpu") <(cut -d' ' -f1,3 "$work/run.gpu") | grep -c '^>') differing ranks of $(wc -l < "$work/run.cpu")"
+.device-bin/warp-search --index "$work/index" --queries .device-bin/cranfield/queries.tsv --processor gpu -k 100 \
+  --threads 16 --gpu-batch-threshold 5000 --gpu-batch-max 8 --run "$work/run.batched" 2>&1 | tail -1
+echo "warp-search --processor gpu --gpu-batch-threshold 5000 vs cpu: $(diff <(cut -d' ' -f1,3 "$work/run.cpu") <(cut -d' ' -f1,3 "$work/run.batched") | grep -c '^>') differing ranks"
 .device-bin/gpu_bench "$@" 2>&1 | tee "$out/gpu_bench.md"
 exit "$test_status"

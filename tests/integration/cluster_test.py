@@ -159,7 +159,11 @@ try:
         if needed not in names:
             fail("missing metric " + needed)
     for _, _, http_port in leaves:
-        check_metrics(http("http://127.0.0.1:%d/metrics" % http_port)[1], "warpsearch_leaf_")
+        leaf_names = check_metrics(http("http://127.0.0.1:%d/metrics" % http_port)[1], "warpsearch_leaf_")
+        for needed in ("warpsearch_leaf_query_seconds_bucket", "warpsearch_leaf_gpu_bytes_resident",
+                       "warpsearch_leaf_gpu_list_cache_hits_total", "warpsearch_leaf_gpu_list_cache_misses_total"):
+            if needed not in leaf_names:
+                fail("missing leaf metric " + needed)
     status, cluster = http(base + "/cluster")
     if status != 200 or len(json.loads(cluster)["partitions"]) != 2:
         fail("/cluster: " + cluster)
