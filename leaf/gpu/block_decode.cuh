@@ -157,26 +157,6 @@ template <int BS>
 __device__ void decode_postings(const DeviceList& list, uint32_t block, uint32_t n, BlockDecodeStorage<BS>& storage,
                                 uint32_t& doc, uint32_t& freq) {
   using Scan = typename BlockDecodeStorage<BS>::Scan;
-  const bool bp = list.codec == static_cast<uint32_t>(CodecId::kBp128) || list.codec == static_cast<uint32_t>(CodecId::kBp256);
-  if (bp && list.freq_codec == list.codec) {
-    // GPU-BP fast path: docIDs and frequencies in one pass, their loads independent of each other
-    // (two dependent global round trips per block instead of four), all in registers.
-    const uint32_t tid = threadIdx.x;
-    const bool full = n == BS;
-    const uint32_t doc_begin = list.docs.endpoints[block], doc_end = list.docs.endpoints[block + 1];
-    const uint32_t freq_begin = list.freqs.endpoints[block], freq_end = list.freqs.endpoints[block + 1];
-    const uint32_t previous = block == 0 ? 0xFFFFFFFFu : list.block_last_docid[block - 1];
-    const uint32_t doc_bits = full ? (doc_end - doc_begin) * 32 / BS : list.docs.words[doc_begin];
-    const uint32_t freq_bits = full ? (freq_end - freq_begin) * 32 / BS : list.freqs.words[freq_begin];
-    const uint32_t skip = full ? 0 : 1;  // a partial block starts with its bit width
-    const uint32_t gap = tid < n ? extract_bits_dev(list.docs.words + doc_begin + skip, tid, doc_bits) + 1 : 0;
-    freq = tid < n ? extract_bits_dev(list.freqs.words + freq_begin + skip, tid, freq_bits) + 1 : 0;
-    uint32_t sum;
-    Scan(storage.scan).InclusiveSum(gap, sum);
-    doc = previous + sum;
-    __syncthreads();  // the scan storage is reused by the caller's next block
-    return;
-  }
   if (is_lrc(list.codec)) {
     doc = threadIdx.x < n ? lrc::value_at(list.docs.words, list.docs.endpoints, BS, block * BS + threadIdx.x) : 0;
   } else {
