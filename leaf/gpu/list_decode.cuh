@@ -1,8 +1,6 @@
 // Whole-list decoding kernels on top of the block decoders: a thread block per selected compressed
 // block, writing docIDs and frequencies or adding BM25 scores into dense accumulators.
 #pragma once
-#include <algorithm>
-
 #include "leaf/gpu/block_decode.cuh"
 #include "leaf/gpu/cuda_check.cuh"
 
@@ -62,29 +60,23 @@ template <int BS>
 __global__ void decode_list_kernel(DeviceList list, const uint8_t* block_mask, uint32_t* out_docs, uint32_t* out_freqs,
                                    float* accumulators, const float* norms, uint32_t doc_begin, float weight,
                                    Counters* counters) {
+  const uint32_t block = blockIdx.x;
+  if (block_mask != nullptr && block_mask[block] == 0) return;  // uniform over the thread block
   __shared__ BlockDecodeStorage<BS> storage;
-  uint32_t blocks = 0, postings = 0;
-  // A thread block decodes many compressed blocks in turn: launching one thread block per 128
-  // postings leaves the GPU limited by how fast it can start thread blocks.
-  for (uint32_t block = blockIdx.x; block < list.block_count; block += gridDim.x) {
-    if (block_mask != nullptr && block_mask[block] == 0) continue;  // uniform over the thread block
-    const uint32_t n = min(static_cast<uint32_t>(BS), list.count - block * BS);
-    uint32_t doc, freq;
-    decode_postings<BS>(list, block, n, storage, doc, freq);
-    if (threadIdx.x < n) {
-      if (accumulators != nullptr) {
-        atomicAdd(&accumulators[doc - doc_begin], bm25_dev(weight, freq, norms[doc - doc_begin]));
-      } else {
-        out_docs[block * BS + threadIdx.x] = doc;
-        out_freqs[block * BS + threadIdx.x] = freq;
-      }
+  const uint32_t n = min(static_cast<uint32_t>(BS), list.count - block * BS);
+  uint32_t doc, freq;
+  decode_postings<BS>(list, block, n, storage, doc, freq);
+  if (threadIdx.x < n) {
+    if (accumulators != nullptr) {
+      atomicAdd(&accumulators[doc - doc_begin], bm25_dev(weight, freq, norms[doc - doc_begin]));
+    } else {
+      out_docs[block * BS + threadIdx.x] = doc;
+      out_freqs[block * BS + threadIdx.x] = freq;
     }
-    __syncthreads();  // the next block reuses the decode storage
-    ++blocks, postings += n;
   }
-  if (threadIdx.x == 0 && counters != nullptr && blocks != 0) {
-    atomicAdd(&counters->blocks_decoded, static_cast<unsigned long long>(blocks));
-    atomicAdd(&counters->postings_decoded, static_cast<unsigned long long>(postings));
+  if (threadIdx.x == 0 && counters != nullptr) {
+    atomicAdd(&counters->blocks_decoded, 1ull);
+    atomicAdd(&counters->postings_decoded, static_cast<unsigned long long>(n));
   }
 }
 
@@ -99,24 +91,14 @@ __global__ void decode_values_kernel(DeviceSequence seq, uint32_t codec, uint32_
   if (threadIdx.x < n) out[block * BS + threadIdx.x] = storage.values[threadIdx.x];
 }
 
-// Thread blocks for `work` blocks of work looped over by each: enough to fill every SM.
-inline uint32_t resident_grid(uint32_t work) {
-  static const uint32_t limit = [] {
-    int device = 0, sms = 0;
-    cudaGetDevice(&device);
-    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-    return static_cast<uint32_t>(std::max(1, sms) * 16);
-  }();
-  return std::max(1u, std::min(work, limit));
-}
-
 inline void launch_decode(const DeviceList& list, const uint8_t* mask, uint32_t* docs, uint32_t* freqs, float* accumulators,
                    const float* norms, uint32_t doc_begin, float weight, Counters* counters, cudaStream_t stream) {
-  const uint32_t grid = resident_grid(list.block_count);
   if (list.block_size == 256) {
-    decode_list_kernel<256><<<grid, 256, 0, stream>>>(list, mask, docs, freqs, accumulators, norms, doc_begin, weight, counters);
+    decode_list_kernel<256><<<list.block_count, 256, 0, stream>>>(list, mask, docs, freqs, accumulators, norms,
+                                                                  doc_begin, weight, counters);
   } else {
-    decode_list_kernel<128><<<grid, 128, 0, stream>>>(list, mask, docs, freqs, accumulators, norms, doc_begin, weight, counters);
+    decode_list_kernel<128><<<list.block_count, 128, 0, stream>>>(list, mask, docs, freqs, accumulators, norms,
+                                                                  doc_begin, weight, counters);
   }
   WARP_CUDA_CHECK_LAUNCH();
 }

@@ -21,52 +21,45 @@ struct Task {
 // query's dense accumulators; kScored: docIDs (kEndDoc past the list) and BM25 scores, every slot.
 enum class TaskOutput : uint32_t { kCandidates, kBlocks, kAccumulate, kScored };
 
-// Thread blocks loop over the launch's blocks of work (block_total of them); each finds its task
-// by the first block of work of each task.
 template <int BS>
-__global__ void decode_tasks_kernel(const Task* tasks, uint32_t task_count, uint32_t block_total, const uint8_t* masks,
-                                    TaskOutput output, uint32_t* docs_out, uint32_t* freqs_out, float* scores_out,
-                                    uint32_t* query_out, float* accumulators, size_t accumulator_stride, const float* norms,
+__global__ void decode_tasks_kernel(const Task* tasks, uint32_t task_count, const uint8_t* masks, TaskOutput output,
+                                    uint32_t* docs_out, uint32_t* freqs_out, float* scores_out, uint32_t* query_out,
+                                    float* accumulators, size_t accumulator_stride, const float* norms,
                                     uint32_t doc_begin, Counters* counters) {
   __shared__ uint32_t task_index;
   __shared__ BlockDecodeStorage<BS> storage;
-  for (uint32_t work = blockIdx.x; work < block_total; work += gridDim.x) {
-    if (threadIdx.x == 0) {
-      uint32_t lo = 0, hi = task_count - 1;  // the last task starting at or before this block of work
-      while (lo < hi) {
-        const uint32_t mid = (lo + hi + 1) / 2;
-        if (tasks[mid].block_begin <= work) lo = mid; else hi = mid - 1;
-      }
-      task_index = lo;
+  if (threadIdx.x == 0) {
+    uint32_t lo = 0, hi = task_count - 1;  // the last task starting at or before this thread block
+    while (lo < hi) {
+      const uint32_t mid = (lo + hi + 1) / 2;
+      if (tasks[mid].block_begin <= blockIdx.x) lo = mid; else hi = mid - 1;
     }
-    __syncthreads();
-    const Task& task = tasks[task_index];
-    const uint32_t block = work - task.block_begin;
-    if (masks == nullptr || masks[task.mask_offset + block] != 0) {  // uniform over the thread block
-      const uint32_t n = min(static_cast<uint32_t>(BS), task.list.count - block * BS);
-      uint32_t doc, freq;
-      decode_postings<BS>(task.list, block, n, storage, doc, freq);
-      const uint32_t slot = task.out_offset + block * BS + threadIdx.x;
-      const bool live = threadIdx.x < n;
-      if (output == TaskOutput::kCandidates) {
-        docs_out[slot] = live ? doc : 0;
-        scores_out[slot] = live ? bm25_dev(task.weight, freq, norms[doc - doc_begin]) : -1.0f;
-        query_out[slot] = task.query;
-      } else if (output == TaskOutput::kBlocks) {
-        if (live) docs_out[slot] = doc, freqs_out[slot] = freq;
-      } else if (output == TaskOutput::kScored) {
-        docs_out[slot] = live ? doc : 0xFFFFFFFFu;
-        scores_out[slot] = live ? bm25_dev(task.weight, freq, norms[doc - doc_begin]) : 0.0f;
-      } else if (live) {
-        atomicAdd(&accumulators[task.query * accumulator_stride + doc - doc_begin],
-                  bm25_dev(task.weight, freq, norms[doc - doc_begin]));
-      }
-      if (threadIdx.x == 0) {
-        atomicAdd(&counters[task.query].blocks_decoded, 1ull);
-        atomicAdd(&counters[task.query].postings_decoded, static_cast<unsigned long long>(n));
-      }
-    }
-    __syncthreads();  // task_index and the decode storage are rewritten by the next block of work
+    task_index = lo;
+  }
+  __syncthreads();
+  const Task& task = tasks[task_index];
+  const uint32_t block = blockIdx.x - task.block_begin;
+  if (masks != nullptr && masks[task.mask_offset + block] == 0) return;  // uniform over the thread block
+  const uint32_t n = min(static_cast<uint32_t>(BS), task.list.count - block * BS);
+  uint32_t doc, freq;
+  decode_postings<BS>(task.list, block, n, storage, doc, freq);
+  const uint32_t slot = task.out_offset + block * BS + threadIdx.x;
+  const bool live = threadIdx.x < n;
+  if (output == TaskOutput::kCandidates) {
+    docs_out[slot] = live ? doc : 0;
+    scores_out[slot] = live ? bm25_dev(task.weight, freq, norms[doc - doc_begin]) : -1.0f;
+    query_out[slot] = task.query;
+  } else if (output == TaskOutput::kBlocks) {
+    if (live) docs_out[slot] = doc, freqs_out[slot] = freq;
+  } else if (output == TaskOutput::kScored) {
+    docs_out[slot] = live ? doc : 0xFFFFFFFFu;
+    scores_out[slot] = live ? bm25_dev(task.weight, freq, norms[doc - doc_begin]) : 0.0f;
+  } else if (live) {
+    atomicAdd(&accumulators[task.query * accumulator_stride + doc - doc_begin], bm25_dev(task.weight, freq, norms[doc - doc_begin]));
+  }
+  if (threadIdx.x == 0) {
+    atomicAdd(&counters[task.query].blocks_decoded, 1ull);
+    atomicAdd(&counters[task.query].postings_decoded, static_cast<unsigned long long>(n));
   }
 }
 
@@ -75,9 +68,8 @@ void launch_decode_tasks(const Task* tasks, uint32_t task_count, uint32_t block_
                          uint32_t* docs_out, uint32_t* freqs_out, float* scores_out, uint32_t* query_out, float* accumulators,
                          size_t accumulator_stride, const float* norms, uint32_t doc_begin, Counters* counters, cudaStream_t stream) {
   if (block_total == 0) return;
-  decode_tasks_kernel<BS><<<resident_grid(block_total), BS, 0, stream>>>(
-      tasks, task_count, block_total, masks, output, docs_out, freqs_out, scores_out, query_out, accumulators,
-      accumulator_stride, norms, doc_begin, counters);
+  decode_tasks_kernel<BS><<<block_total, BS, 0, stream>>>(tasks, task_count, masks, output, docs_out, freqs_out, scores_out,
+                                                          query_out, accumulators, accumulator_stride, norms, doc_begin, counters);
   WARP_CUDA_CHECK_LAUNCH();
 }
 
