@@ -18,13 +18,7 @@
 namespace warp::gpu {
 
 __device__ __forceinline__ uint32_t extract_bits_dev(const uint32_t* in, uint64_t index, uint32_t bits) {
-  if (bits == 0) return 0;
-  const uint64_t bit = index * bits;
-  const uint64_t word = bit >> 5;
-  const uint32_t offset = bit & 31;
-  uint64_t window = in[word];
-  if (offset + bits > 32) window |= static_cast<uint64_t>(in[word + 1]) << 32;
-  return static_cast<uint32_t>(window >> offset) & (bits >= 32 ? 0xFFFFFFFFu : ((1u << bits) - 1));
+  return fmt::extract(in, index, bits);
 }
 
 __host__ __device__ inline bool is_lrc(uint32_t codec) {

@@ -10,6 +10,7 @@
 
 #include "common/util/status.hpp"
 #include "leaf/gpu/cuda_check.cuh"
+#include "leaf/gpu/key_kernels.cuh"
 #include "leaf/gpu/list_decode.cuh"
 #include "leaf/gpu/or_tiles.cuh"
 #include "leaf/gpu/task_decode.cuh"
@@ -59,26 +60,6 @@ __global__ void batch_probe_kernel(uint32_t count, const uint32_t* docs, float* 
   } else {
     scores[i] += bm25_dev(task.weight, freq, norms[doc - doc_begin]);
   }
-}
-
-__global__ void segment_keys_kernel(uint32_t count, const uint32_t* docs, const float* scores, uint64_t* keys,
-                                    uint32_t* buckets, unsigned long long* matches) {
-  const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= count) return;
-  const bool live = scores[i] >= 0;
-  const uint64_t key = live ? topk_key(scores[i], docs[i]) : 0;
-  keys[i] = key;
-  count_key(key, buckets);
-  if (live) atomicAdd(matches, 1ull);
-}
-
-__global__ void dense_keys_kernel(uint32_t count, const float* accumulators, uint32_t doc_begin, uint64_t* keys, uint32_t* buckets) {
-  const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= count) return;
-  const float score = accumulators[i];
-  const uint64_t key = score > 0 ? topk_key(score, doc_begin + i) : 0;
-  keys[i] = key;
-  count_key(key, buckets);
 }
 
 constexpr uint32_t kThreads = 256;
@@ -360,7 +341,7 @@ void BatchExecutor::run_and(std::vector<Prepared>& batch, std::vector<QueryResul
     result.stats.blocks_total = p.blocks_total;
     if (p.candidate_slots == 0) continue;
     b.topk.reset(b.stream);
-    segment_keys_kernel<<<grid_for(p.candidate_slots), kThreads, 0, b.stream>>>(
+    candidate_keys_kernel<<<grid_for(p.candidate_slots), kThreads, 0, b.stream>>>(
         p.candidate_slots, b.candidate_docs + p.candidate_offset, b.candidate_scores + p.candidate_offset, b.topk.keys,
         b.topk.buckets, b.matches + q);
     WARP_CUDA_CHECK_LAUNCH();
@@ -476,7 +457,7 @@ void BatchExecutor::run_or_dense(std::vector<Prepared>& batch, std::vector<Query
       hits = b.topk.select_accumulators(accumulators, doc_count, doc_begin, k, b.stream);
     } else {
       b.topk.reset(b.stream);
-      dense_keys_kernel<<<grid_for(doc_count), kThreads, 0, b.stream>>>(doc_count, accumulators, doc_begin, b.topk.keys, b.topk.buckets);
+      accumulator_keys_kernel<<<grid_for(doc_count), kThreads, 0, b.stream>>>(doc_count, accumulators, doc_begin, b.topk.keys, b.topk.buckets);
       WARP_CUDA_CHECK_LAUNCH();
       hits = b.topk.select(doc_count, k, b.stream, options_.topk);
       WARP_CUDA_CHECK(cudaMemsetAsync(accumulators, 0, doc_count * sizeof(float), b.stream));

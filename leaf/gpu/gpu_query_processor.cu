@@ -7,6 +7,7 @@
 
 #include "common/util/status.hpp"
 #include "leaf/gpu/gpu_runtime.hpp"
+#include "leaf/gpu/key_kernels.cuh"
 #include "leaf/gpu/list_decode.cuh"
 #include "leaf/gpu/or_tiles.cuh"
 #include "leaf/gpu/topk_select.cuh"
@@ -65,27 +66,6 @@ __global__ void lrc_probe_kernel(uint32_t count, const uint32_t* docs, float* sc
     return;
   }
   scores[i] += bm25_dev(weight, freq, norms[doc - doc_begin]);
-}
-
-__global__ void candidate_keys_kernel(uint32_t count, const uint32_t* docs, const float* scores, uint64_t* keys,
-                                      uint32_t* buckets, Counters* counters) {
-  const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= count) return;
-  const bool live = scores[i] >= 0;
-  const uint64_t key = live ? topk_key(scores[i], docs[i]) : 0;
-  keys[i] = key;
-  count_key(key, buckets);
-  if (live) atomicAdd(&counters->matches, 1ull);
-}
-
-__global__ void accumulator_keys_kernel(uint32_t count, const float* accumulators, uint32_t doc_begin, uint64_t* keys,
-                                        uint32_t* buckets) {
-  const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= count) return;
-  const float score = accumulators[i];  // BM25 of a matching term is > 0: zero means no match
-  const uint64_t key = score > 0 ? topk_key(score, doc_begin + i) : 0;
-  keys[i] = key;
-  count_key(key, buckets);
 }
 
 // With WARP_GPU_STAGE_TIMES set, the OR tile path times its stages with CUDA events (decode and
@@ -334,7 +314,7 @@ QueryResult GpuQueryProcessor::search_and(Lane& b, const std::vector<std::string
     WARP_CUDA_CHECK_LAUNCH();
   }
   candidate_keys_kernel<<<grid_for(candidates), kThreads, 0, b.stream>>>(
-      candidates, b.candidate_docs, b.candidate_scores, b.topk.keys, b.topk.buckets, b.counters);
+      candidates, b.candidate_docs, b.candidate_scores, b.topk.keys, b.topk.buckets, &b.counters->matches);
   WARP_CUDA_CHECK_LAUNCH();
   b.request_counters();
   result.hits = b.topk.select(candidates, k, b.stream, options_.topk);
