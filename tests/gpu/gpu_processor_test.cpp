@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cmath>
 #include <random>
 #include <thread>
 
@@ -13,6 +14,7 @@
 #include "leaf/query/cpu_query_processor.hpp"
 #include "leaf/query/query_log.hpp"
 #include "tests/support/shared_data.hpp"
+#include "tests/bench/gov2_preset.hpp"
 #include "tests/bench/synthetic_collection.hpp"
 #include "tests/support/brute_force.hpp"
 #include "tests/support/test_seed.hpp"
@@ -351,6 +353,53 @@ TEST(GpuLrc, CompressedSearchAndBlockDecodingAgree) {
     options.search_compressed = false;  // select and decode blocks like the other codecs
     gpu::GpuQueryProcessor processor(view, options);
     EXPECT_EQ(mismatches_against_cpu(processor, c, view, 2), 0) << codec << " seed " << seed;
+  }
+}
+
+TEST(GpuGov2Preset, ScaledPresetMatchesTheCpu) {
+  WARP_REQUIRE_GPU();
+  // The GOV2-like preset of the benchmark, scaled down: 300k documents, 200 queries.
+  for (const char* codec : {"bp128", "hs-lrc"}) {
+    synthetic::Gov2Params params;
+    params.documents = 300000;
+    params.queries = 200;
+    params.postings_per_query = 60000;
+    params.codec = codec;
+    params.seed = testing::test_seed();
+    const synthetic::Gov2Collection c = synthetic::make_gov2_like(params);
+    CpuQueryProcessor cpu(c.view);
+    gpu::GpuQueryProcessor single(c.view);
+    gpu::GpuProcessorOptions batched_options;
+    batched_options.batch = {.threshold = 100000, .max_queries = 8};
+    gpu::GpuQueryProcessor batched(c.view, batched_options);
+    std::atomic<int> failures{0};
+    std::vector<std::thread> clients;
+    for (int t = 0; t < 8; ++t) {
+      clients.emplace_back([&, t] {
+        for (size_t q = t; q < c.queries.size(); q += 8) {
+          for (QueryMode mode : {QueryMode::kAnd, QueryMode::kOr, QueryMode::kAndOr}) {
+            for (size_t k : {size_t{10}, size_t{1000}}) {
+              const Query query{c.queries[q], mode, k};
+              const QueryResult expected = cpu.search(query);
+              for (const QueryProcessor* gpu_processor : {static_cast<const QueryProcessor*>(&single),
+                                                          static_cast<const QueryProcessor*>(&batched)}) {
+                const QueryResult actual = gpu_processor->search(query);
+                bool same = expected.hits.size() == actual.hits.size();
+                for (size_t i = 0; same && i < actual.hits.size(); ++i) {
+                  // Scores rank by rank (OR sums in another order may swap documents within 1e-5).
+                  same = std::fabs(expected.hits[i].score - actual.hits[i].score) <= 1e-5f * std::max(1.0f, expected.hits[i].score);
+                }
+                if (!same && failures++ == 0) {
+                  ADD_FAILURE() << codec << " query " << q << " mode " << to_string(mode) << " k " << k << " seed " << params.seed;
+                }
+              }
+            }
+          }
+        }
+      });
+    }
+    for (auto& client : clients) client.join();
+    EXPECT_EQ(failures.load(), 0) << codec;
   }
 }
 
