@@ -81,4 +81,6 @@ Warpsearch is running: broker http://127.0.0.1:$broker_port  (logs: $state/*.log
 
 Stop it with: deploy/local/run.sh stop
 MSG
-curl -s "http://127.0.0.1:$broker_port/search?q=striped+african+horse&k=3" | python3 -m json.tool | head -30
+# A sample answer (its first lines; written out first so that head closing the pipe fails nothing).
+curl -s "http://127.0.0.1:$broker_port/search?q=striped+african+horse&k=3" | python3 -m json.tool > "$state/sample-answer.json"
+head -n 30 "$state/sample-answer.json"
