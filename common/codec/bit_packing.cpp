@@ -1,5 +1,10 @@
 #include "common/codec/bit_packing.hpp"
 
+#include <algorithm>
+#include <array>
+
+#include "common/codec/codec_impl.hpp"
+
 #include <utility>
 
 namespace warp {
@@ -51,6 +56,24 @@ void pack_bits(const uint32_t* in, size_t n, unsigned bits, std::vector<uint32_t
     words[word] |= static_cast<uint32_t>(v);
     if (offset + bits > 32) words[word + 1] |= static_cast<uint32_t>(v >> 32);
   }
+}
+
+PatchWidth cheapest_patch_width(const uint32_t* block, size_t n, unsigned per_exception_bits) {
+  std::array<uint32_t, 33> count_by_width{};
+  PatchWidth best;
+  for (size_t i = 0; i < n; ++i) {
+    const unsigned w = bit_width32(block[i]);
+    ++count_by_width[w];
+    best.max_width = std::max(best.max_width, w);
+  }
+  best.b = best.max_width;
+  size_t best_cost = n * best.max_width, exceptions = 0;
+  for (int w = static_cast<int>(best.max_width) - 1; w >= 0; --w) {
+    exceptions += count_by_width[w + 1];
+    const size_t cost = n * w + exceptions * (per_exception_bits + best.max_width - w);
+    if (cost < best_cost) best_cost = cost, best.b = static_cast<unsigned>(w);
+  }
+  return best;
 }
 
 void unpack_bits(const uint32_t* in, size_t n, unsigned bits, uint32_t* out) {

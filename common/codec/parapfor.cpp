@@ -39,22 +39,8 @@ class ParaPforCodec final : public Codec {
     for (size_t first = 0; first < values.size(); first += kBlock) {
       const uint32_t n = static_cast<uint32_t>(std::min<size_t>(kBlock, values.size() - first));
       const uint32_t* block = values.data() + first;
-      std::array<uint32_t, 33> count_by_width{};
-      unsigned max_width = 0;
-      for (uint32_t i = 0; i < n; ++i) {
-        const unsigned w = bit_width32(block[i]);
-        ++count_by_width[w];
-        max_width = std::max(max_width, w);
-      }
-      // The b of least total size: slots, plus per exception an index and its overflow.
-      const unsigned index_width = bit_width32(n - 1);
-      unsigned b = max_width;
-      size_t best_cost = size_t{n} * max_width, exceptions = 0;
-      for (int w = static_cast<int>(max_width) - 1; w >= 0; --w) {
-        exceptions += count_by_width[w + 1];
-        const size_t cost = size_t{n} * w + exceptions * (index_width + max_width - w);
-        if (cost < best_cost) best_cost = cost, b = static_cast<unsigned>(w);
-      }
+      // Per exception an index of up to bit_width(n - 1) bits and its overflow.
+      const auto [b, max_width] = cheapest_patch_width(block, n, bit_width32(n - 1));
       indices.clear();
       overflow.clear();
       for (uint32_t i = 0; i < n; ++i) {

@@ -46,21 +46,8 @@ class PforBlockCodec final : public Codec {
     for (size_t first = 0; first < values.size(); first += kBlock) {
       const size_t n = std::min<size_t>(kBlock, values.size() - first);
       const uint32_t* block = values.data() + first;
-      std::array<uint32_t, 33> count_by_width{};
-      unsigned max_width = 0;
-      for (size_t i = 0; i < n; ++i) {
-        unsigned w = bit_width32(block[i]);
-        ++count_by_width[w];
-        max_width = std::max(max_width, w);
-      }
-      // Exact cost in bits of each b: slots, plus per exception a position byte and high bits.
-      unsigned b = max_width;
-      size_t best_cost = n * max_width, exceptions = 0;
-      for (int w = static_cast<int>(max_width) - 1; w >= 0; --w) {
-        exceptions += count_by_width[w + 1];
-        size_t cost = n * w + exceptions * (8 + max_width - w);
-        if (cost < best_cost) best_cost = cost, b = static_cast<unsigned>(w);
-      }
+      // Per exception a position byte and its high bits.
+      const auto [b, max_width] = cheapest_patch_width(block, n, 8);
       positions.clear();
       high_bits.clear();
       for (size_t i = 0; i < n; ++i) {
