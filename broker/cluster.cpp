@@ -3,6 +3,7 @@
 #include <zmq.hpp>
 
 #include "common/protocol/search.capnp.h"
+#include "broker/leaf_replies.hpp"
 #include "common/transfer/capnp_frames.hpp"
 #include "common/util/status.hpp"
 
@@ -104,11 +105,13 @@ nlohmann::json Cluster::describe() const {
 void Cluster::poll_status() {
   zmq::context_t context(1);
   std::vector<std::unique_ptr<zmq::socket_t>> sockets;
+  std::vector<zmq::socket_t*> socket_list;
   for (const auto& replica : replicas_) {
     sockets.push_back(std::make_unique<zmq::socket_t>(context, zmq::socket_type::dealer));
     sockets.back()->set(zmq::sockopt::linger, 0);
     sockets.back()->set(zmq::sockopt::immediate, 1);
     sockets.back()->connect(replica->endpoint);
+    socket_list.push_back(sockets.back().get());
   }
   while (!stop_) {
     std::vector<bool> answered(replicas_.size(), false);
@@ -121,27 +124,16 @@ void Cluster::poll_status() {
     }
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(400);
     while (std::chrono::steady_clock::now() < deadline) {
-      std::vector<zmq::pollitem_t> items;
-      for (auto& socket : sockets) items.push_back({socket->handle(), 0, ZMQ_POLLIN, 0});
-      zmq::poll(items.data(), items.size(), std::chrono::milliseconds(50));
-      for (size_t i = 0; i < items.size(); ++i) {
-        if (!(items[i].revents & ZMQ_POLLIN)) continue;
-        zmq::message_t body;
-        if (!transfer::recv_delimited(*sockets[i], body)) continue;
-        try {
-          transfer::FrameReader reader(body);
-          auto reply = reader.root<protocol::LeafReply>();
-          if (!reply.isStatus()) continue;  // a late search reply: not ours
-          auto status = reply.getStatus();
-          Replica& replica = *replicas_[i];
-          replica.generation = status.getGeneration();
-          replica.healthy = status.getReady();
-          std::lock_guard<std::mutex> lock(mutex_);
-          replica.analyzer = status.getAnalyzer();
-          answered[i] = true;
-        } catch (const std::exception&) {
-        }
-      }
+      poll_leaf_replies(socket_list, std::chrono::milliseconds(50), [&](size_t i, protocol::LeafReply::Reader reply) {
+        if (!reply.isStatus()) return;  // a late search reply: not ours
+        auto status = reply.getStatus();
+        Replica& replica = *replicas_[i];
+        replica.generation = status.getGeneration();
+        replica.healthy = status.getReady();
+        std::lock_guard<std::mutex> lock(mutex_);
+        replica.analyzer = status.getAnalyzer();
+        answered[i] = true;
+      });
     }
     for (size_t i = 0; i < replicas_.size(); ++i) {
       if (!answered[i]) replicas_[i]->healthy = false;

@@ -7,6 +7,7 @@
 #include <unordered_map>
 #include <zmq.hpp>
 
+#include "broker/leaf_replies.hpp"
 #include "common/protocol/search.capnp.h"
 #include "common/transfer/capnp_frames.hpp"
 
@@ -100,51 +101,38 @@ FanOutResult fan_out(Cluster& cluster, const std::vector<std::string>& terms, Qu
   for (uint32_t partition : cluster.partitions()) send(partition);
 
   while (!pending.empty() && Clock::now() < deadline) {
-    std::vector<zmq::pollitem_t> items;
     std::vector<zmq::socket_t*> sockets;
     for (const auto& [partition, attempt] : pending) {
       zmq::socket_t* socket = &socket_for(attempt.replica->endpoint);
-      if (std::find(sockets.begin(), sockets.end(), socket) != sockets.end()) continue;
-      sockets.push_back(socket);
-      items.push_back({socket->handle(), 0, ZMQ_POLLIN, 0});
+      if (std::find(sockets.begin(), sockets.end(), socket) == sockets.end()) sockets.push_back(socket);
     }
-    zmq::poll(items.data(), items.size(), std::chrono::milliseconds(5));
-    for (size_t i = 0; i < items.size(); ++i) {
-      if (!(items[i].revents & ZMQ_POLLIN)) continue;
-      zmq::message_t body;
-      if (!transfer::recv_delimited(*sockets[i], body)) continue;
-      try {
-        transfer::FrameReader reader(body);
-        auto reply = reader.root<protocol::LeafReply>();
-        if (!reply.isSearch()) continue;
-        auto response = reply.getSearch();
-        auto it = pending.find(response.getPartition());
-        if (response.getQueryId() != query_id || it == pending.end()) continue;  // late reply to another query
-        Replica* replica = it->second.replica;
-        --replica->outstanding;
-        PartitionOutcome& outcome = result.partitions[slot[it->first]];
-        const uint32_t partition = it->first;
-        pending.erase(it);
-        if (response.getError().size() > 0) {
-          outcome.status = "error";
-          outcome.error = response.getError().cStr();
-          send(partition);  // another replica while time remains
-          continue;
-        }
-        const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-        cluster.record_latency(*replica, ms);
-        outcome.status = "ok";
-        outcome.replica = replica->endpoint;
-        outcome.error.clear();
-        outcome.took_ms = ms;
-        outcome.and_matches = response.getAndMatches();
-        for (auto hit : response.getHits()) {
-          outcome.hits.push_back({hit.getDoc(), hit.getScore(), hit.getExternalId(), hit.getTitle(), hit.getUrl()});
-        }
-      } catch (const std::exception&) {
-        continue;  // a malformed reply counts as silence
+    poll_leaf_replies(sockets, std::chrono::milliseconds(5), [&](size_t, protocol::LeafReply::Reader reply) {
+      if (!reply.isSearch()) return;
+      auto response = reply.getSearch();
+      auto it = pending.find(response.getPartition());
+      if (response.getQueryId() != query_id || it == pending.end()) return;  // late reply to another query
+      Replica* replica = it->second.replica;
+      --replica->outstanding;
+      PartitionOutcome& outcome = result.partitions[slot[it->first]];
+      const uint32_t partition = it->first;
+      pending.erase(it);
+      if (response.getError().size() > 0) {
+        outcome.status = "error";
+        outcome.error = response.getError().cStr();
+        send(partition);  // another replica while time remains
+        return;
       }
-    }
+      const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+      cluster.record_latency(*replica, ms);
+      outcome.status = "ok";
+      outcome.replica = replica->endpoint;
+      outcome.error.clear();
+      outcome.took_ms = ms;
+      outcome.and_matches = response.getAndMatches();
+      for (auto hit : response.getHits()) {
+        outcome.hits.push_back({hit.getDoc(), hit.getScore(), hit.getExternalId(), hit.getTitle(), hit.getUrl()});
+      }
+    });
     const auto now = Clock::now();
     std::vector<uint32_t> stale;
     for (const auto& [partition, attempt] : pending) {
