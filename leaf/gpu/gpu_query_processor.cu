@@ -136,11 +136,13 @@ struct GpuQueryProcessor::Lane {
   DeviceIndex::Pins pins;          // lists held by the query in flight
   StageTimer stage;                // OR stage times when WARP_GPU_STAGE_TIMES is set
 
-  Lane(const DeviceIndex& device, size_t docs) {
+  // `tiles`: OR goes through document tiles, so the dense accumulators are not needed; otherwise
+  // the tiles' decode buffers are not (on a 25M-document partition each is hundreds of MB).
+  Lane(const DeviceIndex& device, size_t docs, bool tiles) {
     try {
       const size_t slots = std::max<size_t>(1, device.max_list_slots());
       WARP_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-      WARP_CUDA_CHECK(cudaMalloc(&accumulators, std::max<size_t>(1, docs) * sizeof(float)));
+      if (!tiles) WARP_CUDA_CHECK(cudaMalloc(&accumulators, std::max<size_t>(1, docs) * sizeof(float)));
       for (uint32_t** p : {&candidate_docs, &candidate_freqs, &candidate_block, &block_docs, &block_freqs}) {
         WARP_CUDA_CHECK(cudaMalloc(p, slots * sizeof(uint32_t)));
       }
@@ -155,7 +157,7 @@ struct GpuQueryProcessor::Lane {
       WARP_CUDA_CHECK(cudaMallocHost(&host_or_lists, kMaxOrTerms * sizeof(DeviceList)));
       WARP_CUDA_CHECK(cudaMallocHost(&host_or_weights, kMaxOrTerms * sizeof(float)));
       WARP_CUDA_CHECK(cudaMallocHost(&host_or_task, sizeof(OrQueryTask)));
-      allocate_or_decode(or_decode, kMaxOrTerms, kOrDecodeLists * slots, static_cast<uint32_t>(docs));
+      if (tiles) allocate_or_decode(or_decode, kMaxOrTerms, kOrDecodeLists * slots, static_cast<uint32_t>(docs));
       topk.allocate(std::max(docs, slots));
     } catch (...) {
       release();
@@ -200,7 +202,7 @@ GpuQueryProcessor::GpuQueryProcessor(const IndexView& index, GpuProcessorOptions
     return;
   }
   for (size_t i = 0; i < std::max<size_t>(1, options.lanes); ++i) {
-    lanes_.push_back(std::make_unique<Lane>(device_, index.doc_count()));
+    lanes_.push_back(std::make_unique<Lane>(device_, index.doc_count(), or_tiles()));
     free_lanes_.push_back(lanes_.back().get());
   }
 }
@@ -331,7 +333,7 @@ QueryResult GpuQueryProcessor::search_or(Lane& b, const std::vector<std::string>
   const uint32_t doc_begin = index.meta.doc_begin, doc_count = index.doc_count();
   if (doc_count == 0) return result;
   WARP_CUDA_CHECK(cudaMemsetAsync(b.counters, 0, sizeof(Counters), b.stream));
-  if (options_.or_method == OrMethod::kTiles && options_.topk == TopkMethod::kBucketSelect) {
+  if (or_tiles()) {
     if (terms.size() > kMaxOrTerms) throw Error("a GPU OR query has at most " + std::to_string(kMaxOrTerms) + " distinct terms");
     uint32_t lists = 0, block_size = 128;
     for (const std::string& term : terms) {

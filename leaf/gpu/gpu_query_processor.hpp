@@ -53,6 +53,7 @@ class GpuQueryProcessor final : public QueryProcessor {
   struct Lane;
   QueryResult search_and(Lane& lane, const std::vector<std::string>& terms, size_t k) const;
   QueryResult search_or(Lane& lane, const std::vector<std::string>& terms, size_t k) const;
+  bool or_tiles() const { return options_.or_method == OrMethod::kTiles && options_.topk == TopkMethod::kBucketSelect; }
 
   DeviceIndex device_;
   GpuProcessorOptions options_;
