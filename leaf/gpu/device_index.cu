@@ -102,6 +102,7 @@ void DeviceIndex::describe(const std::string& term, const TermInfo& info, const 
   list.block_count = view.block_count;
   list.block_size = view.codec->block_size();
   list.block_last_docid = on_device(view.block_last_docid);
+  list.block_max_score = reinterpret_cast<const float*>(on_device(reinterpret_cast<const uint32_t*>(view.block_max_score)));
   list.docs = {on_device(view.docs.endpoints), on_device(view.docs.words), exceptions_ + offsets.doc_positions,
                exceptions_ + offsets.doc_high};
   list.freqs = {on_device(view.freqs.endpoints), on_device(view.freqs.words), exceptions_ + offsets.freq_positions,

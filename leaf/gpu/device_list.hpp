@@ -18,6 +18,7 @@ struct DeviceList {
   uint32_t block_count = 0;
   uint32_t block_size = 0;
   const uint32_t* block_last_docid = nullptr;  // device pointers into the arena
+  const float* block_max_score = nullptr;      // BM25 upper bound of each block (block-max)
   DeviceSequence docs;
   DeviceSequence freqs;
 };

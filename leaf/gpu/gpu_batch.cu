@@ -12,7 +12,7 @@
 #include "leaf/gpu/cuda_check.cuh"
 #include "leaf/gpu/key_kernels.cuh"
 #include "leaf/gpu/list_decode.cuh"
-#include "leaf/gpu/or_tiles.cuh"
+#include "leaf/gpu/or_tiles.hpp"
 #include "leaf/gpu/task_decode.cuh"
 #include "leaf/gpu/topk_select.cuh"
 
@@ -93,16 +93,8 @@ struct BatchExecutor::Buffers {
   uint32_t* block_freqs = nullptr;
   uint8_t* masks = nullptr;
   float* accumulators = nullptr;  // dense OR: max_queries × accumulator_stride, kept zeroed
-  uint64_t* or_keys = nullptr;     // OR tiles: max_queries × doc_count candidate keys
-  uint32_t* or_buckets = nullptr;  // OR tiles: per query kBuckets counters, then the count
-  DeviceList* or_lists = nullptr;
-  float* or_weights = nullptr;
-  OrQueryTask* or_tasks = nullptr;
-  DeviceList* host_or_lists = nullptr;
-  float* host_or_weights = nullptr;
-  OrQueryTask* host_or_tasks = nullptr;
-  uint32_t* host_or_query = nullptr;  // the query of each staged OR list
-  OrDecodeBuffers or_decode;
+  uint64_t* or_keys = nullptr;  // OR tiles: max_queries × doc_count candidate keys
+  std::unique_ptr<OrTiles> or_tiles;
   Task* tasks = nullptr;
   int32_t* round_task = nullptr;
   Counters* counters = nullptr;
@@ -118,15 +110,11 @@ struct BatchExecutor::Buffers {
   ~Buffers() {
     for (void* p : {(void*)candidate_docs, (void*)candidate_scores, (void*)candidate_query, (void*)candidate_block,
                     (void*)block_docs, (void*)block_freqs, (void*)masks, (void*)accumulators, (void*)tasks,
-                    (void*)round_task, (void*)counters, (void*)matches, (void*)or_keys, (void*)or_buckets,
-                    (void*)or_lists, (void*)or_weights, (void*)or_tasks}) {
+                    (void*)round_task, (void*)counters, (void*)matches, (void*)or_keys}) {
       cudaFree(p);
     }
-    for (void* p : {(void*)host_tasks, (void*)host_round, (void*)host_counters, (void*)host_matches,
-                    (void*)host_or_lists, (void*)host_or_weights, (void*)host_or_tasks, (void*)host_or_query}) {
-      cudaFreeHost(p);
-    }
-    free_or_decode(or_decode);
+    for (void* p : {(void*)host_tasks, (void*)host_round, (void*)host_counters, (void*)host_matches}) cudaFreeHost(p);
+    or_tiles.reset();
     topk.release();
     if (stream != nullptr) cudaStreamDestroy(stream);
   }
@@ -151,20 +139,7 @@ BatchExecutor::BatchExecutor(const DeviceIndex& device, const BatchOptions& opti
   device_alloc(b.block_docs, b.block_slot_capacity);
   device_alloc(b.block_freqs, b.block_slot_capacity);
   device_alloc(b.masks, b.mask_capacity);
-  if (tiles()) {
-    device_alloc(b.or_keys, queries * std::max<size_t>(1, b.doc_count));
-    device_alloc(b.or_buckets, queries * (kBuckets + 1));
-    device_alloc(b.or_lists, queries * kMaxRounds);
-    device_alloc(b.or_weights, queries * kMaxRounds);
-    device_alloc(b.or_tasks, queries);
-    WARP_CUDA_CHECK(cudaMallocHost(&b.host_or_lists, queries * kMaxRounds * sizeof(DeviceList)));
-    WARP_CUDA_CHECK(cudaMallocHost(&b.host_or_weights, queries * kMaxRounds * sizeof(float)));
-    WARP_CUDA_CHECK(cudaMallocHost(&b.host_or_tasks, queries * sizeof(OrQueryTask)));
-    WARP_CUDA_CHECK(cudaMallocHost(&b.host_or_query, queries * kMaxRounds * sizeof(uint32_t)));
-    allocate_or_decode(b.or_decode, queries * kMaxRounds, options_.threshold + 4 * list_slots, static_cast<uint32_t>(b.doc_count));
-  } else {
-    device_alloc(b.accumulators, queries * b.accumulator_stride);
-  }
+  if (!tiles()) device_alloc(b.accumulators, queries * b.accumulator_stride);
   device_alloc(b.tasks, queries * kMaxRounds);
   device_alloc(b.round_task, queries * kMaxRounds);
   device_alloc(b.counters, queries);
@@ -174,6 +149,10 @@ BatchExecutor::BatchExecutor(const DeviceIndex& device, const BatchOptions& opti
   WARP_CUDA_CHECK(cudaMallocHost(&b.host_counters, queries * sizeof(Counters)));
   WARP_CUDA_CHECK(cudaMallocHost(&b.host_matches, queries * sizeof(unsigned long long)));
   b.topk.allocate(std::max(b.candidate_capacity, b.doc_count));
+  if (tiles()) {
+    device_alloc(b.or_keys, queries * std::max<size_t>(1, b.doc_count));
+    b.or_tiles = std::make_unique<OrTiles>(device, queries, queries * kMaxRounds, b.or_keys, b.topk);
+  }
 }
 
 BatchExecutor::~BatchExecutor() = default;
@@ -360,8 +339,7 @@ void BatchExecutor::run_and(std::vector<Prepared>& batch, std::vector<QueryResul
 
 void BatchExecutor::run_or(std::vector<Prepared>& batch, std::vector<QueryResult>& results) {
   Buffers& b = *buffers_;
-  const IndexView& index = device_.host();
-  const uint32_t doc_begin = index.meta.doc_begin, doc_count = index.doc_count();
+  const uint32_t doc_count = device_.host().doc_count();
   const size_t n = batch.size();
   if (doc_count == 0) return;
   WARP_CUDA_CHECK(cudaMemsetAsync(b.counters, 0, n * sizeof(Counters), b.stream));
@@ -375,37 +353,17 @@ void BatchExecutor::run_or(std::vector<Prepared>& batch, std::vector<QueryResult
     }
   }
   if (tiles()) {
-    // One decode launch for every list of every query, one launch of document tiles × queries.
-    uint32_t lists = 0, block_size = 128;
+    // One launch per stage for the whole batch (or_tiles.hpp).
+    std::vector<OrTileQuery> queries(n);
+    for (size_t q = 0; q < n; ++q) queries[q] = {batch[q].lists, static_cast<uint32_t>(batch[q].query->k)};
+    std::vector<OrTileAnswer> answers = b.or_tiles->run(queries, b.stream);
     for (size_t q = 0; q < n; ++q) {
-      for (const auto& [list, weight] : batch[q].lists) {
-        block_size = list.block_size;
-        b.host_or_weights[lists] = weight;
-        b.host_or_query[lists] = static_cast<uint32_t>(q);
-        b.host_or_lists[lists++] = list;
-      }
+      QueryResult& result = results[batch[q].index];
+      result.hits = std::move(answers[q].hits);
+      result.stats.blocks_decoded += answers[q].blocks_decoded;
+      result.stats.postings_decoded += answers[q].postings_decoded;
     }
-    const uint32_t* bounds = or_decode_pass(b.or_decode, b.host_or_lists, b.host_or_weights, b.host_or_query, lists,
-                                            device_.length_norms(), doc_begin, doc_count, b.counters, b.stream);
-    for (size_t q = 0, first = 0; q < n; first += batch[q].lists.size(), ++q) {
-      uint32_t* buckets = b.or_buckets + q * (kBuckets + 1);
-      b.host_or_tasks[q] = {static_cast<uint32_t>(first), static_cast<uint32_t>(batch[q].lists.size()),
-                            static_cast<uint32_t>(batch[q].query->k), b.or_keys + q * b.doc_count, buckets + kBuckets,
-                            buckets, b.counters + q, bounds};
-    }
-    WARP_CUDA_CHECK(cudaMemsetAsync(b.or_buckets, 0, n * (kBuckets + 1) * sizeof(uint32_t), b.stream));
-    WARP_CUDA_CHECK(cudaMemcpyAsync(b.or_lists, b.host_or_lists, lists * sizeof(DeviceList), cudaMemcpyHostToDevice, b.stream));
-    WARP_CUDA_CHECK(cudaMemcpyAsync(b.or_weights, b.host_or_weights, lists * sizeof(float), cudaMemcpyHostToDevice, b.stream));
-    WARP_CUDA_CHECK(cudaMemcpyAsync(b.or_tasks, b.host_or_tasks, n * sizeof(OrQueryTask), cudaMemcpyHostToDevice, b.stream));
-    if (lists > 0) {
-      launch_or_tiles(b.or_tasks, static_cast<uint32_t>(n), b.or_lists, b.or_weights, b.or_decode, bounds != nullptr, block_size,
-                      device_.length_norms(), doc_begin, doc_count, b.stream);
-    }
-    for (size_t q = 0; q < n; ++q) {
-      const uint32_t* buckets = b.or_buckets + q * (kBuckets + 1);
-      results[batch[q].index].hits = batch[q].lists.empty() ? std::vector<Hit>{}
-          : b.topk.select_candidates(b.or_keys + q * b.doc_count, buckets + kBuckets, doc_count, buckets, batch[q].query->k, b.stream);
-    }
+    return;
   } else {
     run_or_dense(batch, results);
   }

@@ -9,7 +9,7 @@
 #include "leaf/gpu/gpu_runtime.hpp"
 #include "leaf/gpu/key_kernels.cuh"
 #include "leaf/gpu/list_decode.cuh"
-#include "leaf/gpu/or_tiles.cuh"
+#include "leaf/gpu/or_tiles.hpp"
 #include "leaf/gpu/topk_select.cuh"
 #include "leaf/gpu/cuda_check.cuh"
 
@@ -68,44 +68,8 @@ __global__ void lrc_probe_kernel(uint32_t count, const uint32_t* docs, float* sc
   scores[i] += bm25_dev(weight, freq, norms[doc - doc_begin]);
 }
 
-// With WARP_GPU_STAGE_TIMES set, the OR tile path times its stages with CUDA events (decode and
-// bounds, tiles, selection) and prints the mean per query to stderr when the lane is destroyed.
-struct StageTimer {
-  static constexpr int kMarks = 4;
-  bool on = std::getenv("WARP_GPU_STAGE_TIMES") != nullptr;
-  cudaEvent_t events[kMarks] = {};
-  double total_ms[kMarks - 1] = {};
-  uint64_t queries = 0;
-  void mark(int i, cudaStream_t stream) {
-    if (!on) return;
-    if (events[i] == nullptr) WARP_CUDA_CHECK(cudaEventCreate(&events[i]));
-    WARP_CUDA_CHECK(cudaEventRecord(events[i], stream));
-  }
-  void finish() {
-    if (!on) return;
-    WARP_CUDA_CHECK(cudaEventSynchronize(events[kMarks - 1]));
-    for (int i = 0; i + 1 < kMarks; ++i) {
-      float ms = 0;
-      WARP_CUDA_CHECK(cudaEventElapsedTime(&ms, events[i], events[i + 1]));
-      total_ms[i] += ms;
-    }
-    ++queries;
-  }
-  ~StageTimer() {
-    if (on && queries > 0) {
-      std::fprintf(stderr, "gpu OR stages over %llu queries, µs per query: decode+bounds %.1f, tiles %.1f, select %.1f\n",
-                   static_cast<unsigned long long>(queries), total_ms[0] * 1e3 / queries, total_ms[1] * 1e3 / queries,
-                   total_ms[2] * 1e3 / queries);
-    }
-    for (cudaEvent_t e : events) {
-      if (e != nullptr) cudaEventDestroy(e);
-    }
-  }
-};
-
 constexpr uint32_t kThreads = 256;
 constexpr size_t kMaxOrTerms = 1024;  // distinct terms of a GPU OR query
-constexpr size_t kOrDecodeLists = 4;  // OR decode buffers hold this many longest lists; more: tiles decode
 uint32_t grid_for(uint32_t n) { return std::max(1u, (n + kThreads - 1) / kThreads); }
 
 }  // namespace
@@ -123,18 +87,9 @@ struct GpuQueryProcessor::Lane {
   Counters* counters = nullptr;
   Counters* host_counters = nullptr;  // pinned
   TopkBuffers topk;
-  // OR tiles: the query's lists and weights, its task, and the candidates' count and buckets.
-  DeviceList* or_lists = nullptr;
-  float* or_weights = nullptr;
-  OrQueryTask* or_task = nullptr;
-  uint32_t* or_buckets = nullptr;  // kBuckets counters, then the candidate count
-  OrDecodeBuffers or_decode;
-  DeviceList* host_or_lists = nullptr;  // pinned staging
-  float* host_or_weights = nullptr;
-  OrQueryTask* host_or_task = nullptr;
+  std::unique_ptr<OrTiles> or_tiles;  // OR by tiles; candidate keys in topk.keys
   bool accumulators_dirty = true;  // zeroed by the first OR query
   DeviceIndex::Pins pins;          // lists held by the query in flight
-  StageTimer stage;                // OR stage times when WARP_GPU_STAGE_TIMES is set
 
   // `tiles`: OR goes through document tiles, so the dense accumulators are not needed; otherwise
   // the tiles' decode buffers are not (on a 25M-document partition each is hundreds of MB).
@@ -150,15 +105,8 @@ struct GpuQueryProcessor::Lane {
       WARP_CUDA_CHECK(cudaMalloc(&block_mask, std::max<size_t>(1, device.max_list_blocks())));
       WARP_CUDA_CHECK(cudaMalloc(&counters, sizeof(Counters)));
       WARP_CUDA_CHECK(cudaMallocHost(&host_counters, sizeof(Counters)));
-      WARP_CUDA_CHECK(cudaMalloc(&or_lists, kMaxOrTerms * sizeof(DeviceList)));
-      WARP_CUDA_CHECK(cudaMalloc(&or_weights, kMaxOrTerms * sizeof(float)));
-      WARP_CUDA_CHECK(cudaMalloc(&or_task, sizeof(OrQueryTask)));
-      WARP_CUDA_CHECK(cudaMalloc(&or_buckets, (kBuckets + 1) * sizeof(uint32_t)));
-      WARP_CUDA_CHECK(cudaMallocHost(&host_or_lists, kMaxOrTerms * sizeof(DeviceList)));
-      WARP_CUDA_CHECK(cudaMallocHost(&host_or_weights, kMaxOrTerms * sizeof(float)));
-      WARP_CUDA_CHECK(cudaMallocHost(&host_or_task, sizeof(OrQueryTask)));
-      if (tiles) allocate_or_decode(or_decode, kMaxOrTerms, kOrDecodeLists * slots, static_cast<uint32_t>(docs));
       topk.allocate(std::max(docs, slots));
+      if (tiles) or_tiles = std::make_unique<OrTiles>(device, 1, kMaxOrTerms, topk.keys, topk);
     } catch (...) {
       release();
       throw;
@@ -167,14 +115,10 @@ struct GpuQueryProcessor::Lane {
   ~Lane() { release(); }
   void release() {
     for (void* p : {(void*)accumulators, (void*)candidate_docs, (void*)candidate_freqs, (void*)candidate_scores,
-                    (void*)candidate_block, (void*)block_docs, (void*)block_freqs, (void*)block_mask, (void*)counters,
-                    (void*)or_lists, (void*)or_weights, (void*)or_task, (void*)or_buckets}) {
+                    (void*)candidate_block, (void*)block_docs, (void*)block_freqs, (void*)block_mask, (void*)counters}) {
       cudaFree(p);
     }
-    for (void* p : {(void*)host_or_lists, (void*)host_or_weights, (void*)host_or_task}) cudaFreeHost(p);
-    free_or_decode(or_decode);
-    or_lists = nullptr, or_weights = nullptr, or_task = nullptr, or_buckets = nullptr;
-    host_or_lists = nullptr, host_or_weights = nullptr, host_or_task = nullptr;
+    or_tiles.reset();
     accumulators = nullptr, candidate_docs = candidate_freqs = candidate_block = block_docs = block_freqs = nullptr;
     candidate_scores = nullptr, block_mask = nullptr, counters = nullptr;
     cudaFreeHost(host_counters);
@@ -335,36 +279,20 @@ QueryResult GpuQueryProcessor::search_or(Lane& b, const std::vector<std::string>
   WARP_CUDA_CHECK(cudaMemsetAsync(b.counters, 0, sizeof(Counters), b.stream));
   if (or_tiles()) {
     if (terms.size() > kMaxOrTerms) throw Error("a GPU OR query has at most " + std::to_string(kMaxOrTerms) + " distinct terms");
-    uint32_t lists = 0, block_size = 128;
+    std::vector<std::pair<DeviceList, float>> lists;
     for (const std::string& term : terms) {
       DeviceList list;
       const TermInfo* info = nullptr;
       if (!device_.acquire(term, list, &info, b.stream, b.pins)) continue;
       result.stats.blocks_total += list.block_count;
-      block_size = list.block_size;
-      b.host_or_weights[lists] = bm25_term_weight(bm25_idf(info->df, index.meta.stats.doc_count), index.meta.bm25);
-      b.host_or_lists[lists++] = list;
+      lists.push_back({list, bm25_term_weight(bm25_idf(info->df, index.meta.stats.doc_count), index.meta.bm25)});
     }
-    if (lists == 0) return result;
-    b.stage.mark(0, b.stream);
-    const uint32_t* bounds = or_decode_pass(b.or_decode, b.host_or_lists, b.host_or_weights, nullptr, lists,
-                                            device_.length_norms(), doc_begin, doc_count, b.counters, b.stream);
-    *b.host_or_task = {0, lists, static_cast<uint32_t>(k), b.topk.keys, b.or_buckets + kBuckets, b.or_buckets, b.counters, bounds};
-    WARP_CUDA_CHECK(cudaMemsetAsync(b.or_buckets, 0, (kBuckets + 1) * sizeof(uint32_t), b.stream));
-    WARP_CUDA_CHECK(cudaMemcpyAsync(b.or_lists, b.host_or_lists, lists * sizeof(DeviceList), cudaMemcpyHostToDevice, b.stream));
-    WARP_CUDA_CHECK(cudaMemcpyAsync(b.or_weights, b.host_or_weights, lists * sizeof(float), cudaMemcpyHostToDevice, b.stream));
-    WARP_CUDA_CHECK(cudaMemcpyAsync(b.or_task, b.host_or_task, sizeof(OrQueryTask), cudaMemcpyHostToDevice, b.stream));
-    b.stage.mark(1, b.stream);
-    launch_or_tiles(b.or_task, 1, b.or_lists, b.or_weights, b.or_decode, bounds != nullptr, block_size, device_.length_norms(), doc_begin,
-                    doc_count, b.stream);
-    b.stage.mark(2, b.stream);
-    b.request_counters();
-    result.hits = b.topk.select_candidates(b.topk.keys, b.or_buckets + kBuckets, doc_count, b.or_buckets, k, b.stream);
-    b.stage.mark(3, b.stream);
-    b.stage.finish();
-    b.counters_ready();
-    result.stats.blocks_decoded = b.host_counters->blocks_decoded;
-    result.stats.postings_decoded = b.host_counters->postings_decoded;
+    if (lists.empty()) return result;
+    const OrTileQuery query{lists, static_cast<uint32_t>(k)};
+    OrTileAnswer answer = std::move(b.or_tiles->run({&query, 1}, b.stream)[0]);
+    result.hits = std::move(answer.hits);
+    result.stats.blocks_decoded = answer.blocks_decoded;
+    result.stats.postings_decoded = answer.postings_decoded;
     return result;
   }
   b.topk.reset(b.stream);

@@ -1,6 +1,5 @@
 // Decoding many lists in one launch: a table of tasks (list, output offset, query, BM25 weight),
-// each thread block finding its task by the first thread block of each. Shared by PARA batches
-// (gpu_batch.cu) and the OR tiles' decode pass (or_tiles.cuh).
+// each thread block finding its task by the first thread block of each (PARA batches, gpu_batch.cu).
 #pragma once
 #include "leaf/gpu/list_decode.cuh"
 
@@ -18,8 +17,8 @@ struct Task {
 
 // kCandidates: docIDs, BM25 scores (-1 past the list) and the query, every slot of every block;
 // kBlocks: docIDs and frequencies of the decoded blocks' postings; kAccumulate: BM25 added to the
-// query's dense accumulators; kScored: docIDs (kEndDoc past the list) and BM25 scores, every slot.
-enum class TaskOutput : uint32_t { kCandidates, kBlocks, kAccumulate, kScored };
+// query's dense accumulators.
+enum class TaskOutput : uint32_t { kCandidates, kBlocks, kAccumulate };
 
 template <int BS>
 __global__ void decode_tasks_kernel(const Task* tasks, uint32_t task_count, const uint8_t* masks, TaskOutput output,
@@ -51,9 +50,6 @@ __global__ void decode_tasks_kernel(const Task* tasks, uint32_t task_count, cons
     query_out[slot] = task.query;
   } else if (output == TaskOutput::kBlocks) {
     if (live) docs_out[slot] = doc, freqs_out[slot] = freq;
-  } else if (output == TaskOutput::kScored) {
-    docs_out[slot] = live ? doc : 0xFFFFFFFFu;
-    scores_out[slot] = live ? bm25_dev(task.weight, freq, norms[doc - doc_begin]) : 0.0f;
   } else if (live) {
     atomicAdd(&accumulators[task.query * accumulator_stride + doc - doc_begin], bm25_dev(task.weight, freq, norms[doc - doc_begin]));
   }
@@ -61,16 +57,6 @@ __global__ void decode_tasks_kernel(const Task* tasks, uint32_t task_count, cons
     atomicAdd(&counters[task.query].blocks_decoded, 1ull);
     atomicAdd(&counters[task.query].postings_decoded, static_cast<unsigned long long>(n));
   }
-}
-
-template <int BS>
-void launch_decode_tasks(const Task* tasks, uint32_t task_count, uint32_t block_total, const uint8_t* masks, TaskOutput output,
-                         uint32_t* docs_out, uint32_t* freqs_out, float* scores_out, uint32_t* query_out, float* accumulators,
-                         size_t accumulator_stride, const float* norms, uint32_t doc_begin, Counters* counters, cudaStream_t stream) {
-  if (block_total == 0) return;
-  decode_tasks_kernel<BS><<<block_total, BS, 0, stream>>>(tasks, task_count, masks, output, docs_out, freqs_out, scores_out,
-                                                          query_out, accumulators, accumulator_stride, norms, doc_begin, counters);
-  WARP_CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace warp::gpu

@@ -176,6 +176,8 @@ bool same_scores(const QueryResult& a, const QueryResult& b) {
 // query of each GPU path is checked against the CPU.
 std::vector<QueryMode> table_modes = {QueryMode::kAnd, QueryMode::kOr, QueryMode::kAndOr};
 
+size_t batch_max_queries = 16;  // --batch-max
+
 void query_table(const IndexView& view, const std::vector<std::vector<std::string>>& raw, size_t batch_threshold) {
   gpu::GpuQueryProcessor gpu_single(view, {1});
   gpu::GpuProcessorOptions dense_options;
@@ -184,13 +186,13 @@ void query_table(const IndexView& view, const std::vector<std::vector<std::strin
   gpu::GpuQueryProcessor gpu_dense(view, dense_options);
   gpu::GpuQueryProcessor gpu_lanes(view, {8});
   gpu::GpuProcessorOptions batched_options;
-  batched_options.batch = {.threshold = batch_threshold, .max_queries = 16, .max_wait_us = 1000};
+  batched_options.batch = {.threshold = batch_threshold, .max_queries = batch_max_queries, .max_wait_us = 1000};
   gpu::GpuQueryProcessor gpu_batched(view, batched_options);
   CpuQueryProcessor cpu_processor(view);
   const size_t cores = std::max(1u, std::thread::hardware_concurrency());
-  const size_t clients = 64;
-  std::printf("GPU index %.0f MB resident; batches close at %zu postings of work or 16 queries; %zu client threads drive the batched path, 16 the 8-lane path\n\n",
-              gpu_single.device_index().stats().bytes_resident / 1e6, batch_threshold, clients);
+  const size_t clients = std::max<size_t>(64, 2 * batch_max_queries);
+  std::printf("GPU index %.0f MB resident; batches close at %zu postings of work or %zu queries; %zu client threads drive the batched path, 16 the 8-lane path\n\n",
+              gpu_single.device_index().stats().bytes_resident / 1e6, batch_threshold, batch_max_queries, clients);
   std::printf("| mode | k | GPU single q/s | p50 / p99 ms | GPU single, dense OR accumulators q/s | GPU 8 lanes q/s | p50 / p99 ms | GPU batched q/s | p50 / p99 ms | CPU %zu threads q/s | p50 / p99 ms | "
               "CPU 1 thread ms/query | batched / CPU-%zu | single / CPU-1 (latency) | blocks decoded per query: GPU / CPU / in the lists |\n",
               cores, cores);
@@ -282,11 +284,13 @@ int main(int argc, char** argv) {
       .value("gov2-queries", "1000", "queries of the GOV2-like log")
       .value("gov2-codec", "bp128", "codec of the GOV2-like lists")
       .value("batch-threshold", "2000000", "postings of work that close a GPU batch")
+      .value("batch-max", "16", "queries that close a GPU batch")
       .value("modes", "and,or,andor", "query modes of the query tables")
       .boolean("no-intersection", "skip the intersection table");
   try {
     flags.parse(argc, argv);
     if (flags.help_requested()) return std::printf("%s", flags.help_text().c_str()), 0;
+    batch_max_queries = static_cast<size_t>(flags.count("batch-max"));
     table_modes.clear();
     std::stringstream modes(flags.get("modes"));
     for (std::string mode; std::getline(modes, mode, ',');) table_modes.push_back(parse_query_mode(mode));

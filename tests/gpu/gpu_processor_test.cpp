@@ -343,6 +343,80 @@ TEST(GpuOr, TilesOfManyPartitionsAndOddSizes) {
   }
 }
 
+// Single lane and batches of 5, on one partition: every answer of `queries` against the CPU.
+void expect_or_tiles_match_cpu(const IndexView& view, const testing::BruteForceIndex& reference,
+                               const std::vector<Query>& queries) {
+  CpuQueryProcessor cpu(view);
+  gpu::GpuQueryProcessor single(view);
+  gpu::GpuProcessorOptions options;
+  options.batch = {.threshold = size_t{1} << 30, .max_queries = 5, .max_wait_us = 2000};
+  gpu::GpuQueryProcessor batched(view, options);
+  std::vector<std::thread> clients;
+  for (size_t i = 0; i < queries.size(); ++i) {
+    clients.emplace_back([&, i] {
+      const QueryResult expected = cpu.search(queries[i]);
+      EXPECT_TRUE(testing::same_topk(expected.hits, single.search(queries[i]).hits, reference, queries[i].terms)) << "query " << i;
+      EXPECT_TRUE(testing::same_topk(expected.hits, batched.search(queries[i]).hits, reference, queries[i].terms)) << "query " << i;
+    });
+  }
+  for (auto& client : clients) client.join();
+}
+
+TEST(GpuOrPruning, TilesBelowThetaAreSkippedAndAnswersStayExact) {
+  WARP_REQUIRE_GPU();
+  // "common" in every document, "rare" in every 9,973rd with high frequencies: OR top-10 is among
+  // the rare documents, and the tiles without one have a bound (common's block-max) below θ.
+  std::mt19937_64 rng(testing::test_seed() + 81);
+  IndexBuilder builder({});
+  testing::BruteForceIndex reference;
+  const uint32_t documents = 400000;  // 98 tiles
+  for (uint32_t d = 0; d < documents; ++d) {
+    std::vector<std::string> terms(1 + rng() % 4, "common");
+    for (uint32_t f = rng() % 20; f > 0; --f) terms.push_back("filler" + std::to_string(rng() % 50));
+    if (d % 9973 == 0) terms.insert(terms.end(), 1 + rng() % 6, "rare");
+    builder.add_analyzed({"", "", "", 0}, terms);
+    reference.add(terms);
+  }
+  const auto built = builder.build();
+  const IndexView& view = built[0].view;
+  gpu::GpuQueryProcessor processor(view);
+  const QueryResult pruned = processor.search({{"common", "rare"}, QueryMode::kOr, 10});
+  EXPECT_LT(pruned.stats.blocks_decoded * 4, pruned.stats.blocks_total) << "most tiles should be skipped";
+  std::vector<Query> queries;
+  for (size_t k : {1, 10, 41, 1000}) {
+    queries.push_back({{"common", "rare"}, QueryMode::kOr, k});
+    queries.push_back({{"rare", "filler3", "filler7"}, QueryMode::kOr, k});
+    queries.push_back({{"common", "filler1", "rare", "absent"}, QueryMode::kOr, k});
+  }
+  expect_or_tiles_match_cpu(view, reference, queries);
+}
+
+TEST(GpuOrPruning, TiesAtThetaKeepTheSmallestDocIds) {
+  WARP_REQUIRE_GPU();
+  // Equal lengths and frequencies: every document of "a" has the same score, and those with "b"
+  // too; θ falls on a tie, and the answer is the smallest docIDs of the best score.
+  IndexBuilder builder({});
+  testing::BruteForceIndex reference;
+  for (uint32_t d = 0; d < 150000; ++d) {
+    std::vector<std::string> terms{"a", d % 3 == 0 ? "b" : "x", d % 1000 == 999 ? "c" : "y"};
+    builder.add_analyzed({"", "", "", 0}, terms);
+    reference.add(terms);
+  }
+  const auto built = builder.build();
+  const IndexView& view = built[0].view;
+  gpu::GpuQueryProcessor processor(view);
+  const QueryResult only_a = processor.search({{"a"}, QueryMode::kOr, 10});
+  ASSERT_EQ(only_a.hits.size(), 10u);
+  for (uint32_t i = 0; i < 10; ++i) EXPECT_EQ(only_a.hits[i].doc, view.meta.doc_begin + i);
+  std::vector<Query> queries;
+  for (size_t k : {1, 10, 333, 4097}) {
+    queries.push_back({{"a"}, QueryMode::kOr, k});
+    queries.push_back({{"a", "b"}, QueryMode::kOr, k});
+    queries.push_back({{"b", "c"}, QueryMode::kOr, k});
+  }
+  expect_or_tiles_match_cpu(view, reference, queries);
+}
+
 TEST(GpuLrc, CompressedSearchAndBlockDecodingAgree) {
   WARP_REQUIRE_GPU();
   for (const char* codec : {"lrc", "lrc-seg", "seg-lrc", "hs-lrc"}) {
