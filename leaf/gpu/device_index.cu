@@ -1,12 +1,55 @@
 #include "leaf/gpu/device_index.hpp"
 
+#include <algorithm>
 #include <vector>
 
 #include "common/codec/codec.hpp"
 #include "common/util/status.hpp"
 #include "leaf/gpu/cuda_check.cuh"
+#include "leaf/gpu/list_decode.cuh"
 
 namespace warp::gpu {
+namespace {
+
+// One thread block per block of the list: BM25 of its postings, maxima per slice (float bits).
+template <int BS>
+__global__ void __launch_bounds__(BS) slice_maxima_kernel(DeviceList list, float weight, const float* norms,
+                                                          uint32_t doc_begin, uint32_t* maxima) {
+  __shared__ BlockDecodeStorage<BS> storage;
+  const uint32_t block = blockIdx.x;
+  const uint32_t n = min(static_cast<uint32_t>(BS), list.count - block * BS);
+  uint32_t doc, freq;
+  decode_postings<BS>(list, block, n, storage, doc, freq);
+  const bool live = threadIdx.x < n;
+  const uint32_t local = live ? doc - doc_begin : 0;
+  const uint32_t bits = live ? __float_as_uint(bm25_dev(weight, freq, norms[local])) : 0;
+  atomic_max_runs(maxima, local / kSliceDocs, bits, live);
+}
+
+// A byte per slice: 0 without postings, else floor(max / scale) + 1 (at most 255), so that
+// byte × scale bounds the slice's scores from above.
+__global__ void quantize_slices_kernel(const uint32_t* maxima, uint32_t slices, float scale, uint8_t* out) {
+  const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= slices) return;
+  const uint32_t bits = maxima[i];
+  out[i] = bits == 0 ? 0 : static_cast<uint8_t>(min(255u, static_cast<uint32_t>(__uint_as_float(bits) / scale) + 1u));
+}
+
+// One thread per block: the tiles whose first document falls in the block's docID range
+// (previous block's last, this block's last] start their search at this block; tiles past the
+// list's last docID get block_count.
+__global__ void tile_blocks_kernel(DeviceList list, uint32_t doc_begin, uint32_t tiles, uint32_t* out) {
+  const uint32_t b = blockIdx.x * blockDim.x + threadIdx.x;
+  if (b >= list.block_count) return;
+  const uint32_t first_tile = b == 0 ? 0 : (list.block_last_docid[b - 1] + 1 - doc_begin + kTileDocs - 1) / kTileDocs;
+  const uint32_t last_tile = (list.block_last_docid[b] - doc_begin) / kTileDocs;
+  for (uint32_t t = first_tile; t <= last_tile && t < tiles; ++t) out[t] = b;
+  if (b + 1 == list.block_count) {
+    for (uint32_t t = last_tile + 1; t < tiles; ++t) out[t] = list.block_count;
+  }
+}
+
+}  // namespace
 
 DeviceIndex::DeviceIndex(const IndexView& index, DeviceIndexOptions options) : index_(index), options_(options) {
   std::vector<uint32_t> exceptions;
@@ -68,12 +111,65 @@ DeviceIndex::DeviceIndex(const IndexView& index, DeviceIndexOptions options) : i
     throw;
   }
   fixed_bytes_ = exceptions.size() * sizeof(uint32_t) + index.length_norms.size() * sizeof(float);
+  if (!caching_) {
+    try {
+      build_slice_maxima(postings_bytes / 2);
+    } catch (...) {
+      free_device();
+      throw;
+    }
+    fixed_bytes_ += stats_.slice_bytes;
+  }
   stats_.caching = caching_;
   stats_.budget = caching_ ? options.memory_budget : postings_bytes;
   stats_.list_bytes_resident = caching_ ? 0 : postings_bytes;
 }
 
 DeviceIndex::~DeviceIndex() { free_device(); }
+
+// Slice maxima for the lists with at least a posting per 4 slices, longest first, within `budget`
+// bytes; shorter lists are cheap to decode at query time (or_tiles.cu).
+void DeviceIndex::build_slice_maxima(size_t budget) {
+  const uint32_t slices = (index_.doc_count() + kSliceDocs - 1) / kSliceDocs;
+  if (slices == 0) return;
+  std::vector<std::pair<uint32_t, const std::string*>> long_lists;
+  for (const auto& [term, info] : index_.lexicon) {
+    if (uint64_t{info.df} * 4 >= slices) long_lists.push_back({info.df, &term});
+  }
+  std::sort(long_lists.begin(), long_lists.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  long_lists.resize(std::min<size_t>(long_lists.size(), budget / (slices + (slices / 32 + 1) * sizeof(uint32_t))));
+  if (long_lists.empty()) return;
+  const uint32_t tiles = (index_.doc_count() + kTileDocs - 1) / kTileDocs;
+  WARP_CUDA_CHECK(cudaMalloc(&slice_maxima_, long_lists.size() * size_t{slices}));
+  WARP_CUDA_CHECK(cudaMalloc(&tile_blocks_, long_lists.size() * size_t{tiles} * sizeof(uint32_t)));
+  uint32_t* maxima = nullptr;
+  WARP_CUDA_CHECK(cudaMalloc(&maxima, size_t{slices} * sizeof(uint32_t)));
+  for (size_t i = 0; i < long_lists.size(); ++i) {
+    const std::string& term = *long_lists[i].second;
+    const TermInfo& info = index_.lexicon.at(term);
+    DeviceList list;
+    describe(term, info, postings_ + info.offset, list);
+    const PostingListView view = index_.list(term, info);
+    if (list.block_count == 0 || view.max_score <= 0) continue;
+    const float weight = bm25_term_weight(bm25_idf(info.df, index_.meta.stats.doc_count), index_.meta.bm25);
+    uint8_t* out = slice_maxima_ + i * size_t{slices};
+    WARP_CUDA_CHECK(cudaMemsetAsync(maxima, 0, size_t{slices} * sizeof(uint32_t)));
+    if (list.block_size == 256) {
+      slice_maxima_kernel<256><<<list.block_count, 256>>>(list, weight, norms_, index_.meta.doc_begin, maxima);
+    } else {
+      slice_maxima_kernel<128><<<list.block_count, 128>>>(list, weight, norms_, index_.meta.doc_begin, maxima);
+    }
+    WARP_CUDA_CHECK_LAUNCH();
+    quantize_slices_kernel<<<(slices + 255) / 256, 256>>>(maxima, slices, view.max_score / 255.0f, out);
+    WARP_CUDA_CHECK_LAUNCH();
+    tile_blocks_kernel<<<(list.block_count + 255) / 256, 256>>>(list, index_.meta.doc_begin, tiles, tile_blocks_ + i * size_t{tiles});
+    WARP_CUDA_CHECK_LAUNCH();
+    slice_offsets_.emplace(term, i);
+  }
+  WARP_CUDA_CHECK(cudaDeviceSynchronize());
+  cudaFree(maxima);
+  stats_.slice_bytes = long_lists.size() * (size_t{slices} + size_t{tiles} * sizeof(uint32_t));
+}
 
 void DeviceIndex::free_device() {
   for (auto& [term, entry] : cache_) {
@@ -86,6 +182,9 @@ void DeviceIndex::free_device() {
   cudaFree(postings_);
   cudaFree(norms_);
   cudaFree(exceptions_);
+  cudaFree(slice_maxima_);
+  cudaFree(tile_blocks_);
+  slice_maxima_ = nullptr, tile_blocks_ = nullptr;
   pool_ = nullptr, postings_ = nullptr, norms_ = nullptr, exceptions_ = nullptr, host_registered_ = false;
 }
 
@@ -103,6 +202,13 @@ void DeviceIndex::describe(const std::string& term, const TermInfo& info, const 
   list.block_size = view.codec->block_size();
   list.block_last_docid = on_device(view.block_last_docid);
   list.block_max_score = reinterpret_cast<const float*>(on_device(reinterpret_cast<const uint32_t*>(view.block_max_score)));
+  if (auto it = slice_offsets_.find(term); it != slice_offsets_.end()) {
+    const uint32_t slices = (index_.doc_count() + kSliceDocs - 1) / kSliceDocs;
+    const uint32_t tiles = (index_.doc_count() + kTileDocs - 1) / kTileDocs;
+    list.slice_max = slice_maxima_ + it->second * slices;
+    list.slice_scale = view.max_score / 255.0f;
+    list.tile_first_block = tile_blocks_ + it->second * tiles;
+  }
   list.docs = {on_device(view.docs.endpoints), on_device(view.docs.words), exceptions_ + offsets.doc_positions,
                exceptions_ + offsets.doc_high};
   list.freqs = {on_device(view.freqs.endpoints), on_device(view.freqs.words), exceptions_ + offsets.freq_positions,

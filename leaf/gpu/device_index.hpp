@@ -34,6 +34,7 @@ struct ListCacheStats {
   bool caching = false;           // false: every list resident
   size_t bytes_resident = 0;      // lists, norms and exception arrays on the GPU now
   size_t list_bytes_resident = 0;
+  size_t slice_bytes = 0;         // docID-range maxima of the long lists (all-resident index only)
   size_t budget = 0;
   uint64_t hits = 0, misses = 0, evictions = 0, bytes_copied = 0;
 };
@@ -77,6 +78,7 @@ class DeviceIndex {
   };
   void describe(const std::string& term, const TermInfo& info, const uint32_t* device_list_words, DeviceList& list) const;
   void evict_for(size_t bytes, cudaStream_t stream) const;  // mutex_ held
+  void build_slice_maxima(size_t budget);
   void free_device();
 
   const IndexView& index_;
@@ -87,6 +89,9 @@ class DeviceIndex {
   float* norms_ = nullptr;          // copy of index.length_norms
   uint32_t* exceptions_ = nullptr;  // pfor-ding exception positions and high bits
   std::unordered_map<std::string, ExceptionOffsets> exception_offsets_;
+  uint8_t* slice_maxima_ = nullptr;  // kSliceDocs-document maxima of the long lists, one byte each
+  uint32_t* tile_blocks_ = nullptr;  // the long lists' first block per tile
+  std::unordered_map<std::string, size_t> slice_offsets_;  // index of the list among the long lists
   size_t fixed_bytes_ = 0;
   uint32_t max_list_slots_ = 0;
   uint32_t max_list_blocks_ = 0;

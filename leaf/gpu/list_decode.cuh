@@ -12,6 +12,21 @@ __device__ __forceinline__ float bm25_dev(float weight, uint32_t tf, float norm)
   return weight * f / (f + norm);
 }
 
+// slots[slot] = max(slots[slot], value) for the live lanes of a warp whose `slot` is non-decreasing
+// over the lanes (postings in docID order): one atomic per run of equal slots, after a segmented
+// max by shuffles. Every lane of the warp calls it.
+__device__ __forceinline__ void atomic_max_runs(uint32_t* slots, uint32_t slot, uint32_t value, bool live) {
+  const uint32_t lane = threadIdx.x & 31u;
+  const uint32_t key = live ? slot : 0xFFFFFFFFu;
+  for (uint32_t offset = 1; offset < 32; offset <<= 1) {
+    const uint32_t other_key = __shfl_down_sync(0xFFFFFFFFu, key, offset);
+    const uint32_t other_value = __shfl_down_sync(0xFFFFFFFFu, value, offset);
+    if (lane + offset < 32 && other_key == key) value = max(value, other_value);
+  }
+  const uint32_t previous = __shfl_up_sync(0xFFFFFFFFu, key, 1);
+  if (live && (lane == 0 || previous != key)) atomicMax(&slots[slot], value);
+}
+
 // The first block of a list whose last docID is >= doc (block_count when none): the block that
 // must hold doc if the list has it (Ding et al. §8.1 block selection).
 __device__ __forceinline__ uint32_t block_for_doc(const uint32_t* block_last, uint32_t block_count, uint32_t doc) {

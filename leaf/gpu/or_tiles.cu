@@ -21,7 +21,7 @@ constexpr uint32_t kTile = OrTiles::kTileDocs;
 constexpr float kBoundSlack = 1.0f + 1e-4f;
 constexpr uint32_t kPlanThreads = 1024;
 constexpr uint32_t kSortThreads = 512, kSortItems = 8, kSortCapacity = kSortThreads * kSortItems;
-constexpr uint32_t kHeader = 5;      // a result row: selected, overflow, blocks, postings, tiles scored; then keys
+constexpr uint32_t kHeader = 6;  // a result row: selected, overflow, blocks, postings, tiles scored, θ bits; then keys
 constexpr uint32_t kQueryBits = 8;   // a second-pass work item: query << 24 | tile
 constexpr uint32_t kTileMask = (1u << (32 - kQueryBits)) - 1;
 
@@ -29,9 +29,8 @@ struct EngineQuery {
   uint32_t list_begin, list_count, k, pad;
 };
 
-// A list too sparse for its block maxima to bound a tile (a block spans more documents than a
-// tile holds on average): decoded whole, its exact maximum per tile goes to row `slot` of the
-// tile maxima.
+// A short list without slice maxima of its own (DeviceIndex keeps them for the long lists):
+// decoded whole at query time, its exact maximum per slice goes to row `slot` of the sparse maxima.
 struct SparseList {
   DeviceList list;
   uint32_t block_begin;  // first thread block of the launch that decodes it
@@ -40,10 +39,13 @@ struct SparseList {
   float weight;
 };
 
-// A list is sparse when it holds fewer than a block's postings per tile on average.
-bool is_sparse(const DeviceList& list, uint32_t doc_count) {
-  return uint64_t{list.count} * kTile < uint64_t{list.block_size} * doc_count;
+// Fewer postings than a quarter of the slices: cheaper to decode than to bound by block maxima.
+bool is_sparse(const DeviceList& list, uint32_t slices) {
+  return list.slice_max == nullptr && uint64_t{list.count} * 4 < slices;
 }
+
+constexpr uint32_t kSlicesPerTile = kTile / kSliceDocs;
+static_assert(kSlicesPerTile == 32, "a warp's lanes are a tile's slices");
 
 constexpr uint32_t kDenseList = 0xFFFFFFFFu;
 
@@ -83,11 +85,11 @@ __device__ bool find_rank(const uint32_t* counts, uint32_t rank, uint32_t& bucke
   return total >= rank;
 }
 
-// 1a. One thread block per block of every sparse list: its postings' BM25 scores, maxima per tile
+// 1a. One thread block per block of every sparse list: its postings' BM25 scores, maxima per slice
 // (float bits: positive floats order as integers).
 template <int BS>
 __global__ void __launch_bounds__(BS) sparse_maxima_kernel(const SparseList* sparse, uint32_t count, const float* norms,
-                                                           uint32_t doc_begin, uint32_t tiles, uint32_t* tile_maxima,
+                                                           uint32_t doc_begin, uint32_t slices, uint32_t* sparse_maxima,
                                                            QueryScratch* scratch) {
   __shared__ uint32_t index;
   __shared__ BlockDecodeStorage<BS> storage;
@@ -105,45 +107,64 @@ __global__ void __launch_bounds__(BS) sparse_maxima_kernel(const SparseList* spa
   const uint32_t n = min(static_cast<uint32_t>(BS), task.list.count - block * BS);
   uint32_t doc, freq;
   decode_postings<BS>(task.list, block, n, storage, doc, freq);
-  if (threadIdx.x < n) {
-    const uint32_t local = doc - doc_begin;
-    atomicMax(&tile_maxima[size_t{task.slot} * tiles + local / kTile], __float_as_uint(bm25_dev(task.weight, freq, norms[local])));
-  }
+  const bool live = threadIdx.x < n;
+  const uint32_t local = live ? doc - doc_begin : 0;
+  const uint32_t bits = live ? __float_as_uint(bm25_dev(task.weight, freq, norms[local])) : 0;
+  atomic_max_runs(sparse_maxima + size_t{task.slot} * slices, local / kSliceDocs, bits, live);
   if (threadIdx.x == 0) {
     atomicAdd(&scratch[task.query].counters.blocks_decoded, 1ull);
     atomicAdd(&scratch[task.query].counters.postings_decoded, static_cast<unsigned long long>(n));
   }
 }
 
-// 1b. One thread per (tile, query): the sum over the query's lists of a bound of the list's
-// scores in the tile: the exact maximum for a sparse list, else the largest block-max among the
-// blocks whose docID range overlaps the tile.
-__global__ void tile_bound_kernel(const EngineQuery* queries, const DeviceList* lists, const uint32_t* sparse_slots,
-                                  const uint32_t* tile_maxima, uint32_t doc_begin, uint32_t doc_count, uint32_t tiles,
-                                  float* bounds, QueryScratch* scratch) {
-  const uint32_t tile = blockIdx.x * blockDim.x + threadIdx.x;
-  if (tile >= tiles) return;
-  const EngineQuery q = queries[blockIdx.y];
-  const uint32_t first = doc_begin + tile * kTile;
-  const uint32_t last = doc_begin + min((tile + 1) * kTile, doc_count) - 1;
+// A bound of one list's scores in slice `slice` of the partition: its slice maxima, the exact
+// maxima of a sparse list, or else the largest block-max among the blocks overlapping the slice.
+__device__ float list_slice_bound(const DeviceList& list, uint32_t sparse_slot, const uint32_t* sparse_maxima,
+                                  uint32_t slices, uint32_t slice, uint32_t doc_begin, uint32_t doc_count) {
+  if (list.slice_max != nullptr) return list.slice_max[slice] * list.slice_scale;
+  if (sparse_slot != kDenseList) return __uint_as_float(sparse_maxima[size_t{sparse_slot} * slices + slice]);
+  const uint32_t first = doc_begin + slice * kSliceDocs;
+  const uint32_t last = doc_begin + min((slice + 1) * kSliceDocs, doc_count) - 1;
+  float best = 0;
+  for (uint32_t b = block_for_doc(list.block_last_docid, list.block_count, first); b < list.block_count; ++b) {
+    if (b > 0 && list.block_last_docid[b - 1] >= last) break;  // block b starts after the slice
+    best = fmaxf(best, list.block_max_score[b]);
+    if (list.block_last_docid[b] >= last) break;
+  }
+  return best;
+}
+
+struct BoundInputs {
+  const DeviceList* lists;
+  const uint32_t* sparse_slots;   // per list: its row of sparse maxima, or kDenseList
+  const uint32_t* sparse_maxima;  // float bits, slices per row
+  uint32_t slices, doc_begin, doc_count;
+};
+
+// Lane i of a warp: the bound of slice i of `tile`, summed over the query's lists.
+__device__ float slice_bound(const EngineQuery& q, const BoundInputs& in, uint32_t tile, uint32_t lane) {
+  const uint32_t slice = tile * kSlicesPerTile + lane;
+  if (slice >= in.slices) return 0;
   float bound = 0;
   for (uint32_t l = 0; l < q.list_count; ++l) {
-    const uint32_t slot = sparse_slots[q.list_begin + l];
-    if (slot != kDenseList) {
-      bound += __uint_as_float(tile_maxima[size_t{slot} * tiles + tile]);
-      continue;
-    }
-    const DeviceList& list = lists[q.list_begin + l];
-    float best = 0;
-    for (uint32_t b = block_for_doc(list.block_last_docid, list.block_count, first); b < list.block_count; ++b) {
-      if (b > 0 && list.block_last_docid[b - 1] >= last) break;  // block b starts after the tile
-      best = fmaxf(best, list.block_max_score[b]);
-      if (list.block_last_docid[b] >= last) break;
-    }
-    bound += best;
+    bound += list_slice_bound(in.lists[q.list_begin + l], in.sparse_slots[q.list_begin + l], in.sparse_maxima, in.slices,
+                              slice, in.doc_begin, in.doc_count);
   }
-  bounds[size_t{blockIdx.y} * tiles + tile] = bound;
-  if (bound > 0) atomicAdd(&scratch[blockIdx.y].bound_buckets[float_bucket(bound)], 1u);
+  return bound;
+}
+
+// 1b. One warp per (tile, query), a lane per slice: the tile's bound is its best slice's.
+__global__ void tile_bound_kernel(const EngineQuery* queries, BoundInputs in, uint32_t tiles, float* bounds,
+                                  QueryScratch* scratch) {
+  const uint32_t tile = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+  if (tile >= tiles) return;  // whole warps
+  const uint32_t lane = threadIdx.x & 31u;
+  float bound = slice_bound(queries[blockIdx.y], in, tile, lane);
+  for (int offset = 16; offset > 0; offset /= 2) bound = fmaxf(bound, __shfl_xor_sync(0xFFFFFFFFu, bound, offset));
+  if (lane == 0) {
+    bounds[size_t{blockIdx.y} * tiles + tile] = bound;
+    if (bound > 0) atomicAdd(&scratch[blockIdx.y].bound_buckets[float_bucket(bound)], 1u);
+  }
 }
 
 // 2. One block per query: the first pass takes the `capacity` tiles of highest bound (those in
@@ -177,21 +198,105 @@ __global__ void __launch_bounds__(kPlanThreads) plan_kernel(float* bounds, uint3
   if (threadIdx.x == 0) s.first_count = min(taken, capacity);
 }
 
-// Scores one tile: decodes every block of the query's lists that overlaps it and adds BM25 into
-// scores[0..kTile) (shared). Every thread of the block calls it.
+// The slices of the tile worth scoring (bit i: slice i), found by the first warp and read by
+// every thread after the next barrier: bound > 0 (pass 1) or bound reaching θ (pass 2).
+__device__ void live_slices(const EngineQuery& q, const BoundInputs& in, uint32_t tile, float theta, bool first_pass,
+                            uint32_t& live) {
+  if (threadIdx.x < 32) {
+    const float bound = slice_bound(q, in, tile, threadIdx.x);
+    const uint32_t mask = __ballot_sync(0xFFFFFFFFu, first_pass ? bound > 0 : bound * kBoundSlack >= theta);
+    if (threadIdx.x == 0) live = mask;
+  }
+}
+
+__device__ __forceinline__ bool is_bp(uint32_t codec) {
+  return codec == static_cast<uint32_t>(CodecId::kBp128) || codec == static_cast<uint32_t>(CodecId::kBp256);
+}
+
+// The live slices of the tile that a block's docID range (previous block's last, this block's
+// last] covers, as a mask; zero when the block holds nothing worth scoring.
+__device__ __forceinline__ uint32_t block_live_slices(const DeviceList& list, uint32_t block, uint32_t first_doc,
+                                                      uint32_t last_doc, uint32_t live) {
+  const uint32_t block_first = block == 0 ? 0 : list.block_last_docid[block - 1] + 1;
+  const uint32_t s0 = (max(block_first, first_doc) - first_doc) / kSliceDocs;
+  const uint32_t s1 = (min(list.block_last_docid[block], last_doc) - first_doc) / kSliceDocs;
+  return live & (s1 == 31 ? 0xFFFFFFFFu : (1u << (s1 + 1)) - 1) & ~((1u << s0) - 1);
+}
+
+// One warp decodes a BP block (docID gaps and frequencies, BS / 32 consecutive values a lane,
+// the prefix sum by shuffles) and adds the BM25 of the postings inside the tile: no barrier, so
+// the warps of a thread block work on different blocks at once.
+template <int BS>
+__device__ void warp_score_bp_block(const DeviceList& list, uint32_t block, float weight, const float* norms,
+                                    uint32_t doc_begin, uint32_t tile_first, uint32_t tile_end, float* scores) {
+  constexpr uint32_t kPerLane = BS / 32;
+  const uint32_t lane = threadIdx.x & 31u;
+  const uint32_t n = min(static_cast<uint32_t>(BS), list.count - block * BS);
+  const bool full = n == BS;
+  auto packed = [&](const DeviceSequence& seq, uint32_t& bits) {
+    const uint32_t begin = seq.endpoints[block];
+    bits = full ? (seq.endpoints[block + 1] - begin) * 32 / BS : seq.words[begin];
+    return seq.words + begin + (full ? 0 : 1);
+  };
+  uint32_t doc_bits, freq_bits;
+  const uint32_t* doc_words = packed(list.docs, doc_bits);
+  const uint32_t* freq_words = packed(list.freqs, freq_bits);
+  uint32_t gaps[kPerLane], sum = 0;
+  for (uint32_t j = 0; j < kPerLane; ++j) {
+    const uint32_t index = lane * kPerLane + j;
+    gaps[j] = index < n ? fmt::extract(doc_words, index, doc_bits) + 1 : 0;
+    sum += gaps[j];
+  }
+  uint32_t inclusive = sum;
+  for (uint32_t offset = 1; offset < 32; offset <<= 1) {
+    const uint32_t other = __shfl_up_sync(0xFFFFFFFFu, inclusive, offset);
+    if (lane >= offset) inclusive += other;
+  }
+  uint32_t doc = (block == 0 ? 0xFFFFFFFFu : list.block_last_docid[block - 1]) + inclusive - sum;
+  for (uint32_t j = 0; j < kPerLane; ++j) {
+    const uint32_t index = lane * kPerLane + j;
+    doc += gaps[j];
+    const uint32_t local = doc - doc_begin;
+    if (index < n && local >= tile_first && local < tile_end) {
+      const uint32_t freq = fmt::extract(freq_words, index, freq_bits) + 1;
+      atomicAdd(&scores[local - tile_first], bm25_dev(weight, freq, norms[local]));
+    }
+  }
+}
+
+// Scores one tile: decodes every block of the query's lists that overlaps a live slice of it and
+// adds BM25 into scores[0..kTile) (shared). A document of a dead slice may get part of its score
+// only: it scores below θ, and pass 2 keeps nothing below θ. BP lists go a block per warp, other
+// codecs a block per thread block. `counts` (shared): blocks and postings decoded, added to.
+// Every thread of the block calls it.
 template <int BS>
 __device__ void score_tile(const EngineQuery& q, const DeviceList* lists, const float* weights, const float* norms,
-                           uint32_t doc_begin, uint32_t tile_first, uint32_t tile_end, float* scores,
-                           BlockDecodeStorage<BS>& storage, uint32_t& blocks, uint32_t& postings) {
-  for (uint32_t i = threadIdx.x; i < kTile; i += BS) scores[i] = 0;
+                           uint32_t doc_begin, uint32_t tile_first, uint32_t tile_end, const uint32_t& live,
+                           float* scores, BlockDecodeStorage<BS>& storage, uint32_t* counts) {
+  __syncthreads();  // live is set
+  for (uint32_t i = threadIdx.x; i < kTile; i += BS) {
+    if (live >> (i / kSliceDocs) & 1u) scores[i] = 0;  // dead slices are never read
+  }
   __syncthreads();
   const uint32_t first_doc = doc_begin + tile_first, last_doc = doc_begin + tile_end - 1;
+  uint32_t blocks = 0, postings = 0;
   for (uint32_t l = 0; l < q.list_count; ++l) {
     const DeviceList& list = lists[q.list_begin + l];
     const float weight = weights[q.list_begin + l];
-    for (uint32_t block = block_for_doc(list.block_last_docid, list.block_count, first_doc); block < list.block_count;
-         ++block) {  // uniform over the thread block
+    const uint32_t start = list.tile_first_block != nullptr ? list.tile_first_block[tile_first / kTile]
+                                                            : block_for_doc(list.block_last_docid, list.block_count, first_doc);
+    if (is_bp(list.codec) && is_bp(list.freq_codec)) {
+      for (uint32_t block = start + threadIdx.x / 32; block < list.block_count; block += BS / 32) {  // uniform per warp
+        if (block > 0 && list.block_last_docid[block - 1] >= last_doc) break;
+        if (block_live_slices(list, block, first_doc, last_doc, live) == 0) continue;
+        warp_score_bp_block<BS>(list, block, weight, norms, doc_begin, tile_first, tile_end, scores);
+        ++blocks, postings += min(static_cast<uint32_t>(BS), list.count - block * BS);
+      }
+      continue;
+    }
+    for (uint32_t block = start; block < list.block_count; ++block) {  // uniform over the thread block
       if (block > 0 && list.block_last_docid[block - 1] >= last_doc) break;
+      if (block_live_slices(list, block, first_doc, last_doc, live) == 0) continue;
       const uint32_t n = min(static_cast<uint32_t>(BS), list.count - block * BS);
       uint32_t doc, freq;
       decode_postings<BS>(list, block, n, storage, doc, freq);
@@ -200,9 +305,12 @@ __device__ void score_tile(const EngineQuery& q, const DeviceList* lists, const 
         atomicAdd(&scores[local - tile_first], bm25_dev(weight, freq, norms[local]));
       }
       __syncthreads();  // decode_postings reuses its storage
-      ++blocks, postings += n;
-      if (list.block_last_docid[block] >= last_doc) break;
+      if (threadIdx.x == 0) ++blocks, postings += n;
     }
+  }
+  if ((threadIdx.x & 31u) == 0 && blocks != 0) {  // each warp's (the block path counts on thread 0)
+    atomicAdd(&counts[0], blocks);
+    atomicAdd(&counts[1], postings);
   }
   __syncthreads();
 }
@@ -211,9 +319,8 @@ __device__ void score_tile(const EngineQuery& q, const DeviceList* lists, const 
 // shared histogram of its scores, the bucket of its k-th best, a compaction of the keys at or
 // above it); the kept buckets are added to the query's key histogram.
 template <int BS>
-__global__ void __launch_bounds__(BS) first_pass_kernel(const EngineQuery* queries, const DeviceList* lists,
-                                                        const float* weights, const float* norms, uint32_t doc_begin,
-                                                        uint32_t doc_count, const uint32_t* first_tiles,
+__global__ void __launch_bounds__(BS) first_pass_kernel(const EngineQuery* queries, BoundInputs in, const float* weights,
+                                                        const float* norms, const uint32_t* first_tiles,
                                                         uint32_t capacity, uint64_t* keys, size_t key_stride,
                                                         QueryScratch* scratch) {
   constexpr uint32_t kPerThread = kBuckets / BS;
@@ -223,7 +330,8 @@ __global__ void __launch_bounds__(BS) first_pass_kernel(const EngineQuery* queri
   __shared__ BlockDecodeStorage<BS> storage;
   __shared__ typename Scan::TempStorage scan_storage;
   __shared__ uint64_t threshold;
-  __shared__ uint32_t base;
+  __shared__ uint32_t base, live, counts[2];
+  const uint32_t doc_begin = in.doc_begin, doc_count = in.doc_count;
   const uint32_t qi = blockIdx.y;
   QueryScratch& s = scratch[qi];
   if (blockIdx.x >= s.first_count) return;  // uniform
@@ -232,10 +340,11 @@ __global__ void __launch_bounds__(BS) first_pass_kernel(const EngineQuery* queri
   const uint32_t tile = first_tiles[size_t{qi} * capacity + blockIdx.x];
   const uint32_t tile_first = tile * kTile, tile_end = min(tile_first + kTile, doc_count);
   for (uint32_t b = tid; b < kBuckets; b += BS) histogram[b] = 0;
-  uint32_t blocks = 0, postings = 0;
-  score_tile<BS>(q, lists, weights, norms, doc_begin, tile_first, tile_end, scores, storage, blocks, postings);
+  live_slices(q, in, tile, 0, true, live);
+  if (tid == 0) counts[0] = counts[1] = 0;
+  score_tile<BS>(q, in.lists, weights, norms, doc_begin, tile_first, tile_end, live, scores, storage, counts);
   for (uint32_t i = tid; i < kTile; i += BS) {
-    if (scores[i] > 0) atomicAdd(&histogram[float_bucket(scores[i])], 1u);
+    if ((live >> (i / kSliceDocs) & 1u) && scores[i] > 0) atomicAdd(&histogram[float_bucket(scores[i])], 1u);
   }
   __syncthreads();
   // The bucket of the tile's k-th best: thread t owns kPerThread buckets from the top.
@@ -259,7 +368,7 @@ __global__ void __launch_bounds__(BS) first_pass_kernel(const EngineQuery* queri
   __syncthreads();
   uint32_t keep = 0;
   for (uint32_t i = tid; i < kTile; i += BS) {
-    keep += scores[i] > 0 && topk_key(scores[i], doc_begin + tile_first + i) >= threshold;
+    keep += (live >> (i / kSliceDocs) & 1u) && scores[i] > 0 && topk_key(scores[i], doc_begin + tile_first + i) >= threshold;
   }
   uint32_t offset, kept;
   Scan(scan_storage).ExclusiveSum(keep, offset, kept);
@@ -267,7 +376,7 @@ __global__ void __launch_bounds__(BS) first_pass_kernel(const EngineQuery* queri
   __syncthreads();
   uint64_t* row = keys + qi * key_stride;
   for (uint32_t i = tid; i < kTile; i += BS) {
-    if (scores[i] > 0) {
+    if ((live >> (i / kSliceDocs) & 1u) && scores[i] > 0) {
       const uint64_t key = topk_key(scores[i], doc_begin + tile_first + i);
       if (key >= threshold) row[base + offset++] = key;
     }
@@ -276,8 +385,8 @@ __global__ void __launch_bounds__(BS) first_pass_kernel(const EngineQuery* queri
     if (histogram[b] != 0) atomicAdd(&s.key_buckets[b], histogram[b]);
   }
   if (tid == 0) {
-    atomicAdd(&s.counters.blocks_decoded, static_cast<unsigned long long>(blocks));
-    atomicAdd(&s.counters.postings_decoded, static_cast<unsigned long long>(postings));
+    atomicAdd(&s.counters.blocks_decoded, static_cast<unsigned long long>(counts[0]));
+    atomicAdd(&s.counters.postings_decoded, static_cast<unsigned long long>(counts[1]));
     atomicAdd(&s.tiles_scored, 1u);
   }
 }
@@ -327,16 +436,16 @@ __global__ void __launch_bounds__(kPlanThreads) theta_kernel(const EngineQuery* 
 // 5. Pass 2: persistent blocks over the batch's work list; a tile keeps its documents scoring at
 // least θ (few: θ is near the k-th best).
 template <int BS>
-__global__ void __launch_bounds__(BS) second_pass_kernel(const EngineQuery* queries, const DeviceList* lists,
-                                                         const float* weights, const float* norms, uint32_t doc_begin,
-                                                         uint32_t doc_count, const uint32_t* second_tiles,
+__global__ void __launch_bounds__(BS) second_pass_kernel(const EngineQuery* queries, BoundInputs in, const float* weights,
+                                                         const float* norms, const uint32_t* second_tiles,
                                                          const uint32_t* second_total, uint64_t* keys,
                                                          size_t key_stride, QueryScratch* scratch) {
   using Scan = cub::BlockScan<uint32_t, BS>;
   __shared__ float scores[kTile];
   __shared__ BlockDecodeStorage<BS> storage;
   __shared__ typename Scan::TempStorage scan_storage;
-  __shared__ uint32_t base;
+  __shared__ uint32_t base, live, counts[2];
+  const uint32_t doc_begin = in.doc_begin, doc_count = in.doc_count;
   const uint32_t total = *second_total;
   for (uint32_t item = blockIdx.x; item < total; item += gridDim.x) {
     const uint32_t work = second_tiles[item];
@@ -345,22 +454,25 @@ __global__ void __launch_bounds__(BS) second_pass_kernel(const EngineQuery* quer
     const EngineQuery q = queries[qi];
     const uint32_t theta_bits = s.theta_bits;
     const uint32_t tile_first = tile * kTile, tile_end = min(tile_first + kTile, doc_count);
-    uint32_t blocks = 0, postings = 0;
-    score_tile<BS>(q, lists, weights, norms, doc_begin, tile_first, tile_end, scores, storage, blocks, postings);
+    live_slices(q, in, tile, __uint_as_float(theta_bits), false, live);
+    if (threadIdx.x == 0) counts[0] = counts[1] = 0;
+    score_tile<BS>(q, in.lists, weights, norms, doc_begin, tile_first, tile_end, live, scores, storage, counts);
     uint32_t keep = 0;
-    for (uint32_t i = threadIdx.x; i < kTile; i += BS) keep += scores[i] > 0 && __float_as_uint(scores[i]) >= theta_bits;
+    for (uint32_t i = threadIdx.x; i < kTile; i += BS) {
+      keep += (live >> (i / kSliceDocs) & 1u) && scores[i] > 0 && __float_as_uint(scores[i]) >= theta_bits;
+    }
     uint32_t offset, kept;
     Scan(scan_storage).ExclusiveSum(keep, offset, kept);
     if (threadIdx.x == 0) {
       base = kept == 0 ? 0 : atomicAdd(&s.key_count, kept);
-      atomicAdd(&s.counters.blocks_decoded, static_cast<unsigned long long>(blocks));
-      atomicAdd(&s.counters.postings_decoded, static_cast<unsigned long long>(postings));
+      atomicAdd(&s.counters.blocks_decoded, static_cast<unsigned long long>(counts[0]));
+      atomicAdd(&s.counters.postings_decoded, static_cast<unsigned long long>(counts[1]));
       atomicAdd(&s.tiles_scored, 1u);
     }
     __syncthreads();
     uint64_t* row = keys + qi * key_stride;
     for (uint32_t i = threadIdx.x; i < kTile; i += BS) {
-      if (scores[i] > 0 && __float_as_uint(scores[i]) >= theta_bits) {
+      if ((live >> (i / kSliceDocs) & 1u) && scores[i] > 0 && __float_as_uint(scores[i]) >= theta_bits) {
         const uint64_t key = topk_key(scores[i], doc_begin + tile_first + i);
         row[base + offset++] = key;
         atomicAdd(&s.key_buckets[key_bucket(key)], 1u);
@@ -371,7 +483,7 @@ __global__ void __launch_bounds__(BS) second_pass_kernel(const EngineQuery* quer
 }
 
 // 6. One block per query: the bucket of the k-th best candidate, the keys at or above it gathered
-// and sorted in the block; the row gets [selected, overflow, blocks, postings, tiles, k best keys].
+// and sorted in the block; the row gets [selected, overflow, blocks, postings, tiles, θ, k best keys].
 __global__ void __launch_bounds__(kSortThreads) select_kernel(const EngineQuery* queries, const uint64_t* keys,
                                                               size_t key_stride, uint64_t* staging,
                                                               const QueryScratch* scratch, uint64_t* results,
@@ -392,6 +504,7 @@ __global__ void __launch_bounds__(kSortThreads) select_kernel(const EngineQuery*
   if (threadIdx.x == 0) {
     out[0] = selected, out[1] = selected > kSortCapacity;
     out[2] = s.counters.blocks_decoded, out[3] = s.counters.postings_decoded, out[4] = s.tiles_scored;
+    out[5] = s.theta_bits;
   }
   if (selected > kSortCapacity) return;  // uniform
   __shared__ uint32_t cursor;
@@ -402,14 +515,24 @@ __global__ void __launch_bounds__(kSortThreads) select_kernel(const EngineQuery*
     if (row[i] >= threshold) stage[atomicAdd(&cursor, 1u)] = row[i];
   }
   __syncthreads();
+  using SmallSort = cub::BlockRadixSort<uint64_t, kSortThreads, 1>;
   using Sort = cub::BlockRadixSort<uint64_t, kSortThreads, kSortItems>;
-  __shared__ typename Sort::TempStorage sort_storage;
+  __shared__ union {
+    typename SmallSort::TempStorage small;
+    typename Sort::TempStorage full;
+  } sort_storage;
+  if (selected <= kSortThreads) {  // the usual case for small k: one key a thread, a cheaper sort
+    uint64_t key[1] = {threadIdx.x < selected ? stage[threadIdx.x] : 0};
+    SmallSort(sort_storage.small).SortDescending(key);
+    if (threadIdx.x < k && threadIdx.x < selected) out[kHeader + threadIdx.x] = key[0];
+    return;
+  }
   uint64_t sorted[kSortItems];
   for (uint32_t i = 0; i < kSortItems; ++i) {
     const uint32_t index = threadIdx.x * kSortItems + i;
     sorted[i] = index < selected ? stage[index] : 0;
   }
-  Sort(sort_storage).SortDescending(sorted);  // blocked: thread t holds ranks t * items ..
+  Sort(sort_storage.full).SortDescending(sorted);  // blocked: thread t holds ranks t * items ..
   for (uint32_t i = 0; i < kSortItems; ++i) {
     const uint32_t rank = threadIdx.x * kSortItems + i;
     if (rank < k && rank < selected) out[kHeader + rank] = sorted[i];
@@ -430,14 +553,39 @@ void device_alloc(T*& p, size_t count) {
 
 }  // namespace
 
+// The per-run inputs (queries, lists, their weights and sparse rows, the sparse lists) are packed
+// into one pinned staging area and go over in one copy; `Staged` points into either copy.
+struct Staged {
+  EngineQuery* queries;
+  DeviceList* lists;
+  uint32_t* sparse_slots;  // per list: its row of sparse maxima, or kDenseList
+  float* weights;
+  SparseList* sparse;
+  size_t bytes;
+};
+
+Staged carve_staging(char* base, size_t queries, size_t lists) {
+  size_t offset = 0;
+  auto take = [&](size_t bytes) {  // base null: only the size is wanted
+    char* p = base == nullptr ? nullptr : base + offset;
+    offset = (offset + bytes + 15) / 16 * 16;
+    return p;
+  };
+  Staged s{};
+  s.queries = reinterpret_cast<EngineQuery*>(take(queries * sizeof(EngineQuery)));
+  s.lists = reinterpret_cast<DeviceList*>(take(lists * sizeof(DeviceList)));
+  s.sparse_slots = reinterpret_cast<uint32_t*>(take(lists * sizeof(uint32_t)));
+  s.weights = reinterpret_cast<float*>(take(lists * sizeof(float)));
+  s.sparse = reinterpret_cast<SparseList*>(take(lists * sizeof(SparseList)));
+  s.bytes = offset;
+  return s;
+}
+
 struct OrTiles::Buffers {
-  uint32_t tiles = 0, first_capacity = 0, persistent_128 = 0, persistent_256 = 0;
-  EngineQuery* queries = nullptr;
-  DeviceList* lists = nullptr;
-  uint32_t* sparse_slots = nullptr;  // per list: its row of tile maxima, or kDenseList
-  SparseList* sparse = nullptr;
-  uint32_t* tile_maxima = nullptr;   // max_lists × tiles
-  float* weights = nullptr;
+  uint32_t tiles = 0, slices = 0, sparse_capacity = 0, first_capacity = 0, persistent_128 = 0, persistent_256 = 0;
+  char* inputs = nullptr;       // device copy of the staging area
+  char* host_inputs = nullptr;  // pinned staging area
+  uint32_t* sparse_maxima = nullptr;  // sparse_capacity × slices
   QueryScratch* scratch = nullptr;
   float* bounds = nullptr;
   uint32_t* first_tiles = nullptr;
@@ -445,21 +593,14 @@ struct OrTiles::Buffers {
   uint32_t* second_total = nullptr;
   uint64_t* staging = nullptr;
   uint64_t* results = nullptr;
-  EngineQuery* host_queries = nullptr;  // pinned
-  DeviceList* host_lists = nullptr;
-  uint32_t* host_sparse_slots = nullptr;
-  SparseList* host_sparse = nullptr;
-  float* host_weights = nullptr;
   uint64_t* host_results = nullptr;
   ~Buffers() {
-    for (void* p : {(void*)queries, (void*)lists, (void*)sparse_slots, (void*)sparse, (void*)tile_maxima, (void*)weights, (void*)scratch, (void*)bounds, (void*)first_tiles,
+    for (void* p : {(void*)inputs, (void*)sparse_maxima, (void*)scratch, (void*)bounds, (void*)first_tiles,
                     (void*)second_tiles, (void*)second_total, (void*)staging, (void*)results}) {
       cudaFree(p);
     }
-    for (void* p : {(void*)host_queries, (void*)host_lists, (void*)host_sparse_slots, (void*)host_sparse,
-                    (void*)host_weights, (void*)host_results}) {
-      cudaFreeHost(p);
-    }
+    cudaFreeHost(host_inputs);
+    cudaFreeHost(host_results);
   }
 };
 
@@ -470,7 +611,8 @@ struct OrTiles::StageTimes {
   bool on = std::getenv("WARP_GPU_STAGE_TIMES") != nullptr;
   cudaEvent_t events[kMarks] = {};
   double total_ms[kMarks - 1] = {};
-  uint64_t queries = 0, tiles_scored = 0, tiles_total = 0;
+  uint64_t queries = 0, tiles_scored = 0, tiles_total = 0, theta_count = 0;
+  double theta_ratio = 0;  // θ over the k-th best score, for queries with k answers
   void mark(int i, cudaStream_t stream) {
     if (!on) return;
     if (events[i] == nullptr) WARP_CUDA_CHECK(cudaEventCreate(&events[i]));
@@ -490,10 +632,11 @@ struct OrTiles::StageTimes {
       const double q = static_cast<double>(queries);
       std::fprintf(stderr,
                    "gpu OR tiles over %llu queries, us per query: bounds+plan %.1f, pass 1 %.1f, theta %.1f, pass 2 %.1f, "
-                   "select %.1f; tiles scored %.1f%% (%.0f of %.0f per query)\n",
+                   "select %.1f; tiles scored %.1f%% (%.0f of %.0f per query); theta / k-th best %.3f\n",
                    static_cast<unsigned long long>(queries), total_ms[0] * 1e3 / q, total_ms[1] * 1e3 / q,
                    total_ms[2] * 1e3 / q, total_ms[3] * 1e3 / q, total_ms[4] * 1e3 / q,
-                   tiles_total == 0 ? 0.0 : 100.0 * tiles_scored / tiles_total, tiles_scored / q, tiles_total / q);
+                   tiles_total == 0 ? 0.0 : 100.0 * tiles_scored / tiles_total, tiles_scored / q, tiles_total / q,
+                   theta_count == 0 ? 0.0 : theta_ratio / theta_count);
     }
     for (cudaEvent_t e : events) {
       if (e != nullptr) cudaEventDestroy(e);
@@ -510,6 +653,8 @@ OrTiles::OrTiles(const DeviceIndex& device, size_t max_queries, size_t max_lists
   const uint32_t doc_count = device.host().doc_count();
   Buffers& b = *buffers_;
   b.tiles = (doc_count + kTile - 1) / kTile;
+  b.slices = (doc_count + kSliceDocs - 1) / kSliceDocs;
+  b.sparse_capacity = static_cast<uint32_t>(std::min<size_t>(max_lists_, std::max<size_t>(8, 4 * max_queries_)));
   if (b.tiles > kTileMask) throw Error("a partition of more than " + std::to_string(size_t{kTileMask} * kTile) + " documents");
   int gpu = 0, sms = 0, per_sm_128 = 0, per_sm_256 = 0;
   WARP_CUDA_CHECK(cudaGetDevice(&gpu));
@@ -518,16 +663,15 @@ OrTiles::OrTiles(const DeviceIndex& device, size_t max_queries, size_t max_lists
   WARP_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm_256, second_pass_kernel<256>, 256, 0));
   b.persistent_128 = static_cast<uint32_t>(sms * std::max(1, per_sm_128));
   b.persistent_256 = static_cast<uint32_t>(sms * std::max(1, per_sm_256));
-  // The first pass: about two waves of the GPU over the batch, at most an eighth of the tiles,
-  // 8 to 128 tiles a query.
-  b.first_capacity = static_cast<uint32_t>(std::clamp<size_t>(std::min<size_t>(2 * sms / max_queries_, b.tiles / 8), 8, 128));
+  // The first pass, whose k-th best gives θ: about four waves of the GPU over the batch, 32 to 128
+  // tiles a query, at most an eighth of the partition's tiles.
+  b.first_capacity = static_cast<uint32_t>(std::min<size_t>(std::clamp<size_t>(4 * sms / max_queries_, 32, 128),
+                                                              std::max<size_t>(1, b.tiles / 8)));
   const size_t q = max_queries_;
-  device_alloc(b.queries, q);
-  device_alloc(b.lists, max_lists_);
-  device_alloc(b.sparse_slots, max_lists_);
-  device_alloc(b.sparse, max_lists_);
-  device_alloc(b.tile_maxima, max_lists_ * b.tiles);
-  device_alloc(b.weights, max_lists_);
+  const size_t input_bytes = carve_staging(nullptr, q, max_lists_).bytes;
+  WARP_CUDA_CHECK(cudaMalloc(&b.inputs, input_bytes));
+  WARP_CUDA_CHECK(cudaMallocHost(&b.host_inputs, input_bytes));
+  device_alloc(b.sparse_maxima, size_t{b.sparse_capacity} * b.slices);
   device_alloc(b.scratch, q);
   device_alloc(b.bounds, q * b.tiles);
   device_alloc(b.first_tiles, q * b.first_capacity);
@@ -535,11 +679,6 @@ OrTiles::OrTiles(const DeviceIndex& device, size_t max_queries, size_t max_lists
   device_alloc(b.second_total, 1);
   device_alloc(b.staging, q * kSortCapacity);
   device_alloc(b.results, q * (kHeader + kSortCapacity));
-  WARP_CUDA_CHECK(cudaMallocHost(&b.host_queries, q * sizeof(EngineQuery)));
-  WARP_CUDA_CHECK(cudaMallocHost(&b.host_lists, max_lists_ * sizeof(DeviceList)));
-  WARP_CUDA_CHECK(cudaMallocHost(&b.host_sparse_slots, max_lists_ * sizeof(uint32_t)));
-  WARP_CUDA_CHECK(cudaMallocHost(&b.host_sparse, max_lists_ * sizeof(SparseList)));
-  WARP_CUDA_CHECK(cudaMallocHost(&b.host_weights, max_lists_ * sizeof(float)));
   WARP_CUDA_CHECK(cudaMallocHost(&b.host_results, q * (kHeader + kSortCapacity) * sizeof(uint64_t)));
 }
 
@@ -551,21 +690,25 @@ std::vector<OrTileAnswer> OrTiles::run(std::span<const OrTileQuery> queries, cud
   if (n > max_queries_) throw Error("too many queries for one OR tiles run");
   std::vector<OrTileAnswer> answers(n);
   const uint32_t doc_begin = device_.host().meta.doc_begin, doc_count = device_.host().doc_count();
+  size_t list_total = 0;
+  for (const OrTileQuery& query : queries) list_total += query.lists.size();
+  if (list_total > max_lists_) throw Error("too many lists for one OR tiles run");
+  const Staged host = carve_staging(b.host_inputs, n, list_total);
+  const Staged dev = carve_staging(b.inputs, n, list_total);
   uint32_t lists = 0, block_size = 128, max_k = 1, sparse = 0, sparse_blocks = 0;
   bool any = false;
   for (size_t i = 0; i < n; ++i) {
-    if (lists + queries[i].lists.size() > max_lists_) throw Error("too many lists for one OR tiles run");
-    b.host_queries[i] = {lists, static_cast<uint32_t>(queries[i].lists.size()), std::max<uint32_t>(1, queries[i].k), 0};
+    host.queries[i] = {lists, static_cast<uint32_t>(queries[i].lists.size()), std::max<uint32_t>(1, queries[i].k), 0};
     for (const auto& [list, weight] : queries[i].lists) {
       block_size = list.block_size;
-      b.host_sparse_slots[lists] = kDenseList;
-      if (is_sparse(list, doc_count) && list.block_count > 0) {
-        b.host_sparse_slots[lists] = sparse;
-        b.host_sparse[sparse++] = {list, sparse_blocks, b.host_sparse_slots[lists], static_cast<uint32_t>(i), weight};
+      host.sparse_slots[lists] = kDenseList;
+      if (is_sparse(list, b.slices) && list.block_count > 0 && sparse < b.sparse_capacity) {
+        host.sparse_slots[lists] = sparse;
+        host.sparse[sparse++] = {list, sparse_blocks, host.sparse_slots[lists], static_cast<uint32_t>(i), weight};
         sparse_blocks += list.block_count;
       }
-      b.host_weights[lists] = weight;
-      b.host_lists[lists++] = list;
+      host.weights[lists] = weight;
+      host.lists[lists++] = list;
     }
     max_k = std::max(max_k, queries[i].k);
     any = any || (!queries[i].lists.empty() && queries[i].k > 0);
@@ -577,23 +720,19 @@ std::vector<OrTileAnswer> OrTiles::run(std::span<const OrTileQuery> queries, cud
   times_->mark(0, stream);
   WARP_CUDA_CHECK(cudaMemsetAsync(b.scratch, 0, n * sizeof(QueryScratch), stream));
   WARP_CUDA_CHECK(cudaMemsetAsync(b.second_total, 0, sizeof(uint32_t), stream));
-  WARP_CUDA_CHECK(cudaMemcpyAsync(b.queries, b.host_queries, n * sizeof(EngineQuery), cudaMemcpyHostToDevice, stream));
-  WARP_CUDA_CHECK(cudaMemcpyAsync(b.lists, b.host_lists, lists * sizeof(DeviceList), cudaMemcpyHostToDevice, stream));
-  WARP_CUDA_CHECK(cudaMemcpyAsync(b.sparse_slots, b.host_sparse_slots, lists * sizeof(uint32_t), cudaMemcpyHostToDevice, stream));
-  WARP_CUDA_CHECK(cudaMemcpyAsync(b.weights, b.host_weights, lists * sizeof(float), cudaMemcpyHostToDevice, stream));
+  WARP_CUDA_CHECK(cudaMemcpyAsync(b.inputs, b.host_inputs, host.bytes, cudaMemcpyHostToDevice, stream));
   const float* norms = device_.length_norms();
   if (sparse > 0) {
-    WARP_CUDA_CHECK(cudaMemsetAsync(b.tile_maxima, 0, size_t{sparse} * b.tiles * sizeof(uint32_t), stream));
-    WARP_CUDA_CHECK(cudaMemcpyAsync(b.sparse, b.host_sparse, sparse * sizeof(SparseList), cudaMemcpyHostToDevice, stream));
+    WARP_CUDA_CHECK(cudaMemsetAsync(b.sparse_maxima, 0, size_t{sparse} * b.slices * sizeof(uint32_t), stream));
     if (block_size == 256) {
-      sparse_maxima_kernel<256><<<sparse_blocks, 256, 0, stream>>>(b.sparse, sparse, norms, doc_begin, b.tiles, b.tile_maxima, b.scratch);
+      sparse_maxima_kernel<256><<<sparse_blocks, 256, 0, stream>>>(dev.sparse, sparse, norms, doc_begin, b.slices, b.sparse_maxima, b.scratch);
     } else {
-      sparse_maxima_kernel<128><<<sparse_blocks, 128, 0, stream>>>(b.sparse, sparse, norms, doc_begin, b.tiles, b.tile_maxima, b.scratch);
+      sparse_maxima_kernel<128><<<sparse_blocks, 128, 0, stream>>>(dev.sparse, sparse, norms, doc_begin, b.slices, b.sparse_maxima, b.scratch);
     }
     WARP_CUDA_CHECK_LAUNCH();
   }
-  tile_bound_kernel<<<dim3((b.tiles + 255) / 256, qn), 256, 0, stream>>>(b.queries, b.lists, b.sparse_slots, b.tile_maxima,
-                                                                        doc_begin, doc_count, b.tiles, b.bounds, b.scratch);
+  const BoundInputs in{dev.lists, dev.sparse_slots, b.sparse_maxima, b.slices, doc_begin, doc_count};
+  tile_bound_kernel<<<dim3((b.tiles + 7) / 8, qn), 256, 0, stream>>>(dev.queries, in, b.tiles, b.bounds, b.scratch);
   WARP_CUDA_CHECK_LAUNCH();
   plan_kernel<<<qn, kPlanThreads, 0, stream>>>(b.bounds, b.tiles, b.first_capacity, b.first_tiles, b.scratch);
   WARP_CUDA_CHECK_LAUNCH();
@@ -601,30 +740,26 @@ std::vector<OrTileAnswer> OrTiles::run(std::span<const OrTileQuery> queries, cud
   const size_t key_stride = doc_count;
   const dim3 first_grid(b.first_capacity, qn);
   if (block_size == 256) {
-    first_pass_kernel<256><<<first_grid, 256, 0, stream>>>(b.queries, b.lists, b.weights, norms, doc_begin, doc_count,
-                                                           b.first_tiles, b.first_capacity, candidate_keys_, key_stride, b.scratch);
+    first_pass_kernel<256><<<first_grid, 256, 0, stream>>>(dev.queries, in, dev.weights, norms, b.first_tiles, b.first_capacity, candidate_keys_, key_stride, b.scratch);
   } else {
-    first_pass_kernel<128><<<first_grid, 128, 0, stream>>>(b.queries, b.lists, b.weights, norms, doc_begin, doc_count,
-                                                           b.first_tiles, b.first_capacity, candidate_keys_, key_stride, b.scratch);
+    first_pass_kernel<128><<<first_grid, 128, 0, stream>>>(dev.queries, in, dev.weights, norms, b.first_tiles, b.first_capacity, candidate_keys_, key_stride, b.scratch);
   }
   WARP_CUDA_CHECK_LAUNCH();
   times_->mark(2, stream);
-  theta_kernel<<<qn, kPlanThreads, 0, stream>>>(b.queries, b.bounds, b.tiles, candidate_keys_, key_stride, b.second_tiles,
+  theta_kernel<<<qn, kPlanThreads, 0, stream>>>(dev.queries, b.bounds, b.tiles, candidate_keys_, key_stride, b.second_tiles,
                                                 b.second_total, b.scratch);
   WARP_CUDA_CHECK_LAUNCH();
   times_->mark(3, stream);
   if (block_size == 256) {
-    second_pass_kernel<256><<<b.persistent_256, 256, 0, stream>>>(b.queries, b.lists, b.weights, norms, doc_begin, doc_count,
-                                                                  b.second_tiles, b.second_total, candidate_keys_,
+    second_pass_kernel<256><<<b.persistent_256, 256, 0, stream>>>(dev.queries, in, dev.weights, norms, b.second_tiles, b.second_total, candidate_keys_,
                                                                   key_stride, b.scratch);
   } else {
-    second_pass_kernel<128><<<b.persistent_128, 128, 0, stream>>>(b.queries, b.lists, b.weights, norms, doc_begin, doc_count,
-                                                                  b.second_tiles, b.second_total, candidate_keys_,
+    second_pass_kernel<128><<<b.persistent_128, 128, 0, stream>>>(dev.queries, in, dev.weights, norms, b.second_tiles, b.second_total, candidate_keys_,
                                                                   key_stride, b.scratch);
   }
   WARP_CUDA_CHECK_LAUNCH();
   times_->mark(4, stream);
-  select_kernel<<<qn, kSortThreads, 0, stream>>>(b.queries, candidate_keys_, key_stride, b.staging, b.scratch, b.results,
+  select_kernel<<<qn, kSortThreads, 0, stream>>>(dev.queries, candidate_keys_, key_stride, b.staging, b.scratch, b.results,
                                                  result_stride);
   WARP_CUDA_CHECK_LAUNCH();
   times_->mark(5, stream);
@@ -645,6 +780,12 @@ std::vector<OrTileAnswer> OrTiles::run(std::span<const OrTileQuery> queries, cud
     }
     const size_t take = std::min<size_t>(queries[i].k, row[0]);
     for (size_t r = 0; r < take; ++r) a.hits.push_back(key_to_hit(row[kHeader + r]));
+    if (times_->on && take == queries[i].k) {
+      const uint32_t bits = static_cast<uint32_t>(row[5]);
+      float theta;
+      std::memcpy(&theta, &bits, sizeof theta);
+      times_->theta_ratio += theta / a.hits.back().score, ++times_->theta_count;
+    }
   }
   return answers;
 }

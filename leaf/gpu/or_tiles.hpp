@@ -55,7 +55,7 @@ class OrTiles {
   // Runs every query on `stream` (one launch per stage) and synchronises it once.
   std::vector<OrTileAnswer> run(std::span<const OrTileQuery> queries, cudaStream_t stream);
 
-  static constexpr uint32_t kTileDocs = 4096;  // documents per tile: 16 KiB of shared accumulators
+  static constexpr uint32_t kTileDocs = gpu::kTileDocs;  // documents per tile: 16 KiB of shared accumulators
 
  private:
   struct Buffers;

@@ -177,6 +177,7 @@ bool same_scores(const QueryResult& a, const QueryResult& b) {
 std::vector<QueryMode> table_modes = {QueryMode::kAnd, QueryMode::kOr, QueryMode::kAndOr};
 
 size_t batch_max_queries = 16;  // --batch-max
+std::vector<size_t> table_ks = {10, 1000};  // --ks
 
 void query_table(const IndexView& view, const std::vector<std::vector<std::string>>& raw, size_t batch_threshold) {
   gpu::GpuQueryProcessor gpu_single(view, {1});
@@ -191,14 +192,14 @@ void query_table(const IndexView& view, const std::vector<std::vector<std::strin
   CpuQueryProcessor cpu_processor(view);
   const size_t cores = std::max(1u, std::thread::hardware_concurrency());
   const size_t clients = std::max<size_t>(64, 2 * batch_max_queries);
-  std::printf("GPU index %.0f MB resident; batches close at %zu postings of work or %zu queries; %zu client threads drive the batched path, 16 the 8-lane path\n\n",
-              gpu_single.device_index().stats().bytes_resident / 1e6, batch_threshold, batch_max_queries, clients);
+  std::printf("GPU index %.0f MB resident (%.0f MB of docID-range maxima); batches close at %zu postings of work or %zu queries; %zu client threads drive the batched path, 16 the 8-lane path\n\n",
+              gpu_single.device_index().stats().bytes_resident / 1e6, gpu_single.device_index().stats().slice_bytes / 1e6, batch_threshold, batch_max_queries, clients);
   std::printf("| mode | k | GPU single q/s | p50 / p99 ms | GPU single, dense OR accumulators q/s | GPU 8 lanes q/s | p50 / p99 ms | GPU batched q/s | p50 / p99 ms | CPU %zu threads q/s | p50 / p99 ms | "
               "CPU 1 thread ms/query | batched / CPU-%zu | single / CPU-1 (latency) | blocks decoded per query: GPU / CPU / in the lists |\n",
               cores, cores);
   std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (QueryMode mode : table_modes) {
-    for (size_t k : {size_t{10}, size_t{1000}}) {
+    for (size_t k : table_ks) {
       std::vector<Query> queries, sample;
       for (const auto& q : raw) queries.push_back({q, mode, k});
       for (size_t i = 0; i < queries.size(); i += 10) sample.push_back(queries[i]);
@@ -286,6 +287,7 @@ int main(int argc, char** argv) {
       .value("batch-threshold", "2000000", "postings of work that close a GPU batch")
       .value("batch-max", "16", "queries that close a GPU batch")
       .value("modes", "and,or,andor", "query modes of the query tables")
+      .value("ks", "10,1000", "k of the query tables")
       .boolean("no-intersection", "skip the intersection table");
   try {
     flags.parse(argc, argv);
@@ -294,6 +296,9 @@ int main(int argc, char** argv) {
     table_modes.clear();
     std::stringstream modes(flags.get("modes"));
     for (std::string mode; std::getline(modes, mode, ',');) table_modes.push_back(parse_query_mode(mode));
+    table_ks.clear();
+    std::stringstream ks(flags.get("ks"));
+    for (std::string k; std::getline(ks, k, ',');) table_ks.push_back(std::stoul(k));
     std::string why;
     if (!gpu::gpu_available(&why)) {
       std::fprintf(stderr, "gpu_bench: no usable GPU (%s)\n", why.c_str());

@@ -379,9 +379,15 @@ TEST(GpuOrPruning, TilesBelowThetaAreSkippedAndAnswersStayExact) {
   }
   const auto built = builder.build();
   const IndexView& view = built[0].view;
-  gpu::GpuQueryProcessor processor(view);
-  const QueryResult pruned = processor.search({{"common", "rare"}, QueryMode::kOr, 10});
-  EXPECT_LT(pruned.stats.blocks_decoded * 4, pruned.stats.blocks_total) << "most tiles should be skipped";
+  // Resident (slice maxima of the long lists) and under a memory budget (block maxima).
+  for (size_t budget : {size_t{0}, size_t{4} << 20}) {
+    gpu::GpuProcessorOptions options;
+    options.memory_budget = budget;
+    gpu::GpuQueryProcessor processor(view, options);
+    const QueryResult pruned = processor.search({{"common", "rare"}, QueryMode::kOr, 10});
+    EXPECT_LT(pruned.stats.blocks_decoded * 4, pruned.stats.blocks_total)
+        << "most tiles should be skipped; budget " << budget << ", postings decoded " << pruned.stats.postings_decoded;
+  }
   std::vector<Query> queries;
   for (size_t k : {1, 10, 41, 1000}) {
     queries.push_back({{"common", "rare"}, QueryMode::kOr, k});
