@@ -126,7 +126,9 @@ BatchExecutor::BatchExecutor(const DeviceIndex& device, const BatchOptions& opti
   Buffers& b = *buffers_;
   const size_t queries = options_.max_queries;
   const size_t list_slots = std::max<size_t>(1, device.max_list_slots());
-  b.candidate_capacity = options_.threshold + list_slots;
+  // AND candidates of a batch (every query's shortest list): the threshold's worth plus the last
+  // query, at most three of the longest lists; a batch whose candidates would not fit closes early.
+  b.candidate_capacity = std::min(options_.threshold, 2 * list_slots) + list_slots;
   b.block_slot_capacity = queries * list_slots;
   b.mask_capacity = queries * std::max<size_t>(1, device.max_list_blocks());
   b.doc_count = device.host().doc_count();
@@ -431,16 +433,20 @@ struct Batcher::State {
     size_t cost;
     std::promise<QueryResult> promise;
   };
-  explicit State(const DeviceIndex& device, const BatchOptions& options) : options(options), executor(device, options) {}
+  State(const DeviceIndex& device, const BatchOptions& options) : options(options) {
+    for (size_t i = 0; i < std::max<size_t>(1, options.executors); ++i) {
+      executors.push_back(std::make_unique<BatchExecutor>(device, options));
+    }
+  }
   BatchOptions options;
-  BatchExecutor executor;
+  std::vector<std::unique_ptr<BatchExecutor>> executors;
   std::mutex mutex;
   std::condition_variable arrived;
   std::deque<Pending> queue;
   bool stopping = false;
-  std::thread dispatcher;
+  std::vector<std::thread> dispatchers;
 
-  void dispatch_loop() {
+  void dispatch_loop(BatchExecutor& executor) {
     using Clock = std::chrono::steady_clock;
     std::unique_lock<std::mutex> lock(mutex);
     while (true) {
@@ -458,6 +464,7 @@ struct Batcher::State {
       };
       while (!stopping && !enough() && arrived.wait_until(lock, deadline) != std::cv_status::timeout) {
       }
+      if (queue.empty()) continue;  // another dispatcher took them
       std::vector<Pending> batch;
       size_t effort = 0;
       while (!queue.empty() && batch.size() < options.max_queries && effort < options.threshold) {
@@ -481,7 +488,9 @@ struct Batcher::State {
 
 Batcher::Batcher(const DeviceIndex& device, const BatchOptions& options)
     : state_(std::make_unique<State>(device, options)) {
-  state_->dispatcher = std::thread([s = state_.get()] { s->dispatch_loop(); });
+  for (auto& executor : state_->executors) {
+    state_->dispatchers.emplace_back([s = state_.get(), e = executor.get()] { s->dispatch_loop(*e); });
+  }
 }
 
 Batcher::~Batcher() {
@@ -490,14 +499,14 @@ Batcher::~Batcher() {
     state_->stopping = true;
   }
   state_->arrived.notify_all();
-  state_->dispatcher.join();
+  for (std::thread& dispatcher : state_->dispatchers) dispatcher.join();
 }
 
 QueryResult Batcher::search(const Query& query) {
   std::future<QueryResult> result;
   {
     std::lock_guard<std::mutex> lock(state_->mutex);
-    State::Pending pending{&query, state_->executor.cost(query), {}};
+    State::Pending pending{&query, state_->executors[0]->cost(query), {}};
     result = pending.promise.get_future();
     state_->queue.push_back(std::move(pending));
   }

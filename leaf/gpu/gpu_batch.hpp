@@ -25,6 +25,7 @@ struct BatchOptions {
   size_t threshold = 1 << 20;  // postings of effort that close a batch (PARA's computational threshold)
   size_t max_queries = 16;     // queries per batch
   uint32_t max_wait_us = 500;  // the longest the first query of a batch waits for company
+  size_t executors = 2;        // batches in flight: a BatchExecutor (stream, buffers) and a dispatcher thread each
   TopkMethod topk = TopkMethod::kBucketSelect;
   OrMethod or_method = OrMethod::kTiles;
   bool search_compressed = true;
@@ -57,7 +58,9 @@ class BatchExecutor {
   std::unique_ptr<Buffers> buffers_;
 };
 
-// The queue in front of a BatchExecutor: search() from any thread blocks until its batch ran.
+// The queue in front of BatchOptions::executors BatchExecutors, each fed by its own dispatcher
+// thread, so that one batch's host work (staging, results) overlaps another's GPU work. search()
+// from any thread blocks until its batch ran.
 class Batcher {
  public:
   Batcher(const DeviceIndex& device, const BatchOptions& options);

@@ -162,6 +162,7 @@ std::unique_ptr<QueryProcessor> make_gpu_processor(const IndexView& index, const
   options.batch.threshold = settings.batch_threshold;
   options.batch.max_queries = settings.batch_max_queries;
   options.batch.max_wait_us = settings.batch_wait_us;
+  options.batch.executors = settings.batch_streams;
   return std::make_unique<GpuQueryProcessor>(index, options);
 }
 

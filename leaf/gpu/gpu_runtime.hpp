@@ -18,6 +18,7 @@ struct GpuSettings {
   size_t batch_threshold = 0;    // > 0: PARA batching, a batch closes at this many postings of effort
   size_t batch_max_queries = 16;
   uint32_t batch_wait_us = 500;  // the longest a query waits for its batch to fill
+  size_t batch_streams = 2;      // batches in flight at once (one's host work overlaps another's GPU work)
   size_t memory_budget = 0;      // bytes of posting lists on the GPU; 0 or enough: all resident,
                                  // else an LRU cache of lists by term
 };

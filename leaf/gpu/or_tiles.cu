@@ -85,13 +85,25 @@ __device__ bool find_rank(const uint32_t* counts, uint32_t rank, uint32_t& bucke
   return total >= rank;
 }
 
-// 1a. One thread block per block of every sparse list: its postings' BM25 scores, maxima per slice
-// (float bits: positive floats order as integers).
+// The sparse lists' postings, decoded and scored once per run: a tile reads its few postings of
+// such a list from here (from tile_start[tile] to tile_start[tile + 1]) instead of decoding the
+// block that holds them, which spans many tiles.
+struct SparsePostings {
+  uint32_t* docs;        // per slot, `capacity` postings in list order
+  float* scores;
+  uint32_t* tile_start;  // per slot, `tiles`: the first posting at or after each tile's first document
+  uint32_t capacity, tiles;
+};
+
+// 1a. One thread block per block of every sparse list: its postings' BM25 scores, kept in
+// SparsePostings with where each tile starts, and their maxima per slice (float bits: positive
+// floats order as integers).
 template <int BS>
 __global__ void __launch_bounds__(BS) sparse_maxima_kernel(const SparseList* sparse, uint32_t count, const float* norms,
                                                            uint32_t doc_begin, uint32_t slices, uint32_t* sparse_maxima,
-                                                           QueryScratch* scratch) {
+                                                           SparsePostings out, QueryScratch* scratch) {
   __shared__ uint32_t index;
+  __shared__ uint32_t tile_of[BS];
   __shared__ BlockDecodeStorage<BS> storage;
   if (threadIdx.x == 0) {  // the last list starting at or before this thread block
     uint32_t lo = 0, hi = count - 1;
@@ -109,8 +121,24 @@ __global__ void __launch_bounds__(BS) sparse_maxima_kernel(const SparseList* spa
   decode_postings<BS>(task.list, block, n, storage, doc, freq);
   const bool live = threadIdx.x < n;
   const uint32_t local = live ? doc - doc_begin : 0;
-  const uint32_t bits = live ? __float_as_uint(bm25_dev(task.weight, freq, norms[local])) : 0;
-  atomic_max_runs(sparse_maxima + size_t{task.slot} * slices, local / kSliceDocs, bits, live);
+  const float score = live ? bm25_dev(task.weight, freq, norms[local]) : 0;
+  atomic_max_runs(sparse_maxima + size_t{task.slot} * slices, local / kSliceDocs, __float_as_uint(score), live);
+  const uint32_t position = block * BS + threadIdx.x, tile = local / kTile;
+  tile_of[threadIdx.x] = tile;
+  __syncthreads();
+  if (live) {
+    out.docs[size_t{task.slot} * out.capacity + position] = doc;
+    out.scores[size_t{task.slot} * out.capacity + position] = score;
+    // Tiles after the previous posting's, up to this one's, start here; after the last, at the end.
+    const uint32_t after_previous = threadIdx.x > 0 ? tile_of[threadIdx.x - 1] + 1
+                                    : block == 0    ? 0
+                                                    : (task.list.block_last_docid[block - 1] - doc_begin) / kTile + 1;
+    uint32_t* starts = out.tile_start + size_t{task.slot} * out.tiles;
+    for (uint32_t t = after_previous; t <= tile; ++t) starts[t] = position;
+    if (position + 1 == task.list.count) {
+      for (uint32_t t = tile + 1; t < out.tiles; ++t) starts[t] = task.list.count;
+    }
+  }
   if (threadIdx.x == 0) {
     atomicAdd(&scratch[task.query].counters.blocks_decoded, 1ull);
     atomicAdd(&scratch[task.query].counters.postings_decoded, static_cast<unsigned long long>(n));
@@ -139,6 +167,7 @@ struct BoundInputs {
   const uint32_t* sparse_slots;   // per list: its row of sparse maxima, or kDenseList
   const uint32_t* sparse_maxima;  // float bits, slices per row
   uint32_t slices, doc_begin, doc_count;
+  SparsePostings sparse;
 };
 
 // Lane i of a warp: the bound of slice i of `tile`, summed over the query's lists.
@@ -264,51 +293,102 @@ __device__ void warp_score_bp_block(const DeviceList& list, uint32_t block, floa
   }
 }
 
+// The blocks of up to 32 BP lists that overlap a tile, numbered across the lists so that the warps
+// of a thread block share them out whatever the lists' lengths (shared memory).
+struct TilePlan {
+  uint32_t start[32];       // first block of each list overlapping the tile
+  uint32_t prefix[32 + 1];  // items before each list
+};
+
 // Scores one tile: decodes every block of the query's lists that overlaps a live slice of it and
 // adds BM25 into scores[0..kTile) (shared). A document of a dead slice may get part of its score
-// only: it scores below θ, and pass 2 keeps nothing below θ. BP lists go a block per warp, other
-// codecs a block per thread block. `counts` (shared): blocks and postings decoded, added to.
-// Every thread of the block calls it.
+// only: it scores below θ, and pass 2 keeps nothing below θ. Blocks of BP lists go a block per
+// warp, those of other codecs a block per thread block. `counts` (shared): blocks and postings
+// decoded, added to. Every thread of the block calls it.
 template <int BS>
-__device__ void score_tile(const EngineQuery& q, const DeviceList* lists, const float* weights, const float* norms,
-                           uint32_t doc_begin, uint32_t tile_first, uint32_t tile_end, const uint32_t& live,
-                           float* scores, BlockDecodeStorage<BS>& storage, uint32_t* counts) {
+__device__ void score_tile(const EngineQuery& q, const BoundInputs& in, const float* weights, const float* norms,
+                           uint32_t tile_first, uint32_t tile_end, const uint32_t& live, float* scores,
+                           BlockDecodeStorage<BS>& storage, TilePlan& plan, uint32_t* counts) {
+  const DeviceList* lists = in.lists;
+  const uint32_t doc_begin = in.doc_begin, doc_count = in.doc_count;
   __syncthreads();  // live is set
   for (uint32_t i = threadIdx.x; i < kTile; i += BS) {
     if (live >> (i / kSliceDocs) & 1u) scores[i] = 0;  // dead slices are never read
   }
-  __syncthreads();
   const uint32_t first_doc = doc_begin + tile_first, last_doc = doc_begin + tile_end - 1;
+  const uint32_t tile = tile_first / kTile, warp = threadIdx.x / 32, lane = threadIdx.x & 31u;
   uint32_t blocks = 0, postings = 0;
-  for (uint32_t l = 0; l < q.list_count; ++l) {
-    const DeviceList& list = lists[q.list_begin + l];
-    const float weight = weights[q.list_begin + l];
-    const uint32_t start = list.tile_first_block != nullptr ? list.tile_first_block[tile_first / kTile]
-                                                            : block_for_doc(list.block_last_docid, list.block_count, first_doc);
-    if (is_bp(list.codec) && is_bp(list.freq_codec)) {
-      for (uint32_t block = start + threadIdx.x / 32; block < list.block_count; block += BS / 32) {  // uniform per warp
+  for (uint32_t chunk = 0; chunk < q.list_count; chunk += 32) {
+    const uint32_t in_chunk = min(32u, q.list_count - chunk);
+    if (warp == 0) {  // a lane per list: its blocks overlapping the tile
+      uint32_t start = 0, count = 0;
+      if (lane < in_chunk) {
+        const DeviceList& list = lists[q.list_begin + chunk + lane];
+        const bool sparse = in.sparse_slots[q.list_begin + chunk + lane] != kDenseList;
+        if (!sparse && is_bp(list.codec) && is_bp(list.freq_codec) && list.block_count > 0) {
+          const bool directory = list.tile_first_block != nullptr;
+          start = directory ? list.tile_first_block[tile] : block_for_doc(list.block_last_docid, list.block_count, first_doc);
+          const uint32_t end = directory && tile_end < doc_count
+                                   ? list.tile_first_block[tile + 1]
+                                   : block_for_doc(list.block_last_docid, list.block_count, last_doc);
+          if (start < list.block_count) count = min(end, list.block_count - 1) - start + 1;
+        }
+      }
+      uint32_t inclusive = count;
+      for (uint32_t offset = 1; offset < 32; offset <<= 1) {
+        const uint32_t other = __shfl_up_sync(0xFFFFFFFFu, inclusive, offset);
+        if (lane >= offset) inclusive += other;
+      }
+      plan.start[lane] = start;
+      plan.prefix[lane + 1] = inclusive;
+      if (lane == 0) plan.prefix[0] = 0;
+    }
+    __syncthreads();  // the plan, and the zeroed scores
+    const uint32_t items = plan.prefix[in_chunk];
+    for (uint32_t item = warp; item < items; item += BS / 32) {  // uniform per warp
+      uint32_t j = 0;
+      while (plan.prefix[j + 1] <= item) ++j;
+      const DeviceList& list = lists[q.list_begin + chunk + j];
+      const uint32_t block = plan.start[j] + (item - plan.prefix[j]);
+      if (block > 0 && list.block_last_docid[block - 1] >= last_doc) continue;  // starts after the tile
+      if (block_live_slices(list, block, first_doc, last_doc, live) == 0) continue;
+      warp_score_bp_block<BS>(list, block, weights[q.list_begin + chunk + j], norms, doc_begin, tile_first, tile_end, scores);
+      ++blocks, postings += min(static_cast<uint32_t>(BS), list.count - block * BS);
+    }
+    for (uint32_t j = 0; j < in_chunk; ++j) {
+      const DeviceList& list = lists[q.list_begin + chunk + j];
+      const float weight = weights[q.list_begin + chunk + j];
+      const uint32_t slot = in.sparse_slots[q.list_begin + chunk + j];
+      if (slot != kDenseList) {  // scored postings of a sparse list, a thread each
+        const uint32_t* starts = in.sparse.tile_start + size_t{slot} * in.sparse.tiles;
+        const uint32_t end = tile + 1 < in.sparse.tiles ? starts[tile + 1] : list.count;
+        for (uint32_t i = starts[tile] + threadIdx.x; i < end; i += BS) {
+          const uint32_t local = in.sparse.docs[size_t{slot} * in.sparse.capacity + i] - first_doc;
+          if (live >> (local / kSliceDocs) & 1u) atomicAdd(&scores[local], in.sparse.scores[size_t{slot} * in.sparse.capacity + i]);
+        }
+        continue;
+      }
+      if (is_bp(list.codec) && is_bp(list.freq_codec)) continue;
+      // The other codecs: a block per thread block.
+      const uint32_t start = list.tile_first_block != nullptr ? list.tile_first_block[tile]
+                                                              : block_for_doc(list.block_last_docid, list.block_count, first_doc);
+      for (uint32_t block = start; block < list.block_count; ++block) {  // uniform over the thread block
         if (block > 0 && list.block_last_docid[block - 1] >= last_doc) break;
         if (block_live_slices(list, block, first_doc, last_doc, live) == 0) continue;
-        warp_score_bp_block<BS>(list, block, weight, norms, doc_begin, tile_first, tile_end, scores);
-        ++blocks, postings += min(static_cast<uint32_t>(BS), list.count - block * BS);
+        const uint32_t n = min(static_cast<uint32_t>(BS), list.count - block * BS);
+        uint32_t doc, freq;
+        decode_postings<BS>(list, block, n, storage, doc, freq);
+        const uint32_t local = doc - doc_begin;
+        if (threadIdx.x < n && local >= tile_first && local < tile_end) {
+          atomicAdd(&scores[local - tile_first], bm25_dev(weight, freq, norms[local]));
+        }
+        __syncthreads();  // decode_postings reuses its storage
+        if (threadIdx.x == 0) ++blocks, postings += n;
       }
-      continue;
     }
-    for (uint32_t block = start; block < list.block_count; ++block) {  // uniform over the thread block
-      if (block > 0 && list.block_last_docid[block - 1] >= last_doc) break;
-      if (block_live_slices(list, block, first_doc, last_doc, live) == 0) continue;
-      const uint32_t n = min(static_cast<uint32_t>(BS), list.count - block * BS);
-      uint32_t doc, freq;
-      decode_postings<BS>(list, block, n, storage, doc, freq);
-      const uint32_t local = doc - doc_begin;
-      if (threadIdx.x < n && local >= tile_first && local < tile_end) {
-        atomicAdd(&scores[local - tile_first], bm25_dev(weight, freq, norms[local]));
-      }
-      __syncthreads();  // decode_postings reuses its storage
-      if (threadIdx.x == 0) ++blocks, postings += n;
-    }
+    __syncthreads();  // the plan is rewritten by the next chunk
   }
-  if ((threadIdx.x & 31u) == 0 && blocks != 0) {  // each warp's (the block path counts on thread 0)
+  if (lane == 0 && blocks != 0) {  // each warp's count
     atomicAdd(&counts[0], blocks);
     atomicAdd(&counts[1], postings);
   }
@@ -331,6 +411,7 @@ __global__ void __launch_bounds__(BS) first_pass_kernel(const EngineQuery* queri
   __shared__ typename Scan::TempStorage scan_storage;
   __shared__ uint64_t threshold;
   __shared__ uint32_t base, live, counts[2];
+  __shared__ TilePlan plan;
   const uint32_t doc_begin = in.doc_begin, doc_count = in.doc_count;
   const uint32_t qi = blockIdx.y;
   QueryScratch& s = scratch[qi];
@@ -342,7 +423,7 @@ __global__ void __launch_bounds__(BS) first_pass_kernel(const EngineQuery* queri
   for (uint32_t b = tid; b < kBuckets; b += BS) histogram[b] = 0;
   live_slices(q, in, tile, 0, true, live);
   if (tid == 0) counts[0] = counts[1] = 0;
-  score_tile<BS>(q, in.lists, weights, norms, doc_begin, tile_first, tile_end, live, scores, storage, counts);
+  score_tile<BS>(q, in, weights, norms, tile_first, tile_end, live, scores, storage, plan, counts);
   for (uint32_t i = tid; i < kTile; i += BS) {
     if ((live >> (i / kSliceDocs) & 1u) && scores[i] > 0) atomicAdd(&histogram[float_bucket(scores[i])], 1u);
   }
@@ -391,10 +472,10 @@ __global__ void __launch_bounds__(BS) first_pass_kernel(const EngineQuery* queri
   }
 }
 
-// 4. One block per query: θ from the first pass's candidates (the bucket of the k-th best key,
-// then a histogram of that bucket's keys by their next 12 bits), and the query's second-pass tiles
-// (not in the first pass, bound reaching θ) appended to the batch's work list.
-__global__ void __launch_bounds__(kPlanThreads) theta_kernel(const EngineQuery* queries, const float* bounds,
+// 4. One block per query: θ from the candidates so far (the bucket of the k-th best key, then a
+// histogram of that bucket's keys by their next 12 bits), and the tiles not yet scored whose
+// bound reaches θ × factor, appended to the batch's work list and marked scored (negated).
+__global__ void __launch_bounds__(kPlanThreads) theta_kernel(const EngineQuery* queries, float* bounds, float factor,
                                                              uint32_t tiles, const uint64_t* keys, size_t key_stride,
                                                              uint32_t* second_tiles, uint32_t* second_total,
                                                              QueryScratch* scratch) {
@@ -417,10 +498,10 @@ __global__ void __launch_bounds__(kPlanThreads) theta_kernel(const EngineQuery* 
     find_rank<kPlanThreads>(sub, k - above, sub_bucket, sub_above);
     theta_bits = bucket << (31 - kBucketBits) | sub_bucket << (31 - 2 * kBucketBits);
   }
-  const float theta = __uint_as_float(theta_bits);
-  const float* row = bounds + size_t{qi} * tiles;
+  const float cut = __uint_as_float(theta_bits) * factor;
+  float* row = bounds + size_t{qi} * tiles;
   uint32_t mine = 0;
-  for (uint32_t t = threadIdx.x; t < tiles; t += kPlanThreads) mine += row[t] > 0 && row[t] * kBoundSlack >= theta;
+  for (uint32_t t = threadIdx.x; t < tiles; t += kPlanThreads) mine += row[t] > 0 && row[t] * kBoundSlack >= cut;
   if (mine != 0) atomicAdd(&count, mine);
   __syncthreads();
   if (threadIdx.x == 0) {
@@ -429,7 +510,10 @@ __global__ void __launch_bounds__(kPlanThreads) theta_kernel(const EngineQuery* 
   }
   __syncthreads();
   for (uint32_t t = threadIdx.x; t < tiles; t += kPlanThreads) {
-    if (row[t] > 0 && row[t] * kBoundSlack >= theta) second_tiles[base + atomicAdd(&cursor, 1u)] = qi << (32 - kQueryBits) | t;
+    if (row[t] > 0 && row[t] * kBoundSlack >= cut) {
+      second_tiles[base + atomicAdd(&cursor, 1u)] = qi << (32 - kQueryBits) | t;
+      row[t] = -row[t];
+    }
   }
 }
 
@@ -445,6 +529,7 @@ __global__ void __launch_bounds__(BS) second_pass_kernel(const EngineQuery* quer
   __shared__ BlockDecodeStorage<BS> storage;
   __shared__ typename Scan::TempStorage scan_storage;
   __shared__ uint32_t base, live, counts[2];
+  __shared__ TilePlan plan;
   const uint32_t doc_begin = in.doc_begin, doc_count = in.doc_count;
   const uint32_t total = *second_total;
   for (uint32_t item = blockIdx.x; item < total; item += gridDim.x) {
@@ -456,7 +541,7 @@ __global__ void __launch_bounds__(BS) second_pass_kernel(const EngineQuery* quer
     const uint32_t tile_first = tile * kTile, tile_end = min(tile_first + kTile, doc_count);
     live_slices(q, in, tile, __uint_as_float(theta_bits), false, live);
     if (threadIdx.x == 0) counts[0] = counts[1] = 0;
-    score_tile<BS>(q, in.lists, weights, norms, doc_begin, tile_first, tile_end, live, scores, storage, counts);
+    score_tile<BS>(q, in, weights, norms, tile_first, tile_end, live, scores, storage, plan, counts);
     uint32_t keep = 0;
     for (uint32_t i = threadIdx.x; i < kTile; i += BS) {
       keep += (live >> (i / kSliceDocs) & 1u) && scores[i] > 0 && __float_as_uint(scores[i]) >= theta_bits;
@@ -586,6 +671,7 @@ struct OrTiles::Buffers {
   char* inputs = nullptr;       // device copy of the staging area
   char* host_inputs = nullptr;  // pinned staging area
   uint32_t* sparse_maxima = nullptr;  // sparse_capacity × slices
+  SparsePostings sparse{};
   QueryScratch* scratch = nullptr;
   float* bounds = nullptr;
   uint32_t* first_tiles = nullptr;
@@ -595,7 +681,7 @@ struct OrTiles::Buffers {
   uint64_t* results = nullptr;
   uint64_t* host_results = nullptr;
   ~Buffers() {
-    for (void* p : {(void*)inputs, (void*)sparse_maxima, (void*)scratch, (void*)bounds, (void*)first_tiles,
+    for (void* p : {(void*)inputs, (void*)sparse_maxima, (void*)sparse.docs, (void*)sparse.scores, (void*)sparse.tile_start, (void*)scratch, (void*)bounds, (void*)first_tiles,
                     (void*)second_tiles, (void*)second_total, (void*)staging, (void*)results}) {
       cudaFree(p);
     }
@@ -672,6 +758,11 @@ OrTiles::OrTiles(const DeviceIndex& device, size_t max_queries, size_t max_lists
   WARP_CUDA_CHECK(cudaMalloc(&b.inputs, input_bytes));
   WARP_CUDA_CHECK(cudaMallocHost(&b.host_inputs, input_bytes));
   device_alloc(b.sparse_maxima, size_t{b.sparse_capacity} * b.slices);
+  b.sparse.capacity = b.slices / 4 + 1;  // is_sparse: fewer postings than a quarter of the slices
+  b.sparse.tiles = b.tiles;
+  device_alloc(b.sparse.docs, size_t{b.sparse_capacity} * b.sparse.capacity);
+  device_alloc(b.sparse.scores, size_t{b.sparse_capacity} * b.sparse.capacity);
+  device_alloc(b.sparse.tile_start, size_t{b.sparse_capacity} * b.tiles);
   device_alloc(b.scratch, q);
   device_alloc(b.bounds, q * b.tiles);
   device_alloc(b.first_tiles, q * b.first_capacity);
@@ -725,13 +816,13 @@ std::vector<OrTileAnswer> OrTiles::run(std::span<const OrTileQuery> queries, cud
   if (sparse > 0) {
     WARP_CUDA_CHECK(cudaMemsetAsync(b.sparse_maxima, 0, size_t{sparse} * b.slices * sizeof(uint32_t), stream));
     if (block_size == 256) {
-      sparse_maxima_kernel<256><<<sparse_blocks, 256, 0, stream>>>(dev.sparse, sparse, norms, doc_begin, b.slices, b.sparse_maxima, b.scratch);
+      sparse_maxima_kernel<256><<<sparse_blocks, 256, 0, stream>>>(dev.sparse, sparse, norms, doc_begin, b.slices, b.sparse_maxima, b.sparse, b.scratch);
     } else {
-      sparse_maxima_kernel<128><<<sparse_blocks, 128, 0, stream>>>(dev.sparse, sparse, norms, doc_begin, b.slices, b.sparse_maxima, b.scratch);
+      sparse_maxima_kernel<128><<<sparse_blocks, 128, 0, stream>>>(dev.sparse, sparse, norms, doc_begin, b.slices, b.sparse_maxima, b.sparse, b.scratch);
     }
     WARP_CUDA_CHECK_LAUNCH();
   }
-  const BoundInputs in{dev.lists, dev.sparse_slots, b.sparse_maxima, b.slices, doc_begin, doc_count};
+  const BoundInputs in{dev.lists, dev.sparse_slots, b.sparse_maxima, b.slices, doc_begin, doc_count, b.sparse};
   tile_bound_kernel<<<dim3((b.tiles + 7) / 8, qn), 256, 0, stream>>>(dev.queries, in, b.tiles, b.bounds, b.scratch);
   WARP_CUDA_CHECK_LAUNCH();
   plan_kernel<<<qn, kPlanThreads, 0, stream>>>(b.bounds, b.tiles, b.first_capacity, b.first_tiles, b.scratch);
@@ -746,18 +837,25 @@ std::vector<OrTileAnswer> OrTiles::run(std::span<const OrTileQuery> queries, cud
   }
   WARP_CUDA_CHECK_LAUNCH();
   times_->mark(2, stream);
-  theta_kernel<<<qn, kPlanThreads, 0, stream>>>(dev.queries, b.bounds, b.tiles, candidate_keys_, key_stride, b.second_tiles,
-                                                b.second_total, b.scratch);
-  WARP_CUDA_CHECK_LAUNCH();
-  times_->mark(3, stream);
-  if (block_size == 256) {
-    second_pass_kernel<256><<<b.persistent_256, 256, 0, stream>>>(dev.queries, in, dev.weights, norms, b.second_tiles, b.second_total, candidate_keys_,
-                                                                  key_stride, b.scratch);
-  } else {
-    second_pass_kernel<128><<<b.persistent_128, 128, 0, stream>>>(dev.queries, in, dev.weights, norms, b.second_tiles, b.second_total, candidate_keys_,
-                                                                  key_stride, b.scratch);
+  // Rounds of the second pass: first the tiles whose bound passes θ by a margin (they would be
+  // scored under any valid θ if the k-th best is that far above θ), then, with θ recomputed from
+  // every candidate so far (near the k-th best), the rest.
+  constexpr float kRoundFactors[] = {1.15f, 1.0f};
+  for (size_t round = 0; round < std::size(kRoundFactors); ++round) {
+    if (round > 0) WARP_CUDA_CHECK(cudaMemsetAsync(b.second_total, 0, sizeof(uint32_t), stream));
+    theta_kernel<<<qn, kPlanThreads, 0, stream>>>(dev.queries, b.bounds, kRoundFactors[round], b.tiles, candidate_keys_,
+                                                  key_stride, b.second_tiles, b.second_total, b.scratch);
+    WARP_CUDA_CHECK_LAUNCH();
+    if (round == 0) times_->mark(3, stream);
+    if (block_size == 256) {
+      second_pass_kernel<256><<<b.persistent_256, 256, 0, stream>>>(dev.queries, in, dev.weights, norms, b.second_tiles,
+                                                                    b.second_total, candidate_keys_, key_stride, b.scratch);
+    } else {
+      second_pass_kernel<128><<<b.persistent_128, 128, 0, stream>>>(dev.queries, in, dev.weights, norms, b.second_tiles,
+                                                                    b.second_total, candidate_keys_, key_stride, b.scratch);
+    }
+    WARP_CUDA_CHECK_LAUNCH();
   }
-  WARP_CUDA_CHECK_LAUNCH();
   times_->mark(4, stream);
   select_kernel<<<qn, kSortThreads, 0, stream>>>(dev.queries, candidate_keys_, key_stride, b.staging, b.scratch, b.results,
                                                  result_stride);

@@ -177,6 +177,7 @@ bool same_scores(const QueryResult& a, const QueryResult& b) {
 std::vector<QueryMode> table_modes = {QueryMode::kAnd, QueryMode::kOr, QueryMode::kAndOr};
 
 size_t batch_max_queries = 16;  // --batch-max
+size_t batch_streams = 2;       // --batch-streams
 std::vector<size_t> table_ks = {10, 1000};  // --ks
 
 void query_table(const IndexView& view, const std::vector<std::vector<std::string>>& raw, size_t batch_threshold) {
@@ -187,13 +188,14 @@ void query_table(const IndexView& view, const std::vector<std::vector<std::strin
   gpu::GpuQueryProcessor gpu_dense(view, dense_options);
   gpu::GpuQueryProcessor gpu_lanes(view, {8});
   gpu::GpuProcessorOptions batched_options;
-  batched_options.batch = {.threshold = batch_threshold, .max_queries = batch_max_queries, .max_wait_us = 1000};
+  batched_options.batch = {.threshold = batch_threshold, .max_queries = batch_max_queries, .max_wait_us = 1000,
+                           .executors = batch_streams};
   gpu::GpuQueryProcessor gpu_batched(view, batched_options);
   CpuQueryProcessor cpu_processor(view);
   const size_t cores = std::max(1u, std::thread::hardware_concurrency());
   const size_t clients = std::max<size_t>(64, 2 * batch_max_queries);
-  std::printf("GPU index %.0f MB resident (%.0f MB of docID-range maxima); batches close at %zu postings of work or %zu queries; %zu client threads drive the batched path, 16 the 8-lane path\n\n",
-              gpu_single.device_index().stats().bytes_resident / 1e6, gpu_single.device_index().stats().slice_bytes / 1e6, batch_threshold, batch_max_queries, clients);
+  std::printf("GPU index %.0f MB resident (%.0f MB of docID-range maxima); batches close at %zu postings of work or %zu queries, %zu in flight; %zu client threads drive the batched path, 16 the 8-lane path\n\n",
+              gpu_single.device_index().stats().bytes_resident / 1e6, gpu_single.device_index().stats().slice_bytes / 1e6, batch_threshold, batch_max_queries, batch_streams, clients);
   std::printf("| mode | k | GPU single q/s | p50 / p99 ms | GPU single, dense OR accumulators q/s | GPU 8 lanes q/s | p50 / p99 ms | GPU batched q/s | p50 / p99 ms | CPU %zu threads q/s | p50 / p99 ms | "
               "CPU 1 thread ms/query | batched / CPU-%zu | single / CPU-1 (latency) | blocks decoded per query: GPU / CPU / in the lists |\n",
               cores, cores);
@@ -286,6 +288,7 @@ int main(int argc, char** argv) {
       .value("gov2-codec", "bp128", "codec of the GOV2-like lists")
       .value("batch-threshold", "2000000", "postings of work that close a GPU batch")
       .value("batch-max", "16", "queries that close a GPU batch")
+      .value("batch-streams", "2", "GPU batches in flight")
       .value("modes", "and,or,andor", "query modes of the query tables")
       .value("ks", "10,1000", "k of the query tables")
       .boolean("no-intersection", "skip the intersection table");
@@ -293,6 +296,7 @@ int main(int argc, char** argv) {
     flags.parse(argc, argv);
     if (flags.help_requested()) return std::printf("%s", flags.help_text().c_str()), 0;
     batch_max_queries = static_cast<size_t>(flags.count("batch-max"));
+    batch_streams = static_cast<size_t>(flags.count("batch-streams"));
     table_modes.clear();
     std::stringstream modes(flags.get("modes"));
     for (std::string mode; std::getline(modes, mode, ',');) table_modes.push_back(parse_query_mode(mode));
