@@ -168,6 +168,7 @@ struct BoundInputs {
   const uint32_t* sparse_maxima;  // float bits, slices per row
   uint32_t slices, doc_begin, doc_count;
   SparsePostings sparse;
+  float* slice_bounds;  // per query, tile and slice: the bounds of tile_bound_kernel
 };
 
 // Lane i of a warp: the bound of slice i of `tile`, summed over the query's lists.
@@ -189,6 +190,7 @@ __global__ void tile_bound_kernel(const EngineQuery* queries, BoundInputs in, ui
   if (tile >= tiles) return;  // whole warps
   const uint32_t lane = threadIdx.x & 31u;
   float bound = slice_bound(queries[blockIdx.y], in, tile, lane);
+  in.slice_bounds[(size_t{blockIdx.y} * tiles + tile) * kSlicesPerTile + lane] = bound;
   for (int offset = 16; offset > 0; offset /= 2) bound = fmaxf(bound, __shfl_xor_sync(0xFFFFFFFFu, bound, offset));
   if (lane == 0) {
     bounds[size_t{blockIdx.y} * tiles + tile] = bound;
@@ -227,15 +229,11 @@ __global__ void __launch_bounds__(kPlanThreads) plan_kernel(float* bounds, uint3
   if (threadIdx.x == 0) s.first_count = min(taken, capacity);
 }
 
-// The slices of the tile worth scoring (bit i: slice i), found by the first warp and read by
-// every thread after the next barrier: bound > 0 (pass 1) or bound reaching θ (pass 2).
-__device__ void live_slices(const EngineQuery& q, const BoundInputs& in, uint32_t tile, float theta, bool first_pass,
-                            uint32_t& live) {
-  if (threadIdx.x < 32) {
-    const float bound = slice_bound(q, in, tile, threadIdx.x);
-    const uint32_t mask = __ballot_sync(0xFFFFFFFFu, first_pass ? bound > 0 : bound * kBoundSlack >= theta);
-    if (threadIdx.x == 0) live = mask;
-  }
+// The slices of the tile worth scoring (bit i: slice i), from the slice bounds stored by the
+// bound kernel; one warp calls it: bound > 0 (pass 1) or bound reaching θ (pass 2).
+__device__ uint32_t live_slices(const BoundInputs& in, uint32_t query, uint32_t tile, float theta, bool first_pass) {
+  const float bound = in.slice_bounds[(size_t{query} * in.sparse.tiles + tile) * kSlicesPerTile + (threadIdx.x & 31u)];
+  return __ballot_sync(0xFFFFFFFFu, first_pass ? bound > 0 : bound * kBoundSlack >= theta);
 }
 
 __device__ __forceinline__ bool is_bp(uint32_t codec) {
@@ -305,45 +303,66 @@ struct TilePlan {
 // only: it scores below θ, and pass 2 keeps nothing below θ. Blocks of BP lists go a block per
 // warp, those of other codecs a block per thread block. `counts` (shared): blocks and postings
 // decoded, added to. Every thread of the block calls it.
-template <int BS>
-__device__ void score_tile(const EngineQuery& q, const BoundInputs& in, const float* weights, const float* norms,
-                           uint32_t tile_first, uint32_t tile_end, const uint32_t& live, float* scores,
-                           BlockDecodeStorage<BS>& storage, TilePlan& plan, uint32_t* counts) {
-  const DeviceList* lists = in.lists;
-  const uint32_t doc_begin = in.doc_begin, doc_count = in.doc_count;
-  __syncthreads();  // live is set
-  for (uint32_t i = threadIdx.x; i < kTile; i += BS) {
-    if (live >> (i / kSliceDocs) & 1u) scores[i] = 0;  // dead slices are never read
+// Warp 1 (one lane per list of the chunk of up to 32 from `chunk`): the chunk's BP lists' blocks
+// overlapping the tile, numbered across the lists.
+__device__ void plan_tile(const EngineQuery& q, const BoundInputs& in, uint32_t chunk, uint32_t tile, uint32_t first_doc,
+                          uint32_t last_doc, bool last_tile, TilePlan& plan) {
+  const uint32_t lane = threadIdx.x & 31u;
+  const uint32_t in_chunk = min(32u, q.list_count - chunk);
+  uint32_t start = 0, count = 0;
+  if (lane < in_chunk) {
+    const DeviceList& list = in.lists[q.list_begin + chunk + lane];
+    const bool sparse = in.sparse_slots[q.list_begin + chunk + lane] != kDenseList;
+    if (!sparse && is_bp(list.codec) && is_bp(list.freq_codec) && list.block_count > 0) {
+      const bool directory = list.tile_first_block != nullptr;
+      start = directory ? list.tile_first_block[tile] : block_for_doc(list.block_last_docid, list.block_count, first_doc);
+      const uint32_t end = directory && !last_tile ? list.tile_first_block[tile + 1]
+                                                   : block_for_doc(list.block_last_docid, list.block_count, last_doc);
+      if (start < list.block_count) count = min(end, list.block_count - 1) - start + 1;
+    }
   }
+  uint32_t inclusive = count;
+  for (uint32_t offset = 1; offset < 32; offset <<= 1) {
+    const uint32_t other = __shfl_up_sync(0xFFFFFFFFu, inclusive, offset);
+    if (lane >= offset) inclusive += other;
+  }
+  plan.start[lane] = start;
+  plan.prefix[lane + 1] = inclusive;
+  if (lane == 0) plan.prefix[0] = 0;
+}
+
+// Scores one tile of query `query`: decodes every block of its lists that overlaps a live slice
+// of the tile and adds BM25 into scores[0..kTile) (shared). A document of a dead slice may get
+// part of its score only: it scores below θ, and pass 2 keeps nothing below θ. Blocks of BP lists
+// go a block per warp, those of other codecs a block per thread block, sparse lists' postings a
+// thread each. Sets `live` (shared); adds blocks and postings decoded to `counts` (shared).
+// Every thread of the block calls it.
+template <int BS>
+__device__ void score_tile(const EngineQuery& q, uint32_t query, const BoundInputs& in, const float* weights,
+                           const float* norms, uint32_t tile, float theta, bool first_pass, uint32_t& live,
+                           float* scores, BlockDecodeStorage<BS>& storage, TilePlan& plan, uint32_t* counts) {
+  const DeviceList* lists = in.lists;
+  const uint32_t doc_begin = in.doc_begin;
+  const uint32_t tile_first = tile * kTile, tile_end = min(tile_first + kTile, in.doc_count);
   const uint32_t first_doc = doc_begin + tile_first, last_doc = doc_begin + tile_end - 1;
-  const uint32_t tile = tile_first / kTile, warp = threadIdx.x / 32, lane = threadIdx.x & 31u;
+  const bool last_tile = tile_end == in.doc_count;
+  const uint32_t warp = threadIdx.x / 32, lane = threadIdx.x & 31u;
+  // At once: the live slices (warp 0), the first chunk's plan (warp 1), zeroed scores (everyone).
+  if (warp == 0) {
+    const uint32_t mask = live_slices(in, query, tile, theta, first_pass);
+    if (lane == 0) live = mask;
+  } else if (warp == 1 && q.list_count > 0) {
+    plan_tile(q, in, 0, tile, first_doc, last_doc, last_tile, plan);
+  }
+  for (uint32_t i = threadIdx.x; i < kTile; i += BS) scores[i] = 0;
+  __syncthreads();
   uint32_t blocks = 0, postings = 0;
   for (uint32_t chunk = 0; chunk < q.list_count; chunk += 32) {
     const uint32_t in_chunk = min(32u, q.list_count - chunk);
-    if (warp == 0) {  // a lane per list: its blocks overlapping the tile
-      uint32_t start = 0, count = 0;
-      if (lane < in_chunk) {
-        const DeviceList& list = lists[q.list_begin + chunk + lane];
-        const bool sparse = in.sparse_slots[q.list_begin + chunk + lane] != kDenseList;
-        if (!sparse && is_bp(list.codec) && is_bp(list.freq_codec) && list.block_count > 0) {
-          const bool directory = list.tile_first_block != nullptr;
-          start = directory ? list.tile_first_block[tile] : block_for_doc(list.block_last_docid, list.block_count, first_doc);
-          const uint32_t end = directory && tile_end < doc_count
-                                   ? list.tile_first_block[tile + 1]
-                                   : block_for_doc(list.block_last_docid, list.block_count, last_doc);
-          if (start < list.block_count) count = min(end, list.block_count - 1) - start + 1;
-        }
-      }
-      uint32_t inclusive = count;
-      for (uint32_t offset = 1; offset < 32; offset <<= 1) {
-        const uint32_t other = __shfl_up_sync(0xFFFFFFFFu, inclusive, offset);
-        if (lane >= offset) inclusive += other;
-      }
-      plan.start[lane] = start;
-      plan.prefix[lane + 1] = inclusive;
-      if (lane == 0) plan.prefix[0] = 0;
+    if (chunk > 0) {
+      if (warp == 1) plan_tile(q, in, chunk, tile, first_doc, last_doc, last_tile, plan);
+      __syncthreads();
     }
-    __syncthreads();  // the plan, and the zeroed scores
     const uint32_t items = plan.prefix[in_chunk];
     for (uint32_t item = warp; item < items; item += BS / 32) {  // uniform per warp
       uint32_t j = 0;
@@ -361,7 +380,7 @@ __device__ void score_tile(const EngineQuery& q, const BoundInputs& in, const fl
       const uint32_t slot = in.sparse_slots[q.list_begin + chunk + j];
       if (slot != kDenseList) {  // scored postings of a sparse list, a thread each
         const uint32_t* starts = in.sparse.tile_start + size_t{slot} * in.sparse.tiles;
-        const uint32_t end = tile + 1 < in.sparse.tiles ? starts[tile + 1] : list.count;
+        const uint32_t end = last_tile ? list.count : starts[tile + 1];
         for (uint32_t i = starts[tile] + threadIdx.x; i < end; i += BS) {
           const uint32_t local = in.sparse.docs[size_t{slot} * in.sparse.capacity + i] - first_doc;
           if (live >> (local / kSliceDocs) & 1u) atomicAdd(&scores[local], in.sparse.scores[size_t{slot} * in.sparse.capacity + i]);
@@ -386,7 +405,7 @@ __device__ void score_tile(const EngineQuery& q, const BoundInputs& in, const fl
         if (threadIdx.x == 0) ++blocks, postings += n;
       }
     }
-    __syncthreads();  // the plan is rewritten by the next chunk
+    __syncthreads();  // the plan is rewritten by the next chunk; the scores are complete
   }
   if (lane == 0 && blocks != 0) {  // each warp's count
     atomicAdd(&counts[0], blocks);
@@ -421,9 +440,8 @@ __global__ void __launch_bounds__(BS) first_pass_kernel(const EngineQuery* queri
   const uint32_t tile = first_tiles[size_t{qi} * capacity + blockIdx.x];
   const uint32_t tile_first = tile * kTile, tile_end = min(tile_first + kTile, doc_count);
   for (uint32_t b = tid; b < kBuckets; b += BS) histogram[b] = 0;
-  live_slices(q, in, tile, 0, true, live);
   if (tid == 0) counts[0] = counts[1] = 0;
-  score_tile<BS>(q, in, weights, norms, tile_first, tile_end, live, scores, storage, plan, counts);
+  score_tile<BS>(q, qi, in, weights, norms, tile, 0, true, live, scores, storage, plan, counts);
   for (uint32_t i = tid; i < kTile; i += BS) {
     if ((live >> (i / kSliceDocs) & 1u) && scores[i] > 0) atomicAdd(&histogram[float_bucket(scores[i])], 1u);
   }
@@ -539,9 +557,8 @@ __global__ void __launch_bounds__(BS) second_pass_kernel(const EngineQuery* quer
     const EngineQuery q = queries[qi];
     const uint32_t theta_bits = s.theta_bits;
     const uint32_t tile_first = tile * kTile, tile_end = min(tile_first + kTile, doc_count);
-    live_slices(q, in, tile, __uint_as_float(theta_bits), false, live);
     if (threadIdx.x == 0) counts[0] = counts[1] = 0;
-    score_tile<BS>(q, in, weights, norms, tile_first, tile_end, live, scores, storage, plan, counts);
+    score_tile<BS>(q, qi, in, weights, norms, tile, __uint_as_float(theta_bits), false, live, scores, storage, plan, counts);
     uint32_t keep = 0;
     for (uint32_t i = threadIdx.x; i < kTile; i += BS) {
       keep += (live >> (i / kSliceDocs) & 1u) && scores[i] > 0 && __float_as_uint(scores[i]) >= theta_bits;
@@ -672,6 +689,7 @@ struct OrTiles::Buffers {
   char* host_inputs = nullptr;  // pinned staging area
   uint32_t* sparse_maxima = nullptr;  // sparse_capacity × slices
   SparsePostings sparse{};
+  float* slice_bounds = nullptr;  // max_queries × tiles × 32
   QueryScratch* scratch = nullptr;
   float* bounds = nullptr;
   uint32_t* first_tiles = nullptr;
@@ -681,7 +699,7 @@ struct OrTiles::Buffers {
   uint64_t* results = nullptr;
   uint64_t* host_results = nullptr;
   ~Buffers() {
-    for (void* p : {(void*)inputs, (void*)sparse_maxima, (void*)sparse.docs, (void*)sparse.scores, (void*)sparse.tile_start, (void*)scratch, (void*)bounds, (void*)first_tiles,
+    for (void* p : {(void*)inputs, (void*)sparse_maxima, (void*)sparse.docs, (void*)sparse.scores, (void*)sparse.tile_start, (void*)slice_bounds, (void*)scratch, (void*)bounds, (void*)first_tiles,
                     (void*)second_tiles, (void*)second_total, (void*)staging, (void*)results}) {
       cudaFree(p);
     }
@@ -763,6 +781,7 @@ OrTiles::OrTiles(const DeviceIndex& device, size_t max_queries, size_t max_lists
   device_alloc(b.sparse.docs, size_t{b.sparse_capacity} * b.sparse.capacity);
   device_alloc(b.sparse.scores, size_t{b.sparse_capacity} * b.sparse.capacity);
   device_alloc(b.sparse.tile_start, size_t{b.sparse_capacity} * b.tiles);
+  device_alloc(b.slice_bounds, q * b.tiles * kSlicesPerTile);
   device_alloc(b.scratch, q);
   device_alloc(b.bounds, q * b.tiles);
   device_alloc(b.first_tiles, q * b.first_capacity);
@@ -822,7 +841,7 @@ std::vector<OrTileAnswer> OrTiles::run(std::span<const OrTileQuery> queries, cud
     }
     WARP_CUDA_CHECK_LAUNCH();
   }
-  const BoundInputs in{dev.lists, dev.sparse_slots, b.sparse_maxima, b.slices, doc_begin, doc_count, b.sparse};
+  const BoundInputs in{dev.lists, dev.sparse_slots, b.sparse_maxima, b.slices, doc_begin, doc_count, b.sparse, b.slice_bounds};
   tile_bound_kernel<<<dim3((b.tiles + 7) / 8, qn), 256, 0, stream>>>(dev.queries, in, b.tiles, b.bounds, b.scratch);
   WARP_CUDA_CHECK_LAUNCH();
   plan_kernel<<<qn, kPlanThreads, 0, stream>>>(b.bounds, b.tiles, b.first_capacity, b.first_tiles, b.scratch);
