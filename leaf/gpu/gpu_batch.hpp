@@ -6,8 +6,8 @@
 //          term round, one launch selects blocks for every candidate of every query, one decodes
 //          the selected blocks of every query's list, one probes (or, for LRC lists, one searches
 //          the compressed lists: Ao et al. Algorithm 1);
-//   OR     one launch of document tiles × queries (or_tiles.cuh), or one launch decoding every list
-//          of every query into per-query dense accumulators;
+//   OR     one launch per stage of the OR tiles for every query (or_tiles.hpp), or one launch
+//          decoding every list of every query into per-query dense accumulators;
 //   top-k  per query, over its own candidates or accumulators.
 // Candidate, block and accumulator memory for a whole batch is allocated once.
 #pragma once

@@ -4,9 +4,9 @@
 //   longer list, a merge of the candidates against its per-block last docIDs selects the only blocks
 //   to decode; candidates are probed in them and BM25 accumulated term at a time. LRC-coded lists
 //   are searched compressed instead (Ao et al. 2011 Algorithm 1), decoding only the probed docIDs.
-// - OR: every block of every list decoded and scored, by document tiles with shared-memory
-//   accumulators and per-tile top-k candidates (or_tiles.cuh), or into dense per-document
-//   accumulators in global memory as in Ding et al. §8.3.
+// - OR: by document tiles with shared-memory accumulators, pruned by docID-range and block maxima
+//   against θ, a lower bound on the k-th best score found by a first pass (or_tiles.hpp); or every
+//   block of every list decoded into dense per-document accumulators as in Ding et al. §8.3.
 // - AND+OR: AND, then OR when AND finds fewer than k.
 // - Top-k: bucket select, then a sort of the few keys left, or Ding's multi-level max structure
 //   (topk_select.cuh).

@@ -1,25 +1,32 @@
 // OR top-k by document tiles with block-max pruning, for one query (a lane) or a PARA batch.
 //
-// Dense per-document accumulators (Ding et al. §8.3) cost passes over 4 bytes × N documents per
-// query and score every posting; the CPU's BlockMax-WAND decodes a fifth of the blocks instead.
-// Here a tile of consecutive documents is the unit of work and of pruning:
-//   1. bounds  one thread per (query, tile): the tile's upper bound, the sum over the query's lists
-//              of the largest block-max among the blocks overlapping it (no decoding);
-//   2. plan    one thread block per query: the tiles with the highest bounds (a histogram of the
-//              bounds by the selection's key buckets) form the first pass;
-//   3. pass 1  one thread block per first-pass tile: decodes the blocks overlapping its tile,
-//              adds BM25 into the tile's accumulators in shared memory and keeps the tile's own
-//              top-k as candidates;
-//   4. theta   one thread block per query: θ, a lower bound on the k-th best score (two-level
-//              histogram of the candidates' keys: 16 mantissa bits), and the second pass's tiles:
-//              those whose bound (with slack for float rounding) reaches θ;
-//   5. pass 2  persistent thread blocks over the second-pass tiles of every query; a tile keeps
-//              its documents scoring at least θ;
-//   6. select  one thread block per query: the bucket of the k-th best, a block sort of the keys
-//              at or above it; the k best keys of every query come back in one copy.
-// Every document that can be in the top-k (score >= the k-th best >= θ) lies in a tile of one of
-// the passes, its score is complete inside its tile, and it is kept: the answer is exact. Scores
-// bigger than a block sort (k near 10,000) fall back to TopkBuffers::select_candidates.
+// Dense per-document accumulators (Ding et al. §8.3) score every posting; the CPU's BlockMax-WAND
+// decodes a fifth of the blocks. Here a tile of 4,096 consecutive documents (32 slices of 128) is
+// the unit of work, and bounds per slice decide what is scored:
+//   bounds  a list's bound in a slice is its docID-range maximum (DeviceIndex keeps one byte per
+//           slice for the long lists: Dimopoulos et al., WSDM 2013), or for a short ("sparse")
+//           list the exact maximum, found by decoding and scoring it once per run (its scored
+//           postings are kept, so tiles read them instead of decoding its blocks), or else the
+//           block-max of the blocks overlapping the slice. A slice's bound is the sum over the
+//           query's lists, a tile's the largest of its slices' (one warp per tile, a lane per slice).
+//   plan    one thread block per query: the first pass takes the tiles of highest bound (a
+//           histogram of the bounds by the selection's key buckets).
+//   pass 1  one thread block per first-pass tile: scores the tile in shared memory and keeps its
+//           own top-k as candidates.
+//   theta   one thread block per query: θ, a lower bound on the k-th best score (two-level
+//           histogram of the candidates' keys: 16 mantissa bits), and the tiles whose bound
+//           reaches θ × factor go to the work list.
+//   pass 2  persistent thread blocks over the work list of every query: only the blocks that
+//           overlap a live slice (bound >= θ) are decoded, a BP block per warp; a tile keeps the
+//           documents scoring at least θ. Two rounds: first the tiles 15% above θ, then, with θ
+//           recomputed from every candidate so far (within 1% of the k-th best on the GOV2-like
+//           preset), the rest.
+//   select  one thread block per query: the bucket of the k-th best, a block sort of the keys at
+//           or above it; the k best keys of every query come back in one copy.
+// Every document that can be in the top-k (score >= the k-th best >= θ) lies in a live slice of
+// a scored tile, its score is complete inside its tile, and it is kept: the answer is exact. Bound
+// comparisons allow 1e-4 relative slack for float rounding. Keys beyond one block sort (k near
+// 10,000, or ties) fall back to TopkBuffers::select_candidates.
 #pragma once
 #include <cuda_runtime.h>
 

@@ -8,7 +8,7 @@ namespace warp::gpu {
 enum class TopkMethod { kBucketSelect, kMaxTree };
 
 // How OR (and the OR half of AND+OR) scores documents.
-// kTiles: document tiles with accumulators in shared memory, top-k candidates per tile (or_tiles.cuh).
+// kTiles: document tiles with accumulators in shared memory and block-max pruning (or_tiles.hpp).
 // kDenseAccumulators: Ding et al. §8.3, one global accumulator per document. The max-tree top-k
 // always uses dense accumulators (it extracts from every document's key).
 enum class OrMethod { kTiles, kDenseAccumulators };
