@@ -95,6 +95,91 @@ __global__ void decode_list_kernel(DeviceList list, const uint8_t* block_mask, u
   }
 }
 
+__host__ __device__ inline bool is_bp(uint32_t codec) {
+  return codec == static_cast<uint32_t>(CodecId::kBp128) || codec == static_cast<uint32_t>(CodecId::kBp256);
+}
+
+// One warp decodes BP block `block` of a list (docIDs and frequencies, both BP): lane i gets
+// postings i * BS/32 .. (i + 1) * BS/32 - 1 (docs[j], freqs[j]; valid where the index is < n), the
+// docIDs by a prefix sum of the gaps over the lane's values and then by shuffles across the warp.
+// No barrier: the warps of a thread block decode different blocks at once. Every lane calls it.
+template <int BS>
+__device__ __forceinline__ uint32_t warp_decode_bp(const DeviceList& list, uint32_t block, uint32_t (&docs)[BS / 32],
+                                                   uint32_t (&freqs)[BS / 32]) {
+  constexpr uint32_t kPerLane = BS / 32;
+  const uint32_t lane = threadIdx.x & 31u;
+  const uint32_t n = min(static_cast<uint32_t>(BS), list.count - block * BS);
+  const bool full = n == BS;
+  auto packed = [&](const DeviceSequence& seq, uint32_t& bits) {
+    const uint32_t begin = seq.endpoints[block];
+    bits = full ? (seq.endpoints[block + 1] - begin) * 32 / BS : seq.words[begin];
+    return seq.words + begin + (full ? 0 : 1);
+  };
+  uint32_t doc_bits, freq_bits;
+  const uint32_t* doc_words = packed(list.docs, doc_bits);
+  const uint32_t* freq_words = packed(list.freqs, freq_bits);
+  uint32_t sum = 0;
+  for (uint32_t j = 0; j < kPerLane; ++j) {
+    const uint32_t index = lane * kPerLane + j;
+    docs[j] = index < n ? fmt::extract(doc_words, index, doc_bits) + 1 : 0;  // gap + 1
+    freqs[j] = index < n ? fmt::extract(freq_words, index, freq_bits) + 1 : 0;
+    sum += docs[j];
+  }
+  uint32_t inclusive = sum;
+  for (uint32_t offset = 1; offset < 32; offset <<= 1) {
+    const uint32_t other = __shfl_up_sync(0xFFFFFFFFu, inclusive, offset);
+    if (lane >= offset) inclusive += other;
+  }
+  uint32_t doc = (block == 0 ? 0xFFFFFFFFu : list.block_last_docid[block - 1]) + inclusive - sum;
+  for (uint32_t j = 0; j < kPerLane; ++j) docs[j] = doc += docs[j];
+  return n;
+}
+
+// decode_list_kernel for BP lists: a warp per block (warp_decode_bp), 16-byte stores of
+// consecutive docIDs and frequencies; the block counters once per thread block.
+template <int BS>
+__global__ void __launch_bounds__(256) decode_bp_list_kernel(DeviceList list, const uint8_t* block_mask, uint32_t* out_docs,
+                                                             uint32_t* out_freqs, float* accumulators, const float* norms,
+                                                             uint32_t doc_begin, float weight, Counters* counters) {
+  constexpr uint32_t kPerLane = BS / 32;
+  __shared__ unsigned long long decoded_blocks, decoded_postings;
+  if (threadIdx.x == 0) decoded_blocks = decoded_postings = 0;
+  __syncthreads();
+  const uint32_t block = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+  const uint32_t lane = threadIdx.x & 31u;
+  if (block < list.block_count && (block_mask == nullptr || block_mask[block] != 0)) {  // uniform per warp
+    uint32_t docs[kPerLane], freqs[kPerLane];
+    const uint32_t n = warp_decode_bp<BS>(list, block, docs, freqs);
+    const uint32_t first = lane * kPerLane;
+    if (accumulators != nullptr) {
+      for (uint32_t j = 0; j < kPerLane; ++j) {
+        if (first + j < n) atomicAdd(&accumulators[docs[j] - doc_begin], bm25_dev(weight, freqs[j], norms[docs[j] - doc_begin]));
+      }
+    } else if (n == BS) {
+      auto* d = reinterpret_cast<uint4*>(out_docs + size_t{block} * BS + first);
+      auto* f = reinterpret_cast<uint4*>(out_freqs + size_t{block} * BS + first);
+      for (uint32_t j = 0; j < kPerLane; j += 4) {
+        d[j / 4] = make_uint4(docs[j], docs[j + 1], docs[j + 2], docs[j + 3]);
+        f[j / 4] = make_uint4(freqs[j], freqs[j + 1], freqs[j + 2], freqs[j + 3]);
+      }
+    } else {
+      for (uint32_t j = 0; j < kPerLane && first + j < n; ++j) {
+        out_docs[size_t{block} * BS + first + j] = docs[j];
+        out_freqs[size_t{block} * BS + first + j] = freqs[j];
+      }
+    }
+    if (lane == 0 && counters != nullptr) {
+      atomicAdd(&decoded_blocks, 1ull);
+      atomicAdd(&decoded_postings, static_cast<unsigned long long>(n));
+    }
+  }
+  __syncthreads();
+  if (threadIdx.x == 0 && counters != nullptr && decoded_blocks != 0) {
+    atomicAdd(&counters->blocks_decoded, decoded_blocks);
+    atomicAdd(&counters->postings_decoded, decoded_postings);
+  }
+}
+
 // Decodes a sequence's blocks to the codec's values without the prefix sum: docID gaps (minus
 // one) or frequencies (minus one), as CPU Codec::decode_all gives them.
 template <int BS>
@@ -108,6 +193,17 @@ __global__ void decode_values_kernel(DeviceSequence seq, uint32_t codec, uint32_
 
 inline void launch_decode(const DeviceList& list, const uint8_t* mask, uint32_t* docs, uint32_t* freqs, float* accumulators,
                    const float* norms, uint32_t doc_begin, float weight, Counters* counters, cudaStream_t stream) {
+  if (is_bp(list.codec) && is_bp(list.freq_codec)) {  // a warp per block, 8 blocks a thread block
+    const uint32_t grid = (list.block_count + 7) / 8;
+    if (grid == 0) return;
+    if (list.block_size == 256) {
+      decode_bp_list_kernel<256><<<grid, 256, 0, stream>>>(list, mask, docs, freqs, accumulators, norms, doc_begin, weight, counters);
+    } else {
+      decode_bp_list_kernel<128><<<grid, 256, 0, stream>>>(list, mask, docs, freqs, accumulators, norms, doc_begin, weight, counters);
+    }
+    WARP_CUDA_CHECK_LAUNCH();
+    return;
+  }
   if (list.block_size == 256) {
     decode_list_kernel<256><<<list.block_count, 256, 0, stream>>>(list, mask, docs, freqs, accumulators, norms,
                                                                   doc_begin, weight, counters);

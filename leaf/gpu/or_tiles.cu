@@ -236,10 +236,6 @@ __device__ uint32_t live_slices(const BoundInputs& in, uint32_t query, uint32_t 
   return __ballot_sync(0xFFFFFFFFu, first_pass ? bound > 0 : bound * kBoundSlack >= theta);
 }
 
-__device__ __forceinline__ bool is_bp(uint32_t codec) {
-  return codec == static_cast<uint32_t>(CodecId::kBp128) || codec == static_cast<uint32_t>(CodecId::kBp256);
-}
-
 // The live slices of the tile that a block's docID range (previous block's last, this block's
 // last] covers, as a mask; zero when the block holds nothing worth scoring.
 __device__ __forceinline__ uint32_t block_live_slices(const DeviceList& list, uint32_t block, uint32_t first_doc,
@@ -250,43 +246,18 @@ __device__ __forceinline__ uint32_t block_live_slices(const DeviceList& list, ui
   return live & (s1 == 31 ? 0xFFFFFFFFu : (1u << (s1 + 1)) - 1) & ~((1u << s0) - 1);
 }
 
-// One warp decodes a BP block (docID gaps and frequencies, BS / 32 consecutive values a lane,
-// the prefix sum by shuffles) and adds the BM25 of the postings inside the tile: no barrier, so
-// the warps of a thread block work on different blocks at once.
+// One warp decodes a BP block (warp_decode_bp) and adds the BM25 of its postings inside the tile.
 template <int BS>
 __device__ void warp_score_bp_block(const DeviceList& list, uint32_t block, float weight, const float* norms,
                                     uint32_t doc_begin, uint32_t tile_first, uint32_t tile_end, float* scores) {
   constexpr uint32_t kPerLane = BS / 32;
-  const uint32_t lane = threadIdx.x & 31u;
-  const uint32_t n = min(static_cast<uint32_t>(BS), list.count - block * BS);
-  const bool full = n == BS;
-  auto packed = [&](const DeviceSequence& seq, uint32_t& bits) {
-    const uint32_t begin = seq.endpoints[block];
-    bits = full ? (seq.endpoints[block + 1] - begin) * 32 / BS : seq.words[begin];
-    return seq.words + begin + (full ? 0 : 1);
-  };
-  uint32_t doc_bits, freq_bits;
-  const uint32_t* doc_words = packed(list.docs, doc_bits);
-  const uint32_t* freq_words = packed(list.freqs, freq_bits);
-  uint32_t gaps[kPerLane], sum = 0;
+  uint32_t docs[kPerLane], freqs[kPerLane];
+  const uint32_t n = warp_decode_bp<BS>(list, block, docs, freqs);
+  const uint32_t first = (threadIdx.x & 31u) * kPerLane;
   for (uint32_t j = 0; j < kPerLane; ++j) {
-    const uint32_t index = lane * kPerLane + j;
-    gaps[j] = index < n ? fmt::extract(doc_words, index, doc_bits) + 1 : 0;
-    sum += gaps[j];
-  }
-  uint32_t inclusive = sum;
-  for (uint32_t offset = 1; offset < 32; offset <<= 1) {
-    const uint32_t other = __shfl_up_sync(0xFFFFFFFFu, inclusive, offset);
-    if (lane >= offset) inclusive += other;
-  }
-  uint32_t doc = (block == 0 ? 0xFFFFFFFFu : list.block_last_docid[block - 1]) + inclusive - sum;
-  for (uint32_t j = 0; j < kPerLane; ++j) {
-    const uint32_t index = lane * kPerLane + j;
-    doc += gaps[j];
-    const uint32_t local = doc - doc_begin;
-    if (index < n && local >= tile_first && local < tile_end) {
-      const uint32_t freq = fmt::extract(freq_words, index, freq_bits) + 1;
-      atomicAdd(&scores[local - tile_first], bm25_dev(weight, freq, norms[local]));
+    const uint32_t local = docs[j] - doc_begin;
+    if (first + j < n && local >= tile_first && local < tile_end) {
+      atomicAdd(&scores[local - tile_first], bm25_dev(weight, freqs[j], norms[local]));
     }
   }
 }
