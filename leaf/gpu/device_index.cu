@@ -131,7 +131,7 @@ DeviceIndex::~DeviceIndex() { free_device(); }
 // bytes; shorter lists are cheap to decode at query time (or_tiles.cu).
 void DeviceIndex::build_slice_maxima(size_t budget) {
   const uint32_t slices = (index_.doc_count() + kSliceDocs - 1) / kSliceDocs;
-  if (slices == 0) return;
+  if (slices == 0 || index_.length_norms.size() < index_.doc_count()) return;  // no scores: a decode-only view
   std::vector<std::pair<uint32_t, const std::string*>> long_lists;
   for (const auto& [term, info] : index_.lexicon) {
     if (uint64_t{info.df} * 4 >= slices) long_lists.push_back({info.df, &term});
