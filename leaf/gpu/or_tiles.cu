@@ -4,11 +4,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <cub/block/block_radix_sort.cuh>
 #include <cub/block/block_scan.cuh>
 #include <string>
 
 #include "common/util/status.hpp"
+#include "leaf/gpu/block_select.cuh"
 #include "leaf/gpu/cuda_check.cuh"
 #include "leaf/gpu/list_decode.cuh"
 
@@ -20,7 +20,7 @@ constexpr uint32_t kTile = OrTiles::kTileDocs;
 // skipped only when its bound is below θ by more than rounding can explain.
 constexpr float kBoundSlack = 1.0f + 1e-4f;
 constexpr uint32_t kPlanThreads = 1024;
-constexpr uint32_t kSortThreads = 512, kSortItems = 8, kSortCapacity = kSortThreads * kSortItems;
+constexpr uint32_t kSortThreads = kBlockSelectThreads, kSortCapacity = kBlockSelectCapacity;
 constexpr uint32_t kHeader = 6;  // a result row: selected, overflow, blocks, postings, tiles scored, θ bits; then keys
 constexpr uint32_t kQueryBits = 8;   // a second-pass work item: query << 24 | tile
 constexpr uint32_t kTileMask = (1u << (32 - kQueryBits)) - 1;
@@ -60,30 +60,6 @@ struct QueryScratch {  // per query, zeroed before each run
 };
 
 __device__ __forceinline__ uint32_t float_bucket(float score) { return key_bucket(topk_key(score, 0)); }
-
-// The bucket of counts[0..kBuckets) (highest bucket = best) that holds the rank-th best (rank >= 1)
-// and how many lie above it; false when there are fewer than rank. Every thread of the block calls it.
-template <int THREADS>
-__device__ bool find_rank(const uint32_t* counts, uint32_t rank, uint32_t& bucket, uint32_t& above) {
-  constexpr int kPer = kBuckets / THREADS;
-  using Scan = cub::BlockScan<uint32_t, THREADS>;
-  __shared__ typename Scan::TempStorage storage;
-  __shared__ uint32_t found_bucket, found_above;
-  uint32_t c[kPer], running[kPer];
-  for (int i = 0; i < kPer; ++i) c[i] = counts[kBuckets - 1 - (threadIdx.x * kPer + i)];
-  uint32_t total;
-  Scan(storage).InclusiveSum(c, running, total);
-  for (int i = 0; i < kPer; ++i) {
-    if (running[i] >= rank && running[i] - c[i] < rank) {
-      found_bucket = kBuckets - 1 - (threadIdx.x * kPer + i);
-      found_above = running[i] - c[i];
-    }
-  }
-  __syncthreads();
-  bucket = found_bucket, above = found_above;
-  __syncthreads();  // the storage may be used again
-  return total >= rank;
-}
 
 // The sparse lists' postings, decoded and scored once per run: a tile reads its few postings of
 // such a list from here (from tile_start[tile] to tile_start[tile + 1]) instead of decoding the
@@ -565,59 +541,16 @@ __global__ void __launch_bounds__(kSortThreads) select_kernel(const EngineQuery*
   const QueryScratch& s = scratch[qi];
   const uint32_t k = queries[qi].k;
   uint64_t* out = results + size_t{qi} * result_stride;
-  uint64_t* stage = staging + size_t{qi} * kSortCapacity;
-  const uint32_t n = s.key_count;
-  uint32_t bucket, above;
-  uint64_t threshold = 1;
-  uint32_t selected = n;
-  if (find_rank<kSortThreads>(s.key_buckets, k, bucket, above) && bucket > 0) {
-    threshold = static_cast<uint64_t>(bucket) << (63 - kBucketBits);
-    selected = above + s.key_buckets[bucket];
-  }
+  uint32_t selected;
+  const bool fits = block_select(keys + qi * key_stride, s.key_count, s.key_buckets, k, staging + size_t{qi} * kSortCapacity,
+                                 out + kHeader, selected);
   if (threadIdx.x == 0) {
-    out[0] = selected, out[1] = selected > kSortCapacity;
+    out[0] = selected, out[1] = !fits;
     out[2] = s.counters.blocks_decoded, out[3] = s.counters.postings_decoded, out[4] = s.tiles_scored;
     out[5] = s.theta_bits;
   }
-  if (selected > kSortCapacity) return;  // uniform
-  __shared__ uint32_t cursor;
-  if (threadIdx.x == 0) cursor = 0;
-  __syncthreads();
-  const uint64_t* row = keys + qi * key_stride;
-  for (uint32_t i = threadIdx.x; i < n; i += kSortThreads) {
-    if (row[i] >= threshold) stage[atomicAdd(&cursor, 1u)] = row[i];
-  }
-  __syncthreads();
-  using SmallSort = cub::BlockRadixSort<uint64_t, kSortThreads, 1>;
-  using Sort = cub::BlockRadixSort<uint64_t, kSortThreads, kSortItems>;
-  __shared__ union {
-    typename SmallSort::TempStorage small;
-    typename Sort::TempStorage full;
-  } sort_storage;
-  if (selected <= kSortThreads) {  // the usual case for small k: one key a thread, a cheaper sort
-    uint64_t key[1] = {threadIdx.x < selected ? stage[threadIdx.x] : 0};
-    SmallSort(sort_storage.small).SortDescending(key);
-    if (threadIdx.x < k && threadIdx.x < selected) out[kHeader + threadIdx.x] = key[0];
-    return;
-  }
-  uint64_t sorted[kSortItems];
-  for (uint32_t i = 0; i < kSortItems; ++i) {
-    const uint32_t index = threadIdx.x * kSortItems + i;
-    sorted[i] = index < selected ? stage[index] : 0;
-  }
-  Sort(sort_storage.full).SortDescending(sorted);  // blocked: thread t holds ranks t * items ..
-  for (uint32_t i = 0; i < kSortItems; ++i) {
-    const uint32_t rank = threadIdx.x * kSortItems + i;
-    if (rank < k && rank < selected) out[kHeader + rank] = sorted[i];
-  }
 }
 
-Hit key_to_hit(uint64_t key) {
-  const uint32_t bits = static_cast<uint32_t>(key >> 32);
-  float score;
-  std::memcpy(&score, &bits, sizeof score);
-  return {0xFFFFFFFFu - static_cast<uint32_t>(key), score};
-}
 
 template <class T>
 void device_alloc(T*& p, size_t count) {
@@ -867,7 +800,7 @@ std::vector<OrTileAnswer> OrTiles::run(std::span<const OrTileQuery> queries, cud
       continue;
     }
     const size_t take = std::min<size_t>(queries[i].k, row[0]);
-    for (size_t r = 0; r < take; ++r) a.hits.push_back(key_to_hit(row[kHeader + r]));
+    a.hits = keys_to_hits(row + kHeader, take);
     if (times_->on && take == queries[i].k) {
       const uint32_t bits = static_cast<uint32_t>(row[5]);
       float theta;

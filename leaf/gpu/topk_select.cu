@@ -172,6 +172,8 @@ __global__ void max_tree_extract_kernel(uint64_t* keys, uint64_t* tree, const ui
   if (lane == 0) result[0] = extracted, result[1] = 0;
 }
 
+}  // namespace
+
 std::vector<Hit> keys_to_hits(const uint64_t* keys, size_t count) {
   std::vector<Hit> hits;
   for (size_t i = 0; i < count; ++i) {
@@ -183,7 +185,6 @@ std::vector<Hit> keys_to_hits(const uint64_t* keys, size_t count) {
   return hits;
 }
 
-}  // namespace
 
 void TopkBuffers::allocate(size_t n) {
   capacity = std::max<size_t>(32, n);  // the max tree borrows `sorted` for 128 bytes of level sizes

@@ -33,6 +33,9 @@ __device__ __forceinline__ void count_key(uint64_t key, uint32_t* buckets) {
 // of 32 maxima, ... up to one root; the top key is read at the root, its leaf cleared and the
 // maxima on its path recomputed, k times, by one warp.
 
+// Hits of keys (score bits, inverted docID), in the keys' order.
+std::vector<Hit> keys_to_hits(const uint64_t* keys, size_t count);
+
 struct TopkBuffers {
   size_t capacity = 0;
   uint64_t* keys = nullptr;       // written by the key kernels
