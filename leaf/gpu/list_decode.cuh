@@ -27,6 +27,19 @@ __device__ __forceinline__ void atomic_max_runs(uint32_t* slots, uint32_t slot, 
   if (live && (lane == 0 || previous != key)) atomicMax(&slots[slot], value);
 }
 
+// Fused launches over several lists give each list a range of thread blocks from its
+// `block_begin`: the index of the last of tasks[0..count) (sorted by block_begin) starting at or
+// before thread block `block`.
+template <class Task>
+__device__ __forceinline__ uint32_t task_of_block(const Task* tasks, uint32_t count, uint32_t block) {
+  uint32_t lo = 0, hi = count - 1;
+  while (lo < hi) {
+    const uint32_t mid = (lo + hi + 1) / 2;
+    if (tasks[mid].block_begin <= block) lo = mid; else hi = mid - 1;
+  }
+  return lo;
+}
+
 // The first block of a list whose last docID is >= doc (block_count when none): the block that
 // must hold doc if the list has it (Ding et al. §8.1 block selection).
 __device__ __forceinline__ uint32_t block_for_doc(const uint32_t* block_last, uint32_t block_count, uint32_t doc) {

@@ -81,14 +81,7 @@ __global__ void __launch_bounds__(BS) sparse_maxima_kernel(const SparseList* spa
   __shared__ uint32_t index;
   __shared__ uint32_t tile_of[BS];
   __shared__ BlockDecodeStorage<BS> storage;
-  if (threadIdx.x == 0) {  // the last list starting at or before this thread block
-    uint32_t lo = 0, hi = count - 1;
-    while (lo < hi) {
-      const uint32_t mid = (lo + hi + 1) / 2;
-      if (sparse[mid].block_begin <= blockIdx.x) lo = mid; else hi = mid - 1;
-    }
-    index = lo;
-  }
+  if (threadIdx.x == 0) index = task_of_block(sparse, count, blockIdx.x);
   __syncthreads();
   const SparseList& task = sparse[index];
   const uint32_t block = blockIdx.x - task.block_begin;

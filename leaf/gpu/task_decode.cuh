@@ -27,14 +27,7 @@ __global__ void decode_tasks_kernel(const Task* tasks, uint32_t task_count, cons
                                     uint32_t doc_begin, Counters* counters) {
   __shared__ uint32_t task_index;
   __shared__ BlockDecodeStorage<BS> storage;
-  if (threadIdx.x == 0) {
-    uint32_t lo = 0, hi = task_count - 1;  // the last task starting at or before this thread block
-    while (lo < hi) {
-      const uint32_t mid = (lo + hi + 1) / 2;
-      if (tasks[mid].block_begin <= blockIdx.x) lo = mid; else hi = mid - 1;
-    }
-    task_index = lo;
-  }
+  if (threadIdx.x == 0) task_index = task_of_block(tasks, task_count, blockIdx.x);
   __syncthreads();
   const Task& task = tasks[task_index];
   const uint32_t block = blockIdx.x - task.block_begin;
