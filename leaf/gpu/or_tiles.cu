@@ -215,17 +215,30 @@ __device__ __forceinline__ uint32_t block_live_slices(const DeviceList& list, ui
   return live & (s1 == 31 ? 0xFFFFFFFFu : (1u << (s1 + 1)) - 1) & ~((1u << s0) - 1);
 }
 
-// One warp decodes a BP block (warp_decode_bp) and adds the BM25 of its postings inside the tile.
+// f(i) for every score index i of the live slices of a tile that this thread owns (thread t: the
+// slice's t-th document, and t + BS...): the loops over a tile touch only its live slices.
+template <int BS, class F>
+__device__ __forceinline__ void for_live(uint32_t live, F&& f) {
+  for (uint32_t bits = live; bits != 0; bits &= bits - 1) {
+    const uint32_t first = (__ffs(bits) - 1) * kSliceDocs;
+    for (uint32_t i = first + threadIdx.x; i < first + kSliceDocs; i += BS) f(i);
+  }
+}
+
+__device__ __forceinline__ bool in_live_slice(uint32_t live, uint32_t local) { return live >> (local / kSliceDocs) & 1u; }
+
+// One warp decodes a BP block (warp_decode_bp) and adds the BM25 of its postings in live slices.
 template <int BS>
 __device__ void warp_score_bp_block(const DeviceList& list, uint32_t block, float weight, const float* norms,
-                                    uint32_t doc_begin, uint32_t tile_first, uint32_t tile_end, float* scores) {
+                                    uint32_t doc_begin, uint32_t tile_first, uint32_t tile_end, uint32_t live,
+                                    float* scores) {
   constexpr uint32_t kPerLane = BS / 32;
   uint32_t docs[kPerLane], freqs[kPerLane];
   const uint32_t n = warp_decode_bp<BS>(list, block, docs, freqs);
   const uint32_t first = (threadIdx.x & 31u) * kPerLane;
   for (uint32_t j = 0; j < kPerLane; ++j) {
     const uint32_t local = docs[j] - doc_begin;
-    if (first + j < n && local >= tile_first && local < tile_end) {
+    if (first + j < n && local >= tile_first && local < tile_end && in_live_slice(live, local - tile_first)) {
       atomicAdd(&scores[local - tile_first], bm25_dev(weight, freqs[j], norms[local]));
     }
   }
@@ -272,11 +285,11 @@ __device__ void plan_tile(const EngineQuery& q, const BoundInputs& in, uint32_t 
 }
 
 // Scores one tile of query `query`: decodes every block of its lists that overlaps a live slice
-// of the tile and adds BM25 into scores[0..kTile) (shared). A document of a dead slice may get
-// part of its score only: it scores below θ, and pass 2 keeps nothing below θ. Blocks of BP lists
-// go a block per warp, those of other codecs a block per thread block, sparse lists' postings a
-// thread each. Sets `live` (shared); adds blocks and postings decoded to `counts` (shared).
-// Every thread of the block calls it.
+// of the tile and adds the BM25 of the postings in live slices into scores[0..kTile) (shared,
+// zero on entry; dead slices stay zero; a dead slice scores below θ and pass 2 keeps nothing below
+// θ). Blocks of BP lists go a block per warp, those of other codecs a block per thread block,
+// sparse lists' postings a thread each. Sets `live` (shared); adds blocks and postings decoded to
+// `counts` (shared). Every thread of the block calls it.
 template <int BS>
 __device__ void score_tile(const EngineQuery& q, uint32_t query, const BoundInputs& in, const float* weights,
                            const float* norms, uint32_t tile, float theta, bool first_pass, uint32_t& live,
@@ -287,14 +300,13 @@ __device__ void score_tile(const EngineQuery& q, uint32_t query, const BoundInpu
   const uint32_t first_doc = doc_begin + tile_first, last_doc = doc_begin + tile_end - 1;
   const bool last_tile = tile_end == in.doc_count;
   const uint32_t warp = threadIdx.x / 32, lane = threadIdx.x & 31u;
-  // At once: the live slices (warp 0), the first chunk's plan (warp 1), zeroed scores (everyone).
+  // At once: the live slices (warp 0), the first chunk's plan (warp 1).
   if (warp == 0) {
     const uint32_t mask = live_slices(in, query, tile, theta, first_pass);
     if (lane == 0) live = mask;
   } else if (warp == 1 && q.list_count > 0) {
     plan_tile(q, in, 0, tile, first_doc, last_doc, last_tile, plan);
   }
-  for (uint32_t i = threadIdx.x; i < kTile; i += BS) scores[i] = 0;
   __syncthreads();
   uint32_t blocks = 0, postings = 0;
   for (uint32_t chunk = 0; chunk < q.list_count; chunk += 32) {
@@ -311,7 +323,8 @@ __device__ void score_tile(const EngineQuery& q, uint32_t query, const BoundInpu
       const uint32_t block = plan.start[j] + (item - plan.prefix[j]);
       if (block > 0 && list.block_last_docid[block - 1] >= last_doc) continue;  // starts after the tile
       if (block_live_slices(list, block, first_doc, last_doc, live) == 0) continue;
-      warp_score_bp_block<BS>(list, block, weights[q.list_begin + chunk + j], norms, doc_begin, tile_first, tile_end, scores);
+      warp_score_bp_block<BS>(list, block, weights[q.list_begin + chunk + j], norms, doc_begin, tile_first, tile_end, live,
+                              scores);
       ++blocks, postings += min(static_cast<uint32_t>(BS), list.count - block * BS);
     }
     for (uint32_t j = 0; j < in_chunk; ++j) {
@@ -323,7 +336,7 @@ __device__ void score_tile(const EngineQuery& q, uint32_t query, const BoundInpu
         const uint32_t end = last_tile ? list.count : starts[tile + 1];
         for (uint32_t i = starts[tile] + threadIdx.x; i < end; i += BS) {
           const uint32_t local = in.sparse.docs[size_t{slot} * in.sparse.capacity + i] - first_doc;
-          if (live >> (local / kSliceDocs) & 1u) atomicAdd(&scores[local], in.sparse.scores[size_t{slot} * in.sparse.capacity + i]);
+          if (in_live_slice(live, local)) atomicAdd(&scores[local], in.sparse.scores[size_t{slot} * in.sparse.capacity + i]);
         }
         continue;
       }
@@ -338,7 +351,7 @@ __device__ void score_tile(const EngineQuery& q, uint32_t query, const BoundInpu
         uint32_t doc, freq;
         decode_postings<BS>(list, block, n, storage, doc, freq);
         const uint32_t local = doc - doc_begin;
-        if (threadIdx.x < n && local >= tile_first && local < tile_end) {
+        if (threadIdx.x < n && local >= tile_first && local < tile_end && in_live_slice(live, local - tile_first)) {
           atomicAdd(&scores[local - tile_first], bm25_dev(weight, freq, norms[local]));
         }
         __syncthreads();  // decode_postings reuses its storage
@@ -380,11 +393,12 @@ __global__ void __launch_bounds__(BS) first_pass_kernel(const EngineQuery* queri
   const uint32_t tile = first_tiles[size_t{qi} * capacity + blockIdx.x];
   const uint32_t tile_first = tile * kTile, tile_end = min(tile_first + kTile, doc_count);
   for (uint32_t b = tid; b < kBuckets; b += BS) histogram[b] = 0;
+  for (uint32_t i = tid; i < kTile; i += BS) scores[i] = 0;
   if (tid == 0) counts[0] = counts[1] = 0;
   score_tile<BS>(q, qi, in, weights, norms, tile, 0, true, live, scores, storage, plan, counts);
-  for (uint32_t i = tid; i < kTile; i += BS) {
-    if ((live >> (i / kSliceDocs) & 1u) && scores[i] > 0) atomicAdd(&histogram[float_bucket(scores[i])], 1u);
-  }
+  for_live<BS>(live, [&](uint32_t i) {
+    if (scores[i] > 0) atomicAdd(&histogram[float_bucket(scores[i])], 1u);
+  });
   __syncthreads();
   // The bucket of the tile's k-th best: thread t owns kPerThread buckets from the top.
   uint32_t mine = 0;
@@ -406,20 +420,18 @@ __global__ void __launch_bounds__(BS) first_pass_kernel(const EngineQuery* queri
   }
   __syncthreads();
   uint32_t keep = 0;
-  for (uint32_t i = tid; i < kTile; i += BS) {
-    keep += (live >> (i / kSliceDocs) & 1u) && scores[i] > 0 && topk_key(scores[i], doc_begin + tile_first + i) >= threshold;
-  }
+  for_live<BS>(live, [&](uint32_t i) { keep += scores[i] > 0 && topk_key(scores[i], doc_begin + tile_first + i) >= threshold; });
   uint32_t offset, kept;
   Scan(scan_storage).ExclusiveSum(keep, offset, kept);
   if (tid == 0) base = kept == 0 ? 0 : atomicAdd(&s.key_count, kept);
   __syncthreads();
   uint64_t* row = keys + qi * key_stride;
-  for (uint32_t i = tid; i < kTile; i += BS) {
-    if ((live >> (i / kSliceDocs) & 1u) && scores[i] > 0) {
+  for_live<BS>(live, [&](uint32_t i) {
+    if (scores[i] > 0) {
       const uint64_t key = topk_key(scores[i], doc_begin + tile_first + i);
       if (key >= threshold) row[base + offset++] = key;
     }
-  }
+  });
   for (uint32_t b = key_bucket(threshold) + tid; b < kBuckets; b += BS) {
     if (histogram[b] != 0) atomicAdd(&s.key_buckets[b], histogram[b]);
   }
@@ -490,6 +502,7 @@ __global__ void __launch_bounds__(BS) second_pass_kernel(const EngineQuery* quer
   __shared__ TilePlan plan;
   const uint32_t doc_begin = in.doc_begin, doc_count = in.doc_count;
   const uint32_t total = *second_total;
+  for (uint32_t i = threadIdx.x; i < kTile; i += BS) scores[i] = 0;  // each tile leaves its live slices zeroed
   for (uint32_t item = blockIdx.x; item < total; item += gridDim.x) {
     const uint32_t work = second_tiles[item];
     const uint32_t qi = work >> (32 - kQueryBits), tile = work & kTileMask;
@@ -500,9 +513,7 @@ __global__ void __launch_bounds__(BS) second_pass_kernel(const EngineQuery* quer
     if (threadIdx.x == 0) counts[0] = counts[1] = 0;
     score_tile<BS>(q, qi, in, weights, norms, tile, __uint_as_float(theta_bits), false, live, scores, storage, plan, counts);
     uint32_t keep = 0;
-    for (uint32_t i = threadIdx.x; i < kTile; i += BS) {
-      keep += (live >> (i / kSliceDocs) & 1u) && scores[i] > 0 && __float_as_uint(scores[i]) >= theta_bits;
-    }
+    for_live<BS>(live, [&](uint32_t i) { keep += scores[i] > 0 && __float_as_uint(scores[i]) >= theta_bits; });
     uint32_t offset, kept;
     Scan(scan_storage).ExclusiveSum(keep, offset, kept);
     if (threadIdx.x == 0) {
@@ -513,14 +524,15 @@ __global__ void __launch_bounds__(BS) second_pass_kernel(const EngineQuery* quer
     }
     __syncthreads();
     uint64_t* row = keys + qi * key_stride;
-    for (uint32_t i = threadIdx.x; i < kTile; i += BS) {
-      if ((live >> (i / kSliceDocs) & 1u) && scores[i] > 0 && __float_as_uint(scores[i]) >= theta_bits) {
+    for_live<BS>(live, [&](uint32_t i) {
+      if (scores[i] > 0 && __float_as_uint(scores[i]) >= theta_bits) {
         const uint64_t key = topk_key(scores[i], doc_begin + tile_first + i);
         row[base + offset++] = key;
         atomicAdd(&s.key_buckets[key_bucket(key)], 1u);
       }
-    }
-    __syncthreads();  // scores and base are reused by the next tile
+      scores[i] = 0;  // the thread that read it: no barrier needed
+    });
+    __syncthreads();  // scores, live and base are reused by the next tile
   }
 }
 
