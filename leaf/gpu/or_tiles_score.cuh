@@ -1,0 +1,324 @@
+// The OR tiles' scoring (or_tiles.hpp): a tile's live slices and the blocks that overlap them
+// decoded and scored in shared memory, the first pass (each tile's own top-k), the second pass
+// (documents reaching θ) and the final selection. Kernels for or_tiles.cu only (its one includer).
+#pragma once
+#include "leaf/gpu/or_tiles_bounds.cuh"
+
+namespace warp::gpu {
+namespace {
+
+// The slices of the tile worth scoring (bit i: slice i), from the slice bounds stored by the
+// bound kernel; one warp calls it: bound > 0 (pass 1) or bound reaching θ (pass 2).
+__device__ uint32_t live_slices(const BoundInputs& in, uint32_t query, uint32_t tile, float theta, bool first_pass) {
+  const float bound = in.slice_bounds[(size_t{query} * in.sparse.tiles + tile) * kSlicesPerTile + (threadIdx.x & 31u)];
+  return __ballot_sync(0xFFFFFFFFu, first_pass ? bound > 0 : bound * kBoundSlack >= theta);
+}
+
+// The live slices of the tile that a block's docID range (previous block's last, this block's
+// last] covers, as a mask; zero when the block holds nothing worth scoring.
+__device__ __forceinline__ uint32_t block_live_slices(const DeviceList& list, uint32_t block, uint32_t first_doc,
+                                                      uint32_t last_doc, uint32_t live) {
+  const uint32_t block_first = block == 0 ? 0 : list.block_last_docid[block - 1] + 1;
+  const uint32_t s0 = (max(block_first, first_doc) - first_doc) / kSliceDocs;
+  const uint32_t s1 = (min(list.block_last_docid[block], last_doc) - first_doc) / kSliceDocs;
+  return live & (s1 == 31 ? 0xFFFFFFFFu : (1u << (s1 + 1)) - 1) & ~((1u << s0) - 1);
+}
+
+// f(i) for every score index i of the live slices of a tile that this thread owns (thread t: the
+// slice's t-th document, and t + BS...): the loops over a tile touch only its live slices.
+template <int BS, class F>
+__device__ __forceinline__ void for_live(uint32_t live, F&& f) {
+  for (uint32_t bits = live; bits != 0; bits &= bits - 1) {
+    const uint32_t first = (__ffs(bits) - 1) * kSliceDocs;
+    for (uint32_t i = first + threadIdx.x; i < first + kSliceDocs; i += BS) f(i);
+  }
+}
+
+__device__ __forceinline__ bool in_live_slice(uint32_t live, uint32_t local) { return live >> (local / kSliceDocs) & 1u; }
+
+// One warp decodes a BP block (warp_decode_bp) and adds the BM25 of its postings in live slices.
+template <int BS>
+__device__ void warp_score_bp_block(const DeviceList& list, uint32_t block, float weight, const float* norms,
+                                    uint32_t doc_begin, uint32_t tile_first, uint32_t tile_end, uint32_t live,
+                                    float* scores) {
+  constexpr uint32_t kPerLane = BS / 32;
+  uint32_t docs[kPerLane], freqs[kPerLane];
+  const uint32_t n = warp_decode_bp<BS>(list, block, docs, freqs);
+  const uint32_t first = (threadIdx.x & 31u) * kPerLane;
+  for (uint32_t j = 0; j < kPerLane; ++j) {
+    const uint32_t local = docs[j] - doc_begin;
+    if (first + j < n && local >= tile_first && local < tile_end && in_live_slice(live, local - tile_first)) {
+      atomicAdd(&scores[local - tile_first], bm25_dev(weight, freqs[j], norms[local]));
+    }
+  }
+}
+
+// The blocks of up to 32 BP lists that overlap a tile, numbered across the lists so that the warps
+// of a thread block share them out whatever the lists' lengths (shared memory).
+struct TilePlan {
+  uint32_t start[32];       // first block of each list overlapping the tile
+  uint32_t prefix[32 + 1];  // items before each list
+};
+
+// Scores one tile: decodes every block of the query's lists that overlaps a live slice of it and
+// adds BM25 into scores[0..kTile) (shared). A document of a dead slice may get part of its score
+// only: it scores below θ, and pass 2 keeps nothing below θ. Blocks of BP lists go a block per
+// warp, those of other codecs a block per thread block. `counts` (shared): blocks and postings
+// decoded, added to. Every thread of the block calls it.
+// Warp 1 (one lane per list of the chunk of up to 32 from `chunk`): the chunk's BP lists' blocks
+// overlapping the tile, numbered across the lists.
+__device__ void plan_tile(const EngineQuery& q, const BoundInputs& in, uint32_t chunk, uint32_t tile, uint32_t first_doc,
+                          uint32_t last_doc, bool last_tile, TilePlan& plan) {
+  const uint32_t lane = threadIdx.x & 31u;
+  const uint32_t in_chunk = min(32u, q.list_count - chunk);
+  uint32_t start = 0, count = 0;
+  if (lane < in_chunk) {
+    const DeviceList& list = in.lists[q.list_begin + chunk + lane];
+    const bool sparse = in.sparse_slots[q.list_begin + chunk + lane] != kDenseList;
+    if (!sparse && is_bp(list.codec) && is_bp(list.freq_codec) && list.block_count > 0) {
+      const bool directory = list.tile_first_block != nullptr;
+      start = directory ? list.tile_first_block[tile] : block_for_doc(list.block_last_docid, list.block_count, first_doc);
+      const uint32_t end = directory && !last_tile ? list.tile_first_block[tile + 1]
+                                                   : block_for_doc(list.block_last_docid, list.block_count, last_doc);
+      if (start < list.block_count) count = min(end, list.block_count - 1) - start + 1;
+    }
+  }
+  uint32_t inclusive = count;
+  for (uint32_t offset = 1; offset < 32; offset <<= 1) {
+    const uint32_t other = __shfl_up_sync(0xFFFFFFFFu, inclusive, offset);
+    if (lane >= offset) inclusive += other;
+  }
+  plan.start[lane] = start;
+  plan.prefix[lane + 1] = inclusive;
+  if (lane == 0) plan.prefix[0] = 0;
+}
+
+// Scores one tile of query `query`: decodes every block of its lists that overlaps a live slice
+// of the tile and adds the BM25 of the postings in live slices into scores[0..kTile) (shared,
+// zero on entry; dead slices stay zero; a dead slice scores below θ and pass 2 keeps nothing below
+// θ). Blocks of BP lists go a block per warp, those of other codecs a block per thread block,
+// sparse lists' postings a thread each. Sets `live` (shared); adds blocks and postings decoded to
+// `counts` (shared). Every thread of the block calls it.
+template <int BS>
+__device__ void score_tile(const EngineQuery& q, uint32_t query, const BoundInputs& in, const float* weights,
+                           const float* norms, uint32_t tile, float theta, bool first_pass, uint32_t& live,
+                           float* scores, BlockDecodeStorage<BS>& storage, TilePlan& plan, uint32_t* counts) {
+  const DeviceList* lists = in.lists;
+  const uint32_t doc_begin = in.doc_begin;
+  const uint32_t tile_first = tile * kTile, tile_end = min(tile_first + kTile, in.doc_count);
+  const uint32_t first_doc = doc_begin + tile_first, last_doc = doc_begin + tile_end - 1;
+  const bool last_tile = tile_end == in.doc_count;
+  const uint32_t warp = threadIdx.x / 32, lane = threadIdx.x & 31u;
+  // At once: the live slices (warp 0), the first chunk's plan (warp 1).
+  if (warp == 0) {
+    const uint32_t mask = live_slices(in, query, tile, theta, first_pass);
+    if (lane == 0) live = mask;
+  } else if (warp == 1 && q.list_count > 0) {
+    plan_tile(q, in, 0, tile, first_doc, last_doc, last_tile, plan);
+  }
+  __syncthreads();
+  uint32_t blocks = 0, postings = 0;
+  for (uint32_t chunk = 0; chunk < q.list_count; chunk += 32) {
+    const uint32_t in_chunk = min(32u, q.list_count - chunk);
+    if (chunk > 0) {
+      if (warp == 1) plan_tile(q, in, chunk, tile, first_doc, last_doc, last_tile, plan);
+      __syncthreads();
+    }
+    const uint32_t items = plan.prefix[in_chunk];
+    for (uint32_t item = warp; item < items; item += BS / 32) {  // uniform per warp
+      uint32_t j = 0;
+      while (plan.prefix[j + 1] <= item) ++j;
+      const DeviceList& list = lists[q.list_begin + chunk + j];
+      const uint32_t block = plan.start[j] + (item - plan.prefix[j]);
+      if (block > 0 && list.block_last_docid[block - 1] >= last_doc) continue;  // starts after the tile
+      if (block_live_slices(list, block, first_doc, last_doc, live) == 0) continue;
+      warp_score_bp_block<BS>(list, block, weights[q.list_begin + chunk + j], norms, doc_begin, tile_first, tile_end, live,
+                              scores);
+      ++blocks, postings += min(static_cast<uint32_t>(BS), list.count - block * BS);
+    }
+    for (uint32_t j = 0; j < in_chunk; ++j) {
+      const DeviceList& list = lists[q.list_begin + chunk + j];
+      const float weight = weights[q.list_begin + chunk + j];
+      const uint32_t slot = in.sparse_slots[q.list_begin + chunk + j];
+      if (slot != kDenseList) {  // scored postings of a sparse list, a thread each
+        const uint32_t* starts = in.sparse.tile_start + size_t{slot} * in.sparse.tiles;
+        const uint32_t end = last_tile ? list.count : starts[tile + 1];
+        for (uint32_t i = starts[tile] + threadIdx.x; i < end; i += BS) {
+          const uint32_t local = in.sparse.docs[size_t{slot} * in.sparse.capacity + i] - first_doc;
+          if (in_live_slice(live, local)) atomicAdd(&scores[local], in.sparse.scores[size_t{slot} * in.sparse.capacity + i]);
+        }
+        continue;
+      }
+      if (is_bp(list.codec) && is_bp(list.freq_codec)) continue;
+      // The other codecs: a block per thread block.
+      const uint32_t start = list.tile_first_block != nullptr ? list.tile_first_block[tile]
+                                                              : block_for_doc(list.block_last_docid, list.block_count, first_doc);
+      for (uint32_t block = start; block < list.block_count; ++block) {  // uniform over the thread block
+        if (block > 0 && list.block_last_docid[block - 1] >= last_doc) break;
+        if (block_live_slices(list, block, first_doc, last_doc, live) == 0) continue;
+        const uint32_t n = min(static_cast<uint32_t>(BS), list.count - block * BS);
+        uint32_t doc, freq;
+        decode_postings<BS>(list, block, n, storage, doc, freq);
+        const uint32_t local = doc - doc_begin;
+        if (threadIdx.x < n && local >= tile_first && local < tile_end && in_live_slice(live, local - tile_first)) {
+          atomicAdd(&scores[local - tile_first], bm25_dev(weight, freq, norms[local]));
+        }
+        __syncthreads();  // decode_postings reuses its storage
+        if (threadIdx.x == 0) ++blocks, postings += n;
+      }
+    }
+    __syncthreads();  // the plan is rewritten by the next chunk; the scores are complete
+  }
+  if (lane == 0 && blocks != 0) {  // each warp's count
+    atomicAdd(&counts[0], blocks);
+    atomicAdd(&counts[1], postings);
+  }
+  __syncthreads();
+}
+
+// 3. Pass 1, one block per (first-pass tile, query): the tile's own top-k become candidates (a
+// shared histogram of its scores, the bucket of its k-th best, a compaction of the keys at or
+// above it); the kept buckets are added to the query's key histogram.
+template <int BS>
+__global__ void __launch_bounds__(BS) first_pass_kernel(const EngineQuery* queries, BoundInputs in, const float* weights,
+                                                        const float* norms, const uint32_t* first_tiles,
+                                                        uint32_t capacity, uint64_t* keys, size_t key_stride,
+                                                        QueryScratch* scratch) {
+  constexpr uint32_t kPerThread = kBuckets / BS;
+  using Scan = cub::BlockScan<uint32_t, BS>;
+  __shared__ float scores[kTile];
+  __shared__ uint32_t histogram[kBuckets];
+  __shared__ BlockDecodeStorage<BS> storage;
+  __shared__ typename Scan::TempStorage scan_storage;
+  __shared__ uint64_t threshold;
+  __shared__ uint32_t base, live, counts[2];
+  __shared__ TilePlan plan;
+  const uint32_t doc_begin = in.doc_begin, doc_count = in.doc_count;
+  const uint32_t qi = blockIdx.y;
+  QueryScratch& s = scratch[qi];
+  if (blockIdx.x >= s.first_count) return;  // uniform
+  const EngineQuery q = queries[qi];
+  const uint32_t tid = threadIdx.x;
+  const uint32_t tile = first_tiles[size_t{qi} * capacity + blockIdx.x];
+  const uint32_t tile_first = tile * kTile, tile_end = min(tile_first + kTile, doc_count);
+  for (uint32_t b = tid; b < kBuckets; b += BS) histogram[b] = 0;
+  for (uint32_t i = tid; i < kTile; i += BS) scores[i] = 0;
+  if (tid == 0) counts[0] = counts[1] = 0;
+  score_tile<BS>(q, qi, in, weights, norms, tile, 0, true, live, scores, storage, plan, counts);
+  for_live<BS>(live, [&](uint32_t i) {
+    if (scores[i] > 0) atomicAdd(&histogram[float_bucket(scores[i])], 1u);
+  });
+  __syncthreads();
+  // The bucket of the tile's k-th best: thread t owns kPerThread buckets from the top.
+  uint32_t mine = 0;
+  for (uint32_t j = 0; j < kPerThread; ++j) mine += histogram[kBuckets - 1 - (tid * kPerThread + j)];
+  uint32_t above, total;
+  Scan(scan_storage).ExclusiveSum(mine, above, total);
+  if (tid == 0) threshold = 1;  // fewer than k scores: keep them all
+  __syncthreads();
+  if (total >= q.k && above < q.k && above + mine >= q.k) {
+    uint32_t running = above;
+    for (uint32_t j = 0; j < kPerThread; ++j) {
+      const uint32_t bucket = kBuckets - 1 - (tid * kPerThread + j);
+      running += histogram[bucket];
+      if (running >= q.k) {
+        threshold = bucket == 0 ? 1 : static_cast<uint64_t>(bucket) << (63 - kBucketBits);
+        break;
+      }
+    }
+  }
+  __syncthreads();
+  uint32_t keep = 0;
+  for_live<BS>(live, [&](uint32_t i) { keep += scores[i] > 0 && topk_key(scores[i], doc_begin + tile_first + i) >= threshold; });
+  uint32_t offset, kept;
+  Scan(scan_storage).ExclusiveSum(keep, offset, kept);
+  if (tid == 0) base = kept == 0 ? 0 : atomicAdd(&s.key_count, kept);
+  __syncthreads();
+  uint64_t* row = keys + qi * key_stride;
+  for_live<BS>(live, [&](uint32_t i) {
+    if (scores[i] > 0) {
+      const uint64_t key = topk_key(scores[i], doc_begin + tile_first + i);
+      if (key >= threshold) row[base + offset++] = key;
+    }
+  });
+  for (uint32_t b = key_bucket(threshold) + tid; b < kBuckets; b += BS) {
+    if (histogram[b] != 0) atomicAdd(&s.key_buckets[b], histogram[b]);
+  }
+  if (tid == 0) {
+    atomicAdd(&s.counters.blocks_decoded, static_cast<unsigned long long>(counts[0]));
+    atomicAdd(&s.counters.postings_decoded, static_cast<unsigned long long>(counts[1]));
+    atomicAdd(&s.tiles_scored, 1u);
+  }
+}
+
+// 5. Pass 2: persistent blocks over the batch's work list; a tile keeps its documents scoring at
+// least θ (few: θ is near the k-th best).
+template <int BS>
+__global__ void __launch_bounds__(BS) second_pass_kernel(const EngineQuery* queries, BoundInputs in, const float* weights,
+                                                         const float* norms, const uint32_t* second_tiles,
+                                                         const uint32_t* second_total, uint64_t* keys,
+                                                         size_t key_stride, QueryScratch* scratch) {
+  using Scan = cub::BlockScan<uint32_t, BS>;
+  __shared__ float scores[kTile];
+  __shared__ BlockDecodeStorage<BS> storage;
+  __shared__ typename Scan::TempStorage scan_storage;
+  __shared__ uint32_t base, live, counts[2];
+  __shared__ TilePlan plan;
+  const uint32_t doc_begin = in.doc_begin, doc_count = in.doc_count;
+  const uint32_t total = *second_total;
+  for (uint32_t i = threadIdx.x; i < kTile; i += BS) scores[i] = 0;  // each tile leaves its live slices zeroed
+  for (uint32_t item = blockIdx.x; item < total; item += gridDim.x) {
+    const uint32_t work = second_tiles[item];
+    const uint32_t qi = work >> (32 - kQueryBits), tile = work & kTileMask;
+    QueryScratch& s = scratch[qi];
+    const EngineQuery q = queries[qi];
+    const uint32_t theta_bits = s.theta_bits;
+    const uint32_t tile_first = tile * kTile, tile_end = min(tile_first + kTile, doc_count);
+    if (threadIdx.x == 0) counts[0] = counts[1] = 0;
+    score_tile<BS>(q, qi, in, weights, norms, tile, __uint_as_float(theta_bits), false, live, scores, storage, plan, counts);
+    uint32_t keep = 0;
+    for_live<BS>(live, [&](uint32_t i) { keep += scores[i] > 0 && __float_as_uint(scores[i]) >= theta_bits; });
+    uint32_t offset, kept;
+    Scan(scan_storage).ExclusiveSum(keep, offset, kept);
+    if (threadIdx.x == 0) {
+      base = kept == 0 ? 0 : atomicAdd(&s.key_count, kept);
+      atomicAdd(&s.counters.blocks_decoded, static_cast<unsigned long long>(counts[0]));
+      atomicAdd(&s.counters.postings_decoded, static_cast<unsigned long long>(counts[1]));
+      atomicAdd(&s.tiles_scored, 1u);
+    }
+    __syncthreads();
+    uint64_t* row = keys + qi * key_stride;
+    for_live<BS>(live, [&](uint32_t i) {
+      if (scores[i] > 0 && __float_as_uint(scores[i]) >= theta_bits) {
+        const uint64_t key = topk_key(scores[i], doc_begin + tile_first + i);
+        row[base + offset++] = key;
+        atomicAdd(&s.key_buckets[key_bucket(key)], 1u);
+      }
+      scores[i] = 0;  // the thread that read it: no barrier needed
+    });
+    __syncthreads();  // scores, live and base are reused by the next tile
+  }
+}
+
+// 6. One block per query: the bucket of the k-th best candidate, the keys at or above it gathered
+// and sorted in the block; the row gets [selected, overflow, blocks, postings, tiles, θ, k best keys].
+__global__ void __launch_bounds__(kSortThreads) select_kernel(const EngineQuery* queries, const uint64_t* keys,
+                                                              size_t key_stride, uint64_t* staging,
+                                                              const QueryScratch* scratch, uint64_t* results,
+                                                              uint32_t result_stride) {
+  const uint32_t qi = blockIdx.x;
+  const QueryScratch& s = scratch[qi];
+  const uint32_t k = queries[qi].k;
+  uint64_t* out = results + size_t{qi} * result_stride;
+  uint32_t selected;
+  const bool fits = block_select(keys + qi * key_stride, s.key_count, s.key_buckets, k, staging + size_t{qi} * kSortCapacity,
+                                 out + kHeader, selected);
+  if (threadIdx.x == 0) {
+    out[0] = selected, out[1] = !fits;
+    out[2] = s.counters.blocks_decoded, out[3] = s.counters.postings_decoded, out[4] = s.tiles_scored;
+    out[5] = s.theta_bits;
+  }
+}
+
+}  // namespace
+}  // namespace warp::gpu
