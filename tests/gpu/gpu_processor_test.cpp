@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cmath>
 #include <random>
+#include <set>
 #include <thread>
 
 #include "common/index/index_builder.hpp"
@@ -421,6 +422,26 @@ TEST(GpuOrPruning, TiesAtThetaKeepTheSmallestDocIds) {
     queries.push_back({{"b", "c"}, QueryMode::kOr, k});
   }
   expect_or_tiles_match_cpu(view, reference, queries);
+}
+
+TEST(GpuOrPruning, QueriesOfManyTermsMatchTheCpu) {
+  WARP_REQUIRE_GPU();
+  // 33–60 distinct terms: a tile plans its lists in chunks of 32, and more short lists than the
+  // run keeps exact slice maxima for fall back to block maxima. BP and a thread-block codec.
+  for (const char* codec : {"bp128", "pfor-block"}) {
+    const uint64_t seed = testing::test_seed() + 91 + std::hash<std::string>{}(codec);
+    Collection c = random_collection(codec, seed, 1);
+    c.queries = synthetic::generate_queries(12, 400, 60, seed + 2);
+    std::mt19937_64 rng(seed);
+    std::vector<Query> queries;
+    for (auto& terms : c.queries) {
+      std::set<std::string> distinct(terms.begin(), terms.end());
+      while (distinct.size() < 33) distinct.insert(synthetic::term_name(static_cast<uint32_t>(rng() % 400)));
+      terms.assign(distinct.begin(), distinct.end());
+      for (size_t k : {10, 1000}) queries.push_back({terms, QueryMode::kOr, k});
+    }
+    expect_or_tiles_match_cpu(c.partitions[0].view, c.reference, queries);
+  }
 }
 
 TEST(GpuLrc, CompressedSearchAndBlockDecodingAgree) {
