@@ -187,7 +187,6 @@ std::vector<OrTileAnswer> OrTiles::run(std::span<const OrTileQuery> queries, cud
     }
     max_k = std::max(max_k, queries[i].k);
     any = any || (!queries[i].lists.empty() && queries[i].k > 0);
-    answers[i].tiles_total = b.tiles;
   }
   if (!any || doc_count == 0) return answers;
   const uint32_t result_stride = kHeader + std::min(max_k, kSortCapacity);
@@ -251,8 +250,8 @@ std::vector<OrTileAnswer> OrTiles::run(std::span<const OrTileQuery> queries, cud
   for (size_t i = 0; i < n; ++i) {
     const uint64_t* row = b.host_results + i * result_stride;
     OrTileAnswer& a = answers[i];
-    a.blocks_decoded = row[2], a.postings_decoded = row[3], a.tiles_scored = static_cast<uint32_t>(row[4]);
-    times_->tiles_scored += a.tiles_scored, times_->tiles_total += b.tiles;
+    a.blocks_decoded = row[2], a.postings_decoded = row[3];
+    times_->tiles_scored += row[4], times_->tiles_total += b.tiles;
     if (queries[i].k == 0 || queries[i].lists.empty()) continue;
     if (row[1] != 0) {  // too many keys at or above the k-th bucket for a block sort
       auto* scratch = b.scratch + i;

@@ -47,7 +47,6 @@ struct OrTileQuery {
 struct OrTileAnswer {
   std::vector<Hit> hits;
   uint64_t blocks_decoded = 0, postings_decoded = 0;
-  uint32_t tiles_scored = 0, tiles_total = 0;
 };
 
 class OrTiles {
