@@ -43,7 +43,7 @@ struct Attempt {
 
 }  // namespace
 
-FanOutResult fan_out(Cluster& cluster, const std::vector<std::string>& terms, QueryMode mode, size_t k,
+FanOutResult fan_out(Cluster& cluster, const std::vector<QueryTerm>& terms, QueryMode mode, size_t k,
                      std::chrono::milliseconds timeout) {
   const auto start = Clock::now();
   const auto deadline = start + timeout;
@@ -72,7 +72,11 @@ FanOutResult fan_out(Cluster& cluster, const std::vector<std::string>& terms, Qu
       auto search = builder.initRoot<protocol::LeafRequest>().initSearch();
       search.setQueryId(query_id);
       auto list = search.initTerms(static_cast<unsigned>(terms.size()));
-      for (size_t i = 0; i < terms.size(); ++i) list.set(static_cast<unsigned>(i), terms[i]);
+      auto counts = search.initTermCounts(static_cast<unsigned>(terms.size()));
+      for (size_t i = 0; i < terms.size(); ++i) {
+        list.set(static_cast<unsigned>(i), terms[i].text);
+        counts.set(static_cast<unsigned>(i), terms[i].count);
+      }
       search.setMode(mode == QueryMode::kAnd ? protocol::Mode::AND : mode == QueryMode::kOr ? protocol::Mode::OR : protocol::Mode::AND_OR);
       search.setK(static_cast<uint32_t>(k));
       search.setPartition(partition);

@@ -35,7 +35,8 @@ struct FanOutResult {
   int retries = 0;
 };
 
-FanOutResult fan_out(Cluster& cluster, const std::vector<std::string>& terms, QueryMode mode, size_t k,
+// `terms`: the query's distinct terms with how often it holds each (sent as term counts).
+FanOutResult fan_out(Cluster& cluster, const std::vector<QueryTerm>& terms, QueryMode mode, size_t k,
                      std::chrono::milliseconds timeout);
 
 // The global top-k of the partitions' lists: higher score first, ties to the smaller docID.

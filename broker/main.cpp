@@ -18,7 +18,9 @@ int run(int argc, char** argv) {
       .value("timeout-ms", "1000", "time allowed for one query, retries included")
       .value("cache-mb", "64", "result cache budget in MiB")
       .value("cache-ttl-s", "60", "result cache time to live in seconds")
-      .value("max-k", "1000", "largest k accepted");
+      .value("max-k", "1000", "largest k accepted")
+      .value("max-query-bytes", "16384", "longest query text q accepted, in bytes")
+      .value("max-terms", "1024", "most distinct analyzed terms a query may have");
   flags.parse(argc, argv);
   if (flags.help_requested()) return std::printf("%s", flags.help_text().c_str()), 0;
   const auto [host, port] = warp::http::parse_host_port(flags.get("listen"), "--listen");
@@ -27,8 +29,18 @@ int run(int argc, char** argv) {
   auto registry = std::make_shared<prometheus::Registry>();
   warp::Cluster cluster(flags.all("partition"));
   warp::ResultCache cache(flags.count("cache-mb") << 20, std::chrono::seconds(flags.count("cache-ttl-s")));
-  warp::SearchApi api({std::chrono::milliseconds(flags.count("timeout-ms")), 1024, flags.count("max-k")}, cluster, cache, registry);
-  warp::http::Server server({host, port, flags.count("threads")},
+  warp::SearchApiOptions options;
+  options.timeout = std::chrono::milliseconds(flags.count("timeout-ms"));
+  options.max_query_bytes = flags.count("max-query-bytes");
+  options.max_terms = flags.count("max-terms");
+  options.max_k = flags.count("max-k");
+  if (options.max_query_bytes == 0 || options.max_terms == 0) throw warp::Error("--max-query-bytes and --max-terms must be > 0");
+  warp::SearchApi api(options, cluster, cache, registry);
+  warp::http::ServerOptions http_options{host, port, flags.count("threads")};
+  // Room for q percent-encoded in a URL (3 bytes a byte) and JSON-escaped in a body (6 a byte).
+  http_options.max_header_bytes = 8192 + 3 * options.max_query_bytes;
+  http_options.max_body_bytes = 8192 + 6 * options.max_query_bytes;
+  warp::http::Server server(http_options,
                             [&](const warp::http::Request& request) { return api.handle(request); });
   std::fprintf(stderr, "warp-broker: listening on http://%s:%u (%zu partitions)\n", host.c_str(), server.port(),
                cluster.partitions().size());

@@ -1,7 +1,7 @@
 #include "broker/search_api.hpp"
 
+#include <map>
 #include <nlohmann/json.hpp>
-#include <set>
 
 #include "broker/fan_out.hpp"
 #include "common/analysis/analyzer.hpp"
@@ -123,13 +123,21 @@ http::Response SearchApi::search(const http::Request& request) {
   } catch (const std::exception&) {
     return error(400, "mode must be and, or or andor");
   }
-  std::vector<std::string> terms = analyzer_for(cluster_.analyzer()).analyze(q);
-  std::set<std::string> unique(terms.begin(), terms.end());
-  terms.assign(unique.begin(), unique.end());
+  // Distinct terms with how often the query holds each: a term said twice weighs more (BM25's
+  // query-term frequency), and the cache tells such queries apart.
+  const std::vector<QueryTerm> terms = distinct_terms(Query(analyzer_for(cluster_.analyzer()).analyze_query(q), mode, k));
   if (terms.empty()) return error(400, "the query has no searchable terms");
-
+  if (terms.size() > options_.max_terms) {
+    return error(400, "the query has " + std::to_string(terms.size()) + " distinct terms; at most " +
+                          std::to_string(options_.max_terms) + " are accepted (--max-terms)");
+  }
+  nlohmann::json term_texts = nlohmann::json::array(), term_counts = nlohmann::json::array();
   std::string key;
-  for (const std::string& term : terms) key += term + ' ';
+  for (const QueryTerm& term : terms) {
+    key += term.text + ' ' + std::to_string(term.count) + ' ';
+    term_texts.push_back(term.text);
+    term_counts.push_back(term.count);
+  }
   key += "|" + mode_text + "|" + std::to_string(k) + "|" + std::to_string(cluster_.generation_signature());
   const auto respond = [&](const std::string& core, bool cached) {
     const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
@@ -157,7 +165,8 @@ http::Response SearchApi::search(const http::Request& request) {
     partitions.push_back(p);
     if (outcome.status == "ok") leaf_latency_.Add({{"leaf", outcome.replica}}, latency_buckets()).Observe(outcome.took_ms / 1000);
   }
-  nlohmann::json core = {{"partial", result.partial}, {"query", q}, {"terms", terms}, {"mode", mode_text}, {"k", k},
+  nlohmann::json core = {{"partial", result.partial}, {"query", q}, {"terms", term_texts}, {"term_counts", term_counts},
+                         {"mode", mode_text}, {"k", k},
                          {"and_matches", matches}, {"hits", hits}, {"partitions", partitions}};
   const std::string body = core.dump();
   if (!result.partial) cache_.put(key, body);  // partial answers are never cached

@@ -18,7 +18,8 @@ namespace warp {
 
 struct SearchApiOptions {
   std::chrono::milliseconds timeout{1000};  // per query, fan-out included
-  size_t max_query_bytes = 1024;
+  size_t max_query_bytes = 16384;  // of q, through GET and POST alike
+  size_t max_terms = 1024;         // distinct analyzed terms of a query (Elasticsearch bounds clauses at 1,024)
   size_t max_k = 1000;
 };
 

@@ -25,8 +25,9 @@ void add_build_flags(warp::Flags& flags) {
       .value("stopwords", "none", "stop-word list: none or english")
       .boolean("no-stem", "do not stem (Porter2 is on by default)")
       .value("max-token-bytes", "64", "drop tokens longer than this")
-      .value("bm25-k1", "0.9", "BM25 k1 for the stored block maxima")
-      .value("bm25-b", "0.4", "BM25 b for the stored block maxima")
+      .value("bm25-k1", "1.2", "BM25 k1 for the stored block maxima")
+      .value("bm25-b", "0.75", "BM25 b for the stored block maxima")
+      .value("bm25-k3", "inf", "BM25 k3, query-term saturation (0: repeats count once, inf: linear)")
       .value("parsers", "0", "parser threads (0: one per core)")
       .value("indexers", "0", "indexer threads (0: half the cores)")
       .value("batch", "1000", "documents per parser batch")
@@ -42,7 +43,9 @@ void read_build_flags(const warp::Flags& flags, warp::BuildOptions& build, warp:
   build.analyzer.remove_stopwords = stop == "english";
   build.analyzer.stem = !flags.is_set("no-stem");
   build.analyzer.max_token_bytes = flags.count("max-token-bytes");
-  build.bm25 = {static_cast<float>(flags.number("bm25-k1")), static_cast<float>(flags.number("bm25-b"))};
+  build.bm25 = {static_cast<float>(flags.number("bm25-k1")), static_cast<float>(flags.number("bm25-b")),
+                static_cast<float>(flags.number("bm25-k3"))};
+  warp::check_bm25_params(build.bm25);
   pipeline.parsers = flags.count("parsers");
   pipeline.indexers = flags.count("indexers");
   pipeline.batch_documents = std::max<uint64_t>(1, flags.count("batch"));

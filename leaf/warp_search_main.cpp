@@ -28,6 +28,7 @@ using Clock = std::chrono::steady_clock;
 struct Answer {
   std::vector<warp::Hit> hits;
   double latency_ms = 0;
+  std::string error;  // the query failed: why (no exception leaves a worker thread)
 };
 
 double percentile(std::vector<double> values, double p) {
@@ -48,7 +49,8 @@ int run(int argc, char** argv) {
       .value("threads", "1", "worker threads (0: all cores)")
       .value("processor", "cpu", "cpu, or gpu (the GPU query processor, see the --gpu-* flags)")
       .value("bm25-k1", "", "BM25 k1 (default: the index's)")
-      .value("bm25-b", "", "BM25 b (default: the index's)");
+      .value("bm25-b", "", "BM25 b (default: the index's)")
+      .value("bm25-k3", "", "BM25 k3, query-term saturation: 0 counts a repeated term once, inf weighs it linearly (default: the index's)");
   warp::gpu::declare_gpu_flags(flags);
   flags.parse(argc, argv);
   if (flags.help_requested()) {
@@ -62,12 +64,11 @@ int run(int argc, char** argv) {
   if (k < 1 || k > warp::kMaxTopK) throw warp::Error("-k must be between 1 and 10000");
   const warp::QueryMode mode = warp::parse_query_mode(flags.get("mode"));
   warp::OpenOptions open_options;
-  if (flags.is_set("bm25-k1") || flags.is_set("bm25-b")) {
-    warp::Bm25Params params;
-    if (flags.is_set("bm25-k1")) params.k1 = static_cast<float>(flags.number("bm25-k1"));
-    if (flags.is_set("bm25-b")) params.b = static_cast<float>(flags.number("bm25-b"));
-    open_options.bm25 = params;
+  for (auto [flag, value] : {std::pair{"bm25-k1", &open_options.bm25.k1}, std::pair{"bm25-b", &open_options.bm25.b},
+                              std::pair{"bm25-k3", &open_options.bm25.k3}}) {
+    if (flags.is_set(flag)) *value = static_cast<float>(flags.number(flag));
   }
+  warp::check_bm25_params(open_options.bm25.applied_to({}));
   const auto load_start = Clock::now();
   const std::string processor = flags.get("processor");
   if (processor != "cpu" && processor != "gpu") throw warp::Error("--processor must be cpu or gpu");
@@ -86,7 +87,7 @@ int run(int argc, char** argv) {
 
   if (!flags.get("query").empty()) {
     warp::Analyzer analyze(analyzer);
-    warp::Query query{analyze.analyze(flags.get("query")), mode, k};
+    warp::Query query{analyze.analyze_query(flags.get("query")), mode, k};
     const warp::QueryResult result = searcher.search(query);
     for (size_t rank = 0; rank < result.hits.size(); ++rank) {
       const warp::Hit& hit = result.hits[rank];
@@ -115,8 +116,12 @@ int run(int argc, char** argv) {
       warp::Analyzer analyze(analyzer);
       for (size_t i = next++; i < queries.size(); i = next++) {
         const auto query_start = Clock::now();
-        warp::Query query{analyze.analyze(queries[i].text), mode, k};
-        answers[i].hits = searcher.search(query).hits;
+        try {
+          warp::Query query{analyze.analyze_query(queries[i].text), mode, k};
+          answers[i].hits = searcher.search(query).hits;
+        } catch (const std::exception& e) {
+          answers[i].error = e.what();
+        }
         answers[i].latency_ms = std::chrono::duration<double, std::milli>(Clock::now() - query_start).count();
       }
     });
@@ -133,6 +138,12 @@ int run(int argc, char** argv) {
       warp::write_trec_run(out, queries[i].id, answers[i].hits, ids, "warp");
     }
   }
+  size_t failed = 0;
+  for (size_t i = 0; i < queries.size(); ++i) {
+    if (answers[i].error.empty()) continue;
+    std::fprintf(stderr, "query %s failed: %s\n", queries[i].id.c_str(), answers[i].error.c_str());
+    ++failed;
+  }
   std::vector<double> latencies;
   double total = 0;
   for (const Answer& answer : answers) latencies.push_back(answer.latency_ms), total += answer.latency_ms;
@@ -141,6 +152,10 @@ int run(int argc, char** argv) {
                queries.size(), flags.get("mode").c_str(), static_cast<unsigned long long>(k), threads,
                seconds > 0 ? queries.size() / seconds : 0.0, queries.empty() ? 0.0 : total / queries.size(),
                percentile(latencies, 50), percentile(latencies, 90), percentile(latencies, 99));
+  if (failed > 0) {
+    std::fprintf(stderr, "%zu of %zu queries failed (the run holds the others)\n", failed, queries.size());
+    return 1;
+  }
   return 0;
 }
 

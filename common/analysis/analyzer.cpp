@@ -129,7 +129,7 @@ Analyzer::~Analyzer() {
 void Analyzer::emit(std::string& token, std::vector<std::string>& terms) {
   if (token.empty()) return;
   if (token.size() <= config_.max_token_bytes &&
-      !(config_.remove_stopwords && is_english_stopword(token))) {
+      !((config_.remove_stopwords || dropping_stopwords_) && is_english_stopword(token))) {
     if (stemmer_ != nullptr) {
       auto cached = stem_cache_.find(token);
       if (cached != stem_cache_.end()) {
@@ -161,6 +161,19 @@ void Analyzer::analyze(std::string_view text, std::vector<std::string>& terms) {
     }
   }
   emit(token, terms);
+}
+
+std::vector<std::string> Analyzer::analyze_query(std::string_view text) {
+  dropping_stopwords_ = true;
+  std::vector<std::string> terms;
+  try {
+    analyze(text, terms);
+  } catch (...) {
+    dropping_stopwords_ = false;
+    throw;
+  }
+  dropping_stopwords_ = false;
+  return terms.empty() ? analyze(text) : terms;
 }
 
 }  // namespace warp

@@ -35,12 +35,17 @@ class Analyzer {
     analyze(text, terms);
     return terms;
   }
+  // A query's terms: the same analysis, then English stop words dropped (measured to help on
+  // Cranfield and CISI: tests/bench/RESULTS.md) unless every term is one ("the who" keeps both).
+  // Documents keep their stop words, so this needs no other index.
+  std::vector<std::string> analyze_query(std::string_view text);
   const AnalyzerConfig& config() const { return config_; }
 
  private:
   void emit(std::string& token, std::vector<std::string>& terms);
 
   AnalyzerConfig config_;
+  bool dropping_stopwords_ = false;  // inside analyze_query
   sb_stemmer* stemmer_ = nullptr;
   // Stems of recent tokens: word frequencies are Zipfian, so most tokens skip the stemmer.
   std::unordered_map<std::string, std::string> stem_cache_;

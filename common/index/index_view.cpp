@@ -11,8 +11,9 @@ void IndexView::compute_length_norms() {
 }
 
 void IndexView::rescore(const Bm25Params& params) {
-  if (params.k1 == meta.bm25.k1 && params.b == meta.bm25.b) return;
-  meta.bm25 = params;
+  const bool same_bounds = params.k1 == meta.bm25.k1 && params.b == meta.bm25.b;
+  meta.bm25 = params;  // k3 is query-time: it changes no bound
+  if (same_bounds) return;
   compute_length_norms();
   for (const auto& [term, info] : lexicon) {
     PostingListView view = list(term, info);

@@ -54,8 +54,8 @@ struct IndexView {
 
   // Fills length_norms for meta.bm25 and the collection statistics.
   void compute_length_norms();
-  // Rescores every list's block maxima for other BM25 parameters (a searcher configured with a
-  // k1 or b other than the index's); the stored bounds would not be upper bounds otherwise.
+  // Takes other BM25 parameters, rescoring every list's block maxima for a k1 or b other than the
+  // index's (the stored bounds would not be upper bounds otherwise).
   void rescore(const Bm25Params& params);
 };
 

@@ -142,6 +142,7 @@ void write_partition(const BuiltPartition& partition, const std::string& dir) {
                  {"codec", meta.codec},
                  {"bm25_k1", exact_float(meta.bm25.k1)},
                  {"bm25_b", exact_float(meta.bm25.b)},
+                 {"bm25_k3", exact_float(meta.bm25.k3)},
                  {"doc_count", std::to_string(meta.stats.doc_count)},
                  {"total_length", std::to_string(meta.stats.total_length)},
                  {"posting_count", std::to_string(meta.posting_count)},
@@ -203,6 +204,10 @@ std::unique_ptr<Partition> open_partition(const std::string& dir, const OpenOpti
     check(status, dir, "reading metadata '" + key + "'");
     return value;
   };
+  const auto has_meta_field = [&](const std::string& key) {
+    std::string value;
+    return !db->Get(read, handles[kMeta], key, &value).IsNotFound();
+  };
   const auto number = [&](const std::string& key) -> uint64_t {
     const std::string text = meta_field(key);
     try {
@@ -239,6 +244,7 @@ std::unique_ptr<Partition> open_partition(const std::string& dir, const OpenOpti
   };
   meta.bm25.k1 = real("bm25_k1");
   meta.bm25.b = real("bm25_b");
+  if (has_meta_field("bm25_k3")) meta.bm25.k3 = real("bm25_k3");  // query-time: older partitions lack it
   meta.stats.doc_count = number("doc_count");
   meta.stats.total_length = number("total_length");
   meta.posting_count = number("posting_count");
@@ -295,7 +301,7 @@ std::unique_ptr<Partition> open_partition(const std::string& dir, const OpenOpti
   if (view.external_ids.size() != view.doc_lengths.size()) throw Error("partition " + dir + ": document records missing");
 
   view.compute_length_norms();
-  if (options.bm25) view.rescore(*options.bm25);
+  view.rescore(options.bm25.applied_to(view.meta.bm25));
   return partition;
 }
 

@@ -17,9 +17,21 @@ namespace warp {
 
 void write_partition(const BuiltPartition& partition, const std::string& dir);
 
+// BM25 parameters to use instead of the partition's: block maxima are rescored for another k1 or
+// b; k3 is query-time only.
+struct Bm25Overrides {
+  std::optional<float> k1, b, k3;
+  Bm25Params applied_to(Bm25Params params) const {
+    params.k1 = k1.value_or(params.k1);
+    params.b = b.value_or(params.b);
+    params.k3 = k3.value_or(params.k3);
+    return params;
+  }
+};
+
 struct OpenOptions {
   std::string expected_analyzer;      // empty: accept the partition's analyzer
-  std::optional<Bm25Params> bm25;     // rescore block maxima when they differ from the stored ones
+  Bm25Overrides bm25;
   std::vector<uint32_t> partitions;   // open_index: only these partition ids (empty: all)
 };
 

@@ -26,6 +26,7 @@ struct SearchRequest {
   k @3 :UInt32;
   partition @4 :UInt32;   # which of the leaf's partitions to search
   deadlineMicros @5 :UInt64;  # time budget from when the leaf receives it
+  termCounts @6 :List(UInt32);  # each term's weight: how often the query holds it (absent: 1 each)
 }
 
 struct Hit {

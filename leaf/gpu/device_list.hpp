@@ -34,4 +34,12 @@ struct DeviceList {
   DeviceSequence freqs;
 };
 
+// One list of a query: the term's BM25 weight in the query's score units and the scale of the
+// list's stored bounds into them (TermScoring, leaf/query/term_scoring.hpp).
+struct QueryList {
+  DeviceList list;
+  float weight = 0;
+  float bound_scale = 0;
+};
+
 }  // namespace warp::gpu

@@ -58,12 +58,12 @@ __global__ void batch_probe_kernel(uint32_t count, const uint32_t* docs, float* 
   if (freq == 0) {
     scores[i] = -1;
   } else {
-    scores[i] += bm25_dev(task.weight, freq, norms[doc - doc_begin]);
+    scores[i] += bm25_units_dev(task.weight, freq, norms[doc - doc_begin]);
   }
 }
 
 constexpr uint32_t kThreads = 256;
-constexpr size_t kMaxRounds = 64;  // terms of a batched query: each round has its own task staging
+constexpr size_t kRoundsStaged = 64;  // term rounds staged at start; a batch with longer queries grows them
 uint32_t grid_for(uint64_t n) { return static_cast<uint32_t>(std::max<uint64_t>(1, (n + kThreads - 1) / kThreads)); }
 
 template <class T>
@@ -71,12 +71,18 @@ void device_alloc(T*& p, size_t count) {
   WARP_CUDA_CHECK(cudaMalloc(&p, std::max<size_t>(1, count) * sizeof(T)));
 }
 
+// A query's hits from its score units back to BM25 scores (exact: a power of two).
+void to_scores(std::vector<Hit>& hits, float score_of_unit) {
+  for (Hit& hit : hits) hit.score *= score_of_unit;
+}
+
 }  // namespace
 
 struct BatchExecutor::Prepared {
   size_t index = 0;                              // in the caller's span
   const Query* query = nullptr;
-  std::vector<std::pair<DeviceList, float>> lists;  // shortest first for AND
+  std::vector<QueryList> lists;  // shortest first for AND
+  float score_of_unit = 1;      // the query's score units (bm25.hpp)
   bool missing_term = false;
   size_t blocks_total = 0;
   uint32_t candidate_offset = 0, candidate_slots = 0;
@@ -95,6 +101,7 @@ struct BatchExecutor::Buffers {
   float* accumulators = nullptr;  // dense OR: max_queries × accumulator_stride, kept zeroed
   uint64_t* or_keys = nullptr;  // OR tiles: max_queries × doc_count candidate keys
   std::unique_ptr<OrTiles> or_tiles;
+  size_t task_capacity = 0;  // of tasks, round_task and their pinned staging
   Task* tasks = nullptr;
   int32_t* round_task = nullptr;
   Counters* counters = nullptr;
@@ -117,6 +124,22 @@ struct BatchExecutor::Buffers {
     or_tiles.reset();
     topk.release();
     if (stream != nullptr) cudaStreamDestroy(stream);
+  }
+
+  // Task staging for `count` tasks (AND: rounds × max_queries; dense OR: every list of a batch).
+  // Grows only for queries of more terms than kRoundsStaged, after the stream is idle.
+  void reserve_tasks(size_t count) {
+    if (count <= task_capacity) return;
+    WARP_CUDA_CHECK(cudaStreamSynchronize(stream));
+    for (void* p : {(void*)tasks, (void*)round_task}) cudaFree(p);
+    for (void* p : {(void*)host_tasks, (void*)host_round}) cudaFreeHost(p);
+    tasks = nullptr, round_task = nullptr, host_tasks = nullptr, host_round = nullptr;
+    task_capacity = 0;
+    WARP_CUDA_CHECK(cudaMalloc(&tasks, count * sizeof(Task)));
+    WARP_CUDA_CHECK(cudaMalloc(&round_task, count * sizeof(int32_t)));
+    WARP_CUDA_CHECK(cudaMallocHost(&host_tasks, count * sizeof(Task)));
+    WARP_CUDA_CHECK(cudaMallocHost(&host_round, count * sizeof(int32_t)));
+    task_capacity = count;
   }
 };
 
@@ -142,18 +165,15 @@ BatchExecutor::BatchExecutor(const DeviceIndex& device, const BatchOptions& opti
   device_alloc(b.block_freqs, b.block_slot_capacity);
   device_alloc(b.masks, b.mask_capacity);
   if (!tiles()) device_alloc(b.accumulators, queries * b.accumulator_stride);
-  device_alloc(b.tasks, queries * kMaxRounds);
-  device_alloc(b.round_task, queries * kMaxRounds);
+  b.reserve_tasks(queries * kRoundsStaged);
   device_alloc(b.counters, queries);
   device_alloc(b.matches, queries);
-  WARP_CUDA_CHECK(cudaMallocHost(&b.host_tasks, queries * kMaxRounds * sizeof(Task)));
-  WARP_CUDA_CHECK(cudaMallocHost(&b.host_round, queries * kMaxRounds * sizeof(int32_t)));
   WARP_CUDA_CHECK(cudaMallocHost(&b.host_counters, queries * sizeof(Counters)));
   WARP_CUDA_CHECK(cudaMallocHost(&b.host_matches, queries * sizeof(unsigned long long)));
   b.topk.allocate(std::max(b.candidate_capacity, b.doc_count));
   if (tiles()) {
     device_alloc(b.or_keys, queries * std::max<size_t>(1, b.doc_count));
-    b.or_tiles = std::make_unique<OrTiles>(device, queries, queries * kMaxRounds, b.or_keys, b.topk);
+    b.or_tiles = std::make_unique<OrTiles>(device, queries, queries * kRoundsStaged, b.or_keys, b.topk);
   }
 }
 
@@ -161,7 +181,7 @@ BatchExecutor::~BatchExecutor() = default;
 
 size_t BatchExecutor::cost(const Query& query) const {
   size_t shortest = SIZE_MAX, total = 0;
-  for (const std::string& term : query.terms) {
+  for (const std::string& term : query.terms) {  // repeats count again: an estimate
     const TermInfo* info = device_.host().find(term);
     const size_t count = info == nullptr ? 0 : device_.host().postings[info->offset];  // a list's first word: its length
     shortest = std::min(shortest, count);
@@ -182,7 +202,6 @@ std::vector<QueryResult> BatchExecutor::run(std::span<const Query> queries) {
       device.release(b.pins);
     }
   } unpin{*buffers_, device_};
-  const size_t term_limit = kMaxRounds;
   std::vector<Prepared> and_batch, or_batch;
   uint32_t candidate_slots = 0;
   auto flush = [&] {
@@ -204,31 +223,29 @@ std::vector<QueryResult> BatchExecutor::run(std::span<const Query> queries) {
   for (size_t i = 0; i < queries.size(); ++i) {
     const Query& query = queries[i];
     if (query.k > kMaxTopK) throw Error("k must be at most " + std::to_string(kMaxTopK));
-    if (query.terms.size() > term_limit) throw Error("a batched query has at most " + std::to_string(kMaxRounds) + " terms");
     Prepared p;
     p.index = i;
     p.query = &query;
-    std::vector<std::string> terms = query.terms;
-    std::sort(terms.begin(), terms.end());
-    terms.erase(std::unique(terms.begin(), terms.end()), terms.end());
-    for (const std::string& term : terms) {
+    const QueryScoring scoring = score_query(query, index);
+    p.score_of_unit = scoring.score_of_unit;
+    for (size_t t = 0; t < scoring.terms.size(); ++t) {
       DeviceList list;
       const TermInfo* info = nullptr;
-      if (!device_.acquire(term, list, &info, buffers_->stream, buffers_->pins)) {
+      if (!device_.acquire(scoring.terms[t].text, list, &info, buffers_->stream, buffers_->pins)) {
         p.missing_term = true;
         continue;
       }
-      p.lists.push_back({list, bm25_term_weight(bm25_idf(info->df, index.meta.stats.doc_count), index.meta.bm25)});
+      p.lists.push_back({list, scoring.scoring[t].unit_weight, scoring.scoring[t].bound_scale});
       p.blocks_total += list.block_count;
     }
-    std::stable_sort(p.lists.begin(), p.lists.end(), [](const auto& a, const auto& b) { return a.first.count < b.first.count; });
+    std::stable_sort(p.lists.begin(), p.lists.end(), [](const auto& a, const auto& b) { return a.list.count < b.list.count; });
     if (query.mode == QueryMode::kOr) {
       if (or_batch.size() == options_.max_queries) flush();
       or_batch.push_back(std::move(p));
       continue;
     }
     const bool and_possible = !p.missing_term && !p.lists.empty();
-    const uint32_t slots = and_possible ? p.lists[0].first.block_count * p.lists[0].first.block_size : 0;
+    const uint32_t slots = and_possible ? p.lists[0].list.block_count * p.lists[0].list.block_size : 0;
     if (and_batch.size() == options_.max_queries || candidate_slots + slots > buffers_->candidate_capacity) flush();
     p.candidate_offset = candidate_slots;
     p.candidate_slots = slots;
@@ -247,16 +264,17 @@ void BatchExecutor::run_and(std::vector<Prepared>& batch, std::vector<QueryResul
   WARP_CUDA_CHECK(cudaMemsetAsync(b.matches, 0, n * sizeof(unsigned long long), b.stream));
   uint32_t total_candidates = 0;
   size_t rounds = 0;
+  for (const Prepared& p : batch) rounds = std::max(rounds, p.candidate_slots == 0 ? 0 : p.lists.size());
+  b.reserve_tasks(std::max<size_t>(rounds, 1) * options_.max_queries);
   // Launch 1: the shortest list of every query, decoded and scored into the candidate arrays.
   uint32_t tasks = 0, blocks = 0, list_block_size = 128;
   for (size_t q = 0; q < n; ++q) {
     const Prepared& p = batch[q];
     total_candidates = std::max(total_candidates, p.candidate_offset + p.candidate_slots);
     if (p.candidate_slots == 0) continue;
-    rounds = std::max(rounds, p.lists.size());
-    const DeviceList& list = p.lists[0].first;
+    const DeviceList& list = p.lists[0].list;
     list_block_size = list.block_size;
-    b.host_tasks[tasks++] = {list, blocks, p.candidate_offset, 0, static_cast<uint32_t>(q), p.lists[0].second};
+    b.host_tasks[tasks++] = {list, blocks, p.candidate_offset, 0, static_cast<uint32_t>(q), p.lists[0].weight};
     blocks += list.block_count;
   }
   // Each round stages its tasks in its own region, so no copy waits for the previous launch.
@@ -292,10 +310,10 @@ void BatchExecutor::run_and(std::vector<Prepared>& batch, std::vector<QueryResul
       const Prepared& p = batch[q];
       round_of[q] = -1;
       if (p.candidate_slots == 0 || r >= p.lists.size()) continue;
-      const DeviceList& list = p.lists[r].first;
+      const DeviceList& list = p.lists[r].list;
       decode = decode || !(options_.search_compressed && is_lrc(list.codec));
       round_of[q] = static_cast<int32_t>(tasks);
-      staged[tasks++] = {list, blocks, slots, mask_bytes, static_cast<uint32_t>(q), p.lists[r].second};
+      staged[tasks++] = {list, blocks, slots, mask_bytes, static_cast<uint32_t>(q), p.lists[r].weight};
       blocks += list.block_count;
       slots += list.block_count * list.block_size;
       mask_bytes += list.block_count;
@@ -327,6 +345,7 @@ void BatchExecutor::run_and(std::vector<Prepared>& batch, std::vector<QueryResul
         b.topk.buckets, b.matches + q);
     WARP_CUDA_CHECK_LAUNCH();
     result.hits = b.topk.select(p.candidate_slots, p.query->k, b.stream, options_.topk);
+    to_scores(result.hits, p.score_of_unit);
   }
   WARP_CUDA_CHECK(cudaMemcpyAsync(b.host_counters, b.counters, n * sizeof(Counters), cudaMemcpyDeviceToHost, b.stream));
   WARP_CUDA_CHECK(cudaMemcpyAsync(b.host_matches, b.matches, n * sizeof(unsigned long long), cudaMemcpyDeviceToHost, b.stream));
@@ -362,6 +381,7 @@ void BatchExecutor::run_or(std::vector<Prepared>& batch, std::vector<QueryResult
     for (size_t q = 0; q < n; ++q) {
       QueryResult& result = results[batch[q].index];
       result.hits = std::move(answers[q].hits);
+      to_scores(result.hits, batch[q].score_of_unit);
       result.stats.blocks_decoded += answers[q].blocks_decoded;
       result.stats.postings_decoded += answers[q].postings_decoded;
     }
@@ -388,8 +408,11 @@ void BatchExecutor::run_or_dense(std::vector<Prepared>& batch, std::vector<Query
   }
   b.accumulators_dirty = true;
   uint32_t tasks = 0, blocks = 0, list_block_size = 128;
+  size_t list_total = 0;
+  for (const Prepared& p : batch) list_total += p.lists.size();
+  b.reserve_tasks(list_total);
   for (size_t q = 0; q < n; ++q) {
-    for (const auto& [list, weight] : batch[q].lists) {
+    for (const auto& [list, weight, bound_scale] : batch[q].lists) {
       list_block_size = list.block_size;
       b.host_tasks[tasks++] = {list, blocks, 0, 0, static_cast<uint32_t>(q), weight};
       blocks += list.block_count;
@@ -422,6 +445,7 @@ void BatchExecutor::run_or_dense(std::vector<Prepared>& batch, std::vector<Query
       hits = b.topk.select(doc_count, k, b.stream, options_.topk);
       WARP_CUDA_CHECK(cudaMemsetAsync(accumulators, 0, doc_count * sizeof(float), b.stream));
     }
+    to_scores(hits, batch[q].score_of_unit);
     results[batch[q].index].hits = std::move(hits);
   }
   b.accumulators_dirty = false;

@@ -19,7 +19,7 @@ namespace {
 __global__ void score_candidates_kernel(uint32_t count, const uint32_t* docs, const uint32_t* freqs, const float* norms,
                                         uint32_t doc_begin, float weight, float* scores) {
   const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < count) scores[i] = bm25_dev(weight, freqs[i], norms[docs[i] - doc_begin]);
+  if (i < count) scores[i] = bm25_units_dev(weight, freqs[i], norms[docs[i] - doc_begin]);
 }
 
 // Merge-find of the candidates against the list's per-block last docIDs: the block that would hold
@@ -46,7 +46,7 @@ __global__ void probe_kernel(uint32_t count, const uint32_t* docs, float* scores
   const uint32_t doc = docs[i];
   const int64_t at = find_in_block(block_docs, candidate_block[i], block_size, list_count, doc);
   if (at >= 0) {
-    scores[i] += bm25_dev(weight, block_freqs[at], norms[doc - doc_begin]);
+    scores[i] += bm25_units_dev(weight, block_freqs[at], norms[doc - doc_begin]);
   } else {
     scores[i] = -1;
   }
@@ -65,11 +65,11 @@ __global__ void lrc_probe_kernel(uint32_t count, const uint32_t* docs, float* sc
     scores[i] = -1;
     return;
   }
-  scores[i] += bm25_dev(weight, freq, norms[doc - doc_begin]);
+  scores[i] += bm25_units_dev(weight, freq, norms[doc - doc_begin]);
 }
 
 constexpr uint32_t kThreads = 256;
-constexpr size_t kMaxOrTerms = 1024;  // distinct terms of a GPU OR query
+constexpr size_t kOrTermsStaged = 1024;  // distinct terms of a GPU OR query staged at start (grows beyond)
 uint32_t grid_for(uint32_t n) { return std::max(1u, (n + kThreads - 1) / kThreads); }
 
 }  // namespace
@@ -106,7 +106,7 @@ struct GpuQueryProcessor::Lane {
       WARP_CUDA_CHECK(cudaMalloc(&counters, sizeof(Counters)));
       WARP_CUDA_CHECK(cudaMallocHost(&host_counters, sizeof(Counters)));
       topk.allocate(std::max(docs, slots));
-      if (tiles) or_tiles = std::make_unique<OrTiles>(device, 1, kMaxOrTerms, topk.keys, topk);
+      if (tiles) or_tiles = std::make_unique<OrTiles>(device, 1, kOrTermsStaged, topk.keys, topk);
     } catch (...) {
       release();
       throw;
@@ -174,9 +174,7 @@ DeviceMemoryStats GpuQueryProcessor::device_memory() const {
 QueryResult GpuQueryProcessor::search(const Query& query) const {
   if (query.k > kMaxTopK) throw Error("k must be at most " + std::to_string(kMaxTopK));
   if (batcher_) return batcher_->search(query);
-  std::vector<std::string> terms = query.terms;
-  std::sort(terms.begin(), terms.end());
-  terms.erase(std::unique(terms.begin(), terms.end()), terms.end());
+  const QueryScoring scoring = score_query(query, device_.host());
   Lane* lane;
   {
     std::unique_lock<std::mutex> lock(mutex_);
@@ -202,10 +200,10 @@ QueryResult GpuQueryProcessor::search(const Query& query) const {
       device.release(lane->pins);
     }
   } unpin{device_, lane};
-  if (query.mode == QueryMode::kOr) return search_or(*lane, terms, query.k);
-  QueryResult result = search_and(*lane, terms, query.k);
+  if (query.mode == QueryMode::kOr) return search_or(*lane, scoring, query.k);
+  QueryResult result = search_and(*lane, scoring, query.k);
   if (query.mode == QueryMode::kAnd || result.hits.size() >= query.k) return result;
-  QueryResult fallback = search_or(*lane, terms, query.k);
+  QueryResult fallback = search_or(*lane, scoring, query.k);
   fallback.and_matches = result.and_matches;
   fallback.fell_back_to_or = true;
   fallback.stats.blocks_decoded += result.stats.blocks_decoded;
@@ -214,37 +212,38 @@ QueryResult GpuQueryProcessor::search(const Query& query) const {
   return fallback;
 }
 
-QueryResult GpuQueryProcessor::search_and(Lane& b, const std::vector<std::string>& terms, size_t k) const {
+QueryResult GpuQueryProcessor::search_and(Lane& b, const QueryScoring& scoring, size_t k) const {
   QueryResult result;
   const IndexView& index = device_.host();
-  std::vector<std::pair<DeviceList, float>> lists;
-  for (const std::string& term : terms) {
+  std::vector<QueryList> lists;
+  for (size_t i = 0; i < scoring.terms.size(); ++i) {
     DeviceList list;
     const TermInfo* info = nullptr;
-    if (!device_.acquire(term, list, &info, b.stream, b.pins)) return result;  // a missing term: no document has them all
-    lists.push_back({list, bm25_term_weight(bm25_idf(info->df, index.meta.stats.doc_count), index.meta.bm25)});
+    // A missing term: no document has them all.
+    if (!device_.acquire(scoring.terms[i].text, list, &info, b.stream, b.pins)) return result;
+    lists.push_back({list, scoring.scoring[i].unit_weight, scoring.scoring[i].bound_scale});
     result.stats.blocks_total += list.block_count;
   }
   if (lists.empty()) return result;
-  std::stable_sort(lists.begin(), lists.end(), [](const auto& a, const auto& b) { return a.first.count < b.first.count; });
+  std::stable_sort(lists.begin(), lists.end(), [](const auto& a, const auto& b) { return a.list.count < b.list.count; });
   const uint32_t doc_begin = index.meta.doc_begin;
   WARP_CUDA_CHECK(cudaMemsetAsync(b.counters, 0, sizeof(Counters), b.stream));
   b.topk.reset(b.stream);
 
-  const DeviceList& shortest = lists[0].first;
+  const DeviceList& shortest = lists[0].list;
   const uint32_t candidates = shortest.count;
   launch_decode(shortest, nullptr, b.candidate_docs, b.candidate_freqs, nullptr, device_.length_norms(), doc_begin, 0,
                 b.counters, b.stream);
   score_candidates_kernel<<<grid_for(candidates), kThreads, 0, b.stream>>>(
-      candidates, b.candidate_docs, b.candidate_freqs, device_.length_norms(), doc_begin, lists[0].second,
+      candidates, b.candidate_docs, b.candidate_freqs, device_.length_norms(), doc_begin, lists[0].weight,
       b.candidate_scores);
   WARP_CUDA_CHECK_LAUNCH();
   for (size_t t = 1; t < lists.size(); ++t) {
-    const DeviceList& list = lists[t].first;
+    const DeviceList& list = lists[t].list;
     if (options_.search_compressed && is_lrc(list.codec)) {
       lrc_probe_kernel<<<grid_for(candidates), kThreads, 0, b.stream>>>(candidates, b.candidate_docs, b.candidate_scores,
                                                                         list, device_.length_norms(), doc_begin,
-                                                                        lists[t].second);
+                                                                        lists[t].weight);
       WARP_CUDA_CHECK_LAUNCH();
       continue;
     }
@@ -257,7 +256,7 @@ QueryResult GpuQueryProcessor::search_and(Lane& b, const std::vector<std::string
                   b.counters, b.stream);
     probe_kernel<<<grid_for(candidates), kThreads, 0, b.stream>>>(
         candidates, b.candidate_docs, b.candidate_scores, b.candidate_block, list.count, list.block_size, b.block_docs,
-        b.block_freqs, device_.length_norms(), doc_begin, lists[t].second);
+        b.block_freqs, device_.length_norms(), doc_begin, lists[t].weight);
     WARP_CUDA_CHECK_LAUNCH();
   }
   candidate_keys_kernel<<<grid_for(candidates), kThreads, 0, b.stream>>>(
@@ -265,6 +264,7 @@ QueryResult GpuQueryProcessor::search_and(Lane& b, const std::vector<std::string
   WARP_CUDA_CHECK_LAUNCH();
   b.request_counters();
   result.hits = b.topk.select(candidates, k, b.stream, options_.topk);
+  units_to_scores(result.hits, scoring);
   b.counters_ready();
   result.and_matches = b.host_counters->matches;
   result.stats.blocks_decoded = b.host_counters->blocks_decoded;
@@ -272,26 +272,26 @@ QueryResult GpuQueryProcessor::search_and(Lane& b, const std::vector<std::string
   return result;
 }
 
-QueryResult GpuQueryProcessor::search_or(Lane& b, const std::vector<std::string>& terms, size_t k) const {
+QueryResult GpuQueryProcessor::search_or(Lane& b, const QueryScoring& scoring, size_t k) const {
   QueryResult result;
   const IndexView& index = device_.host();
   const uint32_t doc_begin = index.meta.doc_begin, doc_count = index.doc_count();
   if (doc_count == 0) return result;
   WARP_CUDA_CHECK(cudaMemsetAsync(b.counters, 0, sizeof(Counters), b.stream));
   if (or_tiles()) {
-    if (terms.size() > kMaxOrTerms) throw Error("a GPU OR query has at most " + std::to_string(kMaxOrTerms) + " distinct terms");
-    std::vector<std::pair<DeviceList, float>> lists;
-    for (const std::string& term : terms) {
+    std::vector<QueryList> lists;
+    for (size_t i = 0; i < scoring.terms.size(); ++i) {
       DeviceList list;
       const TermInfo* info = nullptr;
-      if (!device_.acquire(term, list, &info, b.stream, b.pins)) continue;
+      if (!device_.acquire(scoring.terms[i].text, list, &info, b.stream, b.pins)) continue;
       result.stats.blocks_total += list.block_count;
-      lists.push_back({list, bm25_term_weight(bm25_idf(info->df, index.meta.stats.doc_count), index.meta.bm25)});
+      lists.push_back({list, scoring.scoring[i].unit_weight, scoring.scoring[i].bound_scale});
     }
     if (lists.empty()) return result;
     const OrTileQuery query{lists, static_cast<uint32_t>(k)};
     OrTileAnswer answer = std::move(b.or_tiles->run({&query, 1}, b.stream)[0]);
     result.hits = std::move(answer.hits);
+    units_to_scores(result.hits, scoring);
     result.stats.blocks_decoded = answer.blocks_decoded;
     result.stats.postings_decoded = answer.postings_decoded;
     return result;
@@ -301,14 +301,13 @@ QueryResult GpuQueryProcessor::search_or(Lane& b, const std::vector<std::string>
   // leaves them dirty.
   if (b.accumulators_dirty) WARP_CUDA_CHECK(cudaMemsetAsync(b.accumulators, 0, doc_count * sizeof(float), b.stream));
   b.accumulators_dirty = true;
-  for (const std::string& term : terms) {
+  for (size_t i = 0; i < scoring.terms.size(); ++i) {
     DeviceList list;
     const TermInfo* info = nullptr;
-    if (!device_.acquire(term, list, &info, b.stream, b.pins)) continue;
+    if (!device_.acquire(scoring.terms[i].text, list, &info, b.stream, b.pins)) continue;
     result.stats.blocks_total += list.block_count;
-    const float weight = bm25_term_weight(bm25_idf(info->df, index.meta.stats.doc_count), index.meta.bm25);
-    launch_decode(list, nullptr, nullptr, nullptr, b.accumulators, device_.length_norms(), doc_begin, weight,
-                  b.counters, b.stream);
+    launch_decode(list, nullptr, nullptr, nullptr, b.accumulators, device_.length_norms(), doc_begin,
+                  scoring.scoring[i].unit_weight, b.counters, b.stream);
   }
   b.request_counters();
   if (options_.topk == TopkMethod::kBucketSelect) {
@@ -320,6 +319,7 @@ QueryResult GpuQueryProcessor::search_or(Lane& b, const std::vector<std::string>
     result.hits = b.topk.select(doc_count, k, b.stream, options_.topk);
     WARP_CUDA_CHECK(cudaMemsetAsync(b.accumulators, 0, doc_count * sizeof(float), b.stream));
   }
+  units_to_scores(result.hits, scoring);
   b.accumulators_dirty = false;
   b.counters_ready();
   result.stats.blocks_decoded = b.host_counters->blocks_decoded;

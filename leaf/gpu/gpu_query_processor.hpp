@@ -51,8 +51,8 @@ class GpuQueryProcessor final : public QueryProcessor {
 
  private:
   struct Lane;
-  QueryResult search_and(Lane& lane, const std::vector<std::string>& terms, size_t k) const;
-  QueryResult search_or(Lane& lane, const std::vector<std::string>& terms, size_t k) const;
+  QueryResult search_and(Lane& lane, const QueryScoring& scoring, size_t k) const;
+  QueryResult search_or(Lane& lane, const QueryScoring& scoring, size_t k) const;
   bool or_tiles() const { return options_.or_method == OrMethod::kTiles && options_.topk == TopkMethod::kBucketSelect; }
 
   DeviceIndex device_;

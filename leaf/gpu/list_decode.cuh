@@ -12,6 +12,17 @@ __device__ __forceinline__ float bm25_dev(float weight, uint32_t tf, float norm)
   return weight * f / (f + norm);
 }
 
+// The CPU's bm25_units: a posting's score in the query's units (`weight` in units), an integer-
+// valued float, so sums of them are exact in any order (bm25.hpp).
+__device__ __forceinline__ float bm25_units_dev(float weight, uint32_t tf, float norm) {
+  return ceilf(bm25_dev(weight, tf, norm));
+}
+
+// The CPU's bm25_unit_bound: a stored bound in a query's units; no postings (0) stay 0.
+__device__ __forceinline__ float unit_bound_dev(float stored_bound, float bound_scale) {
+  return stored_bound > 0 ? stored_bound * bound_scale * (1.0f + 1e-5f) + 1.0f : 0.0f;
+}
+
 // slots[slot] = max(slots[slot], value) for the live lanes of a warp whose `slot` is non-decreasing
 // over the lanes (postings in docID order): one atomic per run of equal slots, after a segmented
 // max by shuffles. Every lane of the warp calls it.
@@ -96,7 +107,7 @@ __global__ void decode_list_kernel(DeviceList list, const uint8_t* block_mask, u
   decode_postings<BS>(list, block, n, storage, doc, freq);
   if (threadIdx.x < n) {
     if (accumulators != nullptr) {
-      atomicAdd(&accumulators[doc - doc_begin], bm25_dev(weight, freq, norms[doc - doc_begin]));
+      atomicAdd(&accumulators[doc - doc_begin], bm25_units_dev(weight, freq, norms[doc - doc_begin]));
     } else {
       out_docs[block * BS + threadIdx.x] = doc;
       out_freqs[block * BS + threadIdx.x] = freq;
@@ -166,7 +177,7 @@ __global__ void __launch_bounds__(256) decode_bp_list_kernel(DeviceList list, co
     const uint32_t first = lane * kPerLane;
     if (accumulators != nullptr) {
       for (uint32_t j = 0; j < kPerLane; ++j) {
-        if (first + j < n) atomicAdd(&accumulators[docs[j] - doc_begin], bm25_dev(weight, freqs[j], norms[docs[j] - doc_begin]));
+        if (first + j < n) atomicAdd(&accumulators[docs[j] - doc_begin], bm25_units_dev(weight, freqs[j], norms[docs[j] - doc_begin]));
       }
     } else if (n == BS) {
       auto* d = reinterpret_cast<uint4*>(out_docs + size_t{block} * BS + first);

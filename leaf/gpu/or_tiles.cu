@@ -27,6 +27,7 @@ struct Staged {
   DeviceList* lists;
   uint32_t* sparse_slots;  // per list: its row of sparse maxima, or kDenseList
   float* weights;
+  float* bound_scales;
   SparseList* sparse;
   size_t bytes;
 };
@@ -43,6 +44,7 @@ Staged carve_staging(char* base, size_t queries, size_t lists) {
   s.lists = reinterpret_cast<DeviceList*>(take(lists * sizeof(DeviceList)));
   s.sparse_slots = reinterpret_cast<uint32_t*>(take(lists * sizeof(uint32_t)));
   s.weights = reinterpret_cast<float*>(take(lists * sizeof(float)));
+  s.bound_scales = reinterpret_cast<float*>(take(lists * sizeof(float)));
   s.sparse = reinterpret_cast<SparseList*>(take(lists * sizeof(SparseList)));
   s.bytes = offset;
   return s;
@@ -159,6 +161,23 @@ OrTiles::OrTiles(const DeviceIndex& device, size_t max_queries, size_t max_lists
 
 OrTiles::~OrTiles() = default;
 
+// The staging of a run with more lists than the largest so far: rare (long queries), so the
+// allocation on this path is accepted; every stream that used the old staging has synchronised.
+void OrTiles::grow_staging(size_t lists) {
+  Buffers& b = *buffers_;
+  const size_t input_bytes = carve_staging(nullptr, max_queries_, lists).bytes;
+  char *inputs = nullptr, *host_inputs = nullptr;
+  WARP_CUDA_CHECK(cudaMalloc(&inputs, input_bytes));
+  if (cudaMallocHost(&host_inputs, input_bytes) != cudaSuccess) {
+    cudaFree(inputs);
+    throw Error("cannot allocate the OR tiles' staging for " + std::to_string(lists) + " lists");
+  }
+  cudaFree(b.inputs);
+  cudaFreeHost(b.host_inputs);
+  b.inputs = inputs, b.host_inputs = host_inputs;
+  max_lists_ = lists;
+}
+
 std::vector<OrTileAnswer> OrTiles::run(std::span<const OrTileQuery> queries, cudaStream_t stream) {
   Buffers& b = *buffers_;
   const size_t n = queries.size();
@@ -167,14 +186,14 @@ std::vector<OrTileAnswer> OrTiles::run(std::span<const OrTileQuery> queries, cud
   const uint32_t doc_begin = device_.host().meta.doc_begin, doc_count = device_.host().doc_count();
   size_t list_total = 0;
   for (const OrTileQuery& query : queries) list_total += query.lists.size();
-  if (list_total > max_lists_) throw Error("too many lists for one OR tiles run");
+  if (list_total > max_lists_) grow_staging(list_total);
   const Staged host = carve_staging(b.host_inputs, n, list_total);
   const Staged dev = carve_staging(b.inputs, n, list_total);
   uint32_t lists = 0, block_size = 128, max_k = 1, sparse = 0, sparse_blocks = 0;
   bool any = false;
   for (size_t i = 0; i < n; ++i) {
     host.queries[i] = {lists, static_cast<uint32_t>(queries[i].lists.size()), std::max<uint32_t>(1, queries[i].k), 0};
-    for (const auto& [list, weight] : queries[i].lists) {
+    for (const auto& [list, weight, bound_scale] : queries[i].lists) {
       block_size = list.block_size;
       host.sparse_slots[lists] = kDenseList;
       if (is_sparse(list, b.slices) && list.block_count > 0 && sparse < b.sparse_capacity) {
@@ -183,6 +202,7 @@ std::vector<OrTileAnswer> OrTiles::run(std::span<const OrTileQuery> queries, cud
         sparse_blocks += list.block_count;
       }
       host.weights[lists] = weight;
+      host.bound_scales[lists] = bound_scale;
       host.lists[lists++] = list;
     }
     max_k = std::max(max_k, queries[i].k);
@@ -205,7 +225,7 @@ std::vector<OrTileAnswer> OrTiles::run(std::span<const OrTileQuery> queries, cud
     }
     WARP_CUDA_CHECK_LAUNCH();
   }
-  const BoundInputs in{dev.lists, dev.sparse_slots, b.sparse_maxima, b.slices, doc_begin, doc_count, b.sparse, b.slice_bounds};
+  const BoundInputs in{dev.lists, dev.sparse_slots, dev.bound_scales, b.sparse_maxima, b.slices, doc_begin, doc_count, b.sparse, b.slice_bounds};
   tile_bound_kernel<<<dim3((b.tiles + 7) / 8, qn), 256, 0, stream>>>(dev.queries, in, b.tiles, b.bounds, b.scratch);
   WARP_CUDA_CHECK_LAUNCH();
   plan_kernel<<<qn, kPlanThreads, 0, stream>>>(b.bounds, b.tiles, b.first_capacity, b.first_tiles, b.scratch);

@@ -24,8 +24,9 @@
 //   select  one thread block per query: the bucket of the k-th best, a block sort of the keys at
 //           or above it; the k best keys of every query come back in one copy.
 // Every document that can be in the top-k (score >= the k-th best >= θ) lies in a live slice of
-// a scored tile, its score is complete inside its tile, and it is kept: the answer is exact. Bound
-// comparisons allow 1e-4 relative slack for float rounding. Keys beyond one block sort (k near
+// a scored tile, its score is complete inside its tile, and it is kept: the answer is exact. Scores
+// are sums of integer units (bm25.hpp), exact in any order; stored bounds are scaled into those
+// units per list, and bound comparisons allow 1e-4 relative slack for float rounding. Keys beyond one block sort (k near
 // 10,000, or ties) fall back to TopkBuffers::select_candidates.
 #pragma once
 #include <cuda_runtime.h>
@@ -40,7 +41,7 @@
 namespace warp::gpu {
 
 struct OrTileQuery {
-  std::span<const std::pair<DeviceList, float>> lists;  // with their BM25 term weights
+  std::span<const QueryList> lists;  // with their BM25 weights in the query's score units
   uint32_t k = 0;
 };
 
@@ -58,7 +59,8 @@ class OrTiles {
   OrTiles(const OrTiles&) = delete;
   OrTiles& operator=(const OrTiles&) = delete;
 
-  // Runs every query on `stream` (one launch per stage) and synchronises it once.
+  // Runs every query on `stream` (one launch per stage) and synchronises it once. A run with more
+  // lists than the staging holds (queries of hundreds of terms) grows it first.
   std::vector<OrTileAnswer> run(std::span<const OrTileQuery> queries, cudaStream_t stream);
 
   static constexpr uint32_t kTileDocs = gpu::kTileDocs;  // documents per tile: 16 KiB of shared accumulators
@@ -66,6 +68,8 @@ class OrTiles {
  private:
   struct Buffers;
   struct StageTimes;
+  void grow_staging(size_t lists);
+
   const DeviceIndex& device_;
   size_t max_queries_, max_lists_;
   uint64_t* candidate_keys_;

@@ -86,7 +86,7 @@ __global__ void __launch_bounds__(BS) sparse_maxima_kernel(const SparseList* spa
   decode_postings<BS>(task.list, block, n, storage, doc, freq);
   const bool live = threadIdx.x < n;
   const uint32_t local = live ? doc - doc_begin : 0;
-  const float score = live ? bm25_dev(task.weight, freq, norms[local]) : 0;
+  const float score = live ? bm25_units_dev(task.weight, freq, norms[local]) : 0;
   atomic_max_runs(sparse_maxima + size_t{task.slot} * slices, local / kSliceDocs, __float_as_uint(score), live);
   const uint32_t position = block * BS + threadIdx.x, tile = local / kTile;
   tile_of[threadIdx.x] = tile;
@@ -110,11 +110,13 @@ __global__ void __launch_bounds__(BS) sparse_maxima_kernel(const SparseList* spa
   }
 }
 
-// A bound of one list's scores in slice `slice` of the partition: its slice maxima, the exact
-// maxima of a sparse list, or else the largest block-max among the blocks overlapping the slice.
-__device__ float list_slice_bound(const DeviceList& list, uint32_t sparse_slot, const uint32_t* sparse_maxima,
-                                  uint32_t slices, uint32_t slice, uint32_t doc_begin, uint32_t doc_count) {
-  if (list.slice_max != nullptr) return list.slice_max[slice] * list.slice_scale;
+// A bound of one list's scores in slice `slice` of the partition, in the query's units: its slice
+// maxima, the exact maxima of a sparse list, or else the largest block-max among the blocks
+// overlapping the slice (stored bounds scaled by `bound_scale`).
+__device__ float list_slice_bound(const DeviceList& list, float bound_scale, uint32_t sparse_slot,
+                                  const uint32_t* sparse_maxima, uint32_t slices, uint32_t slice, uint32_t doc_begin,
+                                  uint32_t doc_count) {
+  if (list.slice_max != nullptr) return unit_bound_dev(list.slice_max[slice] * list.slice_scale, bound_scale);
   if (sparse_slot != kDenseList) return __uint_as_float(sparse_maxima[size_t{sparse_slot} * slices + slice]);
   const uint32_t first = doc_begin + slice * kSliceDocs;
   const uint32_t last = doc_begin + min((slice + 1) * kSliceDocs, doc_count) - 1;
@@ -124,12 +126,13 @@ __device__ float list_slice_bound(const DeviceList& list, uint32_t sparse_slot, 
     best = fmaxf(best, list.block_max_score[b]);
     if (list.block_last_docid[b] >= last) break;
   }
-  return best;
+  return unit_bound_dev(best, bound_scale);
 }
 
 struct BoundInputs {
   const DeviceList* lists;
   const uint32_t* sparse_slots;   // per list: its row of sparse maxima, or kDenseList
+  const float* bound_scales;      // per list: its stored bounds into the query's units
   const uint32_t* sparse_maxima;  // float bits, slices per row
   uint32_t slices, doc_begin, doc_count;
   SparsePostings sparse;
@@ -142,8 +145,9 @@ __device__ float slice_bound(const EngineQuery& q, const BoundInputs& in, uint32
   if (slice >= in.slices) return 0;
   float bound = 0;
   for (uint32_t l = 0; l < q.list_count; ++l) {
-    bound += list_slice_bound(in.lists[q.list_begin + l], in.sparse_slots[q.list_begin + l], in.sparse_maxima, in.slices,
-                              slice, in.doc_begin, in.doc_count);
+    const uint32_t at = q.list_begin + l;
+    bound += list_slice_bound(in.lists[at], in.bound_scales[at], in.sparse_slots[at], in.sparse_maxima, in.slices, slice,
+                              in.doc_begin, in.doc_count);
   }
   return bound;
 }

@@ -48,7 +48,7 @@ __device__ void warp_score_bp_block(const DeviceList& list, uint32_t block, floa
   for (uint32_t j = 0; j < kPerLane; ++j) {
     const uint32_t local = docs[j] - doc_begin;
     if (first + j < n && local >= tile_first && local < tile_end && in_live_slice(live, local - tile_first)) {
-      atomicAdd(&scores[local - tile_first], bm25_dev(weight, freqs[j], norms[local]));
+      atomicAdd(&scores[local - tile_first], bm25_units_dev(weight, freqs[j], norms[local]));
     }
   }
 }
@@ -161,7 +161,7 @@ __device__ void score_tile(const EngineQuery& q, uint32_t query, const BoundInpu
         decode_postings<BS>(list, block, n, storage, doc, freq);
         const uint32_t local = doc - doc_begin;
         if (threadIdx.x < n && local >= tile_first && local < tile_end && in_live_slice(live, local - tile_first)) {
-          atomicAdd(&scores[local - tile_first], bm25_dev(weight, freq, norms[local]));
+          atomicAdd(&scores[local - tile_first], bm25_units_dev(weight, freq, norms[local]));
         }
         __syncthreads();  // decode_postings reuses its storage
         if (threadIdx.x == 0) ++blocks, postings += n;

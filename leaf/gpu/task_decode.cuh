@@ -39,12 +39,12 @@ __global__ void decode_tasks_kernel(const Task* tasks, uint32_t task_count, cons
   const bool live = threadIdx.x < n;
   if (output == TaskOutput::kCandidates) {
     docs_out[slot] = live ? doc : 0;
-    scores_out[slot] = live ? bm25_dev(task.weight, freq, norms[doc - doc_begin]) : -1.0f;
+    scores_out[slot] = live ? bm25_units_dev(task.weight, freq, norms[doc - doc_begin]) : -1.0f;
     query_out[slot] = task.query;
   } else if (output == TaskOutput::kBlocks) {
     if (live) docs_out[slot] = doc, freqs_out[slot] = freq;
   } else if (live) {
-    atomicAdd(&accumulators[task.query * accumulator_stride + doc - doc_begin], bm25_dev(task.weight, freq, norms[doc - doc_begin]));
+    atomicAdd(&accumulators[task.query * accumulator_stride + doc - doc_begin], bm25_units_dev(task.weight, freq, norms[doc - doc_begin]));
   }
   if (threadIdx.x == 0) {
     atomicAdd(&counters[task.query].blocks_decoded, 1ull);

@@ -33,24 +33,22 @@ std::string_view to_string(QueryMode mode) {
 QueryResult CpuQueryProcessor::search(const Query& query) const {
   if (query.k > kMaxTopK) throw Error("k must be at most " + std::to_string(kMaxTopK));
   QueryResult result;
-  std::vector<std::string> terms = query.terms;
-  std::sort(terms.begin(), terms.end());
-  terms.erase(std::unique(terms.begin(), terms.end()), terms.end());
+  const QueryScoring scoring = score_query(query, index_);
 
   std::vector<std::unique_ptr<PostingCursor>> owned;
   bool missing_term = false;
   const auto open_cursors = [&]() {
     owned.clear();
     std::vector<PostingCursor*> cursors;
-    for (const std::string& term : terms) {
-      const TermInfo* info = index_.find(term);
+    for (size_t i = 0; i < scoring.terms.size(); ++i) {
+      const TermInfo* info = scoring.infos[i];
       if (info == nullptr) {
         missing_term = true;
         continue;
       }
-      const float weight = bm25_term_weight(bm25_idf(info->df, index_.meta.stats.doc_count), index_.meta.bm25);
-      owned.push_back(std::make_unique<PostingCursor>(index_.list(term, *info), index_.length_norms.data(),
-                                                      index_.meta.doc_begin, weight, &result.stats));
+      owned.push_back(std::make_unique<PostingCursor>(index_.list(scoring.terms[i].text, *info),
+                                                      index_.length_norms.data(), index_.meta.doc_begin,
+                                                      scoring.scoring[i], &result.stats));
       cursors.push_back(owned.back().get());
     }
     return cursors;
@@ -61,6 +59,7 @@ QueryResult CpuQueryProcessor::search(const Query& query) const {
     TopkQueue topk(query.k);
     if (!missing_term && !cursors.empty()) result.and_matches = and_query(cursors, topk);
     result.hits = topk.take_sorted();
+    units_to_scores(result.hits, scoring);
     if (query.mode == QueryMode::kAnd || result.hits.size() >= query.k) return result;
     result.fell_back_to_or = true;
   }
@@ -72,6 +71,7 @@ QueryResult CpuQueryProcessor::search(const Query& query) const {
     block_max_wand_query(cursors, topk);
   }
   result.hits = topk.take_sorted();
+  units_to_scores(result.hits, scoring);
   return result;
 }
 

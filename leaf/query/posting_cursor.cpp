@@ -3,11 +3,12 @@
 namespace warp {
 
 PostingCursor::PostingCursor(const PostingListView& list, const float* length_norms, DocId doc_begin,
-                             float term_weight, CursorStats* stats)
+                             TermScoring scoring, CursorStats* stats)
     : list_(list),
       length_norms_(length_norms),
       doc_begin_(doc_begin),
-      term_weight_(term_weight),
+      scoring_(scoring),
+      max_score_(bm25_unit_bound(list.max_score, scoring.bound_scale)),
       stats_(stats),
       doc_decoder_(list.codec->decoder(list.docs)),
       freq_decoder_(list.freq_codec->decoder(list.freqs)),

@@ -8,6 +8,7 @@
 
 #include "common/index/bm25.hpp"
 #include "common/index/posting_list.hpp"
+#include "leaf/query/term_scoring.hpp"
 
 namespace warp {
 
@@ -19,8 +20,9 @@ struct CursorStats {
 
 class PostingCursor {
  public:
-  // `length_norms` is indexed by doc - doc_begin; `term_weight` is bm25_term_weight of the term.
-  PostingCursor(const PostingListView& list, const float* length_norms, DocId doc_begin, float term_weight,
+  // `length_norms` is indexed by doc - doc_begin; `scoring` gives the term's weight in score units
+  // and the scale of the list's stored bounds (query_processor.hpp).
+  PostingCursor(const PostingListView& list, const float* length_norms, DocId doc_begin, TermScoring scoring,
                 CursorStats* stats);
 
   DocId docid() const { return doc_; }
@@ -34,8 +36,9 @@ class PostingCursor {
   }
   void next_geq(DocId target);
   TermFreq freq();
-  Score score() { return bm25_score(term_weight_, freq(), length_norms_[doc_ - doc_begin_]); }
-  Score max_score() const { return list_.max_score; }
+  // Scores and bounds are in the query's score units (bm25.hpp): integer-valued floats.
+  Score score() { return bm25_units(scoring_.unit_weight, freq(), length_norms_[doc_ - doc_begin_]); }
+  Score max_score() const { return max_score_; }
 
   // Block-max access at a position independent of the cursor: moves the shallow block forward to
   // the first block whose last docID is >= target (BlockMax-WAND, Ding & Suel 2011).
@@ -43,7 +46,7 @@ class PostingCursor {
     while (shallow_block_ < list_.block_count && list_.block_last_docid[shallow_block_] < target) ++shallow_block_;
   }
   Score shallow_block_max() const {
-    return shallow_block_ < list_.block_count ? list_.block_max_score[shallow_block_] : 0;
+    return shallow_block_ < list_.block_count ? bm25_unit_bound(list_.block_max_score[shallow_block_], scoring_.bound_scale) : 0;
   }
   DocId shallow_block_last() const {
     return shallow_block_ < list_.block_count ? list_.block_last_docid[shallow_block_] : kEndDoc;
@@ -55,7 +58,8 @@ class PostingCursor {
   PostingListView list_;
   const float* length_norms_;
   DocId doc_begin_;
-  float term_weight_;
+  TermScoring scoring_;
+  Score max_score_;
   CursorStats* stats_;
   std::unique_ptr<BlockDecoder> doc_decoder_;
   std::unique_ptr<BlockDecoder> freq_decoder_;

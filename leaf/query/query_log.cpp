@@ -29,12 +29,28 @@ std::vector<QueryLine> read_query_file(const std::string& path, std::vector<std:
   return queries;
 }
 
+std::string trec_safe_id(std::string_view id) {
+  std::string safe;
+  safe.reserve(id.size());
+  for (unsigned char c : id) {
+    if (c <= 0x20 || c == 0x7F || c == '%') {
+      char escaped[4];
+      std::snprintf(escaped, sizeof escaped, "%%%02X", c);
+      safe += escaped;
+    } else {
+      safe += static_cast<char>(c);
+    }
+  }
+  return safe;
+}
+
 void write_trec_run(std::ostream& out, const std::string& query_id, const std::vector<Hit>& hits,
                     const std::vector<std::string>& external_ids, const std::string& tag) {
   char score[32];
+  const std::string qid = trec_safe_id(query_id);
   for (size_t rank = 0; rank < hits.size(); ++rank) {
-    std::snprintf(score, sizeof score, "%.6f", hits[rank].score);
-    out << query_id << " Q0 " << external_ids[rank] << ' ' << rank + 1 << ' ' << score << ' ' << tag << '\n';
+    std::snprintf(score, sizeof score, "%.9g", hits[rank].score);
+    out << qid << " Q0 " << trec_safe_id(external_ids[rank]) << ' ' << rank + 1 << ' ' << score << ' ' << tag << '\n';
   }
 }
 

@@ -20,10 +20,40 @@ OrAlgorithm parse_or_algorithm(std::string_view text);   // "maxscore" | "bmw"; 
 std::string_view to_string(QueryMode mode);
 
 struct Query {
-  std::vector<std::string> terms;  // analyzed; duplicates are scored once
+  Query() = default;
+  Query(std::vector<std::string> terms, QueryMode mode, size_t k, std::vector<uint32_t> counts = {})
+      : terms(std::move(terms)), mode(mode), k(k), counts(std::move(counts)) {}
+  // Analyzed terms. A term's query-term frequency is the sum of its counts (1 each where `counts`
+  // is empty), so the analyzer's tokens can be passed as they are, repeats included.
+  std::vector<std::string> terms;
   QueryMode mode = QueryMode::kOr;
   size_t k = 10;
+  std::vector<uint32_t> counts;  // empty, or one per term
 };
+
+// A distinct term of a query with how often the query holds it.
+struct QueryTerm {
+  std::string text;
+  uint32_t count = 1;
+};
+
+// The query's distinct terms in byte order with their counts; throws Error when `counts` does not
+// match `terms` or a count is 0.
+std::vector<QueryTerm> distinct_terms(const Query& query);
+
+// How one query is scored on a partition: the units (the same on every partition of a generation)
+// and, per distinct term, its scoring or nothing when the partition has no such term.
+struct QueryScoring {
+  std::vector<QueryTerm> terms;
+  std::vector<const TermInfo*> infos;  // per term; null: not in this partition
+  std::vector<TermScoring> scoring;    // per term
+  float units_per_score = 1;
+  float score_of_unit = 1;  // 1 / units_per_score, exact (a power of two)
+};
+QueryScoring score_query(const Query& query, const IndexView& index);
+
+// Unit scores of hits to BM25 scores (exact: multiplication by a power of two).
+void units_to_scores(std::vector<Hit>& hits, const QueryScoring& scoring);
 
 struct QueryResult {
   std::vector<Hit> hits;  // best first

@@ -228,6 +228,7 @@ std::string LeafServer::handle(const std::string& bytes, std::chrono::steady_clo
       } else {
         Query query;
         for (auto term : search.getTerms()) query.terms.emplace_back(term.cStr());
+        for (uint32_t count : search.getTermCounts()) query.counts.push_back(count);
         query.mode = search.getMode() == protocol::Mode::AND ? QueryMode::kAnd
                      : search.getMode() == protocol::Mode::OR ? QueryMode::kOr : QueryMode::kAndOr;
         query.k = search.getK();

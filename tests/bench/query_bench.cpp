@@ -112,7 +112,8 @@ void bench_collection(const Collection& c, const std::vector<size_t>& thread_cou
         const Timing xapian = run_queries(c.queries, threads, [&] {
           return [&, db = Xapian::Database(c.xapian_path)](const std::vector<std::string>& q) mutable {
             Xapian::Enquire enquire(db);
-            enquire.set_weighting_scheme(Xapian::BM25Weight(0.9, 0, 1, 0.4, 0.5));
+            const Bm25Params bm25;  // the index's k1 and b
+            enquire.set_weighting_scheme(Xapian::BM25Weight(bm25.k1, 0, 1, bm25.b, 0.5));
             enquire.set_query(xapian_query(q, mode == QueryMode::kOr ? Xapian::Query::OP_OR : Xapian::Query::OP_AND));
             Xapian::MSet mset = enquire.get_mset(0, static_cast<Xapian::doccount>(k));
             if (mode == QueryMode::kAndOr && mset.size() < k) {

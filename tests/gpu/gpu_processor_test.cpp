@@ -485,13 +485,9 @@ TEST(GpuGov2Preset, ScaledPresetMatchesTheCpu) {
               for (const QueryProcessor* gpu_processor : {static_cast<const QueryProcessor*>(&single),
                                                           static_cast<const QueryProcessor*>(&batched)}) {
                 const QueryResult actual = gpu_processor->search(query);
-                bool same = expected.hits.size() == actual.hits.size();
-                for (size_t i = 0; same && i < actual.hits.size(); ++i) {
-                  // Scores rank by rank (OR sums in another order may swap documents within 1e-5).
-                  same = std::fabs(expected.hits[i].score - actual.hits[i].score) <= 1e-5f * std::max(1.0f, expected.hits[i].score);
-                }
+                const ::testing::AssertionResult same = testing::identical_hits(expected.hits, actual.hits);
                 if (!same && failures++ == 0) {
-                  ADD_FAILURE() << codec << " query " << q << " mode " << to_string(mode) << " k " << k << " seed " << params.seed;
+                  ADD_FAILURE() << same.message() << ": " << codec << " query " << q << " mode " << to_string(mode) << " k " << k << " seed " << params.seed;
                 }
               }
             }

@@ -26,38 +26,35 @@ class BruteForceIndex {
     total_length_ += terms.size();
   }
 
-  // The exact BM25 score of `doc` for the distinct terms of `terms`.
+  // The exact BM25 score of `doc` for `terms` (repeats raise a term's query-term frequency), in
+  // the query's score units (bm25.hpp) converted back to a score.
   Score score(const std::vector<std::string>& terms, DocId doc) const {
+    const Weights w = weights(terms);
     Score total = 0;
-    for (const auto& term : distinct(terms)) {
-      auto it = postings_.find(term);
-      if (it == postings_.end()) continue;
-      for (const Posting& p : it->second) {
-        if (p.doc == doc) total += bm25_score(weight(it->second.size()), p.freq, norm(doc));
+    for (const auto& [term, unit_weight] : w.unit_weights) {
+      for (const Posting& p : postings_.at(term)) {
+        if (p.doc == doc) total += bm25_units(unit_weight, p.freq, norm(doc));
       }
     }
-    return total;
+    return total * w.score_of_unit;
   }
 
   std::vector<Hit> search(const std::vector<std::string>& terms, QueryMode mode, size_t k) const {
-    const std::vector<std::string> unique = distinct(terms);
+    const Weights w = weights(terms);
     std::vector<Score> scores(lengths_.size(), 0);
     std::vector<uint32_t> matched(lengths_.size(), 0);
-    size_t present = 0;
-    for (const auto& term : unique) {
-      auto it = postings_.find(term);
-      if (it == postings_.end()) continue;
-      ++present;
-      for (const Posting& p : it->second) {
-        scores[p.doc] += bm25_score(weight(it->second.size()), p.freq, norm(p.doc));
+    for (const auto& [term, unit_weight] : w.unit_weights) {
+      for (const Posting& p : postings_.at(term)) {
+        scores[p.doc] += bm25_units(unit_weight, p.freq, norm(p.doc));
         ++matched[p.doc];
       }
     }
+    const size_t distinct_terms = w.unit_weights.size() + w.missing;
     std::vector<Hit> and_hits, or_hits;
     for (DocId d = 0; d < lengths_.size(); ++d) {
       if (matched[d] == 0) continue;
-      or_hits.push_back({d, scores[d]});
-      if (present == unique.size() && matched[d] == unique.size()) and_hits.push_back({d, scores[d]});
+      or_hits.push_back({d, scores[d] * w.score_of_unit});
+      if (w.missing == 0 && matched[d] == distinct_terms) and_hits.push_back({d, scores[d] * w.score_of_unit});
     }
     std::vector<Hit>& chosen =
         mode == QueryMode::kOr || (mode == QueryMode::kAndOr && and_hits.size() < k) ? or_hits : and_hits;
@@ -82,7 +79,32 @@ class BruteForceIndex {
     std::set<std::string> s(terms.begin(), terms.end());
     return {s.begin(), s.end()};
   }
-  float weight(size_t df) const { return bm25_term_weight(bm25_idf(df, lengths_.size()), params_); }
+  // Query-term frequencies, the query's score units and each present term's weight in them, as
+  // bm25.hpp defines them.
+  struct Weights {
+    std::map<std::string, float> unit_weights;  // terms of the collection
+    size_t missing = 0;                         // distinct terms of no document
+    float score_of_unit = 1;
+  };
+  Weights weights(const std::vector<std::string>& terms) const {
+    std::map<std::string, uint32_t> qtf;
+    for (const auto& t : terms) ++qtf[t];
+    double factor_sum = 0;
+    for (const auto& [term, count] : qtf) factor_sum += bm25_query_factor(count, params_.k3);
+    const float units = bm25_units_per_score(factor_sum, lengths_.size(), params_);
+    Weights w;
+    w.score_of_unit = 1.0f / units;
+    for (const auto& [term, count] : qtf) {
+      auto it = postings_.find(term);
+      if (it == postings_.end()) {
+        ++w.missing;
+        continue;
+      }
+      const float idf = bm25_idf(it->second.size(), lengths_.size());
+      w.unit_weights[term] = bm25_unit_weight(idf, params_, bm25_query_factor(count, params_.k3), units);
+    }
+    return w;
+  }
   float norm(DocId doc) const {
     const CollectionStats stats{lengths_.size(), total_length_};
     return bm25_length_norm(lengths_[doc], stats.average_length(), params_);

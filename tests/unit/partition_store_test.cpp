@@ -110,7 +110,7 @@ TEST_F(PartitionStoreTest, OtherBm25ParametersRescoreTheBounds) {
   collection.seed = testing::test_seed();
   synthetic::generate_collection(collection, [&](const std::vector<std::string>& terms) { reference.add(terms); });
   OpenOptions options;
-  options.bm25 = params;
+  options.bm25 = {params.k1, params.b, params.k3};
   IndexSearcher searcher(open_index(dir_.string(), options));
   for (const auto& query : synthetic::generate_queries(200, 2000, 4, testing::test_seed() + 1)) {
     ASSERT_TRUE(testing::same_topk(reference.search(query, QueryMode::kOr, 10),
