@@ -1,5 +1,7 @@
 #include "broker/cluster.hpp"
 
+#include <cstdio>
+
 #include <zmq.hpp>
 
 #include "common/protocol/search.capnp.h"
@@ -113,7 +115,8 @@ void Cluster::poll_status() {
     sockets.back()->connect(replica->endpoint);
     socket_list.push_back(sockets.back().get());
   }
-  while (!stop_) {
+  // One status request to every replica and up to 400 ms for the answers; a silent one is unhealthy.
+  const auto poll_round = [&] {
     std::vector<bool> answered(replicas_.size(), false);
     for (auto& socket : sockets) {
       capnp::MallocMessageBuilder builder;
@@ -137,6 +140,13 @@ void Cluster::poll_status() {
     }
     for (size_t i = 0; i < replicas_.size(); ++i) {
       if (!answered[i]) replicas_[i]->healthy = false;
+    }
+  };
+  while (!stop_) {
+    try {
+      poll_round();
+    } catch (const std::exception& e) {  // never past the top of the poller thread
+      std::fprintf(stderr, "warp-broker: status poll failed: %s\n", e.what());
     }
     for (int i = 0; i < 2 && !stop_; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }

@@ -265,6 +265,12 @@ std::string LeafServer::handle(const std::string& bytes, std::chrono::steady_clo
     error_builder.initRoot<protocol::LeafReply>().initSearch().setError(std::string("bad request: ") + e.what());
     const auto words = capnp::messageToFlatArray(error_builder);
     return std::string(reinterpret_cast<const char*>(words.asBytes().begin()), words.asBytes().size());
+  } catch (...) {  // nothing may reach the top of a worker thread
+    requests_.Add({{"kind", "error"}}).Increment();
+    capnp::MallocMessageBuilder error_builder;
+    error_builder.initRoot<protocol::LeafReply>().initSearch().setError("internal error");
+    const auto words = capnp::messageToFlatArray(error_builder);
+    return std::string(reinterpret_cast<const char*>(words.asBytes().begin()), words.asBytes().size());
   }
   const auto words = capnp::messageToFlatArray(builder);
   return std::string(reinterpret_cast<const char*>(words.asBytes().begin()), words.asBytes().size());

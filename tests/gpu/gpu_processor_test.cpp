@@ -500,12 +500,52 @@ TEST(GpuGov2Preset, ScaledPresetMatchesTheCpu) {
   }
 }
 
-TEST(GpuCranfield, EveryModeAndCodecMatchesTheCpu) {
+// Queries of 65, 200 and 1,000 terms (repeats included: query-term frequency) on every path: lanes,
+// PARA batches (several long queries in one batch, from concurrent clients), dense accumulators,
+// answers identical to the CPU's. Batches took at most 64 terms once; longer ones killed the process.
+TEST(GpuLongQueries, EveryPathMatchesTheCpu) {
   WARP_REQUIRE_GPU();
-  const std::string dir = testing::shared_data_dir() + "/cranfield";
+  for (const char* codec : {"bp128", "pfor-block"}) {
+    const uint64_t seed = testing::test_seed() + 97 + std::hash<std::string>{}(codec);
+    Collection c = random_collection(codec, seed, 1);
+    std::mt19937_64 rng(seed);
+    const uint32_t vocabulary = static_cast<uint32_t>(c.partitions[0].view.lexicon.size());
+    c.queries.clear();
+    for (uint32_t length : {65u, 200u, 1000u, 65u, 200u, 1000u, 70u, 300u}) {
+      std::vector<std::string> query;
+      for (uint32_t i = 0; i < length; ++i) query.push_back(synthetic::term_name(static_cast<uint32_t>(rng() % (vocabulary + 40))));
+      c.queries.push_back(query);
+    }
+    const IndexView& view = c.partitions[0].view;
+    gpu::GpuProcessorOptions single, batched, batched_dense, single_dense;
+    batched.batch = {.threshold = 200000, .max_queries = 4, .max_wait_us = 5000};
+    batched_dense.batch = batched.batch;
+    batched_dense.or_method = gpu::OrMethod::kDenseAccumulators;
+    single_dense.or_method = gpu::OrMethod::kDenseAccumulators;
+    for (const auto* options : {&single, &batched, &batched_dense, &single_dense}) {
+      gpu::GpuQueryProcessor processor(view, *options);
+      EXPECT_EQ(mismatches_against_cpu(processor, c, view, 4), 0)
+          << codec << (options->batch.threshold > 0 ? " batched" : " single")
+          << (options->or_method == gpu::OrMethod::kDenseAccumulators ? " dense" : " tiles") << " seed " << seed;
+    }
+  }
+}
+
+struct JudgedCollection {
+  const char* name;
+  size_t documents;
+};
+
+class GpuJudgedTest : public ::testing::TestWithParam<JudgedCollection> {};
+
+// Cranfield's queries and CISI's long requests, analyzed as the broker does, on every codec: the
+// single-query path against the reference and the batched path against the CPU, exactly.
+TEST_P(GpuJudgedTest, EveryModeAndCodecMatchesTheCpu) {
+  WARP_REQUIRE_GPU();
+  const std::string dir = testing::shared_data_dir() + "/" + GetParam().name;
   ReadReport report;
   const std::vector<SourceDocument> documents = read_documents({dir + "/docs.jsonl"}, report);
-  ASSERT_EQ(documents.size(), 1400u);
+  ASSERT_EQ(documents.size(), GetParam().documents);
   std::vector<std::string> errors;
   Analyzer analyzer;
   testing::BruteForceIndex reference;
@@ -515,14 +555,17 @@ TEST(GpuCranfield, EveryModeAndCodecMatchesTheCpu) {
     reference.add(terms);
   }
   std::vector<std::vector<std::string>> queries;
-  for (const QueryLine& line : read_query_file(dir + "/queries.tsv", errors)) queries.push_back(analyzer.analyze(line.text));
+  for (const QueryLine& line : read_query_file(dir + "/queries.tsv", errors)) queries.push_back(analyzer.analyze_query(line.text));
   for (const Codec* codec : all_codecs()) {
     BuildOptions options;
     options.codec = std::string(codec->name());
     IndexBuilder builder(options);
     for (const SourceDocument& doc : documents) builder.add_document(doc);
-    const auto built = builder.build();
-    gpu::GpuQueryProcessor processor(built[0].view);
+    Collection c;
+    c.partitions = builder.build();
+    c.queries = queries;
+    c.reference = reference;
+    gpu::GpuQueryProcessor processor(c.partitions[0].view);
     for (size_t q = 0; q < queries.size(); ++q) {
       for (QueryMode mode : {QueryMode::kAnd, QueryMode::kOr, QueryMode::kAndOr}) {
         ASSERT_TRUE(testing::same_topk(reference.search(queries[q], mode, 100), processor.search({queries[q], mode, 100}).hits,
@@ -530,8 +573,16 @@ TEST(GpuCranfield, EveryModeAndCodecMatchesTheCpu) {
             << "query " << q + 1 << " codec " << codec->name() << " mode " << to_string(mode);
       }
     }
+    gpu::GpuProcessorOptions batched;
+    batched.batch = {.threshold = 200000, .max_queries = 8, .max_wait_us = 2000};
+    gpu::GpuQueryProcessor batched_processor(c.partitions[0].view, batched);
+    EXPECT_EQ(mismatches_against_cpu(batched_processor, c, c.partitions[0].view, 8), 0) << codec->name() << " batched";
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(SharedData, GpuJudgedTest,
+                         ::testing::Values(JudgedCollection{"cranfield", 1400}, JudgedCollection{"cisi", 1460}),
+                         [](const auto& info) { return std::string(info.param.name); });
 
 #else
 

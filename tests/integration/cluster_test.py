@@ -7,10 +7,12 @@ natural-language paragraphs) and Cranfield query in every mode; bad requests get
 request; both replicas of a partition down gives partial results within the deadline; a new
 generation published by warp-indexer serve reaches leaves following it, and the broker's cache
 stops serving the old results.
-usage: cluster_test.py BUILD_DIR CRANFIELD_DIR CISI_DIR"""
+usage: cluster_test.py BUILD_DIR CRANFIELD_DIR CISI_DIR
+WARP_LEAF_ARGS adds flags to every leaf (the GPU machine runs it with the GPU processor batching)."""
 import json, os, random, re, shutil, signal, struct, subprocess, sys, tempfile, threading, time, urllib.error, urllib.parse, urllib.request
 
 build, data, cisi = sys.argv[1], sys.argv[2], sys.argv[3]
+leaf_args = os.environ.get("WARP_LEAF_ARGS", "").split()
 indexer, leaf, broker, search = (os.path.join(build, p) for p in
                                  ("indexer/warp-indexer", "leaf/warp-leaf", "broker/warp-broker", "leaf/warp-search"))
 work = tempfile.mkdtemp(prefix="warp-cluster-")
@@ -103,7 +105,7 @@ def start_cluster(data_dir, tag):
     for i in range(4):
         zmq_port, http_port = next_port(), next_port()
         p = start([leaf, "--index", os.path.join(work, tag + "-index2"), "--partitions", str(i // 2), "--listen",
-                   "tcp://127.0.0.1:%d" % zmq_port, "--http", "127.0.0.1:%d" % http_port, "--workers", "2"],
+                   "tcp://127.0.0.1:%d" % zmq_port, "--http", "127.0.0.1:%d" % http_port, "--workers", "2"] + leaf_args,
                   "%s-leaf%d.log" % (tag, i))
         leaves.append((p, zmq_port, http_port))
     broker_port = next_port()

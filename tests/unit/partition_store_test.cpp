@@ -118,6 +118,23 @@ TEST_F(PartitionStoreTest, OtherBm25ParametersRescoreTheBounds) {
   }
 }
 
+TEST_F(PartitionStoreTest, QueryTermSaturationIsStoredAndCanBeOverridden) {
+  const auto stored = [&](const OpenOptions& options) { return open_partition(part(1), options)->view().meta.bm25; };
+  EXPECT_TRUE(std::isinf(stored({}).k3)) << "the default, linear query-term frequency, written and read back";
+  OpenOptions options;
+  options.bm25.k3 = 0;
+  const Bm25Params overridden = stored(options);
+  EXPECT_EQ(overridden.k3, 0.0f);
+  EXPECT_EQ(overridden.k1, Bm25Params{}.k1);  // k1 and b stay the index's
+  EXPECT_EQ(overridden.b, Bm25Params{}.b);
+  IndexSearcher searcher(open_index(dir_.string(), options));  // repeats now count once
+  const std::vector<std::string> repeated{"t1", "t1", "t2"}, once{"t1", "t2"};
+  EXPECT_TRUE(testing::identical_hits(searcher.search({once, QueryMode::kOr, 10}).hits,
+                                      searcher.search({repeated, QueryMode::kOr, 10}).hits));
+  EXPECT_THROW(check_bm25_params({1.2f, 0.75f, -1.0f}), Error);
+  EXPECT_THROW(check_bm25_params({1.2f, 1.5f, 1.0f}), Error);
+}
+
 TEST_F(PartitionStoreTest, RefusesAnotherAnalyzer) {
   OpenOptions options;
   options.expected_analyzer = "warp-analyzer/1 fold=latin-greek-cyrillic stem=none stop=english max=64";

@@ -3,6 +3,8 @@
 // partitions; plus the Cranfield collection with its real queries.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <limits>
 #include <random>
 
 #include "common/index/index_builder.hpp"
@@ -75,7 +77,7 @@ TEST_P(RandomCollectionTest, EveryModeMatchesBruteForce) {
   });
   const std::vector<BuiltPartition> built = builder.build();
   auto queries = synthetic::generate_queries(300, params.vocabulary + 5, 5, seed + 7);  // a few unknown terms
-  queries.push_back({"t0", "t0", "t1"});  // duplicates are scored once
+  queries.push_back({"t0", "t0", "t1"});  // a repeated term weighs by its query-term frequency
   queries.push_back({"no-such-term"});
 
   for (OrAlgorithm algorithm : {OrAlgorithm::kMaxScore, OrAlgorithm::kBlockMaxWand}) {
@@ -166,14 +168,111 @@ TEST(CpuQueryProcessor, RejectsKAboveLimit) {
   EXPECT_THROW(processor.search({{"x"}, QueryMode::kOr, kMaxTopK + 1}), Error);
 }
 
-TEST(CranfieldQueries, EveryModeAndCodecMatchesBruteForce) {
-  const std::string dir = testing::shared_data_dir() + "/cranfield";
+// Repeated query terms (random query-term frequencies 1-4) for three k3: the processor against
+// the reference; a query given as counts answers as the same query with its terms repeated; k3 0
+// ignores repeats, and linear qtf changes the scores of queries with repeats.
+TEST(CpuQueryProcessor, QueryTermFrequencyMatchesBruteForce) {
+  const uint64_t seed = testing::test_seed() + 23;
+  std::mt19937_64 rng(seed);
+  synthetic::CollectionParams params;
+  params.documents = 3000;
+  params.vocabulary = 800;
+  params.mean_length = 30;
+  params.seed = seed;
+  std::vector<std::vector<std::string>> documents;
+  synthetic::generate_collection(params, [&](const std::vector<std::string>& terms) { documents.push_back(terms); });
+  std::vector<std::vector<std::string>> distinct_queries = synthetic::generate_queries(150, params.vocabulary, 5, seed + 1);
+  for (float k3 : {0.0f, 1.5f, std::numeric_limits<float>::infinity()}) {
+    BuildOptions options;
+    options.bm25.k3 = k3;
+    options.partitions = 2;
+    IndexBuilder builder(options);
+    BruteForceIndex reference(options.bm25);
+    for (const auto& terms : documents) {
+      builder.add_analyzed({"", "", "", 0}, terms);
+      reference.add(terms);
+    }
+    InMemoryIndex index(builder.build(), OrAlgorithm::kBlockMaxWand);
+    size_t changed_by_repeats = 0;
+    for (size_t q = 0; q < distinct_queries.size(); ++q) {
+      std::vector<std::string> repeated;
+      std::vector<uint32_t> counts;
+      for (const std::string& term : distinct_queries[q]) {
+        counts.push_back(std::uniform_int_distribution<uint32_t>(1, 4)(rng));
+        repeated.insert(repeated.end(), counts.back(), term);
+      }
+      std::shuffle(repeated.begin(), repeated.end(), rng);
+      for (QueryMode mode : {QueryMode::kAnd, QueryMode::kOr, QueryMode::kAndOr}) {
+        const std::vector<Hit> actual = index.search({repeated, mode, 10});
+        ASSERT_TRUE(testing::same_topk(reference.search(repeated, mode, 10), actual, reference, repeated))
+            << "query " << q << " k3 " << k3 << " seed " << seed;
+        ASSERT_TRUE(testing::identical_hits(actual, index.search({distinct_queries[q], mode, 10, counts})))
+            << "counts against repeats, query " << q;
+        const std::vector<Hit> once = index.search({distinct_queries[q], mode, 10});
+        if (k3 == 0) {
+          ASSERT_TRUE(testing::identical_hits(actual, once)) << "k3 0 must ignore repeats, query " << q;
+        }
+        if (!testing::identical_hits(actual, once)) ++changed_by_repeats;
+      }
+    }
+    if (k3 > 0) {
+      EXPECT_GT(changed_by_repeats, distinct_queries.size() / 2) << "k3 " << k3;
+    }
+  }
+  EXPECT_THROW(CpuQueryProcessor(BuiltPartition{}.view).search({{"a", "b"}, QueryMode::kOr, 10, {1}}), Error);
+}
+
+// Queries of 65, 200 and 1,000 distinct terms (long natural-language requests) in every mode.
+TEST(CpuQueryProcessor, LongQueriesMatchBruteForce) {
+  const uint64_t seed = testing::test_seed() + 29;
+  synthetic::CollectionParams params;
+  params.documents = 4000;
+  params.vocabulary = 3000;
+  params.mean_length = 40;
+  params.seed = seed;
+  BuildOptions options;
+  options.partitions = 2;
+  IndexBuilder builder(options);
+  BruteForceIndex reference;
+  synthetic::generate_collection(params, [&](const std::vector<std::string>& terms) {
+    builder.add_analyzed({"", "", "", 0}, terms);
+    reference.add(terms);
+  });
+  const auto built = builder.build();
+  std::mt19937_64 rng(seed);
+  for (OrAlgorithm algorithm : {OrAlgorithm::kMaxScore, OrAlgorithm::kBlockMaxWand}) {
+    InMemoryIndex index(built, algorithm);
+    for (uint32_t length : {65u, 200u, 1000u}) {
+      std::vector<std::string> query;
+      for (uint32_t i = 0; i < length; ++i) {
+        query.push_back("t" + std::to_string(std::uniform_int_distribution<uint32_t>(0, params.vocabulary + 50)(rng)));
+      }
+      for (QueryMode mode : {QueryMode::kAnd, QueryMode::kOr, QueryMode::kAndOr}) {
+        for (size_t k : {size_t{10}, size_t{1000}}) {
+          ASSERT_TRUE(testing::same_topk(reference.search(query, mode, k), index.search({query, mode, k}), reference, query))
+              << length << " terms, mode " << to_string(mode) << " k " << k << " seed " << seed;
+        }
+      }
+    }
+  }
+}
+
+struct JudgedCollection {
+  const char* name;
+  size_t documents, queries;
+};
+
+class JudgedQueriesTest : public ::testing::TestWithParam<JudgedCollection> {};
+
+// Cranfield's short queries and CISI's long requests (repeated words), as the broker analyzes them.
+TEST_P(JudgedQueriesTest, EveryModeAndCodecMatchesBruteForce) {
+  const std::string dir = testing::shared_data_dir() + "/" + GetParam().name;
   ReadReport report;
   const std::vector<SourceDocument> documents = read_documents({dir + "/docs.jsonl"}, report);
-  ASSERT_EQ(documents.size(), 1400u) << "the Cranfield collection is expected in " << dir;
+  ASSERT_EQ(documents.size(), GetParam().documents) << "the collection is expected in " << dir;
   std::vector<std::string> errors;
   const std::vector<QueryLine> lines = read_query_file(dir + "/queries.tsv", errors);
-  ASSERT_EQ(lines.size(), 225u);
+  ASSERT_EQ(lines.size(), GetParam().queries);
 
   Analyzer analyzer;
   BruteForceIndex reference;
@@ -184,7 +283,7 @@ TEST(CranfieldQueries, EveryModeAndCodecMatchesBruteForce) {
     reference.add(terms);
   }
   std::vector<std::vector<std::string>> queries;
-  for (const QueryLine& line : lines) queries.push_back(analyzer.analyze(line.text));
+  for (const QueryLine& line : lines) queries.push_back(analyzer.analyze_query(line.text));
 
   // The reference answers once; every codec and algorithm is compared with them.
   const QueryMode modes[] = {QueryMode::kAnd, QueryMode::kOr, QueryMode::kAndOr};
@@ -215,6 +314,10 @@ TEST(CranfieldQueries, EveryModeAndCodecMatchesBruteForce) {
     }
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(SharedData, JudgedQueriesTest,
+                         ::testing::Values(JudgedCollection{"cranfield", 1400, 225}, JudgedCollection{"cisi", 1460, 112}),
+                         [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace
 }  // namespace warp
