@@ -8,7 +8,8 @@
 #include <vector>
 
 #include "broker/cluster.hpp"
-#include "leaf/query/query_processor.hpp"
+#include "common/index/types.hpp"
+#include "common/query/query.hpp"
 
 namespace warp {
 

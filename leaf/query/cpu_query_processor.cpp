@@ -8,26 +8,10 @@
 
 namespace warp {
 
-QueryMode parse_query_mode(std::string_view text) {
-  if (text == "and") return QueryMode::kAnd;
-  if (text == "or") return QueryMode::kOr;
-  if (text == "andor") return QueryMode::kAndOr;
-  throw Error("unknown query mode '" + std::string(text) + "' (use and, or or andor)");
-}
-
 OrAlgorithm parse_or_algorithm(std::string_view text) {
   if (text == "maxscore") return OrAlgorithm::kMaxScore;
   if (text == "bmw") return OrAlgorithm::kBlockMaxWand;
   throw Error("unknown OR algorithm '" + std::string(text) + "' (use maxscore or bmw)");
-}
-
-std::string_view to_string(QueryMode mode) {
-  switch (mode) {
-    case QueryMode::kAnd: return "and";
-    case QueryMode::kOr: return "or";
-    case QueryMode::kAndOr: return "andor";
-  }
-  return "?";
 }
 
 QueryResult CpuQueryProcessor::search(const Query& query) const {

@@ -6,40 +6,16 @@
 #include <vector>
 
 #include "common/index/index_view.hpp"
+#include "common/query/query.hpp"
 #include "leaf/query/posting_cursor.hpp"
 #include "leaf/query/topk_queue.hpp"
 
 namespace warp {
 
-enum class QueryMode { kAnd, kOr, kAndOr };
 // Exact OR top-k algorithms; both give identical results.
 enum class OrAlgorithm { kMaxScore, kBlockMaxWand };
 
-QueryMode parse_query_mode(std::string_view text);       // "and" | "or" | "andor"; throws Error
 OrAlgorithm parse_or_algorithm(std::string_view text);   // "maxscore" | "bmw"; throws Error
-std::string_view to_string(QueryMode mode);
-
-struct Query {
-  Query() = default;
-  Query(std::vector<std::string> terms, QueryMode mode, size_t k, std::vector<uint32_t> counts = {})
-      : terms(std::move(terms)), mode(mode), k(k), counts(std::move(counts)) {}
-  // Analyzed terms. A term's query-term frequency is the sum of its counts (1 each where `counts`
-  // is empty), so the analyzer's tokens can be passed as they are, repeats included.
-  std::vector<std::string> terms;
-  QueryMode mode = QueryMode::kOr;
-  size_t k = 10;
-  std::vector<uint32_t> counts;  // empty, or one per term
-};
-
-// A distinct term of a query with how often the query holds it.
-struct QueryTerm {
-  std::string text;
-  uint32_t count = 1;
-};
-
-// The query's distinct terms in byte order with their counts; throws Error when `counts` does not
-// match `terms` or a count is 0.
-std::vector<QueryTerm> distinct_terms(const Query& query);
 
 // How one query is scored on a partition: the units (the same on every partition of a generation)
 // and, per distinct term, its scoring or nothing when the partition has no such term.

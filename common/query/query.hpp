@@ -1,0 +1,39 @@
+// A query as every service sees it: analyzed terms with their counts, a mode and k. Shared by the
+// broker (which analyzes and normalizes it) and the leaves' query processors.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace warp {
+
+enum class QueryMode { kAnd, kOr, kAndOr };
+QueryMode parse_query_mode(std::string_view text);  // "and" | "or" | "andor"; throws Error
+std::string_view to_string(QueryMode mode);
+
+struct Query {
+  Query() = default;
+  Query(std::vector<std::string> terms, QueryMode mode, size_t k, std::vector<uint32_t> counts = {})
+      : terms(std::move(terms)), mode(mode), k(k), counts(std::move(counts)) {}
+  // Analyzed terms. A term's query-term frequency is the sum of its counts (1 each where `counts`
+  // is empty), so the analyzer's tokens can be passed as they are, repeats included.
+  std::vector<std::string> terms;
+  QueryMode mode = QueryMode::kOr;
+  size_t k = 10;
+  std::vector<uint32_t> counts;  // empty, or one per term
+};
+
+// A distinct term of a query with how often the query holds it.
+struct QueryTerm {
+  std::string text;
+  uint32_t count = 1;
+};
+
+// The query's distinct terms in byte order with their counts; throws Error when `counts` does not
+// match `terms` or a count is 0.
+std::vector<QueryTerm> distinct_terms(const Query& query);
+
+}  // namespace warp
