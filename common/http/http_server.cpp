@@ -2,16 +2,17 @@
 
 #include <utility>  // before Boost.Asio with GCC 12 in C++20 (see ../shared/GPU.md)
 
+#include <atomic>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-#include <condition_variable>
-#include <deque>
 #include <mutex>
-#include <set>
-
-#include <sys/socket.h>
-#include <sys/time.h>
+#include <optional>
+#include <thread>
+#include <unordered_map>
 
 #include "common/util/status.hpp"
 
@@ -20,129 +21,182 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 using tcp = asio::ip::tcp;
 
-std::pair<std::string, uint16_t> parse_host_port(const std::string& text, const std::string& flag) {
-  const size_t colon = text.rfind(':');
-  unsigned long port = 0;
-  try {
-    if (colon == std::string::npos || colon == 0) throw Error("");
-    size_t used = 0;
-    port = std::stoul(text.substr(colon + 1), &used);
-    if (used != text.size() - colon - 1 || port > 65535) throw Error("");
-  } catch (...) {
-    throw Error(flag + " expects HOST:PORT, got '" + text + "'");
-  }
-  return {text.substr(0, colon), static_cast<uint16_t>(port)};
+namespace {
+class Session;
 }
 
-bool url_decode(std::string_view in, std::string& out) {
-  out.clear();
-  for (size_t i = 0; i < in.size(); ++i) {
-    if (in[i] == '+') {
-      out += ' ';
-    } else if (in[i] == '%') {
-      if (i + 2 >= in.size()) return false;
-      const auto hex = [](char c) -> int {
-        if (c >= '0' && c <= '9') return c - '0';
-        if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-        if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-        return -1;
-      };
-      const int hi = hex(in[i + 1]), lo = hex(in[i + 2]);
-      if (hi < 0 || lo < 0) return false;
-      out += static_cast<char>(hi * 16 + lo);
-      i += 2;
-    } else {
-      out += in[i];
-    }
-  }
-  return true;
-}
+struct Server::Impl : std::enable_shared_from_this<Server::Impl> {
+  ServerOptions options;
+  AsyncHandler handler;
+  asio::io_context io;
+  tcp::acceptor acceptor{io};
+  asio::steady_timer accept_pause{io};
+  std::vector<std::thread> threads;
+  std::atomic<bool> stopped{false};
+  std::atomic<uint64_t> open{0}, total{0}, refused{0}, timeouts{0};
+  std::mutex sessions_mutex;
+  std::unordered_map<Session*, std::weak_ptr<Session>> sessions;  // to close them on stop
+
+  void accept();
+  void refuse(tcp::socket socket);
+};
 
 namespace {
 
-Request to_request(const beast::http::request<beast::http::string_body>& message) {
-  Request request;
-  request.method = std::string(message.method_string());
-  request.target = std::string(message.target());
-  request.body = message.body();
-  const size_t question = request.target.find('?');
-  request.path = request.target.substr(0, question);
-  if (question == std::string::npos) return request;
-  std::string_view query = std::string_view(request.target).substr(question + 1);
-  while (!query.empty()) {
-    const size_t amp = query.find('&');
-    const std::string_view pair = query.substr(0, amp);
-    const size_t eq = pair.find('=');
-    std::string key, value;
-    if (!url_decode(pair.substr(0, eq), key) || (eq != std::string_view::npos && !url_decode(pair.substr(eq + 1), value))) {
-      request.query_ok = false;
-    } else if (!key.empty()) {
-      request.query[key] = value;
-    }
-    if (amp == std::string_view::npos) break;
-    query.remove_prefix(amp + 1);
+Response json_error(int status, const char* message) {
+  return {status, "application/json", std::string(R"({"error":")") + message + "\"}", {}};
+}
+
+// One connection: read a request, hand it to the handler, write the answer, and again while the
+// client keeps the connection alive. Every step runs on the connection's strand.
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(std::shared_ptr<Server::Impl> server, tcp::socket socket) : server_(std::move(server)), stream_(std::move(socket)) {
+    ++server_->open;
   }
-  return request;
+  ~Session() { --server_->open; }
+
+  void start() {
+    {
+      std::lock_guard<std::mutex> lock(server_->sessions_mutex);
+      server_->sessions[this] = weak_from_this();
+    }
+    beast::error_code ec;
+    stream_.socket().set_option(tcp::no_delay(true), ec);
+    read(server_->options.request_timeout);
+  }
+
+  // From any thread: closes the connection (the server stops).
+  void close_soon() {
+    asio::post(stream_.get_executor(), [self = shared_from_this()] { self->stream_.close(); });
+  }
+
+ private:
+  void read(std::chrono::milliseconds timeout) {
+    parser_.emplace();
+    parser_->header_limit(static_cast<uint32_t>(server_->options.max_header_bytes));
+    parser_->body_limit(server_->options.max_body_bytes);
+    // One expiry for the whole request: a client trickling bytes cannot hold the connection longer.
+    stream_.expires_after(timeout);
+    beast::http::async_read(stream_, buffer_, *parser_, beast::bind_front_handler(&Session::on_read, shared_from_this()));
+  }
+
+  void on_read(beast::error_code ec, size_t) {
+    if (ec == beast::error::timeout) {
+      ++server_->timeouts;
+      return shutdown();
+    }
+    if (ec == beast::http::error::end_of_stream || ec == asio::error::eof || ec == asio::error::connection_reset ||
+        ec == asio::error::operation_aborted || ec == asio::error::bad_descriptor) {
+      return shutdown();
+    }
+    keep_alive_ = false;
+    if (ec == beast::http::error::body_limit) return write(json_error(400, "request body too large"));
+    if (ec == beast::http::error::header_limit) return write(json_error(400, "request header or URL too large"));
+    if (ec) {
+      if (ec.category() != beast::http::make_error_code(beast::http::error::bad_target).category()) {
+        return shutdown();  // a socket error: nobody to answer
+      }
+      return write(json_error(400, "malformed HTTP request"));  // a parse error
+    }
+    const auto& message = parser_->get();
+    keep_alive_ = message.keep_alive();
+    Request request;
+    request.method = std::string(message.method_string());
+    request.target = std::string(message.target());
+    if (auto it = message.find(beast::http::field::authorization); it != message.end()) {
+      request.authorization = std::string(it->value());
+    }
+    request.body = message.body();
+    parse_target(request);
+    stream_.expires_never();  // nothing is read while the handler works
+    // Exactly once, from any thread, back onto this connection's strand.
+    auto answered = std::make_shared<std::atomic<bool>>(false);
+    Respond respond = [self = shared_from_this(), answered](Response response) {
+      if (answered->exchange(true) || self->server_->stopped) return;
+      asio::post(self->stream_.get_executor(),
+                 [self, response = std::move(response)]() mutable { self->write(std::move(response)); });
+    };
+    try {
+      server_->handler(request, respond);
+    } catch (const std::exception&) {
+      respond(json_error(500, "internal error"));
+    }
+  }
+
+  void write(Response response) {
+    auto out = std::make_shared<beast::http::response<beast::http::string_body>>(
+        static_cast<beast::http::status>(response.status), 11);
+    out->set(beast::http::field::content_type, response.content_type);
+    out->set(beast::http::field::server, "warpsearch");
+    for (const auto& [name, value] : response.headers) out->set(name, value);
+    out->keep_alive(keep_alive_);
+    out->body() = std::move(response.body);
+    out->prepare_payload();
+    stream_.expires_after(server_->options.request_timeout);  // a client that does not read its answer
+    beast::http::async_write(stream_, *out, [self = shared_from_this(), out](beast::error_code ec, size_t) {
+      if (ec == beast::error::timeout) ++self->server_->timeouts;
+      if (ec || out->need_eof()) return self->shutdown();
+      self->read(self->server_->options.idle_timeout);
+    });
+  }
+
+  void shutdown() {
+    beast::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    stream_.close();
+    std::lock_guard<std::mutex> lock(server_->sessions_mutex);
+    server_->sessions.erase(this);
+  }
+
+  std::shared_ptr<Server::Impl> server_;
+  beast::tcp_stream stream_;
+  beast::flat_buffer buffer_;
+  std::optional<beast::http::request_parser<beast::http::string_body>> parser_;
+  bool keep_alive_ = false;
+};
+
+// The answer to a connection over the limit: 503 with Retry-After, then closed.
+void refuse_connection(tcp::socket socket) {
+  struct Refusal {
+    beast::tcp_stream stream;
+    std::string text = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\n"
+                       "Connection: close\r\nContent-Length: 40\r\n\r\n{\"error\":\"too many connections, retry\"}\n";
+  };
+  auto refusal = std::make_shared<Refusal>(Refusal{beast::tcp_stream(std::move(socket))});
+  refusal->stream.expires_after(std::chrono::seconds(1));
+  refusal->stream.async_write_some(asio::buffer(refusal->text), [refusal](beast::error_code, size_t) {
+    beast::error_code ec;
+    refusal->stream.socket().shutdown(tcp::socket::shutdown_send, ec);
+    refusal->stream.close();
+  });
 }
 
 }  // namespace
 
-struct Server::Impl {
-  ServerOptions options;
-  Handler handler;
-  asio::io_context io;
-  tcp::acceptor acceptor{io};
-  std::atomic<bool> stopping{false};
-  std::thread accept_thread;
-  std::vector<std::thread> workers;
-  std::mutex mutex;
-  std::condition_variable ready;
-  std::deque<tcp::socket> pending;
-  std::set<int> active;  // native handles of connections being served, shut down on stop
-
-  void serve(tcp::socket socket) {
-    beast::flat_buffer buffer;
-    beast::error_code ec;
-    socket.set_option(tcp::no_delay(true), ec);
-    for (;;) {
-      beast::http::request_parser<beast::http::string_body> parser;
-      parser.header_limit(static_cast<uint32_t>(options.max_header_bytes));
-      parser.body_limit(options.max_body_bytes);
-      beast::http::read(socket, buffer, parser, ec);
-      if (ec == beast::http::error::end_of_stream || ec == asio::error::eof || ec == asio::error::connection_reset) return;
-      Response response;
-      bool keep_alive = false;
-      if (ec == beast::http::error::body_limit) {
-        response = {400, "application/json", R"({"error":"request body too large"})"};
-      } else if (ec == beast::http::error::header_limit) {
-        response = {400, "application/json", R"({"error":"request header or URL too large"})"};
-      } else if (ec) {
-        response = {400, "application/json", R"({"error":"malformed HTTP request"})"};
-      } else {
-        const auto& message = parser.get();
-        keep_alive = message.keep_alive();
-        try {
-          response = handler(to_request(message));
-        } catch (const std::exception&) {
-          response = {500, "application/json", std::string(R"({"error":"internal error"})")};
-        }
-      }
-      beast::http::response<beast::http::string_body> out{static_cast<beast::http::status>(response.status), 11};
-      out.set(beast::http::field::content_type, response.content_type);
-      out.set(beast::http::field::server, "warpsearch");
-      out.keep_alive(keep_alive);
-      out.body() = std::move(response.body);
-      out.prepare_payload();
-      beast::http::write(socket, out, ec);
-      if (ec || !keep_alive) {
-        socket.shutdown(tcp::socket::shutdown_send, ec);
-        return;
-      }
+void Server::Impl::accept() {
+  acceptor.async_accept(asio::make_strand(io), [self = shared_from_this()](beast::error_code ec, tcp::socket socket) {
+    if (self->stopped) return;
+    if (ec) {
+      // Out of descriptors, say: pause instead of spinning, then accept again.
+      self->accept_pause.expires_after(std::chrono::milliseconds(50));
+      self->accept_pause.async_wait([self](beast::error_code) {
+        if (!self->stopped) self->accept();
+      });
+      return;
     }
-  }
-};
+    if (self->open >= self->options.max_connections) {
+      ++self->refused;
+      refuse_connection(std::move(socket));
+    } else {
+      ++self->total;
+      std::make_shared<Session>(self, std::move(socket))->start();
+    }
+    self->accept();
+  });
+}
 
-Server::Server(ServerOptions options, Handler handler) : impl_(std::make_unique<Impl>()) {
+Server::Server(ServerOptions options, AsyncHandler handler) : impl_(std::make_shared<Impl>()) {
   impl_->options = std::move(options);
   impl_->handler = std::move(handler);
   try {
@@ -150,63 +204,43 @@ Server::Server(ServerOptions options, Handler handler) : impl_(std::make_unique<
     impl_->acceptor.open(endpoint.protocol());
     impl_->acceptor.set_option(asio::socket_base::reuse_address(true));
     impl_->acceptor.bind(endpoint);
-    impl_->acceptor.listen();
+    impl_->acceptor.listen(asio::socket_base::max_listen_connections);
   } catch (const std::exception& e) {
     throw Error("http: cannot listen on " + impl_->options.address + ":" + std::to_string(impl_->options.port) + ": " + e.what());
   }
   port_ = impl_->acceptor.local_endpoint().port();
-  Impl* impl = impl_.get();
-  for (size_t i = 0; i < std::max<size_t>(1, impl->options.threads); ++i) {
-    impl->workers.emplace_back([impl] {
-      for (;;) {
-        std::unique_lock<std::mutex> lock(impl->mutex);
-        impl->ready.wait(lock, [&] { return impl->stopping || !impl->pending.empty(); });
-        if (impl->pending.empty()) return;
-        tcp::socket socket = std::move(impl->pending.front());
-        impl->pending.pop_front();
-        const int handle = socket.native_handle();
-        impl->active.insert(handle);
-        lock.unlock();
-        // An idle keep-alive connection gives its thread back after 10 s.
-        timeval idle{10, 0};
-        ::setsockopt(handle, SOL_SOCKET, SO_RCVTIMEO, &idle, sizeof idle);
-        impl->serve(std::move(socket));
-        lock.lock();
-        impl->active.erase(handle);
-      }
-    });
+  impl_->accept();
+  for (size_t i = 0; i < std::max<size_t>(1, impl_->options.threads); ++i) {
+    impl_->threads.emplace_back([impl = impl_.get()] { impl->io.run(); });
   }
-  impl->accept_thread = std::thread([impl] {
-    while (!impl->stopping) {
-      beast::error_code ec;
-      tcp::socket socket(impl->io);
-      impl->acceptor.accept(socket, ec);
-      if (ec) continue;
-      std::lock_guard<std::mutex> lock(impl->mutex);
-      impl->pending.push_back(std::move(socket));
-      impl->ready.notify_one();
-    }
-  });
 }
 
+Server::Server(ServerOptions options, Handler handler)
+    : Server(std::move(options), [handler = std::move(handler)](const Request& request, Respond respond) {
+        respond(handler(request));
+      }) {}
+
 Server::~Server() {
-  impl_->stopping = true;
-  beast::error_code ec;
-  // Wake the blocking accept with a connection of our own, then close.
-  try {
-    asio::io_context io;
-    tcp::socket poke(io);
-    poke.connect(tcp::endpoint(asio::ip::make_address(impl_->options.address == "0.0.0.0" ? "127.0.0.1" : impl_->options.address), port_), ec);
-  } catch (...) {
-  }
-  impl_->accept_thread.join();
-  impl_->acceptor.close(ec);
+  impl_->stopped = true;
+  asio::post(impl_->io, [impl = impl_] {
+    beast::error_code ec;
+    impl->acceptor.close(ec);
+    impl->accept_pause.cancel();
+  });
   {
-    std::lock_guard<std::mutex> lock(impl_->mutex);
-    for (int handle : impl_->active) ::shutdown(handle, SHUT_RDWR);  // wake blocked reads
-    impl_->ready.notify_all();
+    std::lock_guard<std::mutex> lock(impl_->sessions_mutex);
+    for (auto& entry : impl_->sessions) {
+      if (auto session = entry.second.lock()) session->close_soon();
+    }
   }
-  for (auto& worker : impl_->workers) worker.join();
+  // Connections close as their strands run; then the threads stop.
+  for (int i = 0; i < 200 && impl_->open > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  impl_->io.stop();
+  for (auto& thread : impl_->threads) thread.join();
+}
+
+ServerStats Server::stats() const {
+  return {impl_->open.load(), impl_->total.load(), impl_->refused.load(), impl_->timeouts.load()};
 }
 
 }  // namespace warp::http

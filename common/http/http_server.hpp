@@ -1,13 +1,20 @@
-// A small HTTP/1.1 server on Boost.Beast for the services' APIs, metrics and health endpoints:
-// a fixed pool of threads, keep-alive, request size limits (an oversized header, URL or body gets
-// 400 with a JSON error and the connection closed), and handlers that know nothing of sockets.
+// The services' HTTP/1.1 server on Boost.Beast: asynchronous, so no connection holds a thread.
+// A fixed number of I/O threads serve every connection; a request's header and body must arrive
+// within `request_timeout`, a keep-alive connection's next request within `idle_timeout`, or the
+// connection is closed (a slow or idle client costs a socket, never a thread). Beyond
+// `max_connections` a new connection gets 503 with Retry-After and is closed. Oversized headers,
+// URLs or bodies get 400 with a JSON error. Handlers know nothing of sockets: a synchronous one
+// returns its Response; an asynchronous one gets a Respond to call once, from any thread, so the
+// I/O thread is free while the answer is being made (the broker's fan-out).
 #pragma once
-#include <atomic>
+#include <chrono>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
 #include <string>
-#include <thread>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 namespace warp::http {
@@ -17,35 +24,56 @@ struct Request {
   std::string target;  // path and query, as received
   std::string path;    // target without the query
   std::map<std::string, std::string> query;  // decoded query parameters (last one wins)
+  std::string authorization;                 // the Authorization header, "" when absent
   std::string body;
   bool query_ok = true;  // false when the query string was malformed (bad percent-encoding)
 };
 
 struct Response {
+  Response() = default;
+  Response(int status, std::string content_type, std::string body,
+           std::vector<std::pair<std::string, std::string>> headers = {})
+      : status(status), content_type(std::move(content_type)), body(std::move(body)), headers(std::move(headers)) {}
   int status = 200;
   std::string content_type = "application/json";
   std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;  // extra: Retry-After, WWW-Authenticate
 };
 
 using Handler = std::function<Response(const Request&)>;
+using Respond = std::function<void(Response)>;  // call exactly once, from any thread
+using AsyncHandler = std::function<void(const Request&, Respond)>;
 
 struct ServerOptions {
   std::string address = "127.0.0.1";
-  uint16_t port = 8080;        // 0: any free port (see Server::port())
-  size_t threads = 4;
+  uint16_t port = 8080;  // 0: any free port (see Server::port())
+  size_t threads = 2;    // I/O threads
   size_t max_header_bytes = 8192;
   size_t max_body_bytes = 65536;
+  size_t max_connections = 10000;
+  std::chrono::milliseconds request_timeout{10000};  // header and body of a request
+  std::chrono::milliseconds idle_timeout{60000};     // between requests of a keep-alive connection
+};
+
+struct ServerStats {
+  uint64_t connections_open = 0;     // now
+  uint64_t connections_total = 0;    // accepted since start
+  uint64_t connections_refused = 0;  // over max_connections: 503
+  uint64_t timeouts = 0;             // closed for a request or idle timeout
 };
 
 class Server {
  public:
-  Server(ServerOptions options, Handler handler);  // binds and starts; throws Error on failure
-  ~Server();                                       // stops accepting, joins the threads
+  Server(ServerOptions options, AsyncHandler handler);  // binds and starts; throws Error on failure
+  Server(ServerOptions options, Handler handler);       // a handler that answers at once
+  ~Server();  // stops accepting and serving; answers given after this are dropped
   uint16_t port() const { return port_; }
+  ServerStats stats() const;
+
+  struct Impl;  // shared with the connections, which may outlive the Server (answers in flight)
 
  private:
-  struct Impl;
-  std::unique_ptr<Impl> impl_;
+  std::shared_ptr<Impl> impl_;
   uint16_t port_ = 0;
 };
 
@@ -54,5 +82,8 @@ std::pair<std::string, uint16_t> parse_host_port(const std::string& text, const 
 
 // Percent-decoding of a query component ('+' is a space); false on a malformed escape.
 bool url_decode(std::string_view in, std::string& out);
+
+// Splits a target into path and decoded query parameters (Request::path, query, query_ok).
+void parse_target(Request& request);
 
 }  // namespace warp::http
