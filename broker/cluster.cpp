@@ -48,7 +48,7 @@ Replica* Cluster::choose(uint32_t partition, const std::vector<Replica*>& tried)
   std::lock_guard<std::mutex> lock(mutex_);
   Replica* best = nullptr;
   for (const auto& replica : replicas_) {
-    if (replica->partition != partition || !replica->healthy) continue;
+    if (replica->partition != partition || !replica->healthy || replica->outstanding >= max_outstanding_) continue;
     if (std::find(tried.begin(), tried.end(), replica.get()) != tried.end()) continue;
     if (best == nullptr || replica->outstanding < best->outstanding ||
         (replica->outstanding == best->outstanding && replica->latency_ms < best->latency_ms)) {
@@ -61,6 +61,25 @@ Replica* Cluster::choose(uint32_t partition, const std::vector<Replica*>& tried)
 void Cluster::record_latency(Replica& replica, double ms) {
   std::lock_guard<std::mutex> lock(mutex_);
   replica.latency_ms = 0.8 * replica.latency_ms + 0.2 * ms;
+}
+
+std::vector<std::string> Cluster::endpoints() const {
+  std::vector<std::string> endpoints;
+  for (const auto& replica : replicas_) endpoints.push_back(replica->endpoint);
+  return endpoints;
+}
+
+std::optional<uint32_t> Cluster::saturated_partition() const {
+  for (uint32_t partition : partitions_) {
+    bool healthy = false, room = false;
+    for (const auto& replica : replicas_) {
+      if (replica->partition != partition || !replica->healthy) continue;
+      healthy = true;
+      room = room || replica->outstanding < max_outstanding_;
+    }
+    if (healthy && !room) return partition;
+  }
+  return std::nullopt;
 }
 
 bool Cluster::ready() const {

@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -32,7 +33,13 @@ class Cluster {
   ~Cluster();
 
   const std::vector<uint32_t>& partitions() const { return partitions_; }
+  std::vector<std::string> endpoints() const;
+  // The healthy replica of `partition` not in `tried` with the fewest outstanding requests (then the
+  // lowest recent latency), below `max_outstanding`; null if none.
   Replica* choose(uint32_t partition, const std::vector<Replica*>& tried);
+  // A partition with healthy replicas that are all at max_outstanding (overload), if any.
+  std::optional<uint32_t> saturated_partition() const;
+  void set_max_outstanding(int max_outstanding) { max_outstanding_ = max_outstanding; }
   void record_latency(Replica& replica, double ms);
   bool ready() const;                    // every partition has a healthy replica
   uint64_t generation_signature() const; // changes whenever any replica's generation changes
@@ -44,6 +51,7 @@ class Cluster {
   std::vector<uint32_t> partitions_;
   std::vector<std::unique_ptr<Replica>> replicas_;
   mutable std::mutex mutex_;
+  int max_outstanding_ = 256;
   std::atomic<bool> stop_{false};
   std::thread poller_;
 };

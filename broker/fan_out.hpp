@@ -1,9 +1,14 @@
-// Fan-out of one query to one replica of every partition and collection of the per-partition
-// top-k. A replica that fails, answers with an error or stays silent past its share of the
-// deadline is replaced by another replica of the same partition while time remains; partitions
-// that cannot answer in time are reported, and the result is flagged partial.
+// Fan-out of queries to one replica of every partition, multiplexed: a few fan-out threads each
+// own one DEALER socket per replica and carry every query in flight as a state machine, so no
+// thread waits on ZeroMQ for one query. A query is submitted from any thread and its result handed
+// to a callback on the fan-out thread. A replica that fails, answers with an error or stays silent
+// past a third of the deadline is replaced by another replica of the same partition while time
+// remains; partitions that cannot answer in time are reported, and the result is flagged partial.
 #pragma once
+#include <atomic>
 #include <chrono>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -36,9 +41,33 @@ struct FanOutResult {
   int retries = 0;
 };
 
-// `terms`: the query's distinct terms with how often it holds each (sent as term counts).
-FanOutResult fan_out(Cluster& cluster, const std::vector<QueryTerm>& terms, QueryMode mode, size_t k,
-                     std::chrono::milliseconds timeout);
+struct FanOutRequest {
+  std::vector<QueryTerm> terms;  // distinct terms with how often the query holds each
+  QueryMode mode = QueryMode::kOr;
+  size_t k = 10;
+  std::chrono::milliseconds timeout{1000};  // for the whole query, retries included
+};
+
+using FanOutDone = std::function<void(FanOutResult)>;
+
+class FanOut {
+ public:
+  FanOut(Cluster& cluster, size_t threads);
+  ~FanOut();  // queries still in flight end without their callback
+  FanOut(const FanOut&) = delete;
+  FanOut& operator=(const FanOut&) = delete;
+
+  // Thread-safe; `done` runs once, on a fan-out thread.
+  void submit(FanOutRequest request, FanOutDone done);
+  size_t in_flight() const { return in_flight_; }
+
+  struct Worker;
+
+ private:
+  std::vector<std::unique_ptr<Worker>> workers_;
+  std::atomic<size_t> next_worker_{0};
+  std::atomic<size_t> in_flight_{0};
+};
 
 // The global top-k of the partitions' lists: higher score first, ties to the smaller docID.
 std::vector<BrokerHit> merge_hits(const FanOutResult& result, size_t k);

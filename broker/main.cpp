@@ -1,7 +1,8 @@
 // warp-broker: the HTTP entry point of a Warpsearch cluster. Fans each query out to one replica of
 // every partition (leaves over ZeroMQ), merges the top-k, caches results.
 #include <cstdio>
-#include <thread>
+#include <memory>
+#include <optional>
 
 #include "broker/search_api.hpp"
 #include "common/util/flags.hpp"
@@ -13,8 +14,16 @@ namespace {
 int run(int argc, char** argv) {
   warp::Flags flags("usage: warp-broker --partition ID=ENDPOINT[,ENDPOINT...]... [--listen HOST:PORT] [flags]");
   flags.value("partition", "", "a partition and its replicas' ZeroMQ endpoints, e.g. 0=tcp://127.0.0.1:5701,tcp://127.0.0.1:5702 (repeatable)", true)
-      .value("listen", "127.0.0.1:8080", "HTTP address")
-      .value("threads", "16", "HTTP worker threads")
+      .value("listen", "127.0.0.1:8080", "HTTP address of the search API")
+      .value("admin-listen", "", "HTTP address for /healthz, /readyz, /cluster and /metrics, never behind a token (default: on --listen)")
+      .value("auth-tokens", "", "file of bearer tokens, one per line, reloaded on change; /search then needs one (401 without)")
+      .value("threads", "2", "HTTP I/O threads (connections never hold a thread)")
+      .value("fanout-threads", "2", "threads multiplexing the queries to the leaves")
+      .value("max-connections", "10000", "open HTTP connections; beyond, 503 and closed")
+      .value("request-timeout-ms", "10000", "time to receive a request's header and body")
+      .value("idle-timeout-ms", "60000", "time a keep-alive connection may wait for its next request")
+      .value("max-in-flight", "1024", "queries in the fan-out at once; beyond, 503 with Retry-After")
+      .value("max-outstanding", "256", "requests outstanding to one replica; a partition with every replica there: 503")
       .value("timeout-ms", "1000", "time allowed for one query, retries included")
       .value("cache-mb", "64", "result cache budget in MiB")
       .value("cache-ttl-s", "60", "result cache time to live in seconds")
@@ -29,21 +38,41 @@ int run(int argc, char** argv) {
   auto registry = std::make_shared<prometheus::Registry>();
   warp::Cluster cluster(flags.all("partition"));
   warp::ResultCache cache(flags.count("cache-mb") << 20, std::chrono::seconds(flags.count("cache-ttl-s")));
+  std::unique_ptr<warp::AuthTokens> auth;
+  if (!flags.get("auth-tokens").empty()) auth = std::make_unique<warp::AuthTokens>(flags.get("auth-tokens"));
   warp::SearchApiOptions options;
   options.timeout = std::chrono::milliseconds(flags.count("timeout-ms"));
   options.max_query_bytes = flags.count("max-query-bytes");
   options.max_terms = flags.count("max-terms");
   options.max_k = flags.count("max-k");
+  options.max_in_flight = flags.count("max-in-flight");
+  options.max_outstanding = flags.count("max-outstanding");
+  options.fanout_threads = flags.count("fanout-threads");
+  options.auth = auth.get();
+  options.admin_listener = !flags.get("admin-listen").empty();
   if (options.max_query_bytes == 0 || options.max_terms == 0) throw warp::Error("--max-query-bytes and --max-terms must be > 0");
   warp::SearchApi api(options, cluster, cache, registry);
+
   warp::http::ServerOptions http_options{host, port, flags.count("threads")};
   // Room for q percent-encoded in a URL (3 bytes a byte) and JSON-escaped in a body (6 a byte).
   http_options.max_header_bytes = 8192 + 3 * options.max_query_bytes;
   http_options.max_body_bytes = 8192 + 6 * options.max_query_bytes;
-  warp::http::Server server(http_options,
-                            [&](const warp::http::Request& request) { return api.handle(request); });
-  std::fprintf(stderr, "warp-broker: listening on http://%s:%u (%zu partitions)\n", host.c_str(), server.port(),
-               cluster.partitions().size());
+  http_options.max_connections = flags.count("max-connections");
+  http_options.request_timeout = std::chrono::milliseconds(flags.count("request-timeout-ms"));
+  http_options.idle_timeout = std::chrono::milliseconds(flags.count("idle-timeout-ms"));
+  warp::http::Server server(http_options, [&](const warp::http::Request& request, warp::http::Respond respond) {
+    api.handle(request, std::move(respond));
+  });
+  std::optional<warp::http::Server> admin;
+  if (options.admin_listener) {
+    const auto [admin_host, admin_port] = warp::http::parse_host_port(flags.get("admin-listen"), "--admin-listen");
+    warp::http::ServerOptions admin_options{admin_host, admin_port, 1};
+    admin.emplace(admin_options, [&](const warp::http::Request& request) { return api.handle_admin(request); });
+  }
+  api.watch_servers([&] { return server.stats(); });
+  std::fprintf(stderr, "warp-broker: listening on http://%s:%u (%zu partitions)%s%s\n", host.c_str(), server.port(),
+               cluster.partitions().size(), admin ? (", admin on http://" + flags.get("admin-listen")).c_str() : "",
+               auth ? ", bearer tokens required" : "");
   warp::wait_for_stop();
   std::fprintf(stderr, "warp-broker: stopping\n");
   return 0;

@@ -45,15 +45,45 @@ SearchApi::SearchApi(SearchApiOptions options, Cluster& cluster, ResultCache& ca
       cache_evictions_(prometheus::BuildCounter().Name("warpsearch_broker_cache_evictions_total").Help("Result cache evictions").Register(*registry_).Add({})),
       cache_bytes_(prometheus::BuildGauge().Name("warpsearch_broker_cache_bytes").Help("Bytes held by the result cache").Register(*registry_).Add({})),
       retries_(prometheus::BuildCounter().Name("warpsearch_broker_fanout_retries_total").Help("Partition requests sent to another replica").Register(*registry_).Add({})),
-      partials_(prometheus::BuildCounter().Name("warpsearch_broker_partial_results_total").Help("Answers missing a partition").Register(*registry_).Add({})) {}
+      partials_(prometheus::BuildCounter().Name("warpsearch_broker_partial_results_total").Help("Answers missing a partition").Register(*registry_).Add({})),
+      rejected_(prometheus::BuildCounter().Name("warpsearch_broker_rejected_total").Help("Searches refused at once for overload, by reason").Register(*registry_)),
+      unauthorized_(prometheus::BuildCounter().Name("warpsearch_broker_unauthorized_total").Help("Requests without a valid bearer token").Register(*registry_).Add({})),
+      in_flight_(prometheus::BuildGauge().Name("warpsearch_broker_in_flight").Help("Queries in the fan-out").Register(*registry_).Add({})),
+      connections_open_(prometheus::BuildGauge().Name("warpsearch_broker_http_connections").Help("Open HTTP connections").Register(*registry_).Add({})),
+      connections_total_(prometheus::BuildCounter().Name("warpsearch_broker_http_connections_total").Help("HTTP connections accepted").Register(*registry_).Add({})),
+      connections_refused_(prometheus::BuildCounter().Name("warpsearch_broker_http_connections_refused_total").Help("HTTP connections over the limit, answered 503").Register(*registry_).Add({})),
+      connection_timeouts_(prometheus::BuildCounter().Name("warpsearch_broker_http_timeouts_total").Help("HTTP connections closed for a request or idle timeout").Register(*registry_).Add({})),
+      fan_out_(cluster, options.fanout_threads) {
+  cluster_.set_max_outstanding(static_cast<int>(options.max_outstanding));
+}
 
 http::Response SearchApi::counted(const std::string& endpoint, http::Response response) {
   requests_.Add({{"endpoint", endpoint}, {"status", std::to_string(response.status)}}).Increment();
   return response;
 }
 
-http::Response SearchApi::handle(const http::Request& request) {
-  if (request.path == "/search") return counted("/search", search(request));
+void SearchApi::respond_counted(const std::string& endpoint, const http::Respond& respond, http::Response response) {
+  respond(counted(endpoint, std::move(response)));
+}
+
+http::Response SearchApi::refuse(const std::string& reason, const std::string& message) {
+  rejected_.Add({{"reason", reason}}).Increment();
+  return {503, "application/json", nlohmann::json{{"error", message}}.dump(), {{"Retry-After", "1"}}};
+}
+
+void SearchApi::handle(const http::Request& request, http::Respond respond) {
+  if (options_.auth != nullptr && !options_.auth->allows(request.authorization)) {
+    unauthorized_.Increment();
+    return respond_counted("unauthorized", respond,
+                           {401, "application/json", error(401, "a valid bearer token is required (Authorization: Bearer TOKEN)").body,
+                            {{"WWW-Authenticate", "Bearer realm=\"warpsearch\""}}});
+  }
+  if (request.path == "/search") return search(request, std::move(respond));
+  if (options_.admin_listener) return respond_counted("other", respond, error(404, "no such endpoint: " + request.path));
+  respond(handle_admin(request));
+}
+
+http::Response SearchApi::handle_admin(const http::Request& request) {
   if (request.path == "/healthz") return counted("/healthz", {200, "application/json", R"({"status":"ok"})"});
   if (request.path == "/readyz") {
     return counted("/readyz", cluster_.ready() ? http::Response{200, "application/json", R"({"ready":true})"}
@@ -72,15 +102,25 @@ http::Response SearchApi::metrics() {
   cache_evictions_.Increment(static_cast<double>(now.evictions - reported_.evictions));
   cache_bytes_.Set(static_cast<double>(now.bytes));
   reported_ = now;
+  in_flight_.Set(static_cast<double>(fan_out_.in_flight()));
+  if (server_stats_) {
+    const http::ServerStats server = server_stats_();
+    connections_open_.Set(static_cast<double>(server.connections_open));
+    connections_total_.Increment(static_cast<double>(server.connections_total - reported_server_.connections_total));
+    connections_refused_.Increment(static_cast<double>(server.connections_refused - reported_server_.connections_refused));
+    connection_timeouts_.Increment(static_cast<double>(server.timeouts - reported_server_.timeouts));
+    reported_server_ = server;
+  }
   return {200, "text/plain; version=0.0.4", metrics_text(*registry_)};
 }
 
-http::Response SearchApi::search(const http::Request& request) {
+void SearchApi::search(const http::Request& request, http::Respond respond) {
+  const auto reply = [this, respond](http::Response response) { respond_counted("/search", respond, std::move(response)); };
   const auto start = Clock::now();
   std::string q, mode_text = "or";
   size_t k = 10;
   if (request.method == "GET") {
-    if (!request.query_ok) return error(400, "malformed query string (bad percent-encoding)");
+    if (!request.query_ok) return reply(error(400, "malformed query string (bad percent-encoding)"));
     auto it = request.query.find("q");
     if (it != request.query.end()) q = it->second;
     if ((it = request.query.find("mode")) != request.query.end()) mode_text = it->second;
@@ -88,7 +128,7 @@ http::Response SearchApi::search(const http::Request& request) {
       char* end = nullptr;
       const long value = std::strtol(it->second.c_str(), &end, 10);
       if (it->second.empty() || *end != '\0' || value < 1 || static_cast<size_t>(value) > options_.max_k) {
-        return error(400, "k must be an integer from 1 to " + std::to_string(options_.max_k));
+        return reply(error(400, "k must be an integer from 1 to " + std::to_string(options_.max_k)));
       }
       k = static_cast<size_t>(value);
     }
@@ -97,39 +137,39 @@ http::Response SearchApi::search(const http::Request& request) {
     try {
       body = nlohmann::json::parse(request.body);
     } catch (const nlohmann::json::exception&) {
-      return error(400, "the body is not valid JSON");
+      return reply(error(400, "the body is not valid JSON"));
     }
-    if (!body.is_object() || !body.contains("q") || !body["q"].is_string()) return error(400, "the body needs a string \"q\"");
+    if (!body.is_object() || !body.contains("q") || !body["q"].is_string()) return reply(error(400, "the body needs a string \"q\""));
     q = body["q"].get<std::string>();
     if (body.contains("mode")) {
-      if (!body["mode"].is_string()) return error(400, "\"mode\" must be a string");
+      if (!body["mode"].is_string()) return reply(error(400, "\"mode\" must be a string"));
       mode_text = body["mode"].get<std::string>();
     }
     if (body.contains("k")) {
       if (!body["k"].is_number_integer() || body["k"].get<int64_t>() < 1 || body["k"].get<int64_t>() > static_cast<int64_t>(options_.max_k)) {
-        return error(400, "k must be an integer from 1 to " + std::to_string(options_.max_k));
+        return reply(error(400, "k must be an integer from 1 to " + std::to_string(options_.max_k)));
       }
       k = body["k"].get<size_t>();
     }
   } else {
-    return error(405, "use GET or POST");
+    return reply(error(405, "use GET or POST"));
   }
-  if (q.empty()) return error(400, "the query q is empty");
-  if (q.size() > options_.max_query_bytes) return error(400, "the query is longer than " + std::to_string(options_.max_query_bytes) + " bytes");
-  if (!utf8_valid(q)) return error(400, "the query is not valid UTF-8");
+  if (q.empty()) return reply(error(400, "the query q is empty"));
+  if (q.size() > options_.max_query_bytes) return reply(error(400, "the query is longer than " + std::to_string(options_.max_query_bytes) + " bytes"));
+  if (!utf8_valid(q)) return reply(error(400, "the query is not valid UTF-8"));
   QueryMode mode;
   try {
     mode = parse_query_mode(mode_text);
   } catch (const std::exception&) {
-    return error(400, "mode must be and, or or andor");
+    return reply(error(400, "mode must be and, or or andor"));
   }
   // Distinct terms with how often the query holds each: a term said twice weighs more (BM25's
   // query-term frequency), and the cache tells such queries apart.
   const std::vector<QueryTerm> terms = distinct_terms(Query(analyzer_for(cluster_.analyzer()).analyze_query(q), mode, k));
-  if (terms.empty()) return error(400, "the query has no searchable terms");
+  if (terms.empty()) return reply(error(400, "the query has no searchable terms"));
   if (terms.size() > options_.max_terms) {
-    return error(400, "the query has " + std::to_string(terms.size()) + " distinct terms; at most " +
-                          std::to_string(options_.max_terms) + " are accepted (--max-terms)");
+    return reply(error(400, "the query has " + std::to_string(terms.size()) + " distinct terms; at most " +
+                                std::to_string(options_.max_terms) + " are accepted (--max-terms)"));
   }
   nlohmann::json term_texts = nlohmann::json::array(), term_counts = nlohmann::json::array();
   std::string key;
@@ -139,38 +179,51 @@ http::Response SearchApi::search(const http::Request& request) {
     term_counts.push_back(term.count);
   }
   key += "|" + mode_text + "|" + std::to_string(k) + "|" + std::to_string(cluster_.generation_signature());
-  const auto respond = [&](const std::string& core, bool cached) {
+  const auto answer = [this, start](const std::string& core, bool cached) {
     const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
     latency_.Observe(ms / 1000);
     char head[96];
     std::snprintf(head, sizeof head, R"({"took_ms":%.3f,"cached":%s,)", ms, cached ? "true" : "false");
     return http::Response{200, "application/json", head + core.substr(1)};
   };
-  if (auto hit = cache_.get(key)) return respond(*hit, true);
+  if (auto hit = cache_.get(key)) return reply(answer(*hit, true));
 
-  const FanOutResult result = fan_out(cluster_, terms, mode, k, options_.timeout);
-  retries_.Increment(result.retries);
-  if (result.partial) partials_.Increment();
-  nlohmann::json hits = nlohmann::json::array();
-  for (const BrokerHit& hit : merge_hits(result, k)) {
-    hits.push_back({{"id", hit.id}, {"score", hit.score}, {"title", hit.title}, {"url", hit.url}});
+  // Overload is refused at once: a query that would wait past its deadline helps nobody.
+  if (fan_out_.in_flight() >= options_.max_in_flight) {
+    return reply(refuse("in_flight", "overloaded: " + std::to_string(options_.max_in_flight) +
+                                         " queries in flight (--max-in-flight); retry"));
   }
-  uint64_t matches = 0;
-  nlohmann::json partitions = nlohmann::json::array();
-  for (const PartitionOutcome& outcome : result.partitions) {
-    matches += outcome.and_matches;
-    nlohmann::json p = {{"partition", outcome.partition}, {"status", outcome.status}, {"replica", outcome.replica},
-                        {"attempts", outcome.attempts}, {"took_ms", outcome.took_ms}};
-    if (!outcome.error.empty()) p["error"] = outcome.error;
-    partitions.push_back(p);
-    if (outcome.status == "ok") leaf_latency_.Add({{"leaf", outcome.replica}}, latency_buckets()).Observe(outcome.took_ms / 1000);
+  if (const auto partition = cluster_.saturated_partition()) {
+    return reply(refuse("saturated", "overloaded: every replica of partition " + std::to_string(*partition) +
+                                         " has " + std::to_string(options_.max_outstanding) +
+                                         " requests outstanding (--max-outstanding); retry"));
   }
-  nlohmann::json core = {{"partial", result.partial}, {"query", q}, {"terms", term_texts}, {"term_counts", term_counts},
-                         {"mode", mode_text}, {"k", k},
-                         {"and_matches", matches}, {"hits", hits}, {"partitions", partitions}};
-  const std::string body = core.dump();
-  if (!result.partial) cache_.put(key, body);  // partial answers are never cached
-  return respond(body, false);
+  FanOutRequest fan_out_request{terms, mode, k, options_.timeout};
+  // Runs on a fan-out thread once every partition answered or the deadline passed.
+  auto done = [this, reply, answer, key, q, term_texts, term_counts, mode_text, k](FanOutResult result) {
+    retries_.Increment(result.retries);
+    if (result.partial) partials_.Increment();
+    nlohmann::json hits = nlohmann::json::array();
+    for (const BrokerHit& hit : merge_hits(result, k)) {
+      hits.push_back({{"id", hit.id}, {"score", hit.score}, {"title", hit.title}, {"url", hit.url}});
+    }
+    uint64_t matches = 0;
+    nlohmann::json partitions = nlohmann::json::array();
+    for (const PartitionOutcome& outcome : result.partitions) {
+      matches += outcome.and_matches;
+      nlohmann::json p = {{"partition", outcome.partition}, {"status", outcome.status}, {"replica", outcome.replica},
+                          {"attempts", outcome.attempts}, {"took_ms", outcome.took_ms}};
+      if (!outcome.error.empty()) p["error"] = outcome.error;
+      partitions.push_back(p);
+      if (outcome.status == "ok") leaf_latency_.Add({{"leaf", outcome.replica}}, latency_buckets()).Observe(outcome.took_ms / 1000);
+    }
+    nlohmann::json core = {{"partial", result.partial}, {"query", q}, {"terms", term_texts}, {"term_counts", term_counts},
+                           {"mode", mode_text}, {"k", k}, {"and_matches", matches}, {"hits", hits}, {"partitions", partitions}};
+    const std::string body = core.dump();
+    if (!result.partial) cache_.put(key, body);  // partial answers are never cached
+    reply(answer(body, false));
+  };
+  fan_out_.submit(std::move(fan_out_request), std::move(done));
 }
 
 }  // namespace warp

@@ -1,6 +1,8 @@
 // The broker's HTTP API: GET /search?q=&k=&mode= and POST /search with {"q","k","mode"}, plus
-// /healthz, /readyz, /cluster and /metrics. Requests are validated (400 with a JSON error),
-// normalized with the leaves' analyzer, answered from the result cache or by fan-out and merge.
+// /healthz, /readyz, /cluster and /metrics (on the admin listener when there is one). Requests are
+// validated (400 with a JSON error), checked against the bearer tokens (401), normalized with the
+// leaves' analyzer, answered from the result cache or handed to the fan-out, whose callback
+// answers; overload is refused at once (503 with Retry-After), never queued.
 #pragma once
 #include <prometheus/counter.h>
 #include <prometheus/gauge.h>
@@ -8,9 +10,12 @@
 #include <prometheus/registry.h>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 
+#include "broker/auth_tokens.hpp"
 #include "broker/cluster.hpp"
+#include "broker/fan_out.hpp"
 #include "broker/result_cache.hpp"
 #include "common/http/http_server.hpp"
 
@@ -21,17 +26,29 @@ struct SearchApiOptions {
   size_t max_query_bytes = 16384;  // of q, through GET and POST alike
   size_t max_terms = 1024;         // distinct analyzed terms of a query (Elasticsearch bounds clauses at 1,024)
   size_t max_k = 1000;
+  size_t max_in_flight = 1024;     // queries in the fan-out; beyond: 503
+  size_t max_outstanding = 256;    // requests outstanding to one replica; a partition whose replicas all have as many: 503
+  size_t fanout_threads = 2;
+  AuthTokens* auth = nullptr;      // null: /search needs no token
+  bool admin_listener = false;     // health, readiness, cluster and metrics only on the admin listener
 };
 
 class SearchApi {
  public:
   SearchApi(SearchApiOptions options, Cluster& cluster, ResultCache& cache, std::shared_ptr<prometheus::Registry> registry);
-  http::Response handle(const http::Request& request);
+  // The main listener.
+  void handle(const http::Request& request, http::Respond respond);
+  // The admin listener: /healthz, /readyz, /cluster, /metrics, never a token.
+  http::Response handle_admin(const http::Request& request);
+  // HTTP connection figures for the metrics (set once the servers exist).
+  void watch_servers(std::function<http::ServerStats()> stats) { server_stats_ = std::move(stats); }
 
  private:
-  http::Response search(const http::Request& request);
+  void search(const http::Request& request, http::Respond respond);
   http::Response metrics();
   http::Response counted(const std::string& endpoint, http::Response response);
+  void respond_counted(const std::string& endpoint, const http::Respond& respond, http::Response response);
+  http::Response refuse(const std::string& reason, const std::string& message);
 
   SearchApiOptions options_;
   Cluster& cluster_;
@@ -46,8 +63,18 @@ class SearchApi {
   prometheus::Gauge& cache_bytes_;
   prometheus::Counter& retries_;
   prometheus::Counter& partials_;
+  prometheus::Family<prometheus::Counter>& rejected_;
+  prometheus::Counter& unauthorized_;
+  prometheus::Gauge& in_flight_;
+  prometheus::Gauge& connections_open_;
+  prometheus::Counter& connections_total_;
+  prometheus::Counter& connections_refused_;
+  prometheus::Counter& connection_timeouts_;
   CacheStats reported_;  // cache counters already added to the Prometheus counters
+  http::ServerStats reported_server_;
+  std::function<http::ServerStats()> server_stats_;
   std::mutex metrics_mutex_;
+  FanOut fan_out_;  // last: its threads stop before the members above go
 };
 
 }  // namespace warp
