@@ -236,9 +236,10 @@ try:
     threads = [threading.Thread(target=load, args=(s,)) for s in range(4)]
     for t in threads:
         t.start()
-    time.sleep(1.0)
+    wait_until(lambda: answered[0] >= 20, 20, "load before the kill")  # states, never fixed sleeps
     leaves[0][0].send_signal(signal.SIGKILL)
-    time.sleep(2.0)
+    after_kill = answered[0]
+    wait_until(lambda: answered[0] >= after_kill + 60, 30, "load after the kill")
     stop.set()
     for t in threads:
         t.join()
@@ -249,7 +250,12 @@ try:
 
     # 6. Both replicas of partition 0 down: partial results, within the deadline.
     leaves[1][0].send_signal(signal.SIGKILL)
-    time.sleep(1.5)
+
+    def partition0_down():
+        state = json.loads(http(base + "/cluster")[1])
+        return not [p for p in state["partitions"] if p["partition"] == 0][0]["healthy"]
+
+    wait_until(partition0_down, 10, "the broker to see partition 0 down")
     started = time.time()
     status, body = http(base + "/search?q=shock+wave+interaction&k=10")
     elapsed = time.time() - started
@@ -306,7 +312,8 @@ try:
         return any(h["id"] == "zep-1" for h in answer["hits"]) and not answer["cached"]
 
     wait_until(new_results, 40, "the new generation's document through the broker")
-    time.sleep(0.5)
+    after_swap = answered[0]
+    wait_until(lambda: answered[0] >= after_swap + 20, 20, "load after the swap")
     stop.set()
     for t in threads:
         t.join()

@@ -32,15 +32,18 @@ wait_for 30 test -f "$work/root/gen-000001/manifest.json" || fail "generation 1 
 scrape > "$work/metrics.txt" || fail "metrics scrape"
 grep -q '^warpsearch_indexer_generations_published_total 1' "$work/metrics.txt" || fail "generations metric"
 grep -q '^warpsearch_indexer_documents_total 1400' "$work/metrics.txt" || fail "documents metric"
-grep -q '^warpsearch_indexer_fetch_requests_total [1-9]' "$work/metrics.txt" || \
-  { sleep 1.5; scrape | grep -q '^warpsearch_indexer_fetch_requests_total [1-9]' || fail "fetch metric"; }
+fetch_counted() { scrape | grep -q '^warpsearch_indexer_fetch_requests_total [1-9]'; }
+wait_for 10 fetch_counted || fail "fetch metric"
 
 # A changed input: a new generation, announced and fetched.
 echo '{"id": "new-1", "title": "zeppelin", "body": "a rigid airship"}' > "$work/in/more.jsonl"
 wait_for 30 test -f "$work/root/gen-000002/manifest.json" || fail "generation 2 not published"
-sleep 1.5  # the next re-announcement names generation 2
-"$indexer" fetch --from "$pub" --root "$work/leaf" --timeout 10 > "$work/fetched2" 2>> "$work/fetch.log" || fail "fetch 2"
-[ "$(cat "$work/fetched2")" = "$work/leaf/gen-000002" ] || fail "generation 2 not fetched"
+# Until an announcement names generation 2, a fetch still gets generation 1.
+fetched_second() {
+  "$indexer" fetch --from "$pub" --root "$work/leaf" --timeout 10 > "$work/fetched2" 2>> "$work/fetch.log" &&
+    [ "$(cat "$work/fetched2")" = "$work/leaf/gen-000002" ]
+}
+wait_for 30 fetched_second || fail "generation 2 not fetched: $(cat "$work/fetched2")"
 "$search" --index "$work/leaf/gen-000002" --query zeppelin -k 1 2>/dev/null | grep -q "new-1" || fail "new document missing"
 
 kill -TERM "$server"
@@ -60,8 +63,9 @@ PY
 "$indexer" serve --input "$work/big" --root "$work/root2" --publish "$pub" --fetch "$fetch" --rescan 1 --memory-budget 8 \
   2> "$work/serve2.log" &
 victim=$!; pids+=("$victim")
-wait_for 30 grep -q "building generation 1" "$work/serve2.log" || fail "build did not start"
-sleep 0.5
+# The state to interrupt: run files spilled, the build half done (never a fixed sleep).
+mid_build() { ls "$work/root2/gen-000001.runs/"* > /dev/null 2>&1; }
+wait_for 60 mid_build || fail "the build spilled no run file"
 kill -9 "$victim"; wait "$victim" 2>/dev/null || true
 [ ! -e "$work/root2/gen-000001" ] || fail "a generation appeared although the build was killed"
 "$indexer" serve --input "$work/big" --root "$work/root2" --publish "$pub" --fetch "$fetch" --once --rescan 1 \

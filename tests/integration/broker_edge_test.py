@@ -1,0 +1,208 @@
+#!/usr/bin/env python3
+"""The broker's HTTP edge through the real binaries on loopback (a warp-leaf per partition of
+Cranfield, one warp-broker). Checks, each waiting for the state it means rather than for a fixed
+time: hundreds of idle connections do not delay a search; a client that sends half a header is cut
+off after --request-timeout-ms; past --max-connections a new connection gets 503 with Retry-After;
+with both partitions' leaves stopped (SIGSTOP) and --max-in-flight 2 queries in flight, the next
+query is refused at once with 503 and Retry-After, and answers resume once the leaves continue;
+/search needs a bearer token from --auth-tokens (401 without), the file is reloaded when it
+changes; /metrics, /healthz and /readyz answer on --admin-listen without a token and not on the
+search listener; the new metrics are exported.
+usage: broker_edge_test.py BUILD_DIR CRANFIELD_DIR"""
+import json, os, random, shutil, signal, socket, subprocess, sys, tempfile, threading, time, urllib.error, urllib.parse, urllib.request
+
+build, data = sys.argv[1], sys.argv[2]
+indexer, leaf, broker = (os.path.join(build, p) for p in ("indexer/warp-indexer", "leaf/warp-leaf", "broker/warp-broker"))
+work = tempfile.mkdtemp(prefix="warp-edge-")
+procs = []
+port = random.randint(26000, 31000)
+
+
+def next_port():
+    global port
+    port += 1
+    return port
+
+
+def start(args, log):
+    p = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=open(os.path.join(work, log), "w"))
+    procs.append(p)
+    return p
+
+
+def fail(message):
+    print("FAIL:", message, file=sys.stderr)
+    for name in sorted(os.listdir(work)):
+        if name.endswith(".log"):
+            print("==", name, file=sys.stderr)
+            print(open(os.path.join(work, name)).read()[-3000:], file=sys.stderr)
+    raise SystemExit(1)
+
+
+def http(url, body=None, timeout=5, token=None):
+    request = urllib.request.Request(url, data=body, method="POST" if body is not None else "GET")
+    if token:
+        request.add_header("Authorization", "Bearer " + token)
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as r:
+            return r.status, r.read().decode(), dict(r.headers)
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode(), dict(e.headers)
+
+
+def wait_until(predicate, seconds, what):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        try:
+            if predicate():
+                return
+        except Exception:
+            pass
+        time.sleep(0.05)
+    fail("timed out waiting for " + what)
+
+
+def metric(text, name):
+    for line in text.splitlines():
+        if line.startswith(name + " ") or line.startswith(name + "{"):
+            return float(line.rsplit(" ", 1)[1])
+    return None
+
+
+idle = []
+try:
+    subprocess.run([indexer, "build", "--input", os.path.join(data, "docs.jsonl"), "--out", os.path.join(work, "index"),
+                    "--partitions", "2", "--quiet"], check=True, stderr=subprocess.DEVNULL)
+    leaves = []
+    for i in range(2):
+        zmq_port, http_port = next_port(), next_port()
+        leaves.append((start([leaf, "--index", os.path.join(work, "index"), "--partitions", str(i), "--listen",
+                              "tcp://127.0.0.1:%d" % zmq_port, "--http", "127.0.0.1:%d" % http_port], "leaf%d.log" % i), zmq_port))
+    tokens = os.path.join(work, "tokens")
+    with open(tokens, "w") as f:
+        f.write("# search clients\nfirst-token\n\n")
+    search_port, admin_port = next_port(), next_port()
+    start([broker, "--partition", "0=tcp://127.0.0.1:%d" % leaves[0][1], "--partition", "1=tcp://127.0.0.1:%d" % leaves[1][1],
+           "--listen", "127.0.0.1:%d" % search_port, "--admin-listen", "127.0.0.1:%d" % admin_port, "--auth-tokens", tokens,
+           "--max-connections", "400", "--request-timeout-ms", "3000", "--max-in-flight", "2", "--timeout-ms", "4000"],
+          "broker.log")
+    base, admin = "http://127.0.0.1:%d" % search_port, "http://127.0.0.1:%d" % admin_port
+    wait_until(lambda: http(admin + "/readyz")[0] == 200, 20, "broker ready")
+
+    # 1. Tokens: none or a wrong one is 401 with WWW-Authenticate; the listed one searches.
+    status, body, headers = http(base + "/search?q=wing")
+    if status != 401 or "Bearer" not in headers.get("WWW-Authenticate", "") or "error" not in json.loads(body):
+        fail("no token: expected 401 with WWW-Authenticate, got %d %s" % (status, body))
+    if http(base + "/search?q=wing", token="wrong")[0] != 401:
+        fail("a wrong token was accepted")
+    status, body, _ = http(base + "/search?q=wing", token="first-token")
+    if status != 200 or not json.loads(body)["hits"]:
+        fail("the listed token: %d %s" % (status, body))
+    # Rotation: the file changes, the broker follows without a restart.
+    with open(tokens, "w") as f:
+        f.write("second-token\n")
+    os.utime(tokens, (time.time() + 5, time.time() + 5))  # a new mtime even within the same second
+    wait_until(lambda: http(base + "/search?q=wing", token="second-token")[0] == 200, 10, "the new token to be accepted")
+    if http(base + "/search?q=wing", token="first-token")[0] != 401:
+        fail("a removed token is still accepted")
+    token = "second-token"
+
+    # 2. The admin listener needs no token; the search listener does not serve it.
+    for path in ("/healthz", "/readyz", "/metrics", "/cluster"):
+        if http(admin + path)[0] != 200:
+            fail("admin %s without a token" % path)
+    if http(base + "/metrics", token=token)[0] != 404:
+        fail("/metrics should be on the admin listener only")
+    if http(admin + "/search?q=wing")[0] != 404:
+        fail("/search must not be served on the admin listener")
+
+    # 3. 300 idle connections, then a search still answers at once.
+    for _ in range(300):
+        idle.append(socket.create_connection(("127.0.0.1", search_port)))
+    wait_until(lambda: metric(http(admin + "/metrics")[1], "warpsearch_broker_http_connections") >= 300, 10,
+               "300 open connections in the metrics")
+    started = time.time()
+    status, body, _ = http(base + "/search?q=boundary+layer&k=3", token=token, timeout=5)
+    if status != 200 or len(json.loads(body)["hits"]) != 3:
+        fail("search with 300 idle connections: %d %s" % (status, body))
+    if time.time() - started > 1.0:
+        fail("search with 300 idle connections took %.2f s" % (time.time() - started))
+
+    # 4. Past --max-connections (400): 503 with Retry-After, connection closed.
+    for _ in range(100):
+        idle.append(socket.create_connection(("127.0.0.1", search_port)))
+    wait_until(lambda: metric(http(admin + "/metrics")[1], "warpsearch_broker_http_connections") >= 400, 10,
+               "400 open connections")
+    extra = socket.create_connection(("127.0.0.1", search_port))
+    extra.settimeout(5)
+    answer = b""
+    while True:
+        chunk = extra.recv(4096)
+        if not chunk:
+            break
+        answer += chunk
+    if not answer.startswith(b"HTTP/1.1 503") or b"Retry-After: 1" not in answer:
+        fail("connection over the limit: expected 503 with Retry-After, got %r" % answer[:200])
+    extra.close()
+
+    # 5. Idle connections that never send are closed after --request-timeout-ms (3 s): a slow client
+    # costs a socket for a bounded time. A half-sent header is cut off the same way.
+    for s in idle:
+        s.settimeout(10)
+        if s.recv(1) != b"":
+            fail("an idle connection got data instead of being closed")
+        s.close()
+    idle.clear()
+    slow = socket.create_connection(("127.0.0.1", search_port))
+    slow.sendall(b"GET /search?q=wing HTTP/1.1\r\nHost: x\r\nAuthor")
+    slow.settimeout(10)
+    started = time.time()
+    if slow.recv(1) != b"":
+        fail("a half-sent request got an answer")
+    if time.time() - started > 5:
+        fail("a half-sent request held its connection %.1f s" % (time.time() - started))
+    slow.close()
+    text = http(admin + "/metrics")[1]
+    if (metric(text, "warpsearch_broker_http_timeouts_total") or 0) < 300:
+        fail("timeouts not counted: %s" % metric(text, "warpsearch_broker_http_timeouts_total"))
+    if (metric(text, "warpsearch_broker_http_connections_refused_total") or 0) < 1:
+        fail("refused connections not counted")
+
+    # 6. Overload: both leaves stopped, two queries hang in the fan-out (--max-in-flight 2), and
+    # the third is refused at once.
+    for p, _ in leaves:
+        p.send_signal(signal.SIGSTOP)
+    hanging = []
+    for i in range(2):
+        t = threading.Thread(target=http, args=(base + "/search?q=hang%d" % i,), kwargs={"token": token, "timeout": 10})
+        t.start()
+        hanging.append(t)
+    wait_until(lambda: metric(http(admin + "/metrics")[1], "warpsearch_broker_in_flight") == 2, 5, "2 queries in flight")
+    started = time.time()
+    status, body, headers = http(base + "/search?q=refused", token=token)
+    elapsed = time.time() - started
+    if status != 503 or headers.get("Retry-After") != "1" or "max-in-flight" not in json.loads(body)["error"]:
+        fail("overload: expected 503 with Retry-After naming --max-in-flight, got %d %s %s" % (status, body, headers))
+    if elapsed > 0.5:
+        fail("the overload answer took %.2f s: it must not queue" % elapsed)
+    for p, _ in leaves:
+        p.send_signal(signal.SIGCONT)
+    for t in hanging:
+        t.join()
+    wait_until(lambda: http(base + "/search?q=shock+wave", token=token)[0] == 200, 10, "answers after the leaves continue")
+    text = http(admin + "/metrics")[1]
+    if (metric(text, 'warpsearch_broker_rejected_total{reason="in_flight"}') or 0) < 1:
+        fail("overload refusals not counted: " + str(metric(text, 'warpsearch_broker_rejected_total{reason="in_flight"}')))
+    if (metric(text, "warpsearch_broker_unauthorized_total") or 0) < 3:
+        fail("unauthorized requests not counted")
+    print("broker_edge_test: all checks passed")
+finally:
+    for s in idle:
+        s.close()
+    for p in procs:
+        if p.poll() is None:
+            p.send_signal(signal.SIGCONT)
+            p.kill()
+    for p in procs:
+        p.wait()
+    shutil.rmtree(work, ignore_errors=True)
