@@ -6,7 +6,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/asio/strand.hpp>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <mutex>
@@ -25,12 +25,23 @@ namespace {
 class Session;
 }
 
+// One io_context per I/O thread (concurrency hint 1: no locking inside, no strands needed); the
+// acceptor lives on the first and deals connections out round-robin, so a connection's every step
+// runs on one thread.
 struct Server::Impl : std::enable_shared_from_this<Server::Impl> {
+  explicit Impl(size_t threads) : ios(make_ios(threads)), acceptor(*ios[0]), accept_pause(*ios[0]) {}
+  static std::vector<std::unique_ptr<asio::io_context>> make_ios(size_t threads) {
+    std::vector<std::unique_ptr<asio::io_context>> ios;
+    for (size_t i = 0; i < std::max<size_t>(1, threads); ++i) ios.push_back(std::make_unique<asio::io_context>(1));
+    return ios;
+  }
   ServerOptions options;
   AsyncHandler handler;
-  asio::io_context io;
-  tcp::acceptor acceptor{io};
-  asio::steady_timer accept_pause{io};
+  std::vector<std::unique_ptr<asio::io_context>> ios;  // before the acceptor, which lives on ios[0]
+  std::vector<asio::executor_work_guard<asio::io_context::executor_type>> work;
+  size_t next_io = 0;  // on the acceptor's thread only
+  tcp::acceptor acceptor;
+  asio::steady_timer accept_pause;
   std::vector<std::thread> threads;
   std::atomic<bool> stopped{false};
   std::atomic<uint64_t> open{0}, total{0}, refused{0}, timeouts{0};
@@ -47,8 +58,13 @@ Response json_error(int status, const char* message) {
   return {status, "application/json", std::string(R"({"error":")") + message + "\"}", {}};
 }
 
+class Session;
+// The connection whose handler runs on this thread (set around the call): an answer given inside
+// the handler is written at once instead of being posted back to the connection's thread.
+thread_local Session* answering_now = nullptr;
+
 // One connection: read a request, hand it to the handler, write the answer, and again while the
-// client keeps the connection alive. Every step runs on the connection's strand.
+// client keeps the connection alive. Every step runs on the connection's I/O thread.
 class Session : public std::enable_shared_from_this<Session> {
  public:
   Session(std::shared_ptr<Server::Impl> server, tcp::socket socket) : server_(std::move(server)), stream_(std::move(socket)) {
@@ -110,18 +126,24 @@ class Session : public std::enable_shared_from_this<Session> {
     request.body = message.body();
     parse_target(request);
     stream_.expires_never();  // nothing is read while the handler works
-    // Exactly once, from any thread, back onto this connection's strand.
+    // Exactly once, from any thread, back onto this connection's thread.
     auto answered = std::make_shared<std::atomic<bool>>(false);
     Respond respond = [self = shared_from_this(), answered](Response response) {
       if (answered->exchange(true) || self->server_->stopped) return;
+      if (answering_now == self.get()) {
+        self->write(std::move(response));  // answered inside the handler: already on this connection's thread
+        return;
+      }
       asio::post(self->stream_.get_executor(),
                  [self, response = std::move(response)]() mutable { self->write(std::move(response)); });
     };
+    answering_now = this;
     try {
       server_->handler(request, respond);
     } catch (const std::exception&) {
       respond(json_error(500, "internal error"));
     }
+    answering_now = nullptr;
   }
 
   void write(Response response) {
@@ -175,7 +197,8 @@ void refuse_connection(tcp::socket socket) {
 }  // namespace
 
 void Server::Impl::accept() {
-  acceptor.async_accept(asio::make_strand(io), [self = shared_from_this()](beast::error_code ec, tcp::socket socket) {
+  asio::io_context& io = *ios[next_io++ % ios.size()];
+  acceptor.async_accept(io, [self = shared_from_this()](beast::error_code ec, tcp::socket socket) {
     if (self->stopped) return;
     if (ec) {
       // Out of descriptors, say: pause instead of spinning, then accept again.
@@ -196,7 +219,7 @@ void Server::Impl::accept() {
   });
 }
 
-Server::Server(ServerOptions options, AsyncHandler handler) : impl_(std::make_shared<Impl>()) {
+Server::Server(ServerOptions options, AsyncHandler handler) : impl_(std::make_shared<Impl>(options.threads)) {
   impl_->options = std::move(options);
   impl_->handler = std::move(handler);
   try {
@@ -210,8 +233,9 @@ Server::Server(ServerOptions options, AsyncHandler handler) : impl_(std::make_sh
   }
   port_ = impl_->acceptor.local_endpoint().port();
   impl_->accept();
-  for (size_t i = 0; i < std::max<size_t>(1, impl_->options.threads); ++i) {
-    impl_->threads.emplace_back([impl = impl_.get()] { impl->io.run(); });
+  for (auto& io : impl_->ios) {
+    impl_->work.push_back(asio::make_work_guard(*io));  // an I/O thread without connections waits
+    impl_->threads.emplace_back([io = io.get()] { io->run(); });
   }
 }
 
@@ -222,7 +246,7 @@ Server::Server(ServerOptions options, Handler handler)
 
 Server::~Server() {
   impl_->stopped = true;
-  asio::post(impl_->io, [impl = impl_] {
+  asio::post(*impl_->ios[0], [impl = impl_] {
     beast::error_code ec;
     impl->acceptor.close(ec);
     impl->accept_pause.cancel();
@@ -233,9 +257,9 @@ Server::~Server() {
       if (auto session = entry.second.lock()) session->close_soon();
     }
   }
-  // Connections close as their strands run; then the threads stop.
+  // Connections close on their threads; then the threads stop.
   for (int i = 0; i < 200 && impl_->open > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  impl_->io.stop();
+  for (auto& io : impl_->ios) io->stop();
   for (auto& thread : impl_->threads) thread.join();
 }
 

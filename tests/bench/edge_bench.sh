@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# edge_bench: the broker's HTTP edge under load, everything on this machine on loopback: 4 leaves
+# (2 partitions x 2 replicas) over INDEX_DIR, then for each broker binary in BIN_DIR (warp-broker,
+# and warp-broker-before if present, for a side-by-side with an older build): uncached queries
+# (1-4 random words of WORDS per request) at 16 and 64 connections, one cached query at 16, a probe
+# connection beside IDLE idle ones, and the broker's overhead per uncached query (the broker's
+# mean request time minus the leaves' mean query time, from their Prometheus histograms).
+# Prints Markdown tables; needs only the binaries and python3.
+# usage: tests/bench/edge_bench.sh BIN_DIR INDEX_DIR WORDS [SECONDS] [IDLE]
+set -uo pipefail
+bin=$1 index=$2 words=$3 seconds=${4:-10} idle=${5:-10000}
+work=$(mktemp -d)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$work"; }
+trap cleanup EXIT
+ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
+for i in 0 1 2 3; do
+  "$bin/warp-leaf" --index "$index" --partitions $((i / 2)) --listen tcp://127.0.0.1:$((5801 + i)) \
+    --http 127.0.0.1:$((9301 + i)) --workers 4 2> "$work/leaf$i.log" &
+  pids+=($!)
+done
+scrape() {  # scrape → "broker_sum broker_count leaf_sum leaf_count"
+  python3 - "$1" <<'PY'
+import re, sys, urllib.request
+def sums(url, name):
+    text = urllib.request.urlopen(url, timeout=5).read().decode()
+    s = sum(float(l.split()[-1]) for l in text.splitlines() if re.match(name + r"_sum(\{| )", l))
+    c = sum(float(l.split()[-1]) for l in text.splitlines() if re.match(name + r"_count(\{| )", l))
+    return s, c
+b = sums("http://127.0.0.1:%s/metrics" % sys.argv[1], "warpsearch_broker_request_seconds")
+l = [sums("http://127.0.0.1:%d/metrics" % p, "warpsearch_leaf_query_seconds") for p in range(9301, 9305)]
+print(b[0], b[1], sum(x[0] for x in l), sum(x[1] for x in l))
+PY
+}
+echo "| broker | load | connections | idle connections | answers | q/s | p50 ms | p90 ms | p99 ms | max ms | not 200 | errors |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
+overheads=()
+for broker in warp-broker warp-broker-before; do
+  [ -x "$bin/$broker" ] || continue
+  port=8181
+  extra=()
+  [ $broker = warp-broker ] && extra=(--threads 4 --fanout-threads 4)
+  [ $broker = warp-broker-before ] && extra=(--threads 16)
+  "$bin/$broker" --listen 127.0.0.1:$port --partition 0=tcp://127.0.0.1:5801,tcp://127.0.0.1:5802 \
+    --partition 1=tcp://127.0.0.1:5803,tcp://127.0.0.1:5804 "${extra[@]}" 2> "$work/$broker.log" &
+  bpid=$!
+  for _ in $(seq 300); do
+    python3 -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$port/readyz', timeout=1)" 2>/dev/null && break
+    sleep 0.1
+  done
+  "$bin/http_load" --address 127.0.0.1:$port --words "$words" --connections 16 --seconds 2 > /dev/null  # warm-up
+  before=$(scrape $port)
+  "$bin/http_load" --address 127.0.0.1:$port --words "$words" --connections 16 --seconds "$seconds" --label "$broker | uncached"
+  after=$(scrape $port)
+  overheads+=("$(python3 -c "
+b0,c0,l0,k0 = map(float, '$before'.split()); b1,c1,l1,k1 = map(float, '$after'.split())
+broker = (b1-b0)/(c1-c0)*1e3; leaf = (l1-l0)/(k1-k0)*1e3
+print('| $broker | %.3f | %.3f | %.3f |' % (broker, leaf, broker - leaf))")")
+  "$bin/http_load" --address 127.0.0.1:$port --words "$words" --connections 64 --seconds "$seconds" --label "$broker | uncached"
+  "$bin/http_load" --address 127.0.0.1:$port --target "/search?k=10&q=striped+african+horse" --connections 16 \
+    --seconds "$seconds" --label "$broker | cached"
+  probe_idle=$idle
+  [ $broker = warp-broker-before ] && probe_idle=40  # the thread-per-connection server: 40 already starve it
+  "$bin/http_load" --address 127.0.0.1:$port --words "$words" --connections 1 --idle "$probe_idle" --seconds "$seconds" \
+    --label "$broker | probe beside idle"
+  kill -TERM $bpid; wait $bpid 2>/dev/null
+done
+echo
+echo "| broker | broker ms per uncached query (mean) | leaf query ms (mean) | broker overhead ms |"
+echo "|---|---|---|---|"
+printf '%s\n' "${overheads[@]}"
