@@ -1,15 +1,20 @@
 #include "broker/fan_out.hpp"
 
-#include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <utility>  // before Boost.Asio with GCC 12 in C++20
+
 #include <algorithm>
-#include <deque>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <cstdio>
 #include <map>
-#include <mutex>
-#include <thread>
 #include <unordered_map>
 #include <zmq.hpp>
+
+#include "common/http/io_pool.hpp"
 
 #include "common/protocol/search.capnp.h"
 #include "common/transfer/capnp_frames.hpp"
@@ -18,6 +23,7 @@
 namespace warp {
 namespace {
 
+namespace asio = boost::asio;
 using Clock = std::chrono::steady_clock;
 
 zmq::context_t& context() {
@@ -46,90 +52,82 @@ struct InFlight {
 
 }  // namespace
 
+// One loop's part of the fan-out: its sockets, its queries in flight and one timer for the next
+// attempt timeout or deadline among them. Runs only on its loop.
 struct FanOut::Worker {
-  Worker(Cluster& cluster, std::atomic<size_t>& in_flight) : cluster(cluster), in_flight(in_flight) {
-    wake_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (wake_fd < 0) throw Error("fan-out: cannot create an eventfd");
-    thread = std::thread([this] { loop(); });
-  }
-  ~Worker() {
-    stop = true;
-    wake();
-    thread.join();
-    ::close(wake_fd);
-  }
-
-  void submit(FanOutRequest request, FanOutDone done) {
-    {
-      std::lock_guard<std::mutex> lock(mutex);
-      incoming.emplace_back(std::move(request), std::move(done));
+  // A DEALER socket watched on the loop through a duplicate of its ZMQ_FD. That descriptor is
+  // edge-triggered: after a wake-up, and after every send, messages are drained while ZMQ_EVENTS
+  // says some are waiting.
+  struct Socket {
+    Socket(asio::io_context& io, const std::string& endpoint)
+        : zmq_socket(context(), zmq::socket_type::dealer), descriptor(io) {
+      zmq_socket.set(zmq::sockopt::linger, 0);
+      zmq_socket.set(zmq::sockopt::immediate, 1);  // queue only to a live connection: a dead leaf fails at once
+      zmq_socket.connect(endpoint);
+      descriptor.assign(::dup(zmq_socket.get(zmq::sockopt::fd)));
     }
-    wake();
+    zmq::socket_t zmq_socket;
+    asio::posix::stream_descriptor descriptor;
+    bool drain_posted = false;
+  };
+
+  Worker(Cluster& cluster, asio::io_context& io, std::atomic<size_t>& in_flight)
+      : cluster(cluster), io(io), in_flight(in_flight), timer(io) {
+    // Sockets to every replica from the start, so the first queries find live connections.
+    for (const std::string& endpoint : cluster.endpoints()) socket_for(endpoint);
   }
 
- private:
-  void wake() {
-    const uint64_t one = 1;
-    (void)!::write(wake_fd, &one, sizeof one);
-  }
-
-  zmq::socket_t& socket_for(const std::string& endpoint) {
+  Socket& socket_for(const std::string& endpoint) {
     auto& socket = sockets[endpoint];
     if (!socket) {
-      socket = std::make_unique<zmq::socket_t>(context(), zmq::socket_type::dealer);
-      socket->set(zmq::sockopt::linger, 0);
-      socket->set(zmq::sockopt::immediate, 1);  // queue only to a live connection: a dead leaf fails at once
-      socket->connect(endpoint);
+      socket = std::make_unique<Socket>(io, endpoint);
+      watch(*socket);
     }
     return *socket;
   }
 
-  void loop() {
-    // Connect to every replica first, so the first queries find live connections.
-    for (const std::string& endpoint : cluster.endpoints()) socket_for(endpoint);
-    std::vector<zmq::pollitem_t> items;
-    std::vector<zmq::socket_t*> polled;
-    while (!stop) {
-      items.assign(1, {nullptr, wake_fd, ZMQ_POLLIN, 0});
-      polled.clear();
-      for (auto& [endpoint, socket] : sockets) {
-        items.push_back({socket->handle(), 0, ZMQ_POLLIN, 0});
-        polled.push_back(socket.get());
-      }
-      try {
-        zmq::poll(items.data(), items.size(), next_timeout());
-        if (items[0].revents & ZMQ_POLLIN) take_incoming();
-        for (size_t i = 1; i < items.size(); ++i) {
-          if (items[i].revents & ZMQ_POLLIN) drain(*polled[i - 1]);
+  void watch(Socket& socket) {
+    socket.descriptor.async_wait(asio::posix::stream_descriptor::wait_read, [this, &socket](boost::system::error_code ec) {
+      if (ec) return;  // the loop stops
+      drain(socket);
+      watch(socket);
+    });
+  }
+
+  // After a send the descriptor may not signal again for replies already waiting: drain soon.
+  void drain_soon(Socket& socket) {
+    if (socket.drain_posted) return;
+    socket.drain_posted = true;
+    asio::post(io, [this, &socket] {
+      socket.drain_posted = false;
+      drain(socket);
+    });
+  }
+
+  // Every reply waiting on the socket: [empty delimiter][LeafReply].
+  void drain(Socket& socket) {
+    try {
+      while (socket.zmq_socket.get(zmq::sockopt::events) & ZMQ_POLLIN) {
+        zmq::message_t empty, body;
+        if (!socket.zmq_socket.recv(empty, zmq::recv_flags::dontwait)) break;
+        if (!empty.more() || empty.size() != 0 || !socket.zmq_socket.recv(body, zmq::recv_flags::dontwait)) continue;
+        if (body.more()) {  // not a reply of ours: skip the rest of the message
+          zmq::message_t extra;
+          while (socket.zmq_socket.recv(extra, zmq::recv_flags::dontwait) && extra.more()) {
+          }
+          continue;
         }
-        expire(Clock::now());
-      } catch (const std::exception& e) {  // never past the top of the fan-out thread
-        std::fprintf(stderr, "warp-broker: fan-out: %s\n", e.what());
+        try {
+          transfer::FrameReader reader(body);
+          const auto reply = reader.root<protocol::LeafReply>();
+          if (reply.isSearch()) on_reply(reply.getSearch());
+        } catch (const std::exception&) {
+          // malformed: counts as silence, the attempt times out
+        }
       }
+    } catch (const std::exception& e) {  // never past the top of the loop
+      std::fprintf(stderr, "warp-broker: fan-out: %s\n", e.what());
     }
-    for (auto& [id, query] : queries) release(query);
-  }
-
-  // Until the next attempt or query deadline, at most 100 ms.
-  std::chrono::milliseconds next_timeout() const {
-    Clock::time_point next = Clock::now() + std::chrono::milliseconds(100);
-    for (const auto& [id, query] : queries) {
-      next = std::min(next, query.deadline);
-      for (const auto& [partition, attempt] : query.pending) next = std::min(next, attempt.sent + query.attempt_timeout);
-    }
-    const auto wait = std::chrono::ceil<std::chrono::milliseconds>(next - Clock::now());
-    return std::max(wait, std::chrono::milliseconds(0));
-  }
-
-  void take_incoming() {
-    uint64_t count;
-    (void)!::read(wake_fd, &count, sizeof count);
-    std::deque<std::pair<FanOutRequest, FanOutDone>> taken;
-    {
-      std::lock_guard<std::mutex> lock(mutex);
-      taken.swap(incoming);
-    }
-    for (auto& [request, done] : taken) start(std::move(request), std::move(done));
   }
 
   void start(FanOutRequest request, FanOutDone done) {
@@ -147,9 +145,35 @@ struct FanOut::Worker {
       query.result.partitions.back().partition = partition;
     }
     for (uint32_t partition : cluster.partitions()) send(id, query, partition);
-    if (query.pending.empty()) finish(id);
+    if (query.pending.empty()) {
+      finish(id);
+    } else {
+      schedule(query.start + query.attempt_timeout);
+    }
   }
 
+  // The timer fires at `when` if that is before what it waits for now.
+  void schedule(Clock::time_point when) {
+    if (timer_armed && when >= timer_at) return;
+    timer_armed = true;
+    timer_at = when;
+    timer.expires_at(when);
+    timer.async_wait([this](boost::system::error_code ec) {
+      if (ec) return;  // re-armed earlier, or the loop stops
+      timer_armed = false;
+      const Clock::time_point now = Clock::now();
+      expire(now);
+      // Attempts past their timeout that stay (no other replica) wait for the deadline.
+      Clock::time_point next = Clock::time_point::max();
+      for (const auto& [id, query] : queries) {
+        next = std::min(next, query.deadline);
+        for (const auto& [partition, attempt] : query.pending) {
+          if (attempt.sent + query.attempt_timeout > now) next = std::min(next, attempt.sent + query.attempt_timeout);
+        }
+      }
+      if (next != Clock::time_point::max()) schedule(next);
+    });
+  }
   // To the best replica of `partition` not tried yet; none left: the partition is settled.
   void send(uint64_t id, InFlight& query, uint32_t partition) {
     PartitionOutcome& outcome = query.result.partitions[query.slot[partition]];
@@ -180,37 +204,17 @@ struct FanOut::Worker {
       search.setPartition(partition);
       const auto left = std::chrono::duration_cast<std::chrono::microseconds>(query.deadline - Clock::now());
       search.setDeadlineMicros(static_cast<uint64_t>(std::max<int64_t>(0, left.count())));
-      zmq::socket_t& socket = socket_for(replica->endpoint);
-      if (socket.send(zmq::message_t(), zmq::send_flags::sndmore | zmq::send_flags::dontwait) &&
-          socket.send(transfer::to_frame(builder), zmq::send_flags::dontwait)) {
+      Socket& socket = socket_for(replica->endpoint);
+      const bool sent = socket.zmq_socket.send(zmq::message_t(), zmq::send_flags::sndmore | zmq::send_flags::dontwait) &&
+                        socket.zmq_socket.send(transfer::to_frame(builder), zmq::send_flags::dontwait);
+      drain_soon(socket);
+      if (sent) {
         ++replica->outstanding;
         query.pending[partition] = {replica, Clock::now()};
         return;
       }
       outcome.status = "error";  // no live connection: the next replica at once
       outcome.error = "cannot reach " + replica->endpoint;
-    }
-  }
-
-  // Every reply waiting on `socket`: [empty delimiter][LeafReply].
-  void drain(zmq::socket_t& socket) {
-    for (;;) {
-      zmq::message_t empty, body;
-      if (!socket.recv(empty, zmq::recv_flags::dontwait)) return;
-      if (!empty.more() || empty.size() != 0 || !socket.recv(body, zmq::recv_flags::dontwait)) continue;
-      if (body.more()) {  // not a reply of ours: skip the rest of the message
-        zmq::message_t extra;
-        while (socket.recv(extra, zmq::recv_flags::dontwait) && extra.more()) {
-        }
-        continue;
-      }
-      try {
-        transfer::FrameReader reader(body);
-        const auto reply = reader.root<protocol::LeafReply>();
-        if (reply.isSearch()) on_reply(reply.getSearch());
-      } catch (const std::exception&) {
-        // malformed: counts as silence, the attempt times out
-      }
     }
   }
 
@@ -230,6 +234,7 @@ struct FanOut::Worker {
       outcome.status = "error";
       outcome.error = response.getError().cStr();
       send(id, query, partition);  // another replica while time remains
+      schedule(Clock::now() + query.attempt_timeout);
     } else {
       const double ms = std::chrono::duration<double, std::milli>(Clock::now() - query.start).count();
       cluster.record_latency(*replica, ms);
@@ -291,26 +296,33 @@ struct FanOut::Worker {
   }
 
   Cluster& cluster;
+  asio::io_context& io;
   std::atomic<size_t>& in_flight;
-  int wake_fd = -1;
-  std::atomic<bool> stop{false};
-  std::mutex mutex;
-  std::deque<std::pair<FanOutRequest, FanOutDone>> incoming;
-  // Owned by the thread:
-  std::unordered_map<std::string, std::unique_ptr<zmq::socket_t>> sockets;  // by endpoint
+  asio::steady_timer timer;
+  bool timer_armed = false;
+  Clock::time_point timer_at;
+  std::unordered_map<std::string, std::unique_ptr<Socket>> sockets;  // by endpoint
   std::unordered_map<uint64_t, InFlight> queries;
-  std::thread thread;
 };
 
-FanOut::FanOut(Cluster& cluster, size_t threads) {
-  for (size_t i = 0; i < std::max<size_t>(1, threads); ++i) workers_.push_back(std::make_unique<Worker>(cluster, in_flight_));
+FanOut::FanOut(Cluster& cluster, http::IoPool& pool) : pool_(pool) {
+  for (size_t i = 0; i < pool.size(); ++i) workers_.push_back(std::make_unique<Worker>(cluster, pool.context(i), in_flight_));
 }
 
-FanOut::~FanOut() = default;
+FanOut::~FanOut() {
+  for (auto& worker : workers_) {
+    for (auto& [id, query] : worker->queries) worker->release(query);
+  }
+}
 
 void FanOut::submit(FanOutRequest request, FanOutDone done) {
   ++in_flight_;
-  workers_[next_worker_++ % workers_.size()]->submit(std::move(request), std::move(done));
+  const int current = pool_.current();
+  if (current >= 0) return workers_[static_cast<size_t>(current)]->start(std::move(request), std::move(done));
+  Worker& worker = *workers_[next_worker_++ % workers_.size()];
+  asio::post(worker.io, [&worker, request = std::move(request), done = std::move(done)]() mutable {
+    worker.start(std::move(request), std::move(done));
+  });
 }
 
 std::vector<BrokerHit> merge_hits(const FanOutResult& result, size_t k) {

@@ -1,7 +1,8 @@
-// Fan-out of queries to one replica of every partition, multiplexed: a few fan-out threads each
-// own one DEALER socket per replica and carry every query in flight as a state machine, so no
-// thread waits on ZeroMQ for one query. A query is submitted from any thread and its result handed
-// to a callback on the fan-out thread. A replica that fails, answers with an error or stays silent
+// Fan-out of queries to one replica of every partition, multiplexed on the broker's I/O threads
+// (an IoPool shared with the HTTP server): each loop owns one DEALER socket per replica, watched
+// through ZeroMQ's ZMQ_FD, and carries every query it started as a state machine, so no thread
+// waits on ZeroMQ and a query is read, sent, answered and written on one thread. A query submitted
+// from another thread goes to a loop round-robin; its callback runs on that loop. A replica that fails, answers with an error or stays silent
 // past a third of the deadline is replaced by another replica of the same partition while time
 // remains; partitions that cannot answer in time are reported, and the result is flagged partial.
 #pragma once
@@ -50,21 +51,27 @@ struct FanOutRequest {
 
 using FanOutDone = std::function<void(FanOutResult)>;
 
+namespace http {
+class IoPool;
+}
+
 class FanOut {
  public:
-  FanOut(Cluster& cluster, size_t threads);
+  // `pool` must be stopped before the FanOut is destroyed (its loops touch the FanOut's objects).
+  FanOut(Cluster& cluster, http::IoPool& pool);
   ~FanOut();  // queries still in flight end without their callback
   FanOut(const FanOut&) = delete;
   FanOut& operator=(const FanOut&) = delete;
 
-  // Thread-safe; `done` runs once, on a fan-out thread.
+  // Thread-safe; `done` runs once, on the loop that carried the query (the calling one, if a loop).
   void submit(FanOutRequest request, FanOutDone done);
   size_t in_flight() const { return in_flight_; }
 
   struct Worker;
 
  private:
-  std::vector<std::unique_ptr<Worker>> workers_;
+  http::IoPool& pool_;
+  std::vector<std::unique_ptr<Worker>> workers_;  // one per loop of the pool
   std::atomic<size_t> next_worker_{0};
   std::atomic<size_t> in_flight_{0};
 };

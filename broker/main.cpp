@@ -17,8 +17,7 @@ int run(int argc, char** argv) {
       .value("listen", "127.0.0.1:8080", "HTTP address of the search API")
       .value("admin-listen", "", "HTTP address for /healthz, /readyz, /cluster and /metrics, never behind a token (default: on --listen)")
       .value("auth-tokens", "", "file of bearer tokens, one per line, reloaded on change; /search then needs one (401 without)")
-      .value("threads", "2", "HTTP I/O threads (connections never hold a thread)")
-      .value("fanout-threads", "2", "threads multiplexing the queries to the leaves")
+      .value("threads", "0", "I/O threads serving the HTTP connections and the fan-out to the leaves (0: one per core)")
       .value("max-connections", "10000", "open HTTP connections; beyond, 503 and closed")
       .value("request-timeout-ms", "10000", "time to receive a request's header and body")
       .value("idle-timeout-ms", "60000", "time a keep-alive connection may wait for its next request")
@@ -47,11 +46,11 @@ int run(int argc, char** argv) {
   options.max_k = flags.count("max-k");
   options.max_in_flight = flags.count("max-in-flight");
   options.max_outstanding = flags.count("max-outstanding");
-  options.fanout_threads = flags.count("fanout-threads");
   options.auth = auth.get();
   options.admin_listener = !flags.get("admin-listen").empty();
   if (options.max_query_bytes == 0 || options.max_terms == 0) throw warp::Error("--max-query-bytes and --max-terms must be > 0");
-  warp::SearchApi api(options, cluster, cache, registry);
+  warp::http::IoPool pool(flags.count("threads"));
+  warp::SearchApi api(options, cluster, cache, registry, pool);
 
   warp::http::ServerOptions http_options{host, port, flags.count("threads")};
   // Room for q percent-encoded in a URL (3 bytes a byte) and JSON-escaped in a body (6 a byte).
@@ -60,21 +59,26 @@ int run(int argc, char** argv) {
   http_options.max_connections = flags.count("max-connections");
   http_options.request_timeout = std::chrono::milliseconds(flags.count("request-timeout-ms"));
   http_options.idle_timeout = std::chrono::milliseconds(flags.count("idle-timeout-ms"));
-  warp::http::Server server(http_options, [&](const warp::http::Request& request, warp::http::Respond respond) {
+  std::optional<warp::http::Server> server;
+  server.emplace(http_options, [&](const warp::http::Request& request, warp::http::Respond respond) {
     api.handle(request, std::move(respond));
-  });
+  }, &pool);
   std::optional<warp::http::Server> admin;
   if (options.admin_listener) {
     const auto [admin_host, admin_port] = warp::http::parse_host_port(flags.get("admin-listen"), "--admin-listen");
     warp::http::ServerOptions admin_options{admin_host, admin_port, 1};
     admin.emplace(admin_options, [&](const warp::http::Request& request) { return api.handle_admin(request); });
   }
-  api.watch_servers([&] { return server.stats(); });
-  std::fprintf(stderr, "warp-broker: listening on http://%s:%u (%zu partitions)%s%s\n", host.c_str(), server.port(),
+  api.watch_servers([&] { return server->stats(); });
+  std::fprintf(stderr, "warp-broker: listening on http://%s:%u (%zu partitions, %zu I/O threads)%s%s\n", host.c_str(),
+               server->port(), pool.size(),
                cluster.partitions().size(), admin ? (", admin on http://" + flags.get("admin-listen")).c_str() : "",
                auth ? ", bearer tokens required" : "");
   warp::wait_for_stop();
   std::fprintf(stderr, "warp-broker: stopping\n");
+  admin.reset();
+  server.reset();  // closes the connections on the loops
+  pool.stop();     // then the loops, before the fan-out that runs on them goes
   return 0;
 }
 

@@ -31,7 +31,7 @@ Analyzer& analyzer_for(const std::string& version) {
 }  // namespace
 
 SearchApi::SearchApi(SearchApiOptions options, Cluster& cluster, ResultCache& cache,
-                     std::shared_ptr<prometheus::Registry> registry)
+                     std::shared_ptr<prometheus::Registry> registry, http::IoPool& pool)
     : options_(options),
       cluster_(cluster),
       cache_(cache),
@@ -53,7 +53,7 @@ SearchApi::SearchApi(SearchApiOptions options, Cluster& cluster, ResultCache& ca
       connections_total_(prometheus::BuildCounter().Name("warpsearch_broker_http_connections_total").Help("HTTP connections accepted").Register(*registry_).Add({})),
       connections_refused_(prometheus::BuildCounter().Name("warpsearch_broker_http_connections_refused_total").Help("HTTP connections over the limit, answered 503").Register(*registry_).Add({})),
       connection_timeouts_(prometheus::BuildCounter().Name("warpsearch_broker_http_timeouts_total").Help("HTTP connections closed for a request or idle timeout").Register(*registry_).Add({})),
-      fan_out_(cluster, options.fanout_threads) {
+      fan_out_(cluster, pool) {
   cluster_.set_max_outstanding(static_cast<int>(options.max_outstanding));
 }
 
@@ -199,7 +199,7 @@ void SearchApi::search(const http::Request& request, http::Respond respond) {
                                          " requests outstanding (--max-outstanding); retry"));
   }
   FanOutRequest fan_out_request{terms, mode, k, options_.timeout};
-  // Runs on a fan-out thread once every partition answered or the deadline passed.
+  // Runs on this I/O thread's loop once every partition answered or the deadline passed.
   auto done = [this, reply, answer, key, q, term_texts, term_counts, mode_text, k](FanOutResult result) {
     retries_.Increment(result.retries);
     if (result.partial) partials_.Increment();

@@ -18,6 +18,7 @@
 #include "broker/fan_out.hpp"
 #include "broker/result_cache.hpp"
 #include "common/http/http_server.hpp"
+#include "common/http/io_pool.hpp"
 
 namespace warp {
 
@@ -28,14 +29,15 @@ struct SearchApiOptions {
   size_t max_k = 1000;
   size_t max_in_flight = 1024;     // queries in the fan-out; beyond: 503
   size_t max_outstanding = 256;    // requests outstanding to one replica; a partition whose replicas all have as many: 503
-  size_t fanout_threads = 2;
   AuthTokens* auth = nullptr;      // null: /search needs no token
   bool admin_listener = false;     // health, readiness, cluster and metrics only on the admin listener
 };
 
 class SearchApi {
  public:
-  SearchApi(SearchApiOptions options, Cluster& cluster, ResultCache& cache, std::shared_ptr<prometheus::Registry> registry);
+  // The fan-out runs on `pool`'s loops (shared with the HTTP server); stop the pool before the api goes.
+  SearchApi(SearchApiOptions options, Cluster& cluster, ResultCache& cache, std::shared_ptr<prometheus::Registry> registry,
+            http::IoPool& pool);
   // The main listener.
   void handle(const http::Request& request, http::Respond respond);
   // The admin listener: /healthz, /readyz, /cluster, /metrics, never a token.
@@ -74,7 +76,7 @@ class SearchApi {
   http::ServerStats reported_server_;
   std::function<http::ServerStats()> server_stats_;
   std::mutex metrics_mutex_;
-  FanOut fan_out_;  // last: its threads stop before the members above go
+  FanOut fan_out_;
 };
 
 }  // namespace warp

@@ -14,6 +14,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "common/http/io_pool.hpp"
 #include "common/util/status.hpp"
 
 namespace warp::http {
@@ -25,24 +26,19 @@ namespace {
 class Session;
 }
 
-// One io_context per I/O thread (concurrency hint 1: no locking inside, no strands needed); the
-// acceptor lives on the first and deals connections out round-robin, so a connection's every step
-// runs on one thread.
+// The I/O threads are an IoPool, the server's own or one shared with other work (the broker's
+// fan-out); the acceptor lives on the first loop and deals connections out round-robin, so a
+// connection's every step runs on one thread.
 struct Server::Impl : std::enable_shared_from_this<Server::Impl> {
-  explicit Impl(size_t threads) : ios(make_ios(threads)), acceptor(*ios[0]), accept_pause(*ios[0]) {}
-  static std::vector<std::unique_ptr<asio::io_context>> make_ios(size_t threads) {
-    std::vector<std::unique_ptr<asio::io_context>> ios;
-    for (size_t i = 0; i < std::max<size_t>(1, threads); ++i) ios.push_back(std::make_unique<asio::io_context>(1));
-    return ios;
-  }
+  Impl(std::shared_ptr<IoPool> owned_pool, IoPool& pool)
+      : owned(std::move(owned_pool)), pool(pool), acceptor(pool.context(0)), accept_pause(pool.context(0)) {}
+  std::shared_ptr<IoPool> owned;  // null when the pool is shared
+  IoPool& pool;
   ServerOptions options;
   AsyncHandler handler;
-  std::vector<std::unique_ptr<asio::io_context>> ios;  // before the acceptor, which lives on ios[0]
-  std::vector<asio::executor_work_guard<asio::io_context::executor_type>> work;
   size_t next_io = 0;  // on the acceptor's thread only
   tcp::acceptor acceptor;
   asio::steady_timer accept_pause;
-  std::vector<std::thread> threads;
   std::atomic<bool> stopped{false};
   std::atomic<uint64_t> open{0}, total{0}, refused{0}, timeouts{0};
   std::mutex sessions_mutex;
@@ -67,7 +63,8 @@ thread_local Session* answering_now = nullptr;
 // client keeps the connection alive. Every step runs on the connection's I/O thread.
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(std::shared_ptr<Server::Impl> server, tcp::socket socket) : server_(std::move(server)), stream_(std::move(socket)) {
+  Session(std::shared_ptr<Server::Impl> server, asio::io_context& io, tcp::socket socket)
+      : server_(std::move(server)), io_(io), stream_(std::move(socket)) {
     ++server_->open;
   }
   ~Session() { --server_->open; }
@@ -130,8 +127,8 @@ class Session : public std::enable_shared_from_this<Session> {
     auto answered = std::make_shared<std::atomic<bool>>(false);
     Respond respond = [self = shared_from_this(), answered](Response response) {
       if (answered->exchange(true) || self->server_->stopped) return;
-      if (answering_now == self.get()) {
-        self->write(std::move(response));  // answered inside the handler: already on this connection's thread
+      if (answering_now == self.get() || self->io_.get_executor().running_in_this_thread()) {
+        self->write(std::move(response));  // already on this connection's thread
         return;
       }
       asio::post(self->stream_.get_executor(),
@@ -172,6 +169,7 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   std::shared_ptr<Server::Impl> server_;
+  asio::io_context& io_;
   beast::tcp_stream stream_;
   beast::flat_buffer buffer_;
   std::optional<beast::http::request_parser<beast::http::string_body>> parser_;
@@ -197,8 +195,8 @@ void refuse_connection(tcp::socket socket) {
 }  // namespace
 
 void Server::Impl::accept() {
-  asio::io_context& io = *ios[next_io++ % ios.size()];
-  acceptor.async_accept(io, [self = shared_from_this()](beast::error_code ec, tcp::socket socket) {
+  asio::io_context& io = pool.context(next_io++ % pool.size());
+  acceptor.async_accept(io, [self = shared_from_this(), &io](beast::error_code ec, tcp::socket socket) {
     if (self->stopped) return;
     if (ec) {
       // Out of descriptors, say: pause instead of spinning, then accept again.
@@ -213,13 +211,20 @@ void Server::Impl::accept() {
       refuse_connection(std::move(socket));
     } else {
       ++self->total;
-      std::make_shared<Session>(self, std::move(socket))->start();
+      std::make_shared<Session>(self, io, std::move(socket))->start();
     }
     self->accept();
   });
 }
 
-Server::Server(ServerOptions options, AsyncHandler handler) : impl_(std::make_shared<Impl>(options.threads)) {
+Server::Server(ServerOptions options, AsyncHandler handler)
+    : Server(std::move(options), std::move(handler), nullptr) {}
+
+Server::Server(ServerOptions options, AsyncHandler handler, IoPool* shared_pool) {
+  std::shared_ptr<IoPool> owned;
+  if (shared_pool == nullptr) owned = std::make_shared<IoPool>(std::max<size_t>(1, options.threads));
+  IoPool& pool = shared_pool != nullptr ? *shared_pool : *owned;
+  impl_ = std::make_shared<Impl>(std::move(owned), pool);
   impl_->options = std::move(options);
   impl_->handler = std::move(handler);
   try {
@@ -232,11 +237,7 @@ Server::Server(ServerOptions options, AsyncHandler handler) : impl_(std::make_sh
     throw Error("http: cannot listen on " + impl_->options.address + ":" + std::to_string(impl_->options.port) + ": " + e.what());
   }
   port_ = impl_->acceptor.local_endpoint().port();
-  impl_->accept();
-  for (auto& io : impl_->ios) {
-    impl_->work.push_back(asio::make_work_guard(*io));  // an I/O thread without connections waits
-    impl_->threads.emplace_back([io = io.get()] { io->run(); });
-  }
+  asio::post(pool.context(0), [impl = impl_] { impl->accept(); });
 }
 
 Server::Server(ServerOptions options, Handler handler)
@@ -246,7 +247,7 @@ Server::Server(ServerOptions options, Handler handler)
 
 Server::~Server() {
   impl_->stopped = true;
-  asio::post(*impl_->ios[0], [impl = impl_] {
+  asio::post(impl_->pool.context(0), [impl = impl_] {
     beast::error_code ec;
     impl->acceptor.close(ec);
     impl->accept_pause.cancel();
@@ -259,8 +260,7 @@ Server::~Server() {
   }
   // Connections close on their threads; then the threads stop.
   for (int i = 0; i < 200 && impl_->open > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  for (auto& io : impl_->ios) io->stop();
-  for (auto& thread : impl_->threads) thread.join();
+  if (impl_->owned) impl_->owned->stop();  // a shared pool stops with its owner
 }
 
 ServerStats Server::stats() const {

@@ -47,7 +47,7 @@ using AsyncHandler = std::function<void(const Request&, Respond)>;
 struct ServerOptions {
   std::string address = "127.0.0.1";
   uint16_t port = 8080;  // 0: any free port (see Server::port())
-  size_t threads = 2;    // I/O threads
+  size_t threads = 2;    // I/O threads (of the server's own pool)
   size_t max_header_bytes = 8192;
   size_t max_body_bytes = 65536;
   size_t max_connections = 10000;
@@ -62,10 +62,15 @@ struct ServerStats {
   uint64_t timeouts = 0;             // closed for a request or idle timeout
 };
 
+class IoPool;
+
 class Server {
  public:
-  Server(ServerOptions options, AsyncHandler handler);  // binds and starts; throws Error on failure
-  Server(ServerOptions options, Handler handler);       // a handler that answers at once
+  // Binds and starts on `options.threads` I/O threads of its own, or on `shared_pool`'s (which
+  // must outlive the server); throws Error on failure.
+  Server(ServerOptions options, AsyncHandler handler);
+  Server(ServerOptions options, AsyncHandler handler, IoPool* shared_pool);
+  Server(ServerOptions options, Handler handler);  // a handler that answers at once
   ~Server();  // stops accepting and serving; answers given after this are dropped
   uint16_t port() const { return port_; }
   ServerStats stats() const;
