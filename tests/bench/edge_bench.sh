@@ -39,7 +39,7 @@ for broker in warp-broker warp-broker-before; do
   [ -x "$bin/$broker" ] || continue
   port=8181
   extra=()
-  [ $broker = warp-broker ] && extra=(--threads 4 --fanout-threads 4)
+  [ $broker = warp-broker ] && extra=(--max-connections 20000)  # I/O threads: one per core
   [ $broker = warp-broker-before ] && extra=(--threads 16)
   "$bin/$broker" --listen 127.0.0.1:$port --partition 0=tcp://127.0.0.1:5801,tcp://127.0.0.1:5802 \
     --partition 1=tcp://127.0.0.1:5803,tcp://127.0.0.1:5804 "${extra[@]}" 2> "$work/$broker.log" &
