@@ -11,7 +11,7 @@
 
 namespace warp {
 
-Cluster::Cluster(const std::vector<std::string>& specs) {
+Cluster::Cluster(const std::vector<std::string>& specs, transfer::CurveConfig curve) : curve_(std::move(curve)) {
   for (const std::string& spec : specs) {
     const size_t eq = spec.find('=');
     if (eq == std::string::npos) throw Error("--partition expects ID=ENDPOINT[,ENDPOINT...], got '" + spec + "'");
@@ -36,6 +36,7 @@ Cluster::Cluster(const std::vector<std::string>& specs) {
     }
   }
   if (replicas_.empty()) throw Error("the broker needs at least one --partition ID=ENDPOINT");
+  if (curve_.enabled()) leaf_key_ = transfer::curve_server_key(curve_, "leaf");
   poller_ = std::thread([this] { poll_status(); });
 }
 
@@ -61,6 +62,10 @@ Replica* Cluster::choose(uint32_t partition, const std::vector<Replica*>& tried)
 void Cluster::record_latency(Replica& replica, double ms) {
   std::lock_guard<std::mutex> lock(mutex_);
   replica.latency_ms = 0.8 * replica.latency_ms + 0.2 * ms;
+}
+
+void Cluster::secure(zmq::socket_t& socket) const {
+  if (curve_.enabled()) transfer::make_curve_client(socket, curve_, leaf_key_);
 }
 
 std::vector<std::string> Cluster::endpoints() const {
@@ -131,6 +136,7 @@ void Cluster::poll_status() {
     sockets.push_back(std::make_unique<zmq::socket_t>(context, zmq::socket_type::dealer));
     sockets.back()->set(zmq::sockopt::linger, 0);
     sockets.back()->set(zmq::sockopt::immediate, 1);
+    secure(*sockets.back());
     sockets.back()->connect(replica->endpoint);
     socket_list.push_back(sockets.back().get());
   }

@@ -9,6 +9,9 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <zmq.hpp>
+
+#include "common/transfer/curve.hpp"
 #include <optional>
 #include <string>
 #include <thread>
@@ -29,7 +32,8 @@ struct Replica {
 class Cluster {
  public:
   // "0=tcp://127.0.0.1:5701,tcp://127.0.0.1:5702" per partition.
-  explicit Cluster(const std::vector<std::string>& partition_specs);
+  // `curve` enabled: every socket to a leaf is a CURVE client of DIR/leaf.pub.
+  explicit Cluster(const std::vector<std::string>& partition_specs, transfer::CurveConfig curve = {});
   ~Cluster();
 
   const std::vector<uint32_t>& partitions() const { return partitions_; }
@@ -40,6 +44,8 @@ class Cluster {
   // A partition with healthy replicas that are all at max_outstanding (overload), if any.
   std::optional<uint32_t> saturated_partition() const;
   void set_max_outstanding(int max_outstanding) { max_outstanding_ = max_outstanding; }
+  // Makes a new socket to a leaf a CURVE client when Curve is on (before it connects).
+  void secure(zmq::socket_t& socket) const;
   void record_latency(Replica& replica, double ms);
   bool ready() const;                    // every partition has a healthy replica
   uint64_t generation_signature() const; // changes whenever any replica's generation changes
@@ -52,6 +58,8 @@ class Cluster {
   std::vector<std::unique_ptr<Replica>> replicas_;
   mutable std::mutex mutex_;
   int max_outstanding_ = 256;
+  transfer::CurveConfig curve_;
+  std::string leaf_key_;
   std::atomic<bool> stop_{false};
   std::thread poller_;
 };

@@ -59,10 +59,11 @@ struct FanOut::Worker {
   // edge-triggered: after a wake-up, and after every send, messages are drained while ZMQ_EVENTS
   // says some are waiting.
   struct Socket {
-    Socket(asio::io_context& io, const std::string& endpoint)
+    Socket(asio::io_context& io, const Cluster& cluster, const std::string& endpoint)
         : zmq_socket(context(), zmq::socket_type::dealer), descriptor(io) {
       zmq_socket.set(zmq::sockopt::linger, 0);
       zmq_socket.set(zmq::sockopt::immediate, 1);  // queue only to a live connection: a dead leaf fails at once
+      cluster.secure(zmq_socket);
       zmq_socket.connect(endpoint);
       descriptor.assign(::dup(zmq_socket.get(zmq::sockopt::fd)));
     }
@@ -80,7 +81,7 @@ struct FanOut::Worker {
   Socket& socket_for(const std::string& endpoint) {
     auto& socket = sockets[endpoint];
     if (!socket) {
-      socket = std::make_unique<Socket>(io, endpoint);
+      socket = std::make_unique<Socket>(io, cluster, endpoint);
       watch(*socket);
     }
     return *socket;

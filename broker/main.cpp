@@ -28,14 +28,15 @@ int run(int argc, char** argv) {
       .value("cache-ttl-s", "60", "result cache time to live in seconds")
       .value("max-k", "1000", "largest k accepted")
       .value("max-query-bytes", "16384", "longest query text q accepted, in bytes")
-      .value("max-terms", "1024", "most distinct analyzed terms a query may have");
+      .value("max-terms", "1024", "most distinct analyzed terms a query may have")
+      .value("curve-keys", "", "CurveZMQ to the leaves: a directory with broker.key and leaf.pub (warp-indexer keys)");
   flags.parse(argc, argv);
   if (flags.help_requested()) return std::printf("%s", flags.help_text().c_str()), 0;
   const auto [host, port] = warp::http::parse_host_port(flags.get("listen"), "--listen");
   warp::install_stop_handlers();
 
   auto registry = std::make_shared<prometheus::Registry>();
-  warp::Cluster cluster(flags.all("partition"));
+  warp::Cluster cluster(flags.all("partition"), warp::transfer::load_curve_config(flags.get("curve-keys"), "broker"));
   warp::ResultCache cache(flags.count("cache-mb") << 20, std::chrono::seconds(flags.count("cache-ttl-s")));
   std::unique_ptr<warp::AuthTokens> auth;
   if (!flags.get("auth-tokens").empty()) auth = std::make_unique<warp::AuthTokens>(flags.get("auth-tokens"));

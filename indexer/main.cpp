@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <string>
 
+#include "common/transfer/curve.hpp"
 #include "common/util/flags.hpp"
 #include "common/util/status.hpp"
 #include "indexer/serve_command.hpp"
@@ -105,6 +106,26 @@ int fetch(int argc, char** argv) {
   return warp::run_fetch_command({flags.get("from"), flags.get("root"), flags.number("timeout")});
 }
 
+// CurveZMQ key pairs for the services (common/transfer/curve.hpp): ROLE.key and ROLE.pub per role.
+int keys(int argc, char** argv) {
+  warp::Flags flags(kUsage);
+  flags.value("out", "", "directory for the key files (created)")
+      .value("roles", "indexer,leaf,broker", "a key pair for each, as ROLE.key (secret, mode 0600) and ROLE.pub");
+  flags.parse(argc, argv, 2);
+  if (flags.help_requested()) return std::printf("%s", flags.help_text().c_str()), 0;
+  if (flags.get("out").empty()) throw warp::Error("--out is required\n" + flags.help_text());
+  const std::string roles = flags.get("roles");
+  for (size_t start = 0, end; start < roles.size(); start = end + 1) {
+    end = roles.find(',', start);
+    if (end == std::string::npos) end = roles.size();
+    const std::string role = roles.substr(start, end - start);
+    if (role.empty() || role.find('/') != std::string::npos) throw warp::Error("--roles: a bad role name '" + role + "'");
+    warp::transfer::write_curve_key_pair(flags.get("out"), role, warp::transfer::generate_curve_key_pair());
+    std::printf("%s/%s.key and %s.pub\n", flags.get("out").c_str(), role.c_str(), role.c_str());
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -113,8 +134,9 @@ int main(int argc, char** argv) {
     if (command == "build") return build(argc, argv);
     if (command == "serve") return serve(argc, argv);
     if (command == "fetch") return fetch(argc, argv);
+    if (command == "keys") return keys(argc, argv);
     if (command == "--help" || command == "-h" || command == "help") {
-      std::printf("%s\n\nCommands (each has --help): build, serve, fetch\n", kUsage);
+      std::printf("%s\n\nCommands (each has --help): build, serve, fetch, keys\n", kUsage);
       return 0;
     }
     std::fprintf(stderr, "%s\n\nunknown command '%s' (try: warp-indexer --help)\n", kUsage, command.c_str());

@@ -38,7 +38,8 @@ int run(int argc, char** argv) {
       .value("listen", "tcp://127.0.0.1:5701", "ZeroMQ endpoint for broker requests")
       .value("http", "127.0.0.1:9201", "HTTP address for /metrics, /healthz, /readyz")
       .value("workers", "4", "query worker threads")
-      .value("processor", "cpu", "cpu, gpu, or auto (the GPU for queries over long lists where a GPU exists)");
+      .value("processor", "cpu", "cpu, gpu, or auto (the GPU for queries over long lists where a GPU exists)")
+      .value("curve-keys", "", "CurveZMQ: a directory with leaf.key and the allowed broker*.pub (warp-indexer keys)");
   warp::gpu::declare_gpu_flags(flags);
   flags.parse(argc, argv);
   if (flags.help_requested()) return std::printf("%s", flags.help_text().c_str()), 0;
@@ -48,7 +49,9 @@ int run(int argc, char** argv) {
   warp::install_stop_handlers();
 
   auto registry = std::make_shared<prometheus::Registry>();
-  warp::LeafServer server({flags.get("listen"), flags.count("workers"), 256}, registry);
+  warp::LeafOptions leaf_options{flags.get("listen"), flags.count("workers"), 256,
+                                 warp::transfer::load_curve_config(flags.get("curve-keys"), "leaf", "broker")};
+  warp::LeafServer server(std::move(leaf_options), registry);
   const auto [host, port] = warp::http::parse_host_port(flags.get("http"), "--http");
   warp::http::Server http({host, port, 2}, [&](const warp::http::Request& request) -> warp::http::Response {
     if (request.path == "/metrics") {

@@ -45,6 +45,9 @@ cmake --build build --target warp-indexer warp-leaf warp-broker warp-search
 mkdir -p "$state" data/corpus
 [ -f data/corpus/gcide.jsonl ] || python3 deploy/corpus/gcide_to_jsonl.py data/corpus/gcide.jsonl
 
+# CurveZMQ between broker and leaves: a key pair per role, made once.
+[ -f "$state/keys/leaf.key" ] || ./build/indexer/warp-indexer keys --out "$state/keys" > /dev/null
+
 run() {  # run NAME command...: start in the background, remember the pid
   local name=$1; shift
   "$@" > "$state/$name.log" 2>&1 &
@@ -55,9 +58,9 @@ run indexer ./build/indexer/warp-indexer serve --input data/corpus --root "$stat
 for i in 1 2 3 4; do
   partition=$(( (i - 1) / 2 ))
   run "leaf$i" ./build/leaf/warp-leaf --follow tcp://127.0.0.1:5601 --root "$state/leaf$i" --partitions $partition \
-    --listen tcp://127.0.0.1:$((5700 + i)) --http 127.0.0.1:$((9200 + i))
+    --listen tcp://127.0.0.1:$((5700 + i)) --http 127.0.0.1:$((9200 + i)) --curve-keys "$state/keys"
 done
-run broker ./build/broker/warp-broker --listen 127.0.0.1:$broker_port \
+run broker ./build/broker/warp-broker --listen 127.0.0.1:$broker_port --curve-keys "$state/keys" \
   --partition 0=tcp://127.0.0.1:5701,tcp://127.0.0.1:5702 --partition 1=tcp://127.0.0.1:5703,tcp://127.0.0.1:5704
 
 echo "waiting for the indexer to publish and the leaves to load (the first build takes a few seconds)..."

@@ -60,6 +60,7 @@ struct LeafServer::Sockets {
   zmq::context_t context{1};
   zmq::socket_t router{context, zmq::socket_type::router};
   zmq::socket_t replies{context, zmq::socket_type::pull};  // workers push [identity, reply] here
+  std::unique_ptr<transfer::ZapAuthenticator> zap;  // with Curve: before the router binds, gone before the context
 };
 
 LeafServer::LeafServer(LeafOptions options, std::shared_ptr<prometheus::Registry> registry)
@@ -78,9 +79,14 @@ LeafServer::LeafServer(LeafOptions options, std::shared_ptr<prometheus::Registry
       gpu_bytes_(prometheus::BuildGauge().Name("warpsearch_leaf_gpu_bytes_resident").Help("Index bytes in GPU memory (lists, norms)").Register(*registry).Add({})),
       gpu_hits_(prometheus::BuildCounter().Name("warpsearch_leaf_gpu_list_cache_hits_total").Help("GPU list cache hits").Register(*registry).Add({})),
       gpu_misses_(prometheus::BuildCounter().Name("warpsearch_leaf_gpu_list_cache_misses_total").Help("GPU list cache misses (lists copied to the GPU)").Register(*registry).Add({})),
-      gpu_evictions_(prometheus::BuildCounter().Name("warpsearch_leaf_gpu_list_cache_evictions_total").Help("Lists evicted from the GPU list cache").Register(*registry).Add({})) {
+      gpu_evictions_(prometheus::BuildCounter().Name("warpsearch_leaf_gpu_list_cache_evictions_total").Help("Lists evicted from the GPU list cache").Register(*registry).Add({})),
+      curve_refused_(prometheus::BuildCounter().Name("warpsearch_leaf_curve_refused_total").Help("Connections refused: no Curve key on the allow-list").Register(*registry).Add({})) {
   try {
     sockets_->router.set(zmq::sockopt::linger, 0);
+    if (options_.curve.enabled()) {
+      sockets_->zap = std::make_unique<transfer::ZapAuthenticator>(sockets_->context, options_.curve.allowed);
+      transfer::make_curve_server(sockets_->router, options_.curve);
+    }
     sockets_->router.bind(options_.listen);
     sockets_->replies.bind("inproc://replies");
   } catch (const zmq::error_t& e) {
@@ -105,6 +111,12 @@ void LeafServer::swap_index(std::shared_ptr<const LoadedIndex> index) {
 }
 
 void LeafServer::refresh_device_metrics() {
+  if (sockets_->zap) {
+    std::lock_guard<std::mutex> lock(device_metrics_mutex_);
+    const uint64_t refused = sockets_->zap->refused();
+    curve_refused_.Increment(static_cast<double>(refused - curve_refused_reported_));
+    curve_refused_reported_ = refused;
+  }
   const auto index = this->index();
   if (!index) return;
   DeviceMemoryStats sum;

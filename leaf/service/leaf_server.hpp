@@ -4,6 +4,7 @@
 // held through a shared pointer that a new generation replaces atomically: in-flight queries
 // finish on the generation they started with.
 #pragma once
+#include "common/transfer/curve.hpp"
 #include <prometheus/counter.h>
 #include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
@@ -47,6 +48,7 @@ struct LeafOptions {
   std::string listen = "tcp://127.0.0.1:5701";
   size_t workers = 4;
   size_t queue_depth = 256;  // requests waiting beyond this are refused ("overloaded")
+  transfer::CurveConfig curve;  // enabled: CURVE server, brokers from the allow-list only
 };
 
 class LeafServer {
@@ -57,7 +59,7 @@ class LeafServer {
   std::shared_ptr<const LoadedIndex> index() const;
   bool ready() const { return index() != nullptr; }
   const std::string& endpoint() const { return endpoint_; }
-  // Brings the GPU memory metrics up to date (called before each /metrics scrape).
+  // Brings the GPU memory and Curve metrics up to date (called before each /metrics scrape).
   void refresh_device_metrics();
 
  private:
@@ -89,6 +91,8 @@ class LeafServer {
   prometheus::Counter& gpu_hits_;
   prometheus::Counter& gpu_misses_;
   prometheus::Counter& gpu_evictions_;
+  prometheus::Counter& curve_refused_;
+  uint64_t curve_refused_reported_ = 0;
   std::mutex device_metrics_mutex_;
   const LoadedIndex* device_metrics_index_ = nullptr;  // the totals below are of this index
   DeviceMemoryStats device_metrics_last_;

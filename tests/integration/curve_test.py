@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""CurveZMQ between broker and leaf through the real binaries: keys made by `warp-indexer keys`; a
+leaf with --curve-keys answers a broker holding an allowed key; a broker whose key is not on the
+leaf's allow-list is refused (the leaf counts it in warpsearch_leaf_curve_refused_total) and never
+becomes ready; neither does a broker without Curve, nor one that expects another server key.
+usage: curve_test.py BUILD_DIR CRANFIELD_DIR"""
+import json, os, random, shutil, signal, subprocess, sys, tempfile, time, urllib.error, urllib.request
+
+build, data = sys.argv[1], sys.argv[2]
+indexer, leaf, broker = (os.path.join(build, p) for p in ("indexer/warp-indexer", "leaf/warp-leaf", "broker/warp-broker"))
+work = tempfile.mkdtemp(prefix="warp-curve-")
+procs = []
+port = random.randint(26000, 31000)
+
+
+def next_port():
+    global port
+    port += 1
+    return port
+
+
+def start(args, log):
+    p = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=open(os.path.join(work, log), "w"))
+    procs.append(p)
+    return p
+
+
+def fail(message):
+    print("FAIL:", message, file=sys.stderr)
+    for name in sorted(os.listdir(work)):
+        if name.endswith(".log"):
+            print("==", name, file=sys.stderr)
+            print(open(os.path.join(work, name)).read()[-2000:], file=sys.stderr)
+    raise SystemExit(1)
+
+
+def http(url):
+    try:
+        with urllib.request.urlopen(url, timeout=5) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+    except OSError:
+        return 0, ""
+
+
+def wait_until(predicate, seconds, what):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        if predicate():
+            return
+        time.sleep(0.05)
+    fail("timed out waiting for " + what)
+
+
+def refused(leaf_http):
+    for line in http(leaf_http + "/metrics")[1].splitlines():
+        if line.startswith("warpsearch_leaf_curve_refused_total "):
+            return float(line.split()[1])
+    return -1
+
+
+def start_broker(name, leaf_port, keys):
+    broker_port = next_port()
+    args = [broker, "--partition", "0=tcp://127.0.0.1:%d" % leaf_port, "--listen", "127.0.0.1:%d" % broker_port]
+    if keys:
+        args += ["--curve-keys", keys]
+    return start(args, name + ".log"), "http://127.0.0.1:%d" % broker_port
+
+
+try:
+    keys, stranger = os.path.join(work, "keys"), os.path.join(work, "stranger")
+    subprocess.run([indexer, "keys", "--out", keys], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([indexer, "keys", "--out", stranger, "--roles", "broker"], check=True, stdout=subprocess.DEVNULL)
+    shutil.copy(os.path.join(keys, "leaf.pub"), stranger)  # it knows the leaf's public key, not an allowed pair
+    if oct(os.stat(os.path.join(keys, "leaf.key")).st_mode & 0o777) != "0o600":
+        fail("a secret key file readable by others")
+    wrong_server = os.path.join(work, "wrong-server")
+    shutil.copytree(keys, wrong_server)
+    shutil.copy(os.path.join(stranger, "broker.pub"), os.path.join(wrong_server, "leaf.pub"))  # expects another leaf key
+
+    subprocess.run([indexer, "build", "--input", os.path.join(data, "docs.jsonl"), "--out", os.path.join(work, "index"),
+                    "--quiet"], check=True, stderr=subprocess.DEVNULL)
+    leaf_port, leaf_http_port = next_port(), next_port()
+    start([leaf, "--index", os.path.join(work, "index"), "--listen", "tcp://127.0.0.1:%d" % leaf_port,
+           "--http", "127.0.0.1:%d" % leaf_http_port, "--curve-keys", keys], "leaf.log")
+    leaf_http = "http://127.0.0.1:%d" % leaf_http_port
+    wait_until(lambda: http(leaf_http + "/readyz")[0] == 200, 20, "leaf ready")
+    if refused(leaf_http) != 0:
+        fail("the Curve refusal metric is missing or not zero")
+
+    # An allowed broker: ready, and its searches are answered.
+    _, allowed = start_broker("allowed", leaf_port, keys)
+    wait_until(lambda: http(allowed + "/readyz")[0] == 200, 20, "the allowed broker to be ready")
+    status, body = http(allowed + "/search?q=boundary+layer&k=3")
+    if status != 200 or json.loads(body)["partial"] or len(json.loads(body)["hits"]) != 3:
+        fail("search through Curve: %d %s" % (status, body))
+
+    # A key not on the allow-list: the leaf refuses it and counts it; the broker stays unready.
+    _, stranger_url = start_broker("stranger", leaf_port, stranger)
+    wait_until(lambda: refused(leaf_http) >= 1, 20, "the leaf to refuse the stranger's key")
+    status, body = http(stranger_url + "/search?q=boundary+layer&k=3")
+    if status != 200 or not json.loads(body)["partial"] or json.loads(body)["hits"]:
+        fail("a refused broker should get a partial answer without hits: %d %s" % (status, body))
+    # A broker without Curve, and one expecting another server key: no handshake, never ready.
+    _, plain = start_broker("plain", leaf_port, None)
+    _, misled = start_broker("misled", leaf_port, wrong_server)
+    time.sleep(2)  # time for several status polls: a negative cannot be awaited
+    for name, url in (("stranger", stranger_url), ("plain", plain), ("misled", misled)):
+        if http(url + "/readyz")[0] != 503:
+            fail("the %s broker became ready" % name)
+    if http(allowed + "/readyz")[0] != 200:
+        fail("the allowed broker lost its leaf")
+    print("curve_test: all checks passed")
+finally:
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
+    for p in procs:
+        p.wait()
+    shutil.rmtree(work, ignore_errors=True)
