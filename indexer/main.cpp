@@ -79,7 +79,8 @@ int serve(int argc, char** argv) {
       .value("fetch", "tcp://127.0.0.1:5602", "ZeroMQ ROUTER endpoint serving the files")
       .value("metrics", "", "serve Prometheus metrics on this address, e.g. 127.0.0.1:9101")
       .value("rescan", "10", "seconds between checks of the inputs for changes")
-      .boolean("once", "publish at most one new generation, then only serve");
+      .boolean("once", "publish at most one new generation, then only serve")
+      .value("curve-keys", "", "CurveZMQ: a directory with indexer.key and the allowed leaf*.pub (warp-indexer keys)");
   flags.parse(argc, argv, 2);
   if (flags.help_requested()) return std::printf("%s", flags.help_text().c_str()), 0;
   warp::ServeOptions options;
@@ -92,6 +93,7 @@ int serve(int argc, char** argv) {
   options.metrics_address = flags.get("metrics");
   options.rescan_seconds = flags.number("rescan");
   options.once = flags.is_set("once");
+  options.curve_keys = flags.get("curve-keys");
   return warp::run_serve_command(options);
 }
 
@@ -99,11 +101,12 @@ int fetch(int argc, char** argv) {
   warp::Flags flags(kUsage);
   flags.value("from", "tcp://127.0.0.1:5601", "the indexer's announcement endpoint")
       .value("root", "", "directory to place gen-NNNNNN in")
-      .value("timeout", "30", "seconds to wait for an announcement");
+      .value("timeout", "30", "seconds to wait for an announcement")
+      .value("curve-keys", "", "CurveZMQ: a directory with leaf.key and indexer.pub");
   flags.parse(argc, argv, 2);
   if (flags.help_requested()) return std::printf("%s", flags.help_text().c_str()), 0;
   if (flags.get("root").empty()) throw warp::Error("--root is required\n" + flags.help_text());
-  return warp::run_fetch_command({flags.get("from"), flags.get("root"), flags.number("timeout")});
+  return warp::run_fetch_command({flags.get("from"), flags.get("root"), flags.number("timeout"), flags.get("curve-keys")});
 }
 
 // CurveZMQ key pairs for the services (common/transfer/curve.hpp): ROLE.key and ROLE.pub per role.

@@ -16,12 +16,18 @@ struct Publisher::Sockets {
   zmq::context_t context{1};
   zmq::socket_t pub{context, zmq::socket_type::pub};
   zmq::socket_t router{context, zmq::socket_type::router};
+  std::unique_ptr<transfer::ZapAuthenticator> zap;  // with Curve: before the binds, gone before the context
 };
 
 Publisher::Publisher(PublisherOptions options) : options_(std::move(options)), sockets_(std::make_unique<Sockets>()) {
   try {
     sockets_->pub.set(zmq::sockopt::linger, 0);
     sockets_->router.set(zmq::sockopt::linger, 0);
+    if (options_.curve.enabled()) {
+      sockets_->zap = std::make_unique<transfer::ZapAuthenticator>(sockets_->context, options_.curve.allowed);
+      transfer::make_curve_server(sockets_->pub, options_.curve);
+      transfer::make_curve_server(sockets_->router, options_.curve);
+    }
     sockets_->pub.bind(options_.publish_endpoint);
     sockets_->router.bind(options_.fetch_endpoint);
   } catch (const zmq::error_t& e) {

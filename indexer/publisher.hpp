@@ -3,6 +3,7 @@
 // serves the generations' files in CRC-checked chunks on a ZeroMQ ROUTER socket (Cap'n Proto
 // messages, common/protocol/publish.capnp). Only files of announced generations are served.
 #pragma once
+#include "common/transfer/curve.hpp"
 #include <atomic>
 #include <cstdint>
 #include <map>
@@ -20,6 +21,7 @@ struct PublisherOptions {
   std::string publish_endpoint;      // e.g. tcp://127.0.0.1:5601 ("*" for the port: any free one)
   std::string fetch_endpoint;        // e.g. tcp://127.0.0.1:5602
   int corrupt_replies = 0;           // tests only: flip a byte in this many replies (fault injection)
+  transfer::CurveConfig curve;       // enabled: both sockets CURVE servers, leaves from the allow-list only
 };
 
 struct PublisherCounters {

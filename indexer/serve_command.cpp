@@ -64,7 +64,8 @@ int run_serve_command(const ServeOptions& options) {
     }
   }
   IndexerMetrics metrics(options.metrics_address);
-  Publisher publisher({root.string(), options.publish_endpoint, options.fetch_endpoint});
+  Publisher publisher({root.string(), options.publish_endpoint, options.fetch_endpoint, 0,
+                       transfer::load_curve_config(options.curve_keys, "indexer", "leaf")});
   log_line("publishing on " + publisher.publish_endpoint() + ", serving files on " + publisher.fetch_endpoint() +
            (options.metrics_address.empty() ? "" : ", metrics on http://" + options.metrics_address + "/metrics"));
   uint64_t latest = latest_generation(root);
@@ -130,7 +131,8 @@ int run_serve_command(const ServeOptions& options) {
 }
 
 int run_fetch_command(const FetchCommandOptions& options) {
-  transfer::GenerationSubscriber subscriber(options.from);
+  const transfer::CurveConfig curve = transfer::load_curve_config(options.curve_keys, "leaf");
+  transfer::GenerationSubscriber subscriber(options.from, curve);
   const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(options.timeout_seconds * 1000));
   const auto announcement = subscriber.next(timeout);
   if (!announcement) {
@@ -138,7 +140,9 @@ int run_fetch_command(const FetchCommandOptions& options) {
     return 1;
   }
   transfer::FetchStats stats;
-  const std::string dir = transfer::fetch_generation(*announcement, options.root, {}, stats);
+  transfer::FetchOptions fetch;
+  fetch.curve = curve;
+  const std::string dir = transfer::fetch_generation(*announcement, options.root, fetch, stats);
   std::fprintf(stderr, "fetched generation %llu: %zu files, %.1f MB, %llu chunks, %llu retries\n",
                static_cast<unsigned long long>(announcement->generation), announcement->files.size(), stats.bytes / 1e6,
                static_cast<unsigned long long>(stats.chunks), static_cast<unsigned long long>(stats.retries));

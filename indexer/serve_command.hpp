@@ -22,6 +22,7 @@ struct ServeOptions {
   std::string metrics_address;  // e.g. 127.0.0.1:9101; empty: none
   double rescan_seconds = 10;
   bool once = false;            // build and publish at most one generation, serve until stopped
+  std::string curve_keys;       // CurveZMQ: indexer.key and the allowed leaf*.pub; empty: off
 };
 
 int run_serve_command(const ServeOptions& options);
@@ -30,6 +31,7 @@ struct FetchCommandOptions {
   std::string from;   // the indexer's publish endpoint
   std::string root;   // where gen-NNNNNN directories go
   double timeout_seconds = 30;
+  std::string curve_keys;  // CurveZMQ: leaf.key (the fetch acts as a leaf) and indexer.pub; empty: off
 };
 
 int run_fetch_command(const FetchCommandOptions& options);

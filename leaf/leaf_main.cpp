@@ -39,7 +39,7 @@ int run(int argc, char** argv) {
       .value("http", "127.0.0.1:9201", "HTTP address for /metrics, /healthz, /readyz")
       .value("workers", "4", "query worker threads")
       .value("processor", "cpu", "cpu, gpu, or auto (the GPU for queries over long lists where a GPU exists)")
-      .value("curve-keys", "", "CurveZMQ: a directory with leaf.key and the allowed broker*.pub (warp-indexer keys)");
+      .value("curve-keys", "", "CurveZMQ: a directory with leaf.key, the allowed broker*.pub and indexer.pub (warp-indexer keys)");
   warp::gpu::declare_gpu_flags(flags);
   flags.parse(argc, argv);
   if (flags.help_requested()) return std::printf("%s", flags.help_text().c_str()), 0;
@@ -49,8 +49,8 @@ int run(int argc, char** argv) {
   warp::install_stop_handlers();
 
   auto registry = std::make_shared<prometheus::Registry>();
-  warp::LeafOptions leaf_options{flags.get("listen"), flags.count("workers"), 256,
-                                 warp::transfer::load_curve_config(flags.get("curve-keys"), "leaf", "broker")};
+  const warp::transfer::CurveConfig curve = warp::transfer::load_curve_config(flags.get("curve-keys"), "leaf", "broker");
+  warp::LeafOptions leaf_options{flags.get("listen"), flags.count("workers"), 256, curve};
   warp::LeafServer server(std::move(leaf_options), registry);
   const auto [host, port] = warp::http::parse_host_port(flags.get("http"), "--http");
   warp::http::Server http({host, port, 2}, [&](const warp::http::Request& request) -> warp::http::Response {
@@ -72,7 +72,8 @@ int run(int argc, char** argv) {
   } else {
     if (flags.get("root").empty()) throw warp::Error("--follow needs --root");
     follower = std::make_unique<warp::GenerationFollower>(
-        warp::FollowOptions{flags.get("follow"), flags.get("root"), partitions, processor, warp::gpu::gpu_settings_from(flags)}, server);
+        warp::FollowOptions{flags.get("follow"), flags.get("root"), partitions, processor, warp::gpu::gpu_settings_from(flags), curve},
+        server);
   }
   std::fprintf(stderr, "warp-leaf: serving on %s, http on %s:%u\n", server.endpoint().c_str(), host.c_str(), http.port());
   warp::wait_for_stop();

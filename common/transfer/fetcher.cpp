@@ -19,7 +19,9 @@ struct GenerationSubscriber::State {
   zmq::socket_t socket{context, zmq::socket_type::sub};
 };
 
-GenerationSubscriber::GenerationSubscriber(const std::string& endpoint) : state_(std::make_unique<State>()) {
+GenerationSubscriber::GenerationSubscriber(const std::string& endpoint, const CurveConfig& curve)
+    : state_(std::make_unique<State>()) {
+  if (curve.enabled()) make_curve_client(state_->socket, curve, curve_server_key(curve, "indexer"));
   state_->socket.set(zmq::sockopt::subscribe, "generation");
   state_->socket.connect(endpoint);
 }
@@ -63,8 +65,13 @@ bool fetch_chunk(zmq::socket_t& socket, uint64_t generation, const GenerationFil
     request.setPath(file.path);
     request.setOffset(offset);
     request.setLength(length);
-    socket.send(to_frame(builder), zmq::send_flags::none);
+    // Never block: with no connection to send on (the indexer down, or its CURVE handshake refused
+    // this leaf's key) the attempt counts as lost, like a lost reply.
     const auto deadline = std::chrono::steady_clock::now() + options.reply_timeout;
+    zmq::pollitem_t writable{socket.handle(), 0, ZMQ_POLLOUT, 0};
+    if (zmq::poll(&writable, 1, options.reply_timeout) == 0 || !socket.send(to_frame(builder), zmq::send_flags::dontwait)) {
+      continue;
+    }
     while (std::chrono::steady_clock::now() < deadline) {  // skip stale replies to earlier attempts
       zmq::pollitem_t item{socket.handle(), 0, ZMQ_POLLIN, 0};
       if (zmq::poll(&item, 1, options.reply_timeout) == 0) break;
@@ -119,6 +126,7 @@ std::string fetch_generation(const Announcement& announcement, const std::string
     zmq::context_t context(1);
     zmq::socket_t socket(context, zmq::socket_type::dealer);
     socket.set(zmq::sockopt::linger, 0);
+    if (options.curve.enabled()) make_curve_client(socket, options.curve, curve_server_key(options.curve, "indexer"));
     socket.connect(announcement.fetch_endpoint);
     for (const GenerationFile& file : announcement.files) {
       if (file.path.find("..") != std::string::npos || fs::path(file.path).is_absolute()) {

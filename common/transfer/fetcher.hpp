@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/transfer/curve.hpp"
 #include "common/transfer/generation_files.hpp"
 
 namespace warp::transfer {
@@ -24,7 +25,8 @@ struct Announcement {
 
 class GenerationSubscriber {
  public:
-  explicit GenerationSubscriber(const std::string& publish_endpoint);
+  // `curve` enabled: a CURVE client of the indexer (DIR/indexer.pub) with the leaf's pair.
+  explicit GenerationSubscriber(const std::string& publish_endpoint, const CurveConfig& curve = {});
   ~GenerationSubscriber();
   // The next announcement, or nothing after `timeout`. Malformed messages are skipped.
   std::optional<Announcement> next(std::chrono::milliseconds timeout);
@@ -39,6 +41,7 @@ struct FetchOptions {
   uint32_t chunk_bytes = 1u << 20;
   int max_attempts = 5;                        // per chunk, and per whole file
   std::chrono::milliseconds reply_timeout{5000};
+  CurveConfig curve;  // enabled: the file socket is a CURVE client of the indexer
 };
 
 struct FetchStats {

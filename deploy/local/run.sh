@@ -45,7 +45,7 @@ cmake --build build --target warp-indexer warp-leaf warp-broker warp-search
 mkdir -p "$state" data/corpus
 [ -f data/corpus/gcide.jsonl ] || python3 deploy/corpus/gcide_to_jsonl.py data/corpus/gcide.jsonl
 
-# CurveZMQ between broker and leaves: a key pair per role, made once.
+# CurveZMQ between the services (indexer -> leaves, broker -> leaves): a key pair per role, made once.
 [ -f "$state/keys/leaf.key" ] || ./build/indexer/warp-indexer keys --out "$state/keys" > /dev/null
 
 run() {  # run NAME command...: start in the background, remember the pid
@@ -54,7 +54,8 @@ run() {  # run NAME command...: start in the background, remember the pid
   echo "$! $name" >> "$state/pids"
 }
 run indexer ./build/indexer/warp-indexer serve --input data/corpus --root "$state/indexer" --partitions 2 \
-  --publish tcp://127.0.0.1:5601 --fetch tcp://127.0.0.1:5602 --metrics 127.0.0.1:9101 --rescan 10
+  --publish tcp://127.0.0.1:5601 --fetch tcp://127.0.0.1:5602 --metrics 127.0.0.1:9101 --rescan 10 \
+  --curve-keys "$state/keys"
 for i in 1 2 3 4; do
   partition=$(( (i - 1) / 2 ))
   run "leaf$i" ./build/leaf/warp-leaf --follow tcp://127.0.0.1:5601 --root "$state/leaf$i" --partitions $partition \

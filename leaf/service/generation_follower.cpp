@@ -15,7 +15,7 @@ GenerationFollower::~GenerationFollower() {
 }
 
 void GenerationFollower::run() {
-  transfer::GenerationSubscriber subscriber(options_.publish_endpoint);
+  transfer::GenerationSubscriber subscriber(options_.publish_endpoint, options_.curve);
   while (!stop_) {
     const auto announcement = subscriber.next(std::chrono::milliseconds(500));
     if (!announcement) continue;
@@ -25,6 +25,7 @@ void GenerationFollower::run() {
       transfer::FetchStats stats;
       transfer::FetchOptions fetch;
       fetch.partitions = options_.partitions;  // a leaf fetches only the partitions it serves
+      fetch.curve = options_.curve;
       const std::string dir = transfer::fetch_generation(*announcement, options_.root, fetch, stats);
       server_.swap_index(load_index(dir, options_.partitions, options_.processor, options_.gpu));
       std::fprintf(stderr, "warp-leaf: now serving generation %llu (fetched %.1f MB, %llu retries)\n",

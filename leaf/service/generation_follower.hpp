@@ -18,6 +18,7 @@ struct FollowOptions {
   std::vector<uint32_t> partitions;
   std::string processor = "cpu";
   gpu::GpuSettings gpu;
+  transfer::CurveConfig curve;  // enabled: announcements and files over CURVE (DIR/indexer.pub)
 };
 
 class GenerationFollower {

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "common/index/index_files.hpp"
+#include "common/transfer/curve.hpp"
 #include "common/transfer/fetcher.hpp"
 #include "common/util/status.hpp"
 #include "indexer/document_reader.hpp"
@@ -35,8 +36,8 @@ class TransferTest : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  PublisherOptions publisher_options(int corrupt = 0) const {
-    return {(dir_ / "published").string(), "tcp://127.0.0.1:*", "tcp://127.0.0.1:*", corrupt};
+  PublisherOptions publisher_options(int corrupt = 0, transfer::CurveConfig curve = {}) const {
+    return {(dir_ / "published").string(), "tcp://127.0.0.1:*", "tcp://127.0.0.1:*", corrupt, std::move(curve)};
   }
   transfer::Announcement receive(const Publisher& publisher) {
     transfer::GenerationSubscriber subscriber(publisher.publish_endpoint());
@@ -135,6 +136,41 @@ TEST_F(TransferTest, AFailedFetchLeavesNothingBehind) {
     EXPECT_NE(std::string(e.what()).find("no file 'part-0000/not-there'"), std::string::npos) << e.what();
   }
   EXPECT_FALSE(fs::exists(dir_ / "leaf2" / "gen-000001"));
+}
+
+// CurveZMQ on both of the indexer's sockets: a leaf with an allowed key gets the announcement and the
+// files; a subscriber without keys or with a key off the allow-list hears nothing, and a fetch with
+// such a key fails (the ZAP handler counts the refusals).
+TEST_F(TransferTest, CurveLetsOnlyAllowedLeavesSubscribeAndFetch) {
+  const std::string keys = (dir_ / "keys").string(), stranger = (dir_ / "stranger").string();
+  for (const char* role : {"indexer", "leaf"}) {
+    transfer::write_curve_key_pair(keys, role, transfer::generate_curve_key_pair());
+  }
+  transfer::write_curve_key_pair(stranger, "leaf", transfer::generate_curve_key_pair());
+  fs::copy_file(fs::path(keys) / "indexer.pub", fs::path(stranger) / "indexer.pub");
+  const transfer::CurveConfig leaf = transfer::load_curve_config(keys, "leaf");
+  const transfer::CurveConfig intruder = transfer::load_curve_config(stranger, "leaf");
+  Publisher publisher(publisher_options(0, transfer::load_curve_config(keys, "indexer", "leaf")));
+  publisher.announce(1);
+
+  transfer::GenerationSubscriber plain(publisher.publish_endpoint());
+  transfer::GenerationSubscriber refused(publisher.publish_endpoint(), intruder);
+  transfer::GenerationSubscriber allowed(publisher.publish_endpoint(), leaf);
+  const auto announcement = allowed.next(std::chrono::seconds(5));
+  ASSERT_TRUE(announcement.has_value()) << "an allowed leaf got no announcement";
+  EXPECT_FALSE(plain.next(std::chrono::milliseconds(1500)).has_value()) << "a subscriber without keys was served";
+  EXPECT_FALSE(refused.next(std::chrono::milliseconds(100)).has_value()) << "a key off the allow-list was served";
+
+  transfer::FetchStats stats;
+  transfer::FetchOptions options;
+  options.curve = leaf;
+  const std::string fetched = transfer::fetch_generation(*announcement, (dir_ / "leaf").string(), options, stats);
+  EXPECT_NO_THROW(open_index(fetched));
+  options.curve = intruder;
+  options.max_attempts = 2;
+  options.reply_timeout = std::chrono::milliseconds(300);
+  EXPECT_THROW(transfer::fetch_generation(*announcement, (dir_ / "intruder").string(), options, stats), Error);
+  EXPECT_THROW(transfer::load_curve_config(keys, "broker"), Error) << "a missing key pair must be named";
 }
 
 }  // namespace
