@@ -26,11 +26,6 @@ namespace {
 namespace asio = boost::asio;
 using Clock = std::chrono::steady_clock;
 
-zmq::context_t& context() {
-  static zmq::context_t shared(2);
-  return shared;
-}
-
 std::atomic<uint64_t> next_query_id{1};
 
 struct Attempt {
@@ -59,8 +54,8 @@ struct FanOut::Worker {
   // edge-triggered: after a wake-up, and after every send, messages are drained while ZMQ_EVENTS
   // says some are waiting.
   struct Socket {
-    Socket(asio::io_context& io, const Cluster& cluster, const std::string& endpoint)
-        : zmq_socket(context(), zmq::socket_type::dealer), descriptor(io) {
+    Socket(asio::io_context& io, zmq::context_t& context, const Cluster& cluster, const std::string& endpoint)
+        : zmq_socket(context, zmq::socket_type::dealer), descriptor(io) {
       zmq_socket.set(zmq::sockopt::linger, 0);
       zmq_socket.set(zmq::sockopt::immediate, 1);  // queue only to a live connection: a dead leaf fails at once
       cluster.secure(zmq_socket);
@@ -72,8 +67,8 @@ struct FanOut::Worker {
     bool drain_posted = false;
   };
 
-  Worker(Cluster& cluster, asio::io_context& io, std::atomic<size_t>& in_flight)
-      : cluster(cluster), io(io), in_flight(in_flight), timer(io) {
+  Worker(Cluster& cluster, asio::io_context& io, zmq::context_t& context, std::atomic<size_t>& in_flight)
+      : cluster(cluster), io(io), context(context), in_flight(in_flight), timer(io) {
     // Sockets to every replica from the start, so the first queries find live connections.
     for (const std::string& endpoint : cluster.endpoints()) socket_for(endpoint);
   }
@@ -81,7 +76,7 @@ struct FanOut::Worker {
   Socket& socket_for(const std::string& endpoint) {
     auto& socket = sockets[endpoint];
     if (!socket) {
-      socket = std::make_unique<Socket>(io, cluster, endpoint);
+      socket = std::make_unique<Socket>(io, context, cluster, endpoint);
       watch(*socket);
     }
     return *socket;
@@ -298,6 +293,7 @@ struct FanOut::Worker {
 
   Cluster& cluster;
   asio::io_context& io;
+  zmq::context_t& context;
   std::atomic<size_t>& in_flight;
   asio::steady_timer timer;
   bool timer_armed = false;
@@ -306,8 +302,10 @@ struct FanOut::Worker {
   std::unordered_map<uint64_t, InFlight> queries;
 };
 
-FanOut::FanOut(Cluster& cluster, http::IoPool& pool) : pool_(pool) {
-  for (size_t i = 0; i < pool.size(); ++i) workers_.push_back(std::make_unique<Worker>(cluster, pool.context(i), in_flight_));
+FanOut::FanOut(Cluster& cluster, http::IoPool& pool) : pool_(pool), context_(std::make_unique<zmq::context_t>(2)) {
+  for (size_t i = 0; i < pool.size(); ++i) {
+    workers_.push_back(std::make_unique<Worker>(cluster, pool.context(i), *context_, in_flight_));
+  }
 }
 
 FanOut::~FanOut() {

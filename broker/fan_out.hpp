@@ -54,6 +54,11 @@ using FanOutDone = std::function<void(FanOutResult)>;
 namespace http {
 class IoPool;
 }
+}  // namespace warp
+namespace zmq {
+class context_t;
+}
+namespace warp {
 
 class FanOut {
  public:
@@ -71,6 +76,7 @@ class FanOut {
 
  private:
   http::IoPool& pool_;
+  std::unique_ptr<zmq::context_t> context_;       // the sockets' own: closed with the FanOut, never at exit
   std::vector<std::unique_ptr<Worker>> workers_;  // one per loop of the pool
   std::atomic<size_t> next_worker_{0};
   std::atomic<size_t> in_flight_{0};

@@ -9,6 +9,7 @@ pkgs=(
   libzmq3-dev cppzmq-dev capnproto libcapnp-dev prometheus-cpp-dev libboost-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libxapian-dev
+  clang libclang-rt-dev
   dict-gcide python3 curl
 )
 sudo=""

@@ -94,42 +94,46 @@ void Publisher::serve() {
     }
     ++counters_.fetch_requests;
     capnp::MallocMessageBuilder builder;
-    auto response = builder.initRoot<protocol::FetchResponse>();
-    try {
-      transfer::FrameReader frame(body);
-      auto request = frame.root<protocol::FetchRequest>();
-      const std::string path = request.getPath();
-      response.setGeneration(request.getGeneration());
-      response.setPath(path);
-      response.setOffset(request.getOffset());
-      bool known = false;
-      {
-        std::lock_guard<std::mutex> lock(mutex_);
-        auto it = generations_.find(request.getGeneration());
-        if (it != generations_.end()) {
-          for (const auto& file : it->second) known = known || file.path == path;
-        }
-      }
-      if (!known) throw Error("no file '" + path + "' in an announced generation " + std::to_string(request.getGeneration()));
-      const uint32_t length = std::min<uint32_t>(request.getLength(), 8u << 20);
-      std::ifstream in(fs::path(options_.root) / transfer::generation_dir_name(request.getGeneration()) / path, std::ios::binary);
-      in.seekg(static_cast<std::streamoff>(request.getOffset()));
-      std::string data(length, '\0');
-      in.read(data.data(), length);
-      data.resize(static_cast<size_t>(std::max<std::streamsize>(0, in.gcount())));
-      response.setCrc32(crc32_of(data));
-      if (options_.corrupt_replies > 0 && !data.empty()) {
-        --options_.corrupt_replies;
-        data[data.size() / 2] ^= 0x20;  // after the checksum: the client must notice
-      }
-      response.setData(kj::arrayPtr(reinterpret_cast<const kj::byte*>(data.data()), data.size()));
-      counters_.bytes_served += data.size();
-    } catch (const std::exception& e) {
-      ++counters_.bad_requests;
-      response.setError(e.what());
-    }
+    answer_fetch(body, builder);
     sockets_->router.send(identity, zmq::send_flags::sndmore);
     sockets_->router.send(transfer::to_frame(builder), zmq::send_flags::none);
+  }
+}
+
+void Publisher::answer_fetch(const zmq::message_t& body, capnp::MallocMessageBuilder& builder) {
+  auto response = builder.initRoot<protocol::FetchResponse>();
+  try {
+    transfer::FrameReader frame(body);
+    auto request = frame.root<protocol::FetchRequest>();
+    const std::string path = request.getPath();
+    response.setGeneration(request.getGeneration());
+    response.setPath(path);
+    response.setOffset(request.getOffset());
+    bool known = false;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto it = generations_.find(request.getGeneration());
+      if (it != generations_.end()) {
+        for (const auto& file : it->second) known = known || file.path == path;
+      }
+    }
+    if (!known) throw Error("no file '" + path + "' in an announced generation " + std::to_string(request.getGeneration()));
+    const uint32_t length = std::min<uint32_t>(request.getLength(), 8u << 20);
+    std::ifstream in(fs::path(options_.root) / transfer::generation_dir_name(request.getGeneration()) / path, std::ios::binary);
+    in.seekg(static_cast<std::streamoff>(request.getOffset()));
+    std::string data(length, '\0');
+    in.read(data.data(), length);
+    data.resize(static_cast<size_t>(std::max<std::streamsize>(0, in.gcount())));
+    response.setCrc32(crc32_of(data));
+    if (options_.corrupt_replies > 0 && !data.empty()) {
+      --options_.corrupt_replies;
+      data[data.size() / 2] ^= 0x20;  // after the checksum: the client must notice
+    }
+    response.setData(kj::arrayPtr(reinterpret_cast<const kj::byte*>(data.data()), data.size()));
+    counters_.bytes_served += data.size();
+  } catch (const std::exception& e) {
+    ++counters_.bad_requests;
+    response.setError(e.what());
   }
 }
 

@@ -4,6 +4,8 @@
 // messages, common/protocol/publish.capnp). Only files of announced generations are served.
 #pragma once
 #include "common/transfer/curve.hpp"
+#include <capnp/message.h>
+#include <zmq.hpp>
 #include <atomic>
 #include <cstdint>
 #include <map>
@@ -43,6 +45,9 @@ class Publisher {
   const std::string& publish_endpoint() const { return publish_endpoint_; }  // as bound
   const std::string& fetch_endpoint() const { return fetch_endpoint_; }
   const PublisherCounters& counters() const { return counters_; }
+
+ // The answer to one FetchRequest frame, as the file socket sends it (public for the fuzzer).
+  void answer_fetch(const zmq::message_t& request, capnp::MallocMessageBuilder& reply);
 
  private:
   void serve();

@@ -65,6 +65,7 @@ struct LeafServer::Sockets {
 
 LeafServer::LeafServer(LeafOptions options, std::shared_ptr<prometheus::Registry> registry)
     : options_(std::move(options)),
+      registry_(registry),
       sockets_(std::make_unique<Sockets>()),
       queue_(std::make_unique<Queue>(options_.queue_depth)),
       requests_(prometheus::BuildCounter().Name("warpsearch_leaf_requests_total").Help("Requests by kind and outcome").Register(*registry)),

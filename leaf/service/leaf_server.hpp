@@ -62,13 +62,16 @@ class LeafServer {
   // Brings the GPU memory and Curve metrics up to date (called before each /metrics scrape).
   void refresh_device_metrics();
 
+  // The reply to one LeafRequest frame, as a worker sends it (public for the fuzzer and tests).
+  std::string handle(const std::string& request, std::chrono::steady_clock::time_point arrival);
+
  private:
   struct Work;
   void front_end();
   void worker();
-  std::string handle(const std::string& request, std::chrono::steady_clock::time_point arrival);
 
   LeafOptions options_;
+  std::shared_ptr<prometheus::Registry> registry_;  // owns the metric families referenced below
   std::string endpoint_;
   struct Sockets;
   std::unique_ptr<Sockets> sockets_;

@@ -1,0 +1,69 @@
+// libFuzzer: LeafRequest frames as a leaf's worker handles them, over a small index. The first
+// byte chooses: the raw bytes as the frame (malformed Cap'n Proto), or a well-formed request built
+// from the rest (terms, counts, mode, k, partition, deadline from the input), reaching the query
+// processors. Every answer must be a LeafReply that parses.
+#include <capnp/message.h>
+#include <capnp/serialize.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "common/index/index_files.hpp"
+#include "common/protocol/search.capnp.h"
+#include "common/transfer/capnp_frames.hpp"
+#include "leaf/service/leaf_server.hpp"
+
+namespace {
+
+warp::LeafServer* make_leaf() {
+  const auto dir = std::filesystem::temp_directory_path() / ("warp-fuzz-leaf-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  warp::BuildOptions options;
+  options.partitions = 2;
+  warp::IndexBuilder builder(options);
+  const char* texts[] = {"boundary layer transition", "shock wave interaction", "supersonic wing flutter",
+                         "heat transfer boundary", "wing boundary wave", "laminar flow layer"};
+  for (int i = 0; i < 600; ++i) builder.add_document({"d" + std::to_string(i), "", texts[i % 6], texts[(i * 7) % 6]});
+  warp::write_index(builder.build(), dir.string());
+  auto* leaf = new warp::LeafServer({"inproc://warp-fuzz-leaf", 1, 16, {}}, std::make_shared<prometheus::Registry>());
+  leaf->swap_index(warp::load_index(dir.string(), {}, "cpu", {}));
+  return leaf;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  static warp::LeafServer* leaf = make_leaf();
+  if (size == 0) return 0;
+  std::string frame;
+  if (data[0] % 2 == 0) {
+    frame.assign(reinterpret_cast<const char*>(data + 1), size - 1);
+  } else {
+    capnp::MallocMessageBuilder builder;
+    auto search = builder.initRoot<warp::protocol::LeafRequest>().initSearch();
+    const std::string rest(reinterpret_cast<const char*>(data + 1), size - 1);
+    std::vector<std::string> words;
+    for (size_t start = 0, end; start < rest.size(); start = end + 1) {
+      end = std::min(rest.find(' ', start), rest.size());
+      words.push_back(rest.substr(start, end - start));
+    }
+    const uint8_t shape = size > 1 ? data[1] : 0;
+    auto terms = search.initTerms(static_cast<unsigned>(words.size()));
+    for (size_t i = 0; i < words.size(); ++i) terms.set(static_cast<unsigned>(i), words[i]);
+    if (shape & 1) {  // counts, sometimes of the wrong length or zero
+      auto counts = search.initTermCounts(static_cast<unsigned>(words.size() + (shape >> 7)));
+      for (unsigned i = 0; i < counts.size(); ++i) counts.set(i, (shape >> 1) & 3 ? static_cast<uint32_t>(i % 3) : 1u);
+    }
+    search.setMode(static_cast<warp::protocol::Mode>((shape >> 3) % 4));
+    search.setK(shape & 0x40 ? 100000 : static_cast<uint32_t>(shape % 40));
+    search.setPartition((shape >> 5) & 3);
+    search.setDeadlineMicros(shape & 0x10 ? 0 : 1000000);
+    const auto words_array = capnp::messageToFlatArray(builder);
+    frame.assign(reinterpret_cast<const char*>(words_array.asBytes().begin()), words_array.asBytes().size());
+  }
+  const std::string reply = leaf->handle(frame, std::chrono::steady_clock::now());
+  zmq::message_t message(reply.data(), reply.size());
+  warp::transfer::FrameReader reader(message);  // throws (abort) if the leaf wrote garbage
+  (void)reader.root<warp::protocol::LeafReply>().which();
+  return 0;
+}
