@@ -9,57 +9,15 @@ query is refused at once with 503 and Retry-After, and answers resume once the l
 changes; /metrics, /healthz and /readyz answer on --admin-listen without a token and not on the
 search listener; the new metrics are exported.
 usage: broker_edge_test.py BUILD_DIR CRANFIELD_DIR"""
-import json, os, random, shutil, signal, socket, subprocess, sys, tempfile, threading, time, urllib.error, urllib.parse, urllib.request
+import json, os, signal, socket, subprocess, sys, threading, time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import Harness, http_full as http  # noqa: E402
 
 build, data = sys.argv[1], sys.argv[2]
-indexer, leaf, broker = (os.path.join(build, p) for p in ("indexer/warp-indexer", "leaf/warp-leaf", "broker/warp-broker"))
-work = tempfile.mkdtemp(prefix="warp-edge-")
-procs = []
-port = random.randint(26000, 31000)
-
-
-def next_port():
-    global port
-    port += 1
-    return port
-
-
-def start(args, log):
-    p = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=open(os.path.join(work, log), "w"))
-    procs.append(p)
-    return p
-
-
-def fail(message):
-    print("FAIL:", message, file=sys.stderr)
-    for name in sorted(os.listdir(work)):
-        if name.endswith(".log"):
-            print("==", name, file=sys.stderr)
-            print(open(os.path.join(work, name)).read()[-3000:], file=sys.stderr)
-    raise SystemExit(1)
-
-
-def http(url, body=None, timeout=5, token=None):
-    request = urllib.request.Request(url, data=body, method="POST" if body is not None else "GET")
-    if token:
-        request.add_header("Authorization", "Bearer " + token)
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as r:
-            return r.status, r.read().decode(), dict(r.headers)
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode(), dict(e.headers)
-
-
-def wait_until(predicate, seconds, what):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        try:
-            if predicate():
-                return
-        except Exception:
-            pass
-        time.sleep(0.05)
-    fail("timed out waiting for " + what)
+h = Harness(build, "warp-edge-")
+indexer, leaf, broker = h.indexer, h.leaf, h.broker
+work, procs, next_port, start, fail, wait_until = h.work, h.procs, h.next_port, h.start, h.fail, h.wait_until
 
 
 def metric(text, name):
@@ -202,7 +160,4 @@ finally:
     for p in procs:
         if p.poll() is None:
             p.send_signal(signal.SIGCONT)
-            p.kill()
-    for p in procs:
-        p.wait()
-    shutil.rmtree(work, ignore_errors=True)
+    h.cleanup()

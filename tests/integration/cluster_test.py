@@ -9,58 +9,16 @@ generation published by warp-indexer serve reaches leaves following it, and the 
 stops serving the old results.
 usage: cluster_test.py BUILD_DIR CRANFIELD_DIR CISI_DIR
 WARP_LEAF_ARGS adds flags to every leaf (the GPU machine runs it with the GPU processor batching)."""
-import json, os, random, re, shutil, signal, struct, subprocess, sys, tempfile, threading, time, urllib.error, urllib.parse, urllib.request
+import json, os, random, re, shutil, signal, struct, subprocess, sys, threading, time, urllib.error, urllib.parse, urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import Harness, http  # noqa: E402
 
 build, data, cisi = sys.argv[1], sys.argv[2], sys.argv[3]
 leaf_args = os.environ.get("WARP_LEAF_ARGS", "").split()
-indexer, leaf, broker, search = (os.path.join(build, p) for p in
-                                 ("indexer/warp-indexer", "leaf/warp-leaf", "broker/warp-broker", "leaf/warp-search"))
-work = tempfile.mkdtemp(prefix="warp-cluster-")
-procs = []
-# Below the ephemeral range (32768+), apart from indexer_service_test (20000-25999).
-port = random.randint(26000, 31000)
-
-
-def next_port():
-    global port
-    port += 1
-    return port
-
-
-def start(args, log):
-    p = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=open(os.path.join(work, log), "w"))
-    procs.append(p)
-    return p
-
-
-def fail(message):
-    print("FAIL:", message, file=sys.stderr)
-    for name in sorted(os.listdir(work)):
-        if name.endswith(".log"):
-            print("==", name, file=sys.stderr)
-            print(open(os.path.join(work, name)).read()[-3000:], file=sys.stderr)
-    raise SystemExit(1)
-
-
-def http(url, body=None, timeout=5):
-    request = urllib.request.Request(url, data=body, method="POST" if body is not None else "GET")
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as r:
-            return r.status, r.read().decode()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode()
-
-
-def wait_until(predicate, seconds, what):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        try:
-            if predicate():
-                return
-        except Exception:
-            pass
-        time.sleep(0.1)
-    fail("timed out waiting for " + what)
+h = Harness(build, "warp-cluster-")
+indexer, leaf, broker, search = h.indexer, h.leaf, h.broker, h.search
+work, procs, next_port, start, fail, wait_until = h.work, h.procs, h.next_port, h.start, h.fail, h.wait_until
 
 
 METRIC_LINE = re.compile(r'^[a-zA-Z_:][a-zA-Z0-9_:]*(\{([a-zA-Z_][a-zA-Z0-9_]*="([^"\\]|\\.)*",?)*\})? -?([0-9.eE+-]+|NaN|\+Inf|-Inf)( [0-9]+)?$')
@@ -321,9 +279,4 @@ try:
         fail("%d of %d requests failed during the generation swap: %s" % (len(errors), answered[0], errors[:2]))
     print("cluster_test: all checks passed")
 finally:
-    for p in procs:
-        if p.poll() is None:
-            p.kill()
-    for p in procs:
-        p.wait()
-    shutil.rmtree(work, ignore_errors=True)
+    h.cleanup()

@@ -4,53 +4,15 @@ leaf with --curve-keys answers a broker holding an allowed key; a broker whose k
 leaf's allow-list is refused (the leaf counts it in warpsearch_leaf_curve_refused_total) and never
 becomes ready; neither does a broker without Curve, nor one that expects another server key.
 usage: curve_test.py BUILD_DIR CRANFIELD_DIR"""
-import json, os, random, shutil, signal, subprocess, sys, tempfile, time, urllib.error, urllib.request
+import json, os, shutil, subprocess, sys, time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import Harness, http  # noqa: E402
 
 build, data = sys.argv[1], sys.argv[2]
-indexer, leaf, broker = (os.path.join(build, p) for p in ("indexer/warp-indexer", "leaf/warp-leaf", "broker/warp-broker"))
-work = tempfile.mkdtemp(prefix="warp-curve-")
-procs = []
-port = random.randint(26000, 31000)
-
-
-def next_port():
-    global port
-    port += 1
-    return port
-
-
-def start(args, log):
-    p = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=open(os.path.join(work, log), "w"))
-    procs.append(p)
-    return p
-
-
-def fail(message):
-    print("FAIL:", message, file=sys.stderr)
-    for name in sorted(os.listdir(work)):
-        if name.endswith(".log"):
-            print("==", name, file=sys.stderr)
-            print(open(os.path.join(work, name)).read()[-2000:], file=sys.stderr)
-    raise SystemExit(1)
-
-
-def http(url):
-    try:
-        with urllib.request.urlopen(url, timeout=5) as r:
-            return r.status, r.read().decode()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode()
-    except OSError:
-        return 0, ""
-
-
-def wait_until(predicate, seconds, what):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        if predicate():
-            return
-        time.sleep(0.05)
-    fail("timed out waiting for " + what)
+h = Harness(build, "warp-curve-")
+indexer, leaf, broker = h.indexer, h.leaf, h.broker
+work, procs, next_port, start, fail, wait_until = h.work, h.procs, h.next_port, h.start, h.fail, h.wait_until
 
 
 def refused(leaf_http):
@@ -113,9 +75,4 @@ try:
         fail("the allowed broker lost its leaf")
     print("curve_test: all checks passed")
 finally:
-    for p in procs:
-        if p.poll() is None:
-            p.kill()
-    for p in procs:
-        p.wait()
-    shutil.rmtree(work, ignore_errors=True)
+    h.cleanup()

@@ -1,0 +1,69 @@
+"""What the integration tests share: a scratch directory, processes started with their logs there
+and killed at the end, loopback ports, failure reports that show the logs, HTTP calls, and waiting
+for a state (never for a fixed time)."""
+import os, random, shutil, subprocess, sys, tempfile, time, urllib.error, urllib.request
+
+
+class Harness:
+    def __init__(self, build, prefix):
+        self.indexer, self.leaf, self.broker, self.search = (
+            os.path.join(build, p) for p in ("indexer/warp-indexer", "leaf/warp-leaf", "broker/warp-broker", "leaf/warp-search"))
+        self.work = tempfile.mkdtemp(prefix=prefix)
+        self.procs = []
+        # Below the ephemeral range (32768+), apart from indexer_service_test (20000-25999).
+        self.port = random.randint(26000, 31000)
+
+    def next_port(self):
+        self.port += 1
+        return self.port
+
+    def start(self, args, log):
+        p = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=open(os.path.join(self.work, log), "w"))
+        self.procs.append(p)
+        return p
+
+    def fail(self, message):
+        print("FAIL:", message, file=sys.stderr)
+        for name in sorted(os.listdir(self.work)):
+            if name.endswith(".log"):
+                print("==", name, file=sys.stderr)
+                print(open(os.path.join(self.work, name)).read()[-3000:], file=sys.stderr)
+        raise SystemExit(1)
+
+    def wait_until(self, predicate, seconds, what):
+        deadline = time.time() + seconds
+        while time.time() < deadline:
+            try:
+                if predicate():
+                    return
+            except Exception:
+                pass
+            time.sleep(0.05)
+        self.fail("timed out waiting for " + what)
+
+    def cleanup(self):
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+        for p in self.procs:
+            p.wait()
+        shutil.rmtree(self.work, ignore_errors=True)
+
+
+def http_full(url, body=None, timeout=5, token=None):
+    """(status, body, headers); status 0 when nothing answered."""
+    request = urllib.request.Request(url, data=body, method="POST" if body is not None else "GET")
+    if token:
+        request.add_header("Authorization", "Bearer " + token)
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as r:
+            return r.status, r.read().decode(), dict(r.headers)
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode(), dict(e.headers)
+    except OSError:
+        return 0, "", {}
+
+
+def http(url, body=None, timeout=5):
+    """(status, body)."""
+    return http_full(url, body, timeout)[:2]
