@@ -10,7 +10,7 @@ cd "$(dirname "$0")/../.."
 seconds=${1:-10}
 build=${FUZZ_BUILD_DIR:-build-fuzz}
 CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWARP_FUZZ=ON \
-  -DWARP_BUILD_TESTS=OFF -DWARP_BUILD_BENCH=OFF > /dev/null
+  -DWARP_BUILD_TESTS=ON -DWARP_BUILD_BENCH=OFF > /dev/null  # the configuration run_sanitized_tests.sh uses
 cmake --build "$build" --target fuzzers
 mkdir -p "$build/artifacts"
 export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
