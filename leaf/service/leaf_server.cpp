@@ -56,6 +56,22 @@ struct LeafServer::Queue {
   std::atomic<size_t> size{0};
 };
 
+namespace {
+
+std::string flat_bytes(capnp::MessageBuilder& builder) {
+  const auto words = capnp::messageToFlatArray(builder);
+  return std::string(reinterpret_cast<const char*>(words.asBytes().begin()), words.asBytes().size());
+}
+
+// A search reply carrying only `error` (a request that could not be read, or failed).
+std::string error_reply(const std::string& error) {
+  capnp::MallocMessageBuilder builder;
+  builder.initRoot<protocol::LeafReply>().initSearch().setError(error);
+  return flat_bytes(builder);
+}
+
+}  // namespace
+
 struct LeafServer::Sockets {
   zmq::context_t context{1};
   zmq::socket_t router{context, zmq::socket_type::router};
@@ -213,8 +229,7 @@ std::string LeafServer::handle(const std::string& bytes, std::chrono::steady_clo
         auto ids = status.initPartitions(static_cast<unsigned>(index->partitions.size()));
         for (size_t i = 0; i < index->partitions.size(); ++i) ids.set(static_cast<unsigned>(i), index->partitions[i]->view().meta.partition_id);
       }
-      const auto words = capnp::messageToFlatArray(builder);
-      return std::string(reinterpret_cast<const char*>(words.asBytes().begin()), words.asBytes().size());
+      return flat_bytes(builder);
     }
     auto search = request.getSearch();
     auto response = reply.initSearch();
@@ -274,19 +289,12 @@ std::string LeafServer::handle(const std::string& bytes, std::chrono::steady_clo
     }
   } catch (const std::exception& e) {
     requests_.Add({{"kind", "malformed"}}).Increment();
-    capnp::MallocMessageBuilder error_builder;
-    error_builder.initRoot<protocol::LeafReply>().initSearch().setError(std::string("bad request: ") + e.what());
-    const auto words = capnp::messageToFlatArray(error_builder);
-    return std::string(reinterpret_cast<const char*>(words.asBytes().begin()), words.asBytes().size());
+    return error_reply(std::string("bad request: ") + e.what());
   } catch (...) {  // nothing may reach the top of a worker thread
     requests_.Add({{"kind", "error"}}).Increment();
-    capnp::MallocMessageBuilder error_builder;
-    error_builder.initRoot<protocol::LeafReply>().initSearch().setError("internal error");
-    const auto words = capnp::messageToFlatArray(error_builder);
-    return std::string(reinterpret_cast<const char*>(words.asBytes().begin()), words.asBytes().size());
+    return error_reply("internal error");
   }
-  const auto words = capnp::messageToFlatArray(builder);
-  return std::string(reinterpret_cast<const char*>(words.asBytes().begin()), words.asBytes().size());
+  return flat_bytes(builder);
 }
 
 }  // namespace warp
