@@ -11,6 +11,7 @@ pkgs=(
   libxapian-dev
   clang libclang-rt-dev
   dict-gcide python3 curl
+  iproute2 iptables
 )
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
