@@ -1,17 +1,25 @@
 #include "indexer/input_source.hpp"
 
+#include <algorithm>
+#include <filesystem>
+
 #include "common/util/status.hpp"
 
 namespace warp {
 
 namespace {
-constexpr unsigned kChunk = 1u << 20;
+constexpr size_t kMinChunk = 4u << 10, kMaxChunk = 1u << 20;
 }
 
+// Buffers sized by the file: a small file costs a few KiB, not 1 MiB of zeroed buffers (zlib's
+// gzbuffer and ours); a large one reaches 1 MiB reads after a few doublings.
 InputSource::InputSource(const std::string& path) : path_(path) {
+  std::error_code error;
+  const uintmax_t disk_bytes = std::filesystem::file_size(path, error);
+  chunk_ = error ? kMaxChunk : std::clamp<size_t>(static_cast<size_t>(std::min<uintmax_t>(disk_bytes, kMaxChunk)), kMinChunk, kMaxChunk);
   file_ = gzopen(path.c_str(), "rb");
   if (file_ == nullptr) throw Error("input " + path + ": cannot open");
-  gzbuffer(file_, kChunk);
+  gzbuffer(file_, static_cast<unsigned>(chunk_));
 }
 
 InputSource::~InputSource() {
@@ -23,8 +31,9 @@ bool InputSource::fill() {
   buffer_.erase(0, position_);
   position_ = 0;
   const size_t old = buffer_.size();
-  buffer_.resize(old + kChunk);
-  const int got = gzread(file_, buffer_.data() + old, kChunk);
+  buffer_.resize(old + chunk_);
+  const int got = gzread(file_, buffer_.data() + old, static_cast<unsigned>(chunk_));
+  chunk_ = std::min(chunk_ * 2, kMaxChunk);  // gzip expands: later reads may need more
   if (got < 0) {
     int code = 0;
     const char* message = gzerror(file_, &code);

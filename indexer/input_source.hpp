@@ -29,6 +29,7 @@ class InputSource {
   std::string path_;
   gzFile file_ = nullptr;
   std::string buffer_;
+  size_t chunk_ = 0;  // bytes asked of zlib per read: from the file's size up to 1 MiB
   size_t position_ = 0;
   bool eof_ = false;
   uint64_t line_number_ = 0;

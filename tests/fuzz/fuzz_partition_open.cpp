@@ -17,6 +17,11 @@ namespace {
 
 fs::path make_template(const fs::path& base) {
   fs::remove_all(base);
+  static const fs::path remove_at_exit = base;
+  std::atexit([] {
+    std::error_code ignored;
+    fs::remove_all(remove_at_exit, ignored);
+  });
   warp::IndexBuilder builder(warp::BuildOptions{});
   for (int i = 0; i < 300; ++i) {
     builder.add_document({"d" + std::to_string(i), "t", "alpha beta gamma " + std::to_string(i % 17), ""});
@@ -28,8 +33,13 @@ fs::path make_template(const fs::path& base) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static const fs::path base = fs::temp_directory_path() / ("warp-fuzz-partition-" + std::to_string(::getpid()));
+  // In memory where /dev/shm exists: every input copies and damages a partition on disk.
+  static const fs::path base = (fs::is_directory("/dev/shm") ? fs::path("/dev/shm") : fs::temp_directory_path()) /
+                               ("warp-fuzz-partition-" + std::to_string(::getpid()));
   static const fs::path pristine = make_template(base);
+  // Held open for the whole run: RocksDB starts its periodic-task thread with the first open DB and
+  // stops it with the last, which would otherwise cost a thread per input.
+  static const auto keep_open = warp::open_partition(pristine.string());
   static std::vector<std::string> names = [] {
     std::vector<std::string> files;
     for (const auto& entry : fs::directory_iterator(pristine)) files.push_back(entry.path().filename().string());
