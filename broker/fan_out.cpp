@@ -302,7 +302,10 @@ struct FanOut::Worker {
   std::unordered_map<uint64_t, InFlight> queries;
 };
 
-FanOut::FanOut(Cluster& cluster, http::IoPool& pool) : pool_(pool), context_(std::make_unique<zmq::context_t>(2)) {
+// ZeroMQ I/O threads: one per four event loops (at least two), so the sockets' TCP work scales
+// with the loops that feed it.
+FanOut::FanOut(Cluster& cluster, http::IoPool& pool)
+    : pool_(pool), context_(std::make_unique<zmq::context_t>(static_cast<int>(std::max<size_t>(2, pool.size() / 4)))) {
   for (size_t i = 0; i < pool.size(); ++i) {
     workers_.push_back(std::make_unique<Worker>(cluster, pool.context(i), *context_, in_flight_));
   }

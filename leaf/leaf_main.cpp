@@ -38,6 +38,8 @@ int run(int argc, char** argv) {
       .value("listen", "tcp://127.0.0.1:5701", "ZeroMQ endpoint for broker requests")
       .value("http", "127.0.0.1:9201", "HTTP address for /metrics, /healthz, /readyz")
       .value("workers", "4", "query worker threads")
+      .value("inline-max-postings", "20000",
+             "CPU searches over at most this many postings are answered on the request thread, without a worker hand-off (0: none)")
       .value("processor", "cpu", "cpu, gpu, or auto (the GPU for queries over long lists where a GPU exists)")
       .value("curve-keys", "", "CurveZMQ: a directory with leaf.key, the allowed broker*.pub and indexer.pub (warp-indexer keys)");
   warp::gpu::declare_gpu_flags(flags);
@@ -50,7 +52,7 @@ int run(int argc, char** argv) {
 
   auto registry = std::make_shared<prometheus::Registry>();
   const warp::transfer::CurveConfig curve = warp::transfer::load_curve_config(flags.get("curve-keys"), "leaf", "broker");
-  warp::LeafOptions leaf_options{flags.get("listen"), flags.count("workers"), 256, curve};
+  warp::LeafOptions leaf_options{flags.get("listen"), flags.count("workers"), 256, curve, flags.count("inline-max-postings")};
   warp::LeafServer server(std::move(leaf_options), registry);
   const auto [host, port] = warp::http::parse_host_port(flags.get("http"), "--http");
   warp::http::Server http({host, port, 2}, [&](const warp::http::Request& request) -> warp::http::Response {

@@ -1,6 +1,7 @@
 #include "leaf/service/leaf_server.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <zmq.hpp>
 
 #include "common/index/index_files.hpp"
@@ -85,6 +86,12 @@ LeafServer::LeafServer(LeafOptions options, std::shared_ptr<prometheus::Registry
       sockets_(std::make_unique<Sockets>()),
       queue_(std::make_unique<Queue>(options_.queue_depth)),
       requests_(prometheus::BuildCounter().Name("warpsearch_leaf_requests_total").Help("Requests by kind and outcome").Register(*registry)),
+      search_requests_(requests_.Add({{"kind", "search"}})),
+      status_requests_(requests_.Add({{"kind", "status"}})),
+      malformed_(requests_.Add({{"kind", "malformed"}})),
+      overloaded_(requests_.Add({{"kind", "overloaded"}})),
+      answered_inline_(prometheus::BuildCounter().Name("warpsearch_leaf_answered_inline_total")
+                           .Help("Searches answered on the front-end thread (few postings), without a worker hand-off").Register(*registry).Add({})),
       latency_cpu_(prometheus::BuildHistogram().Name("warpsearch_leaf_query_seconds").Help("Query time in the leaf by processor")
                        .Register(*registry).Add({{"processor", "cpu"}}, latency_buckets())),
       latency_gpu_(prometheus::BuildHistogram().Name("warpsearch_leaf_query_seconds").Help("Query time in the leaf by processor")
@@ -161,35 +168,77 @@ std::shared_ptr<const LoadedIndex> LeafServer::index() const {
   return index_;
 }
 
+// Postings a search request would touch in its partition (the sum of its terms' df there), or
+// nothing for a request that is not a search or cannot be read (a worker answers those).
+std::optional<uint64_t> LeafServer::inline_cost(const zmq::message_t& frame) const {
+  try {
+    transfer::FrameReader reader(frame);
+    auto request = reader.root<protocol::LeafRequest>();
+    if (request.isStatus()) return 0;
+    const auto index = this->index();
+    if (!index || !index->gpu.empty()) return std::nullopt;  // the GPU processor has its own queues
+    auto search = request.getSearch();
+    for (const auto& partition : index->partitions) {
+      if (partition->view().meta.partition_id != search.getPartition()) continue;
+      uint64_t postings = 0;
+      for (auto term : search.getTerms()) {
+        if (const TermInfo* info = partition->view().find(term.cStr())) postings += info->df;
+      }
+      return postings;
+    }
+  } catch (const std::exception&) {
+  }
+  return std::nullopt;
+}
+
+void LeafServer::send_reply(zmq::message_t& identity, const std::string& reply) {
+  sockets_->router.send(identity, zmq::send_flags::sndmore);
+  sockets_->router.send(zmq::message_t(), zmq::send_flags::sndmore);
+  sockets_->router.send(zmq::buffer(reply), zmq::send_flags::none);
+}
+
+// Owns the ROUTER. Status requests and searches over few postings (--inline-max-postings) are
+// answered here at once: for such a query the search takes microseconds, and the two thread
+// hand-offs to and from a worker would cost more than the search. Longer ones go to the workers.
+// Each wake-up drains every request and reply waiting, so one poll serves a burst.
 void LeafServer::front_end() {
   zmq::pollitem_t items[] = {{sockets_->router.handle(), 0, ZMQ_POLLIN, 0}, {sockets_->replies.handle(), 0, ZMQ_POLLIN, 0}};
   while (!stop_) {
     zmq::poll(items, 2, std::chrono::milliseconds(100));
-    if (items[1].revents & ZMQ_POLLIN) {  // a worker's reply: [identity][empty][reply]
+    for (;;) {  // workers' replies: [identity][reply]
       zmq::message_t identity, reply;
-      if (sockets_->replies.recv(identity) && sockets_->replies.recv(reply)) {
-        sockets_->router.send(identity, zmq::send_flags::sndmore);
-        sockets_->router.send(zmq::message_t(), zmq::send_flags::sndmore);
-        sockets_->router.send(reply, zmq::send_flags::none);
-      }
+      if (!sockets_->replies.recv(identity, zmq::recv_flags::dontwait)) break;
+      if (!sockets_->replies.recv(reply)) break;
+      sockets_->router.send(identity, zmq::send_flags::sndmore);
+      sockets_->router.send(zmq::message_t(), zmq::send_flags::sndmore);
+      sockets_->router.send(reply, zmq::send_flags::none);
     }
-    if (items[0].revents & ZMQ_POLLIN) {  // a request: [identity][empty][request]
+    for (;;) {  // requests: [identity][empty][request]
       std::vector<zmq::message_t> frames;
-      do {
+      frames.emplace_back();
+      if (!sockets_->router.recv(frames.back(), zmq::recv_flags::dontwait)) break;
+      while (frames.back().more()) {
         frames.emplace_back();
         if (!sockets_->router.recv(frames.back())) break;
-      } while (frames.back().more());
+      }
       if (frames.size() != 3) {
-        requests_.Add({{"kind", "malformed"}}).Increment();
+        malformed_.Increment();
+        continue;
+      }
+      const auto arrival = std::chrono::steady_clock::now();
+      const std::optional<uint64_t> cost = inline_cost(frames[2]);
+      if (cost && *cost <= options_.inline_max_postings) {
+        answered_inline_.Increment();
+        send_reply(frames[0], handle(frames[2].to_string(), arrival));
         continue;
       }
       if (queue_->size >= options_.queue_depth) {  // refuse rather than block the front end
-        requests_.Add({{"kind", "overloaded"}}).Increment();
+        overloaded_.Increment();
         continue;  // the broker's deadline expires and it tries another replica
       }
       ++queue_->size;
       queue_depth_.Set(static_cast<double>(queue_->size));
-      queue_->work.push({std::move(frames[0]), frames[2].to_string(), std::chrono::steady_clock::now()});
+      queue_->work.push({std::move(frames[0]), frames[2].to_string(), arrival});
     }
   }
 }
@@ -219,7 +268,7 @@ std::string LeafServer::handle(const std::string& bytes, std::chrono::steady_clo
     transfer::FrameReader reader(frame);
     auto request = reader.root<protocol::LeafRequest>();
     if (request.isStatus()) {
-      requests_.Add({{"kind", "status"}}).Increment();
+      status_requests_.Increment();
       auto status = reply.initStatus();
       status.setReady(index != nullptr);
       status.setInFlight(in_flight_);
@@ -265,7 +314,7 @@ std::string LeafServer::handle(const std::string& bytes, std::chrono::steady_clo
         const QueryResult result = processor.search(query);
         const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         (processor.name() == "gpu" ? latency_gpu_ : latency_cpu_).Observe(seconds);
-        requests_.Add({{"kind", "search"}}).Increment();
+        search_requests_.Increment();
         response.setGeneration(index->generation);
         response.setAndMatches(result.and_matches);
         response.setPostingsDecoded(result.stats.postings_decoded);

@@ -1,6 +1,6 @@
 // The leaf service: answers broker requests for the partitions it holds. A ZeroMQ ROUTER front
-// end (one thread owns the socket) hands requests to a pool of worker threads through a bounded
-// queue and sends their replies; each request's deadline counts from its arrival. The index is
+// end (one thread owns the socket) answers status requests and searches over few postings itself
+// and hands the others to a pool of worker threads through a bounded queue, and sends the replies; each request's deadline counts from its arrival. The index is
 // held through a shared pointer that a new generation replaces atomically: in-flight queries
 // finish on the generation they started with.
 #pragma once
@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <memory>
+#include <optional>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -20,6 +21,10 @@
 #include "common/index/partition_store.hpp"
 #include "leaf/gpu/gpu_runtime.hpp"
 #include "leaf/query/query_processor.hpp"
+
+namespace zmq {
+class message_t;
+}
 
 namespace warp {
 
@@ -49,6 +54,7 @@ struct LeafOptions {
   size_t workers = 4;
   size_t queue_depth = 256;  // requests waiting beyond this are refused ("overloaded")
   transfer::CurveConfig curve;  // enabled: CURVE server, brokers from the allow-list only
+  uint64_t inline_max_postings = 20000;  // searches over at most this many postings: on the front end
 };
 
 class LeafServer {
@@ -69,6 +75,8 @@ class LeafServer {
   struct Work;
   void front_end();
   void worker();
+  std::optional<uint64_t> inline_cost(const zmq::message_t& frame) const;
+  void send_reply(zmq::message_t& identity, const std::string& reply);
 
   LeafOptions options_;
   std::shared_ptr<prometheus::Registry> registry_;  // owns the metric families referenced below
@@ -84,6 +92,11 @@ class LeafServer {
   std::vector<std::thread> threads_;
 
   prometheus::Family<prometheus::Counter>& requests_;
+  prometheus::Counter& search_requests_;  // the hot ones, looked up once
+  prometheus::Counter& status_requests_;
+  prometheus::Counter& malformed_;
+  prometheus::Counter& overloaded_;
+  prometheus::Counter& answered_inline_;
   prometheus::Histogram& latency_cpu_;
   prometheus::Histogram& latency_gpu_;
   prometheus::Gauge& queue_depth_;

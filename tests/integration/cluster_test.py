@@ -52,7 +52,7 @@ def same_ranking(expected, actual, context):
             fail("%s rank %d: doc %s score %r, expected doc %s score %r" % (context, rank, aid, ascore, eid, escore))
 
 
-def start_cluster(data_dir, tag):
+def start_cluster(data_dir, tag, extra_leaf_args=()):
     """Indexes data_dir in 1 and in 2 partitions; 4 leaves (2 replicas a partition) and a broker over
     the 2-partition index. Returns the broker's URL, the leaves and the 1-partition index."""
     for parts in ("1", "2"):
@@ -63,7 +63,7 @@ def start_cluster(data_dir, tag):
     for i in range(4):
         zmq_port, http_port = next_port(), next_port()
         p = start([leaf, "--index", os.path.join(work, tag + "-index2"), "--partitions", str(i // 2), "--listen",
-                   "tcp://127.0.0.1:%d" % zmq_port, "--http", "127.0.0.1:%d" % http_port, "--workers", "2"] + leaf_args,
+                   "tcp://127.0.0.1:%d" % zmq_port, "--http", "127.0.0.1:%d" % http_port, "--workers", "2"] + list(extra_leaf_args) + leaf_args,
                   "%s-leaf%d.log" % (tag, i))
         leaves.append((p, zmq_port, http_port))
     broker_port = next_port()
@@ -112,7 +112,9 @@ def read_queries(data_dir):
 try:
     # 1. CISI's 112 requests (up to 2 KB of prose, words repeated) through the whole cluster, by GET
     # and by POST, answered exactly as a single-partition index answers them.
-    base, leaves, broker_proc, index1 = start_cluster(cisi, "cisi")
+    # Here every search with postings goes to a worker thread (--inline-max-postings 0); the Cranfield
+    # cluster below answers its small queries on the leaves' front-end threads (the default).
+    base, leaves, broker_proc, index1 = start_cluster(cisi, "cisi", ["--inline-max-postings", "0"])
     cisi_queries = read_queries(cisi)
     if max(len(text) for _, text in cisi_queries) <= 1024:
         fail("CISI should hold requests longer than 1 KiB")
@@ -132,6 +134,14 @@ try:
     status, body = http(base + "/search", json.dumps({"q": " ".join("w%dx" % i for i in range(999)) + " retrieval"}).encode())
     if status != 200 or not json.loads(body)["hits"]:
         fail("a query of 1,000 distinct terms: %d %s" % (status, body[:300]))
+    def leaf_counter(http_port, name):
+        text = http("http://127.0.0.1:%d/metrics" % http_port)[1]
+        return sum(float(l.split()[-1]) for l in text.splitlines() if l.startswith(name))
+
+    searches = sum(leaf_counter(l[2], 'warpsearch_leaf_requests_total{kind="search"}') for l in leaves)
+    inline = sum(leaf_counter(l[2], "warpsearch_leaf_answered_inline_total") for l in leaves)
+    if searches < 300 or inline > searches / 10:
+        fail("with --inline-max-postings 0 the workers should answer: %d searches, %d inline" % (searches, inline))
     for p in [broker_proc] + [l[0] for l in leaves]:
         p.send_signal(signal.SIGTERM)
         p.wait(timeout=10)
@@ -141,6 +151,8 @@ try:
     base, leaves, broker_proc, index1 = start_cluster(data, "cran")
     queries = read_queries(data)[:60]
     compare_with_single_partition(base, index1, queries, "cranfield")
+    if sum(leaf_counter(l[2], "warpsearch_leaf_answered_inline_total") for l in leaves) < 100:
+        fail("Cranfield's small queries should be answered on the leaves' front-end threads")
     status, body = http(base + "/search?" + urllib.parse.urlencode({"q": queries[0][1], "k": 10, "mode": "andor"}))
     if not json.loads(body)["cached"]:
         fail("a repeated query was not served from the cache")
