@@ -2,26 +2,35 @@
 // ready (a status request every half second), their generation and analyzer, outstanding requests
 // and recent latency. Replica choice: least outstanding requests, then lowest recent latency,
 // among healthy replicas not yet tried for this query.
+//
+// A partition's replicas are fixed endpoints, or DNS names ("dns:NAME:PORT") resolved again every
+// few seconds (a Kubernetes headless Service answers with every ready pod): replicas that appear
+// are added, those that disappear retired, without a restart; queries in flight keep the replica
+// they hold. A name that resolves to nothing leaves its partition without replicas (unavailable);
+// a lookup that fails (timeout, server failure) keeps the last answer.
 #pragma once
 #include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
-#include <zmq.hpp>
-
-#include "common/transfer/curve.hpp"
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
+#include <zmq.hpp>
+
+#include "common/transfer/curve.hpp"
 
 namespace warp {
 
 struct Replica {
   uint32_t partition = 0;
   std::string endpoint;
+  std::string source;                // "" for a fixed endpoint, else the DNS name it came from
   std::atomic<int> outstanding{0};
   std::atomic<bool> healthy{false};  // answered the last status request in time, ready
   std::atomic<uint64_t> generation{0};
@@ -29,18 +38,30 @@ struct Replica {
   std::string analyzer;              // guarded by the cluster mutex
 };
 
+struct DiscoveryOptions {
+  std::string dns_server;                          // "IP:PORT"; empty: the system's resolvers
+  std::chrono::milliseconds refresh{2000};         // how often every name is resolved again
+};
+
 class Cluster {
  public:
-  // "0=tcp://127.0.0.1:5701,tcp://127.0.0.1:5702" per partition.
+  // Per partition "0=tcp://127.0.0.1:5701,tcp://127.0.0.1:5702" or "0=dns:leaf-p0.svc:5701" (mixable).
   // `curve` enabled: every socket to a leaf is a CURVE client of DIR/leaf.pub.
-  explicit Cluster(const std::vector<std::string>& partition_specs, transfer::CurveConfig curve = {});
+  explicit Cluster(const std::vector<std::string>& partition_specs, transfer::CurveConfig curve = {},
+                   DiscoveryOptions discovery = {});
   ~Cluster();
 
   const std::vector<uint32_t>& partitions() const { return partitions_; }
-  std::vector<std::string> endpoints() const;
+  std::vector<std::string> endpoints() const;  // of the current replicas
+  // Changes whenever a replica is added or retired (the fan-out connects and closes its sockets).
+  uint64_t membership_version() const { return membership_version_; }
+  // Called (from the discovery thread) after replicas were added or retired; empty to stop.
+  void on_membership_change(std::function<void()> callback);
   // The healthy replica of `partition` not in `tried` with the fewest outstanding requests (then the
-  // lowest recent latency), below `max_outstanding`; null if none.
-  Replica* choose(uint32_t partition, const std::vector<Replica*>& tried);
+  // lowest recent latency), below `max_outstanding`; null if none. A retired replica stays alive
+  // while a query holds it.
+  std::shared_ptr<Replica> choose(uint32_t partition, const std::vector<const Replica*>& tried);
+  bool has_other(uint32_t partition, const std::vector<const Replica*>& tried);
   // A partition with healthy replicas that are all at max_outstanding (overload), if any.
   std::optional<uint32_t> saturated_partition() const;
   void set_max_outstanding(int max_outstanding) { max_outstanding_ = max_outstanding; }
@@ -51,17 +72,33 @@ class Cluster {
   uint64_t generation_signature() const; // changes whenever any replica's generation changes
   std::string analyzer() const;          // the leaves' analyzer version ("" before the first status)
   nlohmann::json describe() const;       // for /cluster
+  uint64_t dns_failures() const { return dns_failures_; }
 
  private:
+  struct NameSource {
+    uint32_t partition;
+    std::string name, port;
+  };
+  std::vector<std::shared_ptr<Replica>> snapshot() const;
   void poll_status();
+  void discover();
+  // Makes the replicas that came from `source` exactly `endpoints`.
+  void set_replicas(const NameSource& source, const std::vector<std::string>& endpoints);
+
   std::vector<uint32_t> partitions_;
-  std::vector<std::unique_ptr<Replica>> replicas_;
+  std::vector<std::shared_ptr<Replica>> replicas_;  // guarded by mutex_
+  std::vector<NameSource> names_;
+  DiscoveryOptions discovery_;
   mutable std::mutex mutex_;
+  std::atomic<uint64_t> membership_version_{0};
+  std::mutex callback_mutex_;
+  std::function<void()> membership_callback_;
+  std::atomic<uint64_t> dns_failures_{0};
   int max_outstanding_ = 256;
   transfer::CurveConfig curve_;
   std::string leaf_key_;
   std::atomic<bool> stop_{false};
-  std::thread poller_;
+  std::thread poller_, discoverer_;
 };
 
 }  // namespace warp

@@ -29,7 +29,7 @@ using Clock = std::chrono::steady_clock;
 std::atomic<uint64_t> next_query_id{1};
 
 struct Attempt {
-  Replica* replica = nullptr;
+  std::shared_ptr<Replica> replica;  // kept alive even if discovery retires it meanwhile
   Clock::time_point sent;
 };
 
@@ -41,7 +41,7 @@ struct InFlight {
   Clock::duration attempt_timeout;
   FanOutResult result;
   std::map<uint32_t, size_t> slot;  // partition → index in result.partitions
-  std::map<uint32_t, std::vector<Replica*>> tried;
+  std::map<uint32_t, std::vector<const Replica*>> tried;
   std::map<uint32_t, Attempt> pending;
 };
 
@@ -69,34 +69,52 @@ struct FanOut::Worker {
 
   Worker(Cluster& cluster, asio::io_context& io, zmq::context_t& context, std::atomic<size_t>& in_flight)
       : cluster(cluster), io(io), context(context), in_flight(in_flight), timer(io) {
-    // Sockets to every replica from the start, so the first queries find live connections.
-    for (const std::string& endpoint : cluster.endpoints()) socket_for(endpoint);
+    follow_membership();
+  }
+
+  // Sockets to every current replica, so queries find live connections; those of retired replicas
+  // closed (an attempt still waiting on one times out and goes to another replica).
+  void follow_membership() {
+    const uint64_t version = cluster.membership_version();
+    if (version == membership_version && !sockets.empty()) return;
+    membership_version = version;
+    const std::vector<std::string> endpoints = cluster.endpoints();
+    for (auto it = sockets.begin(); it != sockets.end();) {
+      it = std::find(endpoints.begin(), endpoints.end(), it->first) == endpoints.end() ? sockets.erase(it) : std::next(it);
+    }
+    for (const std::string& endpoint : endpoints) socket_for(endpoint);
   }
 
   Socket& socket_for(const std::string& endpoint) {
     auto& socket = sockets[endpoint];
     if (!socket) {
-      socket = std::make_unique<Socket>(io, context, cluster, endpoint);
-      watch(*socket);
+      socket = std::make_shared<Socket>(io, context, cluster, endpoint);
+      watch(socket);
     }
     return *socket;
   }
 
-  void watch(Socket& socket) {
-    socket.descriptor.async_wait(asio::posix::stream_descriptor::wait_read, [this, &socket](boost::system::error_code ec) {
-      if (ec) return;  // the loop stops
-      drain(socket);
-      watch(socket);
-    });
+  // Handlers hold the socket weakly: one closed meanwhile is skipped.
+  void watch(const std::shared_ptr<Socket>& socket) {
+    socket->descriptor.async_wait(asio::posix::stream_descriptor::wait_read,
+                                  [this, weak = std::weak_ptr<Socket>(socket)](boost::system::error_code ec) {
+                                    auto socket = weak.lock();
+                                    if (ec || !socket) return;  // the loop stops, or the socket was closed
+                                    drain(*socket);
+                                    watch(socket);
+                                  });
   }
 
   // After a send the descriptor may not signal again for replies already waiting: drain soon.
-  void drain_soon(Socket& socket) {
-    if (socket.drain_posted) return;
-    socket.drain_posted = true;
-    asio::post(io, [this, &socket] {
-      socket.drain_posted = false;
-      drain(socket);
+  void drain_soon(const std::string& endpoint) {
+    auto found = sockets.find(endpoint);
+    if (found == sockets.end() || found->second->drain_posted) return;
+    found->second->drain_posted = true;
+    asio::post(io, [this, weak = std::weak_ptr<Socket>(found->second)] {
+      auto socket = weak.lock();
+      if (!socket) return;
+      socket->drain_posted = false;
+      drain(*socket);
     });
   }
 
@@ -127,6 +145,7 @@ struct FanOut::Worker {
   }
 
   void start(FanOutRequest request, FanOutDone done) {
+    follow_membership();
     const uint64_t id = next_query_id++;
     InFlight& query = queries[id];
     query.start = Clock::now();
@@ -174,13 +193,13 @@ struct FanOut::Worker {
   void send(uint64_t id, InFlight& query, uint32_t partition) {
     PartitionOutcome& outcome = query.result.partitions[query.slot[partition]];
     for (;;) {
-      Replica* replica = cluster.choose(partition, query.tried[partition]);
+      std::shared_ptr<Replica> replica = cluster.choose(partition, query.tried[partition]);
       if (replica == nullptr) {
         if (outcome.attempts == 0) outcome.status = "unavailable";
         query.pending.erase(partition);
         return;
       }
-      query.tried[partition].push_back(replica);
+      query.tried[partition].push_back(replica.get());
       ++outcome.attempts;
       outcome.replica = replica->endpoint;
       if (outcome.attempts > 1) ++query.result.retries;
@@ -203,7 +222,7 @@ struct FanOut::Worker {
       Socket& socket = socket_for(replica->endpoint);
       const bool sent = socket.zmq_socket.send(zmq::message_t(), zmq::send_flags::sndmore | zmq::send_flags::dontwait) &&
                         socket.zmq_socket.send(transfer::to_frame(builder), zmq::send_flags::dontwait);
-      drain_soon(socket);
+      drain_soon(replica->endpoint);
       if (sent) {
         ++replica->outstanding;
         query.pending[partition] = {replica, Clock::now()};
@@ -221,7 +240,7 @@ struct FanOut::Worker {
     InFlight& query = found->second;
     auto it = query.pending.find(response.getPartition());
     if (it == query.pending.end()) return;
-    Replica* replica = it->second.replica;
+    std::shared_ptr<Replica> replica = it->second.replica;
     --replica->outstanding;
     const uint32_t partition = it->first;
     PartitionOutcome& outcome = query.result.partitions[query.slot[partition]];
@@ -259,7 +278,7 @@ struct FanOut::Worker {
         if (now - attempt.sent > query.attempt_timeout) stale.push_back(partition);
       }
       for (uint32_t partition : stale) {
-        if (cluster.choose(partition, query.tried[partition]) == nullptr) continue;  // no other replica: keep waiting
+        if (!cluster.has_other(partition, query.tried[partition])) continue;  // no other replica: keep waiting
         --query.pending[partition].replica->outstanding;
         query.pending.erase(partition);
         send(id, query, partition);
@@ -298,20 +317,30 @@ struct FanOut::Worker {
   asio::steady_timer timer;
   bool timer_armed = false;
   Clock::time_point timer_at;
-  std::unordered_map<std::string, std::unique_ptr<Socket>> sockets;  // by endpoint
+  std::unordered_map<std::string, std::shared_ptr<Socket>> sockets;  // by endpoint
+  uint64_t membership_version = 0;
   std::unordered_map<uint64_t, InFlight> queries;
 };
 
 // ZeroMQ I/O threads: one per four event loops (at least two), so the sockets' TCP work scales
 // with the loops that feed it.
 FanOut::FanOut(Cluster& cluster, http::IoPool& pool)
-    : pool_(pool), context_(std::make_unique<zmq::context_t>(static_cast<int>(std::max<size_t>(2, pool.size() / 4)))) {
+    : cluster_(cluster),
+      pool_(pool), context_(std::make_unique<zmq::context_t>(static_cast<int>(std::max<size_t>(2, pool.size() / 4)))) {
   for (size_t i = 0; i < pool.size(); ++i) {
     workers_.push_back(std::make_unique<Worker>(cluster, pool.context(i), *context_, in_flight_));
   }
+  // Sockets to discovered replicas are connected as soon as they appear, before the status poll
+  // finds them healthy, so the first query sent to one finds a live connection.
+  const auto follow = [this] {
+    for (auto& worker : workers_) asio::post(worker->io, [w = worker.get()] { w->follow_membership(); });
+  };
+  cluster.on_membership_change(follow);
+  follow();  // and whatever changed before the callback was in place
 }
 
 FanOut::~FanOut() {
+  cluster_.on_membership_change({});
   for (auto& worker : workers_) {
     for (auto& [id, query] : worker->queries) worker->release(query);
   }

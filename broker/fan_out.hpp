@@ -75,6 +75,7 @@ class FanOut {
   struct Worker;
 
  private:
+  Cluster& cluster_;
   http::IoPool& pool_;
   std::unique_ptr<zmq::context_t> context_;       // the sockets' own: closed with the FanOut, never at exit
   std::vector<std::unique_ptr<Worker>> workers_;  // one per loop of the pool

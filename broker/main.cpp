@@ -1,5 +1,6 @@
 // warp-broker: the HTTP entry point of a Warpsearch cluster. Fans each query out to one replica of
 // every partition (leaves over ZeroMQ), merges the top-k, caches results.
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -13,7 +14,9 @@ namespace {
 
 int run(int argc, char** argv) {
   warp::Flags flags("usage: warp-broker --partition ID=ENDPOINT[,ENDPOINT...]... [--listen HOST:PORT] [flags]");
-  flags.value("partition", "", "a partition and its replicas' ZeroMQ endpoints, e.g. 0=tcp://127.0.0.1:5701,tcp://127.0.0.1:5702 (repeatable)", true)
+  flags.value("partition", "", "a partition and its replicas: ZeroMQ endpoints and/or DNS names resolved every --dns-refresh-ms, e.g. 0=tcp://127.0.0.1:5701,tcp://127.0.0.1:5702 or 0=dns:leaf-p0.warpsearch.svc.cluster.local:5701 (repeatable)", true)
+      .value("dns-server", "", "DNS server IP[:PORT] for dns: replicas (default: the system's resolvers)")
+      .value("dns-refresh-ms", "2000", "how often dns: replica names are resolved again")
       .value("listen", "127.0.0.1:8080", "HTTP address of the search API")
       .value("admin-listen", "", "HTTP address for /healthz, /readyz, /cluster and /metrics, never behind a token (default: on --listen)")
       .value("auth-tokens", "", "file of bearer tokens, one per line, reloaded on change; /search then needs one (401 without)")
@@ -36,7 +39,11 @@ int run(int argc, char** argv) {
   warp::install_stop_handlers();
 
   auto registry = std::make_shared<prometheus::Registry>();
-  warp::Cluster cluster(flags.all("partition"), warp::transfer::load_curve_config(flags.get("curve-keys"), "broker"));
+  warp::DiscoveryOptions discovery;
+  discovery.dns_server = flags.get("dns-server");
+  discovery.refresh = std::chrono::milliseconds(std::max<uint64_t>(100, flags.count("dns-refresh-ms")));
+  warp::Cluster cluster(flags.all("partition"), warp::transfer::load_curve_config(flags.get("curve-keys"), "broker"),
+                        discovery);
   warp::ResultCache cache(flags.count("cache-mb") << 20, std::chrono::seconds(flags.count("cache-ttl-s")));
   std::unique_ptr<warp::AuthTokens> auth;
   if (!flags.get("auth-tokens").empty()) auth = std::make_unique<warp::AuthTokens>(flags.get("auth-tokens"));

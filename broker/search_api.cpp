@@ -59,6 +59,8 @@ SearchApi::SearchApi(SearchApiOptions options, Cluster& cluster, ResultCache& ca
       connections_total_(prometheus::BuildCounter().Name("warpsearch_broker_http_connections_total").Help("HTTP connections accepted").Register(*registry_).Add({})),
       connections_refused_(prometheus::BuildCounter().Name("warpsearch_broker_http_connections_refused_total").Help("HTTP connections over the limit, answered 503").Register(*registry_).Add({})),
       connection_timeouts_(prometheus::BuildCounter().Name("warpsearch_broker_http_timeouts_total").Help("HTTP connections closed for a request or idle timeout").Register(*registry_).Add({})),
+      replicas_(prometheus::BuildGauge().Name("warpsearch_broker_replicas").Help("Replicas known per partition, by state (healthy: ready and answering status requests)").Register(*registry_)),
+      dns_failures_(prometheus::BuildCounter().Name("warpsearch_broker_dns_failures_total").Help("Replica-discovery lookups that got no answer (the replicas known were kept)").Register(*registry_).Add({})),
       fan_out_(cluster, pool) {
   cluster_.set_max_outstanding(static_cast<int>(options.max_outstanding));
 }
@@ -109,6 +111,17 @@ http::Response SearchApi::metrics() {
   cache_bytes_.Set(static_cast<double>(now.bytes));
   reported_ = now;
   in_flight_.Set(static_cast<double>(fan_out_.in_flight()));
+  const nlohmann::json cluster = cluster_.describe();
+  for (const auto& partition : cluster["partitions"]) {
+    int healthy = 0, unhealthy = 0;
+    for (const auto& replica : partition["replicas"]) (replica["healthy"].get<bool>() ? healthy : unhealthy) += 1;
+    const std::string id = std::to_string(partition["partition"].get<uint32_t>());
+    replicas_.Add({{"partition", id}, {"state", "healthy"}}).Set(healthy);
+    replicas_.Add({{"partition", id}, {"state", "unhealthy"}}).Set(unhealthy);
+  }
+  const uint64_t dns_failures = cluster_.dns_failures();
+  dns_failures_.Increment(static_cast<double>(dns_failures - reported_dns_failures_));
+  reported_dns_failures_ = dns_failures;
   if (server_stats_) {
     const http::ServerStats server = server_stats_();
     connections_open_.Set(static_cast<double>(server.connections_open));

@@ -72,6 +72,9 @@ class SearchApi {
   prometheus::Counter& connections_total_;
   prometheus::Counter& connections_refused_;
   prometheus::Counter& connection_timeouts_;
+  prometheus::Family<prometheus::Gauge>& replicas_;  // {partition, state}
+  prometheus::Counter& dns_failures_;
+  uint64_t reported_dns_failures_ = 0;
   CacheStats reported_;  // cache counters already added to the Prometheus counters
   http::ServerStats reported_server_;
   std::function<http::ServerStats()> server_stats_;

@@ -12,6 +12,7 @@ pkgs=(
   clang libclang-rt-dev
   dict-gcide python3 curl
   iproute2 iptables
+  libc-ares-dev dnsmasq-base prometheus
 )
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
