@@ -10,6 +10,8 @@
 #include <cstring>
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include "common/util/byte_io.hpp"
 #include "common/util/checksum.hpp"
@@ -177,9 +179,9 @@ void write_partition(const BuiltPartition& partition, const std::string& dir) {
   rocksdb::DB* raw = nullptr;
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   check(rocksdb::DB::Open(options, dir, descriptors(), &handles, &raw), dir, "cannot create RocksDB");
-  Partition::Db db;
-  db.db.reset(raw);
-  db.handles = handles;
+  auto db = std::make_unique<Partition::Db>();
+  db->db.reset(raw);
+  db->handles = handles;
   rocksdb::IngestExternalFileOptions ingest;
   ingest.move_files = true;
   for (int family : {kMeta, kLexicon, kPostings, kDocuments}) {
@@ -187,15 +189,90 @@ void write_partition(const BuiltPartition& partition, const std::string& dir) {
     const std::string sst = dir + "/ingest-" + kFamilies[family] + ".sst";
     write_sst(sst, family, rows[family], dir);
     std::vector<std::pair<std::string, std::string>>().swap(rows[family]);
-    check(db.db->IngestExternalFile(handles[family], {sst}, ingest), dir, "ingesting " + kFamilies[family]);
+    check(db->db->IngestExternalFile(handles[family], {sst}, ingest), dir, "ingesting " + kFamilies[family]);
   }
   rocksdb::CompactRangeOptions compact;
   compact.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
-  check(db.db->CompactRange(compact, handles[kPostings], nullptr, nullptr), dir, "moving lists to blob files");
+  check(db->db->CompactRange(compact, handles[kPostings], nullptr, nullptr), dir, "moving lists to blob files");
+  db.reset();  // closed: the files are final
+  seal_partition(dir);
+}
+
+namespace {
+
+constexpr const char* kChecksumsName = "WARP-CHECKSUMS";
+
+// The files that hold data: not RocksDB's info log (LOG, LOG.old.*), its LOCK, or the list itself.
+bool checksummed(const std::string& name) {
+  return name != kChecksumsName && name != "LOCK" && name.rfind("LOG", 0) != 0;
+}
+
+uint32_t file_crc(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error("cannot read " + path.string());
+  std::vector<char> buffer(1 << 20);
+  uint32_t crc = 0;
+  while (in) {
+    in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+    crc = crc32_of(buffer.data(), static_cast<size_t>(in.gcount()), crc);
+  }
+  return crc;
+}
+
+void verify_files(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::ifstream in(fs::path(dir) / kChecksumsName);
+  if (!in) {
+    throw Error("partition " + dir + ": no " + kChecksumsName +
+                " (not a partition, or written by an older Warpsearch: build it again)");
+  }
+  std::string name;
+  uint64_t size = 0;
+  uint32_t crc = 0;
+  size_t listed = 0;
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    if (!(fields >> name >> size >> crc) || name.find('/') != std::string::npos || name == "..") {
+      throw Error("partition " + dir + ": " + kChecksumsName + " is damaged at entry " + std::to_string(listed + 1));
+    }
+    const fs::path path = fs::path(dir) / name;
+    std::error_code error;
+    const uint64_t actual = fs::file_size(path, error);
+    if (error) throw Error("partition " + dir + ": file " + name + " is missing");
+    if (actual != size) {
+      throw Error("partition " + dir + ": file " + name + " has " + std::to_string(actual) + " bytes, " + kChecksumsName +
+                  " says " + std::to_string(size) + " (truncated?)");
+    }
+    if (file_crc(path) != crc) throw Error("partition " + dir + ": checksum mismatch in file " + name + " (damaged)");
+    ++listed;
+  }
+  if (listed == 0) throw Error("partition " + dir + ": " + kChecksumsName + " lists no files");
+}
+
+}  // namespace
+
+void seal_partition(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> names;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.is_regular_file() && checksummed(entry.path().filename().string())) names.push_back(entry.path().filename().string());
+  }
+  std::sort(names.begin(), names.end());
+  const fs::path staged = fs::path(dir) / (std::string(kChecksumsName) + ".tmp");
+  {
+    std::ofstream out(staged, std::ios::trunc);
+    for (const std::string& name : names) {
+      out << name << ' ' << fs::file_size(fs::path(dir) / name) << ' ' << file_crc(fs::path(dir) / name) << '\n';
+    }
+    if (!out.flush()) throw Error("partition " + dir + ": cannot write " + kChecksumsName);
+  }
+  fs::rename(staged, fs::path(dir) / kChecksumsName);
 }
 
 std::unique_ptr<Partition> open_partition(const std::string& dir, const OpenOptions& options) {
   if (!std::filesystem::is_directory(dir)) throw Error("partition " + dir + ": no such directory");
+  verify_files(dir);
   rocksdb::DBOptions db_options;
   db_options.max_open_files = 64;
   // A partition holds one SST file per column family (ingested): opening them needs no pool of 16

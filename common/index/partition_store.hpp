@@ -4,8 +4,12 @@
 //   lexicon    term → df, cf, list size, CRC-32 of the list
 //   postings   term → the encoded posting list (large values go to RocksDB blob files)
 //   documents  docID (big-endian) → external id, title, url, length
-// open_partition verifies everything it loads and refuses, with a message naming the partition
-// and the cause, a partition whose checksums, format version or analyzer do not match.
+// Beside them, WARP-CHECKSUMS lists every file of the database (LOG and LOCK aside) with its size
+// and CRC-32: open_partition checks the files against it before RocksDB reads a byte, so a
+// damaged file is refused with its name rather than reaching RocksDB's parsers (which assert on
+// some damage and would take the process down). Then it verifies everything it loads and
+// refuses, with a message naming the partition and the cause, a partition whose checksums,
+// format version or analyzer do not match.
 #pragma once
 #include <memory>
 #include <optional>
@@ -16,6 +20,8 @@
 namespace warp {
 
 void write_partition(const BuiltPartition& partition, const std::string& dir);
+// Writes DIR/WARP-CHECKSUMS for the files there now (write_partition calls it last).
+void seal_partition(const std::string& dir);
 
 // BM25 parameters to use instead of the partition's: block maxima are rescored for another k1 or
 // b; k3 is query-time only.
