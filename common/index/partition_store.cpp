@@ -10,6 +10,7 @@
 #include <cstring>
 #include <algorithm>
 #include <filesystem>
+#include <set>
 #include <fstream>
 #include <sstream>
 
@@ -25,21 +26,19 @@ const std::vector<std::string> kFamilies = {"default", "meta", "lexicon", "posti
                                             "documents"};
 enum Family { kDefault = 0, kMeta, kLexicon, kPostings, kDocuments };
 
-// One block cache for every partition and column family a process opens (64 MiB; the lists are
-// copied into memory at load, so it serves document lookups), instead of RocksDB's default of a
-// 32 MiB cache made per column family and open.
-std::shared_ptr<rocksdb::TableFactory> shared_table_factory() {
-  static const std::shared_ptr<rocksdb::TableFactory> factory = [] {
-    rocksdb::BlockBasedTableOptions table;
-    table.block_cache = rocksdb::NewLRUCache(64u << 20);
-    return std::shared_ptr<rocksdb::TableFactory>(rocksdb::NewBlockBasedTableFactory(table));
-  }();
-  return factory;
+// One block cache per open partition, shared by its column families (16 MiB; the lists are copied
+// into memory at load, so it serves document lookups), instead of RocksDB's default of a 32 MiB
+// cache made per column family. Never shared between databases: copies of one partition carry the
+// same file identities, so their blocks would share cache keys.
+std::shared_ptr<rocksdb::TableFactory> table_factory_with_cache() {
+  rocksdb::BlockBasedTableOptions table;
+  table.block_cache = rocksdb::NewLRUCache(16u << 20);
+  return std::shared_ptr<rocksdb::TableFactory>(rocksdb::NewBlockBasedTableFactory(table));
 }
 
-rocksdb::ColumnFamilyOptions family_options(int family) {
+rocksdb::ColumnFamilyOptions family_options(int family, const std::shared_ptr<rocksdb::TableFactory>& tables = nullptr) {
   rocksdb::ColumnFamilyOptions options;
-  options.table_factory = shared_table_factory();
+  if (tables) options.table_factory = tables;
   if (family == kPostings) {
     options.enable_blob_files = true;  // long lists live in blob files, out of the LSM tree
     options.min_blob_size = 4096;
@@ -49,9 +48,9 @@ rocksdb::ColumnFamilyOptions family_options(int family) {
   return options;
 }
 
-std::vector<rocksdb::ColumnFamilyDescriptor> descriptors() {
+std::vector<rocksdb::ColumnFamilyDescriptor> descriptors(const std::shared_ptr<rocksdb::TableFactory>& tables = nullptr) {
   std::vector<rocksdb::ColumnFamilyDescriptor> result;
-  for (size_t i = 0; i < kFamilies.size(); ++i) result.emplace_back(kFamilies[i], family_options(static_cast<int>(i)));
+  for (size_t i = 0; i < kFamilies.size(); ++i) result.emplace_back(kFamilies[i], family_options(static_cast<int>(i), tables));
   return result;
 }
 
@@ -226,16 +225,38 @@ void verify_files(const std::string& dir) {
     throw Error("partition " + dir + ": no " + kChecksumsName +
                 " (not a partition, or written by an older Warpsearch: build it again)");
   }
+  // The list ends with "end N CRC": N entries, CRC-32 of the lines before it. A damaged or cut list
+  // is refused, so no file escapes the check.
+  const auto damaged = [&](const std::string& why) { return Error("partition " + dir + ": " + kChecksumsName + " is damaged (" + why + ")"); };
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  if (lines.empty()) throw damaged("empty");
+  uint32_t list_crc = 0;
+  for (size_t i = 0; i + 1 < lines.size(); ++i) list_crc = crc32_of(lines[i] + "\n", list_crc);
+  {
+    std::istringstream trailer(lines.back());
+    std::string word;
+    size_t count = 0;
+    uint32_t crc = 0;
+    if (!(trailer >> word >> count >> crc) || word != "end") throw damaged("no end line");
+    if (count != lines.size() - 1 || crc != list_crc) throw damaged("entries or checksum differ from its end line");
+  }
+  lines.pop_back();
+  std::set<std::string> listed_names;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    const std::string file = entry.path().filename().string();
+    if (entry.is_regular_file() && checksummed(file) && file != std::string(kChecksumsName) + ".tmp") listed_names.insert(file);
+  }
   std::string name;
   uint64_t size = 0;
   uint32_t crc = 0;
   size_t listed = 0;
-  std::string line;
-  while (std::getline(in, line)) {
+  for (const std::string& line : lines) {
     std::istringstream fields(line);
     if (!(fields >> name >> size >> crc) || name.find('/') != std::string::npos || name == "..") {
-      throw Error("partition " + dir + ": " + kChecksumsName + " is damaged at entry " + std::to_string(listed + 1));
+      throw damaged("entry " + std::to_string(listed + 1));
     }
+    listed_names.erase(name);
     const fs::path path = fs::path(dir) / name;
     std::error_code error;
     const uint64_t actual = fs::file_size(path, error);
@@ -247,7 +268,8 @@ void verify_files(const std::string& dir) {
     if (file_crc(path) != crc) throw Error("partition " + dir + ": checksum mismatch in file " + name + " (damaged)");
     ++listed;
   }
-  if (listed == 0) throw Error("partition " + dir + ": " + kChecksumsName + " lists no files");
+  if (listed == 0) throw damaged("no files listed");
+  if (!listed_names.empty()) throw Error("partition " + dir + ": file " + *listed_names.begin() + " is not in " + kChecksumsName);
 }
 
 }  // namespace
@@ -262,9 +284,14 @@ void seal_partition(const std::string& dir) {
   const fs::path staged = fs::path(dir) / (std::string(kChecksumsName) + ".tmp");
   {
     std::ofstream out(staged, std::ios::trunc);
+    uint32_t list_crc = 0;
     for (const std::string& name : names) {
-      out << name << ' ' << fs::file_size(fs::path(dir) / name) << ' ' << file_crc(fs::path(dir) / name) << '\n';
+      const std::string line =
+          name + ' ' + std::to_string(fs::file_size(fs::path(dir) / name)) + ' ' + std::to_string(file_crc(fs::path(dir) / name)) + '\n';
+      list_crc = crc32_of(line, list_crc);
+      out << line;
     }
+    out << "end " << names.size() << ' ' << list_crc << '\n';
     if (!out.flush()) throw Error("partition " + dir + ": cannot write " + kChecksumsName);
   }
   fs::rename(staged, fs::path(dir) / kChecksumsName);
@@ -280,7 +307,7 @@ std::unique_ptr<Partition> open_partition(const std::string& dir, const OpenOpti
   db_options.max_file_opening_threads = 1;
   rocksdb::DB* raw = nullptr;
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
-  check(rocksdb::DB::OpenForReadOnly(db_options, dir, descriptors(), &handles, &raw), dir,
+  check(rocksdb::DB::OpenForReadOnly(db_options, dir, descriptors(table_factory_with_cache()), &handles, &raw), dir,
         "cannot open as a Warpsearch partition (RocksDB)");
   std::unique_ptr<Partition> partition(new Partition());
   partition->path_ = dir;

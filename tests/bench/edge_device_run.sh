@@ -12,11 +12,15 @@
 set -uo pipefail
 out=${OUT:-/tmp/warp-edge-out}
 mkdir -p /opt/deps "$out"
-[ -e .device-carry/serve-bench.tar.gz ] && [ ! -d .serve-bench ] && tar -xzf .device-carry/serve-bench.tar.gz
+if [ -e .device-carry/serve-bench.tar.gz ]; then rm -rf .serve-bench; tar -xzf .device-carry/serve-bench.tar.gz; fi
 for f in .device-debs/*.deb; do [ -e "$f" ] && dpkg -x "$f" /opt/deps; done
 export LD_LIBRARY_PATH=/opt/deps/usr/lib/x86_64-linux-gnu:/opt/deps/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
 nproc; lscpu | grep "Model name"; date -u
 status=0
+if [ -x .serve-bench/zmq_rtt ]; then  # the floor: one bare ZeroMQ request/reply on loopback
+  .serve-bench/zmq_rtt server tcp://127.0.0.1:5999 & rtt=$!
+  .serve-bench/zmq_rtt client tcp://127.0.0.1:5999; kill $rtt
+fi
 if [ "${EDGE:-1}" = 1 ]; then
   for dir in .serve-bench/before .serve-bench; do
     echo "== $dir"

@@ -248,7 +248,24 @@ TEST_F(PartitionStoreTest, RefusesAnyChangedFileBeforeRocksDbReadsIt) {
     f.close();
     EXPECT_NO_THROW(open_partition(part(0)));
   }
-  fs::remove(fs::path(part(0)) / "WARP-CHECKSUMS");
+  // The list itself: cut short (an entry and the end line gone), or a file it does not name.
+  const fs::path list = fs::path(part(0)) / "WARP-CHECKSUMS";
+  std::ifstream in(list);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  in.close();
+  ASSERT_GE(lines.size(), 3u);
+  std::ofstream(list, std::ios::trunc) << lines[0] << "\n" << lines[1] << "\n";
+  expect_refused(part(0), "WARP-CHECKSUMS is damaged");
+  {
+    std::ofstream out(list, std::ios::trunc);
+    for (const std::string& line : lines) out << line << "\n";
+  }
+  EXPECT_NO_THROW(open_partition(part(0)));
+  std::ofstream(fs::path(part(0)) / "000999.sst") << "stray";
+  expect_refused(part(0), "file 000999.sst is not in WARP-CHECKSUMS");
+  fs::remove(fs::path(part(0)) / "000999.sst");
+  fs::remove(list);
   expect_refused(part(0), "no WARP-CHECKSUMS");
 }
 
