@@ -8,7 +8,7 @@
 # .serve-bench holds stripped warp-leaf, warp-broker and http_load, index/ (the default corpus in
 # 2 partitions), words.txt, and fuzz/; it may come packed as .device-carry/serve-bench.tar.gz.
 # Runtime libraries from .device-debs when present.
-# usage: [FUZZ_RUNS=1000000] [JOBS=14] tests/bench/edge_device_run.sh [SECONDS] [IDLE]
+# usage: [EDGE=0] [FUZZ_RUNS=1000000] [JOBS=14] [FUZZ_SECONDS=540] tests/bench/edge_device_run.sh [SECONDS] [IDLE]
 set -uo pipefail
 out=${OUT:-/tmp/warp-edge-out}
 mkdir -p /opt/deps "$out"
@@ -35,7 +35,7 @@ if [ -n "${FUZZ_RUNS:-}" ]; then
     start=$(date +%s)
     pids=()
     for j in $(seq "$jobs"); do
-      .serve-bench/fuzz/$target "$corpus" -runs=$((FUZZ_RUNS / jobs + 1)) -seed=$j -timeout=20 -rss_limit_mb=4096 \
+      .serve-bench/fuzz/$target "$corpus" -runs=$((FUZZ_RUNS / jobs + 1)) -max_total_time=${FUZZ_SECONDS:-540} -seed=$j -timeout=20 -rss_limit_mb=4096 \
         -max_len=65536 -reload=10 -artifact_prefix="$out/$target-$j-" -print_final_stats=1 > "$out/$target-$j.log" 2>&1 &
       pids+=($!)
     done

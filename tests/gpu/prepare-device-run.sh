@@ -14,5 +14,5 @@ for bin in "$build/tests/gpu_processor_test" "$build/tests/bench/gpu_bench" "$bu
   strip -o ".device-bin/$(basename "$bin")" "$bin"
 done
 cp -r ../shared/data/cranfield ../shared/data/cisi .device-bin/
-EXTRA_DEBS="libgflags2.2" bash ../shared/tools/device-debs.sh .device-debs
+EXTRA_DEBS="libgflags2.2 libc-ares2" bash ../shared/tools/device-debs.sh .device-debs
 du -sh .device-bin .device-debs
