@@ -63,6 +63,7 @@ SearchApi::SearchApi(SearchApiOptions options, Cluster& cluster, ResultCache& ca
       dns_failures_(prometheus::BuildCounter().Name("warpsearch_broker_dns_failures_total").Help("Replica-discovery lookups that got no answer (the replicas known were kept)").Register(*registry_).Add({})),
       fan_out_(cluster, pool) {
   cluster_.set_max_outstanding(static_cast<int>(options.max_outstanding));
+  for (const char* reason : {"in_flight", "saturated"}) rejected_.Add({{"reason", reason}});  // at 0 from the start
 }
 
 http::Response SearchApi::counted(const std::string& endpoint, http::Response response) {

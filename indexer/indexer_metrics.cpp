@@ -28,6 +28,7 @@ IndexerMetrics::IndexerMetrics(std::shared_ptr<prometheus::Registry> registry, c
       generation(gauge(*registry, "warpsearch_indexer_generation", "Latest published generation")),
       build_seconds(gauge(*registry, "warpsearch_indexer_last_build_seconds", "Duration of the last build")),
       fetch_requests(counter(*registry, "warpsearch_indexer_fetch_requests_total", "Partition file chunks requested by leaves")),
+      builds_failed(counter(*registry, "warpsearch_indexer_builds_failed_total", "Builds that failed (nothing published; retried at the next rescan)")),
       registry_(std::move(registry)) {
   if (bind_address.empty()) return;
   try {

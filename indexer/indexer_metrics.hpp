@@ -25,6 +25,7 @@ class IndexerMetrics {
   prometheus::Gauge& generation;          // warpsearch_indexer_generation
   prometheus::Gauge& build_seconds;       // warpsearch_indexer_last_build_seconds
   prometheus::Counter& fetch_requests;    // warpsearch_indexer_fetch_requests_total
+  prometheus::Counter& builds_failed;     // warpsearch_indexer_builds_failed_total
 
  private:
   std::shared_ptr<prometheus::Registry> registry_;

@@ -77,9 +77,16 @@ int run_serve_command(const ServeOptions& options) {
   uint64_t fetches_seen = 0;
   bool built_once = false;
   while (!stop_requested()) {
-    const std::string fingerprint = input_fingerprint(options.inputs);
-    const bool changed = latest == 0 || read_file(root / transfer::generation_dir_name(latest) / "inputs.json") != fingerprint;
-    if (changed && !(options.once && built_once)) {
+    std::string fingerprint;
+    try {
+      fingerprint = input_fingerprint(options.inputs);
+    } catch (const std::exception& e) {  // the inputs gone or unreadable: counted as a failed build
+      metrics.builds_failed.Increment();
+      log_line(std::string("cannot read the inputs, retrying at the next rescan: ") + e.what());
+    }
+    const bool changed = !fingerprint.empty() &&
+                         (latest == 0 || read_file(root / transfer::generation_dir_name(latest) / "inputs.json") != fingerprint);
+    if (changed && !(options.once && built_once)) try {
       const uint64_t generation = latest + 1;
       const auto start = std::chrono::steady_clock::now();
       const fs::path tmp = root / (transfer::generation_dir_name(generation) + ".tmp");
@@ -118,6 +125,14 @@ int run_serve_command(const ServeOptions& options) {
                       partitions.size(), seconds);
         log_line(line);
       }
+    } catch (const std::exception& e) {
+      // A failed build (unreadable input, a full disk) publishes nothing, is counted, and is tried
+      // again at the next rescan; the generation already published keeps being served.
+      metrics.builds_failed.Increment();
+      log_line(std::string("build failed, retrying at the next rescan: ") + e.what());
+      std::error_code ignored;
+      fs::remove_all(root / (transfer::generation_dir_name(latest + 1) + ".tmp"), ignored);
+      fs::remove_all(root / (transfer::generation_dir_name(latest + 1) + ".runs"), ignored);
     }
     for (int i = 0; i < static_cast<int>(options.rescan_seconds * 10) && !stop_requested(); ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));

@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""Writes the Grafana dashboards in deploy/monitoring/dashboards/ (committed; run again after editing
+the panels here). Each has the variables datasource, namespace and pod; every panel's query
+filters on them. tests/integration/monitoring_test.py evaluates every query against a real
+Prometheus scraping a running cluster."""
+import json, os
+
+SEL = 'namespace=~"$namespace", pod=~"$pod"'
+RATE = "$__rate_interval"
+
+
+def panel(title, exprs, unit="short", kind="timeseries"):
+    return {"title": title, "type": kind, "datasource": {"type": "prometheus", "uid": "${datasource}"},
+            "fieldConfig": {"defaults": {"unit": unit}, "overrides": []},
+            "targets": [{"refId": chr(65 + i), "expr": e, "legendFormat": legend}
+                        for i, (e, legend) in enumerate(exprs)]}
+
+
+def dashboard(uid, title, metric, panels):
+    for i, p in enumerate(panels):
+        p["id"] = i + 1
+        p["gridPos"] = {"h": 8, "w": 12, "x": 12 * (i % 2), "y": 8 * (i // 2)}
+    variable = lambda name, query: {
+        "name": name, "type": "query", "datasource": {"type": "prometheus", "uid": "${datasource}"},
+        "query": {"query": query, "refId": name}, "definition": query, "refresh": 2, "includeAll": True,
+        "multi": True, "allValue": ".*", "current": {"text": "All", "value": "$__all"}}
+    return {"uid": uid, "title": title, "tags": ["warpsearch"], "timezone": "browser", "schemaVersion": 39,
+            "refresh": "30s", "time": {"from": "now-1h", "to": "now"}, "editable": True, "panels": panels,
+            "templating": {"list": [
+                {"name": "datasource", "type": "datasource", "query": "prometheus", "current": {}},
+                variable("namespace", "label_values(%s, namespace)" % metric),
+                variable("pod", 'label_values(%s{namespace=~"$namespace"}, pod)' % metric)]}}
+
+
+def quantiles(metric, by=""):
+    group = "le" + (", " + by if by else "")
+    return [("histogram_quantile(%s, sum by (%s) (rate(%s_bucket{%s}[%s])))" % (q, group, metric, SEL, RATE),
+             "p%d" % round(float(q) * 100) + (" {{%s}}" % by if by else "")) for q in ("0.5", "0.9", "0.99")]
+
+
+overview = dashboard("warpsearch-overview", "Warpsearch / Overview", "warpsearch_broker_requests_total", [
+    panel("Search requests/s by status", [('sum by (status) (rate(warpsearch_broker_requests_total{endpoint="/search", %s}[%s]))' % (SEL, RATE), "{{status}}")], "reqps"),
+    panel("Errors/s by status (4xx, 5xx)", [('sum by (status) (rate(warpsearch_broker_requests_total{status=~"[45]..", %s}[%s]))' % (SEL, RATE), "{{status}}")], "reqps"),
+    panel("Search latency (broker)", quantiles("warpsearch_broker_request_seconds"), "s"),
+    panel("Cache hit ratio", [("sum(rate(warpsearch_broker_cache_hits_total{%s}[%s])) / (sum(rate(warpsearch_broker_cache_hits_total{%s}[%s])) + sum(rate(warpsearch_broker_cache_misses_total{%s}[%s])))" % (SEL, RATE, SEL, RATE, SEL, RATE), "hit ratio")], "percentunit"),
+    panel("Partial answers/s and fan-out retries/s", [
+        ("sum(rate(warpsearch_broker_partial_results_total{%s}[%s]))" % (SEL, RATE), "partial"),
+        ("sum(rate(warpsearch_broker_fanout_retries_total{%s}[%s]))" % (SEL, RATE), "retries")], "reqps"),
+    panel("Refused at once (503) by reason", [("sum by (reason) (rate(warpsearch_broker_rejected_total{%s}[%s]))" % (SEL, RATE), "{{reason}}")], "reqps"),
+    panel("Healthy replicas per partition", [('min by (partition) (warpsearch_broker_replicas{state="healthy", %s})' % SEL, "partition {{partition}}")]),
+    panel("Queries in the fan-out, open HTTP connections", [
+        ("sum(warpsearch_broker_in_flight{%s})" % SEL, "in flight"),
+        ("sum(warpsearch_broker_http_connections{%s})" % SEL, "connections")]),
+    panel("Latency per leaf (p99, broker side)", [("histogram_quantile(0.99, sum by (le, leaf) (rate(warpsearch_broker_leaf_seconds_bucket{%s}[%s])))" % (SEL, RATE), "{{leaf}}")], "s"),
+])
+
+leaves = dashboard("warpsearch-leaves", "Warpsearch / Leaves", "warpsearch_leaf_requests_total", [
+    panel("Query time per processor", quantiles("warpsearch_leaf_query_seconds", "processor"), "s"),
+    panel("Requests/s by kind", [("sum by (kind) (rate(warpsearch_leaf_requests_total{%s}[%s]))" % (SEL, RATE), "{{kind}}")], "reqps"),
+    panel("Queue depth and queries in flight", [
+        ("sum by (pod, instance) (warpsearch_leaf_queue_depth{%s})" % SEL, "queue {{pod}}{{instance}}"),
+        ("sum by (pod, instance) (warpsearch_leaf_in_flight{%s})" % SEL, "in flight {{pod}}{{instance}}")]),
+    panel("Searches answered on the front-end thread/s", [("sum(rate(warpsearch_leaf_answered_inline_total{%s}[%s]))" % (SEL, RATE), "inline")], "reqps"),
+    panel("GPU bytes resident", [("sum by (pod, instance) (warpsearch_leaf_gpu_bytes_resident{%s})" % SEL, "{{pod}}{{instance}}")], "bytes"),
+    panel("GPU list-cache hit ratio", [("sum(rate(warpsearch_leaf_gpu_list_cache_hits_total{%s}[%s])) / clamp_min(sum(rate(warpsearch_leaf_gpu_list_cache_hits_total{%s}[%s])) + sum(rate(warpsearch_leaf_gpu_list_cache_misses_total{%s}[%s])), 1e-9)" % (SEL, RATE, SEL, RATE, SEL, RATE), "hit ratio")], "percentunit"),
+    panel("Generation per leaf", [("max by (pod, instance) (warpsearch_leaf_generation{%s})" % SEL, "{{pod}}{{instance}}")]),
+    panel("Generations behind the indexer", [('scalar(max(warpsearch_indexer_generation{namespace=~"$namespace"})) - max by (pod, instance) (warpsearch_leaf_generation{%s})' % SEL, "{{pod}}{{instance}}")]),
+])
+
+indexer = dashboard("warpsearch-indexer", "Warpsearch / Indexer", "warpsearch_indexer_generation", [
+    panel("Documents/s", [("sum(rate(warpsearch_indexer_documents_total{%s}[%s]))" % (SEL, RATE), "documents/s")]),
+    panel("Input MB/s", [("sum(rate(warpsearch_indexer_input_bytes_total{%s}[%s])) / 1e6" % (SEL, RATE), "MB/s")]),
+    panel("Rejected records/s and failed builds", [
+        ("sum(rate(warpsearch_indexer_records_rejected_total{%s}[%s]))" % (SEL, RATE), "rejected/s"),
+        ("sum(increase(warpsearch_indexer_builds_failed_total{%s}[1h]))" % SEL, "failed builds (1 h)")]),
+    panel("Last build time", [("max(warpsearch_indexer_last_build_seconds{%s})" % SEL, "seconds")], "s"),
+    panel("Generation published", [("max(warpsearch_indexer_generation{%s})" % SEL, "generation")]),
+    panel("File chunks fetched by leaves/s", [("sum(rate(warpsearch_indexer_fetch_requests_total{%s}[%s]))" % (SEL, RATE), "chunks/s")]),
+])
+
+out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "dashboards")
+os.makedirs(out, exist_ok=True)
+for d in (overview, leaves, indexer):
+    with open(os.path.join(out, d["uid"] + ".json"), "w") as f:
+        json.dump(d, f, indent=1)
+        f.write("\n")
