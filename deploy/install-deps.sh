@@ -12,7 +12,7 @@ pkgs=(
   clang libclang-rt-dev
   dict-gcide python3 curl
   iproute2 iptables
-  libc-ares-dev dnsmasq-base prometheus
+  libc-ares-dev dnsmasq-base prometheus python3-yaml
 )
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"

@@ -54,6 +54,14 @@ int run(int argc, char** argv) {
   const warp::transfer::CurveConfig curve = warp::transfer::load_curve_config(flags.get("curve-keys"), "leaf", "broker");
   warp::LeafOptions leaf_options{flags.get("listen"), flags.count("workers"), 256, curve, flags.count("inline-max-postings")};
   warp::LeafServer server(std::move(leaf_options), registry);
+  if (processor == "auto") {  // one line saying which processors this leaf will use, and why
+    std::string why;
+    if (warp::gpu::gpu_available(&why)) {
+      std::fprintf(stderr, "warp-leaf: --processor auto: GPU and CPU processors\n");
+    } else {
+      std::fprintf(stderr, "warp-leaf: --processor auto: no usable GPU (%s); every query on the CPU\n", why.c_str());
+    }
+  }
   const auto [host, port] = warp::http::parse_host_port(flags.get("http"), "--http");
   warp::http::Server http({host, port, 2}, [&](const warp::http::Request& request) -> warp::http::Response {
     if (request.path == "/metrics") {

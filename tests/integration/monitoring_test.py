@@ -2,7 +2,7 @@
 """Dashboards and alert rules against a real Prometheus (Debian's `prometheus`, started here):
 `promtool check rules` and `check config`; then a local cluster (warp-indexer serve, 4 following
 leaves in 2 partitions x 2 replicas, the broker) scraped every second under a query load with some
-bad requests. Every query of every panel of deploy/monitoring/dashboards/*.json (variables set to
+bad requests. Every query of every panel of k8s/components/monitoring/dashboards/*.json (variables set to
 match all) and the signal of every alert (its expression without the final comparison) must return
 data through Prometheus' HTTP API. Then both replicas of partition 1 stop, and
 WarpsearchPartitionWithoutReadyReplica must fire for partition 1.
@@ -15,7 +15,7 @@ from harness import Harness, http  # noqa: E402
 build, data, source = sys.argv[1], sys.argv[2], os.path.abspath(sys.argv[3])
 h = Harness(build, "warp-monitoring-")
 work, fail, wait_until, next_port = h.work, h.fail, h.wait_until, h.next_port
-rules = os.path.join(source, "deploy/monitoring/warpsearch.rules.yml")
+rules = os.path.join(source, "k8s/components/monitoring/warpsearch.rules.yml")
 try:
     prometheus, promtool = shutil.which("prometheus"), shutil.which("promtool")
     if not prometheus or not promtool:
@@ -98,7 +98,7 @@ try:
     # Every panel query of every dashboard returns data.
     substitute = lambda e: e.replace("$namespace", ".*").replace("$pod", ".*").replace("$__rate_interval", "1m")
     panels = 0
-    for path in sorted(glob.glob(os.path.join(source, "deploy/monitoring/dashboards/*.json"))):
+    for path in sorted(glob.glob(os.path.join(source, "k8s/components/monitoring/dashboards/*.json"))):
         dashboard = json.load(open(path))
         names = [v["name"] for v in dashboard["templating"]["list"]]
         if not {"namespace", "pod", "datasource"} <= set(names):

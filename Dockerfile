@@ -1,0 +1,52 @@
+# One image for every Warpsearch service (warp-indexer, warp-leaf, warp-broker, warp-search): the
+# services share every library, so one build and one tag to roll out; a pod picks its binary with
+# `command`. Multi-stage: a Debian bookworm build stage with the packages deploy/install-deps.sh
+# installs, and a slim runtime stage with only the runtime libraries, the binaries and a non-root
+# user. The base is a build argument: docker build . builds on the public debian:bookworm-slim;
+# deploy/container/build.sh builds on a local base made by mmdebstrap (no registry needed).
+# CUDA: with --build-arg CUDA=1 the build stage installs Debian's nvidia-cuda-toolkit (non-free)
+# and the leaf links the CUDA runtime statically (cudart_static): the same image then runs on GPU
+# nodes (the NVIDIA container runtime injects the driver) and on CPU nodes (--processor auto logs
+# "no usable GPU" once and answers on the CPU). CUDA=0, the default, builds without the GPU paths.
+ARG BASE_IMAGE=debian:bookworm-slim
+
+FROM ${BASE_IMAGE} AS build
+ARG CUDA=0
+ARG CUDA_ARCH=90
+RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+      build-essential cmake ninja-build pkg-config ca-certificates \
+      librocksdb-dev libzstd-dev zlib1g-dev libsnappy-dev liblz4-dev libbz2-dev libstemmer-dev \
+      nlohmann-json3-dev libzmq3-dev cppzmq-dev capnproto libcapnp-dev prometheus-cpp-dev libboost-dev \
+      libc-ares-dev libgtest-dev \
+ && if [ "$CUDA" = 1 ]; then \
+      sed -i 's/Components: main/Components: main contrib non-free non-free-firmware/' /etc/apt/sources.list.d/debian.sources && \
+      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nvidia-cuda-toolkit; \
+    fi \
+ && rm -rf /var/lib/apt/lists/*
+COPY . /src
+RUN cmake -S /src -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release -DWARP_BUILD_TESTS=OFF -DWARP_BUILD_BENCH=OFF \
+      -DWARP_ENABLE_CUDA=$([ "$CUDA" = 1 ] && echo ON || echo OFF) -DCMAKE_CUDA_ARCHITECTURES=${CUDA_ARCH} \
+ && cmake --build /build --target warp-indexer warp-leaf warp-broker warp-search \
+ && mkdir -p /out && cp /build/indexer/warp-indexer /build/leaf/warp-leaf /build/broker/warp-broker /build/leaf/warp-search /out/ \
+ && strip /out/*
+
+FROM ${BASE_IMAGE}
+ARG VERSION=dev
+ARG REVISION=unknown
+LABEL org.opencontainers.image.title="warpsearch" \
+      org.opencontainers.image.description="Warpsearch: distributed BM25 search on CPUs and GPUs (indexer, leaf, broker)" \
+      org.opencontainers.image.source="https://github.com/warpsearch/warpsearch" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}" \
+      org.opencontainers.image.licenses="Apache-2.0"
+RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+      librocksdb7.8 libzmq5 libcapnp-0.9.2 libprometheus-cpp-core1.0 libprometheus-cpp-pull1.0 libstemmer0d \
+      libc-ares2 libsnappy1v5 \
+ && rm -rf /var/lib/apt/lists/* \
+ && useradd --system --uid 10001 --user-group --home-dir /data --no-create-home warp
+COPY --from=build /out/ /usr/local/bin/
+USER 10001:10001
+WORKDIR /data
+# Metrics and health: leaf 9201, broker 8080 (8081 admin), indexer 9101; ZeroMQ: leaf 5701, indexer 5601-5602.
+EXPOSE 5601 5602 5701 8080 8081 9101 9201
+CMD ["warp-broker", "--help"]
