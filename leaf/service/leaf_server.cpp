@@ -191,6 +191,15 @@ std::optional<uint64_t> LeafServer::inline_cost(const zmq::message_t& frame) con
   return std::nullopt;
 }
 
+bool LeafServer::is_status(const zmq::message_t& frame) const {
+  try {
+    transfer::FrameReader reader(frame);
+    return reader.root<protocol::LeafRequest>().isStatus();
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
 void LeafServer::send_reply(zmq::message_t& identity, const std::string& reply) {
   sockets_->router.send(identity, zmq::send_flags::sndmore);
   sockets_->router.send(zmq::message_t(), zmq::send_flags::sndmore);
@@ -227,8 +236,9 @@ void LeafServer::front_end() {
       }
       const auto arrival = std::chrono::steady_clock::now();
       const std::optional<uint64_t> cost = inline_cost(frames[2]);
-      if (cost && *cost <= options_.inline_max_postings) {
-        answered_inline_.Increment();
+      const bool status_request = cost && *cost == 0 && is_status(frames[2]);
+      if (status_request || (cost && options_.inline_max_postings > 0 && *cost <= options_.inline_max_postings)) {
+        if (!status_request) answered_inline_.Increment();
         send_reply(frames[0], handle(frames[2].to_string(), arrival));
         continue;
       }

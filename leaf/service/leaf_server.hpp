@@ -54,7 +54,7 @@ struct LeafOptions {
   size_t workers = 4;
   size_t queue_depth = 256;  // requests waiting beyond this are refused ("overloaded")
   transfer::CurveConfig curve;  // enabled: CURVE server, brokers from the allow-list only
-  uint64_t inline_max_postings = 20000;  // searches over at most this many postings: on the front end
+  uint64_t inline_max_postings = 20000;  // searches over at most this many postings: on the front end (0: none)
 };
 
 class LeafServer {
@@ -76,6 +76,7 @@ class LeafServer {
   void front_end();
   void worker();
   std::optional<uint64_t> inline_cost(const zmq::message_t& frame) const;
+  bool is_status(const zmq::message_t& frame) const;
   void send_reply(zmq::message_t& identity, const std::string& reply);
 
   LeafOptions options_;
