@@ -22,15 +22,8 @@ nlohmann::json partition_files(const fs::path& dir) {
   }
   std::sort(paths.begin(), paths.end());
   nlohmann::json files = nlohmann::json::array();
-  std::vector<char> buffer(1 << 20);
   for (const fs::path& path : paths) {
-    std::ifstream in(path, std::ios::binary);
-    uint32_t crc = 0;
-    while (in) {
-      in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
-      crc = crc32_of(buffer.data(), static_cast<size_t>(in.gcount()), crc);
-    }
-    files.push_back({{"name", path.filename().string()}, {"size", fs::file_size(path)}, {"crc32", crc}});
+    files.push_back({{"name", path.filename().string()}, {"size", fs::file_size(path)}, {"crc32", crc32_of_file(path.string())}});
   }
   return files;
 }

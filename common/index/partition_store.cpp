@@ -206,18 +206,6 @@ bool checksummed(const std::string& name) {
   return name != kChecksumsName && name != "LOCK" && name.rfind("LOG", 0) != 0;
 }
 
-uint32_t file_crc(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("cannot read " + path.string());
-  std::vector<char> buffer(1 << 20);
-  uint32_t crc = 0;
-  while (in) {
-    in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
-    crc = crc32_of(buffer.data(), static_cast<size_t>(in.gcount()), crc);
-  }
-  return crc;
-}
-
 void verify_files(const std::string& dir) {
   namespace fs = std::filesystem;
   std::ifstream in(fs::path(dir) / kChecksumsName);
@@ -265,7 +253,7 @@ void verify_files(const std::string& dir) {
       throw Error("partition " + dir + ": file " + name + " has " + std::to_string(actual) + " bytes, " + kChecksumsName +
                   " says " + std::to_string(size) + " (truncated?)");
     }
-    if (file_crc(path) != crc) throw Error("partition " + dir + ": checksum mismatch in file " + name + " (damaged)");
+    if (crc32_of_file(path.string()) != crc) throw Error("partition " + dir + ": checksum mismatch in file " + name + " (damaged)");
     ++listed;
   }
   if (listed == 0) throw damaged("no files listed");
@@ -287,7 +275,7 @@ void seal_partition(const std::string& dir) {
     uint32_t list_crc = 0;
     for (const std::string& name : names) {
       const std::string line =
-          name + ' ' + std::to_string(fs::file_size(fs::path(dir) / name)) + ' ' + std::to_string(file_crc(fs::path(dir) / name)) + '\n';
+          name + ' ' + std::to_string(fs::file_size(fs::path(dir) / name)) + ' ' + std::to_string(crc32_of_file((fs::path(dir) / name).string())) + '\n';
       list_crc = crc32_of(line, list_crc);
       out << line;
     }

@@ -152,7 +152,7 @@ std::string fetch_generation(const Announcement& announcement, const std::string
         }
         out.close();
         if (!out) throw Error("cannot write " + target.string());
-        complete = file_crc32(target.string()) == file.crc32;
+        complete = crc32_of_file(target.string()) == file.crc32;
         if (!complete) ++stats.retries;
       }
       if (!complete) throw Error("fetching " + file.path + ": file checksum mismatch after " + std::to_string(options.max_attempts) + " attempts");

@@ -11,23 +11,11 @@
 namespace warp::transfer {
 namespace fs = std::filesystem;
 
-uint32_t file_crc32(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("cannot read " + path);
-  std::vector<char> buffer(1 << 20);
-  uint32_t crc = 0;
-  while (in) {
-    in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
-    crc = crc32_of(buffer.data(), static_cast<size_t>(in.gcount()), crc);
-  }
-  return crc;
-}
-
 std::vector<GenerationFile> list_generation_files(const std::string& generation_dir) {
   std::vector<GenerationFile> files;
   for (const auto& entry : fs::recursive_directory_iterator(generation_dir)) {
     if (!entry.is_regular_file()) continue;
-    files.push_back({fs::relative(entry.path(), generation_dir).string(), entry.file_size(), file_crc32(entry.path().string())});
+    files.push_back({fs::relative(entry.path(), generation_dir).string(), entry.file_size(), crc32_of_file(entry.path().string())});
   }
   std::sort(files.begin(), files.end(), [](const auto& a, const auto& b) { return a.path < b.path; });
   return files;

@@ -14,7 +14,6 @@ struct GenerationFile {
 };
 
 std::vector<GenerationFile> list_generation_files(const std::string& generation_dir);
-uint32_t file_crc32(const std::string& path);  // throws Error if unreadable
 
 // "gen-000042": the directory name of a generation under an index root.
 std::string generation_dir_name(uint64_t generation);

@@ -2,6 +2,11 @@
 
 #include <zlib.h>
 
+#include <fstream>
+#include <vector>
+
+#include "common/util/status.hpp"
+
 namespace warp {
 
 uint32_t crc32_of(const void* data, size_t size, uint32_t seed) {
@@ -14,6 +19,18 @@ uint32_t crc32_of(const void* data, size_t size, uint32_t seed) {
     size -= chunk;
   }
   return static_cast<uint32_t>(crc);
+}
+
+uint32_t crc32_of_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error("cannot read " + path);
+  std::vector<char> buffer(1 << 20);
+  uint32_t crc = 0;
+  while (in) {
+    in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+    crc = crc32_of(buffer.data(), static_cast<size_t>(in.gcount()), crc);
+  }
+  return crc;
 }
 
 }  // namespace warp
