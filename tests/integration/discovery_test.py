@@ -9,10 +9,10 @@ answers, /readyz 503, never a crash) and comes back, and the DNS server dies (th
 are kept, the failures counted). No request fails or comes back partial except while a name has no
 address; answers equal warp-search on the same index.
 usage: discovery_test.py BUILD_DIR CRANFIELD_DIR"""
-import json, os, random, shutil, signal, subprocess, sys, threading, urllib.parse
+import json, os, shutil, signal, subprocess, sys, urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Harness, http  # noqa: E402
+from harness import Harness, PhasedLoad, http  # noqa: E402
 
 build, data = sys.argv[1], sys.argv[2]
 h = Harness(build, "warp-discovery-")
@@ -93,34 +93,12 @@ try:
         if status != 200 or answer["partial"] or [x["id"] for x in answer["hits"]] != expected.get(qid, []):
             fail("query %s through discovered replicas: %d %s" % (qid, status, body[:300]))
 
-    answers, stop, phase = [], threading.Event(), ["steady"]
-
-    def load(seed):
-        rng = random.Random(seed)
-        while not stop.is_set():
-            text = queries[rng.randrange(len(queries))][1] + " " + str(rng.randrange(10 ** 7))
-            sent_in = phase[0]
-            status, body = http(base + "/search?" + urllib.parse.urlencode({"q": text, "k": 10}), timeout=5)
-            answers.append((sent_in, status, status == 200 and json.loads(body)["partial"], body[:200]))
-
-    threads = [threading.Thread(target=load, args=(s,), daemon=True) for s in range(3)]
-    for t in threads:
-        t.start()
-
-    def answered_more(n):
-        target = len(answers) + n
-        wait_until(lambda: len(answers) >= target, 30, "%d more answers" % n)
-
-    def expect_complete(name):
-        mine = [a for a in answers if a[0] == name]
-        bad = [a for a in mine if a[1] != 200 or a[2]]
-        if bad or not mine:
-            fail("%s: %d of %d requests failed or were partial, e.g. %s" % (name, len(bad), len(mine), bad[:2]))
-        print("discovery_test: %s: %d requests, all complete" % (name, len(mine)))
+    load = PhasedLoad(h, base, [text for _, text in queries], 3, "discovery_test")
+    answers, answered_more, expect_complete = load.answers, load.answered_more, load.expect_complete
 
     answered_more(30)
     # A replica appears.
-    phase[0] = "added"
+    load.phase = "added"
     records["leaf-p0"] = ["l0a", "l0b"]
     write_records()
     dns.send_signal(signal.SIGHUP)
@@ -128,7 +106,7 @@ try:
     answered_more(50)
     expect_complete("added")
     # A replica disappears, then dies: the broker had let go of it.
-    phase[0] = "removed"
+    load.phase = "removed"
     records["leaf-p1"] = ["l1b"]
     write_records()
     dns.send_signal(signal.SIGHUP)
@@ -137,25 +115,25 @@ try:
     answered_more(50)
     expect_complete("removed")
     # A name with no address: its partition is unavailable (partial answers, /readyz 503).
-    phase[0] = "no-address"
+    load.phase = "no-address"
     records["leaf-p0"] = []
     write_records()
     dns.send_signal(signal.SIGHUP)
     wait_until(lambda: known()[0] == [] and http(base + "/readyz")[0] == 503, 20, "partition 0 without replicas")
     answered_more(20)
-    during = [a for a in answers if a[0] == "no-address"]
+    during = load.of("no-address")
     if any(a[1] != 200 for a in during) or not all(a[2] for a in during[-10:]):
         fail("a name without addresses should give partial answers: %s" % during[-3:])
-    phase[0] = "back"
+    load.phase = "back"
     records["leaf-p0"] = ["l0b"]
     write_records()
     dns.send_signal(signal.SIGHUP)
     expect({0: ["l0b"], 1: ["l1b"]}, "partition 0 back")
-    phase[0] = "back-steady"
+    load.phase = "back-steady"
     answered_more(50)
     expect_complete("back-steady")
     # The DNS server dies: the replicas known are kept, the failed lookups counted.
-    phase[0] = "dns-down"
+    load.phase = "dns-down"
     dns.kill()
     dns.wait()
 
@@ -171,9 +149,7 @@ try:
     metrics = http(base + "/metrics")[1]
     if 'warpsearch_broker_replicas{partition="0",state="healthy"} 1' not in metrics:
         fail("warpsearch_broker_replicas should show partition 0's one healthy replica")
-    stop.set()
-    for t in threads:
-        t.join()
+    load.stop()
     print("discovery_test: all checks passed")
 finally:
     h.cleanup()

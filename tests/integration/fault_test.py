@@ -13,10 +13,10 @@ to a bridge in one more namespace (10.231.0.0/24). Under a steady uncached query
 Needs root (ip netns, veth, iptables); skips with exit code 77 and a message where namespaces
 cannot be created.
 usage: fault_test.py BUILD_DIR CRANFIELD_DIR"""
-import ctypes, json, os, random, shutil, signal, subprocess, sys, threading, time, urllib.parse
+import ctypes, json, os, shutil, signal, subprocess, sys, time, urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Harness, http  # noqa: E402
+from harness import Harness, PhasedLoad, http  # noqa: E402
 
 SKIP = 77
 build, data = sys.argv[1], sys.argv[2]
@@ -126,35 +126,12 @@ try:
     # A steady load of uncached queries from the client's namespace; each answer is logged with the
     # phase it was sent in.
     queries = [line.rstrip("\n").split("\t", 1)[1] for line in open(os.path.join(data, "queries.tsv"))]
-    answers, stop, phase = [], threading.Event(), ["steady"]
-
-    def load(seed):
-        rng = random.Random(seed)
-        while not stop.is_set():
-            text = queries[rng.randrange(len(queries))] + " " + str(rng.randrange(10 ** 7))
-            sent_in, started = phase[0], time.time()
-            status, body = http(base + "/search?" + urllib.parse.urlencode({"q": text, "k": 10}), timeout=5)
-            partial = status == 200 and json.loads(body)["partial"]
-            answers.append((sent_in, status, partial, time.time() - started, body[:200]))
-
-    threads = [threading.Thread(target=load, args=(s,), daemon=True) for s in range(4)]
-    for t in threads:
-        t.start()
-
-    def answered_more(n):
-        target = len(answers) + n
-        wait_until(lambda: len(answers) >= target, 30, "%d more answers under load" % n)
-
-    def expect_complete(name):
-        bad = [a for a in answers if a[0] == name and (a[1] != 200 or a[2])]
-        if bad:
-            fail("%s: %d of %d requests failed or were partial, e.g. %s" %
-                 (name, len(bad), len([a for a in answers if a[0] == name]), bad[:2]))
-        print("fault_test: %s: %d requests, all complete" % (name, len([a for a in answers if a[0] == name])))
+    load = PhasedLoad(h, base, queries, 4, "fault_test")
+    answers, answered_more, expect_complete = load.answers, load.answered_more, load.expect_complete
 
     def fault(name, host, begin, end):
         """One replica out: the broker marks it unhealthy, every answer stays complete; back in: healthy again."""
-        phase[0] = name
+        load.phase = name
         begin()
         wait_until(lambda: not replica_healthy()[ip(host)], 10, "the broker to mark %s unhealthy (%s)" % (host, name))
         answered_more(100)
@@ -171,23 +148,23 @@ try:
           lambda: leaves["l0b"][0].send_signal(signal.SIGCONT))
 
     # Both replicas of partition 1 silent: partial answers within the deadline (1 s), then full ones.
-    phase[0] = "partition-1-silent"
+    load.phase = "partition-1-silent"
     blackhole("l1a", True)
     blackhole("l1b", True)
     wait_until(lambda: http(base + "/readyz")[0] == 503, 10, "/readyz 503 with partition 1 silent")
     answered_more(40)
-    during = [a for a in answers if a[0] == "partition-1-silent"]
+    during = load.of("partition-1-silent")
     if any(a[1] != 200 for a in during) or not any(a[2] for a in during):
         fail("partition 1 silent: expected 200 with partial answers, got %s" % during[:3])
     slowest = max(a[3] for a in during)
     if slowest > 1.8:
         fail("partition 1 silent: an answer took %.2f s, deadline 1 s" % slowest)
-    phase[0] = "recovering"
+    load.phase = "recovering"
     recovered_at = time.time()
     blackhole("l1a", False)
     blackhole("l1b", False)
     wait_until(lambda: http(base + "/readyz")[0] == 200, 15, "/readyz 200 after partition 1 came back")
-    phase[0] = "recovered"
+    load.phase = "recovered"
     answered_more(50)
     expect_complete("recovered")
     print("fault_test: partition 1 silent: %d answers, slowest %.2f s; full answers again %.1f s after recovery" %
@@ -196,7 +173,7 @@ try:
     # A generation transfer cut in the middle. l0a's link is throttled (tbf on the bridge's side:
     # only what l0a receives), a new input is published, and when l0a's partial directory appears its
     # link goes down for longer than the fetch's reply timeout (5 s).
-    phase[0] = "transfer-cut"
+    load.phase = "transfer-cut"
     throttle = sh("ip", "netns", "exec", ns("bridge"), "tc", "qdisc", "add", "dev", "v-l0a", "root", "tbf", "rate", "1mbit",
                   "burst", "16kb", "latency", "2s", check=False)
     if throttle.returncode != 0:
@@ -237,16 +214,14 @@ try:
     expect_complete("transfer-cut")
     # l0a answers generation 2 exactly as the indexer published it: the same top-10 from l0a alone
     # (l0b blackholed) and from l0b alone.
-    stop.set()
-    for t in threads:
-        t.join()
+    load.stop()
 
     def top(query):
         status, body = http(base + "/search?" + urllib.parse.urlencode({"q": query, "k": 10}))
         answer = json.loads(body)
         return status, answer["partial"], [(x["id"], x["score"]) for x in answer["hits"]], answer["partitions"][0]["replica"]
 
-    phase[0] = "compare"
+    load.phase = "compare"
     blackhole("l0b", True)
     wait_until(lambda: not replica_healthy()[ip("l0b")], 10, "l0b out for the comparison")
     from_l0a = [top(q + " zeppelin nonce1a") for q in queries[:20]]  # nonces: past the cache

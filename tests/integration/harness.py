@@ -1,7 +1,7 @@
 """What the integration tests share: a scratch directory, processes started with their logs there
 and killed at the end, loopback ports, failure reports that show the logs, HTTP calls, and waiting
 for a state (never for a fixed time)."""
-import os, random, shutil, subprocess, sys, tempfile, time, urllib.error, urllib.request
+import json, os, random, shutil, subprocess, sys, tempfile, threading, time, urllib.error, urllib.parse, urllib.request
 
 
 class Harness:
@@ -67,3 +67,45 @@ def http_full(url, body=None, timeout=5, token=None):
 def http(url, body=None, timeout=5):
     """(status, body)."""
     return http_full(url, body, timeout)[:2]
+
+
+class PhasedLoad:
+    """Threads sending uncached searches (a query text plus a random number) to a broker until
+    stopped; every answer is kept with the phase it was sent in, its status, whether it was partial
+    and how long it took, so a test can ask what happened during each fault."""
+
+    def __init__(self, harness, base, queries, threads, name):
+        self.h, self.name, self.phase, self.answers = harness, name, "steady", []
+        self._stop = threading.Event()
+
+        def load(seed):
+            rng = random.Random(seed)
+            while not self._stop.is_set():
+                text = queries[rng.randrange(len(queries))] + " " + str(rng.randrange(10 ** 7))
+                sent_in, started = self.phase, time.time()
+                status, body = http(base + "/search?" + urllib.parse.urlencode({"q": text, "k": 10}), timeout=5)
+                partial = status == 200 and json.loads(body)["partial"]
+                self.answers.append((sent_in, status, partial, time.time() - started, body[:200]))
+
+        self._threads = [threading.Thread(target=load, args=(s,), daemon=True) for s in range(threads)]
+        for t in self._threads:
+            t.start()
+
+    def of(self, phase):
+        return [a for a in self.answers if a[0] == phase]
+
+    def answered_more(self, n):
+        target = len(self.answers) + n
+        self.h.wait_until(lambda: len(self.answers) >= target, 30, "%d more answers under load" % n)
+
+    def expect_complete(self, phase):
+        mine = self.of(phase)
+        bad = [a for a in mine if a[1] != 200 or a[2]]
+        if bad or not mine:
+            self.h.fail("%s: %d of %d requests failed or were partial, e.g. %s" % (phase, len(bad), len(mine), bad[:2]))
+        print("%s: %s: %d requests, all complete" % (self.name, phase, len(mine)))
+
+    def stop(self):
+        self._stop.set()
+        for t in self._threads:
+            t.join()
