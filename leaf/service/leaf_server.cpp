@@ -168,15 +168,16 @@ std::shared_ptr<const LoadedIndex> LeafServer::index() const {
   return index_;
 }
 
-// Postings a search request would touch in its partition (the sum of its terms' df there), or
-// nothing for a request that is not a search or cannot be read (a worker answers those).
-std::optional<uint64_t> LeafServer::inline_cost(const zmq::message_t& frame) const {
+// Whether the front end answers this request itself: a status request always; a CPU search when
+// --inline-max-postings > 0 and its terms' postings in the partition (the sum of their df) are at
+// most that many. Everything else (GPU leaves, unreadable requests) goes to a worker.
+bool LeafServer::answer_inline(const zmq::message_t& frame) {
   try {
     transfer::FrameReader reader(frame);
     auto request = reader.root<protocol::LeafRequest>();
-    if (request.isStatus()) return 0;
+    if (request.isStatus()) return true;
     const auto index = this->index();
-    if (!index || !index->gpu.empty()) return std::nullopt;  // the GPU processor has its own queues
+    if (options_.inline_max_postings == 0 || !index || !index->gpu.empty()) return false;  // GPU: its own queues
     auto search = request.getSearch();
     for (const auto& partition : index->partitions) {
       if (partition->view().meta.partition_id != search.getPartition()) continue;
@@ -184,20 +185,13 @@ std::optional<uint64_t> LeafServer::inline_cost(const zmq::message_t& frame) con
       for (auto term : search.getTerms()) {
         if (const TermInfo* info = partition->view().find(term.cStr())) postings += info->df;
       }
-      return postings;
+      if (postings > options_.inline_max_postings) return false;
+      answered_inline_.Increment();
+      return true;
     }
   } catch (const std::exception&) {
   }
-  return std::nullopt;
-}
-
-bool LeafServer::is_status(const zmq::message_t& frame) const {
-  try {
-    transfer::FrameReader reader(frame);
-    return reader.root<protocol::LeafRequest>().isStatus();
-  } catch (const std::exception&) {
-    return false;
-  }
+  return false;
 }
 
 void LeafServer::send_reply(zmq::message_t& identity, const std::string& reply) {
@@ -235,10 +229,7 @@ void LeafServer::front_end() {
         continue;
       }
       const auto arrival = std::chrono::steady_clock::now();
-      const std::optional<uint64_t> cost = inline_cost(frames[2]);
-      const bool status_request = cost && *cost == 0 && is_status(frames[2]);
-      if (status_request || (cost && options_.inline_max_postings > 0 && *cost <= options_.inline_max_postings)) {
-        if (!status_request) answered_inline_.Increment();
+      if (answer_inline(frames[2])) {
         send_reply(frames[0], handle(frames[2].to_string(), arrival));
         continue;
       }

@@ -75,8 +75,7 @@ class LeafServer {
   struct Work;
   void front_end();
   void worker();
-  std::optional<uint64_t> inline_cost(const zmq::message_t& frame) const;
-  bool is_status(const zmq::message_t& frame) const;
+  bool answer_inline(const zmq::message_t& frame);
   void send_reply(zmq::message_t& identity, const std::string& reply);
 
   LeafOptions options_;
