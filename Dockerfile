@@ -4,11 +4,17 @@
 # installs, and a slim runtime stage with only the runtime libraries, the binaries and a non-root
 # user. The base is a build argument: docker build . builds on the public debian:bookworm-slim;
 # deploy/container/build.sh builds on a local base made by mmdebstrap (no registry needed).
-# CUDA: with --build-arg CUDA=1 the build stage installs Debian's nvidia-cuda-toolkit (non-free)
-# and the leaf links the CUDA runtime statically (cudart_static): the same image then runs on GPU
-# nodes (the NVIDIA container runtime injects the driver) and on CPU nodes (--processor auto logs
-# "no usable GPU" once and answers on the CPU). CUDA=0, the default, builds without the GPU paths.
+# CUDA: with --build-arg CUDA=1 the build stage takes the CUDA toolkit from CUDA_IMAGE (its
+# /usr/local/cuda; docker: e.g. nvidia/cuda:13.0.0-devel-ubuntu24.04; deploy/container/build.sh --cuda
+# makes localhost/cuda-toolkit from this machine's toolkit) and the leaf links the CUDA runtime
+# statically (cudart_static): the same image runs on GPU nodes (the NVIDIA container runtime injects
+# the driver) and on CPU nodes (--processor auto logs "no usable GPU" once and answers on the CPU).
+# CUDA=0, the default, builds without the GPU paths and needs no CUDA image.
 ARG BASE_IMAGE=debian:bookworm-slim
+# Without CUDA this stage is the base image itself: only its (empty) /usr/local is copied.
+ARG CUDA_IMAGE=${BASE_IMAGE}
+
+FROM ${CUDA_IMAGE} AS cuda
 
 FROM ${BASE_IMAGE} AS build
 ARG CUDA=0
@@ -18,13 +24,13 @@ RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq 
       librocksdb-dev libzstd-dev zlib1g-dev libsnappy-dev liblz4-dev libbz2-dev libstemmer-dev \
       nlohmann-json3-dev libzmq3-dev cppzmq-dev capnproto libcapnp-dev prometheus-cpp-dev libboost-dev \
       libc-ares-dev libgtest-dev \
- && if [ "$CUDA" = 1 ]; then \
-      sed -i 's/Components: main/Components: main contrib non-free non-free-firmware/' /etc/apt/sources.list.d/debian.sources && \
-      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nvidia-cuda-toolkit; \
-    fi \
  && rm -rf /var/lib/apt/lists/*
+COPY --from=cuda /usr/local/ /opt/toolkit/
 COPY . /src
-RUN cmake -S /src -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release -DWARP_BUILD_TESTS=OFF -DWARP_BUILD_BENCH=OFF \
+RUN if [ "$CUDA" = 1 ]; then \
+      test -x /opt/toolkit/cuda/bin/nvcc || { echo "CUDA=1 needs CUDA_IMAGE with /usr/local/cuda/bin/nvcc" >&2; exit 1; }; \
+      export CUDACXX=/opt/toolkit/cuda/bin/nvcc; fi \
+ && cmake -S /src -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release -DWARP_BUILD_TESTS=OFF -DWARP_BUILD_BENCH=OFF \
       -DWARP_ENABLE_CUDA=$([ "$CUDA" = 1 ] && echo ON || echo OFF) -DCMAKE_CUDA_ARCHITECTURES=${CUDA_ARCH} \
  && cmake --build /build --target warp-indexer warp-leaf warp-broker warp-search \
  && mkdir -p /out && cp /build/indexer/warp-indexer /build/leaf/warp-leaf /build/broker/warp-broker /build/leaf/warp-search /out/ \
