@@ -10,6 +10,7 @@
 #include "common/util/service.hpp"
 #include "common/util/status.hpp"
 #include "leaf/gpu/gpu_flags.hpp"
+#include "leaf/sched/scheduler_flags.hpp"
 #include "leaf/service/generation_follower.hpp"
 
 namespace {
@@ -40,9 +41,10 @@ int run(int argc, char** argv) {
       .value("workers", "4", "query worker threads")
       .value("inline-max-postings", "20000",
              "CPU searches over at most this many postings are answered on the request thread, without a worker hand-off (0: none)")
-      .value("processor", "cpu", "cpu, gpu, or auto (the GPU for queries over long lists where a GPU exists)")
+      .value("processor", "auto", "cpu, gpu, or auto (where a GPU is usable: the CPU+GPU scheduler chooses per query; else the CPU)")
       .value("curve-keys", "", "CurveZMQ: a directory with leaf.key, the allowed broker*.pub and indexer.pub (warp-indexer keys)");
   warp::gpu::declare_gpu_flags(flags);
+  warp::sched::declare_scheduler_flags(flags);
   flags.parse(argc, argv);
   if (flags.help_requested()) return std::printf("%s", flags.help_text().c_str()), 0;
   if (flags.get("index").empty() == flags.get("follow").empty()) throw warp::Error("give one of --index or --follow\n" + flags.help_text());
@@ -52,16 +54,18 @@ int run(int argc, char** argv) {
 
   auto registry = std::make_shared<prometheus::Registry>();
   const warp::transfer::CurveConfig curve = warp::transfer::load_curve_config(flags.get("curve-keys"), "leaf", "broker");
-  warp::LeafOptions leaf_options{flags.get("listen"), flags.count("workers"), 256, curve, flags.count("inline-max-postings")};
-  warp::LeafServer server(std::move(leaf_options), registry);
+  warp::LeafOptions leaf_options{flags.get("listen"), flags.count("workers"), 256, curve, flags.count("inline-max-postings"), {}};
   if (processor == "auto") {  // one line saying which processors this leaf will use, and why
     std::string why;
     if (warp::gpu::gpu_available(&why)) {
-      std::fprintf(stderr, "warp-leaf: --processor auto: GPU and CPU processors\n");
+      leaf_options.scheduler = warp::sched::scheduler_options_from(flags, true);
+      std::fprintf(stderr, "warp-leaf: --processor auto: GPU and CPU processors, the scheduler choosing per query (%zu CPU threads, %zu GPU streams)\n",
+                   leaf_options.scheduler->core.cpu_workers, leaf_options.scheduler->core.gpu_streams);
     } else {
       std::fprintf(stderr, "warp-leaf: --processor auto: no usable GPU (%s); every query on the CPU\n", why.c_str());
     }
   }
+  warp::LeafServer server(std::move(leaf_options), registry);
   const auto [host, port] = warp::http::parse_host_port(flags.get("http"), "--http");
   warp::http::Server http({host, port, 2}, [&](const warp::http::Request& request) -> warp::http::Response {
     if (request.path == "/metrics") {

@@ -149,6 +149,39 @@ GpuQueryProcessor::GpuQueryProcessor(const IndexView& index, GpuProcessorOptions
     lanes_.push_back(std::make_unique<Lane>(device_, index.doc_count(), or_tiles()));
     free_lanes_.push_back(lanes_.back().get());
   }
+  BatchOptions batch = options_.batch;
+  batch.topk = options.topk;
+  batch.or_method = options.or_method;
+  batch.search_compressed = options.search_compressed;
+  batch.threshold = size_t{1} << 40;  // the caller sizes its batches: buffers for the largest AND candidates
+  for (size_t i = 0; i < options.batch_executors; ++i) {
+    executors_.push_back(std::make_unique<BatchExecutor>(device_, batch));
+    free_executors_.push_back(executors_.back().get());
+  }
+}
+
+std::vector<QueryResult> GpuQueryProcessor::search_batch(std::span<const Query> queries) const {
+  if (executors_.empty()) return QueryProcessor::search_batch(queries);  // the lanes, one by one
+  for (const Query& query : queries) {
+    if (query.k > kMaxTopK) throw Error("k must be at most " + std::to_string(kMaxTopK));
+  }
+  BatchExecutor* executor;
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    executor_freed_.wait(lock, [&] { return !free_executors_.empty(); });
+    executor = free_executors_.back();
+    free_executors_.pop_back();
+  }
+  struct Return {
+    const GpuQueryProcessor* self;
+    BatchExecutor* executor;
+    ~Return() {
+      std::lock_guard<std::mutex> lock(self->mutex_);
+      self->free_executors_.push_back(executor);
+      self->executor_freed_.notify_one();
+    }
+  } give_back{this, executor};
+  return executor->run(queries);
 }
 
 GpuQueryProcessor::~GpuQueryProcessor() = default;
@@ -163,6 +196,7 @@ std::unique_ptr<QueryProcessor> make_gpu_processor(const IndexView& index, const
   options.batch.max_queries = settings.batch_max_queries;
   options.batch.max_wait_us = settings.batch_wait_us;
   options.batch.executors = settings.batch_streams;
+  if (settings.scheduled) options.batch_executors = settings.batch_streams;
   return std::make_unique<GpuQueryProcessor>(index, options);
 }
 

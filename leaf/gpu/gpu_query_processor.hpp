@@ -38,6 +38,9 @@ struct GpuProcessorOptions {
   size_t memory_budget = 0;
   // batch.threshold > 0: queries go through a PARA batch queue instead of the lanes.
   BatchOptions batch{.threshold = 0};
+  // search_batch(): this many BatchExecutors (a stream and batch buffers each) beside the lanes,
+  // for a caller that forms batches itself (the leaf's scheduler); 0: none.
+  size_t batch_executors = 0;
 };
 
 class GpuQueryProcessor final : public QueryProcessor {
@@ -46,6 +49,7 @@ class GpuQueryProcessor final : public QueryProcessor {
   ~GpuQueryProcessor() override;
   std::string_view name() const override { return "gpu"; }
   QueryResult search(const Query& query) const override;
+  std::vector<QueryResult> search_batch(std::span<const Query> queries) const override;
   DeviceMemoryStats device_memory() const override;
   const DeviceIndex& device_index() const { return device_; }
 
@@ -62,6 +66,9 @@ class GpuQueryProcessor final : public QueryProcessor {
   mutable std::mutex mutex_;
   mutable std::condition_variable lane_freed_;
   mutable std::vector<Lane*> free_lanes_;
+  std::vector<std::unique_ptr<BatchExecutor>> executors_;
+  mutable std::condition_variable executor_freed_;
+  mutable std::vector<BatchExecutor*> free_executors_;
 };
 
 }  // namespace warp::gpu

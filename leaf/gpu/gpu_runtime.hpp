@@ -21,6 +21,8 @@ struct GpuSettings {
   size_t batch_streams = 2;      // batches in flight at once (one's host work overlaps another's GPU work)
   size_t memory_budget = 0;      // bytes of posting lists on the GPU; 0 or enough: all resident,
                                  // else an LRU cache of lists by term
+  bool scheduled = false;        // the leaf's scheduler forms the batches: batch_streams batch
+                                 // executors beside the lanes (search_batch), no batch queue
 };
 
 // A GPU query processor over `index`; throws Error naming the reason when this build or machine

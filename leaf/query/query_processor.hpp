@@ -1,6 +1,7 @@
 // The query-processor interface that the CPU processor and the GPU processor both implement, over
 // the same IndexView, so tests run both on one query and compare.
 #pragma once
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -50,6 +51,12 @@ class QueryProcessor {
   virtual std::string_view name() const = 0;
   // Thread-safe: many worker threads may call search on one processor.
   virtual QueryResult search(const Query& query) const = 0;
+  // Several queries at once (the GPU runs them as one PARA batch); by default one after another.
+  virtual std::vector<QueryResult> search_batch(std::span<const Query> queries) const {
+    std::vector<QueryResult> results;
+    for (const Query& query : queries) results.push_back(search(query));
+    return results;
+  }
   virtual DeviceMemoryStats device_memory() const { return {}; }
 };
 

@@ -1,6 +1,7 @@
 #include "leaf/service/leaf_server.hpp"
 
 #include <algorithm>
+#include <future>
 #include <optional>
 #include <zmq.hpp>
 
@@ -19,6 +20,11 @@ std::shared_ptr<const LoadedIndex> load_index(const std::string& index_dir, cons
                                               const std::string& processor, const gpu::GpuSettings& gpu_settings) {
   if (processor != "cpu" && processor != "gpu" && processor != "auto") throw Error("--processor must be cpu, gpu or auto");
   const bool use_gpu = processor == "gpu" || (processor == "auto" && gpu::gpu_available());
+  gpu::GpuSettings settings = gpu_settings;
+  if (processor == "auto") {  // the scheduler forms the GPU's batches
+    settings.scheduled = true;
+    settings.batch_threshold = 0;
+  }
   auto loaded = std::make_shared<LoadedIndex>();
   loaded->gpu_only = processor == "gpu";
   OpenOptions open_options;
@@ -27,22 +33,11 @@ std::shared_ptr<const LoadedIndex> load_index(const std::string& index_dir, cons
     loaded->generation = partition->view().meta.generation;
     loaded->analyzer = partition->view().meta.analyzer_version;
     loaded->cpu.push_back(std::make_unique<CpuQueryProcessor>(partition->view()));
-    if (use_gpu) loaded->gpu.push_back(gpu::make_gpu_processor(partition->view(), gpu_settings));
+    if (use_gpu) loaded->gpu.push_back(gpu::make_gpu_processor(partition->view(), settings));
     loaded->partitions.push_back(std::move(partition));
   }
   if (loaded->partitions.empty()) throw Error("index " + index_dir + " holds none of the partitions this leaf should serve");
   return loaded;
-}
-
-const QueryProcessor& LoadedIndex::choose(size_t slot, const Query& query) const {
-  if (gpu.empty()) return *cpu[slot];
-  if (gpu_only) return *gpu[slot];
-  uint64_t postings = 0;
-  const IndexView& view = partitions[slot]->view();
-  for (const std::string& term : query.terms) {
-    if (const TermInfo* info = view.find(term)) postings += info->df;  // df is collection-wide: an estimate
-  }
-  return postings >= gpu_min_postings ? *gpu[slot] : *cpu[slot];
 }
 
 struct LeafServer::Work {
@@ -77,6 +72,7 @@ struct LeafServer::Sockets {
   zmq::context_t context{1};
   zmq::socket_t router{context, zmq::socket_type::router};
   zmq::socket_t replies{context, zmq::socket_type::pull};  // workers push [identity, reply] here
+  zmq::socket_t completions{context, zmq::socket_type::push};  // the scheduler's threads, one at a time
   std::unique_ptr<transfer::ZapAuthenticator> zap;  // with Curve: before the router binds, gone before the context
 };
 
@@ -113,21 +109,32 @@ LeafServer::LeafServer(LeafOptions options, std::shared_ptr<prometheus::Registry
     }
     sockets_->router.bind(options_.listen);
     sockets_->replies.bind("inproc://replies");
+    sockets_->completions.set(zmq::sockopt::linger, 0);
+    sockets_->completions.connect("inproc://replies");
   } catch (const zmq::error_t& e) {
     throw Error("leaf: cannot bind " + options_.listen + ": " + e.what());
   }
   endpoint_ = sockets_->router.get(zmq::sockopt::last_endpoint);
+  if (options_.scheduler) scheduler_ = std::make_unique<sched::Scheduler>(*options_.scheduler, registry_);
   for (size_t i = 0; i < std::max<size_t>(1, options_.workers); ++i) threads_.emplace_back([this] { worker(); });
   threads_.emplace_back([this] { front_end(); });
 }
 
 LeafServer::~LeafServer() {
+  scheduler_.reset();  // answers what it holds while the sockets and the front end still run
   stop_ = true;
   queue_->work.close();
   for (auto& thread : threads_) thread.join();
 }
 
 void LeafServer::swap_index(std::shared_ptr<const LoadedIndex> index) {
+  if (scheduler_ && index->scheduled() && !scheduler_calibrated_.exchange(true)) {
+    // Before the first GPU generation serves: each processor's cost model from synthetic queries.
+    const auto start = std::chrono::steady_clock::now();
+    scheduler_->calibrate({&index->partitions[0]->view(), index->cpu[0].get(), index->gpu[0].get(), nullptr});
+    std::fprintf(stderr, "warp-leaf: scheduler calibrated in %.1f s\n",
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
   partitions_gauge_.Set(static_cast<double>(index->partitions.size()));
   generation_gauge_.Set(static_cast<double>(index->generation));
   std::lock_guard<std::mutex> lock(index_mutex_);
@@ -244,6 +251,14 @@ void LeafServer::front_end() {
   }
 }
 
+void LeafServer::deliver_later(std::shared_ptr<zmq::message_t> identity, const std::string& reply) {
+  std::lock_guard<std::mutex> lock(completions_mutex_);
+  sockets_->completions.send(*identity, zmq::send_flags::sndmore);
+  sockets_->completions.send(zmq::buffer(reply), zmq::send_flags::none);
+  --in_flight_;
+  in_flight_gauge_.Set(in_flight_);
+}
+
 void LeafServer::worker() {
   zmq::socket_t push(sockets_->context, zmq::socket_type::push);
   push.connect("inproc://replies");
@@ -252,15 +267,67 @@ void LeafServer::worker() {
     queue_depth_.Set(static_cast<double>(queue_->size));
     ++in_flight_;
     in_flight_gauge_.Set(in_flight_);
-    std::string reply = handle(work->request, work->arrival);
+    auto identity = std::make_shared<zmq::message_t>(std::move(work->identity));
+    std::optional<std::string> reply =
+        handle(work->request, work->arrival, [this, identity](std::string later) { deliver_later(identity, later); });
+    if (!reply) continue;  // the scheduler answers it
     --in_flight_;
     in_flight_gauge_.Set(in_flight_);
-    push.send(work->identity, zmq::send_flags::sndmore);
-    push.send(zmq::buffer(reply), zmq::send_flags::none);
+    push.send(*identity, zmq::send_flags::sndmore);
+    push.send(zmq::buffer(*reply), zmq::send_flags::none);
   }
 }
 
 std::string LeafServer::handle(const std::string& bytes, std::chrono::steady_clock::time_point arrival) {
+  std::promise<std::string> later;
+  std::optional<std::string> now = handle(bytes, arrival, [&later](std::string reply) { later.set_value(std::move(reply)); });
+  return now ? std::move(*now) : later.get_future().get();
+}
+
+namespace {
+
+// A search reply: the hits with their documents' identity, and how the search went.
+std::string search_reply(const LoadedIndex& index, size_t slot, uint64_t query_id, uint32_t partition_id,
+                         const QueryResult& result, std::string_view processor, double seconds) {
+  capnp::MallocMessageBuilder builder;
+  auto response = builder.initRoot<protocol::LeafReply>().initSearch();
+  response.setQueryId(query_id);
+  response.setPartition(partition_id);
+  response.setGeneration(index.generation);
+  response.setAndMatches(result.and_matches);
+  response.setPostingsDecoded(result.stats.postings_decoded);
+  response.setBlocksDecoded(result.stats.blocks_decoded);
+  response.setBlocksTotal(result.stats.blocks_total);
+  response.setProcessor(std::string(processor));
+  response.setMicros(static_cast<uint64_t>(seconds * 1e6));
+  auto hits = response.initHits(static_cast<unsigned>(result.hits.size()));
+  const Partition& partition = *index.partitions[slot];
+  for (size_t i = 0; i < result.hits.size(); ++i) {
+    auto hit = hits[static_cast<unsigned>(i)];
+    hit.setDoc(result.hits[i].doc);
+    hit.setScore(result.hits[i].score);
+    if (auto record = partition.document(result.hits[i].doc)) {
+      hit.setExternalId(record->external_id);
+      hit.setTitle(record->title);
+      hit.setUrl(record->url);
+    }
+  }
+  return flat_bytes(builder);
+}
+
+std::string search_error(uint64_t query_id, uint32_t partition_id, const std::string& why) {
+  capnp::MallocMessageBuilder builder;
+  auto response = builder.initRoot<protocol::LeafReply>().initSearch();
+  response.setQueryId(query_id);
+  response.setPartition(partition_id);
+  response.setError(why);
+  return flat_bytes(builder);
+}
+
+}  // namespace
+
+std::optional<std::string> LeafServer::handle(const std::string& bytes, std::chrono::steady_clock::time_point arrival,
+                                              std::function<void(std::string)> deliver) {
   capnp::MallocMessageBuilder builder;
   auto reply = builder.initRoot<protocol::LeafReply>();
   const std::shared_ptr<const LoadedIndex> index = this->index();  // this generation, to the end
@@ -310,31 +377,31 @@ std::string LeafServer::handle(const std::string& bytes, std::chrono::steady_clo
         query.mode = search.getMode() == protocol::Mode::AND ? QueryMode::kAnd
                      : search.getMode() == protocol::Mode::OR ? QueryMode::kOr : QueryMode::kAndOr;
         query.k = search.getK();
+        const uint64_t query_id = search.getQueryId();
+        const uint32_t partition_id = search.getPartition();
+        if (scheduler_ && index->scheduled()) {
+          sched::Target target{&index->partitions[slot]->view(), index->cpu[slot].get(), index->gpu[slot].get(), index};
+          scheduler_->submit(target, std::move(query), arrival + budget,
+                             [this, index, slot, query_id, partition_id, deliver](sched::Outcome&& outcome) {
+            if (!outcome.error.empty()) {
+              requests_.Add({{"kind", "deadline"}}).Increment();
+              deliver(search_error(query_id, partition_id, outcome.error));
+              return;
+            }
+            const bool gpu = outcome.processor == sched::Processor::kGpu;
+            (gpu ? latency_gpu_ : latency_cpu_).Observe(outcome.seconds);
+            search_requests_.Increment();
+            deliver(search_reply(*index, slot, query_id, partition_id, outcome.result, gpu ? "gpu" : "cpu", outcome.seconds));
+          });
+          return std::nullopt;
+        }
         const auto start = std::chrono::steady_clock::now();
-        const QueryProcessor& processor = index->choose(slot, query);
+        const QueryProcessor& processor = index->gpu_only ? *index->gpu[slot] : *index->cpu[slot];
         const QueryResult result = processor.search(query);
         const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         (processor.name() == "gpu" ? latency_gpu_ : latency_cpu_).Observe(seconds);
         search_requests_.Increment();
-        response.setGeneration(index->generation);
-        response.setAndMatches(result.and_matches);
-        response.setPostingsDecoded(result.stats.postings_decoded);
-        response.setBlocksDecoded(result.stats.blocks_decoded);
-        response.setBlocksTotal(result.stats.blocks_total);
-        response.setProcessor(std::string(processor.name()));
-        response.setMicros(static_cast<uint64_t>(seconds * 1e6));
-        auto hits = response.initHits(static_cast<unsigned>(result.hits.size()));
-        const Partition& partition = *index->partitions[slot];
-        for (size_t i = 0; i < result.hits.size(); ++i) {
-          auto hit = hits[static_cast<unsigned>(i)];
-          hit.setDoc(result.hits[i].doc);
-          hit.setScore(result.hits[i].score);
-          if (auto record = partition.document(result.hits[i].doc)) {
-            hit.setExternalId(record->external_id);
-            hit.setTitle(record->title);
-            hit.setUrl(record->url);
-          }
-        }
+        return search_reply(*index, slot, query_id, partition_id, result, processor.name(), seconds);
       }
     }
   } catch (const std::exception& e) {

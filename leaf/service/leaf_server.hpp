@@ -11,6 +11,7 @@
 #include <prometheus/registry.h>
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <mutex>
@@ -21,6 +22,7 @@
 #include "common/index/partition_store.hpp"
 #include "leaf/gpu/gpu_runtime.hpp"
 #include "leaf/query/query_processor.hpp"
+#include "leaf/sched/scheduler.hpp"
 
 namespace zmq {
 class message_t;
@@ -37,11 +39,8 @@ struct LoadedIndex {
   std::vector<std::unique_ptr<QueryProcessor>> cpu;  // same order as partitions
   std::vector<std::unique_ptr<QueryProcessor>> gpu;  // empty without a GPU processor
   bool gpu_only = false;                             // --processor gpu
-  uint64_t gpu_min_postings = 100000;                // auto: queries with more postings go to the GPU
-
-  // Per query (the full cost-model scheduler is later work): the GPU for long lists, where it
-  // wins by the benchmarks; the CPU, which prunes with block maxima, for short ones.
-  const QueryProcessor& choose(size_t slot, const Query& query) const;
+  // --processor auto with a GPU: the leaf's scheduler chooses per query (LeafOptions::scheduler).
+  bool scheduled() const { return !gpu.empty() && !gpu_only; }
 };
 
 // Opens the partitions of `index_dir` whose ids are in `wanted` (all when empty) with processor
@@ -55,6 +54,9 @@ struct LeafOptions {
   size_t queue_depth = 256;  // requests waiting beyond this are refused ("overloaded")
   transfer::CurveConfig curve;  // enabled: CURVE server, brokers from the allow-list only
   uint64_t inline_max_postings = 20000;  // searches over at most this many postings: on the front end (0: none)
+  // --processor auto on a machine with a GPU: the CPU+GPU scheduler answers every search of an
+  // index with GPU processors (calibrated on the first such index); absent: no scheduler.
+  std::optional<sched::SchedulerOptions> scheduler;
 };
 
 class LeafServer {
@@ -70,6 +72,10 @@ class LeafServer {
 
   // The reply to one LeafRequest frame, as a worker sends it (public for the fuzzer and tests).
   std::string handle(const std::string& request, std::chrono::steady_clock::time_point arrival);
+  // The same, or nothing when the search went to the scheduler: `deliver` then gets the reply
+  // later, on a scheduler thread.
+  std::optional<std::string> handle(const std::string& request, std::chrono::steady_clock::time_point arrival,
+                                    std::function<void(std::string)> deliver);
 
  private:
   struct Work;
@@ -77,6 +83,7 @@ class LeafServer {
   void worker();
   bool answer_inline(const zmq::message_t& frame);
   void send_reply(zmq::message_t& identity, const std::string& reply);
+  void deliver_later(std::shared_ptr<zmq::message_t> identity, const std::string& reply);
 
   LeafOptions options_;
   std::shared_ptr<prometheus::Registry> registry_;  // owns the metric families referenced below
@@ -90,6 +97,9 @@ class LeafServer {
   struct Queue;
   std::unique_ptr<Queue> queue_;
   std::vector<std::thread> threads_;
+  std::unique_ptr<sched::Scheduler> scheduler_;
+  std::atomic<bool> scheduler_calibrated_{false};
+  std::mutex completions_mutex_;  // scheduler threads share the socket below
 
   prometheus::Family<prometheus::Counter>& requests_;
   prometheus::Counter& search_requests_;  // the hot ones, looked up once

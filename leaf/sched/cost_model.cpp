@@ -1,0 +1,135 @@
+#include "leaf/sched/cost_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "common/index/posting_list.hpp"
+
+namespace warp::sched {
+
+QueryFeatures features_of(const Query& query, const IndexView& index) {
+  QueryFeatures f;
+  f.mode = query.mode;
+  f.k = static_cast<uint32_t>(query.k);
+  uint64_t lowest = UINT64_MAX, next = UINT64_MAX;
+  bool missing = false;
+  for (const QueryTerm& term : distinct_terms(query)) {
+    const TermInfo* info = index.find(term.text);
+    if (info == nullptr) {
+      missing = true;
+      continue;
+    }
+    // The list's own count (df is collection-wide); parsing reads only the header.
+    const uint64_t count = index.list(term.text, *info).count;
+    ++f.terms;
+    f.total += count;
+    if (count < lowest) next = lowest, lowest = count;
+    else if (count < next) next = count;
+  }
+  f.shortest = missing || f.terms == 0 ? 0 : lowest;
+  f.second = f.terms >= 2 ? next : 0;
+  if (missing) f.second = lowest == UINT64_MAX ? 0 : lowest;  // AND over a missing term: nothing to intersect
+  return f;
+}
+
+FeatureVector feature_vector(const QueryFeatures& f) {
+  constexpr double kScale = 1e-6;  // postings in millions: every feature of order 1
+  const bool conjunctive = f.mode != QueryMode::kOr;
+  const double a = conjunctive ? 1 : 0, o = 1 - a;
+  const double k_factor = std::log2(std::max<double>(f.k, 1)) / 10;
+  return {0,
+          a,
+          o,
+          a * f.shortest * kScale,
+          a * f.second * kScale,
+          a * f.total * kScale,
+          a * f.shortest * f.terms * kScale,
+          o * f.total * kScale,
+          o * f.total * k_factor * kScale,
+          f.terms / 10.0};
+}
+
+CostModel::CostModel(double forgetting) : forgetting_(forgetting) {
+  // A neutral start (100 µs a run) until the first fit.
+  coefficients_[0] = 1e-4;
+}
+
+double CostModel::predict(std::span<const QueryFeatures> run) const {
+  double t = coefficients_[0];
+  for (const QueryFeatures& q : run) {
+    const FeatureVector x = feature_vector(q);
+    for (size_t i = 1; i < kFeatureCount; ++i) t += coefficients_[i] * x[i];
+  }
+  return std::max(t, 1e-6);
+}
+
+double CostModel::predict_marginal(const QueryFeatures& query) const {
+  const FeatureVector x = feature_vector(query);
+  double t = 0;
+  for (size_t i = 1; i < kFeatureCount; ++i) t += coefficients_[i] * x[i];
+  return std::max(t, 1e-7);
+}
+
+double CostModel::fixed_cost() const { return std::max(coefficients_[0], 0.0); }
+
+void CostModel::observe(std::span<const QueryFeatures> run, double seconds) {
+  if (run.empty() || !(seconds > 0)) return;
+  FeatureVector x{};
+  x[0] = 1;
+  for (const QueryFeatures& q : run) {
+    const FeatureVector qx = feature_vector(q);
+    for (size_t i = 1; i < kFeatureCount; ++i) x[i] += qx[i];
+  }
+  // Relative error, both ways: an under-prediction by 30× weighs as much as an over-prediction by
+  // 30× (1/t² alone would let old observations outvote new ones after a large change).
+  const double reference = std::min(seconds, predict(run));
+  const double w = 1 / (reference * reference);
+  for (double& g : gram_) g *= forgetting_;
+  for (double& m : moment_) m *= forgetting_;
+  for (size_t i = 0; i < kFeatureCount; ++i) {
+    moment_[i] += w * x[i] * seconds;
+    for (size_t j = 0; j < kFeatureCount; ++j) gram_[i * kFeatureCount + j] += w * x[i] * x[j];
+  }
+  if (++observations_ % 8 == 0 || observations_ < 32) refit();
+}
+
+// Solves (G + λI) c = m by Cholesky; λ, a small ridge, keeps features no observation has seen
+// (e.g. OR terms before the first OR query) at zero and the system well posed.
+void CostModel::refit() {
+  constexpr size_t n = kFeatureCount;
+  double trace = 0;
+  for (size_t i = 0; i < n; ++i) trace += gram_[i * n + i];
+  if (trace <= 0) return;
+  std::array<double, n * n> l{};
+  const double ridge = 1e-6 * trace / n + 1e-12;
+  for (size_t i = 0; i < n; ++i) {
+    for (size_t j = 0; j <= i; ++j) {
+      double s = gram_[i * n + j] + (i == j ? ridge : 0);
+      for (size_t p = 0; p < j; ++p) s -= l[i * n + p] * l[j * n + p];
+      if (i == j) {
+        if (s <= 0) return;  // not positive definite: keep the previous fit
+        l[i * n + i] = std::sqrt(s);
+      } else {
+        l[i * n + j] = s / l[j * n + j];
+      }
+    }
+  }
+  std::array<double, n> y{};
+  for (size_t i = 0; i < n; ++i) {
+    double s = moment_[i];
+    for (size_t p = 0; p < i; ++p) s -= l[i * n + p] * y[p];
+    y[i] = s / l[i * n + i];
+  }
+  FeatureVector c{};
+  for (size_t i = n; i-- > 0;) {
+    double s = y[i];
+    for (size_t p = i + 1; p < n; ++p) s -= l[p * n + i] * c[p];
+    c[i] = s / l[i * n + i];
+  }
+  for (double v : c) {
+    if (!std::isfinite(v)) return;
+  }
+  coefficients_ = c;
+}
+
+}  // namespace warp::sched

@@ -1,0 +1,63 @@
+// Per-processor cost models for the leaf's scheduler (Ding et al. 2009 §9). Ding et al. trained M5
+// model trees offline on the features below; here each processor has a linear model fitted online
+// by weighted least squares: calibrated at start-up on synthetic queries over the partition's own
+// lists, then refined from every measured run, older observations fading (a forgetting factor), so
+// the model follows the load the machine is really under (CPU times grow when every core is busy).
+// Why linear: a query's work on either processor is close to linear in the postings it touches
+// (decoding, intersecting, scoring); the mode and k enter as interactions (AND work follows the
+// shortest list times the terms, OR work the sum of the lists, more so for a large k, which prunes
+// less). Weights 1/min(t, predicted)² make the fit minimise relative error: a 50 µs query matters
+// as much as a 50 ms one, and a model 30× too low is corrected as fast as one 30× too high. A run may hold several queries (a GPU batch): its time is modelled as one fixed cost
+// plus the sum of the queries' own costs, so the same fit learns the batch overhead.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <span>
+
+#include "common/index/index_view.hpp"
+#include "common/query/query.hpp"
+
+namespace warp::sched {
+
+// What a query's cost depends on, on one partition (list lengths are the partition's own).
+struct QueryFeatures {
+  uint64_t shortest = 0;  // postings of the shortest list (0 when a term is missing)
+  uint64_t second = 0;    // of the second shortest
+  uint64_t total = 0;     // of every list
+  uint32_t terms = 0;     // distinct terms found in the partition
+  QueryMode mode = QueryMode::kOr;
+  uint32_t k = 10;
+};
+
+QueryFeatures features_of(const Query& query, const IndexView& index);
+
+inline constexpr size_t kFeatureCount = 10;
+using FeatureVector = std::array<double, kFeatureCount>;
+
+// The query's own terms of the model (element 0, the per-run fixed cost, is 0 here).
+FeatureVector feature_vector(const QueryFeatures& features);
+
+class CostModel {
+ public:
+  explicit CostModel(double forgetting = 0.995);  // about the last 200 runs
+  // Seconds a run of these queries is predicted to take (at least 1 µs).
+  double predict(std::span<const QueryFeatures> run) const;
+  double predict(const QueryFeatures& query) const { return predict(std::span(&query, 1)); }
+  // The query's share of a run, without the fixed cost.
+  double predict_marginal(const QueryFeatures& query) const;
+  double fixed_cost() const;
+  // A measured run: the model is refitted every few observations.
+  void observe(std::span<const QueryFeatures> run, double seconds);
+  void observe(const QueryFeatures& query, double seconds) { observe(std::span(&query, 1), seconds); }
+  uint64_t observations() const { return observations_; }
+  void refit();
+
+ private:
+  double forgetting_;
+  std::array<double, kFeatureCount * kFeatureCount> gram_{};  // Σ w x xᵀ, faded
+  std::array<double, kFeatureCount> moment_{};                // Σ w x t, faded
+  FeatureVector coefficients_{};
+  uint64_t observations_ = 0;
+};
+
+}  // namespace warp::sched

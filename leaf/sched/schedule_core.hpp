@@ -1,0 +1,124 @@
+// The decisions of the leaf's CPU+GPU scheduler (Ding et al. 2009 §9), apart from threads and
+// clocks so that tests drive it with simulated processors and time:
+// - Each query gets predicted times on both processors from the cost models (cost_model.hpp) and
+//   joins one of three queues: much better on the GPU, much better on the CPU, or flexible. "Much
+//   better" is a ratio that adapts to load: when the GPU's backlog (predicted seconds of queued and
+//   running work per stream) outgrows the CPU's (per core), a query must gain more to be pinned to
+//   the GPU, and the other way round.
+// - An idle processor takes, in order: a query of its own or the flexible queue that is near its
+//   deadline (earliest deadline first); its own queue's next query (short first: ordered by
+//   arrival + aging × predicted time, so a long query waits at most aging × its own time behind
+//   later short ones); the oldest flexible query; a query stolen from the other processor's queue,
+//   only when it would finish here before the other processor would even start it.
+// - The GPU takes batches (PARA, Ao et al. 2011): after its first query, more of the same
+//   partition while the batch's predicted time stays under a cap and every member's deadline; so
+//   the batch size follows the load instead of a fixed threshold, and a lone query never waits
+//   for company.
+// Queries whose deadline passed before they started are set aside (expired) rather than run.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+#include "leaf/sched/cost_model.hpp"
+
+namespace warp::sched {
+
+enum class Processor : uint8_t { kCpu = 0, kGpu = 1 };
+enum class QueueId : uint8_t { kCpu = 0, kGpu = 1, kFlexible = 2 };
+const char* to_string(Processor p);
+const char* to_string(QueueId q);
+
+// kScheduler is the scheduler; the others are the baselines of the benchmark (Ding et al. Fig. 7):
+// every query on the CPU, every query on the GPU (batched), or each query on its better processor
+// by the models, one query at a time.
+enum class Policy { kScheduler, kCpuOnly, kGpuOnly, kBestOneAtATime };
+Policy parse_policy(std::string_view text);  // scheduler | cpu | gpu | best-serial; throws Error
+
+struct CoreOptions {
+  Policy policy = Policy::kScheduler;
+  size_t cpu_workers = 1;       // CPU runs at once
+  size_t gpu_streams = 0;       // GPU runs at once; 0: no GPU
+  size_t batch_max = 16;        // queries in a GPU batch
+  double batch_seconds = 0.01;  // a batch grows while its predicted time stays under this
+  double prefer_ratio = 1.5;    // "much better" at balanced load
+  double aging = 4;             // in-queue order: arrival + aging × predicted time
+  double urgency = 2;           // near the deadline: slack under urgency × predicted time + 1 ms
+};
+
+struct Job {
+  uint64_t id = 0;
+  size_t slot = 0;  // the partition
+  QueryFeatures features;
+  bool cpu_only = false;  // no GPU processor for it
+  double arrival = 0, deadline = 0;  // seconds on the caller's clock
+  // Set on enqueue: predicted seconds on each processor (the GPU's share of a batch) and the queue.
+  double cpu_seconds = 0, gpu_seconds = 0;
+  QueueId queue = QueueId::kCpu;
+  bool stolen = false, urgent = false;  // how it was taken
+};
+
+// Jobs dispatched together to one processor: one for the CPU, a batch of one partition for the GPU.
+struct Dispatch {
+  Processor processor = Processor::kCpu;
+  std::vector<Job> jobs;
+  double predicted = 0;  // seconds
+};
+
+struct CoreCounters {
+  std::array<uint64_t, 2> steals{};      // taken from the other processor's queue, by taker
+  std::array<uint64_t, 2> urgent{};      // taken ahead for their deadline, by taker
+  std::array<uint64_t, 3> enqueued{};    // by queue
+  uint64_t expired = 0;                  // deadline passed before they started
+  uint64_t batches = 0, batched_jobs = 0;
+};
+
+class ScheduleCore {
+ public:
+  explicit ScheduleCore(CoreOptions options);
+
+  void enqueue(Job job, double now);
+  // The next run for an idle `processor`, or an empty run (no jobs) when it should stay idle.
+  Dispatch take(Processor processor, double now);
+  // A run ended after `seconds`: the processor's model learns from it. Returns its prediction.
+  double finished(const Dispatch& run, double seconds);
+  // Jobs whose deadline passed while they waited; the caller answers them with an error.
+  std::vector<Job> take_expired();
+  // The GPU failed: its queue and the flexible one go to the CPU; the GPU takes nothing more.
+  void gpu_lost();
+  bool gpu_usable() const { return options_.gpu_streams > 0 && !gpu_lost_; }
+
+  size_t depth(QueueId queue) const { return queues_[static_cast<size_t>(queue)].size(); }
+  size_t waiting() const { return depth(QueueId::kCpu) + depth(QueueId::kGpu) + depth(QueueId::kFlexible); }
+  CostModel& model(Processor p) { return models_[static_cast<size_t>(p)]; }
+  const CostModel& model(Processor p) const { return models_[static_cast<size_t>(p)]; }
+  const CoreCounters& counters() const { return counters_; }
+  const CoreOptions& options() const { return options_; }
+  // The current "much better" ratios (cpu time / gpu time at or above which a query is pinned to
+  // the GPU, at or below which to the CPU).
+  double gpu_threshold() const;
+  double cpu_threshold() const;
+  // Predicted seconds of queued and running work per CPU core and per GPU stream.
+  double backlog(Processor p) const;
+
+ private:
+  std::deque<Job>& queue(QueueId q) { return queues_[static_cast<size_t>(q)]; }
+  double predicted(const Job& job, Processor p) const { return p == Processor::kCpu ? job.cpu_seconds : job.gpu_seconds; }
+  void drop_expired(double now);
+  bool pick(Processor p, double now, Job& out);
+  bool steal_worthwhile(const Job& job, Processor taker) const;
+  void fill_batch(Dispatch& run, double now);
+
+  CoreOptions options_;
+  std::array<CostModel, 2> models_;
+  std::array<std::deque<Job>, 3> queues_;
+  std::array<double, 2> queued_seconds_{};   // predicted work in each processor's own queue
+  std::array<double, 2> running_seconds_{};  // predicted work of runs in progress
+  size_t runs_in_progress_ = 0;
+  bool gpu_lost_ = false;
+  std::vector<Job> expired_;
+  CoreCounters counters_;
+};
+
+}  // namespace warp::sched

@@ -1,0 +1,391 @@
+#include "leaf/sched/scheduler.hpp"
+
+#include <prometheus/counter.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstdio>
+#include <future>
+#include <mutex>
+#include <random>
+#include <thread>
+#include <unordered_map>
+
+#include "common/util/status.hpp"
+
+namespace warp::sched {
+
+namespace {
+
+using prometheus::Labels;
+
+// The warpsearch_leaf_scheduler_* metrics (registered once per registry: prometheus-cpp returns the
+// family already there when a second scheduler registers it again).
+struct Metrics {
+  explicit Metrics(prometheus::Registry& r)
+      : depth_family(prometheus::BuildGauge().Name("warpsearch_leaf_scheduler_queue_depth")
+                         .Help("Queries waiting in each of the scheduler's queues").Register(r)),
+        queries_family(prometheus::BuildCounter().Name("warpsearch_leaf_scheduler_queries_total")
+                           .Help("Queries answered, by processor and by the queue they waited in").Register(r)),
+        steals_family(prometheus::BuildCounter().Name("warpsearch_leaf_scheduler_steals_total")
+                          .Help("Queries a processor took from the other processor's queue").Register(r)),
+        urgent_family(prometheus::BuildCounter().Name("warpsearch_leaf_scheduler_urgent_total")
+                          .Help("Queries taken ahead of their turn because their deadline was near").Register(r)),
+        misses_family(prometheus::BuildCounter().Name("warpsearch_leaf_scheduler_deadline_misses_total")
+                          .Help("Queries past their deadline: expired before starting, or answered late").Register(r)),
+        predicted_family(prometheus::BuildCounter().Name("warpsearch_leaf_scheduler_predicted_seconds_total")
+                             .Help("Dispatch time predicted by the cost models").Register(r)),
+        measured_family(prometheus::BuildCounter().Name("warpsearch_leaf_scheduler_measured_seconds_total")
+                            .Help("Dispatch time measured").Register(r)),
+        ratio_family(prometheus::BuildHistogram().Name("warpsearch_leaf_scheduler_prediction_ratio")
+                         .Help("Measured over predicted run time, per run").Register(r)),
+        threshold_family(prometheus::BuildGauge().Name("warpsearch_leaf_scheduler_threshold_ratio")
+                             .Help("CPU time over GPU time at which a query is pinned to a processor (adapts to load)").Register(r)),
+        batch_size(prometheus::BuildHistogram().Name("warpsearch_leaf_scheduler_batch_queries")
+                       .Help("Queries per GPU run").Register(r).Add({}, prometheus::Histogram::BucketBoundaries{1, 2, 4, 8, 16, 32, 64})),
+        gpu_usable(prometheus::BuildGauge().Name("warpsearch_leaf_scheduler_gpu_usable")
+                       .Help("1 while the scheduler sends queries to the GPU").Register(r).Add({})),
+        gpu_failures(prometheus::BuildCounter().Name("warpsearch_leaf_scheduler_gpu_failures_total")
+                         .Help("GPU runs that failed (their queries were answered on the CPU)").Register(r).Add({})) {
+    for (QueueId q : {QueueId::kCpu, QueueId::kGpu, QueueId::kFlexible}) depth[static_cast<size_t>(q)] = &depth_family.Add({{"queue", to_string(q)}});
+    for (Processor p : {Processor::kCpu, Processor::kGpu}) {
+      const size_t i = static_cast<size_t>(p);
+      const std::string name = to_string(p);
+      steals[i] = &steals_family.Add({{"processor", name}});
+      urgent[i] = &urgent_family.Add({{"processor", name}});
+      predicted[i] = &predicted_family.Add({{"processor", name}});
+      measured[i] = &measured_family.Add({{"processor", name}});
+      ratio[i] = &ratio_family.Add({{"processor", name}}, prometheus::Histogram::BucketBoundaries{0.25, 0.5, 0.67, 0.8, 1, 1.25, 1.5, 2, 4});
+      threshold[i] = &threshold_family.Add({{"processor", name}});
+      for (QueueId q : {QueueId::kCpu, QueueId::kGpu, QueueId::kFlexible}) {
+        queries[i][static_cast<size_t>(q)] = &queries_family.Add({{"processor", name}, {"queue", to_string(q)}});
+      }
+    }
+    expired = &misses_family.Add({{"when", "before_start"}});
+    late = &misses_family.Add({{"when", "answered_late"}});
+  }
+  prometheus::Family<prometheus::Gauge>& depth_family;
+  prometheus::Family<prometheus::Counter>& queries_family;
+  prometheus::Family<prometheus::Counter>& steals_family;
+  prometheus::Family<prometheus::Counter>& urgent_family;
+  prometheus::Family<prometheus::Counter>& misses_family;
+  prometheus::Family<prometheus::Counter>& predicted_family;
+  prometheus::Family<prometheus::Counter>& measured_family;
+  prometheus::Family<prometheus::Histogram>& ratio_family;
+  prometheus::Family<prometheus::Gauge>& threshold_family;
+  prometheus::Histogram& batch_size;
+  prometheus::Gauge& gpu_usable;
+  prometheus::Counter& gpu_failures;
+  std::array<prometheus::Gauge*, 3> depth{};
+  std::array<std::array<prometheus::Counter*, 3>, 2> queries{};
+  std::array<prometheus::Counter*, 2> steals{}, urgent{}, predicted{}, measured{};
+  std::array<prometheus::Histogram*, 2> ratio{};
+  std::array<prometheus::Gauge*, 2> threshold{};
+  prometheus::Counter* expired = nullptr;
+  prometheus::Counter* late = nullptr;
+};
+
+struct Pending {
+  Target target;
+  Query query;
+  Scheduler::Done done;
+  Scheduler::Clock::time_point deadline;
+};
+
+size_t group_of(const Target& target) {
+  return reinterpret_cast<uintptr_t>(target.gpu != nullptr ? static_cast<const void*>(target.gpu) : target.cpu);
+}
+
+}  // namespace
+
+struct Scheduler::State {
+  SchedulerOptions options;
+  ScheduleCore core;
+  const Clock::time_point epoch = Clock::now();
+  mutable std::mutex mutex;
+  std::array<std::condition_variable, 2> wake;
+  std::unordered_map<uint64_t, Pending> pending;
+  uint64_t next_id = 1;
+  bool stop = false;
+  bool gpu_failure_logged = false;
+  std::shared_ptr<prometheus::Registry> registry;  // keeps the metrics below alive
+  std::unique_ptr<Metrics> metrics;
+  std::vector<std::thread> threads;
+
+  State(SchedulerOptions o, std::shared_ptr<prometheus::Registry> r) : options(o), core(o.core), registry(std::move(r)) {
+    if (registry) metrics = std::make_unique<Metrics>(*registry);
+  }
+  double seconds(Clock::time_point t) const {
+    if (t == Clock::time_point::max()) return 1e12;
+    return std::chrono::duration<double>(t - epoch).count();
+  }
+  double now() const { return seconds(Clock::now()); }
+  void update_gauges() {  // under the mutex
+    if (!metrics) return;
+    for (QueueId q : {QueueId::kCpu, QueueId::kGpu, QueueId::kFlexible}) metrics->depth[static_cast<size_t>(q)]->Set(static_cast<double>(core.depth(q)));
+    metrics->threshold[0]->Set(core.cpu_threshold());
+    metrics->threshold[1]->Set(core.gpu_threshold());
+    metrics->gpu_usable.Set(core.gpu_usable() ? 1 : 0);
+  }
+  void enqueue(uint64_t id, const Pending& p) {  // under the mutex
+    Job job;
+    job.id = id;
+    job.slot = group_of(p.target);
+    job.features = features_of(p.query, *p.target.index);
+    job.arrival = now();
+    job.deadline = seconds(p.deadline);
+    job.cpu_only = p.target.gpu == nullptr;
+    core.enqueue(job, job.arrival);
+  }
+  void loop(Processor p);
+  void fail_expired(std::unique_lock<std::mutex>& lock);
+  void gpu_failed(Dispatch& run, std::vector<Pending>& work, const std::string& why, std::unique_lock<std::mutex>& lock);
+};
+
+void Scheduler::State::fail_expired(std::unique_lock<std::mutex>& lock) {
+  std::vector<Job> expired = core.take_expired();
+  if (expired.empty()) return;
+  std::vector<Pending> work;
+  for (const Job& job : expired) {
+    auto it = pending.find(job.id);
+    work.push_back(std::move(it->second));
+    pending.erase(it);
+  }
+  if (metrics) metrics->expired->Increment(static_cast<double>(expired.size()));
+  lock.unlock();
+  for (Pending& w : work) {
+    Outcome outcome;
+    outcome.error = "deadline exceeded before the query started";
+    w.done(std::move(outcome));
+  }
+  lock.lock();
+}
+
+// The GPU failed a run: no more GPU work; the run's queries go back, first in the CPU's queue.
+void Scheduler::State::gpu_failed(Dispatch& run, std::vector<Pending>& work, const std::string& why, std::unique_lock<std::mutex>& lock) {
+  lock.lock();
+  core.finished(run, 0);
+  core.gpu_lost();
+  if (!gpu_failure_logged) {
+    gpu_failure_logged = true;
+    std::fprintf(stderr, "warp-leaf: scheduler: the GPU failed (%s); every query on the CPU from now on\n", why.c_str());
+  }
+  if (metrics) metrics->gpu_failures.Increment();
+  for (size_t i = 0; i < run.jobs.size(); ++i) {
+    pending.emplace(run.jobs[i].id, std::move(work[i]));
+    Job job = run.jobs[i];
+    core.enqueue(job, now());
+  }
+  update_gauges();
+  wake[0].notify_all();
+}
+
+void Scheduler::State::loop(Processor p) {
+  std::unique_lock<std::mutex> lock(mutex);
+  const size_t pi = static_cast<size_t>(p);
+  for (;;) {
+    Dispatch run = core.take(p, now());
+    fail_expired(lock);
+    if (run.jobs.empty()) {
+      if (stop && (core.waiting() == 0 || (p == Processor::kGpu && !core.gpu_usable()))) return;
+      if (p == Processor::kGpu && !core.gpu_usable()) {
+        wake[pi].wait(lock);  // nothing more for a lost GPU until the end
+        continue;
+      }
+      // Timed: a steal may become worthwhile, or a deadline near, without any new arrival.
+      wake[pi].wait_for(lock, std::chrono::milliseconds(2));
+      continue;
+    }
+    std::vector<Pending> work;
+    for (const Job& job : run.jobs) {
+      auto it = pending.find(job.id);
+      work.push_back(std::move(it->second));
+      pending.erase(it);
+    }
+    update_gauges();
+    lock.unlock();
+    std::vector<QueryResult> results;
+    const auto start = Clock::now();
+    if (p == Processor::kCpu) {
+      try {
+        results.push_back(work[0].target.cpu->search(work[0].query));
+      } catch (const std::exception& e) {
+        Outcome outcome;
+        outcome.error = std::string("query failed: ") + e.what();
+        work[0].done(std::move(outcome));
+        lock.lock();
+        core.finished(run, std::chrono::duration<double>(Clock::now() - start).count());
+        continue;
+      }
+    } else {
+      try {
+        if (work.size() == 1) {
+          results.push_back(work[0].target.gpu->search(work[0].query));
+        } else {
+          std::vector<Query> queries;
+          for (const Pending& w : work) queries.push_back(w.query);
+          results = work[0].target.gpu->search_batch(queries);
+        }
+      } catch (const std::exception& e) {
+        gpu_failed(run, work, e.what(), lock);
+        continue;
+      }
+    }
+    const auto end = Clock::now();
+    const double seconds_taken = std::chrono::duration<double>(end - start).count();
+    lock.lock();
+    const double predicted = core.finished(run, seconds_taken);
+    if (metrics) {
+      metrics->predicted[pi]->Increment(predicted);
+      metrics->measured[pi]->Increment(seconds_taken);
+      metrics->ratio[pi]->Observe(seconds_taken / predicted);
+      if (p == Processor::kGpu) metrics->batch_size.Observe(static_cast<double>(run.jobs.size()));
+      for (const Job& job : run.jobs) {
+        metrics->queries[pi][static_cast<size_t>(job.queue)]->Increment();
+        if (job.stolen) metrics->steals[pi]->Increment();
+        if (job.urgent) metrics->urgent[pi]->Increment();
+      }
+    }
+    size_t late = 0;
+    for (const Pending& w : work) late += end > w.deadline;
+    if (metrics && late > 0) metrics->late->Increment(static_cast<double>(late));
+    update_gauges();
+    lock.unlock();
+    for (size_t i = 0; i < work.size(); ++i) {
+      Outcome outcome;
+      outcome.result = std::move(results[i]);
+      outcome.processor = p;
+      outcome.queue = run.jobs[i].queue;
+      outcome.seconds = seconds_taken;
+      outcome.predicted = predicted;
+      outcome.batch = run.jobs.size();
+      outcome.stolen = run.jobs[i].stolen;
+      outcome.urgent = run.jobs[i].urgent;
+      work[i].done(std::move(outcome));
+    }
+    lock.lock();
+  }
+}
+
+Scheduler::Scheduler(SchedulerOptions options, std::shared_ptr<prometheus::Registry> registry)
+    : state_(std::make_unique<State>(options, std::move(registry))) {
+  {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    state_->update_gauges();
+  }
+  const CoreOptions& core = state_->core.options();
+  for (size_t i = 0; i < core.cpu_workers; ++i) state_->threads.emplace_back([this] { state_->loop(Processor::kCpu); });
+  for (size_t i = 0; i < core.gpu_streams; ++i) state_->threads.emplace_back([this] { state_->loop(Processor::kGpu); });
+}
+
+Scheduler::~Scheduler() {
+  {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    state_->stop = true;
+  }
+  for (auto& wake : state_->wake) wake.notify_all();
+  for (auto& thread : state_->threads) thread.join();
+}
+
+void Scheduler::submit(const Target& target, Query query, Clock::time_point deadline, Done done) {
+  if (target.index == nullptr || target.cpu == nullptr) throw Error("scheduler: a target needs an index and a CPU processor");
+  {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    if (state_->stop) throw Error("scheduler: stopping");
+    const uint64_t id = state_->next_id++;
+    auto [it, inserted] = state_->pending.emplace(id, Pending{target, std::move(query), std::move(done), deadline});
+    try {
+      state_->enqueue(id, it->second);
+    } catch (...) {
+      state_->pending.erase(it);
+      throw;
+    }
+    state_->update_gauges();
+  }
+  state_->wake[0].notify_one();
+  state_->wake[1].notify_one();
+}
+
+Outcome Scheduler::search(const Target& target, const Query& query, Clock::time_point deadline) {
+  std::promise<Outcome> promise;
+  auto future = promise.get_future();
+  submit(target, query, deadline, [&promise](Outcome&& outcome) { promise.set_value(std::move(outcome)); });
+  return future.get();
+}
+
+bool Scheduler::gpu_usable() const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return state_->core.gpu_usable();
+}
+
+CoreCounters Scheduler::counters() const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return state_->core.counters();
+}
+
+const CoreOptions& Scheduler::options() const { return state_->core.options(); }
+
+void Scheduler::calibrate(const Target& target) {
+  const IndexView& index = *target.index;
+  std::vector<const std::string*> terms;
+  terms.reserve(index.lexicon.size());
+  for (const auto& [term, info] : index.lexicon) terms.push_back(&term);
+  if (terms.empty()) return;
+  // Longest lists first (list words are proportional to postings); ties by text: deterministic.
+  std::sort(terms.begin(), terms.end(), [&](const std::string* a, const std::string* b) {
+    const uint32_t wa = index.lexicon.at(*a).words, wb = index.lexicon.at(*b).words;
+    return wa != wb ? wa > wb : *a < *b;
+  });
+  std::mt19937_64 random(state_->options.seed);
+  std::uniform_real_distribution<double> log_rank(0, std::log(static_cast<double>(terms.size())));
+  const std::array<std::pair<QueryMode, size_t>, 4> shapes{{{QueryMode::kOr, 10}, {QueryMode::kOr, 1000}, {QueryMode::kAnd, 10}, {QueryMode::kAndOr, 10}}};
+  std::vector<Query> queries;
+  for (size_t i = 0; i < 512; ++i) {
+    Query q;
+    const size_t n = 1 + i % 4;
+    for (size_t t = 0; t < n; ++t) q.terms.push_back(*terms[std::min(terms.size() - 1, static_cast<size_t>(std::exp(log_rank(random))) - 1)]);
+    q.mode = shapes[(i / 4) % shapes.size()].first;
+    q.k = shapes[(i / 4) % shapes.size()].second;
+    queries.push_back(std::move(q));
+  }
+  std::vector<QueryFeatures> features;
+  for (const Query& q : queries) features.push_back(features_of(q, index));
+  const auto timed = [](auto&& run) {
+    const auto start = Clock::now();
+    run();
+    return std::chrono::duration<double>(Clock::now() - start).count();
+  };
+  const double budget = state_->options.calibration_seconds;
+  double spent = 0;
+  for (size_t i = 0; i < queries.size() && spent < budget; ++i) {
+    const double t = timed([&] { target.cpu->search(queries[i]); });
+    spent += t;
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    state_->core.model(Processor::kCpu).observe(features[i], t);
+  }
+  if (target.gpu == nullptr || !state_->core.gpu_usable()) return;
+  target.gpu->search(queries[0]);  // the first GPU query pays for lazy set-up: not a sample
+  spent = 0;
+  const size_t batch = state_->core.options().batch_max;
+  for (size_t i = 0; i < queries.size() && spent < budget; ++i) {
+    const double t = timed([&] { target.gpu->search(queries[i]); });
+    spent += t;
+    // And batches of a few sizes, for the fixed cost and the queries' shares of a batch.
+    std::span<const Query> span;
+    double tb = 0;
+    if (batch > 1 && i % 4 == 3) {
+      const size_t size = std::min<size_t>(2 + (i / 4) % (batch - 1), queries.size());
+      span = std::span<const Query>(queries.data() + (i + 1) % (queries.size() - size + 1), size);
+      tb = timed([&] { target.gpu->search_batch(span); });
+      spent += tb;
+    }
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    state_->core.model(Processor::kGpu).observe(features[i], t);
+    if (!span.empty()) state_->core.model(Processor::kGpu).observe(std::span<const QueryFeatures>(features.data() + (span.data() - queries.data()), span.size()), tb);
+  }
+}
+
+}  // namespace warp::sched

@@ -1,0 +1,435 @@
+// The leaf's CPU+GPU scheduler. First its decisions (ScheduleCore) with simulated processors whose
+// costs are known and a simulated clock, so every test is deterministic: queue choice, stealing,
+// deadlines, short-first with aging, adaptation to changed costs, GPU loss, and the throughput of
+// the scheduler against each processor alone in a discrete-event simulation. Then the threaded
+// Scheduler with real query processors (two CPU processors, one standing in for the GPU, and one
+// that fails): under concurrent load every answer equals the CPU processor's.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <functional>
+#include <map>
+#include <queue>
+#include <random>
+#include <thread>
+
+#include "common/index/index_builder.hpp"
+#include "common/util/status.hpp"
+#include "leaf/query/cpu_query_processor.hpp"
+#include "leaf/sched/scheduler.hpp"
+#include "tests/bench/synthetic_collection.hpp"
+#include "tests/support/test_seed.hpp"
+#include "tests/support/topk_match.hpp"
+
+namespace warp::sched {
+namespace {
+
+// Simulated processors: a CPU query costs 20 µs + 4 ns per posting; a GPU batch 50 µs, plus 40 µs
+// and 0.2 ns per posting for each of its queries (the shapes the real processors have on the
+// default corpus and the GOV2-like preset, if not their constants).
+struct Costs {
+  double cpu_fixed = 20e-6, cpu_per_posting = 4e-9;
+  double gpu_fixed = 50e-6, gpu_per_query = 40e-6, gpu_per_posting = 0.2e-9;
+  double cpu(const QueryFeatures& f) const { return cpu_fixed + cpu_per_posting * static_cast<double>(f.total); }
+  double gpu(const std::vector<QueryFeatures>& batch) const {
+    double t = gpu_fixed;
+    for (const QueryFeatures& f : batch) t += gpu_per_query + gpu_per_posting * static_cast<double>(f.total);
+    return t;
+  }
+};
+
+QueryFeatures or_query(uint64_t postings) {
+  QueryFeatures f;
+  f.mode = QueryMode::kOr;
+  f.k = 10;
+  f.terms = 2;
+  f.total = postings;
+  f.shortest = postings / 3;
+  f.second = postings - f.shortest;
+  return f;
+}
+
+// Teaches both models the true costs, as the start-up calibration does.
+void calibrate(ScheduleCore& core, const Costs& costs) {
+  for (uint64_t postings = 1000; postings <= 20'000'000; postings = postings * 3 / 2) {
+    const QueryFeatures f = or_query(postings);
+    core.model(Processor::kCpu).observe(f, costs.cpu(f));
+    core.model(Processor::kGpu).observe(f, costs.gpu({f}));
+    const std::vector<QueryFeatures> batch(4, f);
+    core.model(Processor::kGpu).observe(batch, costs.gpu(batch));
+  }
+  core.model(Processor::kCpu).refit();
+  core.model(Processor::kGpu).refit();
+}
+
+Job job(uint64_t id, uint64_t postings, double arrival, double deadline = 1e9, size_t slot = 0) {
+  Job j;
+  j.id = id;
+  j.slot = slot;
+  j.features = or_query(postings);
+  j.arrival = arrival;
+  j.deadline = deadline;
+  return j;
+}
+
+CoreOptions two_processors(Policy policy = Policy::kScheduler) {
+  CoreOptions o;
+  o.policy = policy;
+  o.cpu_workers = 16;  // the GPU machine's cores
+  o.gpu_streams = 1;
+  o.batch_max = 16;
+  return o;
+}
+
+TEST(CostModel, LearnsALinearCostWithinOnePercent) {
+  CostModel model;
+  Costs costs;
+  std::mt19937_64 rng(testing::test_seed());
+  for (int i = 0; i < 400; ++i) {
+    const QueryFeatures f = or_query(std::uniform_int_distribution<uint64_t>(100, 10'000'000)(rng));
+    model.observe(f, costs.cpu(f));
+  }
+  model.refit();
+  for (uint64_t postings : {500ull, 50'000ull, 5'000'000ull}) {
+    const QueryFeatures f = or_query(postings);
+    EXPECT_NEAR(model.predict(f) / costs.cpu(f), 1.0, 0.01) << postings;
+  }
+}
+
+TEST(CostModel, LearnsTheBatchFixedCostApartFromTheShares) {
+  CostModel model;
+  Costs costs;
+  for (uint64_t postings = 1000; postings <= 10'000'000; postings *= 2) {
+    for (size_t n : {1, 2, 8}) {
+      const std::vector<QueryFeatures> batch(n, or_query(postings));
+      model.observe(batch, costs.gpu(batch));
+    }
+  }
+  model.refit();
+  EXPECT_NEAR(model.fixed_cost(), costs.gpu_fixed, costs.gpu_fixed * 0.05);
+  const double share = costs.gpu_per_query + 1e6 * costs.gpu_per_posting;
+  EXPECT_NEAR(model.predict_marginal(or_query(1'000'000)), share, share * 0.05);
+}
+
+TEST(ScheduleCore, QueriesJoinTheQueueOfTheProcessorTheySuit) {
+  ScheduleCore core(two_processors());
+  Costs costs;
+  calibrate(core, costs);
+  core.enqueue(job(1, 5'000, 0), 0);        // CPU 40 µs, GPU 91 µs alone
+  core.enqueue(job(2, 10'000'000, 0), 0);   // CPU 40 ms, GPU 2.1 ms
+  core.enqueue(job(3, 12'000, 0), 0);       // CPU 68 µs, GPU 67 µs in a batch of two: flexible
+  EXPECT_EQ(core.depth(QueueId::kCpu), 1u);
+  EXPECT_EQ(core.depth(QueueId::kGpu), 1u);
+  EXPECT_EQ(core.depth(QueueId::kFlexible), 1u);
+  // The GPU takes its own query, and the flexible one joins its batch (same partition).
+  const Dispatch gpu = core.take(Processor::kGpu, 0);
+  ASSERT_EQ(gpu.jobs.size(), 2u);
+  EXPECT_EQ(gpu.jobs[0].id, 2u);
+  EXPECT_EQ(gpu.jobs[1].id, 3u);
+  const Dispatch cpu = core.take(Processor::kCpu, 0);
+  ASSERT_EQ(cpu.jobs.size(), 1u);
+  EXPECT_EQ(cpu.jobs[0].id, 1u);
+  EXPECT_TRUE(core.take(Processor::kCpu, 0).jobs.empty());
+}
+
+TEST(ScheduleCore, AnIdleCpuStealsOnlyWhenTheGpuBacklogIsLongerThanTheQuery) {
+  ScheduleCore core(two_processors());
+  Costs costs;
+  calibrate(core, costs);
+  // Two GPU queries of 1M postings (GPU 0.29 ms, CPU 4 ms): stealing would only delay them.
+  core.enqueue(job(1, 1'000'000, 0), 0);
+  core.enqueue(job(2, 1'000'000, 0), 0);
+  EXPECT_TRUE(core.take(Processor::kCpu, 0).jobs.empty());
+  // Sixty more and a running batch: the GPU's backlog passes the CPU's 4 ms and the CPU steals.
+  for (uint64_t id = 3; id < 63; ++id) core.enqueue(job(id, 1'000'000, 0), 0);
+  const Dispatch gpu = core.take(Processor::kGpu, 0);
+  EXPECT_EQ(gpu.jobs.size(), 16u);
+  const Dispatch stolen = core.take(Processor::kCpu, 0);
+  ASSERT_EQ(stolen.jobs.size(), 1u);
+  EXPECT_TRUE(stolen.jobs[0].stolen);
+  EXPECT_EQ(core.counters().steals[0], 1u);
+}
+
+TEST(ScheduleCore, AQueryNearItsDeadlineGoesFirst) {
+  CoreOptions options = two_processors();
+  options.gpu_streams = 0;  // one processor: the order within its queue
+  ScheduleCore core(options);
+  Costs costs;
+  calibrate(core, costs);
+  core.enqueue(job(1, 1'000, 0.000), 0);
+  core.enqueue(job(2, 1'000, 0.001), 0);
+  core.enqueue(job(3, 50'000, 0.002, /*deadline=*/0.0025), 0);  // 220 µs of CPU work, 0.5 ms left
+  const Dispatch run = core.take(Processor::kCpu, 0.002);
+  ASSERT_EQ(run.jobs.size(), 1u);
+  EXPECT_EQ(run.jobs[0].id, 3u);
+  EXPECT_TRUE(run.jobs[0].urgent);
+  // A query whose deadline passed while it waited is set aside, not run.
+  core.enqueue(job(4, 1'000, 0.002, /*deadline=*/0.003), 0);
+  const Dispatch next = core.take(Processor::kCpu, 0.01);
+  ASSERT_EQ(next.jobs.size(), 1u);
+  EXPECT_NE(next.jobs[0].id, 4u);
+  const std::vector<Job> expired = core.take_expired();
+  ASSERT_EQ(expired.size(), 1u);
+  EXPECT_EQ(expired[0].id, 4u);
+}
+
+TEST(ScheduleCore, ShortQueriesFirstButALongOneIsNotStarved) {
+  CoreOptions options = two_processors();
+  options.gpu_streams = 0;  // one processor: the order within its queue
+  ScheduleCore core(options);
+  Costs costs;
+  calibrate(core, costs);
+  core.enqueue(job(100, 2'500'000, 0), 0);  // 10 ms: its key is 0 + 4 × 10 ms = 40 ms
+  for (uint64_t i = 0; i < 60; ++i) core.enqueue(job(i, 1'000, 0.001 * static_cast<double>(i)), 0);
+  // The short queries that arrived before 40 ms go first, then the long one, then the rest.
+  std::vector<uint64_t> order;
+  for (int i = 0; i < 61; ++i) order.push_back(core.take(Processor::kCpu, 0.06).jobs.at(0).id);
+  const auto long_at = std::find(order.begin(), order.end(), 100u) - order.begin();
+  EXPECT_GE(long_at, 39);
+  EXPECT_LE(long_at, 41);
+  EXPECT_TRUE(std::is_sorted(order.begin(), order.begin() + long_at));
+}
+
+TEST(ScheduleCore, LosingTheGpuMovesEveryQueryToTheCpu) {
+  ScheduleCore core(two_processors());
+  Costs costs;
+  calibrate(core, costs);
+  core.enqueue(job(1, 10'000'000, 0), 0);
+  core.enqueue(job(2, 21'000, 0), 0);
+  core.enqueue(job(3, 5'000, 0), 0);
+  core.gpu_lost();
+  EXPECT_FALSE(core.gpu_usable());
+  EXPECT_EQ(core.depth(QueueId::kCpu), 3u);
+  EXPECT_TRUE(core.take(Processor::kGpu, 0).jobs.empty());
+  core.enqueue(job(4, 10'000'000, 0), 0);  // later queries too
+  EXPECT_EQ(core.depth(QueueId::kCpu), 4u);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(core.take(Processor::kCpu, 0).jobs.size(), 1u);
+}
+
+// A discrete-event simulation: Poisson arrivals, the core's decisions, the simulated processors'
+// true costs (which the core learns from observed runs only).
+struct SimResult {
+  std::vector<double> delays;  // completion - arrival
+  std::map<Processor, size_t> answered;
+  double p99() const {
+    std::vector<double> d = delays;
+    std::sort(d.begin(), d.end());
+    return d.empty() ? 0 : d[std::min(d.size() - 1, d.size() * 99 / 100)];
+  }
+};
+
+SimResult simulate(ScheduleCore& core, std::function<Costs(double)> costs_at, const std::vector<Job>& arrivals) {
+  struct Completion {
+    double time;
+    size_t worker;
+    bool operator>(const Completion& o) const { return time > o.time; }
+  };
+  const size_t cpu = core.options().cpu_workers, gpu = core.options().gpu_streams;
+  std::vector<Dispatch> running(cpu + gpu);
+  std::vector<bool> busy(cpu + gpu, false);
+  std::priority_queue<Completion, std::vector<Completion>, std::greater<>> completions;
+  std::map<uint64_t, double> arrival_of;
+  SimResult result;
+  size_t next = 0;
+  double now = 0;
+  while (next < arrivals.size() || !completions.empty() || core.waiting() > 0) {
+    const double arrival = next < arrivals.size() ? arrivals[next].arrival : 1e18;
+    const double done = completions.empty() ? 1e18 : completions.top().time;
+    now = std::min({arrival, done, now + 1e-3});  // a tick: deadlines and steals change with time
+    if (done <= now) {
+      const Completion c = completions.top();
+      completions.pop();
+      const Dispatch& run = running[c.worker];
+      const Costs costs = costs_at(now);
+      std::vector<QueryFeatures> features;
+      for (const Job& j : run.jobs) features.push_back(j.features);
+      core.finished(run, run.processor == Processor::kCpu ? costs.cpu(features[0]) : costs.gpu(features));
+      for (const Job& j : run.jobs) {
+        result.delays.push_back(now - arrival_of[j.id]);
+        ++result.answered[run.processor];
+      }
+      busy[c.worker] = false;
+    } else if (arrival <= now) {
+      arrival_of[arrivals[next].id] = arrivals[next].arrival;
+      core.enqueue(arrivals[next++], now);
+    }
+    for (size_t w = 0; w < cpu + gpu; ++w) {
+      if (busy[w]) continue;
+      Dispatch run = core.take(w < cpu ? Processor::kCpu : Processor::kGpu, now);
+      if (run.jobs.empty()) continue;
+      const Costs costs = costs_at(now);
+      std::vector<QueryFeatures> features;
+      for (const Job& j : run.jobs) features.push_back(j.features);
+      const double t = run.processor == Processor::kCpu ? costs.cpu(features[0]) : costs.gpu(features);
+      running[w] = std::move(run);
+      busy[w] = true;
+      completions.push({now + t, w});
+    }
+    for (const Job& j : core.take_expired()) result.delays.push_back(1e9 + 0 * static_cast<double>(j.id));
+  }
+  return result;
+}
+
+// Half short-list queries (CPU: 60 µs, GPU: 90 µs alone, 42 µs a query in a batch), half long-list
+// ones (CPU: 12 ms, GPU: 0.69 ms alone), Poisson arrivals.
+std::vector<Job> mixed_arrivals(double rate, size_t count, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::exponential_distribution<double> gap(rate);
+  std::vector<Job> jobs;
+  double t = 0;
+  for (uint64_t i = 0; i < count; ++i) {
+    t += gap(rng);
+    jobs.push_back(job(i, i % 2 == 0 ? 10'000 : 3'000'000, t));
+  }
+  return jobs;
+}
+
+// The highest rate (of a doubling then bisecting search) at which p99 stays within 50 ms.
+double sustained_rate(Policy policy, uint64_t seed) {
+  const auto p99_at = [&](double rate) {
+    ScheduleCore core(two_processors(policy));
+    calibrate(core, Costs{});
+    return simulate(core, [](double) { return Costs{}; }, mixed_arrivals(rate, 4000, seed)).p99();
+  };
+  double low = 50, high = 100;
+  while (p99_at(high) <= 0.05) low = high, high *= 2;
+  for (int i = 0; i < 8; ++i) {
+    const double mid = (low + high) / 2;
+    (p99_at(mid) <= 0.05 ? low : high) = mid;
+  }
+  return low;
+}
+
+TEST(ScheduleCoreSimulation, OnAMixedLoadTheSchedulerSustainsOneAndAHalfTimesTheBestProcessor) {
+  const uint64_t seed = testing::test_seed();
+  const double cpu = sustained_rate(Policy::kCpuOnly, seed);
+  const double gpu = sustained_rate(Policy::kGpuOnly, seed);
+  const double both = sustained_rate(Policy::kScheduler, seed);
+  std::printf("sustained q/s at p99 <= 50 ms: cpu %.0f, gpu %.0f, scheduler %.0f\n", cpu, gpu, both);
+  EXPECT_GE(both, 1.5 * std::max(cpu, gpu));
+}
+
+TEST(ScheduleCoreSimulation, AdaptsWhenTheGpuBecomesSlower) {
+  ScheduleCore core(two_processors());
+  calibrate(core, Costs{});
+  Costs slow;
+  slow.gpu_per_posting *= 40;  // long lists: GPU now 8 ns per posting, slower than the CPU
+  slow.gpu_fixed *= 10;
+  const SimResult sim = simulate(core, [&](double) { return slow; }, mixed_arrivals(200, 3000, testing::test_seed()));
+  std::printf("gpu observations %llu, predicted %.4f s for 3M postings (true %.4f); cpu %.4f; answered cpu %zu gpu %zu\n",
+              (unsigned long long)core.model(Processor::kGpu).observations(), core.model(Processor::kGpu).predict(or_query(3'000'000)),
+              slow.gpu({or_query(3'000'000)}), core.model(Processor::kCpu).predict(or_query(3'000'000)),
+              sim.answered.count(Processor::kCpu) ? sim.answered.at(Processor::kCpu) : 0,
+              sim.answered.count(Processor::kGpu) ? sim.answered.at(Processor::kGpu) : 0);
+  // After observing the slow GPU, new long-list queries are no longer pinned to the GPU (they were:
+  // 0.7 against 12 ms), and the GPU's prediction has moved most of the way to the truth (the rest
+  // comes as flexible queries keep giving it samples).
+  EXPECT_GE(core.model(Processor::kGpu).predict(or_query(3'000'000)), 0.25 * slow.gpu({or_query(3'000'000)}));
+  for (uint64_t id = 0; id < 10; ++id) core.enqueue(job(100000 + id, 3'000'000, 100, 1e9), 100);
+  EXPECT_EQ(core.depth(QueueId::kGpu), 0u);
+}
+
+// The threaded scheduler over real processors: a random collection, two CPU processors (the second
+// standing in for the GPU: same answers, different object), answers compared with the CPU's.
+struct Collection {
+  std::vector<BuiltPartition> partitions;
+  std::vector<std::vector<std::string>> queries;
+};
+
+Collection random_collection(uint64_t seed) {
+  synthetic::CollectionParams params;
+  params.documents = 3000;
+  params.vocabulary = 2000;
+  params.mean_length = 40;
+  params.seed = seed;
+  BuildOptions options;
+  options.partitions = 1;
+  IndexBuilder builder(options);
+  uint32_t doc = 0;
+  synthetic::generate_collection(params, [&](const std::vector<std::string>& terms) {
+    builder.add_analyzed({"d" + std::to_string(doc++), "", "", 0}, terms);
+  });
+  return {builder.build(), synthetic::generate_queries(400, params.vocabulary, 4, seed + 1)};
+}
+
+// Fails every search after the first `healthy` ones, as a GPU that falls off the bus would.
+class FailingProcessor final : public QueryProcessor {
+ public:
+  FailingProcessor(const QueryProcessor& inner, int healthy) : inner_(inner), healthy_(healthy) {}
+  std::string_view name() const override { return "gpu"; }
+  QueryResult search(const Query& query) const override {
+    if (healthy_.fetch_sub(1) <= 0) throw Error("simulated GPU failure (an Xid error)");
+    return inner_.search(query);
+  }
+
+ private:
+  const QueryProcessor& inner_;
+  mutable std::atomic<int> healthy_;
+};
+
+void expect_answers_equal_cpu(Scheduler& scheduler, const Target& target, const Collection& c, const QueryProcessor& reference) {
+  std::atomic<size_t> checked{0};
+  std::vector<std::thread> clients;
+  for (size_t t = 0; t < 8; ++t) {
+    clients.emplace_back([&, t] {
+      for (size_t q = t; q < c.queries.size(); q += 8) {
+        for (auto [mode, k] : {std::pair{QueryMode::kOr, size_t{10}}, {QueryMode::kAnd, size_t{10}}, {QueryMode::kAndOr, size_t{100}}}) {
+          const Query query(c.queries[q], mode, k);
+          const Outcome outcome = scheduler.search(target, query);
+          ASSERT_TRUE(outcome.error.empty()) << outcome.error;
+          ASSERT_TRUE(testing::identical_hits(reference.search(query).hits, outcome.result.hits)) << "query " << q;
+          ++checked;
+        }
+      }
+    });
+  }
+  for (auto& client : clients) client.join();
+  EXPECT_EQ(checked, c.queries.size() * 3);
+}
+
+TEST(Scheduler, AnswersEqualTheCpuProcessorsWhicheverProcessorAnswers) {
+  const Collection c = random_collection(testing::test_seed());
+  const IndexView& view = c.partitions[0].view;
+  CpuQueryProcessor cpu(view), stand_in(view);
+  SchedulerOptions options;
+  options.core = two_processors();
+  options.core.batch_max = 8;
+  options.calibration_seconds = 0.05;
+  Scheduler scheduler(options);
+  const Target target{&view, &cpu, &stand_in, nullptr};
+  scheduler.calibrate(target);
+  expect_answers_equal_cpu(scheduler, target, c, cpu);
+  const CoreCounters counters = scheduler.counters();
+  std::printf("enqueued cpu %llu gpu %llu flexible %llu; batches %llu\n", (unsigned long long)counters.enqueued[0],
+              (unsigned long long)counters.enqueued[1], (unsigned long long)counters.enqueued[2], (unsigned long long)counters.batches);
+}
+
+TEST(Scheduler, AGpuThatFailsLosesNoQuery) {
+  const Collection c = random_collection(testing::test_seed() + 1);
+  const IndexView& view = c.partitions[0].view;
+  CpuQueryProcessor cpu(view), inner(view);
+  FailingProcessor failing(inner, 20);
+  SchedulerOptions options;
+  options.core = two_processors(Policy::kGpuOnly);  // everything meant for the GPU
+  options.calibration_seconds = 0;
+  Scheduler scheduler(options);
+  const Target target{&view, &cpu, &failing, nullptr};
+  expect_answers_equal_cpu(scheduler, target, c, cpu);
+  EXPECT_FALSE(scheduler.gpu_usable());
+}
+
+TEST(Scheduler, AQueryPastItsDeadlineIsAnsweredWithAnError) {
+  const Collection c = random_collection(testing::test_seed() + 2);
+  const IndexView& view = c.partitions[0].view;
+  CpuQueryProcessor cpu(view);
+  SchedulerOptions options;
+  options.core.cpu_workers = 1;
+  Scheduler scheduler(options);
+  const Outcome outcome = scheduler.search({&view, &cpu, nullptr, nullptr}, Query(c.queries[0], QueryMode::kOr, 10),
+                                           Scheduler::Clock::now() - std::chrono::milliseconds(1));
+  EXPECT_EQ(outcome.error, "deadline exceeded before the query started");
+}
+
+}  // namespace
+}  // namespace warp::sched
