@@ -54,7 +54,7 @@ CostModel::CostModel(double forgetting) : forgetting_(forgetting) {
   coefficients_[0] = 1e-4;
 }
 
-double CostModel::predict(std::span<const QueryFeatures> run) const {
+double CostModel::fitted(std::span<const QueryFeatures> run) const {
   double t = coefficients_[0];
   for (const QueryFeatures& q : run) {
     const FeatureVector x = feature_vector(q);
@@ -63,14 +63,16 @@ double CostModel::predict(std::span<const QueryFeatures> run) const {
   return std::max(t, 1e-6);
 }
 
+double CostModel::predict(std::span<const QueryFeatures> run) const { return fitted(run) * bias(); }
+
 double CostModel::predict_marginal(const QueryFeatures& query) const {
   const FeatureVector x = feature_vector(query);
   double t = 0;
   for (size_t i = 1; i < kFeatureCount; ++i) t += coefficients_[i] * x[i];
-  return std::max(t, 1e-7);
+  return std::max(t, 1e-7) * bias();
 }
 
-double CostModel::fixed_cost() const { return std::max(coefficients_[0], 0.0); }
+double CostModel::fixed_cost() const { return std::max(coefficients_[0], 0.0) * bias(); }
 
 void CostModel::observe(std::span<const QueryFeatures> run, double seconds) {
   if (run.empty() || !(seconds > 0)) return;
@@ -82,8 +84,13 @@ void CostModel::observe(std::span<const QueryFeatures> run, double seconds) {
   }
   // Relative error, both ways: an under-prediction by 30× weighs as much as an over-prediction by
   // 30× (1/t² alone would let old observations outvote new ones after a large change).
-  const double reference = std::min(seconds, predict(run));
+  const double fit = fitted(run);
+  const double reference = std::min(seconds, fit);
   const double w = 1 / (reference * reference);
+  if (observations_ >= 32) {  // once the fit has settled; over about the last 100 runs
+    measured_sum_ = measured_sum_ * 0.99 + seconds;
+    fitted_sum_ = fitted_sum_ * 0.99 + fit;
+  }
   for (double& g : gram_) g *= forgetting_;
   for (double& m : moment_) m *= forgetting_;
   for (size_t i = 0; i < kFeatureCount; ++i) {

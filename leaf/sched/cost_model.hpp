@@ -58,6 +58,12 @@ class CostModel {
   std::array<double, kFeatureCount> moment_{};                // Σ w x t, faded
   FeatureVector coefficients_{};
   uint64_t observations_ = 0;
+  // Measured over fitted time, summed over recent runs: the fit minimises relative error, which
+  // for the long-tailed times of real queries predicts below the mean; queue backlogs add
+  // predictions up, so every prediction is scaled by this ratio of sums.
+  double measured_sum_ = 0, fitted_sum_ = 0;
+  double bias() const { return fitted_sum_ > 0 ? measured_sum_ / fitted_sum_ : 1; }
+  double fitted(std::span<const QueryFeatures> run) const;
 };
 
 }  // namespace warp::sched

@@ -21,6 +21,10 @@ Policy parse_policy(std::string_view text) {
 
 namespace {
 constexpr double kMillisecond = 1e-3;
+// The scheduler looks at most this far into a queue (oldest first) for urgent, short or stealable
+// queries: decisions stay O(1) under the lock however long a queue grows under overload.
+constexpr ptrdiff_t kWindow = 64;
+std::deque<Job>::iterator window_end(std::deque<Job>& q) { return q.size() <= kWindow ? q.end() : q.begin() + kWindow; }
 Processor other(Processor p) { return p == Processor::kCpu ? Processor::kGpu : Processor::kCpu; }
 QueueId own_queue(Processor p) { return p == Processor::kCpu ? QueueId::kCpu : QueueId::kGpu; }
 }  // namespace
@@ -31,24 +35,29 @@ ScheduleCore::ScheduleCore(CoreOptions options) : options_(options) {
   if (options_.policy == Policy::kGpuOnly && options_.gpu_streams == 0) throw Error("policy gpu needs a GPU");
 }
 
+size_t ScheduleCore::capacity(Processor p) const {
+  return p == Processor::kCpu ? options_.cpu_workers : std::max<size_t>(1, options_.gpu_streams);
+}
+
+// How long a query queued now for `p` would wait before it starts: the predicted work queued
+// ahead of it and in progress, spread over the processor's workers (CPU threads, GPU streams).
+// Counting the work in progress even while a worker is free makes a processor look busier as its
+// load grows, so queries move to the other one before its queue forms, not after. The GPU's
+// queue counts by the queries' shares of a batch: one batch clears many.
 double ScheduleCore::backlog(Processor p) const {
   const size_t i = static_cast<size_t>(p);
-  const double capacity = p == Processor::kCpu ? static_cast<double>(options_.cpu_workers)
-                                               : static_cast<double>(std::max<size_t>(1, options_.gpu_streams));
-  return (queued_seconds_[i] + running_seconds_[i]) / capacity;
+  return (running_seconds_[i] + queued_seconds_[i]) / static_cast<double>(capacity(p));
 }
 
-// Balanced load: 1.5 (and 1/1.5). When the GPU's backlog per stream is b times the CPU's per core,
-// the GPU threshold rises by √b (the CPU's falls by √(1/b) in the opposite case): the busier
-// processor keeps only the queries it is far better at; the 1 ms floor keeps an idle pair at 1.5.
-double ScheduleCore::gpu_threshold() const {
-  const double imbalance = (backlog(Processor::kGpu) + kMillisecond) / (backlog(Processor::kCpu) + kMillisecond);
-  return options_.prefer_ratio * std::sqrt(std::max(1.0, imbalance));
+double ScheduleCore::predicted(const Job& job, Processor p) const {
+  return p == Processor::kCpu ? job.cpu_seconds : model(Processor::kGpu).fixed_cost() + job.gpu_seconds;
 }
 
-double ScheduleCore::cpu_threshold() const {
-  const double imbalance = (backlog(Processor::kGpu) + kMillisecond) / (backlog(Processor::kCpu) + kMillisecond);
-  return std::sqrt(std::min(1.0, imbalance)) / options_.prefer_ratio;
+// Work waiting for each processor: its own queue's, and the flexible queue's on both (either may
+// take it; leaving it out hid a growing flexible queue from both backlogs).
+void ScheduleCore::account_queued(const Job& job, int sign) {
+  if (job.queue != QueueId::kGpu) queued_seconds_[0] += sign * job.cpu_seconds;
+  if (job.queue != QueueId::kCpu) queued_seconds_[1] += sign * job.gpu_seconds;
 }
 
 void ScheduleCore::enqueue(Job job, double now) {
@@ -56,40 +65,43 @@ void ScheduleCore::enqueue(Job job, double now) {
   job.cpu_seconds = model(Processor::kCpu).predict(job.features);
   QueueId q = QueueId::kCpu;
   if (gpu_usable() && !job.cpu_only) {
-    // The GPU's share of the batch the query will likely join: its own cost plus the batch's fixed
-    // cost split over the queries waiting for the GPU (at most a full batch).
-    const double batch = std::min<double>(static_cast<double>(options_.batch_max),
-                                          1.0 + static_cast<double>(depth(QueueId::kGpu)) / static_cast<double>(options_.gpu_streams));
     const CostModel& gpu = model(Processor::kGpu);
-    job.gpu_seconds = gpu.predict_marginal(job.features) + gpu.fixed_cost() / batch;
-    const double ratio = job.cpu_seconds / job.gpu_seconds;
+    job.gpu_seconds = gpu.predict_marginal(job.features);
+    // When the query would be answered: on the CPU after its backlog; on the GPU after its backlog,
+    // in a batch with the queries queued for it (one fixed cost for the batch). Comparing these,
+    // not bare processing times, is what adapts the split to load: an idle CPU keeps the short
+    // queries a lone GPU batch would answer later; a busy one hands them to a batching GPU.
+    const double on_cpu = backlog(Processor::kCpu) + job.cpu_seconds;
+    const double on_gpu = backlog(Processor::kGpu) + gpu.fixed_cost() + job.gpu_seconds;
+    const double ratio = on_cpu / on_gpu;
     switch (options_.policy) {
       case Policy::kScheduler:
-        q = ratio >= gpu_threshold() ? QueueId::kGpu : ratio <= cpu_threshold() ? QueueId::kCpu : QueueId::kFlexible;
+        q = ratio >= options_.prefer_ratio ? QueueId::kGpu : ratio <= 1 / options_.prefer_ratio ? QueueId::kCpu : QueueId::kFlexible;
         break;
       case Policy::kCpuOnly: q = QueueId::kCpu; break;
       case Policy::kGpuOnly: q = QueueId::kGpu; break;
-      case Policy::kBestOneAtATime:
-        job.gpu_seconds = gpu.predict(job.features);  // alone: no batch shares its fixed cost
-        q = job.cpu_seconds > job.gpu_seconds ? QueueId::kGpu : QueueId::kCpu;
+      case Policy::kBestOneAtATime:  // bare processing times: nothing else runs
+        q = job.cpu_seconds > gpu.fixed_cost() + job.gpu_seconds ? QueueId::kGpu : QueueId::kCpu;
         break;
     }
   }
   job.queue = q;
-  if (q != QueueId::kFlexible) queued_seconds_[static_cast<size_t>(q)] += q == QueueId::kCpu ? job.cpu_seconds : job.gpu_seconds;
+  account_queued(job, +1);
   ++counters_.enqueued[static_cast<size_t>(q)];
   queue(q).push_back(job);
 }
 
+// Only the oldest queries of each queue are looked at (deadlines follow arrivals): the rest are
+// seen as they come to the front, so a take stays O(1) however long the queues are.
 void ScheduleCore::drop_expired(double now) {
   for (size_t qi = 0; qi < 3; ++qi) {
     auto& jobs = queues_[qi];
-    for (auto it = jobs.begin(); it != jobs.end();) {
+    for (auto it = jobs.begin(); it != window_end(jobs);) {
       if (it->deadline >= now) {
         ++it;
         continue;
       }
-      if (qi < 2) queued_seconds_[qi] -= qi == 0 ? it->cpu_seconds : it->gpu_seconds;
+      account_queued(*it, -1);
       ++counters_.expired;
       expired_.push_back(*it);
       it = jobs.erase(it);
@@ -103,8 +115,7 @@ std::vector<Job> ScheduleCore::take_expired() { return std::exchange(expired_, {
 // before the other processor, busy with its backlog, could start it.
 bool ScheduleCore::steal_worthwhile(const Job& job, Processor taker) const {
   if (taker == Processor::kGpu && (!gpu_usable() || job.cpu_only)) return false;
-  const double mine = taker == Processor::kCpu ? job.cpu_seconds : model(Processor::kGpu).predict(job.features);
-  return mine < backlog(other(taker));
+  return predicted(job, taker) < backlog(other(taker));
 }
 
 bool ScheduleCore::pick(Processor p, double now, Job& out) {
@@ -113,9 +124,7 @@ bool ScheduleCore::pick(Processor p, double now, Job& out) {
   std::deque<Job>& flexible = queue(QueueId::kFlexible);
   const auto remove = [&](std::deque<Job>& from, std::deque<Job>::iterator it) {
     out = *it;
-    if (it->queue != QueueId::kFlexible) {
-      queued_seconds_[static_cast<size_t>(it->queue)] -= predicted(*it, it->queue == QueueId::kCpu ? Processor::kCpu : Processor::kGpu);
-    }
+    account_queued(*it, -1);
     from.erase(it);
     return true;
   };
@@ -127,7 +136,7 @@ bool ScheduleCore::pick(Processor p, double now, Job& out) {
   std::deque<Job>* urgent_from = nullptr;
   std::deque<Job>::iterator urgent;
   for (std::deque<Job>* from : {&own, &flexible}) {
-    for (auto it = from->begin(); it != from->end(); ++it) {
+    for (auto it = from->begin(); it != window_end(*from); ++it) {
       const double t = predicted(*it, p);
       if (it->deadline - now - t > options_.urgency * t + kMillisecond) continue;
       if (urgent_from == nullptr || it->deadline < urgent->deadline) urgent_from = from, urgent = it;
@@ -143,7 +152,7 @@ bool ScheduleCore::pick(Processor p, double now, Job& out) {
   if (!own.empty()) {
     auto best = own.begin();
     double best_key = std::numeric_limits<double>::infinity();
-    for (auto it = own.begin(); it != own.end(); ++it) {
+    for (auto it = own.begin(); it != window_end(own); ++it) {
       const double key = it->arrival + options_.aging * predicted(*it, p);
       if (key < best_key) best_key = key, best = it;
     }
@@ -155,7 +164,7 @@ bool ScheduleCore::pick(Processor p, double now, Job& out) {
   std::deque<Job>& theirs = queue(own_queue(other(p)));
   auto best = theirs.end();
   double best_ratio = std::numeric_limits<double>::infinity();
-  for (auto it = theirs.begin(); it != theirs.end(); ++it) {
+  for (auto it = theirs.begin(); it != window_end(theirs); ++it) {
     if (!steal_worthwhile(*it, p)) continue;
     const double ratio = predicted(*it, p) / predicted(*it, other(p));
     if (ratio < best_ratio) best_ratio = ratio, best = it;
@@ -175,7 +184,7 @@ void ScheduleCore::fill_batch(Dispatch& run, double now) {
   const double cap = std::max(options_.batch_seconds, gpu.predict(features));
   double earliest = run.jobs[0].deadline;
   const auto consider = [&](std::deque<Job>& from, bool stealing) {
-    for (auto it = from.begin(); it != from.end() && run.jobs.size() < options_.batch_max;) {
+    for (auto it = from.begin(); it != from.end() && run.jobs.size() < options_.batch_max && it - from.begin() < kWindow;) {
       if (it->slot != run.jobs[0].slot || (stealing && !steal_worthwhile(*it, Processor::kGpu))) {
         ++it;
         continue;
@@ -188,8 +197,7 @@ void ScheduleCore::fill_batch(Dispatch& run, double now) {
         continue;
       }
       earliest = std::min(earliest, it->deadline);
-      if (it->queue == QueueId::kGpu) queued_seconds_[1] -= it->gpu_seconds;
-      if (it->queue == QueueId::kCpu) queued_seconds_[0] -= it->cpu_seconds;
+      account_queued(*it, -1);
       run.jobs.push_back(*it);
       run.jobs.back().stolen = stealing;
       if (stealing) ++counters_.steals[1];
@@ -218,6 +226,7 @@ Dispatch ScheduleCore::take(Processor p, double now) {
   for (const Job& job : run.jobs) features.push_back(job.features);
   run.predicted = model(p).predict(features);
   running_seconds_[static_cast<size_t>(p)] += run.predicted;
+  ++busy_[static_cast<size_t>(p)];
   ++runs_in_progress_;
   return run;
 }
@@ -226,6 +235,7 @@ double ScheduleCore::finished(const Dispatch& run, double seconds) {
   running_seconds_[static_cast<size_t>(run.processor)] =
       std::max(0.0, running_seconds_[static_cast<size_t>(run.processor)] - run.predicted);
   if (runs_in_progress_ > 0) --runs_in_progress_;
+  if (busy_[static_cast<size_t>(run.processor)] > 0) --busy_[static_cast<size_t>(run.processor)];
   std::vector<QueryFeatures> features;
   for (const Job& job : run.jobs) features.push_back(job.features);
   model(run.processor).observe(features, seconds);
@@ -237,14 +247,16 @@ void ScheduleCore::gpu_lost() {
   gpu_lost_ = true;
   for (QueueId from : {QueueId::kGpu, QueueId::kFlexible}) {
     for (Job& job : queue(from)) {
+      account_queued(job, -1);
       job.queue = QueueId::kCpu;
-      queued_seconds_[0] += job.cpu_seconds;
+      account_queued(job, +1);
       queue(QueueId::kCpu).push_back(job);
     }
     queue(from).clear();
   }
   queued_seconds_[1] = 0;
   running_seconds_[1] = 0;
+  busy_[1] = 0;
 }
 
 }  // namespace warp::sched

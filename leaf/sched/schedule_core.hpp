@@ -2,9 +2,11 @@
 // clocks so that tests drive it with simulated processors and time:
 // - Each query gets predicted times on both processors from the cost models (cost_model.hpp) and
 //   joins one of three queues: much better on the GPU, much better on the CPU, or flexible. "Much
-//   better" is a ratio that adapts to load: when the GPU's backlog (predicted seconds of queued and
-//   running work per stream) outgrows the CPU's (per core), a query must gain more to be pinned to
-//   the GPU, and the other way round.
+//   better" compares when the query would be answered, not bare processing times: each
+//   processor's backlog (predicted work queued ahead and running) plus the query's own time, on
+//   the GPU as a share of a batch with the queries queued for it plus the batch's fixed cost. So
+//   the split adapts to load: an idle CPU keeps the short queries that a lone GPU batch would
+//   answer later; a saturated one hands them to the GPU, whose batches then grow and amortise.
 // - An idle processor takes, in order: a query of its own or the flexible queue that is near its
 //   deadline (earliest deadline first); its own queue's next query (short first: ordered by
 //   arrival + aging × predicted time, so a long query waits at most aging × its own time behind
@@ -42,7 +44,7 @@ struct CoreOptions {
   size_t gpu_streams = 0;       // GPU runs at once; 0: no GPU
   size_t batch_max = 16;        // queries in a GPU batch
   double batch_seconds = 0.01;  // a batch grows while its predicted time stays under this
-  double prefer_ratio = 1.5;    // "much better" at balanced load
+  double prefer_ratio = 1.5;    // "much better": answered this much sooner (backlogs included)
   double aging = 4;             // in-queue order: arrival + aging × predicted time
   double urgency = 2;           // near the deadline: slack under urgency × predicted time + 1 ms
 };
@@ -53,7 +55,8 @@ struct Job {
   QueryFeatures features;
   bool cpu_only = false;  // no GPU processor for it
   double arrival = 0, deadline = 0;  // seconds on the caller's clock
-  // Set on enqueue: predicted seconds on each processor (the GPU's share of a batch) and the queue.
+  // Set on enqueue: predicted seconds on the CPU, the query's share of a GPU batch (without the
+  // batch's fixed cost), and the queue.
   double cpu_seconds = 0, gpu_seconds = 0;
   QueueId queue = QueueId::kCpu;
   bool stolen = false, urgent = false;  // how it was taken
@@ -95,16 +98,14 @@ class ScheduleCore {
   const CostModel& model(Processor p) const { return models_[static_cast<size_t>(p)]; }
   const CoreCounters& counters() const { return counters_; }
   const CoreOptions& options() const { return options_; }
-  // The current "much better" ratios (cpu time / gpu time at or above which a query is pinned to
-  // the GPU, at or below which to the CPU).
-  double gpu_threshold() const;
-  double cpu_threshold() const;
-  // Predicted seconds of queued and running work per CPU core and per GPU stream.
+  // Predicted seconds a query queued now for `p` would wait before it starts.
   double backlog(Processor p) const;
 
  private:
   std::deque<Job>& queue(QueueId q) { return queues_[static_cast<size_t>(q)]; }
-  double predicted(const Job& job, Processor p) const { return p == Processor::kCpu ? job.cpu_seconds : job.gpu_seconds; }
+  double predicted(const Job& job, Processor p) const;  // alone on `p`
+  size_t capacity(Processor p) const;
+  void account_queued(const Job& job, int sign);
   void drop_expired(double now);
   bool pick(Processor p, double now, Job& out);
   bool steal_worthwhile(const Job& job, Processor taker) const;
@@ -115,6 +116,7 @@ class ScheduleCore {
   std::array<std::deque<Job>, 3> queues_;
   std::array<double, 2> queued_seconds_{};   // predicted work in each processor's own queue
   std::array<double, 2> running_seconds_{};  // predicted work of runs in progress
+  std::array<size_t, 2> busy_{};              // runs in progress
   size_t runs_in_progress_ = 0;
   bool gpu_lost_ = false;
   std::vector<Job> expired_;

@@ -42,8 +42,8 @@ struct Metrics {
                             .Help("Dispatch time measured").Register(r)),
         ratio_family(prometheus::BuildHistogram().Name("warpsearch_leaf_scheduler_prediction_ratio")
                          .Help("Measured over predicted run time, per run").Register(r)),
-        threshold_family(prometheus::BuildGauge().Name("warpsearch_leaf_scheduler_threshold_ratio")
-                             .Help("CPU time over GPU time at which a query is pinned to a processor (adapts to load)").Register(r)),
+        backlog_family(prometheus::BuildGauge().Name("warpsearch_leaf_scheduler_backlog_seconds")
+                           .Help("Predicted wait before a query queued now would start, per processor").Register(r)),
         batch_size(prometheus::BuildHistogram().Name("warpsearch_leaf_scheduler_batch_queries")
                        .Help("Queries per GPU run").Register(r).Add({}, prometheus::Histogram::BucketBoundaries{1, 2, 4, 8, 16, 32, 64})),
         gpu_usable(prometheus::BuildGauge().Name("warpsearch_leaf_scheduler_gpu_usable")
@@ -59,7 +59,7 @@ struct Metrics {
       predicted[i] = &predicted_family.Add({{"processor", name}});
       measured[i] = &measured_family.Add({{"processor", name}});
       ratio[i] = &ratio_family.Add({{"processor", name}}, prometheus::Histogram::BucketBoundaries{0.25, 0.5, 0.67, 0.8, 1, 1.25, 1.5, 2, 4});
-      threshold[i] = &threshold_family.Add({{"processor", name}});
+      backlog[i] = &backlog_family.Add({{"processor", name}});
       for (QueueId q : {QueueId::kCpu, QueueId::kGpu, QueueId::kFlexible}) {
         queries[i][static_cast<size_t>(q)] = &queries_family.Add({{"processor", name}, {"queue", to_string(q)}});
       }
@@ -75,7 +75,7 @@ struct Metrics {
   prometheus::Family<prometheus::Counter>& predicted_family;
   prometheus::Family<prometheus::Counter>& measured_family;
   prometheus::Family<prometheus::Histogram>& ratio_family;
-  prometheus::Family<prometheus::Gauge>& threshold_family;
+  prometheus::Family<prometheus::Gauge>& backlog_family;
   prometheus::Histogram& batch_size;
   prometheus::Gauge& gpu_usable;
   prometheus::Counter& gpu_failures;
@@ -83,7 +83,7 @@ struct Metrics {
   std::array<std::array<prometheus::Counter*, 3>, 2> queries{};
   std::array<prometheus::Counter*, 2> steals{}, urgent{}, predicted{}, measured{};
   std::array<prometheus::Histogram*, 2> ratio{};
-  std::array<prometheus::Gauge*, 2> threshold{};
+  std::array<prometheus::Gauge*, 2> backlog{};
   prometheus::Counter* expired = nullptr;
   prometheus::Counter* late = nullptr;
 };
@@ -126,15 +126,15 @@ struct Scheduler::State {
   void update_gauges() {  // under the mutex
     if (!metrics) return;
     for (QueueId q : {QueueId::kCpu, QueueId::kGpu, QueueId::kFlexible}) metrics->depth[static_cast<size_t>(q)]->Set(static_cast<double>(core.depth(q)));
-    metrics->threshold[0]->Set(core.cpu_threshold());
-    metrics->threshold[1]->Set(core.gpu_threshold());
+    metrics->backlog[0]->Set(core.backlog(Processor::kCpu));
+    metrics->backlog[1]->Set(core.gpu_usable() ? core.backlog(Processor::kGpu) : 0);
     metrics->gpu_usable.Set(core.gpu_usable() ? 1 : 0);
   }
-  void enqueue(uint64_t id, const Pending& p) {  // under the mutex
+  void enqueue(uint64_t id, const Pending& p, const QueryFeatures& features) {  // under the mutex
     Job job;
     job.id = id;
     job.slot = group_of(p.target);
-    job.features = features_of(p.query, *p.target.index);
+    job.features = features;
     job.arrival = now();
     job.deadline = seconds(p.deadline);
     job.cpu_only = p.target.gpu == nullptr;
@@ -176,8 +176,7 @@ void Scheduler::State::gpu_failed(Dispatch& run, std::vector<Pending>& work, con
   if (metrics) metrics->gpu_failures.Increment();
   for (size_t i = 0; i < run.jobs.size(); ++i) {
     pending.emplace(run.jobs[i].id, std::move(work[i]));
-    Job job = run.jobs[i];
-    core.enqueue(job, now());
+    core.enqueue(run.jobs[i], now());
   }
   update_gauges();
   wake[0].notify_all();
@@ -236,6 +235,21 @@ void Scheduler::State::loop(Processor p) {
     }
     const auto end = Clock::now();
     const double seconds_taken = std::chrono::duration<double>(end - start).count();
+    // Answers first, outside the lock; then one lock both records the run and takes the next.
+    size_t late = 0;
+    for (size_t i = 0; i < work.size(); ++i) {
+      late += end > work[i].deadline;
+      Outcome outcome;
+      outcome.result = std::move(results[i]);
+      outcome.processor = p;
+      outcome.queue = run.jobs[i].queue;
+      outcome.seconds = seconds_taken;
+      outcome.predicted = run.predicted;
+      outcome.batch = run.jobs.size();
+      outcome.stolen = run.jobs[i].stolen;
+      outcome.urgent = run.jobs[i].urgent;
+      work[i].done(std::move(outcome));
+    }
     lock.lock();
     const double predicted = core.finished(run, seconds_taken);
     if (metrics) {
@@ -248,25 +262,9 @@ void Scheduler::State::loop(Processor p) {
         if (job.stolen) metrics->steals[pi]->Increment();
         if (job.urgent) metrics->urgent[pi]->Increment();
       }
+      if (late > 0) metrics->late->Increment(static_cast<double>(late));
     }
-    size_t late = 0;
-    for (const Pending& w : work) late += end > w.deadline;
-    if (metrics && late > 0) metrics->late->Increment(static_cast<double>(late));
     update_gauges();
-    lock.unlock();
-    for (size_t i = 0; i < work.size(); ++i) {
-      Outcome outcome;
-      outcome.result = std::move(results[i]);
-      outcome.processor = p;
-      outcome.queue = run.jobs[i].queue;
-      outcome.seconds = seconds_taken;
-      outcome.predicted = predicted;
-      outcome.batch = run.jobs.size();
-      outcome.stolen = run.jobs[i].stolen;
-      outcome.urgent = run.jobs[i].urgent;
-      work[i].done(std::move(outcome));
-    }
-    lock.lock();
   }
 }
 
@@ -292,13 +290,14 @@ Scheduler::~Scheduler() {
 
 void Scheduler::submit(const Target& target, Query query, Clock::time_point deadline, Done done) {
   if (target.index == nullptr || target.cpu == nullptr) throw Error("scheduler: a target needs an index and a CPU processor");
+  const QueryFeatures features = features_of(query, *target.index);  // list headers: outside the lock
   {
     std::lock_guard<std::mutex> lock(state_->mutex);
     if (state_->stop) throw Error("scheduler: stopping");
     const uint64_t id = state_->next_id++;
     auto [it, inserted] = state_->pending.emplace(id, Pending{target, std::move(query), std::move(done), deadline});
     try {
-      state_->enqueue(id, it->second);
+      state_->enqueue(id, it->second, features);
     } catch (...) {
       state_->pending.erase(it);
       throw;

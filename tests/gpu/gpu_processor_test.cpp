@@ -25,6 +25,7 @@
 #include "leaf/gpu/gpu_decode.hpp"
 #include "leaf/gpu/gpu_query_processor.hpp"
 #include "leaf/gpu/intersect.hpp"
+#include "leaf/sched/scheduler.hpp"
 #endif
 
 namespace warp {
@@ -286,6 +287,54 @@ TEST(GpuBatching, ExecutorRunsAMixedSpanInOrder) {
   for (size_t q = 0; q < queries.size(); ++q) {
     ASSERT_TRUE(testing::same_topk(cpu.search(queries[q]).hits, results[q].hits, c.reference, c.queries[q]))
         << "query " << q << " mode " << to_string(queries[q].mode) << " seed " << seed;
+  }
+}
+
+// The leaf's scheduler over the real CPU and GPU processors, 8 clients at once: every answer equals
+// the CPU processor's whichever processor (or GPU batch) gave it; once with the scheduler's own
+// choices, once with every query on the GPU so that its batches are exercised under load.
+TEST(GpuScheduler, AnswersMatchTheCpuUnderConcurrentLoad) {
+  WARP_REQUIRE_GPU();
+  const uint64_t seed = testing::test_seed() + 33;
+  const Collection c = random_collection("bp128", seed, 1);
+  const IndexView& view = c.partitions[0].view;
+  CpuQueryProcessor cpu(view);
+  gpu::GpuProcessorOptions gpu_options;
+  gpu_options.batch_executors = 2;
+  gpu::GpuQueryProcessor gpu(view, gpu_options);
+  for (sched::Policy policy : {sched::Policy::kScheduler, sched::Policy::kGpuOnly}) {
+    sched::SchedulerOptions options;
+    options.core.policy = policy;
+    options.core.cpu_workers = 8;
+    options.core.gpu_streams = 2;
+    options.core.batch_max = 8;
+    options.calibration_seconds = 0.2;
+    sched::Scheduler scheduler(options);
+    const sched::Target target{&view, &cpu, &gpu, nullptr};
+    scheduler.calibrate(target);
+    std::atomic<size_t> on_gpu{0}, batched{0}, mismatches{0};
+    std::vector<std::thread> clients;
+    for (size_t t = 0; t < 8; ++t) {
+      clients.emplace_back([&, t] {
+        for (size_t q = t; q < c.queries.size(); q += 8) {
+          for (size_t k : {size_t{10}, size_t{1000}}) {
+            const Query query(c.queries[q], static_cast<QueryMode>((q + k) % 3), k);
+            const sched::Outcome outcome = scheduler.search(target, query);
+            if (!outcome.error.empty() || !testing::same_topk(cpu.search(query).hits, outcome.result.hits, c.reference, c.queries[q])) ++mismatches;
+            on_gpu += outcome.processor == sched::Processor::kGpu;
+            batched += outcome.batch > 1;
+          }
+        }
+      });
+    }
+    for (auto& client : clients) client.join();
+    std::printf("policy %d: %zu of %zu answers from the GPU, %zu in batches\n", static_cast<int>(policy), on_gpu.load(),
+                c.queries.size() * 2, batched.load());
+    EXPECT_EQ(mismatches, 0u) << "seed " << seed;
+    if (policy == sched::Policy::kGpuOnly) {
+      EXPECT_EQ(on_gpu, c.queries.size() * 2);
+      EXPECT_GT(batched, 0u);
+    }
   }
 }
 

@@ -151,8 +151,16 @@ try:
     base, leaves, broker_proc, index1 = start_cluster(data, "cran")
     queries = read_queries(data)[:60]
     compare_with_single_partition(base, index1, queries, "cranfield")
-    if sum(leaf_counter(l[2], "warpsearch_leaf_answered_inline_total") for l in leaves) < 100:
-        fail("Cranfield's small queries should be answered on the leaves' front-end threads")
+    gpu_leaves = sum(leaf_counter(l[2], "warpsearch_leaf_gpu_bytes_resident") for l in leaves) > 0
+    if not gpu_leaves:
+        if sum(leaf_counter(l[2], "warpsearch_leaf_answered_inline_total") for l in leaves) < 100:
+            fail("Cranfield's small queries should be answered on the leaves' front-end threads")
+    elif "gpu" not in leaf_args:  # --processor auto on a GPU machine: the scheduler answers them all
+        scheduled = sum(leaf_counter(l[2], "warpsearch_leaf_scheduler_queries_total") for l in leaves)
+        if scheduled < 100:
+            fail("GPU leaves on --processor auto: the scheduler answered only %d searches" % scheduled)
+        print("scheduler: %d searches, %d on the GPU" % (scheduled, sum(
+            leaf_counter(l[2], 'warpsearch_leaf_scheduler_queries_total{processor="gpu"') for l in leaves)))
     status, body = http(base + "/search?" + urllib.parse.urlencode({"q": queries[0][1], "k": 10, "mode": "andor"}))
     if not json.loads(body)["cached"]:
         fail("a repeated query was not served from the cache")

@@ -116,9 +116,9 @@ TEST(ScheduleCore, QueriesJoinTheQueueOfTheProcessorTheySuit) {
   ScheduleCore core(two_processors());
   Costs costs;
   calibrate(core, costs);
-  core.enqueue(job(1, 5'000, 0), 0);        // CPU 40 µs, GPU 91 µs alone
+  core.enqueue(job(3, 18'000, 0), 0);       // CPU 92 µs, GPU 94 µs: flexible
+  core.enqueue(job(1, 5'000, 0), 0);        // CPU 40 µs, GPU 91 µs
   core.enqueue(job(2, 10'000'000, 0), 0);   // CPU 40 ms, GPU 2.1 ms
-  core.enqueue(job(3, 12'000, 0), 0);       // CPU 68 µs, GPU 67 µs in a batch of two: flexible
   EXPECT_EQ(core.depth(QueueId::kCpu), 1u);
   EXPECT_EQ(core.depth(QueueId::kGpu), 1u);
   EXPECT_EQ(core.depth(QueueId::kFlexible), 1u);
@@ -133,19 +133,45 @@ TEST(ScheduleCore, QueriesJoinTheQueueOfTheProcessorTheySuit) {
   EXPECT_TRUE(core.take(Processor::kCpu, 0).jobs.empty());
 }
 
+TEST(ScheduleCore, ABusyCpuHandsShortQueriesToTheGpu) {
+  CoreOptions options = two_processors();
+  options.cpu_workers = 1;
+  ScheduleCore core(options);
+  calibrate(core, Costs{});
+  Job pinned = job(1, 25'000'000, 0);  // 100 ms, and only the CPU can run it
+  pinned.cpu_only = true;
+  core.enqueue(pinned, 0);
+  ASSERT_EQ(core.take(Processor::kCpu, 0).jobs.size(), 1u);
+  // Short queries that an idle CPU would keep now wait less on the GPU.
+  for (uint64_t id = 2; id < 12; ++id) core.enqueue(job(id, 5'000, 0), 0);
+  EXPECT_EQ(core.depth(QueueId::kCpu), 0u);
+  EXPECT_EQ(core.depth(QueueId::kGpu), 10u);
+}
+
 TEST(ScheduleCore, AnIdleCpuStealsOnlyWhenTheGpuBacklogIsLongerThanTheQuery) {
-  ScheduleCore core(two_processors());
+  CoreOptions options = two_processors();
+  options.cpu_workers = 1;
+  ScheduleCore core(options);
   Costs costs;
   calibrate(core, costs);
-  // Two GPU queries of 1M postings (GPU 0.29 ms, CPU 4 ms): stealing would only delay them.
-  core.enqueue(job(1, 1'000'000, 0), 0);
-  core.enqueue(job(2, 1'000'000, 0), 0);
+  // Two GPU queries of 10M postings (GPU 2.1 ms, CPU 40 ms): stealing would only delay them.
+  core.enqueue(job(1, 10'000'000, 0), 0);
+  core.enqueue(job(2, 10'000'000, 0), 0);
+  EXPECT_EQ(core.depth(QueueId::kGpu), 2u);
   EXPECT_TRUE(core.take(Processor::kCpu, 0).jobs.empty());
-  // Sixty more and a running batch: the GPU's backlog passes the CPU's 4 ms and the CPU steals.
-  for (uint64_t id = 3; id < 63; ++id) core.enqueue(job(id, 1'000'000, 0), 0);
-  const Dispatch gpu = core.take(Processor::kGpu, 0);
-  EXPECT_EQ(gpu.jobs.size(), 16u);
-  const Dispatch stolen = core.take(Processor::kCpu, 0);
+  // While the CPU is busy with a 100 ms query only it can run, forty more queue for the GPU...
+  Job pinned = job(3, 25'000'000, 0);
+  pinned.cpu_only = true;
+  core.enqueue(pinned, 0);
+  const Dispatch long_run = core.take(Processor::kCpu, 0);
+  ASSERT_EQ(long_run.jobs.size(), 1u);
+  for (uint64_t id = 4; id < 44; ++id) core.enqueue(job(id, 10'000'000, 0), 0);
+  EXPECT_EQ(core.depth(QueueId::kGpu), 42u);
+  const Dispatch batch = core.take(Processor::kGpu, 0);
+  EXPECT_GE(batch.jobs.size(), 4u);
+  // ...then the CPU is free: the GPU's backlog (about 80 ms) outgrows a query's 40 ms: it steals.
+  core.finished(long_run, 0.1);
+  const Dispatch stolen = core.take(Processor::kCpu, 0.1);
   ASSERT_EQ(stolen.jobs.size(), 1u);
   EXPECT_TRUE(stolen.jobs[0].stolen);
   EXPECT_EQ(core.counters().steals[0], 1u);

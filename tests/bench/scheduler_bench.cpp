@@ -1,0 +1,309 @@
+// The leaf's CPU+GPU scheduler after Ding et al. 2009 Fig. 7: Poisson arrivals at increasing rates,
+// mean and p99 delay (arrival to answer) against the arrival rate, for four ways of running one
+// leaf's queries: every query on the CPU (all cores), every query on the GPU (batched), each query
+// on its better processor one query at a time ("best-serial"), and the scheduler. For each, the
+// highest rate sustained with p99 ≤ 50 ms and the highest with no query past its 500 ms deadline.
+// Three loads: the GOV2-like preset (long lists), the default corpus (an index directory: short
+// lists), and a mixed log (their queries interleaved, half from each, on one leaf holding both).
+// Every answer of every policy is the processors' own, so each scheduled answer is also checked
+// against the CPU processor's on a sample. Prints markdown tables and writes a CSV for the plot
+// (tests/bench/plot_scheduler.py). Needs a GPU.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "common/index/index_files.hpp"
+#include "common/util/flags.hpp"
+#include "common/util/status.hpp"
+#include "leaf/gpu/gpu_runtime.hpp"
+#include "leaf/query/cpu_query_processor.hpp"
+#include "leaf/sched/scheduler.hpp"
+#include "tests/bench/gov2_preset.hpp"
+
+namespace warp {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using sched::Policy;
+using sched::CoreCounters;
+
+struct Slot {
+  const IndexView* view;
+  std::unique_ptr<QueryProcessor> cpu, gpu;
+};
+
+// A query of a load: one search per partition it goes to (the broker's fan-out, inside one leaf).
+struct LoadQuery {
+  std::vector<std::pair<size_t, Query>> parts;
+};
+
+struct Load {
+  std::string name;
+  std::vector<LoadQuery> queries;
+};
+
+// Queries of 1–4 terms at log-uniform ranks of the partition's lexicon by list length, OR top-10:
+// queries no test has seen, mixing frequent and rare terms as the GOV2-like log does.
+std::vector<std::vector<std::string>> lexicon_queries(const IndexView& view, size_t count, uint64_t seed) {
+  std::vector<std::pair<uint32_t, const std::string*>> terms;
+  for (const auto& [term, info] : view.lexicon) terms.push_back({info.words, &term});
+  std::sort(terms.begin(), terms.end(), [](const auto& a, const auto& b) { return a.first != b.first ? a.first > b.first : *a.second < *b.second; });
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> log_rank(0, std::log(static_cast<double>(terms.size())));
+  std::vector<std::vector<std::string>> queries(count);
+  for (auto& q : queries) {
+    const size_t n = 1 + rng() % 4;
+    for (size_t i = 0; i < n; ++i) q.push_back(*terms[std::min(terms.size() - 1, static_cast<size_t>(std::exp(log_rank(rng))) - 1)].second);
+  }
+  return queries;
+}
+
+struct RateResult {
+  double rate = 0, mean = 0, p99 = 0;
+  size_t queries = 0, missed = 0, gpu_parts = 0, parts = 0;
+  double measured[2] = {0, 0}, predicted[2] = {0, 0};  // per processor, over the parts it answered
+  size_t batched_parts = 0;
+  double batch_sum = 0;
+};
+
+RateResult run_rate(sched::Scheduler& scheduler, const std::vector<sched::Target>& targets, const Load& load, double rate,
+                    double seconds, uint64_t seed) {
+  const size_t count = std::clamp<size_t>(static_cast<size_t>(rate * seconds), 200, 100000);
+  std::mt19937_64 rng(seed);
+  std::exponential_distribution<double> gap(rate);
+  std::vector<double> arrival(count), finish(count, 0);
+  std::vector<std::atomic<int>> remaining(count);
+  std::vector<std::atomic<bool>> failed(count);
+  std::atomic<size_t> gpu_parts{0}, parts{0}, done{0};
+  std::mutex stats_mutex;
+  RateResult r;
+  double t = 0;
+  for (size_t i = 0; i < count; ++i) arrival[i] = (t += gap(rng));
+  const Clock::time_point start = Clock::now() + std::chrono::milliseconds(5);
+  const auto seconds_since = [&](Clock::time_point when) { return std::chrono::duration<double>(when - start).count(); };
+  for (size_t i = 0; i < count; ++i) {
+    const LoadQuery& q = load.queries[(seed + i) % load.queries.size()];
+    remaining[i] = static_cast<int>(q.parts.size());
+    const Clock::time_point at = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(arrival[i]));
+    if (at > Clock::now() + std::chrono::microseconds(100)) std::this_thread::sleep_until(at - std::chrono::microseconds(50));
+    while (Clock::now() < at) {
+    }
+    for (const auto& [slot, query] : q.parts) {
+      scheduler.submit(targets[slot], query, at + std::chrono::milliseconds(500), [&, i](sched::Outcome&& outcome) {
+        ++parts;
+        if (!outcome.error.empty()) failed[i] = true;
+        if (outcome.error.empty() && outcome.processor == sched::Processor::kGpu) ++gpu_parts;
+        if (outcome.error.empty()) {  // a batch's times are shared by its queries
+          std::lock_guard<std::mutex> lock(stats_mutex);
+          const size_t p = static_cast<size_t>(outcome.processor);
+          r.measured[p] += outcome.seconds / static_cast<double>(outcome.batch);
+          r.predicted[p] += outcome.predicted / static_cast<double>(outcome.batch);
+          if (outcome.processor == sched::Processor::kGpu) r.batch_sum += static_cast<double>(outcome.batch), ++r.batched_parts;
+        }
+        if (--remaining[i] == 0) {
+          finish[i] = seconds_since(Clock::now());
+          ++done;
+        }
+      });
+    }
+  }
+  while (done < count) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  r.rate = rate;
+  r.queries = count;
+  std::vector<double> delays(count);
+  for (size_t i = 0; i < count; ++i) {
+    delays[i] = finish[i] - arrival[i];
+    r.mean += delays[i] / static_cast<double>(count);
+    if (delays[i] > 0.5 || failed[i]) ++r.missed;  // late, or expired before it started
+  }
+  std::sort(delays.begin(), delays.end());
+  r.p99 = delays[std::min(count - 1, count * 99 / 100)];
+  r.gpu_parts = gpu_parts;
+  r.parts = parts;
+  return r;
+}
+
+const char* policy_name(Policy p) {
+  switch (p) {
+    case Policy::kCpuOnly: return "cpu";
+    case Policy::kGpuOnly: return "gpu";
+    case Policy::kBestOneAtATime: return "best-serial";
+    case Policy::kScheduler: return "scheduler";
+  }
+  return "?";
+}
+
+int run(int argc, char** argv) {
+  Flags flags("usage: scheduler_bench --index DIR [--gov2-docs N] [--loads gov2,default,mixed] [--out FILE.csv]");
+  flags.value("index", "", "the default corpus's index directory (its partitions)")
+      .value("gov2-docs", "25205179", "documents of the GOV2-like preset")
+      .value("queries", "1000", "queries per load")
+      .value("loads", "gov2,default,mixed", "loads to run")
+      .value("policies", "cpu,gpu,best-serial,scheduler", "policies to run")
+      .value("seconds", "1.5", "seconds of arrivals per rate")
+      .value("start-rate", "50", "first arrival rate, queries/s")
+      .value("step", "1.4", "rate factor from one step to the next")
+      .value("cpu-threads", "0", "CPU threads (0: every core)")
+      .value("gpu-streams", "2", "GPU streams")
+      .value("batch-max", "16", "queries per GPU batch at most")
+      .value("calibration-ms", "1500", "calibration per processor and partition")
+      .value("out", "scheduler_bench.csv", "CSV of every rate's figures");
+  flags.parse(argc, argv);
+  if (flags.help_requested()) return std::printf("%s", flags.help_text().c_str()), 0;
+  gpu::GpuSettings gpu_settings;
+  gpu_settings.scheduled = true;
+  gpu_settings.batch_streams = flags.count("gpu-streams");
+  gpu_settings.batch_max_queries = flags.count("batch-max");
+  std::string why;
+  const bool have_gpu = gpu::gpu_available(&why);
+  if (!have_gpu && flags.get("policies") != "cpu") throw Error("scheduler_bench needs a GPU (or --policies cpu): " + why);
+  std::printf("GPU: %s; %u CPU threads\n", have_gpu ? gpu::gpu_description().c_str() : "none", std::thread::hardware_concurrency());
+  const auto gpu_processor = [&](const IndexView& view) -> std::unique_ptr<QueryProcessor> {
+    return have_gpu ? gpu::make_gpu_processor(view, gpu_settings) : nullptr;
+  };
+
+  std::vector<Slot> slots;
+  std::vector<size_t> default_slots;
+  size_t gov2_slot = SIZE_MAX;
+  std::vector<std::unique_ptr<Partition>> partitions;
+  std::unique_ptr<synthetic::Gov2Collection> gov2;
+  const std::string loads_wanted = flags.get("loads");
+  const size_t query_count = flags.count("queries");
+  if (!flags.get("index").empty()) {
+    partitions = open_index(flags.get("index"), {});
+    for (auto& p : partitions) {
+      default_slots.push_back(slots.size());
+      slots.push_back({&p->view(), std::make_unique<CpuQueryProcessor>(p->view()), gpu_processor(p->view())});
+    }
+    std::printf("default corpus: %zu partitions, %u documents\n", partitions.size(),
+                partitions.back()->view().meta.doc_end - partitions.front()->view().meta.doc_begin);
+  }
+  if (loads_wanted.find("gov2") != std::string::npos || loads_wanted.find("mixed") != std::string::npos) {
+    synthetic::Gov2Params params;
+    params.documents = static_cast<uint32_t>(flags.count("gov2-docs"));
+    params.queries = static_cast<uint32_t>(query_count);
+    const auto start = Clock::now();
+    gov2 = std::make_unique<synthetic::Gov2Collection>(synthetic::make_gov2_like(params));
+    gov2_slot = slots.size();
+    slots.push_back({&gov2->view, std::make_unique<CpuQueryProcessor>(gov2->view), gpu_processor(gov2->view)});
+    std::printf("GOV2-like preset: %u documents, %.2f million postings per query, generated in %.0f s\n", params.documents,
+                gov2->postings_per_query / 1e6, std::chrono::duration<double>(Clock::now() - start).count());
+  }
+  std::vector<Load> loads;
+  std::stringstream load_names(loads_wanted);
+  for (std::string name; std::getline(load_names, name, ',');) {
+    Load load{name, {}};
+    if (name == "gov2" || name == "mixed") {
+      if (gov2_slot == SIZE_MAX) throw Error("load " + name + " needs the GOV2-like preset");
+      for (const auto& terms : gov2->queries) load.queries.push_back({{{gov2_slot, Query(terms, QueryMode::kOr, 10)}}});
+    }
+    if (name == "default" || name == "mixed") {
+      if (default_slots.empty()) throw Error("load " + name + " needs --index");
+      const auto raw = lexicon_queries(*slots[default_slots[0]].view, query_count, 2026);
+      std::vector<LoadQuery> queries;
+      for (const auto& terms : raw) {
+        LoadQuery q;
+        for (size_t slot : default_slots) q.parts.push_back({slot, Query(terms, QueryMode::kOr, 10)});
+        queries.push_back(std::move(q));
+      }
+      if (name == "default") {
+        load.queries = std::move(queries);
+      } else {  // interleaved: half from each
+        std::vector<LoadQuery> mixed;
+        for (size_t i = 0; i < query_count; ++i) mixed.push_back(i % 2 == 0 ? load.queries[i / 2] : queries[i / 2]);
+        load.queries = std::move(mixed);
+      }
+    }
+    if (load.queries.empty()) throw Error("unknown load '" + name + "'");
+    loads.push_back(std::move(load));
+  }
+
+  std::ofstream csv(flags.get("out"));
+  csv << "load,policy,rate,mean_ms,p99_ms,missed,queries,gpu_share\n";
+  std::vector<Policy> policies;
+  std::stringstream policy_names(flags.get("policies"));
+  for (std::string name; std::getline(policy_names, name, ',');) policies.push_back(sched::parse_policy(name));
+  const double seconds = flags.number("seconds");
+  for (const Load& load : loads) {
+    std::printf("\n### Load: %s (%zu queries, OR top-10)\n\n", load.name.c_str(), load.queries.size());
+    std::printf("| policy | highest rate, p99 ≤ 50 ms (q/s) | highest rate, none past 500 ms (q/s) | p99 at the rates below (ms) |\n|---|---:|---:|---|\n");
+    for (Policy policy : policies) {
+      sched::SchedulerOptions options;
+      const size_t threads = flags.count("cpu-threads");
+      options.core.cpu_workers = threads > 0 ? threads : std::thread::hardware_concurrency();
+      options.core.gpu_streams = have_gpu ? flags.count("gpu-streams") : 0;
+      options.core.batch_max = flags.count("batch-max");
+      options.core.policy = policy;
+      options.calibration_seconds = flags.number("calibration-ms") / 1e3;
+      sched::Scheduler scheduler(options);
+      std::vector<sched::Target> targets;
+      for (const Slot& s : slots) targets.push_back({s.view, s.cpu.get(), s.gpu.get(), nullptr});
+      std::vector<size_t> used;
+      for (const LoadQuery& q : load.queries) {
+        for (const auto& part : q.parts) used.push_back(part.first);
+      }
+      std::sort(used.begin(), used.end());
+      used.erase(std::unique(used.begin(), used.end()), used.end());
+      for (size_t slot : used) scheduler.calibrate(targets[slot]);
+      // Answers checked against the CPU processor's on a sample, whichever processor answered.
+      for (size_t i = 0; i < std::min<size_t>(50, load.queries.size()); ++i) {
+        for (const auto& [slot, query] : load.queries[i].parts) {
+          const sched::Outcome outcome = scheduler.search(targets[slot], query);
+          const QueryResult expected = slots[slot].cpu->search(query);
+          bool same = outcome.result.hits.size() == expected.hits.size();
+          for (size_t h = 0; same && h < expected.hits.size(); ++h) {
+            same = outcome.result.hits[h].doc == expected.hits[h].doc && outcome.result.hits[h].score == expected.hits[h].score;
+          }
+          if (!same) throw Error(std::string("answers differ from the CPU processor's: policy ") + policy_name(policy));
+        }
+      }
+      double best_p99 = 0, best_deadline = 0;
+      std::string p99s;
+      double rate = flags.number("start-rate");
+      for (int step = 0; step < 40; ++step, rate *= flags.number("step")) {
+        const RateResult r = run_rate(scheduler, targets, load, rate, seconds, 7 + step);
+        csv << load.name << ',' << policy_name(policy) << ',' << r.rate << ',' << r.mean * 1e3 << ',' << r.p99 * 1e3 << ',' << r.missed
+            << ',' << r.queries << ',' << (r.parts ? double(r.gpu_parts) / r.parts : 0) << '\n';
+        csv.flush();
+        char cell[64];
+        std::snprintf(cell, sizeof cell, "%s%.0f@%.1f", p99s.empty() ? "" : " ", rate, r.p99 * 1e3);
+        p99s += cell;
+        if (r.p99 <= 0.05) best_p99 = rate;
+        if (r.missed == 0) best_deadline = rate;
+        const CoreCounters c = scheduler.counters();
+        std::fprintf(stderr,
+                     "%s %s %.0f q/s: mean %.2f ms p99 %.2f ms missed %zu gpu %.0f%% | measured/predicted cpu %.2f gpu %.2f, "
+                     "gpu batch %.1f | so far: queued cpu %llu gpu %llu flexible %llu, steals cpu %llu gpu %llu, urgent %llu\n",
+                     load.name.c_str(), policy_name(policy), rate, r.mean * 1e3, r.p99 * 1e3, r.missed, r.parts ? 100.0 * r.gpu_parts / r.parts : 0,
+                     r.predicted[0] > 0 ? r.measured[0] / r.predicted[0] : 0, r.predicted[1] > 0 ? r.measured[1] / r.predicted[1] : 0,
+                     r.batched_parts ? r.batch_sum / r.batched_parts : 0, (unsigned long long)c.enqueued[0], (unsigned long long)c.enqueued[1],
+                     (unsigned long long)c.enqueued[2], (unsigned long long)c.steals[0], (unsigned long long)c.steals[1],
+                     (unsigned long long)(c.urgent[0] + c.urgent[1]));
+        if (r.p99 > 0.5 || r.missed > r.queries / 20) break;
+      }
+      std::printf("| %s | %.0f | %.0f | rate@p99: %s |\n", policy_name(policy), best_p99, best_deadline, p99s.c_str());
+      std::fflush(stdout);
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace warp
+
+int main(int argc, char** argv) {
+  try {
+    return warp::run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "scheduler_bench: %s\n", e.what());
+    return 1;
+  }
+}
