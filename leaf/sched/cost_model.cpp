@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "common/index/posting_list.hpp"
 
@@ -11,24 +12,17 @@ QueryFeatures features_of(const Query& query, const IndexView& index) {
   QueryFeatures f;
   f.mode = query.mode;
   f.k = static_cast<uint32_t>(query.k);
-  uint64_t lowest = UINT64_MAX, next = UINT64_MAX;
-  bool missing = false;
+  std::vector<uint64_t> counts;  // per distinct term; a term the partition lacks has an empty list
   for (const QueryTerm& term : distinct_terms(query)) {
     const TermInfo* info = index.find(term.text);
-    if (info == nullptr) {
-      missing = true;
-      continue;
-    }
     // The list's own count (df is collection-wide); parsing reads only the header.
-    const uint64_t count = index.list(term.text, *info).count;
-    ++f.terms;
-    f.total += count;
-    if (count < lowest) next = lowest, lowest = count;
-    else if (count < next) next = count;
+    counts.push_back(info == nullptr ? 0 : index.list(term.text, *info).count);
+    f.terms += info != nullptr;
+    f.total += counts.back();
   }
-  f.shortest = missing || f.terms == 0 ? 0 : lowest;
-  f.second = f.terms >= 2 ? next : 0;
-  if (missing) f.second = lowest == UINT64_MAX ? 0 : lowest;  // AND over a missing term: nothing to intersect
+  std::sort(counts.begin(), counts.end());
+  f.shortest = counts.empty() ? 0 : counts[0];
+  f.second = counts.size() < 2 ? 0 : counts[1];
   return f;
 }
 

@@ -60,8 +60,7 @@ void ScheduleCore::account_queued(const Job& job, int sign) {
   if (job.queue != QueueId::kCpu) queued_seconds_[1] += sign * job.gpu_seconds;
 }
 
-void ScheduleCore::enqueue(Job job, double now) {
-  (void)now;
+void ScheduleCore::enqueue(Job job) {
   job.cpu_seconds = model(Processor::kCpu).predict(job.features);
   QueueId q = QueueId::kCpu;
   if (gpu_usable() && !job.cpu_only) {

@@ -81,7 +81,7 @@ class ScheduleCore {
  public:
   explicit ScheduleCore(CoreOptions options);
 
-  void enqueue(Job job, double now);
+  void enqueue(Job job);
   // The next run for an idle `processor`, or an empty run (no jobs) when it should stay idle.
   Dispatch take(Processor processor, double now);
   // A run ended after `seconds`: the processor's model learns from it. Returns its prediction.

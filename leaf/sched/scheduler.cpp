@@ -138,7 +138,7 @@ struct Scheduler::State {
     job.arrival = now();
     job.deadline = seconds(p.deadline);
     job.cpu_only = p.target.gpu == nullptr;
-    core.enqueue(job, job.arrival);
+    core.enqueue(job);
   }
   void loop(Processor p);
   void fail_expired(std::unique_lock<std::mutex>& lock);
@@ -176,7 +176,7 @@ void Scheduler::State::gpu_failed(Dispatch& run, std::vector<Pending>& work, con
   if (metrics) metrics->gpu_failures.Increment();
   for (size_t i = 0; i < run.jobs.size(); ++i) {
     pending.emplace(run.jobs[i].id, std::move(work[i]));
-    core.enqueue(run.jobs[i], now());
+    core.enqueue(run.jobs[i]);
   }
   update_gauges();
   wake[0].notify_all();
