@@ -116,9 +116,9 @@ TEST(ScheduleCore, QueriesJoinTheQueueOfTheProcessorTheySuit) {
   ScheduleCore core(two_processors());
   Costs costs;
   calibrate(core, costs);
-  core.enqueue(job(3, 18'000, 0), 0);       // CPU 92 µs, GPU 94 µs: flexible
-  core.enqueue(job(1, 5'000, 0), 0);        // CPU 40 µs, GPU 91 µs
-  core.enqueue(job(2, 10'000'000, 0), 0);   // CPU 40 ms, GPU 2.1 ms
+  core.enqueue(job(3, 18'000, 0));       // CPU 92 µs, GPU 94 µs: flexible
+  core.enqueue(job(1, 5'000, 0));        // CPU 40 µs, GPU 91 µs
+  core.enqueue(job(2, 10'000'000, 0));   // CPU 40 ms, GPU 2.1 ms
   EXPECT_EQ(core.depth(QueueId::kCpu), 1u);
   EXPECT_EQ(core.depth(QueueId::kGpu), 1u);
   EXPECT_EQ(core.depth(QueueId::kFlexible), 1u);
@@ -140,10 +140,10 @@ TEST(ScheduleCore, ABusyCpuHandsShortQueriesToTheGpu) {
   calibrate(core, Costs{});
   Job pinned = job(1, 25'000'000, 0);  // 100 ms, and only the CPU can run it
   pinned.cpu_only = true;
-  core.enqueue(pinned, 0);
+  core.enqueue(pinned);
   ASSERT_EQ(core.take(Processor::kCpu, 0).jobs.size(), 1u);
   // Short queries that an idle CPU would keep now wait less on the GPU.
-  for (uint64_t id = 2; id < 12; ++id) core.enqueue(job(id, 5'000, 0), 0);
+  for (uint64_t id = 2; id < 12; ++id) core.enqueue(job(id, 5'000, 0));
   EXPECT_EQ(core.depth(QueueId::kCpu), 0u);
   EXPECT_EQ(core.depth(QueueId::kGpu), 10u);
 }
@@ -155,17 +155,17 @@ TEST(ScheduleCore, AnIdleCpuStealsOnlyWhenTheGpuBacklogIsLongerThanTheQuery) {
   Costs costs;
   calibrate(core, costs);
   // Two GPU queries of 10M postings (GPU 2.1 ms, CPU 40 ms): stealing would only delay them.
-  core.enqueue(job(1, 10'000'000, 0), 0);
-  core.enqueue(job(2, 10'000'000, 0), 0);
+  core.enqueue(job(1, 10'000'000, 0));
+  core.enqueue(job(2, 10'000'000, 0));
   EXPECT_EQ(core.depth(QueueId::kGpu), 2u);
   EXPECT_TRUE(core.take(Processor::kCpu, 0).jobs.empty());
   // While the CPU is busy with a 100 ms query only it can run, forty more queue for the GPU...
   Job pinned = job(3, 25'000'000, 0);
   pinned.cpu_only = true;
-  core.enqueue(pinned, 0);
+  core.enqueue(pinned);
   const Dispatch long_run = core.take(Processor::kCpu, 0);
   ASSERT_EQ(long_run.jobs.size(), 1u);
-  for (uint64_t id = 4; id < 44; ++id) core.enqueue(job(id, 10'000'000, 0), 0);
+  for (uint64_t id = 4; id < 44; ++id) core.enqueue(job(id, 10'000'000, 0));
   EXPECT_EQ(core.depth(QueueId::kGpu), 42u);
   const Dispatch batch = core.take(Processor::kGpu, 0);
   EXPECT_GE(batch.jobs.size(), 4u);
@@ -183,15 +183,15 @@ TEST(ScheduleCore, AQueryNearItsDeadlineGoesFirst) {
   ScheduleCore core(options);
   Costs costs;
   calibrate(core, costs);
-  core.enqueue(job(1, 1'000, 0.000), 0);
-  core.enqueue(job(2, 1'000, 0.001), 0);
-  core.enqueue(job(3, 50'000, 0.002, /*deadline=*/0.0025), 0);  // 220 µs of CPU work, 0.5 ms left
+  core.enqueue(job(1, 1'000, 0.000));
+  core.enqueue(job(2, 1'000, 0.001));
+  core.enqueue(job(3, 50'000, 0.002, /*deadline=*/0.0025));  // 220 µs of CPU work, 0.5 ms left
   const Dispatch run = core.take(Processor::kCpu, 0.002);
   ASSERT_EQ(run.jobs.size(), 1u);
   EXPECT_EQ(run.jobs[0].id, 3u);
   EXPECT_TRUE(run.jobs[0].urgent);
   // A query whose deadline passed while it waited is set aside, not run.
-  core.enqueue(job(4, 1'000, 0.002, /*deadline=*/0.003), 0);
+  core.enqueue(job(4, 1'000, 0.002, /*deadline=*/0.003));
   const Dispatch next = core.take(Processor::kCpu, 0.01);
   ASSERT_EQ(next.jobs.size(), 1u);
   EXPECT_NE(next.jobs[0].id, 4u);
@@ -206,8 +206,8 @@ TEST(ScheduleCore, ShortQueriesFirstButALongOneIsNotStarved) {
   ScheduleCore core(options);
   Costs costs;
   calibrate(core, costs);
-  core.enqueue(job(100, 2'500'000, 0), 0);  // 10 ms: its key is 0 + 4 × 10 ms = 40 ms
-  for (uint64_t i = 0; i < 60; ++i) core.enqueue(job(i, 1'000, 0.001 * static_cast<double>(i)), 0);
+  core.enqueue(job(100, 2'500'000, 0));  // 10 ms: its key is 0 + 4 × 10 ms = 40 ms
+  for (uint64_t i = 0; i < 60; ++i) core.enqueue(job(i, 1'000, 0.001 * static_cast<double>(i)));
   // The short queries that arrived before 40 ms go first, then the long one, then the rest.
   std::vector<uint64_t> order;
   for (int i = 0; i < 61; ++i) order.push_back(core.take(Processor::kCpu, 0.06).jobs.at(0).id);
@@ -221,14 +221,14 @@ TEST(ScheduleCore, LosingTheGpuMovesEveryQueryToTheCpu) {
   ScheduleCore core(two_processors());
   Costs costs;
   calibrate(core, costs);
-  core.enqueue(job(1, 10'000'000, 0), 0);
-  core.enqueue(job(2, 21'000, 0), 0);
-  core.enqueue(job(3, 5'000, 0), 0);
+  core.enqueue(job(1, 10'000'000, 0));
+  core.enqueue(job(2, 21'000, 0));
+  core.enqueue(job(3, 5'000, 0));
   core.gpu_lost();
   EXPECT_FALSE(core.gpu_usable());
   EXPECT_EQ(core.depth(QueueId::kCpu), 3u);
   EXPECT_TRUE(core.take(Processor::kGpu, 0).jobs.empty());
-  core.enqueue(job(4, 10'000'000, 0), 0);  // later queries too
+  core.enqueue(job(4, 10'000'000, 0));  // later queries too
   EXPECT_EQ(core.depth(QueueId::kCpu), 4u);
   for (int i = 0; i < 4; ++i) EXPECT_EQ(core.take(Processor::kCpu, 0).jobs.size(), 1u);
 }
@@ -278,7 +278,7 @@ SimResult simulate(ScheduleCore& core, std::function<Costs(double)> costs_at, co
       busy[c.worker] = false;
     } else if (arrival <= now) {
       arrival_of[arrivals[next].id] = arrivals[next].arrival;
-      core.enqueue(arrivals[next++], now);
+      core.enqueue(arrivals[next++]);
     }
     for (size_t w = 0; w < cpu + gpu; ++w) {
       if (busy[w]) continue;
@@ -352,7 +352,7 @@ TEST(ScheduleCoreSimulation, AdaptsWhenTheGpuBecomesSlower) {
   // 0.7 against 12 ms), and the GPU's prediction has moved most of the way to the truth (the rest
   // comes as flexible queries keep giving it samples).
   EXPECT_GE(core.model(Processor::kGpu).predict(or_query(3'000'000)), 0.25 * slow.gpu({or_query(3'000'000)}));
-  for (uint64_t id = 0; id < 10; ++id) core.enqueue(job(100000 + id, 3'000'000, 100, 1e9), 100);
+  for (uint64_t id = 0; id < 10; ++id) core.enqueue(job(100000 + id, 3'000'000, 100, 1e9));
   EXPECT_EQ(core.depth(QueueId::kGpu), 0u);
 }
 
