@@ -5,7 +5,6 @@
 #include <chrono>
 #include <cstdio>
 
-#include "common/index/index_files.hpp"
 #include "indexer/document_reader.hpp"
 #include "indexer/pipeline/parallel_builder.hpp"
 
@@ -36,42 +35,37 @@ void print_progress(const char* stage, uint64_t documents, uint64_t bytes, uint6
 
 int run_build_command(const BuildCommandOptions& options) {
   const auto start = Clock::now();
-  DocumentStream input(options.inputs);
-  pipeline::PipelineReport report;
   pipeline::PipelineOptions pipeline_options = options.pipeline;
   pipeline_options.build = options.build;
   if (pipeline_options.spill_dir.empty()) pipeline_options.spill_dir = options.out_dir + ".runs";
-  std::vector<BuiltPartition> partitions =
-      pipeline::build_with_pipeline(input, pipeline_options, report, [&](const pipeline::PipelineProgress& p) {
+  ReadReport read;
+  const pipeline::PipelineReport report =
+      pipeline::build_index(options.inputs, pipeline_options, options.out_dir, read, [&](const pipeline::PipelineProgress& p) {
         if (options.progress) print_progress("indexing", p.documents, p.bytes, p.total_bytes, seconds_since(start), false);
       });
-  const ReadReport& read = input.report();
   if (options.progress) print_progress("indexed", read.documents + read.replaced, read.bytes, 0, seconds_since(start), true);
   for (const std::string& error : read.errors) std::fprintf(stderr, "rejected %s\n", error.c_str());
   if (read.rejected > read.errors.size()) {
     std::fprintf(stderr, "... and %llu more rejected records\n", static_cast<unsigned long long>(read.rejected - read.errors.size()));
   }
-  if (partitions.empty()) {
+  if (report.partitions.empty()) {
     std::fprintf(stderr, "error: no documents to index in %zu input(s)\n", options.inputs.size());
     return 1;
   }
-  const auto write_start = Clock::now();
-  write_index(partitions, options.out_dir);
-  const double write_seconds = seconds_since(write_start);
-
   uint64_t postings = 0, list_bytes = 0;
-  for (const BuiltPartition& p : partitions) postings += p.view.meta.posting_count, list_bytes += p.view.postings.size() * 4;
+  for (const pipeline::BuiltSummary& p : report.partitions) postings += p.meta.posting_count, list_bytes += p.list_bytes;
   std::fprintf(stderr,
                "wrote %s: generation %llu, %zu partition(s), %llu documents, %llu postings, %.1f MB of lists "
                "(%s, %.2f bits/posting incl. frequencies and block metadata), %llu rejected, %llu replaced, "
-               "%zu parser and %zu indexer threads, %llu runs spilled, %.1f s (parse+index %.1f, merge %.1f, "
-               "encode %.1f, write %.1f)\n",
-               options.out_dir.c_str(), static_cast<unsigned long long>(options.build.generation), partitions.size(),
+               "%zu parser, %zu indexer and %zu back-end threads, %zu splits, %llu runs, %.1f s (parse+index %.1f, "
+               "docIDs %.1f, merge+encode %.1f, write %.1f)\n",
+               options.out_dir.c_str(), static_cast<unsigned long long>(options.build.generation), report.partitions.size(),
                static_cast<unsigned long long>(read.documents), static_cast<unsigned long long>(postings),
                list_bytes / 1e6, options.build.codec.c_str(), postings ? list_bytes * 8.0 / postings : 0.0,
                static_cast<unsigned long long>(read.rejected), static_cast<unsigned long long>(read.replaced),
-               report.parsers, report.indexers, static_cast<unsigned long long>(report.runs_written), seconds_since(start),
-               report.parse_seconds, report.merge_seconds, report.encode_seconds, write_seconds);
+               report.parsers, report.indexers, report.backend_threads, report.splits,
+               static_cast<unsigned long long>(report.runs_written), seconds_since(start), report.parse_seconds,
+               report.merge_seconds, report.encode_seconds, report.write_seconds);
   return 0;
 }
 

@@ -80,18 +80,50 @@ InputFormat detect_format(const std::string& path) {
   return InputFormat::kJsonl;
 }
 
+// A reader of one format over a whole file or a split. Whole files report rejections to the
+// stream's ReadReport with their file line; splits collect them with split lines (`deferred`).
 class DocumentStream::FileReader {
  public:
-  FileReader(const std::string& path, ReadReport& report) : source_(path), report_(report) {}
+  FileReader(const InputSplit& split, ReadReport& report, std::vector<Rejection>* deferred)
+      : source_(split.path, split.begin), end_(split.end), skip_to_record_(split.begin > 0), report_(report), deferred_(deferred) {}
   virtual ~FileReader() = default;
   virtual bool next(SourceDocument& document) = 0;
   uint64_t offset() const { return source_.offset(); }
+  uint64_t lines_in_split() const { return lines_in_split_; }
 
  protected:
-  std::string line_where(uint64_t line) const { return source_.path() + ":" + std::to_string(line); }
-  std::string byte_where(uint64_t offset) const { return source_.path() + "@" + std::to_string(offset); }
+  // The next line, counted in the split when it starts inside it.
+  bool read_line(std::string& line) {
+    if (!source_.read_line(line)) return false;
+    if (source_.line_start() < end_) ++lines_in_split_;
+    return true;
+  }
+  // Whether the next line starts inside the split.
+  bool inside() const { return source_.offset() < end_; }
+  void reject_line(uint64_t line, const std::string& why) {
+    if (deferred_ != nullptr) {
+      ++report_.rejected;
+      deferred_->push_back({line, 0, why});
+    } else {
+      report_.reject(source_.path() + ":" + std::to_string(line), why);
+    }
+  }
+  void reject_at(uint64_t offset, const std::string& why) {
+    if (deferred_ != nullptr) {
+      ++report_.rejected;
+      deferred_->push_back({0, offset, why});
+    } else {
+      report_.reject(source_.path() + "@" + std::to_string(offset), why);
+    }
+  }
   InputSource source_;
+  uint64_t end_;
+  bool skip_to_record_;  // a split that starts inside the file: its first lines may end a record of the split before
   ReadReport& report_;
+
+ private:
+  std::vector<Rejection>* deferred_;
+  uint64_t lines_in_split_ = 0;
 };
 
 namespace {
@@ -101,7 +133,7 @@ class JsonlReader final : public DocumentStream::FileReader {
   using FileReader::FileReader;
   bool next(SourceDocument& doc) override {
     std::string line;
-    while (source_.read_line(line)) {
+    while (inside() && read_line(line)) {
       if (line.find_first_not_of(" \t") == std::string::npos) continue;  // blank lines are not records
       if (!utf8_valid(line)) line = utf8_sanitize(line);  // keep the record, replace the bad bytes
       try {
@@ -114,40 +146,48 @@ class JsonlReader final : public DocumentStream::FileReader {
         doc.url = text_field(record, "url", false);
         return true;
       } catch (const nlohmann::json::exception& e) {
-        report_.reject(line_where(source_.line_number()), std::string("malformed JSON: ") + e.what());
+        reject_line(source_.line_number(), std::string("malformed JSON: ") + e.what());
       } catch (const Error& e) {
-        report_.reject(line_where(source_.line_number()), e.what());
+        reject_line(source_.line_number(), e.what());
       }
     }
     return false;
   }
 };
 
-// TREC SGML: <DOC> … <DOCNO>id</DOCNO> … </DOC>; the title from <TITLE> or <HEADLINE>.
+// TREC SGML: <DOC> … <DOCNO>id</DOCNO> … </DOC>; the title from <TITLE> or <HEADLINE>. A split
+// holds the documents whose <DOC> line starts inside it, and reports text outside <DOC>…</DOC> up
+// to the next <DOC>, where the next split begins reading (silently skipping its first lines, which
+// end a document of this split or were reported by it).
 class TrecReader final : public DocumentStream::FileReader {
  public:
   using FileReader::FileReader;
   bool next(SourceDocument& doc) override {
     std::string line, record;
     uint64_t start_line = 0;
-    bool inside = false;
-    while (source_.read_line(line)) {
+    bool inside_doc = false;
+    if (skip_to_record_) {
+      skip_to_record_ = false;
+      if (!skip_to_next_doc(line)) return false;
+      if (!begin_doc(line, record, start_line)) return false;
+      inside_doc = true;
+    }
+    while (read_line(line)) {
       const std::string text = trim(line);
-      if (!inside) {
+      if (!inside_doc) {
         if (text.rfind("<DOC>", 0) == 0) {
-          inside = true, start_line = source_.line_number(), record.clear();
-          record += text.substr(5) + "\n";
+          if (!begin_doc(line, record, start_line)) return false;
+          inside_doc = true;
         } else if (!text.empty()) {
-          report_.reject(line_where(source_.line_number()), "text outside <DOC>…</DOC>");
-          skip_to_next_doc(line);
-          if (line.empty()) return false;
-          inside = true, start_line = source_.line_number(), record.clear();
+          reject_line(source_.line_number(), "text outside <DOC>…</DOC>");
+          if (!skip_to_next_doc(line) || !begin_doc(line, record, start_line)) return false;
+          inside_doc = true;
         }
         continue;
       }
       if (text.rfind("<DOC>", 0) == 0) {  // a new document before </DOC>: the previous one is broken
-        report_.reject(line_where(start_line), "<DOC> without </DOC>");
-        start_line = source_.line_number(), record.clear();
+        reject_line(start_line, "<DOC> without </DOC>");
+        if (!begin_doc(line, record, start_line)) return false;
         continue;
       }
       const size_t end = text.find("</DOC>");
@@ -156,25 +196,35 @@ class TrecReader final : public DocumentStream::FileReader {
         continue;
       }
       record += text.substr(0, end);
-      inside = false;
+      inside_doc = false;
       if (parse(record, doc, start_line)) return true;
     }
-    if (inside) report_.reject(line_where(start_line), "<DOC> without </DOC> at the end of the file");
+    if (inside_doc) reject_line(start_line, "<DOC> without </DOC> at the end of the file");
     return false;
   }
 
  private:
-  void skip_to_next_doc(std::string& line) {
-    while (source_.read_line(line)) {
-      if (trim(line).rfind("<DOC>", 0) == 0) return;
+  // Starts the record of a <DOC> line, unless the line starts past the split (then it is the next
+  // split's, and this split ends).
+  bool begin_doc(const std::string& line, std::string& record, uint64_t& start_line) {
+    if (source_.line_start() >= end_) return false;
+    start_line = source_.line_number();
+    record = trim(line).substr(5) + "\n";
+    return true;
+  }
+
+  bool skip_to_next_doc(std::string& line) {
+    while (read_line(line)) {
+      if (trim(line).rfind("<DOC>", 0) == 0) return true;
     }
     line.clear();
+    return false;
   }
 
   bool parse(const std::string& record, SourceDocument& doc, uint64_t start_line) {
     doc.external_id = first_element_text(record, "docno");
     if (doc.external_id.empty()) {
-      report_.reject(line_where(start_line), "document without <DOCNO>");
+      reject_line(start_line, "document without <DOCNO>");
       return false;
     }
     const char* title_tag = first_element_text(record, "title").empty() ? "headline" : "title";
@@ -199,7 +249,7 @@ class WarcReader final : public DocumentStream::FileReader {
       if (!source_.read_line(line)) return false;
       if (trim(line).empty()) continue;
       if (line.rfind("WARC/", 0) != 0) {
-        if (!skipping_) report_.reject(byte_where(record_offset), "expected a WARC/ version line");
+        if (!skipping_) reject_at(record_offset, "expected a WARC/ version line");
         if (!resync(line, record_offset)) return false;
       }
       skipping_ = false;
@@ -217,7 +267,7 @@ class WarcReader final : public DocumentStream::FileReader {
         headers[name] = trim(std::string_view(line).substr(colon + 1));
       }
       if (!headers_done) {
-        report_.reject(byte_where(record_offset), "WARC headers truncated at the end of the file");
+        reject_at(record_offset, "WARC headers truncated at the end of the file");
         return false;
       }
       auto length_header = headers.find("content-length");
@@ -228,13 +278,13 @@ class WarcReader final : public DocumentStream::FileReader {
         length = std::stoull(length_header->second, &used);
         if (used != length_header->second.size()) throw Error("bad");
       } catch (...) {
-        report_.reject(byte_where(record_offset), "WARC record without a valid Content-Length");
+        reject_at(record_offset, "WARC record without a valid Content-Length");
         skipping_ = true;  // its content is skipped up to the next version line, silently
         continue;
       }
       std::string content;
       if (source_.read_bytes(length, content) < length) {
-        report_.reject(byte_where(record_offset), "WARC record truncated: " + std::to_string(content.size()) + " of " +
+        reject_at(record_offset, "WARC record truncated: " + std::to_string(content.size()) + " of " +
                                                      std::to_string(length) + " content bytes");
         return false;
       }
@@ -242,7 +292,7 @@ class WarcReader final : public DocumentStream::FileReader {
       if (type != "response" && type != "resource" && type != "conversion") continue;
       doc.external_id = headers.count("warc-trec-id") ? headers["warc-trec-id"] : headers["warc-record-id"];
       if (doc.external_id.empty()) {
-        report_.reject(byte_where(record_offset), "WARC record without WARC-Record-ID");
+        reject_at(record_offset, "WARC record without WARC-Record-ID");
         continue;
       }
       doc.url = headers["warc-target-uri"];
@@ -274,6 +324,51 @@ class WarcReader final : public DocumentStream::FileReader {
 
 }  // namespace
 
+namespace {
+std::unique_ptr<DocumentStream::FileReader> make_reader(const InputSplit& split, ReadReport& report, std::vector<Rejection>* deferred) {
+  switch (split.format) {
+    case InputFormat::kJsonl: return std::make_unique<JsonlReader>(split, report, deferred);
+    case InputFormat::kTrec: return std::make_unique<TrecReader>(split, report, deferred);
+    case InputFormat::kWarc: return std::make_unique<WarcReader>(split, report, deferred);
+  }
+  return nullptr;
+}
+
+bool gzip_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  unsigned char magic[2] = {0, 0};
+  in.read(reinterpret_cast<char*>(magic), 2);
+  return magic[0] == 0x1f && magic[1] == 0x8b;
+}
+}  // namespace
+
+std::vector<InputSplit> plan_splits(const std::vector<std::string>& files, uint64_t split_bytes) {
+  std::vector<InputSplit> splits;
+  split_bytes = std::max<uint64_t>(split_bytes, 1);
+  for (size_t f = 0; f < files.size(); ++f) {
+    const InputFormat format = detect_format(files[f]);
+    const uint64_t size = fs::file_size(files[f]);
+    if (format == InputFormat::kWarc || size <= split_bytes || gzip_file(files[f])) {
+      splits.push_back({files[f], format, 0, UINT64_MAX, f});
+      continue;
+    }
+    for (uint64_t begin = 0; begin < size; begin += split_bytes) {
+      splits.push_back({files[f], format, begin, begin + split_bytes >= size ? UINT64_MAX : begin + split_bytes, f});
+    }
+  }
+  return splits;
+}
+
+SplitReader::SplitReader(const InputSplit& split) : begin_(split.begin), reader_(make_reader(split, report_, &rejections_)) {}
+SplitReader::~SplitReader() = default;
+bool SplitReader::next(SourceDocument& document) {
+  if (done_) return false;  // a reader past its split's end must not read on
+  done_ = !reader_->next(document);
+  return !done_;
+}
+uint64_t SplitReader::lines() const { return reader_->lines_in_split(); }
+uint64_t SplitReader::bytes_read() const { return reader_->offset() - begin_; }
+
 DocumentStream::DocumentStream(const std::vector<std::string>& paths) : files_(expand_input_paths(paths)) {
   for (const std::string& file : files_) total_file_bytes_ += fs::file_size(file);
 }
@@ -285,11 +380,7 @@ bool DocumentStream::next(SourceDocument& document) {
     if (current_ == nullptr) {
       if (next_file_ >= files_.size()) return false;
       const std::string& path = files_[next_file_++];
-      switch (detect_format(path)) {
-        case InputFormat::kJsonl: current_ = std::make_unique<JsonlReader>(path, report_); break;
-        case InputFormat::kTrec: current_ = std::make_unique<TrecReader>(path, report_); break;
-        case InputFormat::kWarc: current_ = std::make_unique<WarcReader>(path, report_); break;
-      }
+      current_ = make_reader({path, detect_format(path)}, report_, nullptr);
       file_base_bytes_ = report_.bytes;
     }
     const bool got = current_->next(document);

@@ -34,6 +34,28 @@ enum class InputFormat { kJsonl, kTrec, kWarc };
 std::vector<std::string> expand_input_paths(const std::vector<std::string>& paths);
 InputFormat detect_format(const std::string& path);  // throws Error if the file cannot be read
 
+// A piece of the input that one thread reads: a whole file or, for an uncompressed JSONL or TREC
+// file larger than the split size, a byte range; its records are those that start inside it
+// (a JSONL line, a TREC <DOC>), so the splits of a file hold each record exactly once, in order.
+struct InputSplit {
+  std::string path;
+  InputFormat format = InputFormat::kJsonl;
+  uint64_t begin = 0;
+  uint64_t end = UINT64_MAX;
+  size_t file = 0;  // index of the file among the inputs
+};
+// The splits of the files, in input order; gzip files and WARC files are read whole.
+std::vector<InputSplit> plan_splits(const std::vector<std::string>& files, uint64_t split_bytes);
+
+// A malformed record of a split: where (a line counted from the split's first line, or for WARC a
+// byte offset in the file) and why. The lines before a split are read by other threads, so the
+// caller turns split lines into file lines (SplitReader::lines of the earlier splits of the file).
+struct Rejection {
+  uint64_t line = 0;    // 0: located by `offset`
+  uint64_t offset = 0;
+  std::string why;
+};
+
 // Streams the documents of several files in order, record by record.
 class DocumentStream {
  public:
@@ -53,6 +75,25 @@ class DocumentStream {
   ReadReport report_;
   uint64_t total_file_bytes_ = 0;
   uint64_t file_base_bytes_ = 0;
+};
+
+// Reads the documents of one split in order.
+class SplitReader {
+ public:
+  explicit SplitReader(const InputSplit& split);  // throws Error when the file cannot be read
+  ~SplitReader();
+  bool next(SourceDocument& document);  // false at the end of the split, and ever after
+  uint64_t lines() const;       // lines that start inside the split, read so far
+  uint64_t bytes_read() const;  // uncompressed bytes consumed so far
+  uint64_t rejected() const { return report_.rejected; }
+  std::vector<Rejection>& rejections() { return rejections_; }
+
+ private:
+  uint64_t begin_;
+  bool done_ = false;
+  ReadReport report_;  // counts only; the rejections carry the places
+  std::vector<Rejection> rejections_;
+  std::unique_ptr<DocumentStream::FileReader> reader_;
 };
 
 // All documents of the inputs in memory, duplicates resolved (last wins). Calls `on_progress`

@@ -1,6 +1,9 @@
 #include "indexer/input_source.hpp"
 
 #include <algorithm>
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <filesystem>
 
 #include "common/util/status.hpp"
@@ -8,18 +11,42 @@
 namespace warp {
 
 namespace {
-constexpr size_t kMinChunk = 4u << 10, kMaxChunk = 1u << 20;
+constexpr size_t kMinChunk = 4u << 10, kMaxChunk = 256u << 10;
 }
 
 // Buffers sized by the file: a small file costs a few KiB, not 1 MiB of zeroed buffers (zlib's
-// gzbuffer and ours); a large one reaches 1 MiB reads after a few doublings.
-InputSource::InputSource(const std::string& path) : path_(path) {
+// gzbuffer and ours); a large one reaches 256 KiB reads after a few doublings (zlib holds twice
+// that; a parallel build has one source open per parser).
+InputSource::InputSource(const std::string& path) : path_(path) { open_whole(); }
+
+void InputSource::open_whole() {
+  const std::string& path = path_;
   std::error_code error;
   const uintmax_t disk_bytes = std::filesystem::file_size(path, error);
   chunk_ = error ? kMaxChunk : std::clamp<size_t>(static_cast<size_t>(std::min<uintmax_t>(disk_bytes, kMaxChunk)), kMinChunk, kMaxChunk);
   file_ = gzopen(path.c_str(), "rb");
   if (file_ == nullptr) throw Error("input " + path + ": cannot open");
   gzbuffer(file_, static_cast<unsigned>(chunk_));
+}
+
+InputSource::InputSource(const std::string& path, uint64_t begin) : path_(path) {
+  if (begin == 0) {
+    open_whole();
+    return;
+  }
+  chunk_ = kMinChunk;  // a piece of a file may be small: start small, double
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw Error("input " + path + ": cannot open");
+  // From the byte before `begin`: the rest of the line it ends, possibly just its '\n', is skipped.
+  if (::lseek(fd, static_cast<off_t>(begin - 1), SEEK_SET) < 0 || (file_ = gzdopen(fd, "rb")) == nullptr) {
+    ::close(fd);
+    throw Error("input " + path + ": cannot read from byte " + std::to_string(begin));
+  }
+  gzbuffer(file_, static_cast<unsigned>(chunk_));
+  offset_ = begin - 1;
+  std::string partial;
+  read_line(partial);
+  line_number_ = 0;
 }
 
 InputSource::~InputSource() {
@@ -45,6 +72,7 @@ bool InputSource::fill() {
 }
 
 bool InputSource::read_line(std::string& line) {
+  line_start_ = offset_;
   for (;;) {
     const size_t newline = buffer_.find('\n', position_);
     if (newline != std::string::npos) {

@@ -1,8 +1,13 @@
 // warp-indexer: builds Warpsearch partitions from document files (build), runs as the indexer
-// service that publishes generations (serve), or fetches a published generation (fetch).
+// service that publishes generations (serve), fetches a published generation (fetch), makes
+// CurveZMQ keys (keys) or prints a digest of an index's content (digest).
+#include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <string>
+#include <vector>
 
+#include "common/index/partition_store.hpp"
 #include "common/transfer/curve.hpp"
 #include "common/util/flags.hpp"
 #include "common/util/status.hpp"
@@ -14,6 +19,7 @@ constexpr const char* kUsage =
     "usage: warp-indexer build --input PATH... --out DIR [--partitions P] [flags]\n"
     "       warp-indexer serve --input PATH... --root DIR [--publish EP] [--fetch EP] [--metrics ADDR] [flags]\n"
     "       warp-indexer fetch --from EP --root DIR\n"
+    "       warp-indexer digest DIR\n"
     "\n"
     "Inputs: JSONL ({\"id\",\"title\",\"body\",\"url\"?} per line), TREC SGML and WARC (plain or .gz) files or\n"
     "directories of them. build writes DIR/part-NNNN (one RocksDB partition each) and DIR/manifest.json;\n"
@@ -29,10 +35,11 @@ void add_build_flags(warp::Flags& flags) {
       .value("bm25-k1", "1.2", "BM25 k1 for the stored block maxima")
       .value("bm25-b", "0.75", "BM25 b for the stored block maxima")
       .value("bm25-k3", "inf", "BM25 k3, query-term saturation (0: repeats count once, inf: linear)")
-      .value("parsers", "0", "parser threads (0: one per core)")
-      .value("indexers", "0", "indexer threads (0: half the cores)")
-      .value("batch", "1000", "documents per parser batch")
-      .value("memory-budget", "2048", "MiB of postings held before indexers spill run files");
+      .value("threads", "0", "reader/parser and back-end threads (0: one per core)")
+      .value("parsers", "0", "reader/parser threads (0: --threads)")
+      .value("indexers", "0", "indexer threads (0: half of --threads, at least one)")
+      .value("split-mb", "0", "MiB per split of a large uncompressed JSONL or TREC file, read in parallel (0: input/4 per parser, 1-64)")
+      .value("memory-budget", "2048", "MiB for the whole build: runs spill to disk past it");
 }
 
 void read_build_flags(const warp::Flags& flags, warp::BuildOptions& build, warp::pipeline::PipelineOptions& pipeline) {
@@ -47,9 +54,10 @@ void read_build_flags(const warp::Flags& flags, warp::BuildOptions& build, warp:
   build.bm25 = {static_cast<float>(flags.number("bm25-k1")), static_cast<float>(flags.number("bm25-b")),
                 static_cast<float>(flags.number("bm25-k3"))};
   warp::check_bm25_params(build.bm25);
+  pipeline.threads = flags.count("threads");
   pipeline.parsers = flags.count("parsers");
   pipeline.indexers = flags.count("indexers");
-  pipeline.batch_documents = std::max<uint64_t>(1, flags.count("batch"));
+  pipeline.split_bytes = flags.count("split-mb") << 20;
   pipeline.memory_budget = flags.count("memory-budget") << 20;
 }
 
@@ -129,6 +137,31 @@ int keys(int argc, char** argv) {
   return 0;
 }
 
+// The content of every partition of an index (or of one partition): equal lines, equal rows.
+int digest(int argc, char** argv) {
+  if (argc != 3 || std::string(argv[2]).rfind("--", 0) == 0) {
+    std::printf("usage: warp-indexer digest DIR\n  one line per partition and column family: rows, bytes and a CRC-32 of every key and value\n");
+    return argc == 3 ? 0 : 2;
+  }
+  const std::filesystem::path dir = argv[2];
+  std::vector<std::filesystem::path> partitions;
+  if (std::filesystem::exists(dir / "CURRENT")) {
+    partitions.push_back(dir);
+  } else {
+    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+      if (entry.is_directory() && std::filesystem::exists(entry.path() / "CURRENT")) partitions.push_back(entry.path());
+    }
+    std::sort(partitions.begin(), partitions.end());
+  }
+  if (partitions.empty()) throw warp::Error(dir.string() + ": no partition found");
+  for (const auto& partition : partitions) {
+    for (const std::string& line : warp::partition_digest(partition.string())) {
+      std::printf("%s %s\n", partition.filename().c_str(), line.c_str());
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -138,8 +171,9 @@ int main(int argc, char** argv) {
     if (command == "serve") return serve(argc, argv);
     if (command == "fetch") return fetch(argc, argv);
     if (command == "keys") return keys(argc, argv);
+    if (command == "digest") return digest(argc, argv);
     if (command == "--help" || command == "-h" || command == "help") {
-      std::printf("%s\n\nCommands (each has --help): build, serve, fetch, keys\n", kUsage);
+      std::printf("%s\n\nCommands (each has --help): build, serve, fetch, keys, digest\n", kUsage);
       return 0;
     }
     std::fprintf(stderr, "%s\n\nunknown command '%s' (try: warp-indexer --help)\n", kUsage, command.c_str());

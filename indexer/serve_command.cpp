@@ -91,14 +91,12 @@ int run_serve_command(const ServeOptions& options) {
       const auto start = std::chrono::steady_clock::now();
       const fs::path tmp = root / (transfer::generation_dir_name(generation) + ".tmp");
       log_line("building generation " + std::to_string(generation));
-      DocumentStream input(options.inputs);
       pipeline::PipelineOptions pipeline_options = options.pipeline;
       pipeline_options.build = options.build;
       pipeline_options.build.generation = generation;
       pipeline_options.spill_dir = (root / (transfer::generation_dir_name(generation) + ".runs")).string();
-      pipeline::PipelineReport report;
-      const auto partitions = pipeline::build_with_pipeline(input, pipeline_options, report);
-      const ReadReport& read = input.report();
+      ReadReport read;
+      const pipeline::PipelineReport report = pipeline::build_index(options.inputs, pipeline_options, tmp.string(), read);
       for (const std::string& error : read.errors) log_line("rejected " + error);
       metrics.documents.Increment(static_cast<double>(read.documents));
       metrics.bytes.Increment(static_cast<double>(read.bytes));
@@ -107,10 +105,9 @@ int run_serve_command(const ServeOptions& options) {
       metrics.runs_written.Increment(static_cast<double>(report.runs_written));
       metrics.runs_merged.Increment(static_cast<double>(report.runs_merged));
       built_once = true;
-      if (partitions.empty()) {
+      if (report.partitions.empty()) {
         log_line("no documents in the inputs; nothing published");
       } else {
-        write_index(partitions, tmp.string());
         std::ofstream(tmp / "inputs.json") << fingerprint;
         fs::rename(tmp, root / transfer::generation_dir_name(generation));  // complete, atomically
         publisher.announce(generation);
@@ -122,7 +119,7 @@ int run_serve_command(const ServeOptions& options) {
         char line[256];
         std::snprintf(line, sizeof line, "published generation %llu: %llu documents, %zu partitions, %.1f s",
                       static_cast<unsigned long long>(generation), static_cast<unsigned long long>(read.documents),
-                      partitions.size(), seconds);
+                      report.partitions.size(), seconds);
         log_line(line);
       }
     } catch (const std::exception& e) {

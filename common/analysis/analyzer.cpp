@@ -13,7 +13,6 @@ namespace {
 
 constexpr std::string_view kAnalyzerFamily = "warp-analyzer/1";
 constexpr std::string_view kFolding = "fold=latin-greek-cyrillic";
-constexpr size_t kStemCacheEntries = 1 << 18;
 
 // Snowball's English stop-word list (snowballstem.org/algorithms/english/stop.txt), sorted.
 constexpr std::array<std::string_view, 174> kEnglishStopwords = {
@@ -139,7 +138,7 @@ void Analyzer::emit(std::string& token, std::vector<std::string>& terms) {
             stemmer_, reinterpret_cast<const sb_symbol*>(token.data()), static_cast<int>(token.size()));
         if (stemmed == nullptr) throw Error("libstemmer ran out of memory");
         terms.emplace_back(reinterpret_cast<const char*>(stemmed), sb_stemmer_length(stemmer_));
-        if (stem_cache_.size() >= kStemCacheEntries) stem_cache_.clear();
+        if (stem_cache_.size() >= stem_cache_limit_) stem_cache_.clear();
         stem_cache_.emplace(token, terms.back());
       }
     } else {

@@ -2,6 +2,7 @@
 // UTF-8 → split on non-alphanumeric code points → case fold → length cap → stop words → Porter2.
 // Its version string is stored in every partition; a reader refuses a partition analyzed otherwise.
 #pragma once
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -40,6 +41,10 @@ class Analyzer {
   // Documents keep their stop words, so this needs no other index.
   std::vector<std::string> analyze_query(std::string_view text);
   const AnalyzerConfig& config() const { return config_; }
+  // At most `entries` stems cached (2^18 by default, about 100 bytes each): memory-bounded builds
+  // size it from their budget.
+  void limit_stem_cache(size_t entries) { stem_cache_limit_ = std::max<size_t>(entries, 1); }
+  static constexpr size_t kStemCacheEntryBytes = 128;  // an entry's two strings and node, counted generously
 
  private:
   void emit(std::string& token, std::vector<std::string>& terms);
@@ -49,6 +54,7 @@ class Analyzer {
   sb_stemmer* stemmer_ = nullptr;
   // Stems of recent tokens: word frequencies are Zipfian, so most tokens skip the stemmer.
   std::unordered_map<std::string, std::string> stem_cache_;
+  size_t stem_cache_limit_ = size_t{1} << 18;
 };
 
 // Character classes used by the tokenizer (exposed for tests).

@@ -60,29 +60,36 @@ std::vector<BuiltPartition> IndexBuilder::build() const {
   });
 }
 
+PartitionMeta partition_meta(const BuildOptions& options, uint32_t partition, std::span<const DocId> bounds,
+                             const CollectionStats& stats) {
+  PartitionMeta meta;
+  meta.analyzer_version = options.analyzer.version();
+  meta.generation = options.generation;
+  meta.partition_id = partition;
+  meta.partition_count = options.partitions;
+  meta.doc_begin = bounds[partition];
+  meta.doc_end = bounds[partition + 1];
+  meta.codec = std::string(codec_by_name(options.codec).name());
+  meta.bm25 = options.bm25;
+  meta.stats = stats;
+  return meta;
+}
+
 std::vector<BuiltPartition> build_partitions(const BuildOptions& options, const std::vector<DocumentRecord>& documents,
                                              std::span<const uint32_t> distinct_terms, const ForEachTerm& for_each_term) {
   if (options.partitions == 0) throw Error("the number of partitions must be at least 1");
-  const Codec& codec = codec_by_name(options.codec);
+  codec_by_name(options.codec);  // throws on an unknown codec
   const std::vector<DocId> bounds = balanced_boundaries(distinct_terms, options.partitions);
   uint64_t total_length = 0;
   for (const DocumentRecord& record : documents) total_length += record.length;
   const CollectionStats stats{documents.size(), total_length};
 
   std::vector<BuiltPartition> partitions(options.partitions);
-  std::vector<Score> scores;
+  std::vector<uint32_t> words;
   for (uint32_t p = 0; p < options.partitions; ++p) {
     BuiltPartition& part = partitions[p];
     IndexView& view = part.view;
-    view.meta.analyzer_version = options.analyzer.version();
-    view.meta.generation = options.generation;
-    view.meta.partition_id = p;
-    view.meta.partition_count = options.partitions;
-    view.meta.doc_begin = bounds[p];
-    view.meta.doc_end = bounds[p + 1];
-    view.meta.codec = std::string(codec.name());
-    view.meta.bm25 = options.bm25;
-    view.meta.stats = stats;
+    view.meta = partition_meta(options, p, bounds, stats);
     for (DocId doc = view.meta.doc_begin; doc < view.meta.doc_end; ++doc) {
       part.documents.push_back(documents[doc]);
       view.doc_lengths.push_back(documents[doc].length);
@@ -90,26 +97,47 @@ std::vector<BuiltPartition> build_partitions(const BuildOptions& options, const 
     }
     view.compute_length_norms();
 
+    PartitionEncoder encoder(view.meta, view.doc_lengths);
     for_each_term([&](const std::string& term, std::span<const Posting> all) {
-      const auto by_doc = [](const Posting& posting, DocId d) { return posting.doc < d; };
-      auto first = std::lower_bound(all.begin(), all.end(), view.meta.doc_begin, by_doc);
-      auto last = std::lower_bound(first, all.end(), view.meta.doc_end, by_doc);
-      if (first == last) return;
-      uint64_t cf = 0;
-      for (const Posting& posting : all) cf += posting.freq;
-      const float weight = bm25_term_weight(bm25_idf(all.size(), stats.doc_count), options.bm25);
-      scores.clear();
-      for (auto it = first; it != last; ++it) {
-        scores.push_back(bm25_score(weight, it->freq, view.length_norms[it->doc - view.meta.doc_begin]));
-      }
-      std::vector<uint32_t> words = encode_posting_list({&*first, static_cast<size_t>(last - first)}, scores, codec);
-      view.lexicon[term] = {static_cast<uint32_t>(all.size()), cf, view.postings.size(), static_cast<uint32_t>(words.size())};
+      TermInfo info;
+      uint64_t postings = 0;
+      if (!encoder.encode(all, info, words, postings)) return;
+      info.offset = view.postings.size();
+      view.lexicon[term] = info;
       view.postings.insert(view.postings.end(), words.begin(), words.end());
-      view.meta.posting_count += static_cast<uint64_t>(last - first);
+      view.meta.posting_count += postings;
     });
     view.postings.resize(view.postings.size() + kReadPaddingWords, 0);
   }
   return partitions;
+}
+
+PartitionEncoder::PartitionEncoder(const PartitionMeta& meta, std::span<const uint32_t> doc_lengths)
+    : meta_(meta), codec_(codec_by_name(meta.codec)) {
+  const double average = meta.stats.average_length();
+  length_norms_.resize(doc_lengths.size());
+  for (size_t i = 0; i < doc_lengths.size(); ++i) length_norms_[i] = bm25_length_norm(doc_lengths[i], average, meta.bm25);
+}
+
+bool PartitionEncoder::encode(std::span<const Posting> all, TermInfo& info, std::vector<uint32_t>& words, uint64_t& postings) const {
+  const auto by_doc = [](const Posting& posting, DocId d) { return posting.doc < d; };
+  auto first = std::lower_bound(all.begin(), all.end(), meta_.doc_begin, by_doc);
+  auto last = std::lower_bound(first, all.end(), meta_.doc_end, by_doc);
+  if (first == last) return false;
+  uint64_t cf = 0;
+  for (const Posting& posting : all) cf += posting.freq;
+  const float weight = bm25_term_weight(bm25_idf(all.size(), meta_.stats.doc_count), meta_.bm25);
+  thread_local std::vector<Score> scores;
+  scores.clear();
+  for (auto it = first; it != last; ++it) {
+    scores.push_back(bm25_score(weight, it->freq, length_norms_[it->doc - meta_.doc_begin]));
+  }
+  words = encode_posting_list({&*first, static_cast<size_t>(last - first)}, scores, codec_);
+  info.df = static_cast<uint32_t>(all.size());
+  info.cf = cf;
+  info.words = static_cast<uint32_t>(words.size());
+  postings = static_cast<uint64_t>(last - first);
+  return true;
 }
 
 }  // namespace warp

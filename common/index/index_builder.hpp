@@ -76,6 +76,31 @@ using ForEachTerm = std::function<void(const TermVisitor&)>;
 std::vector<BuiltPartition> build_partitions(const BuildOptions& options, const std::vector<DocumentRecord>& documents,
                                              std::span<const uint32_t> distinct_terms, const ForEachTerm& for_each_term);
 
+// The metadata of partition `partition` of a generation split at `bounds` (P+1 docIDs).
+PartitionMeta partition_meta(const BuildOptions& options, uint32_t partition, std::span<const DocId> bounds,
+                             const CollectionStats& stats);
+
+// Encodes one partition's part of each term's list: the postings in [meta.doc_begin, doc_end),
+// scored with the partition's length norms and the collection's statistics (meta.stats), block
+// maxima included. The one encoder of both builds: the in-memory build_partitions and the
+// indexer's out-of-core back end, so their partitions are identical.
+class PartitionEncoder {
+ public:
+  // `doc_lengths`: of the partition's documents, by doc - meta.doc_begin.
+  PartitionEncoder(const PartitionMeta& meta, std::span<const uint32_t> doc_lengths);
+  // Encodes the slice of `all` (the term's postings over the whole collection, docIDs ascending)
+  // into `words` (replaced) and fills info's df, cf and words; false when the partition holds none
+  // of them. Returns the number of postings encoded in `postings`.
+  // Thread-safe: one encoder per partition serves every thread of a parallel build.
+  bool encode(std::span<const Posting> all, TermInfo& info, std::vector<uint32_t>& words, uint64_t& postings) const;
+  const PartitionMeta& meta() const { return meta_; }
+
+ private:
+  PartitionMeta meta_;
+  const Codec& codec_;
+  std::vector<float> length_norms_;
+};
+
 // The docID boundaries (P+1 values) that split documents into P contiguous ranges of about equal
 // postings; `weights[d]` is document d's number of postings.
 std::vector<DocId> balanced_boundaries(std::span<const uint32_t> weights, uint32_t parts);

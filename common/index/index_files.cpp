@@ -27,20 +27,17 @@ nlohmann::json partition_files(const fs::path& dir) {
   }
   return files;
 }
+}  // namespace
 
 std::string partition_dir_name(uint32_t id) {
   char name[32];
   std::snprintf(name, sizeof name, "part-%04u", id);
   return name;
 }
-}  // namespace
 
 void write_index(const std::vector<BuiltPartition>& partitions, const std::string& dir) {
   if (fs::exists(fs::path(dir) / kManifestName)) throw Error("index " + dir + " already exists; refusing to overwrite it");
   fs::create_directories(dir);
-  nlohmann::json manifest;
-  nlohmann::json parts = nlohmann::json::array();
-  uint64_t postings = 0;
   // Partitions are independent RocksDB databases: write them in parallel.
   std::vector<std::thread> writers;
   std::vector<std::exception_ptr> failures(partitions.size());
@@ -57,19 +54,28 @@ void write_index(const std::vector<BuiltPartition>& partitions, const std::strin
   for (const auto& failure : failures) {
     if (failure) std::rethrow_exception(failure);
   }
-  for (const BuiltPartition& partition : partitions) {
-    const PartitionMeta& meta = partition.view.meta;
+  std::vector<ManifestPartition> written;
+  for (const BuiltPartition& partition : partitions) written.push_back({partition.view.meta, partition.view.lexicon.size()});
+  write_manifest(dir, written);
+}
+
+void write_manifest(const std::string& dir, const std::vector<ManifestPartition>& partitions) {
+  nlohmann::json manifest;
+  nlohmann::json parts = nlohmann::json::array();
+  uint64_t postings = 0;
+  for (const ManifestPartition& partition : partitions) {
+    const PartitionMeta& meta = partition.meta;
     const std::string name = partition_dir_name(meta.partition_id);
     parts.push_back({{"id", meta.partition_id},
                      {"path", name},
                      {"doc_begin", meta.doc_begin},
                      {"doc_end", meta.doc_end},
                      {"postings", meta.posting_count},
-                     {"terms", partition.view.lexicon.size()},
+                     {"terms", partition.terms},
                      {"files", partition_files(fs::path(dir) / name)}});
     postings += meta.posting_count;
   }
-  const PartitionMeta& first = partitions.front().view.meta;
+  const PartitionMeta& first = partitions.front().meta;
   manifest["format_version"] = first.format_version;
   manifest["generation"] = first.generation;
   manifest["analyzer"] = first.analyzer_version;

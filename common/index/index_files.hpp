@@ -16,6 +16,17 @@ inline constexpr const char* kManifestName = "manifest.json";
 // directory with a manifest is complete).
 void write_index(const std::vector<BuiltPartition>& partitions, const std::string& dir);
 
+// DIR/part-NNNN: where partition `id` of an index directory lives.
+std::string partition_dir_name(uint32_t id);
+
+// Writes DIR/manifest.json for partitions already written in DIR (atomically: a temporary file
+// renamed), with each partition's files, sizes and CRCs.
+struct ManifestPartition {
+  PartitionMeta meta;
+  uint64_t terms = 0;
+};
+void write_manifest(const std::string& dir, const std::vector<ManifestPartition>& partitions);
+
 // Opens the partitions of an index directory (all, or those in options.partitions; the others need
 // not be on disk), or the single partition at `path`. Checks that they belong to the manifest's
 // generation and, when all are opened, that they cover its docID range without gaps or overlaps.

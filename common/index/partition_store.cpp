@@ -4,6 +4,7 @@
 #include <rocksdb/options.h>
 #include <rocksdb/sst_file_writer.h>
 #include <rocksdb/table.h>
+#include <zlib.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -102,75 +103,116 @@ struct Partition::Db {
 
 Partition::~Partition() = default;
 
-namespace {
-
-// Sorted key/value pairs of one column family, written as one SST file with SstFileWriter.
-void write_sst(const std::string& path, int family, std::vector<std::pair<std::string, std::string>>& rows,
-               const std::string& dir) {
-  std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  rocksdb::Options options(rocksdb::DBOptions(), family_options(family));
-  rocksdb::SstFileWriter writer(rocksdb::EnvOptions(), options);
-  check(writer.Open(path), dir, "creating " + path);
-  for (const auto& [key, value] : rows) check(writer.Put(key, value), dir, "writing " + path);
-  check(writer.Finish(), dir, "finishing " + path);
+// A small write buffer (RocksDB's default is 1 MiB per file): a parallel build holds two files per
+// partition and term range open at once.
+rocksdb::EnvOptions sst_env_options() {
+  rocksdb::EnvOptions env;
+  env.writable_file_max_buffer_size = 256u << 10;
+  return env;
 }
 
+struct SstRows::Writer {
+  explicit Writer(int family) : options(rocksdb::DBOptions(), family_options(family)), writer(sst_env_options(), options) {}
+  rocksdb::Options options;
+  rocksdb::SstFileWriter writer;
+};
+
+namespace {
+int family_index(SstRows::Family family) {
+  switch (family) {
+    case SstRows::Family::kLexicon: return kLexicon;
+    case SstRows::Family::kPostings: return kPostings;
+    case SstRows::Family::kDocuments: return kDocuments;
+  }
+  return kDefault;
+}
 }  // namespace
 
-// Each column family is written as a sorted SST file (SstFileWriter) and ingested into a fresh
-// database; the postings family is then compacted once so that long lists move to blob files.
-// The content checksum is computed over the same sorted rows that open_partition re-reads.
-void write_partition(const BuiltPartition& partition, const std::string& dir) {
-  const IndexView& view = partition.view;
-  if (std::filesystem::exists(dir)) throw Error("partition " + dir + " already exists; refusing to overwrite it");
-  std::filesystem::create_directories(dir);
-  std::vector<std::vector<std::pair<std::string, std::string>>> rows(kFamilies.size());
-  for (const auto& [term, info] : view.lexicon) {
-    const char* blob = reinterpret_cast<const char*>(view.postings.data() + info.offset);
-    const size_t blob_size = size_t{info.words} * 4;
-    ByteWriter entry;
-    entry.u32(info.df);
-    entry.u64(info.cf);
-    entry.u32(info.words);
-    entry.u32(crc32_of(blob, blob_size));
-    rows[kLexicon].emplace_back(term, entry.take());
-    rows[kPostings].emplace_back(term, std::string(blob, blob_size));
+SstRows::SstRows(Family family, std::string path) : family_(family), path_(std::move(path)) {}
+SstRows::~SstRows() = default;
+
+void SstRows::put(std::string_view key, std::string_view value) {
+  if (!writer_) {
+    writer_ = std::make_unique<Writer>(family_index(family_));
+    check(writer_->writer.Open(path_), path_, "creating the SST file");
   }
-  for (size_t i = 0; i < partition.documents.size(); ++i) {
-    const DocumentRecord& record = partition.documents[i];
-    ByteWriter value;
-    value.str(record.external_id);
-    value.str(record.title);
-    value.str(record.url);
-    value.u32(record.length);
-    rows[kDocuments].emplace_back(doc_key(view.meta.doc_begin + static_cast<DocId>(i)), value.take());
+  check(writer_->writer.Put(rocksdb::Slice(key.data(), key.size()), rocksdb::Slice(value.data(), value.size())), path_,
+        "writing a row");
+  done_.crc = crc32_of(value, crc32_of(key, done_.crc));
+  done_.bytes += key.size() + value.size();
+  ++done_.rows;
+}
+
+void SstRows::put_term(std::string_view term, const TermInfo& info, const uint32_t* words) {
+  ByteWriter entry;
+  entry.u32(info.df);
+  entry.u64(info.cf);
+  entry.u32(info.words);
+  entry.u32(crc32_of(words, size_t{info.words} * 4));
+  put(term, entry.take());
+}
+
+void SstRows::put_list(std::string_view term, const uint32_t* words, uint32_t count) {
+  put(term, std::string_view(reinterpret_cast<const char*>(words), size_t{count} * 4));
+}
+
+void SstRows::put_document(DocId doc, const DocumentRecord& record) {
+  ByteWriter value;
+  value.str(record.external_id);
+  value.str(record.title);
+  value.str(record.url);
+  value.u32(record.length);
+  put(doc_key(doc), value.take());
+}
+
+SstRows::Done SstRows::finish() {
+  if (writer_) {
+    check(writer_->writer.Finish(), path_, "finishing the SST file");
+    writer_.reset();
+    done_.path = path_;
   }
-  const PartitionMeta& meta = view.meta;
-  const std::string doc_lengths = lengths_bytes(view.doc_lengths);
-  rows[kMeta] = {{"format_version", std::to_string(meta.format_version)},
-                 {"analyzer_version", meta.analyzer_version},
-                 {"generation", std::to_string(meta.generation)},
-                 {"partition_id", std::to_string(meta.partition_id)},
-                 {"partition_count", std::to_string(meta.partition_count)},
-                 {"doc_begin", std::to_string(meta.doc_begin)},
-                 {"doc_end", std::to_string(meta.doc_end)},
-                 {"codec", meta.codec},
-                 {"bm25_k1", exact_float(meta.bm25.k1)},
-                 {"bm25_b", exact_float(meta.bm25.b)},
-                 {"bm25_k3", exact_float(meta.bm25.k3)},
-                 {"doc_count", std::to_string(meta.stats.doc_count)},
-                 {"total_length", std::to_string(meta.stats.total_length)},
-                 {"posting_count", std::to_string(meta.posting_count)},
-                 {"term_count", std::to_string(view.lexicon.size())},
-                 {"doc_lengths", doc_lengths}};
+  return done_;
+}
+
+void assemble_partition(const std::string& dir, const PartitionMeta& meta, uint64_t term_count,
+                        const std::vector<uint32_t>& doc_lengths, const std::vector<SstRows::Done>& lexicon,
+                        const std::vector<SstRows::Done>& postings, const std::vector<SstRows::Done>& documents) {
+  if (std::filesystem::exists(std::filesystem::path(dir) / "CURRENT")) {
+    throw Error("partition " + dir + " already exists; refusing to overwrite it");
+  }
   // The content checksum, in key order: lexicon, document lengths, documents (as content_crc reads).
-  std::sort(rows[kLexicon].begin(), rows[kLexicon].end());
-  std::sort(rows[kDocuments].begin(), rows[kDocuments].end());
+  const std::string lengths = lengths_bytes(doc_lengths);
   uint32_t crc = 0;
-  for (const auto& [key, value] : rows[kLexicon]) crc = crc32_of(value, crc32_of(key, crc));
-  crc = crc32_of(doc_lengths, crc);
-  for (const auto& [key, value] : rows[kDocuments]) crc = crc32_of(value, crc32_of(key, crc));
-  rows[kMeta].emplace_back("content_crc", std::to_string(crc));
+  for (const auto& part : lexicon) crc = static_cast<uint32_t>(crc32_combine(crc, part.crc, static_cast<z_off_t>(part.bytes)));
+  crc = crc32_of(lengths, crc);
+  for (const auto& part : documents) crc = static_cast<uint32_t>(crc32_combine(crc, part.crc, static_cast<z_off_t>(part.bytes)));
+  std::vector<std::pair<std::string, std::string>> meta_rows = {
+      {"format_version", std::to_string(meta.format_version)},
+      {"analyzer_version", meta.analyzer_version},
+      {"generation", std::to_string(meta.generation)},
+      {"partition_id", std::to_string(meta.partition_id)},
+      {"partition_count", std::to_string(meta.partition_count)},
+      {"doc_begin", std::to_string(meta.doc_begin)},
+      {"doc_end", std::to_string(meta.doc_end)},
+      {"codec", meta.codec},
+      {"bm25_k1", exact_float(meta.bm25.k1)},
+      {"bm25_b", exact_float(meta.bm25.b)},
+      {"bm25_k3", exact_float(meta.bm25.k3)},
+      {"doc_count", std::to_string(meta.stats.doc_count)},
+      {"total_length", std::to_string(meta.stats.total_length)},
+      {"posting_count", std::to_string(meta.posting_count)},
+      {"term_count", std::to_string(term_count)},
+      {"doc_lengths", lengths},
+      {"content_crc", std::to_string(crc)}};
+  std::sort(meta_rows.begin(), meta_rows.end());
+  const std::string meta_sst = dir + "/ingest-meta.sst";
+  {
+    rocksdb::Options options(rocksdb::DBOptions(), family_options(kMeta));
+    rocksdb::SstFileWriter writer(rocksdb::EnvOptions(), options);
+    check(writer.Open(meta_sst), dir, "creating " + meta_sst);
+    for (const auto& [key, value] : meta_rows) check(writer.Put(key, value), dir, "writing " + meta_sst);
+    check(writer.Finish(), dir, "finishing " + meta_sst);
+  }
 
   rocksdb::DBOptions options;
   options.create_if_missing = true;
@@ -183,18 +225,46 @@ void write_partition(const BuiltPartition& partition, const std::string& dir) {
   db->handles = handles;
   rocksdb::IngestExternalFileOptions ingest;
   ingest.move_files = true;
-  for (int family : {kMeta, kLexicon, kPostings, kDocuments}) {
-    if (rows[family].empty()) continue;
-    const std::string sst = dir + "/ingest-" + kFamilies[family] + ".sst";
-    write_sst(sst, family, rows[family], dir);
-    std::vector<std::pair<std::string, std::string>>().swap(rows[family]);
-    check(db->db->IngestExternalFile(handles[family], {sst}, ingest), dir, "ingesting " + kFamilies[family]);
-  }
+  const auto ingest_parts = [&](int family, const std::vector<SstRows::Done>& parts) {
+    std::vector<std::string> files;
+    for (const auto& part : parts) {
+      if (!part.path.empty()) files.push_back(part.path);
+    }
+    if (!files.empty()) check(db->db->IngestExternalFile(handles[family], files, ingest), dir, "ingesting " + kFamilies[family]);
+  };
+  ingest_parts(kMeta, {SstRows::Done{meta_sst, 0, 0, 1}});
+  ingest_parts(kLexicon, lexicon);
+  ingest_parts(kPostings, postings);
+  ingest_parts(kDocuments, documents);
   rocksdb::CompactRangeOptions compact;
   compact.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
   check(db->db->CompactRange(compact, handles[kPostings], nullptr, nullptr), dir, "moving lists to blob files");
   db.reset();  // closed: the files are final
   seal_partition(dir);
+}
+
+// The view's rows through the streaming writers: lexicon and postings in term order.
+void write_partition(const BuiltPartition& partition, const std::string& dir) {
+  const IndexView& view = partition.view;
+  if (std::filesystem::exists(dir)) throw Error("partition " + dir + " already exists; refusing to overwrite it");
+  std::filesystem::create_directories(dir);
+  std::vector<const std::pair<const std::string, TermInfo>*> terms;
+  terms.reserve(view.lexicon.size());
+  for (const auto& entry : view.lexicon) terms.push_back(&entry);
+  std::sort(terms.begin(), terms.end(), [](const auto* a, const auto* b) { return a->first < b->first; });
+  SstRows lexicon(SstRows::Family::kLexicon, dir + "/ingest-lexicon.sst");
+  SstRows postings(SstRows::Family::kPostings, dir + "/ingest-postings.sst");
+  SstRows documents(SstRows::Family::kDocuments, dir + "/ingest-documents.sst");
+  for (const auto* entry : terms) {
+    const uint32_t* words = view.postings.data() + entry->second.offset;
+    lexicon.put_term(entry->first, entry->second, words);
+    postings.put_list(entry->first, words, entry->second.words);
+  }
+  for (size_t i = 0; i < partition.documents.size(); ++i) {
+    documents.put_document(view.meta.doc_begin + static_cast<DocId>(i), partition.documents[i]);
+  }
+  assemble_partition(dir, view.meta, view.lexicon.size(), view.doc_lengths, {lexicon.finish()}, {postings.finish()},
+                     {documents.finish()});
 }
 
 namespace {
@@ -412,6 +482,34 @@ std::unique_ptr<Partition> open_partition(const std::string& dir, const OpenOpti
   view.compute_length_norms();
   view.rescore(options.bm25.applied_to(view.meta.bm25));
   return partition;
+}
+
+std::vector<std::string> partition_digest(const std::string& dir) {
+  verify_files(dir);
+  rocksdb::DBOptions options;
+  rocksdb::DB* raw = nullptr;
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  check(rocksdb::DB::OpenForReadOnly(options, dir, descriptors(), &handles, &raw), dir, "cannot open as a Warpsearch partition (RocksDB)");
+  Partition::Db db;
+  db.db.reset(raw);
+  db.handles = handles;
+  std::vector<std::string> lines;
+  for (int family : {kMeta, kLexicon, kPostings, kDocuments}) {
+    uint64_t rows = 0, bytes = 0;
+    uint32_t crc = 0;
+    std::unique_ptr<rocksdb::Iterator> it(raw->NewIterator(rocksdb::ReadOptions(), handles[family]));
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      for (const rocksdb::Slice& part : {it->key(), it->value()}) {
+        const uint64_t size = part.size();
+        crc = crc32_of(part.data(), part.size(), crc32_of(&size, sizeof size, crc));
+        bytes += size;
+      }
+      ++rows;
+    }
+    check(it->status(), dir, "reading " + kFamilies[family]);
+    lines.push_back(kFamilies[family] + " " + std::to_string(rows) + " " + std::to_string(bytes) + " " + std::to_string(crc));
+  }
+  return lines;
 }
 
 std::optional<DocumentRecord> Partition::document(DocId doc) const {

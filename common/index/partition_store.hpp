@@ -14,12 +14,53 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "common/index/index_builder.hpp"
 
 namespace warp {
 
 void write_partition(const BuiltPartition& partition, const std::string& dir);
+
+// Streaming construction, for builds that never hold a partition in memory: the rows of the
+// lexicon, postings and documents families are written in key order into SST files (one or more
+// per family, over disjoint key ranges, e.g. one per term range built in parallel), then
+// assemble_partition ingests them into a fresh database. write_partition uses the same pieces.
+class SstRows {
+ public:
+  enum class Family { kLexicon, kPostings, kDocuments };
+  struct Done {
+    std::string path;  // empty when no row was written (no file)
+    uint32_t crc = 0;  // CRC-32 of the rows' keys and values, back to back, in order
+    uint64_t bytes = 0, rows = 0;
+  };
+  SstRows(Family family, std::string path);
+  ~SstRows();
+  SstRows(const SstRows&) = delete;
+  SstRows& operator=(const SstRows&) = delete;
+
+  void put(std::string_view key, std::string_view value);  // keys strictly ascending (bytewise)
+  // A term's lexicon row (df, cf, list size, CRC of the list); `words` are the encoded list.
+  void put_term(std::string_view term, const TermInfo& info, const uint32_t* words);
+  void put_list(std::string_view term, const uint32_t* words, uint32_t count);
+  void put_document(DocId doc, const DocumentRecord& record);
+  Done finish();
+
+ private:
+  struct Writer;
+  Family family_;
+  std::string path_;
+  std::unique_ptr<Writer> writer_;  // opened at the first row
+  Done done_;
+};
+
+// Creates the partition in `dir` (which may hold only the SST files given) from its metadata
+// (meta.posting_count set), its document lengths and its families' SST files, each family's in key
+// order; moves the files in, moves long lists to blob files, seals. `term_count`: lexicon rows.
+void assemble_partition(const std::string& dir, const PartitionMeta& meta, uint64_t term_count,
+                        const std::vector<uint32_t>& doc_lengths, const std::vector<SstRows::Done>& lexicon,
+                        const std::vector<SstRows::Done>& postings, const std::vector<SstRows::Done>& documents);
 // Writes DIR/WARP-CHECKSUMS for the files there now (write_partition calls it last).
 void seal_partition(const std::string& dir);
 
@@ -61,5 +102,10 @@ class Partition {
 };
 
 std::unique_ptr<Partition> open_partition(const std::string& dir, const OpenOptions& options = {});
+
+// The partition's content as one line per column family, "<family> <rows> <bytes> <crc32>" (the
+// CRC over every key and value with their lengths, in key order): two partitions with equal
+// digests hold the same rows, whatever RocksDB's own file metadata (ids, times, file numbers).
+std::vector<std::string> partition_digest(const std::string& dir);
 
 }  // namespace warp

@@ -1,28 +1,49 @@
 #include "indexer/pipeline/parallel_builder.hpp"
 
+#include <malloc.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <filesystem>
-#include <fstream>
+#include <memory>
 #include <mutex>
+#include <queue>
 #include <thread>
 #include <unordered_map>
 
+#include "common/index/index_files.hpp"
+#include "common/index/partition_store.hpp"
 #include "common/util/bounded_queue.hpp"
 #include "common/util/status.hpp"
+#include "indexer/pipeline/doc_table.hpp"
+#include "indexer/pipeline/run_file.hpp"
 #include "indexer/pipeline/term_btree.hpp"
 #include "indexer/pipeline/trie_collections.hpp"
 
 namespace warp::pipeline {
 namespace {
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
 
-struct Batch {
-  DocId first_doc = 0;
-  std::vector<SourceDocument> documents;
-};
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
-// One parser's terms for one indexer: postings with their term's collection and suffix.
+void trace_memory(const char* stage) {
+  if (std::getenv("WARP_TRACE_MEMORY") == nullptr) return;
+  std::FILE* status = std::fopen("/proc/self/status", "r");
+  char line[256];
+  while (status != nullptr && std::fgets(line, sizeof line, status)) {
+    if (std::strncmp(line, "VmRSS", 5) == 0 || std::strncmp(line, "VmHWM", 5) == 0) std::fprintf(stderr, "%s: %s", stage, line);
+  }
+  if (status != nullptr) std::fclose(status);
+}
+
+// One parser's postings of one chunk for one indexer, with their term's collection and suffix.
+// Docs are provisional ids.
 struct Piece {
   std::string suffixes;  // concatenated
   struct Entry {
@@ -32,90 +53,132 @@ struct Piece {
   std::vector<Entry> entries;
 };
 
-struct DocStats {
-  DocId doc;
-  uint32_t length, distinct;
-};
-
 std::string collection_prefix(uint32_t collection) {
   if (collection >= 17576) return {};
   return {static_cast<char>('a' + collection / 676), static_cast<char>('a' + collection / 26 % 26),
           static_cast<char>('a' + collection % 26)};
 }
 
-// A CPU indexer: dictionary B-trees of its collections, postings by term id, run files.
+// The postings an indexer holds between spills, in slices of one arena: a term's list is a chain
+// of slices of 2, 4, …, 512 postings (each followed by a link slot), cut from 512 KiB blocks. A
+// spill empties the arena but keeps its blocks, so the next run reuses the same memory: no heap
+// fragmentation from millions of small vectors, and the memory held is counted exactly.
+class PostingArena {
+ public:
+  struct List {
+    uint32_t head = kNone, tail = 0, count = 0;
+    uint16_t used = 0;  // postings in the tail slice
+    uint8_t level = 0;  // of the tail slice
+  };
+
+  void append(List& list, const Posting& posting) {
+    if (list.head == kNone) {
+      list.head = list.tail = allocate(capacity(0) + 1);
+    } else if (list.used == capacity(list.level)) {
+      const uint8_t level = static_cast<uint8_t>(std::min<int>(list.level + 1, kTopLevel));
+      const uint32_t slice = allocate(capacity(level) + 1);
+      at(list.tail + capacity(list.level)).doc = slice;  // the link slot
+      list.tail = slice, list.level = level, list.used = 0;
+    }
+    at(list.tail + list.used++) = posting;
+    ++list.count;
+  }
+
+  void gather(const List& list, std::vector<Posting>& out) const {
+    out.clear();
+    uint8_t level = 0;
+    for (uint32_t slice = list.head;; level = static_cast<uint8_t>(std::min<int>(level + 1, kTopLevel))) {
+      const uint32_t n = slice == list.tail ? list.used : capacity(level);
+      for (uint32_t i = 0; i < n; ++i) out.push_back(at(slice + i));
+      if (slice == list.tail) break;
+      slice = at(slice + capacity(level)).doc;
+    }
+  }
+
+  void clear() { next_ = 0; }
+  uint64_t used_bytes() const { return uint64_t{next_} * sizeof(Posting); }
+
+ private:
+  static constexpr uint32_t kNone = 0xFFFFFFFFu;
+  static constexpr uint32_t kBlockBits = 16;  // 65,536 postings: 512 KiB
+  static constexpr int kTopLevel = 8;
+  static uint32_t capacity(int level) { return 2u << level; }
+  Posting& at(uint32_t index) { return blocks_[index >> kBlockBits][index & ((1u << kBlockBits) - 1)]; }
+  const Posting& at(uint32_t index) const { return blocks_[index >> kBlockBits][index & ((1u << kBlockBits) - 1)]; }
+  // `size` consecutive slots; a slice never crosses a block.
+  uint32_t allocate(uint32_t size) {
+    if ((next_ & ((1u << kBlockBits) - 1)) + size > (1u << kBlockBits)) next_ = ((next_ >> kBlockBits) + 1) << kBlockBits;
+    if ((next_ >> kBlockBits) >= blocks_.size()) blocks_.push_back(std::make_unique<Posting[]>(size_t{1} << kBlockBits));
+    const uint32_t slice = next_;
+    next_ += size;
+    return slice;
+  }
+  std::vector<std::unique_ptr<Posting[]>> blocks_;
+  uint32_t next_ = 0;
+};
+
+// A CPU indexer: dictionary B-trees of its collections, postings in an arena, sorted run files.
 class IndexerThread {
  public:
-  IndexerThread(size_t index, uint64_t memory_share, std::string spill_dir, std::atomic<uint64_t>& runs_written)
-      : index_(index), memory_share_(memory_share), spill_dir_(std::move(spill_dir)), runs_written_(runs_written) {}
+  IndexerThread(size_t index, std::string spill_dir, std::function<uint64_t()> share, std::atomic<uint64_t>& runs_written)
+      : index_(index), spill_dir_(std::move(spill_dir)), share_(std::move(share)), runs_written_(runs_written) {}
 
   void consume(const Piece& piece) {
     for (const Piece::Entry& e : piece.entries) {
-      const uint32_t id = forest_.find_or_insert(e.collection, std::string_view(piece.suffixes).substr(e.suffix_offset, e.suffix_size));
-      if (id == postings_.size()) {
-        postings_.emplace_back();
+      const std::string_view suffix = std::string_view(piece.suffixes).substr(e.suffix_offset, e.suffix_size);
+      const uint32_t id = forest_.find_or_insert(e.collection, suffix);
+      if (id == lists_.size()) {
+        lists_.emplace_back();
         collection_of_.push_back(e.collection);
       }
-      postings_[id].push_back(e.posting);
+      arena_.append(lists_[id], e.posting);
     }
-    held_ += piece.entries.size();
-    if (held_ * sizeof(Posting) > memory_share_) spill();
+    if (held() > share_()) spill();
   }
 
-  // Run file: [term id][count][count postings]... for every term holding postings now.
+  // Postings, dictionary and per-term entries.
+  uint64_t held() const {
+    return arena_.used_bytes() + forest_.memory_bytes() + lists_.size() * (sizeof(PostingArena::List) + sizeof(uint32_t));
+  }
+
+  // Everything held, as one run sorted by term, each list by docID; then a fresh start.
   void spill() {
-    std::filesystem::create_directories(spill_dir_);
-    const std::string path = spill_dir_ + "/run-" + std::to_string(index_) + "-" + std::to_string(runs_.size());
-    std::ofstream out(path, std::ios::binary);
-    for (uint32_t id = 0; id < postings_.size(); ++id) {
-      std::vector<Posting>& list = postings_[id];
-      if (list.empty()) continue;
-      const uint32_t header[2] = {id, static_cast<uint32_t>(list.size())};
-      out.write(reinterpret_cast<const char*>(header), sizeof header);
-      out.write(reinterpret_cast<const char*>(list.data()), static_cast<std::streamsize>(list.size() * sizeof(Posting)));
-      std::vector<Posting>().swap(list);
+    if (lists_.empty()) return;
+    std::vector<std::pair<std::string, uint32_t>> order;
+    order.reserve(lists_.size());
+    for (uint32_t id = 0; id < lists_.size(); ++id) {
+      std::string term = collection_prefix(collection_of_[id]);
+      term += forest_.suffix(id);
+      order.emplace_back(std::move(term), id);
     }
-    if (!out.flush()) throw Error("cannot write run file " + path + " (disk full?)");
-    runs_.push_back(path);
-    held_ = 0;
-    ++runs_written_;
-  }
-
-  // Reads the runs back into memory and sorts every list by docID; returns the runs merged.
-  uint64_t merge_runs() {
-    for (const std::string& path : runs_) {
-      std::ifstream in(path, std::ios::binary);
-      uint32_t header[2];
-      while (in.read(reinterpret_cast<char*>(header), sizeof header)) {
-        std::vector<Posting>& list = postings_[header[0]];
-        const size_t at = list.size();
-        list.resize(at + header[1]);
-        if (!in.read(reinterpret_cast<char*>(list.data() + at), static_cast<std::streamsize>(header[1] * sizeof(Posting)))) {
-          throw Error("run file " + path + " is truncated");
-        }
-      }
-      std::filesystem::remove(path);
-    }
-    for (auto& list : postings_) {
+    std::sort(order.begin(), order.end());
+    RunWriter writer(spill_dir_ + "/run-" + std::to_string(index_) + "-" + std::to_string(runs_.size()));
+    std::vector<Posting> list;
+    for (const auto& [term, id] : order) {
+      arena_.gather(lists_[id], list);
       std::sort(list.begin(), list.end(), [](const Posting& a, const Posting& b) { return a.doc < b.doc; });
+      writer.add(term, list);
     }
-    return runs_.size();
+    runs_.push_back(writer.finish());
+    ++runs_written_;
+    forest_.clear();
+    arena_.clear();
+    lists_.clear();
+    collection_of_.clear();
   }
 
-  size_t term_count() const { return postings_.size(); }
-  std::string term(uint32_t id) const { return collection_prefix(collection_of_[id]) + forest_.suffix(id); }
-  std::vector<Posting>& postings(uint32_t id) { return postings_[id]; }
+  std::vector<RunInfo>& runs() { return runs_; }
 
  private:
   size_t index_;
-  uint64_t memory_share_;
   std::string spill_dir_;
+  std::function<uint64_t()> share_;
   std::atomic<uint64_t>& runs_written_;
   TermForest forest_;
-  std::vector<std::vector<Posting>> postings_;
+  PostingArena arena_;
+  std::vector<PostingArena::List> lists_;  // by term id
   std::vector<uint32_t> collection_of_;
-  std::vector<std::string> runs_;
-  uint64_t held_ = 0;
+  std::vector<RunInfo> runs_;
 };
 
 // Collections to indexers by sampled token counts, heaviest first onto the lightest indexer.
@@ -135,203 +198,384 @@ std::vector<uint32_t> assign_collections(const std::vector<uint64_t>& tokens, si
   return owner;
 }
 
-}  // namespace
+// Token counts per collection over the first `bytes` of the input.
+std::vector<uint64_t> sample_tokens(const std::vector<InputSplit>& splits, uint64_t bytes, const AnalyzerConfig& config) {
+  std::vector<uint64_t> tokens(kTrieCollections, 0);
+  if (splits.empty()) return tokens;
+  Analyzer analyzer(config);
+  analyzer.limit_stem_cache(1024);
+  SplitReader reader(splits.front());
+  SourceDocument doc;
+  std::vector<std::string> terms;
+  while (reader.bytes_read() < bytes && reader.next(doc)) {
+    terms.clear();
+    analyzer.analyze(doc.title, terms);
+    analyzer.analyze(doc.body, terms);
+    for (const std::string& term : terms) ++tokens[trie_collection(term)];
+  }
+  return tokens;
+}
 
-std::vector<BuiltPartition> build_with_pipeline(DocumentStream& input, const PipelineOptions& options,
-                                                PipelineReport& report,
-                                                const std::function<void(const PipelineProgress&)>& on_progress) {
-  using Clock = std::chrono::steady_clock;
-  const auto start = Clock::now();
-  const size_t cores = std::max(1u, std::thread::hardware_concurrency());
-  const size_t parsers = options.parsers ? options.parsers : cores;
-  const size_t indexers = options.indexers ? options.indexers : std::max<size_t>(1, cores / 2);
-  report.parsers = parsers, report.indexers = indexers;
-  codec_by_name(options.build.codec);  // fail before reading on an unknown codec
-  const std::string spill_dir = options.spill_dir.empty()
-      ? (std::filesystem::temp_directory_path() / ("warp-runs-" + std::to_string(::getpid()))).string()
-      : options.spill_dir;
-
-  // The first batch is read up front: it is the sample that assigns collections to indexers.
-  std::vector<DocumentRecord> documents;
-  std::unordered_map<std::string, DocId> doc_by_id;
-  std::vector<bool> deleted;
-  const auto read_batch = [&](Batch& batch) {
-    batch.first_doc = static_cast<DocId>(documents.size());
-    batch.documents.clear();
-    SourceDocument doc;
-    while (batch.documents.size() < options.batch_documents && input.next(doc)) {
-      const DocId id = static_cast<DocId>(documents.size());
-      auto [it, inserted] = doc_by_id.try_emplace(doc.external_id, id);
-      if (!inserted) {  // the last one wins
-        deleted[it->second] = true;
-        ++input.report().replaced;
-        it->second = id;
-      }
-      documents.push_back({doc.external_id, doc.title, doc.url, 0});
-      deleted.push_back(false);
-      batch.documents.push_back(std::move(doc));
-    }
-    return !batch.documents.empty();
-  };
-  Batch first;
-  const bool any = read_batch(first);
-  std::vector<uint64_t> sample_tokens(kTrieCollections, 0);
-  {
-    Analyzer analyzer(options.build.analyzer);
-    std::vector<std::string> terms;
-    for (const SourceDocument& doc : first.documents) {
-      terms.clear();
-      analyzer.analyze(doc.title, terms);
-      analyzer.analyze(doc.body, terms);
-      for (const std::string& term : terms) ++sample_tokens[trie_collection(term)];
+// Boundaries of `parts` term ranges of about equal run bytes, from the runs' sparse indexes.
+std::vector<std::string> term_ranges(const std::vector<RunInfo>& runs, size_t parts) {
+  std::vector<std::pair<std::string_view, uint64_t>> samples;  // term, bytes up to the next sample
+  uint64_t total = 0;
+  for (const RunInfo& run : runs) {
+    for (size_t i = 0; i < run.index.size(); ++i) {
+      const uint64_t next = i + 1 < run.index.size() ? run.index[i + 1].offset : run.bytes;
+      samples.emplace_back(run.index[i].term, next - run.index[i].offset);
+      total += next - run.index[i].offset;
     }
   }
-  const std::vector<uint32_t> owner = assign_collections(sample_tokens, indexers);
-
-  BoundedQueue<Batch> batches(options.queue_depth);
-  std::vector<std::unique_ptr<BoundedQueue<Piece>>> pieces;
-  std::atomic<uint64_t> runs_written{0};
-  std::vector<std::unique_ptr<IndexerThread>> indexer_state;
-  for (size_t i = 0; i < indexers; ++i) {
-    pieces.push_back(std::make_unique<BoundedQueue<Piece>>(options.queue_depth * parsers));
-    indexer_state.push_back(std::make_unique<IndexerThread>(i, options.memory_budget / indexers, spill_dir, runs_written));
+  std::sort(samples.begin(), samples.end());
+  std::vector<std::string> bounds;
+  uint64_t running = 0;
+  size_t part = 1;
+  for (const auto& [term, bytes] : samples) {
+    if (part >= parts) break;
+    if (running >= total * part / parts && !term.empty() && (bounds.empty() || bounds.back() < term)) {
+      bounds.emplace_back(term);
+      ++part;
+    }
+    running += bytes;
   }
-  std::mutex stats_mutex;
-  std::vector<DocStats> doc_stats;
+  return bounds;
+}
+
+// One term range of the back end: a k-way merge of every run over [lo, hi), final docIDs, lists
+// encoded per partition into that partition's SST files for the range.
+struct RangeOutput {
+  std::vector<SstRows::Done> lexicon, postings;  // by partition
+  std::vector<uint64_t> terms, posting_count, list_bytes;
+};
+
+RangeOutput merge_range(const std::vector<RunInfo>& runs, const std::string& lo, const std::string* hi, size_t buffer_bytes,
+                        const DocTable& docs, const std::vector<PartitionEncoder>& encoders,
+                        const std::vector<std::string>& partition_dirs, size_t range) {
+  const size_t parts = encoders.size();
+  RangeOutput out;
+  out.terms.assign(parts, 0), out.posting_count.assign(parts, 0), out.list_bytes.assign(parts, 0);
+  std::vector<std::unique_ptr<SstRows>> lexicon, postings;
+  char name[64];
+  for (size_t p = 0; p < parts; ++p) {
+    std::snprintf(name, sizeof name, "/ingest-lexicon-%04zu.sst", range);
+    lexicon.push_back(std::make_unique<SstRows>(SstRows::Family::kLexicon, partition_dirs[p] + name));
+    std::snprintf(name, sizeof name, "/ingest-postings-%04zu.sst", range);
+    postings.push_back(std::make_unique<SstRows>(SstRows::Family::kPostings, partition_dirs[p] + name));
+  }
+  std::vector<std::unique_ptr<RunCursor>> cursors;
+  for (const RunInfo& run : runs) cursors.push_back(std::make_unique<RunCursor>(run, lo, buffer_bytes));
+  const auto later = [&](size_t a, size_t b) { return cursors[a]->term() > cursors[b]->term(); };
+  std::priority_queue<size_t, std::vector<size_t>, decltype(later)> heap(later);
+  for (size_t i = 0; i < cursors.size(); ++i) {
+    if (cursors[i]->valid()) heap.push(i);
+  }
+  std::vector<Posting> list;
+  std::vector<uint32_t> words;
+  std::string term;
+  while (!heap.empty() && (hi == nullptr || cursors[heap.top()]->term() < *hi)) {
+    term = cursors[heap.top()]->term();
+    list.clear();
+    while (!heap.empty() && cursors[heap.top()]->term() == term) {
+      const size_t c = heap.top();
+      heap.pop();
+      cursors[c]->take(list);
+      if (cursors[c]->valid()) heap.push(c);
+    }
+    size_t kept = 0;
+    for (const Posting& posting : list) {
+      const DocId doc = docs.final_id(posting.doc);
+      if (doc != kDropped) list[kept++] = {doc, posting.freq};
+    }
+    list.resize(kept);
+    if (list.empty()) continue;
+    std::sort(list.begin(), list.end(), [](const Posting& a, const Posting& b) { return a.doc < b.doc; });
+    for (size_t p = 0; p < parts; ++p) {
+      TermInfo info;
+      uint64_t count = 0;
+      if (!encoders[p].encode(list, info, words, count)) continue;
+      lexicon[p]->put_term(term, info, words.data());
+      postings[p]->put_list(term, words.data(), info.words);
+      ++out.terms[p];
+      out.posting_count[p] += count;
+      out.list_bytes[p] += size_t{info.words} * 4;
+    }
+  }
+  for (size_t p = 0; p < parts; ++p) {
+    out.lexicon.push_back(lexicon[p]->finish());
+    out.postings.push_back(postings[p]->finish());
+  }
+  return out;
+}
+
+// Runs `tasks` tasks on `threads` threads; the first exception is rethrown after all stop.
+void run_tasks(size_t tasks, size_t threads, const std::function<void(size_t)>& task) {
+  std::atomic<size_t> next{0};
   std::exception_ptr failure;
   std::mutex failure_mutex;
-  const auto record_failure = [&] {
-    std::lock_guard<std::mutex> lock(failure_mutex);
-    if (!failure) failure = std::current_exception();
+  std::vector<std::thread> pool;
+  for (size_t t = 0; t < std::min(threads, tasks); ++t) {
+    pool.emplace_back([&] {
+      for (size_t i; (i = next++) < tasks;) {
+        try {
+          task(i);
+        } catch (...) {
+          std::lock_guard<std::mutex> lock(failure_mutex);
+          if (!failure) failure = std::current_exception();
+          next = tasks;
+        }
+      }
+    });
+  }
+  for (auto& thread : pool) thread.join();
+  if (failure) std::rethrow_exception(failure);
+}
+
+}  // namespace
+
+PipelineReport build_index(const std::vector<std::string>& inputs, const PipelineOptions& options, const std::string& out_dir,
+                           ReadReport& read, const std::function<void(const PipelineProgress&)>& on_progress) {
+  const auto start = Clock::now();
+  if (options.build.partitions == 0) throw Error("the number of partitions must be at least 1");
+  codec_by_name(options.build.codec);  // fail before reading on an unknown codec
+  const size_t cores = std::max(1u, std::thread::hardware_concurrency());
+  const size_t threads = options.threads ? options.threads : cores;
+  const size_t parsers = options.parsers ? options.parsers : threads;
+  const size_t indexers = options.indexers ? options.indexers : std::max<size_t>(1, threads / 2);
+  PipelineReport report;
+  report.parsers = parsers, report.indexers = indexers, report.backend_threads = threads;
+  const uint64_t budget = std::max<uint64_t>(options.memory_budget, 1u << 20);
+  // A parser holds a chunk's documents and postings (about 3× its input bytes) and each indexer
+  // queues up to one piece per parser: about 9 chunks per parser in flight, a quarter of the budget.
+  const uint64_t chunk_bytes = options.chunk_bytes ? options.chunk_bytes : std::clamp<uint64_t>(budget / (36 * parsers), 64u << 10, 4u << 20);
+  // Each parser's stem cache gets a sixteenth of the budget between them (at most 2^18 entries).
+  const size_t stem_cache = std::clamp<uint64_t>(budget / (16 * parsers * Analyzer::kStemCacheEntryBytes), 1024, 1u << 18);
+  const uint64_t in_flight = 9 * parsers * chunk_bytes + parsers * stem_cache * Analyzer::kStemCacheEntryBytes;
+  report.chunk_bytes = chunk_bytes;
+
+  const std::vector<std::string> files = expand_input_paths(inputs);
+  uint64_t total_file_bytes = 0;
+  for (const std::string& file : files) total_file_bytes += fs::file_size(file);
+  // By default four splits per parser over the input, 1–64 MiB each: enough pieces to balance.
+  const uint64_t split_bytes =
+      options.split_bytes ? options.split_bytes : std::clamp<uint64_t>(total_file_bytes / (4 * parsers), 1u << 20, 64u << 20);
+  const std::vector<InputSplit> splits = plan_splits(files, split_bytes);
+  report.splits = splits.size();
+
+  if (fs::exists(fs::path(out_dir) / kManifestName)) throw Error("index " + out_dir + " already exists; refusing to overwrite it");
+  const std::string spill_dir = options.spill_dir.empty()
+      ? (fs::temp_directory_path() / ("warp-runs-" + std::to_string(::getpid()))).string()
+      : options.spill_dir;
+  fs::create_directories(spill_dir);
+  std::vector<std::string> created;  // partition directories, removed if the build fails
+  const auto clean_up = [&] {
+    std::error_code ignored;
+    fs::remove_all(spill_dir, ignored);
+    for (const std::string& dir : created) fs::remove_all(dir, ignored);
   };
-
-  std::vector<std::thread> parser_threads, indexer_threads;
-  for (size_t i = 0; i < indexers; ++i) {
-    indexer_threads.emplace_back([&, i] {
-      try {
-        while (auto piece = pieces[i]->pop()) indexer_state[i]->consume(*piece);
-      } catch (...) {
-        record_failure();
-        while (pieces[i]->pop()) {  // keep draining so parsers never block forever
-        }
-      }
-    });
-  }
-  for (size_t p = 0; p < parsers; ++p) {
-    parser_threads.emplace_back([&] {
-      Analyzer analyzer(options.build.analyzer);
-      std::vector<std::string> terms;
-      std::unordered_map<std::string_view, uint32_t> counts;
-      try {
-        while (auto batch = batches.pop()) {
-          std::vector<Piece> out(indexers);
-          std::vector<DocStats> stats;
-          for (size_t d = 0; d < batch->documents.size(); ++d) {
-            const SourceDocument& doc = batch->documents[d];
-            const DocId id = batch->first_doc + static_cast<DocId>(d);
-            terms.clear();
-            analyzer.analyze(doc.title, terms);
-            analyzer.analyze(doc.body, terms);
-            counts.clear();
-            for (const std::string& term : terms) ++counts[term];
-            stats.push_back({id, static_cast<uint32_t>(terms.size()), static_cast<uint32_t>(counts.size())});
-            for (const auto& [term, freq] : counts) {
-              const uint32_t collection = trie_collection(term);
-              const std::string_view suffix = trie_suffix(term, collection);
-              Piece& piece = out[owner[collection]];
-              piece.entries.push_back({collection, static_cast<uint32_t>(piece.suffixes.size()),
-                                       static_cast<uint32_t>(suffix.size()), {id, freq}});
-              piece.suffixes.append(suffix);
-            }
-          }
-          {
-            std::lock_guard<std::mutex> lock(stats_mutex);
-            doc_stats.insert(doc_stats.end(), stats.begin(), stats.end());
-          }
-          for (size_t i = 0; i < indexers; ++i) {
-            if (!out[i].entries.empty()) pieces[i]->push(std::move(out[i]));
-          }
-        }
-      } catch (...) {
-        record_failure();
-        while (batches.pop()) {
-        }
-      }
-    });
-  }
-
-  // The reader: this thread.
-  auto last_progress = Clock::now();
   try {
-    if (any) {
-      batches.push(std::move(first));
-      for (;;) {
-        Batch batch;
-        if (!read_batch(batch)) break;
-        batches.push(std::move(batch));
-        if (on_progress && Clock::now() - last_progress > std::chrono::seconds(1)) {
-          on_progress({documents.size(), input.report().bytes, input.total_file_bytes(), runs_written.load()});
-          last_progress = Clock::now();
+    DocTable docs(spill_dir + "/documents");
+    const std::vector<uint32_t> owner =
+        assign_collections(sample_tokens(splits, chunk_bytes, options.build.analyzer), indexers);
+
+    std::atomic<uint64_t> runs_written{0}, documents_read{0}, bytes_read{0};
+    std::atomic<bool> failed{false};
+    std::exception_ptr failure;
+    std::mutex failure_mutex;
+    const auto record_failure = [&] {
+      std::lock_guard<std::mutex> lock(failure_mutex);
+      if (!failure) failure = std::current_exception();
+      failed = true;
+    };
+    // An indexer's share: the budget less what is in flight and the per-document arrays.
+    const auto share = [&]() -> uint64_t {
+      const uint64_t used = in_flight + docs.memory_bytes();
+      return std::max<uint64_t>(budget > used ? (budget - used) / indexers : 0, 64u << 10);
+    };
+    std::vector<std::unique_ptr<BoundedQueue<Piece>>> pieces;
+    std::vector<std::unique_ptr<IndexerThread>> indexer_state;
+    for (size_t i = 0; i < indexers; ++i) {
+      pieces.push_back(std::make_unique<BoundedQueue<Piece>>(parsers));
+      indexer_state.push_back(std::make_unique<IndexerThread>(i, spill_dir, share, runs_written));
+    }
+    std::vector<std::thread> indexer_threads, parser_threads;
+    for (size_t i = 0; i < indexers; ++i) {
+      indexer_threads.emplace_back([&, i] {
+        try {
+          while (auto piece = pieces[i]->pop()) indexer_state[i]->consume(*piece);
+          indexer_state[i]->spill();
+        } catch (...) {
+          record_failure();
+          while (pieces[i]->pop()) {  // keep draining so parsers never block forever
+          }
+        }
+      });
+    }
+    std::atomic<size_t> next_split{0}, parsers_running{parsers};
+    std::mutex done_mutex;
+    std::condition_variable done;
+    for (size_t t = 0; t < parsers; ++t) {
+      parser_threads.emplace_back([&] {
+        try {
+          Analyzer analyzer(options.build.analyzer);
+          analyzer.limit_stem_cache(stem_cache);
+          std::vector<std::string> terms;
+          std::unordered_map<std::string_view, uint32_t> counts;
+          std::vector<SourceDocument> chunk;
+          std::vector<uint32_t> lengths, distinct;
+          for (size_t s; !failed && (s = next_split++) < splits.size();) {
+            SplitReader reader(splits[s]);
+            for (uint32_t seq = 0; !failed; ++seq) {
+              chunk.clear();
+              uint64_t text = 0;
+              const uint64_t before = reader.bytes_read();
+              SourceDocument doc;
+              while (text < chunk_bytes && reader.next(doc)) {
+                text += doc.body.size() + doc.title.size() + doc.external_id.size() + doc.url.size();
+                chunk.push_back(std::move(doc));
+              }
+              bytes_read += reader.bytes_read() - before;
+              if (chunk.empty()) break;
+              std::vector<Piece> out(indexers);
+              lengths.clear(), distinct.clear();
+              for (size_t d = 0; d < chunk.size(); ++d) {
+                terms.clear();
+                analyzer.analyze(chunk[d].title, terms);
+                analyzer.analyze(chunk[d].body, terms);
+                counts.clear();
+                for (const std::string& term : terms) ++counts[term];
+                lengths.push_back(static_cast<uint32_t>(terms.size()));
+                distinct.push_back(static_cast<uint32_t>(counts.size()));
+                for (const auto& [term, freq] : counts) {
+                  const uint32_t collection = trie_collection(term);
+                  const std::string_view suffix = trie_suffix(term, collection);
+                  Piece& piece = out[owner[collection]];
+                  piece.entries.push_back({collection, static_cast<uint32_t>(piece.suffixes.size()),
+                                           static_cast<uint32_t>(suffix.size()), {static_cast<DocId>(d), freq}});
+                  piece.suffixes.append(suffix);
+                }
+              }
+              const DocId base = docs.add_chunk(s, seq, chunk, lengths, distinct);
+              documents_read += chunk.size();
+              chunk.clear();
+              for (size_t i = 0; i < indexers; ++i) {
+                if (out[i].entries.empty()) continue;
+                for (Piece::Entry& e : out[i].entries) e.posting.doc += base;
+                pieces[i]->push(std::move(out[i]));
+              }
+            }
+            docs.end_split(s, reader.lines(), std::move(reader.rejections()), reader.rejected());
+          }
+        } catch (...) {  // an unreadable input: stop everything cleanly, then report it
+          record_failure();
+        }
+        std::lock_guard<std::mutex> lock(done_mutex);
+        --parsers_running;
+        done.notify_all();
+      });
+    }
+    {
+      std::unique_lock<std::mutex> lock(done_mutex);
+      while (parsers_running > 0) {
+        if (!done.wait_for(lock, std::chrono::seconds(1), [&] { return parsers_running == 0; }) && on_progress) {
+          on_progress({documents_read.load(), bytes_read.load(), total_file_bytes, runs_written.load()});
         }
       }
     }
-  } catch (...) {  // an unreadable input: stop the workers cleanly, then report it
-    record_failure();
-  }
-  batches.close();
-  for (auto& t : parser_threads) t.join();
-  for (auto& queue : pieces) queue->close();
-  for (auto& t : indexer_threads) t.join();
-  const auto parsed = Clock::now();
-  report.parse_seconds = std::chrono::duration<double>(parsed - start).count();
-  if (failure) {
-    std::filesystem::remove_all(spill_dir);
-    std::rethrow_exception(failure);
-  }
-  report.runs_written = runs_written;
-  for (auto& indexer : indexer_state) report.runs_merged += indexer->merge_runs();
-  std::filesystem::remove_all(spill_dir);
-
-  // Replaced duplicates: drop them and renumber (monotone, so lists stay sorted).
-  for (const DocStats& s : doc_stats) documents[s.doc].length = s.length;
-  std::vector<DocId> new_id(documents.size());
-  std::vector<DocumentRecord> kept;
-  std::vector<uint32_t> distinct(documents.size());
-  for (const DocStats& s : doc_stats) distinct[s.doc] = s.distinct;
-  std::vector<uint32_t> kept_distinct;
-  for (DocId d = 0; d < documents.size(); ++d) {
-    new_id[d] = static_cast<DocId>(kept.size());
-    if (deleted[d]) continue;
-    kept.push_back(std::move(documents[d]));
-    kept_distinct.push_back(distinct[d]);
-  }
-  const bool any_deleted = kept.size() != documents.size();
-  for (auto& indexer : indexer_state) {
-    for (uint32_t id = 0; id < indexer->term_count(); ++id) {
-      std::vector<Posting>& list = indexer->postings(id);
-      if (!any_deleted) continue;
-      size_t out = 0;
-      for (const Posting& p : list) {
-        if (!deleted[p.doc]) list[out++] = {new_id[p.doc], p.freq};
-      }
-      list.resize(out);
-    }
-  }
-  report.documents = kept.size();
-  input.report().documents = kept.size();
-  const auto merged = Clock::now();
-  report.merge_seconds = std::chrono::duration<double>(merged - parsed).count();
-  if (kept.empty()) return {};
-  std::vector<BuiltPartition> partitions = build_partitions(options.build, kept, kept_distinct, [&](const TermVisitor& visit) {
+    for (auto& t : parser_threads) t.join();
+    for (auto& queue : pieces) queue->close();
+    for (auto& t : indexer_threads) t.join();
+    if (failure) std::rethrow_exception(failure);
+    std::vector<RunInfo> runs;
     for (auto& indexer : indexer_state) {
-      for (uint32_t id = 0; id < indexer->term_count(); ++id) {
-        const std::vector<Posting>& list = indexer->postings(id);
-        if (!list.empty()) visit(indexer->term(id), list);
-      }
+      for (RunInfo& run : indexer->runs()) runs.push_back(std::move(run));
     }
-  });
-  report.encode_seconds = std::chrono::duration<double>(Clock::now() - merged).count();
-  return partitions;
+    indexer_state.clear();
+    pieces.clear();
+    trace_memory("parsed");
+    ::malloc_trim(0);  // the parse phase's freed heap back to the system before the back end
+    trace_memory("trimmed");
+    report.runs_written = runs_written;
+    report.runs_merged = runs.size();
+    read.bytes = bytes_read;
+    const auto parsed = Clock::now();
+    report.parse_seconds = seconds_since(start);
+
+    docs.finish(splits, read);
+    report.documents = docs.kept();
+    report.merge_seconds = seconds_since(parsed);
+    if (docs.kept() == 0) {
+      clean_up();
+      return report;
+    }
+
+    // The partitions: boundaries balanced by postings, collection statistics, one encoder each.
+    const auto encode_start = Clock::now();
+    const uint32_t parts = options.build.partitions;
+    const std::vector<DocId> bounds = balanced_boundaries(docs.distinct(), parts);
+    uint64_t total_length = 0;
+    for (uint32_t length : docs.lengths()) total_length += length;
+    const CollectionStats stats{docs.kept(), total_length};
+    std::vector<PartitionEncoder> encoders;
+    std::vector<std::string> partition_dirs;
+    for (uint32_t p = 0; p < parts; ++p) {
+      const PartitionMeta meta = partition_meta(options.build, p, bounds, stats);
+      encoders.emplace_back(meta, std::span<const uint32_t>(docs.lengths()).subspan(bounds[p], bounds[p + 1] - bounds[p]));
+      partition_dirs.push_back((fs::path(out_dir) / partition_dir_name(p)).string());
+      if (fs::exists(partition_dirs.back())) throw Error("partition " + partition_dirs.back() + " already exists; refusing to overwrite it");
+      fs::create_directories(partition_dirs.back());
+      created.push_back(partition_dirs.back());
+    }
+    // Term ranges (two per thread, for balance) and the documents of each partition, in parallel.
+    const std::vector<std::string> range_bounds = term_ranges(runs, 2 * threads);
+    const size_t ranges = range_bounds.size() + 1;
+    const size_t buffer_bytes = std::clamp<uint64_t>(budget / (4 * threads * std::max<size_t>(runs.size(), 1)), 16u << 10, 1u << 20);
+    std::vector<RangeOutput> range_outputs(ranges);
+    std::vector<SstRows::Done> documents(parts);
+    run_tasks(ranges + parts, threads, [&](size_t task) {
+      if (task < ranges) {
+        const std::string lo = task == 0 ? std::string() : range_bounds[task - 1];
+        const std::string* hi = task + 1 < ranges ? &range_bounds[task] : nullptr;
+        range_outputs[task] = merge_range(runs, lo, hi, buffer_bytes, docs, encoders, partition_dirs, task);
+        return;
+      }
+      const uint32_t p = static_cast<uint32_t>(task - ranges);
+      SstRows rows(SstRows::Family::kDocuments, partition_dirs[p] + "/ingest-documents.sst");
+      docs.for_each_document(bounds[p], bounds[p + 1], [&](DocId doc, const DocumentRecord& record) { rows.put_document(doc, record); });
+      documents[p] = rows.finish();
+    });
+    report.encode_seconds = seconds_since(encode_start);
+    trace_memory("encoded");
+
+    const auto write_start = Clock::now();
+    report.partitions.resize(parts);
+    run_tasks(parts, threads, [&](size_t p) {
+      BuiltSummary& summary = report.partitions[p];
+      summary.meta = encoders[p].meta();
+      std::vector<SstRows::Done> lexicon, postings;
+      for (const RangeOutput& range : range_outputs) {
+        lexicon.push_back(range.lexicon[p]);
+        postings.push_back(range.postings[p]);
+        summary.terms += range.terms[p];
+        summary.meta.posting_count += range.posting_count[p];
+        summary.list_bytes += range.list_bytes[p];
+      }
+      const std::vector<uint32_t> lengths(docs.lengths().begin() + bounds[p], docs.lengths().begin() + bounds[p + 1]);
+      assemble_partition(partition_dirs[p], summary.meta, summary.terms, lengths, lexicon, postings, {documents[p]});
+    });
+    std::vector<ManifestPartition> manifest;
+    for (const BuiltSummary& summary : report.partitions) manifest.push_back({summary.meta, summary.terms});
+    write_manifest(out_dir, manifest);
+    report.write_seconds = seconds_since(write_start);
+    trace_memory("written");
+    docs.remove_spill();
+  } catch (...) {
+    clean_up();
+    throw;
+  }
+  std::error_code ignored;
+  fs::remove_all(spill_dir, ignored);
+  return report;
 }
 
 }  // namespace warp::pipeline

@@ -1,17 +1,29 @@
-// The parallel parser/indexer pipeline of Wei & JaJa 2010, on CPU threads (the GPU indexers of the
-// paper are a later issue; IndexerThread is the seam where they plug in):
-//   reader ──batches──▶ M parsers ──per-indexer pieces──▶ N indexers ──runs──▶ merge ──▶ partitions
-// - The reader assigns global docIDs in input order and resolves duplicate ids (the last wins; the
-//   replaced document is dropped and the docIDs renumbered at the end).
-// - Parsers analyze documents with the common analyzer and regroup their terms by trie collection
-//   (trie_collections.hpp); each collection belongs to one indexer, assigned by sampling the first
-//   documents so that the token counts of the indexers balance (popular collections spread out).
-// - Indexers hold each collection's dictionary as a B-tree (term_btree.hpp) and append postings;
-//   past their share of the memory budget they write their postings as a run file and start over.
-// - At the end the runs are merged per term and the partitions built exactly as IndexBuilder does.
-// Queues are bounded and indexers spill runs past their share of the budget, so reading and
-// parsing hold bounded memory; the final merge and partition build still hold the generation's
-// postings in memory (out-of-core merging into partition writers is later work).
+// The parallel, out-of-core parser/indexer pipeline of Wei & JaJa 2010 on CPU threads (their GPU
+// indexers are not built yet; IndexerThread is the seam where they plug in):
+//
+//   splits ──▶ T reader/parsers ──pieces by trie collection──▶ N indexers ──sorted runs──▶ disk
+//                    │ documents, chunk by chunk                                            │
+//                    ▼                                                                      ▼
+//               DocTable (spill file, 16 B/document) ──final docIDs──▶ back end: term ranges merged
+//                                                                   and written in parallel, one
+//                                                                   SST file per range, family and
+//                                                                   partition, then ingested
+// - Input is cut into splits (plan_splits: byte ranges of large uncompressed JSONL and TREC files,
+//   whole gzip and WARC files); every reader/parser thread reads its own splits, parses and
+//   analyzes them chunk by chunk and regroups each chunk's postings by trie collection
+//   (trie_collections.hpp), each collection belonging to one indexer (assigned by sampling the
+//   first chunk so that the indexers' token counts balance).
+// - Documents get provisional ids as chunks finish; DocTable turns them into final docIDs in
+//   input order (duplicates: the last wins), so the output is the same for any thread count.
+// - Indexers keep each collection's dictionary as a B-tree (term_btree.hpp) and append postings;
+//   past their share of the memory budget they write a sorted run and start afresh (dictionary
+//   too), and write the rest as a last run at the end.
+// - The back end splits the term space into ranges of about equal run bytes; each range is a
+//   k-way merge of every run, which maps provisional to final docIDs, encodes each term's list
+//   per partition (PartitionEncoder, the in-memory builder's encoder) and streams it into that
+//   partition's SST files. Documents stream from the spill file. Then every partition is assembled.
+// Memory: `memory_budget` bounds the whole build (in-flight chunks, indexers' postings and
+// dictionaries, per-document arrays, merge buffers); see README "Indexing at scale".
 #pragma once
 #include <functional>
 #include <string>
@@ -24,12 +36,13 @@ namespace warp::pipeline {
 
 struct PipelineOptions {
   BuildOptions build;
-  size_t parsers = 0;                       // 0: one per core
-  size_t indexers = 0;                      // 0: half the cores, at least one
-  size_t batch_documents = 1000;
-  size_t queue_depth = 4;                   // batches waiting per queue
-  uint64_t memory_budget = 2ull << 30;      // bytes of postings held by all indexers before runs spill
-  std::string spill_dir;                    // where run files go (created, removed at the end)
+  size_t threads = 0;                   // reader/parser and back-end threads (0: one per core)
+  size_t parsers = 0;                   // reader/parser threads (0: `threads`)
+  size_t indexers = 0;                  // indexer threads (0: half of `threads`, at least one)
+  uint64_t memory_budget = 2ull << 30;  // bytes for the whole build
+  uint64_t split_bytes = 0;             // bytes per split of a large file (0: input / 4 parsers, 1–64 MiB)
+  uint64_t chunk_bytes = 0;             // input bytes a parser analyzes at a time (0: from the budget)
+  std::string spill_dir;                // run files and the document spill (created, removed at the end)
 };
 
 struct PipelineProgress {
@@ -39,18 +52,29 @@ struct PipelineProgress {
   uint64_t runs_written = 0;
 };
 
+struct BuiltSummary {
+  PartitionMeta meta;
+  uint64_t terms = 0;
+  uint64_t list_bytes = 0;  // encoded lists
+};
+
 struct PipelineReport {
   uint64_t documents = 0;
   uint64_t runs_written = 0;
   uint64_t runs_merged = 0;
-  size_t parsers = 0, indexers = 0;
-  double parse_seconds = 0;  // reading, parsing and indexing, until the last batch is in
-  double merge_seconds = 0;  // run merge and docID renumbering
-  double encode_seconds = 0; // statistics, block maxima and encoding of the partitions
+  size_t parsers = 0, indexers = 0, backend_threads = 0, splits = 0;
+  uint64_t chunk_bytes = 0;
+  double parse_seconds = 0;   // reading, parsing and indexing, until the last run is written
+  double merge_seconds = 0;   // final docIDs and duplicates
+  double encode_seconds = 0;  // k-way merge of the runs, encoding, SST files
+  double write_seconds = 0;   // ingesting the SST files, blob files, checksums, manifest
+  std::vector<BuiltSummary> partitions;  // empty when the inputs held no document
 };
 
-std::vector<BuiltPartition> build_with_pipeline(DocumentStream& input, const PipelineOptions& options,
-                                                PipelineReport& report,
-                                                const std::function<void(const PipelineProgress&)>& on_progress = {});
+// Builds a generation from the inputs (files and directories) into the index directory `out_dir`
+// (partitions and manifest; refused if it holds a manifest already). `read` gets the input's
+// counts and the first 100 malformed records. No partition is written when there is no document.
+PipelineReport build_index(const std::vector<std::string>& inputs, const PipelineOptions& options, const std::string& out_dir,
+                           ReadReport& read, const std::function<void(const PipelineProgress&)>& on_progress = {});
 
 }  // namespace warp::pipeline

@@ -14,8 +14,7 @@ uint32_t TermForest::cache_of(std::string_view s) {
 
 int TermForest::compare(const Key& key, uint32_t cache, std::string_view suffix) const {
   if (key.cache != cache) return key.cache < cache ? -1 : 1;
-  const std::string& stored = suffixes_[key.id];  // tie on the cache: compare the whole strings
-  const int c = std::string_view(stored).compare(suffix);
+  const int c = this->suffix(key.id).compare(suffix);  // tie on the cache: compare the whole strings
   return c < 0 ? -1 : (c > 0 ? 1 : 0);
 }
 
@@ -41,6 +40,13 @@ void TermForest::split_child(uint32_t parent, int index) {
   ++p.count;
 }
 
+void TermForest::clear() {
+  nodes_.clear();
+  suffix_bytes_.clear();
+  suffix_ends_.clear();
+  roots_.clear();
+}
+
 uint32_t TermForest::find_or_insert(uint32_t collection, std::string_view suffix) {
   if (roots_.empty()) roots_.assign(kTrieCollections, kNone);
   const uint32_t cache = cache_of(suffix);
@@ -59,8 +65,9 @@ uint32_t TermForest::find_or_insert(uint32_t collection, std::string_view suffix
     if (n.leaf) break;
     node = n.children[i];
   }
-  const uint32_t id = static_cast<uint32_t>(suffixes_.size());
-  suffixes_.emplace_back(suffix);
+  const uint32_t id = static_cast<uint32_t>(suffix_ends_.size());
+  suffix_bytes_.append(suffix);
+  suffix_ends_.push_back(static_cast<uint32_t>(suffix_bytes_.size()));
   if (nodes_[root].count == kMaxKeys) {  // grow: a new root above the full one
     nodes_.emplace_back();
     const uint32_t new_root = static_cast<uint32_t>(nodes_.size() - 1);

@@ -17,8 +17,15 @@ class TermForest {
 
   // The id of `suffix` in the tree of `collection`, inserting it (with the next id) if absent.
   uint32_t find_or_insert(uint32_t collection, std::string_view suffix);
-  size_t size() const { return suffixes_.size(); }
-  const std::string& suffix(uint32_t id) const { return suffixes_[id]; }
+  size_t size() const { return suffix_ends_.size(); }
+  std::string_view suffix(uint32_t id) const {
+    const uint32_t begin = id == 0 ? 0 : suffix_ends_[id - 1];
+    return std::string_view(suffix_bytes_).substr(begin, suffix_ends_[id] - begin);
+  }
+  // Empty again, keeping the memory for the next terms.
+  void clear();
+  // Bytes held (node pool, suffixes).
+  uint64_t memory_bytes() const { return nodes_.capacity() * sizeof(Node) + suffix_bytes_.capacity() + suffix_ends_.capacity() * 4; }
   // Term ids of one collection in suffix order.
   void in_order(uint32_t collection, std::vector<uint32_t>& out) const;
 
@@ -39,7 +46,8 @@ class TermForest {
   void walk(uint32_t node, std::vector<uint32_t>& out) const;
 
   std::vector<Node> nodes_;
-  std::vector<std::string> suffixes_;
+  std::string suffix_bytes_;            // every suffix, back to back
+  std::vector<uint32_t> suffix_ends_;  // by id
   std::vector<uint32_t> roots_;  // by collection; kNone when empty
   static constexpr uint32_t kNone = 0xFFFFFFFFu;
 };

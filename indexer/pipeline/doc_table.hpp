@@ -1,0 +1,79 @@
+// The documents of an out-of-core build, in the order threads finish reading them, and their
+// final docIDs. Threads read splits in parallel and register their documents chunk by chunk;
+// each chunk gets a block of provisional ids (dense, in registration order), its records (id,
+// title, url) go to a spill file and only 16 bytes per document stay in memory (length, distinct
+// terms, a 64-bit hash of the external id). When reading ends, finish() orders the chunks by
+// input position (split, then chunk within it), resolves duplicate ids (the last in input order
+// wins; equal hashes are checked against the ids themselves) and maps every provisional id to its
+// final docID: the same docIDs whatever the thread count or timing.
+#pragma once
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "common/index/index_builder.hpp"
+#include "indexer/document_reader.hpp"
+
+namespace warp::pipeline {
+
+inline constexpr DocId kDropped = kEndDoc;  // a provisional id whose document was replaced
+
+class DocTable {
+ public:
+  explicit DocTable(std::string spill_path);  // throws Error when the file cannot be created
+  ~DocTable();
+  DocTable(const DocTable&) = delete;
+  DocTable& operator=(const DocTable&) = delete;
+
+  // Thread-safe. The `seq`th chunk of split `split`: its documents (title, url and id used; the
+  // body is not kept), their analyzed lengths and distinct terms. Returns the first provisional id.
+  DocId add_chunk(size_t split, uint32_t seq, const std::vector<SourceDocument>& documents, const std::vector<uint32_t>& lengths,
+                  const std::vector<uint32_t>& distinct);
+  // Thread-safe. A split read to its end: the lines it holds and its malformed records.
+  void end_split(size_t split, uint64_t lines, std::vector<Rejection> rejections, uint64_t rejected);
+  uint64_t documents() const;  // registered so far
+  uint64_t memory_bytes() const;  // of the per-document arrays
+
+  // After the last chunk: final docIDs, duplicates dropped. `splits` for the error places.
+  void finish(const std::vector<InputSplit>& splits, ReadReport& report);
+  // Provisional id → final docID, or kDropped.
+  DocId final_id(DocId provisional) const { return final_of_[provisional]; }
+  uint64_t kept() const { return kept_; }
+  const std::vector<uint32_t>& lengths() const { return final_lengths_; }    // by final docID
+  const std::vector<uint32_t>& distinct() const { return final_distinct_; }  // by final docID
+  // Calls `visit` for every kept document of [begin, end) in docID order (one pass over the spill).
+  void for_each_document(DocId begin, DocId end, const std::function<void(DocId, const DocumentRecord&)>& visit) const;
+  void remove_spill();
+
+ private:
+  struct Chunk {
+    size_t split;
+    uint32_t seq;
+    DocId first, count;   // provisional ids
+    uint64_t offset;      // of its first record in the spill file
+    DocId final_first = 0;  // final position before duplicates are dropped
+  };
+  struct SplitEnd {
+    uint64_t lines = 0;
+    std::vector<Rejection> rejections;
+  };
+  void read_records(const Chunk& chunk, const std::function<void(DocId provisional, DocumentRecord&)>& visit) const;
+
+  std::string spill_path_;
+  std::FILE* spill_ = nullptr;
+  uint64_t spill_bytes_ = 0;
+  mutable std::mutex mutex_;
+  std::vector<Chunk> chunks_;            // by first provisional id; sorted by input order in finish()
+  std::vector<uint32_t> lengths_, distinct_;  // by provisional id
+  std::vector<uint64_t> id_hashes_;
+  std::vector<SplitEnd> split_ends_;     // by split
+  uint64_t rejected_ = 0;
+  std::vector<DocId> final_of_;
+  std::vector<uint32_t> final_lengths_, final_distinct_;
+  uint64_t kept_ = 0;
+};
+
+}  // namespace warp::pipeline

@@ -1,0 +1,106 @@
+#include "indexer/pipeline/run_file.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "common/util/status.hpp"
+
+namespace warp::pipeline {
+namespace {
+constexpr uint64_t kSampleBytes = 64u << 10;
+}
+
+RunWriter::RunWriter(std::string path) {
+  info_.path = std::move(path);
+  file_ = std::fopen(info_.path.c_str(), "wb");
+  if (file_ == nullptr) throw Error("cannot create run file " + info_.path);
+  std::setvbuf(file_, nullptr, _IOFBF, 1u << 20);
+}
+
+RunWriter::~RunWriter() {
+  if (file_ != nullptr) std::fclose(file_);
+}
+
+void RunWriter::write(const void* data, size_t size) {
+  if (size != 0 && std::fwrite(data, 1, size, file_) != size) throw Error("cannot write run file " + info_.path + " (disk full?)");
+  info_.bytes += size;
+}
+
+void RunWriter::add(std::string_view term, std::span<const Posting> postings) {
+  if (info_.bytes >= next_sample_) {
+    info_.index.push_back({std::string(term), info_.bytes});
+    next_sample_ = info_.bytes + kSampleBytes;
+  }
+  const uint32_t term_bytes = static_cast<uint32_t>(term.size());
+  const uint32_t count = static_cast<uint32_t>(postings.size());
+  write(&term_bytes, 4);
+  write(term.data(), term.size());
+  write(&count, 4);
+  static_assert(sizeof(Posting) == 8);
+  write(postings.data(), postings.size() * sizeof(Posting));
+}
+
+RunInfo RunWriter::finish() {
+  const bool ok = std::fflush(file_) == 0;
+  const bool closed = std::fclose(file_) == 0;
+  file_ = nullptr;
+  if (!ok || !closed) throw Error("cannot write run file " + info_.path + " (disk full?)");
+  return std::move(info_);
+}
+
+RunCursor::RunCursor(const RunInfo& run, std::string_view from, size_t buffer_bytes)
+    : run_(run), buffer_(std::max<size_t>(buffer_bytes, 4096)) {
+  fd_ = ::open(run.path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd_ < 0) throw Error("cannot open run file " + run.path);
+  // The last sample before `from`: every record before it holds a smaller term.
+  auto after = std::lower_bound(run.index.begin(), run.index.end(), from,
+                                [](const RunIndexEntry& entry, std::string_view term) { return entry.term < term; });
+  offset_ = after == run.index.begin() ? 0 : std::prev(after)->offset;
+  while (next_header() && term_ < from) skip(uint64_t{count_} * sizeof(Posting));
+}
+
+RunCursor::~RunCursor() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void RunCursor::read(void* data, size_t size) {
+  char* out = static_cast<char*>(data);
+  while (size > 0) {
+    if (position_ == filled_) {
+      const ssize_t got = ::pread(fd_, buffer_.data(), buffer_.size(), static_cast<off_t>(offset_));
+      if (got <= 0) throw Error("run file " + run_.path + " is truncated");
+      position_ = 0, filled_ = static_cast<size_t>(got), offset_ += filled_;
+    }
+    const size_t take = std::min(size, filled_ - position_);
+    std::memcpy(out, buffer_.data() + position_, take);
+    position_ += take, out += take, size -= take;
+  }
+}
+
+void RunCursor::skip(uint64_t size) {
+  const uint64_t in_buffer = std::min<uint64_t>(size, filled_ - position_);
+  position_ += in_buffer, size -= in_buffer;
+  if (size > 0) offset_ += size, position_ = filled_ = 0;  // past the buffer: read from there
+}
+
+bool RunCursor::next_header() {
+  if (position_ == filled_ && offset_ >= run_.bytes) return valid_ = false;
+  uint32_t term_bytes = 0;
+  read(&term_bytes, 4);
+  term_.resize(term_bytes);
+  read(term_.data(), term_bytes);
+  read(&count_, 4);
+  return valid_ = true;
+}
+
+void RunCursor::take(std::vector<Posting>& out) {
+  const size_t at = out.size();
+  out.resize(at + count_);
+  read(out.data() + at, size_t{count_} * sizeof(Posting));
+  next_header();
+}
+
+}  // namespace warp::pipeline
