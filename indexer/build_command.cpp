@@ -4,6 +4,9 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
 
 #include "indexer/document_reader.hpp"
 #include "indexer/pipeline/parallel_builder.hpp"
@@ -29,6 +32,16 @@ void print_progress(const char* stage, uint64_t documents, uint64_t bytes, uint6
                stage, static_cast<unsigned long long>(documents), bytes / 1e6, seconds, documents / s, rate / 1e6, eta,
                (final_line || !tty) ? "\n" : "");
   std::fflush(stderr);
+}
+
+// This process's peak resident memory in MiB (VmHWM: from exec on, unlike getrusage's ru_maxrss,
+// which includes the parent's image before exec).
+double peak_rss_mib() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::strtod(line.c_str() + 6, nullptr) / 1024.0;
+  }
+  return 0;
 }
 
 }  // namespace
@@ -58,14 +71,14 @@ int run_build_command(const BuildCommandOptions& options) {
                "wrote %s: generation %llu, %zu partition(s), %llu documents, %llu postings, %.1f MB of lists "
                "(%s, %.2f bits/posting incl. frequencies and block metadata), %llu rejected, %llu replaced, "
                "%zu parser, %zu indexer and %zu back-end threads, %zu splits, %llu runs, %.1f s (parse+index %.1f, "
-               "docIDs %.1f, merge+encode %.1f, write %.1f)\n",
+               "docIDs %.1f, merge+encode %.1f, write %.1f), peak RSS %.0f MiB\n",
                options.out_dir.c_str(), static_cast<unsigned long long>(options.build.generation), report.partitions.size(),
                static_cast<unsigned long long>(read.documents), static_cast<unsigned long long>(postings),
                list_bytes / 1e6, options.build.codec.c_str(), postings ? list_bytes * 8.0 / postings : 0.0,
                static_cast<unsigned long long>(read.rejected), static_cast<unsigned long long>(read.replaced),
                report.parsers, report.indexers, report.backend_threads, report.splits,
                static_cast<unsigned long long>(report.runs_written), seconds_since(start), report.parse_seconds,
-               report.merge_seconds, report.encode_seconds, report.write_seconds);
+               report.merge_seconds, report.encode_seconds, report.write_seconds, peak_rss_mib());
   return 0;
 }
 

@@ -4,8 +4,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -32,15 +30,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
-void trace_memory(const char* stage) {
-  if (std::getenv("WARP_TRACE_MEMORY") == nullptr) return;
-  std::FILE* status = std::fopen("/proc/self/status", "r");
-  char line[256];
-  while (status != nullptr && std::fgets(line, sizeof line, status)) {
-    if (std::strncmp(line, "VmRSS", 5) == 0 || std::strncmp(line, "VmHWM", 5) == 0) std::fprintf(stderr, "%s: %s", stage, line);
-  }
-  if (status != nullptr) std::fclose(status);
-}
 
 // One parser's postings of one chunk for one indexer, with their term's collection and suffix.
 // Docs are provisional ids.
@@ -387,10 +376,12 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
       if (!failure) failure = std::current_exception();
       failed = true;
     };
-    // An indexer's share: the budget less what is in flight and the per-document arrays.
+    // An indexer's share: nine tenths of the budget (heap overheads) less what is in flight and
+    // the per-document arrays.
     const auto share = [&]() -> uint64_t {
       const uint64_t used = in_flight + docs.memory_bytes();
-      return std::max<uint64_t>(budget > used ? (budget - used) / indexers : 0, 64u << 10);
+      const uint64_t usable = budget / 10 * 9;
+      return std::max<uint64_t>(usable > used ? (usable - used) / indexers : 0, 64u << 10);
     };
     std::vector<std::unique_ptr<BoundedQueue<Piece>>> pieces;
     std::vector<std::unique_ptr<IndexerThread>> indexer_state;
@@ -492,9 +483,7 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
     }
     indexer_state.clear();
     pieces.clear();
-    trace_memory("parsed");
     ::malloc_trim(0);  // the parse phase's freed heap back to the system before the back end
-    trace_memory("trimmed");
     report.runs_written = runs_written;
     report.runs_merged = runs.size();
     read.bytes = bytes_read;
@@ -545,7 +534,6 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
       documents[p] = rows.finish();
     });
     report.encode_seconds = seconds_since(encode_start);
-    trace_memory("encoded");
 
     const auto write_start = Clock::now();
     report.partitions.resize(parts);
@@ -567,7 +555,6 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
     for (const BuiltSummary& summary : report.partitions) manifest.push_back({summary.meta, summary.terms});
     write_manifest(out_dir, manifest);
     report.write_seconds = seconds_since(write_start);
-    trace_memory("written");
     docs.remove_spill();
   } catch (...) {
     clean_up();
