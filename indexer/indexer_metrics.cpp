@@ -29,6 +29,11 @@ IndexerMetrics::IndexerMetrics(std::shared_ptr<prometheus::Registry> registry, c
       build_seconds(gauge(*registry, "warpsearch_indexer_last_build_seconds", "Duration of the last build")),
       fetch_requests(counter(*registry, "warpsearch_indexer_fetch_requests_total", "Partition file chunks requested by leaves")),
       builds_failed(counter(*registry, "warpsearch_indexer_builds_failed_total", "Builds that failed (nothing published; retried at the next rescan)")),
+      build_bytes(gauge(*registry, "warpsearch_indexer_build_input_bytes", "Input bytes read by the build in progress")),
+      build_total_bytes(gauge(*registry, "warpsearch_indexer_build_input_total_bytes", "Input bytes on disk of the build in progress")),
+      build_rate(gauge(*registry, "warpsearch_indexer_build_bytes_per_second", "Input bytes per second of the build in progress")),
+      build_eta(gauge(*registry, "warpsearch_indexer_build_eta_seconds", "Estimated seconds until the build in progress has read its input")),
+      build_documents(gauge(*registry, "warpsearch_indexer_build_documents", "Documents read by the build in progress")),
       registry_(std::move(registry)) {
   if (bind_address.empty()) return;
   try {

@@ -26,6 +26,13 @@ class IndexerMetrics {
   prometheus::Gauge& build_seconds;       // warpsearch_indexer_last_build_seconds
   prometheus::Counter& fetch_requests;    // warpsearch_indexer_fetch_requests_total
   prometheus::Counter& builds_failed;     // warpsearch_indexer_builds_failed_total
+  // The build in progress, updated every second as `warp-indexer build` prints its progress line
+  // (zero between builds): input bytes read of the total, MB/s so far, ETA, documents.
+  prometheus::Gauge& build_bytes;         // warpsearch_indexer_build_input_bytes
+  prometheus::Gauge& build_total_bytes;   // warpsearch_indexer_build_input_total_bytes
+  prometheus::Gauge& build_rate;          // warpsearch_indexer_build_bytes_per_second
+  prometheus::Gauge& build_eta;           // warpsearch_indexer_build_eta_seconds
+  prometheus::Gauge& build_documents;     // warpsearch_indexer_build_documents
 
  private:
   std::shared_ptr<prometheus::Registry> registry_;

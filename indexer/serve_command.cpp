@@ -96,7 +96,23 @@ int run_serve_command(const ServeOptions& options) {
       pipeline_options.build.generation = generation;
       pipeline_options.spill_dir = (root / (transfer::generation_dir_name(generation) + ".runs")).string();
       ReadReport read;
-      const pipeline::PipelineReport report = pipeline::build_index(options.inputs, pipeline_options, tmp.string(), read);
+      const auto show = [&](const pipeline::PipelineProgress& p) {
+        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        const double rate = seconds > 0 ? p.bytes / seconds : 0;
+        metrics.build_bytes.Set(static_cast<double>(p.bytes));
+        metrics.build_total_bytes.Set(static_cast<double>(p.total_bytes));
+        metrics.build_rate.Set(rate);
+        metrics.build_eta.Set(rate > 0 && p.total_bytes > p.bytes ? (p.total_bytes - p.bytes) / rate : 0);
+        metrics.build_documents.Set(static_cast<double>(p.documents));
+      };
+      pipeline::PipelineReport report;
+      try {
+        report = pipeline::build_index(options.inputs, pipeline_options, tmp.string(), read, show);
+      } catch (...) {
+        show({});
+        throw;
+      }
+      show({});
       for (const std::string& error : read.errors) log_line("rejected " + error);
       metrics.documents.Increment(static_cast<double>(read.documents));
       metrics.bytes.Increment(static_cast<double>(read.bytes));

@@ -1,8 +1,10 @@
 // index_bench: indexing throughput (MB/s and documents/s of raw input) and peak memory of
-// `warp-indexer build` with 1 and 2 parser threads, side by side with Xapian indexing the same
-// documents (TermGenerator, English stemming: parse + stem + index, like ours), each run in its own
-// process so its peak RSS is its own.
+// `warp-indexer build --threads N` for each N of --threads, side by side with Xapian indexing the
+// same documents (TermGenerator, English stemming: parse + stem + index, like ours; single-threaded,
+// on the corpora no larger than --xapian-max-mb), each run in its own process so its peak RSS is its
+// own. --csv writes the rows for tests/bench/plot_index_scaling.py.
 // usage: index_bench --indexer build/indexer/warp-indexer --corpus FILE.jsonl [--corpus ...]
+//                    [--threads 1,2] [--budget-mb 2048] [--xapian-max-mb 500] [--csv FILE]
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -11,6 +13,8 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <string>
+#include <vector>
 
 #include "common/util/flags.hpp"
 #include "indexer/document_reader.hpp"
@@ -71,11 +75,24 @@ int main(int argc, char** argv) {
   warp::Flags flags("usage: index_bench --indexer PATH --corpus FILE.jsonl [--corpus ...]");
   flags.value("indexer", "build/indexer/warp-indexer", "the warp-indexer binary")
       .value("corpus", "", "JSONL corpus (repeatable)", true)
-      .value("work", "/tmp/warp-index-bench", "scratch directory");
+      .value("work", "/tmp/warp-index-bench", "scratch directory")
+      .value("threads", "1,2", "warp-indexer --threads values, comma-separated")
+      .value("budget-mb", "2048", "warp-indexer --memory-budget")
+      .value("partitions", "4", "warp-indexer --partitions")
+      .value("xapian-max-mb", "500", "run Xapian only on corpora up to this size (it indexes at about 1.5 MB/s)")
+      .value("csv", "", "also write corpus,engine,threads,seconds,mb_per_s,peak_rss_mb rows here");
   try {
     flags.parse(argc, argv);
     if (flags.help_requested() || flags.all("corpus").empty()) return std::printf("%s", flags.help_text().c_str()), 0;
     const fs::path work = flags.get("work");
+    std::vector<std::string> thread_counts;
+    for (size_t start = 0, end; start < flags.get("threads").size(); start = end + 1) {
+      end = flags.get("threads").find(',', start);
+      if (end == std::string::npos) end = flags.get("threads").size();
+      thread_counts.push_back(flags.get("threads").substr(start, end - start));
+    }
+    std::FILE* csv = flags.get("csv").empty() ? nullptr : std::fopen(flags.get("csv").c_str(), "w");
+    if (csv != nullptr) std::fprintf(csv, "corpus,engine,threads,seconds,mb_per_s,peak_rss_mb\n");
     std::printf("| corpus | MB | documents | engine | threads | seconds | MB/s | documents/s | peak RSS MB | warp/xapian |\n");
     std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
     for (const std::string& corpus : flags.all("corpus")) {
@@ -92,23 +109,34 @@ int main(int argc, char** argv) {
                     static_cast<unsigned long long>(documents), engine, threads, run.seconds, mb / run.seconds,
                     documents / run.seconds, run.peak_mb, ratio > 0 ? (std::to_string(ratio).substr(0, 4) + "×").c_str() : "");
         std::fflush(stdout);
+        if (csv != nullptr) {
+          std::fprintf(csv, "%s,%s,%s,%.3f,%.2f,%.1f\n", fs::path(corpus).filename().c_str(), engine, threads, run.seconds,
+                       mb / run.seconds, run.peak_mb);
+          std::fflush(csv);
+        }
       };
       fs::remove_all(work);
       fs::create_directories(work);
-      const Run xapian = in_child([&] { return xapian_index(corpus, (work / "xapian").string()); });
-      for (const char* threads : {"1", "2"}) {
+      const bool with_xapian = mb <= flags.number("xapian-max-mb");
+      const Run xapian = with_xapian ? in_child([&] { return xapian_index(corpus, (work / "xapian").string()); }) : Run{};
+      fs::remove_all(work / "xapian");
+      for (const std::string& threads : thread_counts) {
         fs::remove_all(work / "warp");
-        const std::string indexer = flags.get("indexer"), out = (work / "warp").string();
+        const std::string indexer = flags.get("indexer"), out = (work / "warp").string(), budget = flags.get("budget-mb"),
+                          partitions = flags.get("partitions");
         const Run warp = in_child([&] {
-          execl(indexer.c_str(), indexer.c_str(), "build", "--input", corpus.c_str(), "--out", out.c_str(), "--parsers",
-                threads, "--indexers", "1", "--quiet", static_cast<char*>(nullptr));
+          execl(indexer.c_str(), indexer.c_str(), "build", "--input", corpus.c_str(), "--out", out.c_str(), "--threads",
+                threads.c_str(), "--memory-budget", budget.c_str(), "--partitions", partitions.c_str(), "--quiet",
+                static_cast<char*>(nullptr));
           return 127;
         });
         if (!warp.ok) std::fprintf(stderr, "warp-indexer failed on %s\n", corpus.c_str());
-        row("warp", threads, warp, xapian.seconds / warp.seconds);
+        row("warp", threads.c_str(), warp, with_xapian ? xapian.seconds / warp.seconds : 0);
       }
-      if (!xapian.ok) std::fprintf(stderr, "xapian failed on %s\n", corpus.c_str());
-      row("xapian", "1", xapian, 0);
+      if (with_xapian) {
+        if (!xapian.ok) std::fprintf(stderr, "xapian failed on %s\n", corpus.c_str());
+        row("xapian", "1", xapian, 0);
+      }
       fs::remove_all(work);
     }
   } catch (const std::exception& e) {

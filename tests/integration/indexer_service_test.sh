@@ -61,10 +61,14 @@ with open(sys.argv[1], "w") as f:
         f.write(json.dumps({"id": f"b{i}", "title": "t", "body": " ".join(random.choices(words, k=60))}) + "\n")
 PY
 "$indexer" serve --input "$work/big" --root "$work/root2" --publish "$pub" --fetch "$fetch" --rescan 1 --memory-budget 8 \
-  2> "$work/serve2.log" &
+  --metrics "$metrics" 2> "$work/serve2.log" &
 victim=$!; pids+=("$victim")
-# The state to interrupt: run files spilled, the build half done (never a fixed sleep).
-mid_build() { ls "$work/root2/gen-000001.runs/"* > /dev/null 2>&1; }
+# The state to interrupt: a run file spilled, the build half done (never a fixed sleep); its
+# progress (bytes read, rate, ETA) on /metrics meanwhile.
+mid_build() { ls "$work/root2/gen-000001.runs/"run-* > /dev/null 2>&1; }
+progress_shown() { scrape > "$work/metrics2.txt" && grep -q '^warpsearch_indexer_build_bytes_per_second [1-9]' "$work/metrics2.txt"; }
+wait_for 60 progress_shown || fail "no build progress on /metrics"
+grep -q '^warpsearch_indexer_build_input_total_bytes [1-9]' "$work/metrics2.txt" || fail "no input total on /metrics"
 wait_for 60 mid_build || fail "the build spilled no run file"
 kill -9 "$victim"; wait "$victim" 2>/dev/null || true
 [ ! -e "$work/root2/gen-000001" ] || fail "a generation appeared although the build was killed"

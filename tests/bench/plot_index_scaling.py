@@ -1,0 +1,39 @@
+#!/usr/bin/env python3
+"""Indexing scaling plot from index_bench --csv: MB/s against threads per corpus (warp-indexer),
+Xapian's single-thread figure as a marker, and linear scaling from one thread as a dashed line.
+usage: plot_index_scaling.py BENCH.csv OUT.png"""
+import csv, sys
+from collections import defaultdict
+
+import matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+
+rows = list(csv.DictReader(open(sys.argv[1])))
+warp = defaultdict(list)
+xapian = {}
+for row in rows:
+    if row["engine"] == "warp":
+        warp[row["corpus"]].append((int(row["threads"]), float(row["mb_per_s"])))
+    else:
+        xapian[row["corpus"]] = float(row["mb_per_s"])
+fig, ax = plt.subplots(figsize=(7, 4.5))
+for i, (corpus, points) in enumerate(sorted(warp.items())):
+    points.sort()
+    color = "C%d" % i
+    threads = [t for t, _ in points]
+    ax.plot(threads, [v for _, v in points], "o-", color=color, label="warp-indexer, " + corpus)
+    base = dict(points).get(1)
+    if base:
+        ax.plot(threads, [base * t for t in threads], "--", color=color, alpha=0.4, linewidth=1)
+    if corpus in xapian:
+        ax.plot([1], [xapian[corpus]], "x", color=color, markersize=9, label="Xapian (1 thread), " + corpus)
+ax.set_xscale("log", base=2)
+ax.set_yscale("log")
+ax.set_xlabel("threads (--threads)")
+ax.set_ylabel("input MB/s")
+ax.set_title("Indexing throughput against threads (dashed: linear from 1 thread)")
+ax.grid(True, which="both", alpha=0.3)
+ax.legend(fontsize=8)
+fig.tight_layout()
+fig.savefig(sys.argv[2], dpi=110)
