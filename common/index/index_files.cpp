@@ -4,10 +4,10 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <thread>
 #include <nlohmann/json.hpp>
 
 #include "common/util/checksum.hpp"
+#include "common/util/parallel_tasks.hpp"
 #include "common/util/status.hpp"
 
 namespace warp {
@@ -39,21 +39,9 @@ void write_index(const std::vector<BuiltPartition>& partitions, const std::strin
   if (fs::exists(fs::path(dir) / kManifestName)) throw Error("index " + dir + " already exists; refusing to overwrite it");
   fs::create_directories(dir);
   // Partitions are independent RocksDB databases: write them in parallel.
-  std::vector<std::thread> writers;
-  std::vector<std::exception_ptr> failures(partitions.size());
-  for (size_t i = 0; i < partitions.size(); ++i) {
-    writers.emplace_back([&, i] {
-      try {
-        write_partition(partitions[i], (fs::path(dir) / partition_dir_name(partitions[i].view.meta.partition_id)).string());
-      } catch (...) {
-        failures[i] = std::current_exception();
-      }
-    });
-  }
-  for (auto& writer : writers) writer.join();
-  for (const auto& failure : failures) {
-    if (failure) std::rethrow_exception(failure);
-  }
+  run_parallel_tasks(partitions.size(), partitions.size(), [&](size_t i) {
+    write_partition(partitions[i], (fs::path(dir) / partition_dir_name(partitions[i].view.meta.partition_id)).string());
+  });
   std::vector<ManifestPartition> written;
   for (const BuiltPartition& partition : partitions) written.push_back({partition.view.meta, partition.view.lexicon.size()});
   write_manifest(dir, written);

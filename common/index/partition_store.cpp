@@ -120,6 +120,7 @@ struct SstRows::Writer {
 namespace {
 int family_index(SstRows::Family family) {
   switch (family) {
+    case SstRows::Family::kMeta: return kMeta;
     case SstRows::Family::kLexicon: return kLexicon;
     case SstRows::Family::kPostings: return kPostings;
     case SstRows::Family::kDocuments: return kDocuments;
@@ -205,14 +206,9 @@ void assemble_partition(const std::string& dir, const PartitionMeta& meta, uint6
       {"doc_lengths", lengths},
       {"content_crc", std::to_string(crc)}};
   std::sort(meta_rows.begin(), meta_rows.end());
-  const std::string meta_sst = dir + "/ingest-meta.sst";
-  {
-    rocksdb::Options options(rocksdb::DBOptions(), family_options(kMeta));
-    rocksdb::SstFileWriter writer(rocksdb::EnvOptions(), options);
-    check(writer.Open(meta_sst), dir, "creating " + meta_sst);
-    for (const auto& [key, value] : meta_rows) check(writer.Put(key, value), dir, "writing " + meta_sst);
-    check(writer.Finish(), dir, "finishing " + meta_sst);
-  }
+  SstRows meta_sst(SstRows::Family::kMeta, dir + "/ingest-meta.sst");
+  for (const auto& [key, value] : meta_rows) meta_sst.put(key, value);
+  const SstRows::Done meta_part = meta_sst.finish();
 
   rocksdb::DBOptions options;
   options.create_if_missing = true;
@@ -232,7 +228,7 @@ void assemble_partition(const std::string& dir, const PartitionMeta& meta, uint6
     }
     if (!files.empty()) check(db->db->IngestExternalFile(handles[family], files, ingest), dir, "ingesting " + kFamilies[family]);
   };
-  ingest_parts(kMeta, {SstRows::Done{meta_sst, 0, 0, 1}});
+  ingest_parts(kMeta, {meta_part});
   ingest_parts(kLexicon, lexicon);
   ingest_parts(kPostings, postings);
   ingest_parts(kDocuments, documents);

@@ -29,7 +29,7 @@ void write_partition(const BuiltPartition& partition, const std::string& dir);
 // assemble_partition ingests them into a fresh database. write_partition uses the same pieces.
 class SstRows {
  public:
-  enum class Family { kLexicon, kPostings, kDocuments };
+  enum class Family { kMeta, kLexicon, kPostings, kDocuments };
   struct Done {
     std::string path;  // empty when no row was written (no file)
     uint32_t crc = 0;  // CRC-32 of the rows' keys and values, back to back, in order

@@ -17,6 +17,7 @@
 #include "common/index/index_files.hpp"
 #include "common/index/partition_store.hpp"
 #include "common/util/bounded_queue.hpp"
+#include "common/util/parallel_tasks.hpp"
 #include "common/util/status.hpp"
 #include "indexer/pipeline/doc_table.hpp"
 #include "indexer/pipeline/run_file.hpp"
@@ -297,29 +298,6 @@ RangeOutput merge_range(const std::vector<RunInfo>& runs, const std::string& lo,
   return out;
 }
 
-// Runs `tasks` tasks on `threads` threads; the first exception is rethrown after all stop.
-void run_tasks(size_t tasks, size_t threads, const std::function<void(size_t)>& task) {
-  std::atomic<size_t> next{0};
-  std::exception_ptr failure;
-  std::mutex failure_mutex;
-  std::vector<std::thread> pool;
-  for (size_t t = 0; t < std::min(threads, tasks); ++t) {
-    pool.emplace_back([&] {
-      for (size_t i; (i = next++) < tasks;) {
-        try {
-          task(i);
-        } catch (...) {
-          std::lock_guard<std::mutex> lock(failure_mutex);
-          if (!failure) failure = std::current_exception();
-          next = tasks;
-        }
-      }
-    });
-  }
-  for (auto& thread : pool) thread.join();
-  if (failure) std::rethrow_exception(failure);
-}
-
 }  // namespace
 
 PipelineReport build_index(const std::vector<std::string>& inputs, const PipelineOptions& options, const std::string& out_dir,
@@ -367,7 +345,7 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
     const std::vector<uint32_t> owner =
         assign_collections(sample_tokens(splits, chunk_bytes, options.build.analyzer), indexers);
 
-    std::atomic<uint64_t> runs_written{0}, documents_read{0}, bytes_read{0};
+    std::atomic<uint64_t> runs_written{0}, bytes_read{0};
     std::atomic<bool> failed{false};
     std::exception_ptr failure;
     std::mutex failure_mutex;
@@ -447,7 +425,6 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
                 }
               }
               const DocId base = docs.add_chunk(s, seq, chunk, lengths, distinct);
-              documents_read += chunk.size();
               chunk.clear();
               for (size_t i = 0; i < indexers; ++i) {
                 if (out[i].entries.empty()) continue;
@@ -469,7 +446,7 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
       std::unique_lock<std::mutex> lock(done_mutex);
       while (parsers_running > 0) {
         if (!done.wait_for(lock, std::chrono::seconds(1), [&] { return parsers_running == 0; }) && on_progress) {
-          on_progress({documents_read.load(), bytes_read.load(), total_file_bytes, runs_written.load()});
+          on_progress({docs.documents(), bytes_read.load(), total_file_bytes, runs_written.load()});
         }
       }
     }
@@ -521,7 +498,7 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
     const size_t buffer_bytes = std::clamp<uint64_t>(budget / (4 * threads * std::max<size_t>(runs.size(), 1)), 16u << 10, 1u << 20);
     std::vector<RangeOutput> range_outputs(ranges);
     std::vector<SstRows::Done> documents(parts);
-    run_tasks(ranges + parts, threads, [&](size_t task) {
+    run_parallel_tasks(ranges + parts, threads, [&](size_t task) {
       if (task < ranges) {
         const std::string lo = task == 0 ? std::string() : range_bounds[task - 1];
         const std::string* hi = task + 1 < ranges ? &range_bounds[task] : nullptr;
@@ -537,7 +514,7 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
 
     const auto write_start = Clock::now();
     report.partitions.resize(parts);
-    run_tasks(parts, threads, [&](size_t p) {
+    run_parallel_tasks(parts, threads, [&](size_t p) {
       BuiltSummary& summary = report.partitions[p];
       summary.meta = encoders[p].meta();
       std::vector<SstRows::Done> lexicon, postings;

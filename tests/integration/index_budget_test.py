@@ -47,7 +47,7 @@ def write_corpus(path, target_bytes, seed):
 
 def build_index(inputs, out, *flags):
     """Runs warp-indexer build; returns (peak RSS in MiB as the build reports it, its summary line)."""
-    args = [indexer, "build", "--out", out, "--partitions", "3", "--quiet"] + flags_list(flags)
+    args = [indexer, "build", "--out", out, "--partitions", "3", "--quiet"] + [str(f) for f in flags]
     for path in inputs:
         args += ["--input", path]
     # Its own VmHWM, not wait4's ru_maxrss: that counts this (large) Python process's image too,
@@ -59,10 +59,6 @@ def build_index(inputs, out, *flags):
     if not summary or "peak RSS " not in summary[-1]:
         fail("no summary line with the peak RSS:\n" + result.stderr)
     return float(summary[-1].split("peak RSS ")[1].split()[0]), summary[-1]
-
-
-def flags_list(flags):
-    return [str(f) for f in flags]
 
 
 def digest(out):
@@ -87,7 +83,6 @@ if runs < 4:
     fail("the bounded build should have spilled several runs: %s" % bounded)
 
 # Other thread counts, the corpus as four files: the same rows.
-parts = []
 with open(corpus) as source:
     lines = source.readlines()
 for i in range(4):
@@ -95,7 +90,6 @@ for i in range(4):
     os.makedirs(os.path.dirname(part), exist_ok=True)
     with open(part, "w") as out:
         out.writelines(lines[i * len(lines) // 4:(i + 1) * len(lines) // 4])
-    parts.append(part)
 del lines
 for threads, parsers, indexers in ((1, 1, 1), (3, 5, 2)):
     out = os.path.join(work, "t%d-%d-%d" % (threads, parsers, indexers))
