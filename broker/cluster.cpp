@@ -169,8 +169,15 @@ void Cluster::record_latency(Replica& replica, double ms) {
   replica.latency_ms = 0.8 * replica.latency_ms + 0.2 * ms;
 }
 
-void Cluster::secure(zmq::socket_t& socket) const {
+void Cluster::connect_leaf(zmq::socket_t& socket, const std::string& endpoint) const {
+  socket.set(zmq::sockopt::linger, 0);
+  socket.set(zmq::sockopt::immediate, 1);  // a dead leaf fails at once instead of queueing
+  socket.set(zmq::sockopt::heartbeat_ivl, 500);
+  socket.set(zmq::sockopt::heartbeat_timeout, 2000);
+  socket.set(zmq::sockopt::connect_timeout, 1000);  // reconnects not held by SYN back-off either
+  socket.set(zmq::sockopt::reconnect_ivl_max, 1000);
   if (curve_.enabled()) transfer::make_curve_client(socket, curve_, leaf_key_);
+  socket.connect(endpoint);
 }
 
 std::vector<std::string> Cluster::endpoints() const {
@@ -257,10 +264,7 @@ void Cluster::poll_status() {
       auto& socket = sockets[replica->endpoint];
       if (!socket) {
         socket = std::make_unique<zmq::socket_t>(context, zmq::socket_type::dealer);
-        socket->set(zmq::sockopt::linger, 0);
-        socket->set(zmq::sockopt::immediate, 1);
-        secure(*socket);
-        socket->connect(replica->endpoint);
+        connect_leaf(*socket, replica->endpoint);
       }
       socket_list.push_back(socket.get());
     }

@@ -65,8 +65,10 @@ class Cluster {
   // A partition with healthy replicas that are all at max_outstanding (overload), if any.
   std::optional<uint32_t> saturated_partition() const;
   void set_max_outstanding(int max_outstanding) { max_outstanding_ = max_outstanding; }
-  // Makes a new socket to a leaf a CURVE client when Curve is on (before it connects).
-  void secure(zmq::socket_t& socket) const;
+  // Connects a new DEALER socket to a leaf: queued only to a live connection, ZMTP heartbeats (a
+  // connection that hears nothing for 2 s is dropped and made anew, so a link back after an outage
+  // is not stuck behind TCP's retransmission back-off), a CURVE client when Curve is on.
+  void connect_leaf(zmq::socket_t& socket, const std::string& endpoint) const;
   void record_latency(Replica& replica, double ms);
   bool ready() const;                    // every partition has a healthy replica
   uint64_t generation_signature() const; // changes whenever any replica's generation changes

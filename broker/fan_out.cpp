@@ -56,10 +56,7 @@ struct FanOut::Worker {
   struct Socket {
     Socket(asio::io_context& io, zmq::context_t& context, const Cluster& cluster, const std::string& endpoint)
         : zmq_socket(context, zmq::socket_type::dealer), descriptor(io) {
-      zmq_socket.set(zmq::sockopt::linger, 0);
-      zmq_socket.set(zmq::sockopt::immediate, 1);  // queue only to a live connection: a dead leaf fails at once
-      cluster.secure(zmq_socket);
-      zmq_socket.connect(endpoint);
+      cluster.connect_leaf(zmq_socket, endpoint);
       descriptor.assign(::dup(zmq_socket.get(zmq::sockopt::fd)));
     }
     zmq::socket_t zmq_socket;

@@ -219,12 +219,14 @@ try:
     def top(query):
         # A partial answer here means the other partition was slow (a loaded, sanitized build on two
         # cores), not what this compares: asked again (partial answers are never cached).
-        for _ in range(5):
+        for attempt in range(5):
             status, body = http(base + "/search?" + urllib.parse.urlencode({"q": query, "k": 10}))
             answer = json.loads(body)
             if status != 200 or not answer["partial"]:
                 break
-        return status, answer["partial"], [(x["id"], x["score"]) for x in answer["hits"]], answer["partitions"][0]["replica"]
+            time.sleep(0.2 * attempt)
+        return (status, answer["partial"], [(x["id"], x["score"]) for x in answer["hits"]], answer["partitions"][0]["replica"],
+                answer["partitions"])
 
     load.phase = "compare"
     blackhole("l0b", True)
@@ -237,7 +239,7 @@ try:
     blackhole("l0a", False)
     for a, b in zip(from_l0a, from_l0b):
         if a[0] != 200 or a[1] or b[1] or a[2] != b[2] or ip("l0a") not in a[3] or ip("l0b") not in b[3]:
-            fail("l0a and l0b disagree on generation 2: %s / %s" % (a, b))
+            fail("l0a and l0b disagree on generation 2 (status, partial, hits, replica, partitions): %s / %s" % (a, b))
     print("fault_test: transfer cut for 7 s, resumed; l0a serves generation 2 as l0b does; all checks passed")
 finally:
     h.cleanup()
