@@ -27,14 +27,15 @@ bool known_extension(const std::string& name) {
   return false;
 }
 
-// A field that must be a string if present; integers are accepted as ids.
-std::string text_field(const nlohmann::json& record, const char* name, bool required) {
+// A field that must be a string if present; integers are accepted as ids. Strings are moved out
+// of the parsed record, not copied.
+std::string text_field(nlohmann::json& record, const char* name, bool required) {
   auto it = record.find(name);
   if (it == record.end() || it->is_null()) {
     if (required) throw Error(std::string("missing \"") + name + "\"");
     return {};
   }
-  if (it->is_string()) return it->get<std::string>();
+  if (it->is_string()) return std::move(it->get_ref<std::string&>());
   if (it->is_number_integer()) return std::to_string(it->get<int64_t>());
   throw Error(std::string("\"") + name + "\" is not a string");
 }
@@ -132,12 +133,12 @@ class JsonlReader final : public DocumentStream::FileReader {
  public:
   using FileReader::FileReader;
   bool next(SourceDocument& doc) override {
-    std::string line;
+    std::string& line = line_;  // one buffer for every line: no allocation per record
     while (inside() && read_line(line)) {
       if (line.find_first_not_of(" \t") == std::string::npos) continue;  // blank lines are not records
       if (!utf8_valid(line)) line = utf8_sanitize(line);  // keep the record, replace the bad bytes
       try {
-        const nlohmann::json record = nlohmann::json::parse(line);
+        nlohmann::json record = nlohmann::json::parse(line);
         if (!record.is_object()) throw Error("not a JSON object");
         doc.external_id = text_field(record, "id", true);
         if (doc.external_id.empty()) throw Error("empty \"id\"");
@@ -153,6 +154,9 @@ class JsonlReader final : public DocumentStream::FileReader {
     }
     return false;
   }
+
+ private:
+  std::string line_;
 };
 
 // TREC SGML: <DOC> … <DOCNO>id</DOCNO> … </DOC>; the title from <TITLE> or <HEADLINE>. A split

@@ -125,41 +125,69 @@ Analyzer::~Analyzer() {
   if (stemmer_ != nullptr) sb_stemmer_delete(stemmer_);
 }
 
-void Analyzer::emit(std::string& token, std::vector<std::string>& terms) {
-  if (token.empty()) return;
+void Analyzer::emit(std::string& token, std::vector<uint32_t>& stems) {
   if (token.size() <= config_.max_token_bytes &&
       !((config_.remove_stopwords || dropping_stopwords_) && is_english_stopword(token))) {
-    if (stemmer_ != nullptr) {
-      auto cached = stem_cache_.find(token);
-      if (cached != stem_cache_.end()) {
-        terms.push_back(cached->second);
-      } else {
+    uint32_t id = cache_.find(token);
+    if (id == StemCache::kMissing) {
+      if (stemmer_ != nullptr) {
         const sb_symbol* stemmed = sb_stemmer_stem(
             stemmer_, reinterpret_cast<const sb_symbol*>(token.data()), static_cast<int>(token.size()));
         if (stemmed == nullptr) throw Error("libstemmer ran out of memory");
-        terms.emplace_back(reinterpret_cast<const char*>(stemmed), sb_stemmer_length(stemmer_));
-        if (stem_cache_.size() >= stem_cache_limit_) stem_cache_.clear();
-        stem_cache_.emplace(token, terms.back());
+        id = cache_.insert(token, std::string_view(reinterpret_cast<const char*>(stemmed), sb_stemmer_length(stemmer_)));
+      } else {
+        id = cache_.insert(token, token);
       }
-    } else {
-      terms.push_back(token);
     }
+    stems.push_back(id);
   }
   token.clear();
 }
 
-void Analyzer::analyze(std::string_view text, std::vector<std::string>& terms) {
-  std::string token;
+namespace {
+
+// ASCII's share of the tokenizer as one table: 0 for a separator, else the folded byte.
+constexpr std::array<char, 128> kAsciiFold = [] {
+  std::array<char, 128> fold{};
+  for (int c = 0; c < 128; ++c) {
+    if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z')) fold[c] = static_cast<char>(c);
+    if (c >= 'A' && c <= 'Z') fold[c] = static_cast<char>(c + 32);
+  }
+  return fold;
+}();
+
+}  // namespace
+
+void Analyzer::analyze_stems(std::string_view text, std::vector<uint32_t>& stems) {
+  std::string& token = token_;
+  token.clear();
   size_t pos = 0;
   while (pos < text.size()) {
-    char32_t cp = utf8_next(text, pos);
+    const auto byte = static_cast<unsigned char>(text[pos]);
+    if (byte < 0x80) {  // the common case, without decoding
+      ++pos;
+      if (const char folded = kAsciiFold[byte]) {
+        token.push_back(folded);
+      } else if (!token.empty()) {
+        emit(token, stems);
+      }
+      continue;
+    }
+    const char32_t cp = utf8_next(text, pos);
     if (is_token_char(cp)) {
       utf8_append(token, case_fold(cp));
-    } else {
-      emit(token, terms);
+    } else if (!token.empty()) {
+      emit(token, stems);
     }
   }
-  emit(token, terms);
+  if (!token.empty()) emit(token, stems);
+}
+
+void Analyzer::analyze(std::string_view text, std::vector<std::string>& terms) {
+  scratch_.clear();
+  analyze_stems(text, scratch_);
+  for (uint32_t id : scratch_) terms.emplace_back(cache_.stem(id));
+  trim_stem_cache();
 }
 
 std::vector<std::string> Analyzer::analyze_query(std::string_view text) {

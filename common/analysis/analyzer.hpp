@@ -6,8 +6,9 @@
 #include <memory>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
+
+#include "common/analysis/stem_cache.hpp"
 
 struct sb_stemmer;
 
@@ -41,20 +42,31 @@ class Analyzer {
   // Documents keep their stop words, so this needs no other index.
   std::vector<std::string> analyze_query(std::string_view text);
   const AnalyzerConfig& config() const { return config_; }
-  // At most `entries` stems cached (2^18 by default, about 100 bytes each): memory-bounded builds
-  // size it from their budget.
+  // Indexing's form: appends the stem ids of `text`'s terms (what analyze() gives, as ids into the
+  // stem cache; stem() names them). Ids stay valid until trim_stem_cache(), which an indexer calls
+  // between documents; nothing else empties the cache meanwhile.
+  void analyze_stems(std::string_view text, std::vector<uint32_t>& stems);
+  std::string_view stem(uint32_t id) const { return cache_.stem(id); }
+  size_t stem_count() const { return cache_.stems(); }
+  // Empties the stem cache once it holds more tokens than its limit.
+  void trim_stem_cache() {
+    if (cache_.tokens() > stem_cache_limit_) cache_.clear();
+  }
+  // At most `entries` tokens cached (2^18 by default) between trims: memory-bounded builds size it
+  // from their budget.
   void limit_stem_cache(size_t entries) { stem_cache_limit_ = std::max<size_t>(entries, 1); }
-  static constexpr size_t kStemCacheEntryBytes = 128;  // an entry's two strings and node, counted generously
+  static constexpr size_t kStemCacheEntryBytes = StemCache::kEntryBytes;
 
  private:
-  void emit(std::string& token, std::vector<std::string>& terms);
+  void emit(std::string& token, std::vector<uint32_t>& stems);
 
   AnalyzerConfig config_;
   bool dropping_stopwords_ = false;  // inside analyze_query
   sb_stemmer* stemmer_ = nullptr;
-  // Stems of recent tokens: word frequencies are Zipfian, so most tokens skip the stemmer.
-  std::unordered_map<std::string, std::string> stem_cache_;
+  StemCache cache_;
   size_t stem_cache_limit_ = size_t{1} << 18;
+  std::string token_;                // the token being read
+  std::vector<uint32_t> scratch_;    // analyze()'s ids
 };
 
 // Character classes used by the tokenizer (exposed for tests).

@@ -43,6 +43,8 @@ struct Piece {
   std::vector<Entry> entries;
 };
 
+constexpr uint32_t kNoCollection = 0xFFFFFFFFu;
+
 std::string collection_prefix(uint32_t collection) {
   if (collection >= 17576) return {};
   return {static_cast<char>('a' + collection / 676), static_cast<char>('a' + collection / 26 % 26),
@@ -388,8 +390,9 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
         try {
           Analyzer analyzer(options.build.analyzer);
           analyzer.limit_stem_cache(stem_cache);
-          std::vector<std::string> terms;
-          std::unordered_map<std::string_view, uint32_t> counts;
+          // A document's terms as stem ids, counted in a dense array (ids are small and reused across
+          // documents); each stem's trie collection worked out once while the cache holds it.
+          std::vector<uint32_t> stems, count, touched, collection_of;
           std::vector<SourceDocument> chunk;
           std::vector<uint32_t> lengths, distinct;
           for (size_t s; !failed && (s = next_split++) < splits.size();) {
@@ -408,20 +411,29 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
               std::vector<Piece> out(indexers);
               lengths.clear(), distinct.clear();
               for (size_t d = 0; d < chunk.size(); ++d) {
-                terms.clear();
-                analyzer.analyze(chunk[d].title, terms);
-                analyzer.analyze(chunk[d].body, terms);
-                counts.clear();
-                for (const std::string& term : terms) ++counts[term];
-                lengths.push_back(static_cast<uint32_t>(terms.size()));
-                distinct.push_back(static_cast<uint32_t>(counts.size()));
-                for (const auto& [term, freq] : counts) {
-                  const uint32_t collection = trie_collection(term);
+                analyzer.trim_stem_cache();
+                if (analyzer.stem_count() < collection_of.size()) collection_of.clear();  // the cache was emptied
+                stems.clear();
+                analyzer.analyze_stems(chunk[d].title, stems);
+                analyzer.analyze_stems(chunk[d].body, stems);
+                if (count.size() < analyzer.stem_count()) count.resize(analyzer.stem_count(), 0);
+                collection_of.resize(analyzer.stem_count(), kNoCollection);
+                touched.clear();
+                for (uint32_t id : stems) {
+                  if (count[id]++ == 0) touched.push_back(id);
+                }
+                lengths.push_back(static_cast<uint32_t>(stems.size()));
+                distinct.push_back(static_cast<uint32_t>(touched.size()));
+                for (uint32_t id : touched) {
+                  const std::string_view term = analyzer.stem(id);
+                  if (collection_of[id] == kNoCollection) collection_of[id] = trie_collection(term);
+                  const uint32_t collection = collection_of[id];
                   const std::string_view suffix = trie_suffix(term, collection);
                   Piece& piece = out[owner[collection]];
                   piece.entries.push_back({collection, static_cast<uint32_t>(piece.suffixes.size()),
-                                           static_cast<uint32_t>(suffix.size()), {static_cast<DocId>(d), freq}});
+                                           static_cast<uint32_t>(suffix.size()), {static_cast<DocId>(d), count[id]}});
                   piece.suffixes.append(suffix);
+                  count[id] = 0;
                 }
               }
               const DocId base = docs.add_chunk(s, seq, chunk, lengths, distinct);

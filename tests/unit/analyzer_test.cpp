@@ -1,8 +1,10 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <unordered_map>
 
 #include "common/analysis/analyzer.hpp"
+#include "common/analysis/stem_cache.hpp"
 #include "common/analysis/utf8.hpp"
 #include "common/util/status.hpp"
 #include "tests/support/test_seed.hpp"
@@ -46,6 +48,108 @@ TEST(Analyzer, InvalidUtf8IsReplacedNeverFatal) {
     std::string bytes(std::uniform_int_distribution<size_t>(0, 64)(rng), '\0');
     for (char& c : bytes) c = static_cast<char>(rng());
     for (const std::string& term : analyzer.analyze(bytes)) ASSERT_TRUE(utf8_valid(term)) << term;
+  }
+}
+
+// Random text of ASCII words, punctuation, Latin-1, Greek, Cyrillic, CJK, emoji and stray bytes.
+std::string random_text(std::mt19937_64& rng, size_t pieces) {
+  static const std::vector<std::string> parts = {"Wing", "WINGS", "flap", "running", "the", "A320", "x86", " ", "  ", ",",
+                                                 "-", "'", "\n", "Über", "ÉCOLE", "σοφία", "МОСКВА", "東京", "😀",
+                                                 "\xff", "\xc3", "ŁÓDŹ", "İ", "—", "0", "99", "ſ", "generalizations"};
+  std::string text;
+  for (size_t i = 0; i < pieces; ++i) text += parts[rng() % parts.size()];
+  return text;
+}
+
+// The reference: decode every code point, split, fold, then the stemmer one token at a time.
+Terms reference_analysis(std::string_view text, const AnalyzerConfig& config) {
+  Analyzer single(config);
+  Terms terms;
+  std::string token;
+  const auto flush = [&] {
+    if (!token.empty()) {
+      const Terms one = single.analyze(token);  // one token, no separators
+      if (token.size() <= config.max_token_bytes) {
+        EXPECT_LE(one.size(), 1u) << token;
+      }
+      terms.insert(terms.end(), one.begin(), one.end());
+    }
+    token.clear();
+  };
+  for (size_t pos = 0; pos < text.size();) {
+    const char32_t cp = utf8_next(text, pos);
+    if (is_token_char(cp)) {
+      utf8_append(token, case_fold(cp));
+    } else {
+      flush();
+    }
+  }
+  flush();
+  return terms;
+}
+
+TEST(Analyzer, AsciiFastPathAndStemCacheMatchTheReference) {
+  std::mt19937_64 rng(testing::test_seed());
+  for (bool stem : {true, false}) {
+    AnalyzerConfig config;
+    config.stem = stem;
+    config.max_token_bytes = 12;
+    Analyzer cached(config), tiny(config);
+    tiny.limit_stem_cache(1);  // emptied after every text
+    for (int i = 0; i < 400; ++i) {
+      const std::string text = random_text(rng, rng() % 40);
+      const Terms expected = reference_analysis(text, config);
+      ASSERT_EQ(cached.analyze(text), expected) << text;
+      ASSERT_EQ(tiny.analyze(text), expected) << text;
+    }
+  }
+}
+
+TEST(Analyzer, StemIdsNameTheTermsAndShareAStem) {
+  Analyzer analyzer;
+  std::vector<uint32_t> ids;
+  analyzer.analyze_stems("Running runs RUN runner", ids);
+  ASSERT_EQ(ids.size(), 4u);
+  EXPECT_EQ(analyzer.stem(ids[0]), "run");
+  EXPECT_EQ(ids[0], ids[1]);  // two tokens, one stem, one id
+  EXPECT_EQ(ids[0], ids[2]);
+  EXPECT_EQ(analyzer.stem(ids[3]), "runner");
+  EXPECT_EQ(analyzer.stem_count(), 2u);
+  analyzer.limit_stem_cache(2);
+  analyzer.trim_stem_cache();  // 4 tokens cached (running, runs, run, runner): over the limit
+  EXPECT_EQ(analyzer.stem_count(), 0u);
+  ids.clear();
+  analyzer.analyze_stems("runner", ids);
+  EXPECT_EQ(analyzer.stem(ids[0]), "runner");
+}
+
+TEST(StemCache, AgreesWithAHashMapThroughGrowthAndClears) {
+  std::mt19937_64 rng(testing::test_seed());
+  StemCache cache;
+  std::unordered_map<std::string, std::string> reference;
+  for (int round = 0; round < 3; ++round) {
+    for (int i = 0; i < 20000; ++i) {
+      std::string token(1 + rng() % 20, 'a');
+      for (char& c : token) c = static_cast<char>('a' + rng() % 4);  // short alphabet: many repeats
+      const std::string stem = token.substr(0, 1 + token.size() / 2);
+      const uint32_t found = cache.find(token);
+      if (reference.count(token)) {
+        ASSERT_NE(found, StemCache::kMissing) << token;
+        ASSERT_EQ(cache.stem(found), reference[token]);
+      } else {
+        ASSERT_EQ(found, StemCache::kMissing) << token;
+        const uint32_t id = cache.insert(token, stem);
+        ASSERT_EQ(cache.stem(id), stem);
+        reference[token] = stem;
+      }
+    }
+    ASSERT_EQ(cache.tokens(), reference.size());
+    std::unordered_map<std::string, int> distinct_stems;
+    for (const auto& [token, stem] : reference) ++distinct_stems[stem];
+    ASSERT_EQ(cache.stems(), distinct_stems.size());
+    cache.clear();
+    reference.clear();
+    ASSERT_EQ(cache.find("ab"), StemCache::kMissing);
   }
 }
 
