@@ -17,6 +17,7 @@
 
 #include "common/util/byte_io.hpp"
 #include "common/util/checksum.hpp"
+#include "common/util/parallel_tasks.hpp"
 #include "common/util/status.hpp"
 
 namespace warp {
@@ -175,9 +176,47 @@ SstRows::Done SstRows::finish() {
   return done_;
 }
 
+namespace {
+
+// Compacts the ingested postings files (disjoint key ranges, all on the last level) into
+// themselves, which moves lists of min_blob_size and more into blob files: in `threads` groups of
+// consecutive files of about equal bytes, each compacted on a thread of its own (CompactFiles runs
+// on the calling thread; one CompactRange would be a single job).
+void move_lists_to_blob_files(rocksdb::DB& db, rocksdb::ColumnFamilyHandle* postings, const std::string& dir, size_t threads) {
+  rocksdb::ColumnFamilyMetaData meta;
+  db.GetColumnFamilyMetaData(postings, &meta);
+  std::vector<rocksdb::SstFileMetaData> files;
+  uint64_t total = 0;
+  for (const auto& level : meta.levels) {
+    for (const auto& file : level.files) {
+      files.push_back(file);
+      total += file.size;
+    }
+  }
+  if (files.empty()) return;
+  std::sort(files.begin(), files.end(), [](const auto& a, const auto& b) { return a.smallestkey < b.smallestkey; });
+  std::vector<std::vector<std::string>> groups(1);
+  const uint64_t share = total / std::max<size_t>(threads, 1) + 1;
+  uint64_t in_group = 0;
+  for (const auto& file : files) {
+    if (in_group >= share) groups.emplace_back(), in_group = 0;
+    groups.back().push_back(file.name);
+    in_group += file.size;
+  }
+  rocksdb::CompactionOptions compact;
+  compact.compression = rocksdb::kDisableCompressionOption;  // the family's own setting
+  compact.output_file_size_limit = 64u << 20;
+  run_parallel_tasks(groups.size(), groups.size(), [&](size_t g) {
+    check(db.CompactFiles(compact, postings, groups[g], meta.levels.back().level), dir, "moving lists to blob files");
+  });
+}
+
+}  // namespace
+
 void assemble_partition(const std::string& dir, const PartitionMeta& meta, uint64_t term_count,
                         const std::vector<uint32_t>& doc_lengths, const std::vector<SstRows::Done>& lexicon,
-                        const std::vector<SstRows::Done>& postings, const std::vector<SstRows::Done>& documents) {
+                        const std::vector<SstRows::Done>& postings, const std::vector<SstRows::Done>& documents,
+                        size_t threads) {
   if (std::filesystem::exists(std::filesystem::path(dir) / "CURRENT")) {
     throw Error("partition " + dir + " already exists; refusing to overwrite it");
   }
@@ -232,9 +271,7 @@ void assemble_partition(const std::string& dir, const PartitionMeta& meta, uint6
   ingest_parts(kLexicon, lexicon);
   ingest_parts(kPostings, postings);
   ingest_parts(kDocuments, documents);
-  rocksdb::CompactRangeOptions compact;
-  compact.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
-  check(db->db->CompactRange(compact, handles[kPostings], nullptr, nullptr), dir, "moving lists to blob files");
+  move_lists_to_blob_files(*db->db, handles[kPostings], dir, threads);
   db.reset();  // closed: the files are final
   seal_partition(dir);
 }

@@ -58,9 +58,11 @@ class SstRows {
 // Creates the partition in `dir` (which may hold only the SST files given) from its metadata
 // (meta.posting_count set), its document lengths and its families' SST files, each family's in key
 // order; moves the files in, moves long lists to blob files, seals. `term_count`: lexicon rows.
+// `threads`: how many key ranges of the postings are moved to blob files at once.
 void assemble_partition(const std::string& dir, const PartitionMeta& meta, uint64_t term_count,
                         const std::vector<uint32_t>& doc_lengths, const std::vector<SstRows::Done>& lexicon,
-                        const std::vector<SstRows::Done>& postings, const std::vector<SstRows::Done>& documents);
+                        const std::vector<SstRows::Done>& postings, const std::vector<SstRows::Done>& documents,
+                        size_t threads = 1);
 // Writes DIR/WARP-CHECKSUMS for the files there now (write_partition calls it last).
 void seal_partition(const std::string& dir);
 

@@ -538,7 +538,8 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
         summary.list_bytes += range.list_bytes[p];
       }
       const std::vector<uint32_t> lengths(docs.lengths().begin() + bounds[p], docs.lengths().begin() + bounds[p + 1]);
-      assemble_partition(partition_dirs[p], summary.meta, summary.terms, lengths, lexicon, postings, {documents[p]});
+      assemble_partition(partition_dirs[p], summary.meta, summary.terms, lengths, lexicon, postings, {documents[p]},
+                         (threads + parts - 1) / parts);
     });
     std::vector<ManifestPartition> manifest;
     for (const BuiltSummary& summary : report.partitions) manifest.push_back({summary.meta, summary.terms});
