@@ -35,9 +35,9 @@ void add_build_flags(warp::Flags& flags) {
       .value("bm25-k1", "1.2", "BM25 k1 for the stored block maxima")
       .value("bm25-b", "0.75", "BM25 b for the stored block maxima")
       .value("bm25-k3", "inf", "BM25 k3, query-term saturation (0: repeats count once, inf: linear)")
-      .value("threads", "0", "reader/parser and back-end threads (0: one per core)")
-      .value("parsers", "0", "reader/parser threads (0: --threads)")
-      .value("indexers", "0", "indexer threads (0: half of --threads, at least one)")
+      .value("threads", "0", "threads at work in each phase: parsers plus indexers, then the back end (0: one per core)")
+      .value("parsers", "0", "reader/parser threads (0: --threads less the indexers)")
+      .value("indexers", "0", "indexer threads (0: two fifths of --threads, at least one)")
       .value("split-mb", "0", "MiB per split of a large uncompressed JSONL or TREC file, read in parallel (0: input/4 per parser, 1-64)")
       .value("memory-budget", "2048", "MiB for the whole build: runs spill to disk past it");
 }

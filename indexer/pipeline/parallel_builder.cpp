@@ -309,9 +309,13 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
   codec_by_name(options.build.codec);  // fail before reading on an unknown codec
   const size_t cores = std::max(1u, std::thread::hardware_concurrency());
   const size_t threads = options.threads ? options.threads : cores;
-  const size_t parsers = options.parsers ? options.parsers : threads;
-  const size_t indexers = options.indexers ? options.indexers : std::max<size_t>(1, threads / 2);
+  // An indexer does about two thirds of a parser's work per posting (perf, one thread), so two
+  // fifths of the threads index. A single thread does both in turn: no queue, no second thread.
+  const size_t indexers = options.indexers ? options.indexers : std::max<size_t>(1, (2 * threads + 2) / 5);
+  const size_t parsers = options.parsers ? options.parsers : std::max<size_t>(1, threads - std::min(threads - 1, indexers));
+  const bool inline_indexing = parsers == 1 && indexers == 1 && threads == 1;
   PipelineReport report;
+  report.inline_indexing = inline_indexing;
   report.parsers = parsers, report.indexers = indexers, report.backend_threads = threads;
   const uint64_t budget = std::max<uint64_t>(options.memory_budget, 1u << 20);
   // A parser holds a chunk's documents and postings (about 3× its input bytes) and each indexer
@@ -370,7 +374,7 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
       indexer_state.push_back(std::make_unique<IndexerThread>(i, spill_dir, share, runs_written));
     }
     std::vector<std::thread> indexer_threads, parser_threads;
-    for (size_t i = 0; i < indexers; ++i) {
+    for (size_t i = 0; i < indexers && !inline_indexing; ++i) {
       indexer_threads.emplace_back([&, i] {
         try {
           while (auto piece = pieces[i]->pop()) indexer_state[i]->consume(*piece);
@@ -441,7 +445,11 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
               for (size_t i = 0; i < indexers; ++i) {
                 if (out[i].entries.empty()) continue;
                 for (Piece::Entry& e : out[i].entries) e.posting.doc += base;
-                pieces[i]->push(std::move(out[i]));
+                if (inline_indexing) {
+                  indexer_state[i]->consume(out[i]);
+                } else {
+                  pieces[i]->push(std::move(out[i]));
+                }
               }
             }
             docs.end_split(s, reader.lines(), std::move(reader.rejections()), reader.rejected());
@@ -465,6 +473,7 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
     for (auto& t : parser_threads) t.join();
     for (auto& queue : pieces) queue->close();
     for (auto& t : indexer_threads) t.join();
+    if (inline_indexing && !failure) indexer_state[0]->spill();
     if (failure) std::rethrow_exception(failure);
     std::vector<RunInfo> runs;
     for (auto& indexer : indexer_state) {

@@ -36,9 +36,11 @@ namespace warp::pipeline {
 
 struct PipelineOptions {
   BuildOptions build;
-  size_t threads = 0;                   // reader/parser and back-end threads (0: one per core)
-  size_t parsers = 0;                   // reader/parser threads (0: `threads`)
-  size_t indexers = 0;                  // indexer threads (0: half of `threads`, at least one)
+  // Threads at work at once in every phase (0: one per core): reader/parsers plus indexers while
+  // reading, back-end threads after. One thread parses and indexes on the same thread.
+  size_t threads = 0;
+  size_t parsers = 0;                   // reader/parser threads (0: `threads` less the indexers)
+  size_t indexers = 0;                  // indexer threads (0: two fifths of `threads`, at least one)
   uint64_t memory_budget = 2ull << 30;  // bytes for the whole build
   uint64_t split_bytes = 0;             // bytes per split of a large file (0: input / 4 parsers, 1–64 MiB)
   uint64_t chunk_bytes = 0;             // input bytes a parser analyzes at a time (0: from the budget)
@@ -63,6 +65,7 @@ struct PipelineReport {
   uint64_t runs_written = 0;
   uint64_t runs_merged = 0;
   size_t parsers = 0, indexers = 0, backend_threads = 0, splits = 0;
+  bool inline_indexing = false;  // one thread parsed and indexed
   uint64_t chunk_bytes = 0;
   double parse_seconds = 0;   // reading, parsing and indexing, until the last run is written
   double merge_seconds = 0;   // final docIDs and duplicates

@@ -19,7 +19,7 @@ out=${OUT:-/tmp/warp-index-out}
 mkdir -p "$out" /opt/deps
 for f in .device-debs/*.deb; do dpkg -x "$f" /opt/deps; done
 export LD_LIBRARY_PATH=/opt/deps/usr/lib/x86_64-linux-gnu:/opt/deps/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
-nproc; grep -m1 "model name" /proc/cpuinfo; free -g | head -2
+nproc; lscpu | grep -E "^(Model name|Thread|Core|Socket|CPU\(s\)|L2|L3)"; free -g | head -2
 work=$(mktemp -d)
 gunzip -c .device-carry/sched/gcide.jsonl.gz > "$work/gcide.jsonl"
 for k in 1 2 3 4 5 6 7 8; do sed "s/^{\"id\": \"/{\"id\": \"r$k-/" "$work/gcide.jsonl"; done > "$work/gcide-x8.jsonl"

@@ -132,6 +132,10 @@ TEST_F(PipelineTest, ThreadCountsSplitsAndBudgetsGiveIdenticalPartitions) {
   const auto single = pipeline({sample}, options, report, read);
   ASSERT_EQ(report.splits, 1u);
   ASSERT_EQ(report.runs_written, 1u);
+  ASSERT_TRUE(report.inline_indexing);  // one thread parses and indexes
+  options.memory_budget = 1;             // the same on one thread, spilling many runs
+  EXPECT_EQ(pipeline({sample}, options, report, read), single);
+  EXPECT_GT(report.runs_written, 1u);
   for (int round = 0; round < 3; ++round) {
     options.threads = 1 + rng() % 6;
     options.parsers = 1 + rng() % 6;
