@@ -65,20 +65,27 @@ int run_build_command(const BuildCommandOptions& options) {
     std::fprintf(stderr, "error: no documents to index in %zu input(s)\n", options.inputs.size());
     return 1;
   }
+  std::string gpu_line;
+  if (options.pipeline.gpu_indexers > 0) {
+    char text[200];
+    std::snprintf(text, sizeof text, "; %zu GPU indexer(s), each a share of %.1f CPU indexers, %.1f s on the GPU, %llu batch(es) on the CPU after a hash collision",
+                  options.pipeline.gpu_indexers, report.gpu_speed, report.gpu_seconds, static_cast<unsigned long long>(report.gpu_fallbacks));
+    gpu_line = text;
+  }
   uint64_t postings = 0, list_bytes = 0;
   for (const pipeline::BuiltSummary& p : report.partitions) postings += p.meta.posting_count, list_bytes += p.list_bytes;
   std::fprintf(stderr,
                "wrote %s: generation %llu, %zu partition(s), %llu documents, %llu postings, %.1f MB of lists "
                "(%s, %.2f bits/posting incl. frequencies and block metadata), %llu rejected, %llu replaced, "
                "%zu parser, %zu indexer%s and %zu back-end threads, %zu splits, %llu runs, %.1f s (parse+index %.1f, "
-               "docIDs %.1f, merge+encode %.1f, write %.1f), peak RSS %.0f MiB\n",
+               "docIDs %.1f, merge+encode %.1f, write %.1f), peak RSS %.0f MiB%s\n",
                options.out_dir.c_str(), static_cast<unsigned long long>(options.build.generation), report.partitions.size(),
                static_cast<unsigned long long>(read.documents), static_cast<unsigned long long>(postings),
                list_bytes / 1e6, options.build.codec.c_str(), postings ? list_bytes * 8.0 / postings : 0.0,
                static_cast<unsigned long long>(read.rejected), static_cast<unsigned long long>(read.replaced),
                report.parsers, report.indexers, report.inline_indexing ? " (on the parser's thread)" : "", report.backend_threads, report.splits,
                static_cast<unsigned long long>(report.runs_written), seconds_since(start), report.parse_seconds,
-               report.merge_seconds, report.encode_seconds, report.write_seconds, peak_rss_mib());
+               report.merge_seconds, report.encode_seconds, report.write_seconds, peak_rss_mib(), gpu_line.c_str());
   return 0;
 }
 

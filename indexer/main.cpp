@@ -39,7 +39,11 @@ void add_build_flags(warp::Flags& flags) {
       .value("parsers", "0", "reader/parser threads (0: --threads less the indexers)")
       .value("indexers", "0", "indexer threads (0: two fifths of --threads, at least one)")
       .value("split-mb", "0", "MiB per split of a large uncompressed JSONL or TREC file, read in parallel (0: input/4 per parser, 1-64)")
-      .value("memory-budget", "2048", "MiB for the whole build: runs spill to disk past it");
+      .value("memory-budget", "2048", "MiB for the whole build: runs spill to disk past it")
+      .value("gpu-indexers", "0", "GPU indexer threads besides the CPU indexers (0: none; needs a CUDA GPU)")
+      .value("gpu-device", "0", "the CUDA device of the GPU indexers")
+      .value("gpu-speed", "0", "collections a GPU indexer takes, in CPU indexers' shares (0: measured on a sample)")
+      .value("gpu-hash-bits", "64", "testing only: hash bits of the GPU indexers (fewer: collisions, CPU fallback)");
 }
 
 void read_build_flags(const warp::Flags& flags, warp::BuildOptions& build, warp::pipeline::PipelineOptions& pipeline) {
@@ -59,6 +63,10 @@ void read_build_flags(const warp::Flags& flags, warp::BuildOptions& build, warp:
   pipeline.indexers = flags.count("indexers");
   pipeline.split_bytes = flags.count("split-mb") << 20;
   pipeline.memory_budget = flags.count("memory-budget") << 20;
+  pipeline.gpu_indexers = flags.count("gpu-indexers");
+  pipeline.gpu_device = static_cast<int>(flags.count("gpu-device"));
+  pipeline.gpu_speed = flags.number("gpu-speed");
+  pipeline.gpu_hash_bits = static_cast<unsigned>(flags.count("gpu-hash-bits"));
 }
 
 int build(int argc, char** argv) {

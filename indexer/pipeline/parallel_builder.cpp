@@ -8,6 +8,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <queue>
@@ -20,8 +21,8 @@
 #include "common/util/parallel_tasks.hpp"
 #include "common/util/status.hpp"
 #include "indexer/pipeline/doc_table.hpp"
+#include "indexer/pipeline/indexers.hpp"
 #include "indexer/pipeline/run_file.hpp"
-#include "indexer/pipeline/term_btree.hpp"
 #include "indexer/pipeline/trie_collections.hpp"
 
 namespace warp::pipeline {
@@ -32,166 +33,34 @@ using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 
-// One parser's postings of one chunk for one indexer, with their term's collection and suffix.
-// Docs are provisional ids.
-struct Piece {
-  std::string suffixes;  // concatenated
-  struct Entry {
-    uint32_t collection, suffix_offset, suffix_size;
-    Posting posting;
-  };
-  std::vector<Entry> entries;
-};
-
 constexpr uint32_t kNoCollection = 0xFFFFFFFFu;
 
-std::string collection_prefix(uint32_t collection) {
-  if (collection >= 17576) return {};
-  return {static_cast<char>('a' + collection / 676), static_cast<char>('a' + collection / 26 % 26),
-          static_cast<char>('a' + collection % 26)};
-}
-
-// The postings an indexer holds between spills, in slices of one arena: a term's list is a chain
-// of slices of 2, 4, …, 512 postings (each followed by a link slot), cut from 512 KiB blocks. A
-// spill empties the arena but keeps its blocks, so the next run reuses the same memory: no heap
-// fragmentation from millions of small vectors, and the memory held is counted exactly.
-class PostingArena {
- public:
-  struct List {
-    uint32_t head = kNone, tail = 0, count = 0;
-    uint16_t used = 0;  // postings in the tail slice
-    uint8_t level = 0;  // of the tail slice
-  };
-
-  void append(List& list, const Posting& posting) {
-    if (list.head == kNone) {
-      list.head = list.tail = allocate(capacity(0) + 1);
-    } else if (list.used == capacity(list.level)) {
-      const uint8_t level = static_cast<uint8_t>(std::min<int>(list.level + 1, kTopLevel));
-      const uint32_t slice = allocate(capacity(level) + 1);
-      at(list.tail + capacity(list.level)).doc = slice;  // the link slot
-      list.tail = slice, list.level = level, list.used = 0;
-    }
-    at(list.tail + list.used++) = posting;
-    ++list.count;
-  }
-
-  void gather(const List& list, std::vector<Posting>& out) const {
-    out.clear();
-    uint8_t level = 0;
-    for (uint32_t slice = list.head;; level = static_cast<uint8_t>(std::min<int>(level + 1, kTopLevel))) {
-      const uint32_t n = slice == list.tail ? list.used : capacity(level);
-      for (uint32_t i = 0; i < n; ++i) out.push_back(at(slice + i));
-      if (slice == list.tail) break;
-      slice = at(slice + capacity(level)).doc;
-    }
-  }
-
-  void clear() { next_ = 0; }
-  uint64_t used_bytes() const { return uint64_t{next_} * sizeof(Posting); }
-
- private:
-  static constexpr uint32_t kNone = 0xFFFFFFFFu;
-  static constexpr uint32_t kBlockBits = 16;  // 65,536 postings: 512 KiB
-  static constexpr int kTopLevel = 8;
-  static uint32_t capacity(int level) { return 2u << level; }
-  Posting& at(uint32_t index) { return blocks_[index >> kBlockBits][index & ((1u << kBlockBits) - 1)]; }
-  const Posting& at(uint32_t index) const { return blocks_[index >> kBlockBits][index & ((1u << kBlockBits) - 1)]; }
-  // `size` consecutive slots; a slice never crosses a block.
-  uint32_t allocate(uint32_t size) {
-    if ((next_ & ((1u << kBlockBits) - 1)) + size > (1u << kBlockBits)) next_ = ((next_ >> kBlockBits) + 1) << kBlockBits;
-    if ((next_ >> kBlockBits) >= blocks_.size()) blocks_.push_back(std::make_unique<Posting[]>(size_t{1} << kBlockBits));
-    const uint32_t slice = next_;
-    next_ += size;
-    return slice;
-  }
-  std::vector<std::unique_ptr<Posting[]>> blocks_;
-  uint32_t next_ = 0;
-};
-
-// A CPU indexer: dictionary B-trees of its collections, postings in an arena, sorted run files.
-class IndexerThread {
- public:
-  IndexerThread(size_t index, std::string spill_dir, std::function<uint64_t()> share, std::atomic<uint64_t>& runs_written)
-      : index_(index), spill_dir_(std::move(spill_dir)), share_(std::move(share)), runs_written_(runs_written) {}
-
-  void consume(const Piece& piece) {
-    for (const Piece::Entry& e : piece.entries) {
-      const std::string_view suffix = std::string_view(piece.suffixes).substr(e.suffix_offset, e.suffix_size);
-      const uint32_t id = forest_.find_or_insert(e.collection, suffix);
-      if (id == lists_.size()) {
-        lists_.emplace_back();
-        collection_of_.push_back(e.collection);
-      }
-      arena_.append(lists_[id], e.posting);
-    }
-    if (held() > share_()) spill();
-  }
-
-  // Postings, dictionary and per-term entries.
-  uint64_t held() const {
-    return arena_.used_bytes() + forest_.memory_bytes() + lists_.size() * (sizeof(PostingArena::List) + sizeof(uint32_t));
-  }
-
-  // Everything held, as one run sorted by term, each list by docID; then a fresh start.
-  void spill() {
-    if (lists_.empty()) return;
-    std::vector<std::pair<std::string, uint32_t>> order;
-    order.reserve(lists_.size());
-    for (uint32_t id = 0; id < lists_.size(); ++id) {
-      std::string term = collection_prefix(collection_of_[id]);
-      term += forest_.suffix(id);
-      order.emplace_back(std::move(term), id);
-    }
-    std::sort(order.begin(), order.end());
-    RunWriter writer(spill_dir_ + "/run-" + std::to_string(index_) + "-" + std::to_string(runs_.size()));
-    std::vector<Posting> list;
-    for (const auto& [term, id] : order) {
-      arena_.gather(lists_[id], list);
-      std::sort(list.begin(), list.end(), [](const Posting& a, const Posting& b) { return a.doc < b.doc; });
-      writer.add(term, list);
-    }
-    runs_.push_back(writer.finish());
-    ++runs_written_;
-    forest_.clear();
-    arena_.clear();
-    lists_.clear();
-    collection_of_.clear();
-  }
-
-  std::vector<RunInfo>& runs() { return runs_; }
-
- private:
-  size_t index_;
-  std::string spill_dir_;
-  std::function<uint64_t()> share_;
-  std::atomic<uint64_t>& runs_written_;
-  TermForest forest_;
-  PostingArena arena_;
-  std::vector<PostingArena::List> lists_;  // by term id
-  std::vector<uint32_t> collection_of_;
-  std::vector<RunInfo> runs_;
-};
-
-// Collections to indexers by sampled token counts, heaviest first onto the lightest indexer.
-std::vector<uint32_t> assign_collections(const std::vector<uint64_t>& tokens, size_t indexers) {
+// Collections to indexers by sampled token counts, heaviest first onto the indexer with the least
+// load for its speed (`speed`: 1 for a CPU indexer, the measured ratio for a GPU indexer).
+std::vector<uint32_t> assign_collections(const std::vector<uint64_t>& tokens, const std::vector<double>& speed) {
+  const size_t indexers = speed.size();
   std::vector<uint32_t> owner(kTrieCollections);
   for (uint32_t c = 0; c < kTrieCollections; ++c) owner[c] = c % indexers;  // unseen collections
   std::vector<uint32_t> order(kTrieCollections);
   for (uint32_t c = 0; c < kTrieCollections; ++c) order[c] = c;
   std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return tokens[a] > tokens[b]; });
-  std::vector<uint64_t> load(indexers, 0);
+  std::vector<double> load(indexers, 0);
   for (uint32_t c : order) {
     if (tokens[c] == 0) break;
-    const size_t lightest = std::min_element(load.begin(), load.end()) - load.begin();
-    owner[c] = static_cast<uint32_t>(lightest);
-    load[lightest] += tokens[c];
+    size_t best = 0;
+    for (size_t i = 1; i < indexers; ++i) {
+      if ((load[i] + tokens[c]) / speed[i] < (load[best] + tokens[c]) / speed[best]) best = i;
+    }
+    owner[c] = static_cast<uint32_t>(best);
+    load[best] += tokens[c];
   }
   return owner;
 }
 
-// Token counts per collection over the first `bytes` of the input.
-std::vector<uint64_t> sample_tokens(const std::vector<InputSplit>& splits, uint64_t bytes, const AnalyzerConfig& config) {
+// The first `bytes` of the input, analyzed: token counts per collection, and (when `postings` is
+// given) its postings as one piece, docs numbered from 0.
+std::vector<uint64_t> sample_tokens(const std::vector<InputSplit>& splits, uint64_t bytes, const AnalyzerConfig& config,
+                                    Piece* postings = nullptr) {
   std::vector<uint64_t> tokens(kTrieCollections, 0);
   if (splits.empty()) return tokens;
   Analyzer analyzer(config);
@@ -199,13 +68,47 @@ std::vector<uint64_t> sample_tokens(const std::vector<InputSplit>& splits, uint6
   SplitReader reader(splits.front());
   SourceDocument doc;
   std::vector<std::string> terms;
-  while (reader.bytes_read() < bytes && reader.next(doc)) {
+  std::map<std::string_view, uint32_t> counts;
+  for (uint32_t d = 0; reader.bytes_read() < bytes && reader.next(doc); ++d) {
     terms.clear();
     analyzer.analyze(doc.title, terms);
     analyzer.analyze(doc.body, terms);
     for (const std::string& term : terms) ++tokens[trie_collection(term)];
+    if (postings == nullptr) continue;
+    counts.clear();
+    for (const std::string& term : terms) ++counts[term];
+    for (const auto& [term, freq] : counts) {
+      const uint32_t collection = trie_collection(term);
+      const std::string_view suffix = trie_suffix(term, collection);
+      postings->entries.push_back({collection, static_cast<uint32_t>(postings->suffixes.size()),
+                                   static_cast<uint32_t>(suffix.size()), d, freq});
+      postings->suffixes.append(suffix);
+    }
   }
   return tokens;
+}
+
+// How many CPU indexers' worth of postings one GPU indexer takes: both index the sample (the
+// GPU's context made first), the ratio of their times, within [0.5, 64].
+double measure_gpu_speed(const Piece& sample, const std::string& spill_dir, const GpuIndexerOptions& gpu) {
+  const auto timed = [&](Indexer& indexer, const Piece& piece) {
+    const auto start = Clock::now();
+    indexer.consume(piece);
+    indexer.spill();
+    for (const RunInfo& run : indexer.runs()) fs::remove(run.path);
+    indexer.runs().clear();
+    return seconds_since(start);
+  };
+  const auto unbounded = [] { return ~uint64_t{0}; };
+  const auto gpu_indexer = make_gpu_indexer({900001, spill_dir, unbounded, nullptr}, gpu);
+  const auto cpu_indexer = make_cpu_indexer({900002, spill_dir, unbounded, nullptr});
+  Piece warm_up;
+  warm_up.suffixes = "x";
+  warm_up.entries.push_back({0, 0, 1, 0, 1});
+  timed(*gpu_indexer, warm_up);
+  if (sample.entries.size() < 10000) return 4.0;  // too little to time: a GPU indexer counts as four
+  const double gpu_seconds = timed(*gpu_indexer, sample), cpu_seconds = timed(*cpu_indexer, sample);
+  return std::clamp(cpu_seconds / std::max(gpu_seconds, 1e-6), 0.5, 64.0);
 }
 
 // Boundaries of `parts` term ranges of about equal run bytes, from the runs' sparse indexes.
@@ -313,7 +216,9 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
   // fifths of the threads index. A single thread does both in turn: no queue, no second thread.
   const size_t indexers = options.indexers ? options.indexers : std::max<size_t>(1, (2 * threads + 2) / 5);
   const size_t parsers = options.parsers ? options.parsers : std::max<size_t>(1, threads - std::min(threads - 1, indexers));
-  const bool inline_indexing = parsers == 1 && indexers == 1 && threads == 1;
+  const size_t gpu_indexers = options.gpu_indexers;
+  const size_t slots = indexers + gpu_indexers;  // CPU indexers first, then GPU indexers
+  const bool inline_indexing = parsers == 1 && indexers == 1 && threads == 1 && gpu_indexers == 0;
   PipelineReport report;
   report.inline_indexing = inline_indexing;
   report.parsers = parsers, report.indexers = indexers, report.backend_threads = threads;
@@ -348,8 +253,20 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
   };
   try {
     DocTable docs(spill_dir + "/documents");
-    const std::vector<uint32_t> owner =
-        assign_collections(sample_tokens(splits, chunk_bytes, options.build.analyzer), indexers);
+    // Collections to indexers by a sample's token counts; with GPU indexers, a larger sample also
+    // measures how much faster a GPU indexer is, and it takes that many times a CPU indexer's share.
+    std::vector<double> speed(slots, 1.0);
+    const GpuIndexerOptions gpu{options.gpu_device, options.gpu_hash_bits};
+    std::vector<uint64_t> sampled;
+    if (gpu_indexers > 0) {
+      Piece sample;
+      sampled = sample_tokens(splits, std::max<uint64_t>(chunk_bytes, 8u << 20), options.build.analyzer, &sample);
+      report.gpu_speed = options.gpu_speed > 0 ? options.gpu_speed : measure_gpu_speed(sample, spill_dir, gpu);
+      std::fill(speed.begin() + static_cast<std::ptrdiff_t>(indexers), speed.end(), report.gpu_speed);
+    } else {
+      sampled = sample_tokens(splits, chunk_bytes, options.build.analyzer);
+    }
+    const std::vector<uint32_t> owner = assign_collections(sampled, speed);
 
     std::atomic<uint64_t> runs_written{0}, bytes_read{0};
     std::atomic<bool> failed{false};
@@ -365,16 +282,17 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
     const auto share = [&]() -> uint64_t {
       const uint64_t used = in_flight + docs.memory_bytes();
       const uint64_t usable = budget / 10 * 9;
-      return std::max<uint64_t>(usable > used ? (usable - used) / indexers : 0, 64u << 10);
+      return std::max<uint64_t>(usable > used ? (usable - used) / slots : 0, 64u << 10);
     };
     std::vector<std::unique_ptr<BoundedQueue<Piece>>> pieces;
-    std::vector<std::unique_ptr<IndexerThread>> indexer_state;
-    for (size_t i = 0; i < indexers; ++i) {
+    std::vector<std::unique_ptr<Indexer>> indexer_state;
+    for (size_t i = 0; i < slots; ++i) {
       pieces.push_back(std::make_unique<BoundedQueue<Piece>>(parsers));
-      indexer_state.push_back(std::make_unique<IndexerThread>(i, spill_dir, share, runs_written));
+      const IndexerContext context{i, spill_dir, share, &runs_written};
+      indexer_state.push_back(i < indexers ? make_cpu_indexer(context) : make_gpu_indexer(context, gpu));
     }
     std::vector<std::thread> indexer_threads, parser_threads;
-    for (size_t i = 0; i < indexers && !inline_indexing; ++i) {
+    for (size_t i = 0; i < slots && !inline_indexing; ++i) {
       indexer_threads.emplace_back([&, i] {
         try {
           while (auto piece = pieces[i]->pop()) indexer_state[i]->consume(*piece);
@@ -412,7 +330,7 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
               }
               bytes_read += reader.bytes_read() - before;
               if (chunk.empty()) break;
-              std::vector<Piece> out(indexers);
+              std::vector<Piece> out(slots);
               lengths.clear(), distinct.clear();
               for (size_t d = 0; d < chunk.size(); ++d) {
                 analyzer.trim_stem_cache();
@@ -435,16 +353,16 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
                   const std::string_view suffix = trie_suffix(term, collection);
                   Piece& piece = out[owner[collection]];
                   piece.entries.push_back({collection, static_cast<uint32_t>(piece.suffixes.size()),
-                                           static_cast<uint32_t>(suffix.size()), {static_cast<DocId>(d), count[id]}});
+                                           static_cast<uint32_t>(suffix.size()), static_cast<DocId>(d), count[id]});
                   piece.suffixes.append(suffix);
                   count[id] = 0;
                 }
               }
               const DocId base = docs.add_chunk(s, seq, chunk, lengths, distinct);
               chunk.clear();
-              for (size_t i = 0; i < indexers; ++i) {
+              for (size_t i = 0; i < slots; ++i) {
                 if (out[i].entries.empty()) continue;
-                for (Piece::Entry& e : out[i].entries) e.posting.doc += base;
+                for (PieceEntry& e : out[i].entries) e.doc += base;
                 if (inline_indexing) {
                   indexer_state[i]->consume(out[i]);
                 } else {
@@ -478,6 +396,8 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
     std::vector<RunInfo> runs;
     for (auto& indexer : indexer_state) {
       for (RunInfo& run : indexer->runs()) runs.push_back(std::move(run));
+      report.gpu_seconds += indexer->gpu_seconds();
+      report.gpu_fallbacks += indexer->cpu_fallbacks();
     }
     indexer_state.clear();
     pieces.clear();

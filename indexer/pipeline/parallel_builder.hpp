@@ -42,6 +42,10 @@ struct PipelineOptions {
   size_t parsers = 0;                   // reader/parser threads (0: `threads` less the indexers)
   size_t indexers = 0;                  // indexer threads (0: two fifths of `threads`, at least one)
   uint64_t memory_budget = 2ull << 30;  // bytes for the whole build
+  size_t gpu_indexers = 0;              // GPU indexer threads besides the CPU ones (indexers.hpp)
+  int gpu_device = 0;
+  double gpu_speed = 0;                 // a GPU indexer's share in CPU indexers (0: measured on a sample)
+  unsigned gpu_hash_bits = 64;          // tests only: fewer bits, hash collisions, the CPU fallback
   uint64_t split_bytes = 0;             // bytes per split of a large file (0: input / 4 parsers, 1–64 MiB)
   uint64_t chunk_bytes = 0;             // input bytes a parser analyzes at a time (0: from the budget)
   std::string spill_dir;                // run files and the document spill (created, removed at the end)
@@ -66,6 +70,9 @@ struct PipelineReport {
   uint64_t runs_merged = 0;
   size_t parsers = 0, indexers = 0, backend_threads = 0, splits = 0;
   bool inline_indexing = false;  // one thread parsed and indexed
+  double gpu_speed = 0;          // a GPU indexer's share, in CPU indexers
+  double gpu_seconds = 0;        // GPU indexers' device work and copies, summed
+  uint64_t gpu_fallbacks = 0;    // GPU batches with a hash collision, indexed on the CPU instead
   uint64_t chunk_bytes = 0;
   double parse_seconds = 0;   // reading, parsing and indexing, until the last run is written
   double merge_seconds = 0;   // final docIDs and duplicates

@@ -5,7 +5,9 @@
 // owned by one indexer thread, keyed by the term without its three-letter prefix.
 #pragma once
 #include <cstdint>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace warp::pipeline {
 
@@ -25,5 +27,23 @@ inline uint32_t trie_collection(std::string_view term) {
 inline std::string_view trie_suffix(std::string_view term, uint32_t collection) {
   return collection < 17576 ? term.substr(3) : term;
 }
+
+// What trie_suffix drops: the collection's three letters (empty for the other collections).
+inline std::string collection_prefix(uint32_t collection) {
+  if (collection >= 17576) return {};
+  return {static_cast<char>('a' + collection / 676), static_cast<char>('a' + collection / 26 % 26),
+          static_cast<char>('a' + collection % 26)};
+}
+
+// One parser's postings of one chunk for one indexer, with their term's collection and suffix.
+// Docs are provisional ids.
+struct PieceEntry {
+  uint32_t collection, suffix_offset, suffix_size;  // the suffix: bytes of Piece::suffixes
+  uint32_t doc, freq;
+};
+struct Piece {
+  std::string suffixes;  // concatenated
+  std::vector<PieceEntry> entries;
+};
 
 }  // namespace warp::pipeline

@@ -4,7 +4,7 @@
 // on the corpora no larger than --xapian-max-mb), each run in its own process so its peak RSS is its
 // own. --csv writes the rows for tests/bench/plot_index_scaling.py.
 // usage: index_bench --indexer build/indexer/warp-indexer --corpus FILE.jsonl [--corpus ...]
-//                    [--threads 1,2] [--budget-mb 2048] [--xapian-max-mb 500] [--csv FILE]
+//                    [--threads 1,2] [--gpu-indexers 0,1] [--budget-mb 2048] [--xapian-max-mb 500] [--csv FILE]
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -77,6 +77,7 @@ int main(int argc, char** argv) {
       .value("corpus", "", "JSONL corpus (repeatable)", true)
       .value("work", "/tmp/warp-index-bench", "scratch directory")
       .value("threads", "1,2", "warp-indexer --threads values, comma-separated")
+      .value("gpu-indexers", "0", "warp-indexer --gpu-indexers values, comma-separated (0: CPU indexers only)")
       .value("budget-mb", "2048", "warp-indexer --memory-budget")
       .value("partitions", "4", "warp-indexer --partitions")
       .value("xapian-max-mb", "500", "run Xapian only on corpora up to this size (it indexes at about 1.5 MB/s)")
@@ -86,11 +87,17 @@ int main(int argc, char** argv) {
     if (flags.help_requested() || flags.all("corpus").empty()) return std::printf("%s", flags.help_text().c_str()), 0;
     const fs::path work = flags.get("work");
     std::vector<std::string> thread_counts;
-    for (size_t start = 0, end; start < flags.get("threads").size(); start = end + 1) {
-      end = flags.get("threads").find(',', start);
-      if (end == std::string::npos) end = flags.get("threads").size();
-      thread_counts.push_back(flags.get("threads").substr(start, end - start));
-    }
+    const auto split_list = [](const std::string& list) {
+      std::vector<std::string> values;
+      for (size_t start = 0, end; start < list.size(); start = end + 1) {
+        end = list.find(',', start);
+        if (end == std::string::npos) end = list.size();
+        values.push_back(list.substr(start, end - start));
+      }
+      return values;
+    };
+    thread_counts = split_list(flags.get("threads"));
+    const std::vector<std::string> gpu_counts = split_list(flags.get("gpu-indexers"));
     std::FILE* csv = flags.get("csv").empty() ? nullptr : std::fopen(flags.get("csv").c_str(), "w");
     if (csv != nullptr) std::fprintf(csv, "corpus,engine,threads,seconds,mb_per_s,peak_rss_mb\n");
     std::printf("| corpus | MB | documents | engine | threads | seconds | MB/s | documents/s | peak RSS MB | warp/xapian |\n");
@@ -120,18 +127,21 @@ int main(int argc, char** argv) {
       const bool with_xapian = mb <= flags.number("xapian-max-mb");
       const Run xapian = with_xapian ? in_child([&] { return xapian_index(corpus, (work / "xapian").string()); }) : Run{};
       fs::remove_all(work / "xapian");
-      for (const std::string& threads : thread_counts) {
-        fs::remove_all(work / "warp");
-        const std::string indexer = flags.get("indexer"), out = (work / "warp").string(), budget = flags.get("budget-mb"),
-                          partitions = flags.get("partitions");
-        const Run warp = in_child([&] {
-          execl(indexer.c_str(), indexer.c_str(), "build", "--input", corpus.c_str(), "--out", out.c_str(), "--threads",
-                threads.c_str(), "--memory-budget", budget.c_str(), "--partitions", partitions.c_str(), "--quiet",
-                static_cast<char*>(nullptr));
-          return 127;
-        });
-        if (!warp.ok) std::fprintf(stderr, "warp-indexer failed on %s\n", corpus.c_str());
-        row("warp", threads.c_str(), warp, with_xapian ? xapian.seconds / warp.seconds : 0);
+      for (const std::string& gpus : gpu_counts) {
+        for (const std::string& threads : thread_counts) {
+          fs::remove_all(work / "warp");
+          const std::string indexer = flags.get("indexer"), out = (work / "warp").string(), budget = flags.get("budget-mb"),
+                            partitions = flags.get("partitions");
+          const Run warp = in_child([&] {
+            execl(indexer.c_str(), indexer.c_str(), "build", "--input", corpus.c_str(), "--out", out.c_str(), "--threads",
+                  threads.c_str(), "--memory-budget", budget.c_str(), "--partitions", partitions.c_str(), "--gpu-indexers",
+                  gpus.c_str(), "--quiet", static_cast<char*>(nullptr));
+            return 127;
+          });
+          if (!warp.ok) std::fprintf(stderr, "warp-indexer failed on %s\n", corpus.c_str());
+          const std::string engine = gpus == "0" ? "warp" : "warp+" + gpus + "gpu";
+          row(engine.c_str(), threads.c_str(), warp, with_xapian ? xapian.seconds / warp.seconds : 0);
+        }
       }
       if (with_xapian) {
         if (!xapian.ok) std::fprintf(stderr, "xapian failed on %s\n", corpus.c_str());

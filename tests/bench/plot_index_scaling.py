@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Indexing scaling plot from index_bench --csv: MB/s against threads per corpus (warp-indexer),
-Xapian's single-thread figure as a marker, and linear scaling from one thread as a dashed line.
+"""Indexing scaling plot from index_bench --csv: MB/s against threads per corpus (warp-indexer, CPU
+indexers only as solid lines, with GPU indexers as dotted ones), Xapian's single-thread figure as a
+marker, and linear scaling from one thread as a dashed line.
 usage: plot_index_scaling.py BENCH.csv OUT.png"""
 import csv, sys
 from collections import defaultdict
@@ -11,10 +12,13 @@ import matplotlib.pyplot as plt
 
 rows = list(csv.DictReader(open(sys.argv[1])))
 warp = defaultdict(list)
+gpu = defaultdict(list)
 xapian = {}
 for row in rows:
     if row["engine"] == "warp":
         warp[row["corpus"]].append((int(row["threads"]), float(row["mb_per_s"])))
+    elif row["engine"].startswith("warp+"):
+        gpu[(row["corpus"], row["engine"])].append((int(row["threads"]), float(row["mb_per_s"])))
     else:
         xapian[row["corpus"]] = float(row["mb_per_s"])
 fig, ax = plt.subplots(figsize=(7, 4.5))
@@ -28,6 +32,11 @@ for i, (corpus, points) in enumerate(sorted(warp.items())):
         ax.plot(threads, [base * t for t in threads], "--", color=color, alpha=0.4, linewidth=1)
     if corpus in xapian:
         ax.plot([1], [xapian[corpus]], "x", color=color, markersize=9, label="Xapian (1 thread), " + corpus)
+    for (gpu_corpus, engine), gpu_points in sorted(gpu.items()):
+        if gpu_corpus == corpus:
+            gpu_points.sort()
+            ax.plot([t for t, _ in gpu_points], [v for _, v in gpu_points], "s:", color=color,
+                    label="%s (%s GPU indexers), %s" % ("warp-indexer", engine[5:-3], corpus))
 ax.set_xscale("log", base=2)
 ax.set_yscale("log")
 ax.set_xlabel("threads (--threads)")

@@ -1,0 +1,138 @@
+#include <algorithm>
+#include <memory>
+
+#include "indexer/pipeline/indexers.hpp"
+#include "indexer/pipeline/term_btree.hpp"
+
+namespace warp::pipeline {
+
+std::string Indexer::next_run_path() {
+  return context_.spill_dir + "/run-" + std::to_string(context_.index) + "-" + std::to_string(run_names_++);
+}
+
+void Indexer::add_run(RunInfo run) {
+  runs_.push_back(std::move(run));
+  if (context_.runs_written != nullptr) ++*context_.runs_written;
+}
+
+namespace {
+
+// The postings an indexer holds between spills, in slices of one arena: a term's list is a chain
+// of slices of 2, 4, …, 512 postings (each followed by a link slot), cut from 512 KiB blocks. A
+// spill empties the arena but keeps its blocks, so the next run reuses the same memory: no heap
+// fragmentation from millions of small vectors, and the memory held is counted exactly.
+class PostingArena {
+ public:
+  struct List {
+    uint32_t head = kNone, tail = 0, count = 0;
+    uint16_t used = 0;  // postings in the tail slice
+    uint8_t level = 0;  // of the tail slice
+  };
+
+  void append(List& list, const Posting& posting) {
+    if (list.head == kNone) {
+      list.head = list.tail = allocate(capacity(0) + 1);
+    } else if (list.used == capacity(list.level)) {
+      const uint8_t level = static_cast<uint8_t>(std::min<int>(list.level + 1, kTopLevel));
+      const uint32_t slice = allocate(capacity(level) + 1);
+      at(list.tail + capacity(list.level)).doc = slice;  // the link slot
+      list.tail = slice, list.level = level, list.used = 0;
+    }
+    at(list.tail + list.used++) = posting;
+    ++list.count;
+  }
+
+  void gather(const List& list, std::vector<Posting>& out) const {
+    out.clear();
+    uint8_t level = 0;
+    for (uint32_t slice = list.head;; level = static_cast<uint8_t>(std::min<int>(level + 1, kTopLevel))) {
+      const uint32_t n = slice == list.tail ? list.used : capacity(level);
+      for (uint32_t i = 0; i < n; ++i) out.push_back(at(slice + i));
+      if (slice == list.tail) break;
+      slice = at(slice + capacity(level)).doc;
+    }
+  }
+
+  void clear() { next_ = 0; }
+  uint64_t used_bytes() const { return uint64_t{next_} * sizeof(Posting); }
+
+ private:
+  static constexpr uint32_t kNone = 0xFFFFFFFFu;
+  static constexpr uint32_t kBlockBits = 16;  // 65,536 postings: 512 KiB
+  static constexpr int kTopLevel = 8;
+  static uint32_t capacity(int level) { return 2u << level; }
+  Posting& at(uint32_t index) { return blocks_[index >> kBlockBits][index & ((1u << kBlockBits) - 1)]; }
+  const Posting& at(uint32_t index) const { return blocks_[index >> kBlockBits][index & ((1u << kBlockBits) - 1)]; }
+  // `size` consecutive slots; a slice never crosses a block.
+  uint32_t allocate(uint32_t size) {
+    if ((next_ & ((1u << kBlockBits) - 1)) + size > (1u << kBlockBits)) next_ = ((next_ >> kBlockBits) + 1) << kBlockBits;
+    if ((next_ >> kBlockBits) >= blocks_.size()) blocks_.push_back(std::make_unique<Posting[]>(size_t{1} << kBlockBits));
+    const uint32_t slice = next_;
+    next_ += size;
+    return slice;
+  }
+  std::vector<std::unique_ptr<Posting[]>> blocks_;
+  uint32_t next_ = 0;
+};
+
+// A CPU indexer: dictionary B-trees of its collections, postings in an arena, sorted run files.
+class CpuIndexer final : public Indexer {
+ public:
+  using Indexer::Indexer;
+
+  void consume(const Piece& piece) override {
+    for (const PieceEntry& e : piece.entries) {
+      const std::string_view suffix = std::string_view(piece.suffixes).substr(e.suffix_offset, e.suffix_size);
+      const uint32_t id = forest_.find_or_insert(e.collection, suffix);
+      if (id == lists_.size()) {
+        lists_.emplace_back();
+        collection_of_.push_back(e.collection);
+      }
+      arena_.append(lists_[id], {e.doc, e.freq});
+    }
+    if (held() > context_.share()) spill();
+  }
+
+  // Postings, dictionary and per-term entries.
+  uint64_t held() const {
+    return arena_.used_bytes() + forest_.memory_bytes() + lists_.size() * (sizeof(PostingArena::List) + sizeof(uint32_t));
+  }
+
+  // Everything held, as one run sorted by term, each list by docID; then a fresh start.
+  void spill() override {
+    if (lists_.empty()) return;
+    std::vector<std::pair<std::string, uint32_t>> order;
+    order.reserve(lists_.size());
+    for (uint32_t id = 0; id < lists_.size(); ++id) {
+      std::string term = collection_prefix(collection_of_[id]);
+      term += forest_.suffix(id);
+      order.emplace_back(std::move(term), id);
+    }
+    std::sort(order.begin(), order.end());
+    RunWriter writer(next_run_path());
+    std::vector<Posting> list;
+    for (const auto& [term, id] : order) {
+      arena_.gather(lists_[id], list);
+      std::sort(list.begin(), list.end(), [](const Posting& a, const Posting& b) { return a.doc < b.doc; });
+      writer.add(term, list);
+    }
+    add_run(writer.finish());
+    forest_.clear();
+    arena_.clear();
+    lists_.clear();
+    collection_of_.clear();
+  }
+
+
+ private:
+  TermForest forest_;
+  PostingArena arena_;
+  std::vector<PostingArena::List> lists_;  // by term id
+  std::vector<uint32_t> collection_of_;
+};
+
+}  // namespace
+
+std::unique_ptr<Indexer> make_cpu_indexer(IndexerContext context) { return std::make_unique<CpuIndexer>(std::move(context)); }
+
+}  // namespace warp::pipeline

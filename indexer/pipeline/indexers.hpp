@@ -1,0 +1,62 @@
+// The indexers of the pipeline (Wei & JaJa 2010 §III.C–E): each owns some trie collections,
+// takes the parsers' pieces for them and writes what it holds as sorted run files (run_file.hpp)
+// whenever its share of the memory budget is full, and at the end.
+// - CPU indexers keep each collection's dictionary as a B-tree (term_btree.hpp) and postings in
+//   an arena.
+// - GPU indexers gather a batch of pieces and invert it on the GPU (gpu_inverter.hpp): terms
+//   hashed, postings radix-sorted by (term, doc), runs of equal terms found; the CPU only orders
+//   the batch's distinct terms and writes the run. A batch where two terms share a hash goes to a
+//   CPU indexer instead, so the runs are always exact.
+// Both write the same runs for the same postings, so the partitions do not depend on which kind
+// indexed which collection.
+#pragma once
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "indexer/pipeline/run_file.hpp"
+#include "indexer/pipeline/trie_collections.hpp"
+
+namespace warp::pipeline {
+
+struct IndexerContext {
+  size_t index = 0;                      // names this indexer's run files
+  std::string spill_dir;
+  std::function<uint64_t()> share;       // bytes it may hold before it spills
+  std::atomic<uint64_t>* runs_written = nullptr;
+};
+
+class Indexer {
+ public:
+  explicit Indexer(IndexerContext context) : context_(std::move(context)) {}
+  virtual ~Indexer() = default;
+  Indexer(const Indexer&) = delete;
+  Indexer& operator=(const Indexer&) = delete;
+
+  virtual void consume(const Piece& piece) = 0;
+  virtual void spill() = 0;  // everything held, as one more run; then empty
+  std::vector<RunInfo>& runs() { return runs_; }
+  virtual double gpu_seconds() const { return 0; }   // GPU indexers: device work and copies
+  virtual uint64_t cpu_fallbacks() const { return 0; }  // GPU indexers: batches a CPU indexer took
+
+ protected:
+  std::string next_run_path();
+  void add_run(RunInfo run);
+
+  IndexerContext context_;
+  std::vector<RunInfo> runs_;
+  uint64_t run_names_ = 0;
+};
+
+std::unique_ptr<Indexer> make_cpu_indexer(IndexerContext context);
+
+struct GpuIndexerOptions {
+  int device = 0;
+  unsigned hash_bits = 64;  // fewer only in tests: collisions, so the CPU fallback runs
+};
+// Throws Error naming the reason where this build or machine has no usable GPU.
+std::unique_ptr<Indexer> make_gpu_indexer(IndexerContext context, const GpuIndexerOptions& options);
+
+}  // namespace warp::pipeline
