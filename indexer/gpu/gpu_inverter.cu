@@ -85,6 +85,28 @@ __global__ void term_starts(const uint32_t* heads, const uint32_t* slots, const 
   names[slots[i]] = order[i];
 }
 
+// Each distinct term's first 8 bytes (the collection's three letters, then the suffix), big-endian
+// and zero-padded, so that integer order is bytewise order up to ties.
+__global__ void term_keys(const PieceEntry* entries, const char* bytes, const uint32_t* names, uint32_t terms, uint64_t* keys,
+                          uint32_t* ids) {
+  const uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
+  if (t >= terms) return;
+  const PieceEntry e = entries[names[t]];
+  unsigned char head[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int used = 0;
+  if (e.collection < 17576) {
+    head[0] = static_cast<unsigned char>('a' + e.collection / 676);
+    head[1] = static_cast<unsigned char>('a' + e.collection / 26 % 26);
+    head[2] = static_cast<unsigned char>('a' + e.collection % 26);
+    used = 3;
+  }
+  for (uint32_t k = 0; used < 8 && k < e.suffix_size; ++k) head[used++] = static_cast<unsigned char>(bytes[e.suffix_offset + k]);
+  uint64_t key = 0;
+  for (int b = 0; b < 8; ++b) key = (key << 8) | head[b];
+  keys[t] = key;
+  ids[t] = t;
+}
+
 }  // namespace
 
 struct GpuInverter::State {
@@ -94,7 +116,8 @@ struct GpuInverter::State {
   cudaStream_t stream = nullptr;
   DeviceArray<PieceEntry> entries;
   DeviceArray<char> bytes;
-  DeviceArray<uint64_t> hashes, gathered, sorted;
+  DeviceArray<uint64_t> hashes, gathered, sorted, term_keys, term_keys_sorted;
+  DeviceArray<uint32_t> term_ids, term_order;
   DeviceArray<uint32_t> docs, docs_sorted, order, order_by_doc, order_sorted, heads, slots, starts, names;
   DeviceArray<Posting> postings;
   DeviceArray<int> collision;
@@ -135,7 +158,7 @@ GpuInverter::~GpuInverter() = default;
 void GpuInverter::invert(const std::vector<PieceEntry>& entries, const std::string& suffixes, InvertedBatch& out) {
   const auto start = std::chrono::steady_clock::now();
   State& s = *state_;
-  out.postings.clear(), out.starts.clear(), out.names.clear();
+  out.postings.clear(), out.starts.clear(), out.names.clear(), out.order.clear(), out.keys.clear();
   out.collision = false;
   if (entries.empty()) {
     out.starts.push_back(0);
@@ -195,9 +218,25 @@ void GpuInverter::invert(const std::vector<PieceEntry>& entries, const std::stri
   out.collision = collision != 0;
   if (!out.collision) {
     const uint32_t terms = last_slot + last_head;
+    for (auto* a : {&s.term_ids, &s.term_order}) a->reserve(terms);
+    for (auto* a : {&s.term_keys, &s.term_keys_sorted}) a->reserve(terms);
+    term_keys<<<blocks_for(terms), kThreads, 0, stream>>>(s.entries.data, s.bytes.data, s.names.data, terms, s.term_keys.data,
+                                                          s.term_ids.data);
+    WARP_INVERTER_CHECK(cudaGetLastError());
+    size_t key_sort = 0;
+    WARP_INVERTER_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, key_sort, s.term_keys.data, s.term_keys_sorted.data,
+                                                        s.term_ids.data, s.term_order.data, terms, 0, 64, stream));
+    s.temp.reserve(key_sort);
+    key_sort = s.temp.capacity;
+    WARP_INVERTER_CHECK(cub::DeviceRadixSort::SortPairs(s.temp.data, key_sort, s.term_keys.data, s.term_keys_sorted.data,
+                                                        s.term_ids.data, s.term_order.data, terms, 0, 64, stream));
     out.postings.resize(n);
     out.starts.resize(terms + 1);
     out.names.resize(terms);
+    out.order.resize(terms);
+    out.keys.resize(terms);
+    WARP_INVERTER_CHECK(cudaMemcpyAsync(out.order.data(), s.term_order.data, terms * sizeof(uint32_t), cudaMemcpyDeviceToHost, stream));
+    WARP_INVERTER_CHECK(cudaMemcpyAsync(out.keys.data(), s.term_keys_sorted.data, terms * sizeof(uint64_t), cudaMemcpyDeviceToHost, stream));
     WARP_INVERTER_CHECK(cudaMemcpyAsync(out.postings.data(), s.postings.data, n * sizeof(Posting), cudaMemcpyDeviceToHost, stream));
     WARP_INVERTER_CHECK(cudaMemcpyAsync(out.starts.data(), s.starts.data, terms * sizeof(uint32_t), cudaMemcpyDeviceToHost, stream));
     WARP_INVERTER_CHECK(cudaMemcpyAsync(out.names.data(), s.names.data, terms * sizeof(uint32_t), cudaMemcpyDeviceToHost, stream));

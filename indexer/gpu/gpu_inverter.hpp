@@ -6,7 +6,8 @@
 // sorts (by doc, then by hash) order the entries by (term hash, doc); heads of equal hashes mark
 // the distinct terms, and every entry is compared byte for byte with the one before it, so two
 // terms sharing a hash are detected (the batch is then reported, never merged wrongly). Back
-// come the postings in that order, where each term's run starts, and one entry per term to name it.
+// come the postings in that order, where each term's run starts, one entry per term to name it,
+// and the terms sorted on the device by their first 8 bytes.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -23,6 +24,10 @@ struct InvertedBatch {
   std::vector<Posting> postings;     // by (term hash, doc)
   std::vector<uint32_t> starts;      // per distinct term, its first posting; then the count
   std::vector<uint32_t> names;       // per distinct term, an entry of the batch holding it
+  // The distinct terms in bytewise order of their first 8 bytes (collection prefix and suffix),
+  // with those 8 bytes big-endian: terms with equal keys are left for the caller to order.
+  std::vector<uint32_t> order;
+  std::vector<uint64_t> keys;
   bool collision = false;            // two different terms shared a hash: do not use this batch
 };
 

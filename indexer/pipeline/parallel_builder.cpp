@@ -8,6 +8,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <filesystem>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -88,9 +89,9 @@ std::vector<uint64_t> sample_tokens(const std::vector<InputSplit>& splits, uint6
   return tokens;
 }
 
-// How many CPU indexers' worth of postings one GPU indexer takes: both index the sample (the
-// GPU's context made first), the ratio of their times, within [0.5, 64].
-double measure_gpu_speed(const Piece& sample, const std::string& spill_dir, const GpuIndexerOptions& gpu) {
+// How many CPU indexers' worth of postings one GPU indexer takes: both index the sample (the GPU
+// warmed up first), the ratio of their times, within [0.5, 64].
+double measure_gpu_speed(const Piece& sample, const std::string& spill_dir, Indexer& gpu_indexer) {
   const auto timed = [&](Indexer& indexer, const Piece& piece) {
     const auto start = Clock::now();
     indexer.consume(piece);
@@ -99,15 +100,13 @@ double measure_gpu_speed(const Piece& sample, const std::string& spill_dir, cons
     indexer.runs().clear();
     return seconds_since(start);
   };
-  const auto unbounded = [] { return ~uint64_t{0}; };
-  const auto gpu_indexer = make_gpu_indexer({900001, spill_dir, unbounded, nullptr}, gpu);
-  const auto cpu_indexer = make_cpu_indexer({900002, spill_dir, unbounded, nullptr});
+  const auto cpu_indexer = make_cpu_indexer({900002, spill_dir, [] { return ~uint64_t{0}; }, nullptr});
   Piece warm_up;
   warm_up.suffixes = "x";
   warm_up.entries.push_back({0, 0, 1, 0, 1});
-  timed(*gpu_indexer, warm_up);
+  timed(gpu_indexer, warm_up);
   if (sample.entries.size() < 10000) return 4.0;  // too little to time: a GPU indexer counts as four
-  const double gpu_seconds = timed(*gpu_indexer, sample), cpu_seconds = timed(*cpu_indexer, sample);
+  const double gpu_seconds = timed(gpu_indexer, sample), cpu_seconds = timed(*cpu_indexer, sample);
   return std::clamp(cpu_seconds / std::max(gpu_seconds, 1e-6), 0.5, 64.0);
 }
 
@@ -259,9 +258,14 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
     const GpuIndexerOptions gpu{options.gpu_device, options.gpu_hash_bits};
     std::vector<uint64_t> sampled;
     if (gpu_indexers > 0) {
+      // The GPU's context is made (a few hundred ms) while the sample is read.
+      auto probe = std::async(std::launch::async, [&] {
+        return make_gpu_indexer({900001, spill_dir, [] { return ~uint64_t{0}; }, nullptr}, gpu);
+      });
       Piece sample;
-      sampled = sample_tokens(splits, std::max<uint64_t>(chunk_bytes, 8u << 20), options.build.analyzer, &sample);
-      report.gpu_speed = options.gpu_speed > 0 ? options.gpu_speed : measure_gpu_speed(sample, spill_dir, gpu);
+      sampled = sample_tokens(splits, chunk_bytes, options.build.analyzer, &sample);
+      const std::unique_ptr<Indexer> gpu_indexer = probe.get();
+      report.gpu_speed = options.gpu_speed > 0 ? options.gpu_speed : measure_gpu_speed(sample, spill_dir, *gpu_indexer);
       std::fill(speed.begin() + static_cast<std::ptrdiff_t>(indexers), speed.end(), report.gpu_speed);
     } else {
       sampled = sample_tokens(splits, chunk_bytes, options.build.analyzer);

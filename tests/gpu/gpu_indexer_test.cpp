@@ -36,7 +36,8 @@ void random_batch(std::mt19937_64& rng, size_t docs, std::vector<PieceEntry>& en
   for (int t = 0; t < 3000; ++t) {
     std::string suffix(rng() % 9, 'a');
     for (char& c : suffix) c = static_cast<char>('a' + rng() % 5);
-    vocabulary.emplace_back(static_cast<uint32_t>(rng() % 7), suffix);
+    const uint32_t collection = rng() % 3 == 0 ? 17576 + static_cast<uint32_t>(rng() % 37) : static_cast<uint32_t>(rng() % 7);
+    vocabulary.emplace_back(collection, suffix);
   }
   std::sort(vocabulary.begin(), vocabulary.end());
   vocabulary.erase(std::unique(vocabulary.begin(), vocabulary.end()), vocabulary.end());
@@ -89,6 +90,22 @@ TEST(GpuInverter, MatchesAReferenceInversion) {
       }
     }
     ASSERT_EQ(inverted, reference);
+    // The device's term order: every term once, keys ascending, each key the term's first 8 bytes.
+    ASSERT_EQ(batch.order.size(), reference.size());
+    std::vector<uint32_t> seen(batch.order);
+    std::sort(seen.begin(), seen.end());
+    for (uint32_t t = 0; t < seen.size(); ++t) ASSERT_EQ(seen[t], t);
+    for (size_t i = 0; i < batch.order.size(); ++i) {
+      if (i > 0) {
+        ASSERT_LE(batch.keys[i - 1], batch.keys[i]);
+      }
+      const PieceEntry& name = unique[batch.names[batch.order[i]]];
+      std::string term = pipeline::collection_prefix(name.collection) + suffixes.substr(name.suffix_offset, name.suffix_size);
+      term.resize(std::max<size_t>(term.size(), 8), '\0');
+      uint64_t key = 0;
+      for (int b = 0; b < 8; ++b) key = (key << 8) | static_cast<unsigned char>(term[b]);
+      ASSERT_EQ(batch.keys[i], key);
+    }
   }
 }
 
