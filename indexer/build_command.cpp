@@ -83,7 +83,7 @@ int run_build_command(const BuildCommandOptions& options) {
                static_cast<unsigned long long>(read.documents), static_cast<unsigned long long>(postings),
                list_bytes / 1e6, options.build.codec.c_str(), postings ? list_bytes * 8.0 / postings : 0.0,
                static_cast<unsigned long long>(read.rejected), static_cast<unsigned long long>(read.replaced),
-               report.parsers, report.indexers, report.inline_indexing ? " (on the parser's thread)" : "", report.backend_threads, report.splits,
+               report.parsers, report.indexers, report.parsers_index ? " threads (each parser indexes its own chunks)" : "", report.backend_threads, report.splits,
                static_cast<unsigned long long>(report.runs_written), seconds_since(start), report.parse_seconds,
                report.merge_seconds, report.encode_seconds, report.write_seconds, peak_rss_mib(), gpu_line.c_str());
   return 0;

@@ -211,15 +211,21 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
   codec_by_name(options.build.codec);  // fail before reading on an unknown codec
   const size_t cores = std::max(1u, std::thread::hardware_concurrency());
   const size_t threads = options.threads ? options.threads : cores;
-  // An indexer does about two thirds of a parser's work per posting (perf, one thread), so two
-  // fifths of the threads index. A single thread does both in turn: no queue, no second thread.
-  const size_t indexers = options.indexers ? options.indexers : std::max<size_t>(1, (2 * threads + 2) / 5);
+  // By default every parser indexes its own chunks' postings with a CPU indexer of its own (no
+  // queues, no handing over: each thread works like a one-thread build). With --indexers N, N
+  // indexer threads own the collections instead (Wei & JaJa's split) and the parsers hand them
+  // pieces. GPU indexers always own their collections and take pieces.
+  const bool parsers_index = options.indexers == 0;
+  const size_t indexers = parsers_index ? 0 : options.indexers;
   const size_t parsers = options.parsers ? options.parsers : std::max<size_t>(1, threads - std::min(threads - 1, indexers));
   const size_t gpu_indexers = options.gpu_indexers;
-  const size_t slots = indexers + gpu_indexers;  // CPU indexers first, then GPU indexers
-  const bool inline_indexing = parsers == 1 && indexers == 1 && threads == 1 && gpu_indexers == 0;
+  // Indexer slots: the CPU side (the parsers' own indexers as one slot, or the indexer threads),
+  // then the GPU indexers.
+  const size_t cpu_slots = parsers_index ? 1 : indexers;
+  const size_t slots = cpu_slots + gpu_indexers;
+  const size_t cpu_indexers = parsers_index ? parsers : indexers;  // indexers that hold postings
   PipelineReport report;
-  report.inline_indexing = inline_indexing;
+  report.parsers_index = parsers_index;
   report.parsers = parsers, report.indexers = indexers, report.backend_threads = threads;
   const uint64_t budget = std::max<uint64_t>(options.memory_budget, 1u << 20);
   // A parser holds a chunk's documents and postings (about 3× its input bytes) and each indexer
@@ -255,6 +261,7 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
     // Collections to indexers by a sample's token counts; with GPU indexers, a larger sample also
     // measures how much faster a GPU indexer is, and it takes that many times a CPU indexer's share.
     std::vector<double> speed(slots, 1.0);
+    if (parsers_index) speed[0] = static_cast<double>(parsers);
     const GpuIndexerOptions gpu{options.gpu_device, options.gpu_hash_bits};
     std::vector<uint64_t> sampled;
     if (gpu_indexers > 0) {
@@ -266,7 +273,7 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
       sampled = sample_tokens(splits, chunk_bytes, options.build.analyzer, &sample);
       const std::unique_ptr<Indexer> gpu_indexer = probe.get();
       report.gpu_speed = options.gpu_speed > 0 ? options.gpu_speed : measure_gpu_speed(sample, spill_dir, *gpu_indexer);
-      std::fill(speed.begin() + static_cast<std::ptrdiff_t>(indexers), speed.end(), report.gpu_speed);
+      std::fill(speed.begin() + static_cast<std::ptrdiff_t>(cpu_slots), speed.end(), report.gpu_speed);
     } else {
       sampled = sample_tokens(splits, chunk_bytes, options.build.analyzer);
     }
@@ -286,17 +293,24 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
     const auto share = [&]() -> uint64_t {
       const uint64_t used = in_flight + docs.memory_bytes();
       const uint64_t usable = budget / 10 * 9;
-      return std::max<uint64_t>(usable > used ? (usable - used) / slots : 0, 64u << 10);
+      return std::max<uint64_t>(usable > used ? (usable - used) / (cpu_indexers + gpu_indexers) : 0, 64u << 10);
     };
+    // Indexers with threads of their own, each behind a queue (none for the parsers' own slot).
     std::vector<std::unique_ptr<BoundedQueue<Piece>>> pieces;
     std::vector<std::unique_ptr<Indexer>> indexer_state;
     for (size_t i = 0; i < slots; ++i) {
       pieces.push_back(std::make_unique<BoundedQueue<Piece>>(parsers));
       const IndexerContext context{i, spill_dir, share, &runs_written};
-      indexer_state.push_back(i < indexers ? make_cpu_indexer(context) : make_gpu_indexer(context, gpu));
+      if (i < cpu_slots) {
+        indexer_state.push_back(parsers_index ? nullptr : make_cpu_indexer(context));
+      } else {
+        indexer_state.push_back(make_gpu_indexer(context, gpu));
+      }
     }
+    std::mutex parser_runs_mutex;
+    std::vector<RunInfo> parser_runs;  // the parsers' own indexers' runs
     std::vector<std::thread> indexer_threads, parser_threads;
-    for (size_t i = 0; i < slots && !inline_indexing; ++i) {
+    for (size_t i = parsers_index ? 1 : 0; i < slots; ++i) {
       indexer_threads.emplace_back([&, i] {
         try {
           while (auto piece = pieces[i]->pop()) indexer_state[i]->consume(*piece);
@@ -312,8 +326,10 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
     std::mutex done_mutex;
     std::condition_variable done;
     for (size_t t = 0; t < parsers; ++t) {
-      parser_threads.emplace_back([&] {
+      parser_threads.emplace_back([&, t] {
         try {
+          const std::unique_ptr<Indexer> own =
+              parsers_index ? make_cpu_indexer({slots + t, spill_dir, share, &runs_written}) : nullptr;
           Analyzer analyzer(options.build.analyzer);
           analyzer.limit_stem_cache(stem_cache);
           // A document's terms as stem ids, counted in a dense array (ids are small and reused across
@@ -367,14 +383,19 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
               for (size_t i = 0; i < slots; ++i) {
                 if (out[i].entries.empty()) continue;
                 for (PieceEntry& e : out[i].entries) e.doc += base;
-                if (inline_indexing) {
-                  indexer_state[i]->consume(out[i]);
+                if (parsers_index && i == 0) {
+                  own->consume(out[i]);
                 } else {
                   pieces[i]->push(std::move(out[i]));
                 }
               }
             }
             docs.end_split(s, reader.lines(), std::move(reader.rejections()), reader.rejected());
+          }
+          if (own != nullptr && !failed) {
+            own->spill();
+            std::lock_guard<std::mutex> lock(parser_runs_mutex);
+            for (RunInfo& run : own->runs()) parser_runs.push_back(std::move(run));
           }
         } catch (...) {  // an unreadable input: stop everything cleanly, then report it
           record_failure();
@@ -395,10 +416,10 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
     for (auto& t : parser_threads) t.join();
     for (auto& queue : pieces) queue->close();
     for (auto& t : indexer_threads) t.join();
-    if (inline_indexing && !failure) indexer_state[0]->spill();
     if (failure) std::rethrow_exception(failure);
-    std::vector<RunInfo> runs;
+    std::vector<RunInfo> runs = std::move(parser_runs);
     for (auto& indexer : indexer_state) {
+      if (indexer == nullptr) continue;
       for (RunInfo& run : indexer->runs()) runs.push_back(std::move(run));
       report.gpu_seconds += indexer->gpu_seconds();
       report.gpu_fallbacks += indexer->cpu_fallbacks();

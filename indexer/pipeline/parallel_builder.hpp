@@ -36,11 +36,12 @@ namespace warp::pipeline {
 
 struct PipelineOptions {
   BuildOptions build;
-  // Threads at work at once in every phase (0: one per core): reader/parsers plus indexers while
-  // reading, back-end threads after. One thread parses and indexes on the same thread.
+  // Threads at work at once in every phase (0: one per core): reader/parsers (plus indexer
+  // threads, if any) while reading, back-end threads after.
   size_t threads = 0;
-  size_t parsers = 0;                   // reader/parser threads (0: `threads` less the indexers)
-  size_t indexers = 0;                  // indexer threads (0: two fifths of `threads`, at least one)
+  size_t parsers = 0;                   // reader/parser threads (0: `threads` less the indexer threads)
+  size_t indexers = 0;                  // indexer threads owning collections (0: none, every parser
+                                        // indexes its own chunks with an indexer of its own)
   uint64_t memory_budget = 2ull << 30;  // bytes for the whole build
   size_t gpu_indexers = 0;              // GPU indexer threads besides the CPU ones (indexers.hpp)
   int gpu_device = 0;
@@ -69,7 +70,7 @@ struct PipelineReport {
   uint64_t runs_written = 0;
   uint64_t runs_merged = 0;
   size_t parsers = 0, indexers = 0, backend_threads = 0, splits = 0;
-  bool inline_indexing = false;  // one thread parsed and indexed
+  bool parsers_index = false;    // every parser indexed its own chunks (no indexer threads)
   double gpu_speed = 0;          // a GPU indexer's share, in CPU indexers
   double gpu_seconds = 0;        // GPU indexers' device work and copies, summed
   uint64_t gpu_fallbacks = 0;    // GPU batches with a hash collision, indexed on the CPU instead

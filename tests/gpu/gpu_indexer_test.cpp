@@ -161,8 +161,8 @@ TEST_F(GpuIndexerBuild, PartitionsAreTheCpuBuildsRowForRow) {
     unsigned hash_bits;
     double speed;
   };
-  for (const Variant& v : {Variant{1, 1, 2ull << 30, 64, 0}, Variant{2, 1, 8u << 20, 64, 8}, Variant{1, 2, 1, 64, 50},
-                           Variant{2, 1, 4u << 20, 12, 8}}) {
+  for (const Variant& v : {Variant{1, 0, 2ull << 30, 64, 0}, Variant{2, 1, 8u << 20, 64, 8}, Variant{1, 2, 1, 64, 50},
+                           Variant{2, 0, 4u << 20, 12, 8}}) {
     options.gpu_indexers = v.gpu_indexers;
     options.indexers = v.cpu_indexers;
     options.memory_budget = v.budget;

@@ -132,14 +132,17 @@ TEST_F(PipelineTest, ThreadCountsSplitsAndBudgetsGiveIdenticalPartitions) {
   const auto single = pipeline({sample}, options, report, read);
   ASSERT_EQ(report.splits, 1u);
   ASSERT_EQ(report.runs_written, 1u);
-  ASSERT_TRUE(report.inline_indexing);  // one thread parses and indexes
-  options.memory_budget = 1;             // the same on one thread, spilling many runs
+  ASSERT_FALSE(report.parsers_index);   // one indexer thread beside the parser
+  options.indexers = 0;                  // the one parser indexes too
+  EXPECT_EQ(pipeline({sample}, options, report, read), single);
+  EXPECT_TRUE(report.parsers_index);
+  options.memory_budget = 1;             // and spills many runs
   EXPECT_EQ(pipeline({sample}, options, report, read), single);
   EXPECT_GT(report.runs_written, 1u);
   for (int round = 0; round < 3; ++round) {
     options.threads = 1 + rng() % 6;
     options.parsers = 1 + rng() % 6;
-    options.indexers = 1 + rng() % 4;
+    options.indexers = round == 0 ? 0 : rng() % 5;  // 0: every parser indexes its own chunks
     options.split_bytes = (16 + rng() % 200) << 10;
     options.chunk_bytes = (8 + rng() % 64) << 10;
     options.memory_budget = rng() % 2 ? 1 : 64 << 20;
