@@ -1,7 +1,7 @@
-// The parallel, out-of-core parser/indexer pipeline of Wei & JaJa 2010 on CPU threads (their GPU
-// indexers are not built yet; IndexerThread is the seam where they plug in):
+// The parallel, out-of-core parser/indexer pipeline of Wei & JaJa 2010 (indexers.hpp: CPU and GPU
+// indexers):
 //
-//   splits ──▶ T reader/parsers ──pieces by trie collection──▶ N indexers ──sorted runs──▶ disk
+//   splits ──▶ T reader/parsers ──pieces by trie collection──▶ indexers ──sorted runs──▶ disk
 //                    │ documents, chunk by chunk                                            │
 //                    ▼                                                                      ▼
 //               DocTable (spill file, 16 B/document) ──final docIDs──▶ back end: term ranges merged
@@ -11,8 +11,11 @@
 // - Input is cut into splits (plan_splits: byte ranges of large uncompressed JSONL and TREC files,
 //   whole gzip and WARC files); every reader/parser thread reads its own splits, parses and
 //   analyzes them chunk by chunk and regroups each chunk's postings by trie collection
-//   (trie_collections.hpp), each collection belonging to one indexer (assigned by sampling the
-//   first chunk so that the indexers' token counts balance).
+//   (trie_collections.hpp).
+// - Indexers: by default every parser indexes its own chunks' CPU collections with an indexer of
+//   its own (no hand-over); with `indexers` > 0, indexer threads own the collections (assigned by
+//   sampling the first chunk so that their token counts balance) and parsers feed them through
+//   bounded queues. GPU indexers always own their collections, in proportion to their measured speed.
 // - Documents get provisional ids as chunks finish; DocTable turns them into final docIDs in
 //   input order (duplicates: the last wins), so the output is the same for any thread count.
 // - Indexers keep each collection's dictionary as a B-tree (term_btree.hpp) and append postings;
