@@ -258,8 +258,9 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
   };
   try {
     DocTable docs(spill_dir + "/documents");
-    // Collections to indexers by a sample's token counts; with GPU indexers, a larger sample also
-    // measures how much faster a GPU indexer is, and it takes that many times a CPU indexer's share.
+    // Collections to indexers by a sample's token counts (no sample when one slot takes them all);
+    // with GPU indexers the sample also measures how much faster a GPU indexer is, and it takes
+    // that many times a CPU indexer's share.
     std::vector<double> speed(slots, 1.0);
     if (parsers_index) speed[0] = static_cast<double>(parsers);
     const GpuIndexerOptions gpu{options.gpu_device, options.gpu_hash_bits};
@@ -274,10 +275,11 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
       const std::unique_ptr<Indexer> gpu_indexer = probe.get();
       report.gpu_speed = options.gpu_speed > 0 ? options.gpu_speed : measure_gpu_speed(sample, spill_dir, *gpu_indexer);
       std::fill(speed.begin() + static_cast<std::ptrdiff_t>(cpu_slots), speed.end(), report.gpu_speed);
-    } else {
+    } else if (slots > 1) {
       sampled = sample_tokens(splits, chunk_bytes, options.build.analyzer);
     }
-    const std::vector<uint32_t> owner = assign_collections(sampled, speed);
+    const std::vector<uint32_t> owner =
+        slots > 1 ? assign_collections(sampled, speed) : std::vector<uint32_t>(kTrieCollections, 0);
 
     std::atomic<uint64_t> runs_written{0}, bytes_read{0};
     std::atomic<bool> failed{false};
