@@ -22,6 +22,17 @@ grep -q "2 rejected, 1 replaced" "$work/build.log" || fail "rejected/replaced co
 grep -q "documents/s" "$work/build.log" || fail "no progress rate printed"
 [ -f "$work/index/manifest.json" ] && [ -d "$work/index/part-0002" ] || fail "index layout"
 
+# GPU indexers: where a GPU is usable the build equals the CPU build row for row; elsewhere it
+# fails with the reason and leaves no output or run files behind.
+"$indexer" digest "$work/index" > "$work/cpu.digest"
+if "$indexer" build --input "$work/docs.jsonl" --out "$work/gpu-index" --partitions 3 --codec pfor-ding \
+     --gpu-indexers 1 --quiet 2> "$work/gpu.log"; then
+  "$indexer" digest "$work/gpu-index" | cmp -s - "$work/cpu.digest" || fail "--gpu-indexers 1 built other partitions"
+else
+  grep -q "no GPU indexer: " "$work/gpu.log" || { cat "$work/gpu.log"; fail "--gpu-indexers without a GPU: no clear reason"; }
+  [ ! -e "$work/gpu-index/manifest.json" ] && [ -z "$(ls -A "$work/gpu-index" 2>/dev/null)" ] || fail "a failed GPU build left output"
+fi
+
 # The duplicate id: the last record wins.
 "$search" --index "$work/index" --query zeppelin -k 3 > "$work/one.txt" 2>/dev/null
 grep -q " 1 " "$work/one.txt" || { cat "$work/one.txt"; fail "replacement document not found"; }
