@@ -7,15 +7,8 @@
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_scan.cuh>
 
+#include "common/util/cuda_check.cuh"
 #include "common/util/status.hpp"
-
-#define WARP_INVERTER_CHECK(call)                                                                             \
-  do {                                                                                                        \
-    const cudaError_t status_ = (call);                                                                       \
-    if (status_ != cudaSuccess) {                                                                             \
-      throw ::warp::Error(std::string("CUDA error in ") + #call + " (GPU indexer): " + cudaGetErrorString(status_)); \
-    }                                                                                                         \
-  } while (0)
 
 namespace warp::pipeline {
 namespace {
@@ -30,7 +23,7 @@ struct DeviceArray {
     if (data != nullptr) cudaFree(data);
     data = nullptr;
     capacity = std::max<size_t>(n, capacity + capacity / 2);
-    WARP_INVERTER_CHECK(cudaMalloc(&data, capacity * sizeof(T)));
+    WARP_CUDA_CHECK(cudaMalloc(&data, capacity * sizeof(T)));
   }
   ~DeviceArray() {
     if (data != nullptr) cudaFree(data);
@@ -148,8 +141,8 @@ GpuInverter::GpuInverter(int device, unsigned hash_bits) : state_(std::make_uniq
   state_->device = device;
   state_->bits = std::clamp(hash_bits, 1u, 64u);
   state_->mask = state_->bits == 64 ? ~0ull : (1ull << state_->bits) - 1;
-  WARP_INVERTER_CHECK(cudaSetDevice(device));
-  WARP_INVERTER_CHECK(cudaStreamCreateWithFlags(&state_->stream, cudaStreamNonBlocking));
+  WARP_CUDA_CHECK(cudaSetDevice(device));
+  WARP_CUDA_CHECK(cudaStreamCreateWithFlags(&state_->stream, cudaStreamNonBlocking));
   state_->collision.reserve(1);
 }
 
@@ -166,55 +159,55 @@ void GpuInverter::invert(const std::vector<PieceEntry>& entries, const std::stri
   }
   if (entries.size() >= (1ull << 31)) throw Error("GPU indexer: a batch of 2^31 postings or more");
   const uint32_t n = static_cast<uint32_t>(entries.size());
-  WARP_INVERTER_CHECK(cudaSetDevice(s.device));
+  WARP_CUDA_CHECK(cudaSetDevice(s.device));
   cudaStream_t stream = s.stream;
   s.entries.reserve(n);
   s.bytes.reserve(std::max<size_t>(suffixes.size(), 1));
   for (auto* a : {&s.docs, &s.docs_sorted, &s.order, &s.order_by_doc, &s.order_sorted, &s.heads, &s.slots, &s.starts, &s.names}) a->reserve(n);
   for (auto* a : {&s.hashes, &s.gathered, &s.sorted}) a->reserve(n);
   s.postings.reserve(n);
-  WARP_INVERTER_CHECK(cudaMemcpyAsync(s.entries.data, entries.data(), n * sizeof(PieceEntry), cudaMemcpyHostToDevice, stream));
+  WARP_CUDA_CHECK(cudaMemcpyAsync(s.entries.data, entries.data(), n * sizeof(PieceEntry), cudaMemcpyHostToDevice, stream));
   if (!suffixes.empty()) {
-    WARP_INVERTER_CHECK(cudaMemcpyAsync(s.bytes.data, suffixes.data(), suffixes.size(), cudaMemcpyHostToDevice, stream));
+    WARP_CUDA_CHECK(cudaMemcpyAsync(s.bytes.data, suffixes.data(), suffixes.size(), cudaMemcpyHostToDevice, stream));
   }
-  WARP_INVERTER_CHECK(cudaMemsetAsync(s.collision.data, 0, sizeof(int), stream));
+  WARP_CUDA_CHECK(cudaMemsetAsync(s.collision.data, 0, sizeof(int), stream));
   hash_terms<<<blocks_for(n), kThreads, 0, stream>>>(s.entries.data, s.bytes.data, n, s.mask, s.hashes.data, s.docs.data, s.order.data);
-  WARP_INVERTER_CHECK(cudaGetLastError());
+  WARP_CUDA_CHECK_LAUNCH();
 
   // Temporary storage for the largest of the three device-wide passes.
   size_t by_doc = 0, by_hash = 0, scan = 0;
-  WARP_INVERTER_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, by_doc, s.docs.data, s.docs_sorted.data, s.order.data,
+  WARP_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, by_doc, s.docs.data, s.docs_sorted.data, s.order.data,
                                                       s.order_by_doc.data, n, 0, 32, stream));
-  WARP_INVERTER_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, by_hash, s.gathered.data, s.sorted.data, s.order_by_doc.data,
+  WARP_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, by_hash, s.gathered.data, s.sorted.data, s.order_by_doc.data,
                                                       s.order_sorted.data, n, 0, static_cast<int>(s.bits), stream));
-  WARP_INVERTER_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, scan, s.heads.data, s.slots.data, n, stream));
+  WARP_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, scan, s.heads.data, s.slots.data, n, stream));
   size_t temp_bytes = std::max(std::max(by_doc, by_hash), std::max(scan, size_t{1}));
   s.temp.reserve(temp_bytes);
   temp_bytes = s.temp.capacity;
 
   size_t bytes = temp_bytes;
-  WARP_INVERTER_CHECK(cub::DeviceRadixSort::SortPairs(s.temp.data, bytes, s.docs.data, s.docs_sorted.data, s.order.data,
+  WARP_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(s.temp.data, bytes, s.docs.data, s.docs_sorted.data, s.order.data,
                                                       s.order_by_doc.data, n, 0, 32, stream));
   gather_hashes<<<blocks_for(n), kThreads, 0, stream>>>(s.hashes.data, s.order_by_doc.data, n, s.gathered.data);
-  WARP_INVERTER_CHECK(cudaGetLastError());
+  WARP_CUDA_CHECK_LAUNCH();
   bytes = temp_bytes;  // LSD radix sorts are stable: equal hashes keep their doc order
-  WARP_INVERTER_CHECK(cub::DeviceRadixSort::SortPairs(s.temp.data, bytes, s.gathered.data, s.sorted.data, s.order_by_doc.data,
+  WARP_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(s.temp.data, bytes, s.gathered.data, s.sorted.data, s.order_by_doc.data,
                                                       s.order_sorted.data, n, 0, static_cast<int>(s.bits), stream));
   mark_terms<<<blocks_for(n), kThreads, 0, stream>>>(s.entries.data, s.bytes.data, s.sorted.data, s.order_sorted.data, n,
                                                      s.heads.data, s.postings.data, s.collision.data);
-  WARP_INVERTER_CHECK(cudaGetLastError());
+  WARP_CUDA_CHECK_LAUNCH();
   bytes = temp_bytes;
-  WARP_INVERTER_CHECK(cub::DeviceScan::ExclusiveSum(s.temp.data, bytes, s.heads.data, s.slots.data, n, stream));
+  WARP_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(s.temp.data, bytes, s.heads.data, s.slots.data, n, stream));
   term_starts<<<blocks_for(n), kThreads, 0, stream>>>(s.heads.data, s.slots.data, s.order_sorted.data, n, s.starts.data,
                                                       s.names.data);
-  WARP_INVERTER_CHECK(cudaGetLastError());
+  WARP_CUDA_CHECK_LAUNCH();
 
   uint32_t last_slot = 0, last_head = 0;
   int collision = 0;
-  WARP_INVERTER_CHECK(cudaMemcpyAsync(&last_slot, s.slots.data + n - 1, sizeof last_slot, cudaMemcpyDeviceToHost, stream));
-  WARP_INVERTER_CHECK(cudaMemcpyAsync(&last_head, s.heads.data + n - 1, sizeof last_head, cudaMemcpyDeviceToHost, stream));
-  WARP_INVERTER_CHECK(cudaMemcpyAsync(&collision, s.collision.data, sizeof collision, cudaMemcpyDeviceToHost, stream));
-  WARP_INVERTER_CHECK(cudaStreamSynchronize(stream));
+  WARP_CUDA_CHECK(cudaMemcpyAsync(&last_slot, s.slots.data + n - 1, sizeof last_slot, cudaMemcpyDeviceToHost, stream));
+  WARP_CUDA_CHECK(cudaMemcpyAsync(&last_head, s.heads.data + n - 1, sizeof last_head, cudaMemcpyDeviceToHost, stream));
+  WARP_CUDA_CHECK(cudaMemcpyAsync(&collision, s.collision.data, sizeof collision, cudaMemcpyDeviceToHost, stream));
+  WARP_CUDA_CHECK(cudaStreamSynchronize(stream));
   out.collision = collision != 0;
   if (!out.collision) {
     const uint32_t terms = last_slot + last_head;
@@ -222,25 +215,25 @@ void GpuInverter::invert(const std::vector<PieceEntry>& entries, const std::stri
     for (auto* a : {&s.term_keys, &s.term_keys_sorted}) a->reserve(terms);
     term_keys<<<blocks_for(terms), kThreads, 0, stream>>>(s.entries.data, s.bytes.data, s.names.data, terms, s.term_keys.data,
                                                           s.term_ids.data);
-    WARP_INVERTER_CHECK(cudaGetLastError());
+    WARP_CUDA_CHECK_LAUNCH();
     size_t key_sort = 0;
-    WARP_INVERTER_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, key_sort, s.term_keys.data, s.term_keys_sorted.data,
+    WARP_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, key_sort, s.term_keys.data, s.term_keys_sorted.data,
                                                         s.term_ids.data, s.term_order.data, terms, 0, 64, stream));
     s.temp.reserve(key_sort);
     key_sort = s.temp.capacity;
-    WARP_INVERTER_CHECK(cub::DeviceRadixSort::SortPairs(s.temp.data, key_sort, s.term_keys.data, s.term_keys_sorted.data,
+    WARP_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(s.temp.data, key_sort, s.term_keys.data, s.term_keys_sorted.data,
                                                         s.term_ids.data, s.term_order.data, terms, 0, 64, stream));
     out.postings.resize(n);
     out.starts.resize(terms + 1);
     out.names.resize(terms);
     out.order.resize(terms);
     out.keys.resize(terms);
-    WARP_INVERTER_CHECK(cudaMemcpyAsync(out.order.data(), s.term_order.data, terms * sizeof(uint32_t), cudaMemcpyDeviceToHost, stream));
-    WARP_INVERTER_CHECK(cudaMemcpyAsync(out.keys.data(), s.term_keys_sorted.data, terms * sizeof(uint64_t), cudaMemcpyDeviceToHost, stream));
-    WARP_INVERTER_CHECK(cudaMemcpyAsync(out.postings.data(), s.postings.data, n * sizeof(Posting), cudaMemcpyDeviceToHost, stream));
-    WARP_INVERTER_CHECK(cudaMemcpyAsync(out.starts.data(), s.starts.data, terms * sizeof(uint32_t), cudaMemcpyDeviceToHost, stream));
-    WARP_INVERTER_CHECK(cudaMemcpyAsync(out.names.data(), s.names.data, terms * sizeof(uint32_t), cudaMemcpyDeviceToHost, stream));
-    WARP_INVERTER_CHECK(cudaStreamSynchronize(stream));
+    WARP_CUDA_CHECK(cudaMemcpyAsync(out.order.data(), s.term_order.data, terms * sizeof(uint32_t), cudaMemcpyDeviceToHost, stream));
+    WARP_CUDA_CHECK(cudaMemcpyAsync(out.keys.data(), s.term_keys_sorted.data, terms * sizeof(uint64_t), cudaMemcpyDeviceToHost, stream));
+    WARP_CUDA_CHECK(cudaMemcpyAsync(out.postings.data(), s.postings.data, n * sizeof(Posting), cudaMemcpyDeviceToHost, stream));
+    WARP_CUDA_CHECK(cudaMemcpyAsync(out.starts.data(), s.starts.data, terms * sizeof(uint32_t), cudaMemcpyDeviceToHost, stream));
+    WARP_CUDA_CHECK(cudaMemcpyAsync(out.names.data(), s.names.data, terms * sizeof(uint32_t), cudaMemcpyDeviceToHost, stream));
+    WARP_CUDA_CHECK(cudaStreamSynchronize(stream));
     out.starts[terms] = n;
   }
   gpu_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -5,7 +5,7 @@
 
 #include "common/codec/codec.hpp"
 #include "common/util/status.hpp"
-#include "leaf/gpu/cuda_check.cuh"
+#include "common/util/cuda_check.cuh"
 #include "leaf/gpu/list_decode.cuh"
 
 namespace warp::gpu {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "leaf/gpu/cuda_check.cuh"
+#include "common/util/cuda_check.cuh"
 
 namespace warp::gpu {
 

@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "common/util/status.hpp"
-#include "leaf/gpu/cuda_check.cuh"
+#include "common/util/cuda_check.cuh"
 #include "leaf/gpu/key_kernels.cuh"
 #include "leaf/gpu/list_decode.cuh"
 #include "leaf/gpu/or_tiles.hpp"

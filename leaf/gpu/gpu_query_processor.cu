@@ -11,7 +11,7 @@
 #include "leaf/gpu/list_decode.cuh"
 #include "leaf/gpu/or_tiles.hpp"
 #include "leaf/gpu/topk_select.cuh"
-#include "leaf/gpu/cuda_check.cuh"
+#include "common/util/cuda_check.cuh"
 
 namespace warp::gpu {
 namespace {

@@ -6,7 +6,7 @@
 
 #include "common/codec/codec.hpp"
 #include "common/codec/lrc_format.hpp"
-#include "leaf/gpu/cuda_check.cuh"
+#include "common/util/cuda_check.cuh"
 #include "leaf/gpu/event_timer.cuh"
 
 namespace warp::gpu {

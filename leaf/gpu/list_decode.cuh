@@ -2,7 +2,7 @@
 // block, writing docIDs and frequencies or adding BM25 scores into dense accumulators.
 #pragma once
 #include "leaf/gpu/block_decode.cuh"
-#include "leaf/gpu/cuda_check.cuh"
+#include "common/util/cuda_check.cuh"
 
 namespace warp::gpu {
 

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "common/util/status.hpp"
-#include "leaf/gpu/cuda_check.cuh"
+#include "common/util/cuda_check.cuh"
 #include "leaf/gpu/or_tiles_score.cuh"
 
 namespace warp::gpu {

@@ -6,7 +6,7 @@
 #include <cub/block/block_scan.cuh>
 #include <cub/device/device_radix_sort.cuh>
 
-#include "leaf/gpu/cuda_check.cuh"
+#include "common/util/cuda_check.cuh"
 #include "leaf/query/query_processor.hpp"
 
 namespace warp::gpu {
