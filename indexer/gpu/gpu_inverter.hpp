@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "common/index/posting_list.hpp"
-#include "indexer/pipeline/trie_collections.hpp"
+#include "indexer/pipeline/piece.hpp"
 
 namespace warp::pipeline {
 

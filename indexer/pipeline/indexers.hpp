@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "indexer/pipeline/piece.hpp"
 #include "indexer/pipeline/run_file.hpp"
 #include "indexer/pipeline/trie_collections.hpp"
 

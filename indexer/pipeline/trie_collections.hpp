@@ -7,7 +7,6 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
-#include <vector>
 
 namespace warp::pipeline {
 
@@ -34,16 +33,5 @@ inline std::string collection_prefix(uint32_t collection) {
   return {static_cast<char>('a' + collection / 676), static_cast<char>('a' + collection / 26 % 26),
           static_cast<char>('a' + collection % 26)};
 }
-
-// One parser's postings of one chunk for one indexer, with their term's collection and suffix.
-// Docs are provisional ids.
-struct PieceEntry {
-  uint32_t collection, suffix_offset, suffix_size;  // the suffix: bytes of Piece::suffixes
-  uint32_t doc, freq;
-};
-struct Piece {
-  std::string suffixes;  // concatenated
-  std::vector<PieceEntry> entries;
-};
 
 }  // namespace warp::pipeline

@@ -15,6 +15,7 @@
 #include "common/index/partition_store.hpp"
 #include "indexer/gpu/gpu_inverter.hpp"
 #include "indexer/pipeline/parallel_builder.hpp"
+#include "indexer/pipeline/trie_collections.hpp"
 #include "tests/support/shared_data.hpp"
 #include "tests/support/test_seed.hpp"
 
