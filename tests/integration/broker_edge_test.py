@@ -74,9 +74,26 @@ try:
     if http(admin + "/search?q=wing")[0] != 404:
         fail("/search must not be served on the admin listener")
 
+    def kept_alive():
+        """A connection idle after one answered request: held open by the keep-alive timeout (60 s),
+        not by --request-timeout-ms (3 s), so steps 3 and 4 do not race the broker closing them."""
+        s = socket.create_connection(("127.0.0.1", search_port))
+        s.sendall(("GET /search?q=wing HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n\r\n" % token).encode())
+        s.settimeout(10)
+        answer = b""
+        while b"\r\n\r\n" not in answer:
+            answer += s.recv(4096)
+        head, body = answer.split(b"\r\n\r\n", 1)
+        length = int([l for l in head.split(b"\r\n") if l.lower().startswith(b"content-length:")][0].split(b":")[1])
+        while len(body) < length:
+            body += s.recv(4096)
+        if not head.startswith(b"HTTP/1.1 200"):
+            fail("keep-alive connection: %r" % head[:100])
+        return s
+
     # 3. 300 idle connections, then a search still answers at once.
     for _ in range(300):
-        idle.append(socket.create_connection(("127.0.0.1", search_port)))
+        idle.append(kept_alive())
     wait_until(lambda: metric(http(admin + "/metrics")[1], "warpsearch_broker_http_connections") >= 300, 10,
                "300 open connections in the metrics")
     started = time.time()
@@ -88,7 +105,7 @@ try:
 
     # 4. Past --max-connections (400): 503 with Retry-After, connection closed.
     for _ in range(100):
-        idle.append(socket.create_connection(("127.0.0.1", search_port)))
+        idle.append(kept_alive())
     wait_until(lambda: metric(http(admin + "/metrics")[1], "warpsearch_broker_http_connections") >= 400, 10,
                "400 open connections")
     extra = socket.create_connection(("127.0.0.1", search_port))
@@ -105,6 +122,13 @@ try:
 
     # 5. Idle connections that never send are closed after --request-timeout-ms (3 s): a slow client
     # costs a socket for a bounded time. A half-sent header is cut off the same way.
+    for s in idle:
+        s.close()
+    idle.clear()
+    wait_until(lambda: metric(http(admin + "/metrics")[1], "warpsearch_broker_http_connections") <= 1, 10,
+               "the kept-alive connections closed")
+    for _ in range(300):
+        idle.append(socket.create_connection(("127.0.0.1", search_port)))
     for s in idle:
         s.settimeout(10)
         if s.recv(1) != b"":
