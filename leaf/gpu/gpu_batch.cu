@@ -282,18 +282,10 @@ void BatchExecutor::run_and(std::vector<Prepared>& batch, std::vector<QueryResul
   auto launch = [&](size_t round, uint32_t task_count, uint32_t block_total, const uint8_t* masks, TaskOutput output) {
     Task* device_tasks = b.tasks + round * stride;  // staged by the caller
     if (block_total == 0) return;
-    if (list_block_size == 256) {
-      decode_tasks_kernel<256><<<block_total, 256, 0, b.stream>>>(
-          device_tasks, task_count, masks, output, output == TaskOutput::kCandidates ? b.candidate_docs : b.block_docs,
-          b.block_freqs, b.candidate_scores, b.candidate_query, b.accumulators, b.accumulator_stride,
-          device_.length_norms(), doc_begin, b.counters);
-    } else {
-      decode_tasks_kernel<128><<<block_total, 128, 0, b.stream>>>(
-          device_tasks, task_count, masks, output, output == TaskOutput::kCandidates ? b.candidate_docs : b.block_docs,
-          b.block_freqs, b.candidate_scores, b.candidate_query, b.accumulators, b.accumulator_stride,
-          device_.length_norms(), doc_begin, b.counters);
-    }
-    WARP_CUDA_CHECK_LAUNCH();
+    launch_decode_tasks(list_block_size, device_tasks, task_count, block_total, masks, output,
+                        output == TaskOutput::kCandidates ? b.candidate_docs : b.block_docs, b.block_freqs,
+                        b.candidate_scores, b.candidate_query, b.accumulators, b.accumulator_stride,
+                        device_.length_norms(), doc_begin, b.counters, b.stream);
   };
   if (tasks > 0) {
     WARP_CUDA_CHECK(cudaMemcpyAsync(b.tasks, b.host_tasks, tasks * sizeof(Task), cudaMemcpyHostToDevice, b.stream));
@@ -420,16 +412,9 @@ void BatchExecutor::run_or_dense(std::vector<Prepared>& batch, std::vector<Query
   }
   if (tasks > 0) {
     WARP_CUDA_CHECK(cudaMemcpyAsync(b.tasks, b.host_tasks, tasks * sizeof(Task), cudaMemcpyHostToDevice, b.stream));
-    if (list_block_size == 256) {
-      decode_tasks_kernel<256><<<blocks, 256, 0, b.stream>>>(b.tasks, tasks, nullptr, TaskOutput::kAccumulate, nullptr,
-                                                             nullptr, nullptr, nullptr, b.accumulators, b.accumulator_stride,
-                                                             device_.length_norms(), doc_begin, b.counters);
-    } else {
-      decode_tasks_kernel<128><<<blocks, 128, 0, b.stream>>>(b.tasks, tasks, nullptr, TaskOutput::kAccumulate, nullptr,
-                                                             nullptr, nullptr, nullptr, b.accumulators, b.accumulator_stride,
-                                                             device_.length_norms(), doc_begin, b.counters);
-    }
-    WARP_CUDA_CHECK_LAUNCH();
+    launch_decode_tasks(list_block_size, b.tasks, tasks, blocks, nullptr, TaskOutput::kAccumulate, nullptr, nullptr, nullptr,
+                        nullptr, b.accumulators, b.accumulator_stride, device_.length_norms(), doc_begin, b.counters,
+                        b.stream);
   }
   for (size_t q = 0; q < n; ++q) {
     float* accumulators = b.accumulators + q * b.accumulator_stride;

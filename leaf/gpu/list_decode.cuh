@@ -1,8 +1,13 @@
 // Whole-list decoding kernels on top of the block decoders: a thread block per selected compressed
 // block, writing docIDs and frequencies or adding BM25 scores into dense accumulators.
 #pragma once
+#include <algorithm>
+#include <string>
+
 #include "leaf/gpu/block_decode.cuh"
+#include "leaf/gpu/warp_decode.cuh"
 #include "common/util/cuda_check.cuh"
+#include "common/util/status.hpp"
 
 namespace warp::gpu {
 
@@ -93,103 +98,61 @@ struct Counters {
   unsigned long long matches;
 };
 
-// Decodes the selected blocks (all when mask is null) of a list; writes docIDs and frequencies to
-// their slots (block * BS + i) or, with `accumulators`, adds BM25 scores there (OR).
-template <int BS>
-__global__ void decode_list_kernel(DeviceList list, const uint8_t* block_mask, uint32_t* out_docs, uint32_t* out_freqs,
-                                   float* accumulators, const float* norms, uint32_t doc_begin, float weight,
-                                   Counters* counters) {
-  const uint32_t block = blockIdx.x;
-  if (block_mask != nullptr && block_mask[block] == 0) return;  // uniform over the thread block
-  __shared__ BlockDecodeStorage<BS> storage;
-  const uint32_t n = min(static_cast<uint32_t>(BS), list.count - block * BS);
-  uint32_t doc, freq;
-  decode_postings<BS>(list, block, n, storage, doc, freq);
-  if (threadIdx.x < n) {
-    if (accumulators != nullptr) {
-      atomicAdd(&accumulators[doc - doc_begin], bm25_units_dev(weight, freq, norms[doc - doc_begin]));
-    } else {
-      out_docs[block * BS + threadIdx.x] = doc;
-      out_freqs[block * BS + threadIdx.x] = freq;
-    }
-  }
-  if (threadIdx.x == 0 && counters != nullptr) {
-    atomicAdd(&counters->blocks_decoded, 1ull);
-    atomicAdd(&counters->postings_decoded, static_cast<unsigned long long>(n));
-  }
-}
-
 __host__ __device__ inline bool is_bp(uint32_t codec) {
   return codec == static_cast<uint32_t>(CodecId::kBp128) || codec == static_cast<uint32_t>(CodecId::kBp256);
 }
 
-// One warp decodes BP block `block` of a list (docIDs and frequencies, both BP): lane i gets
-// postings i * BS/32 .. (i + 1) * BS/32 - 1 (docs[j], freqs[j]; valid where the index is < n), the
-// docIDs by a prefix sum of the gaps over the lane's values and then by shuffles across the warp.
-// No barrier: the warps of a thread block decode different blocks at once. Every lane calls it.
-template <int BS>
-__device__ __forceinline__ uint32_t warp_decode_bp(const DeviceList& list, uint32_t block, uint32_t (&docs)[BS / 32],
-                                                   uint32_t (&freqs)[BS / 32]) {
-  constexpr uint32_t kPerLane = BS / 32;
-  const uint32_t lane = threadIdx.x & 31u;
-  const uint32_t n = min(static_cast<uint32_t>(BS), list.count - block * BS);
-  const bool full = n == BS;
-  auto packed = [&](const DeviceSequence& seq, uint32_t& bits) {
-    const uint32_t begin = seq.endpoints[block];
-    bits = full ? (seq.endpoints[block + 1] - begin) * 32 / BS : seq.words[begin];
-    return seq.words + begin + (full ? 0 : 1);
-  };
-  uint32_t doc_bits, freq_bits;
-  const uint32_t* doc_words = packed(list.docs, doc_bits);
-  const uint32_t* freq_words = packed(list.freqs, freq_bits);
-  uint32_t sum = 0;
-  for (uint32_t j = 0; j < kPerLane; ++j) {
-    const uint32_t index = lane * kPerLane + j;
-    docs[j] = index < n ? fmt::extract(doc_words, index, doc_bits) + 1 : 0;  // gap + 1
-    freqs[j] = index < n ? fmt::extract(freq_words, index, freq_bits) + 1 : 0;
-    sum += docs[j];
-  }
-  uint32_t inclusive = sum;
-  for (uint32_t offset = 1; offset < 32; offset <<= 1) {
-    const uint32_t other = __shfl_up_sync(0xFFFFFFFFu, inclusive, offset);
-    if (lane >= offset) inclusive += other;
-  }
-  uint32_t doc = (block == 0 ? 0xFFFFFFFFu : list.block_last_docid[block - 1]) + inclusive - sum;
-  for (uint32_t j = 0; j < kPerLane; ++j) docs[j] = doc += docs[j];
-  return n;
+// Thread blocks of 8 warps for the warp-per-block kernels, and enough of them to fill the device
+// (cached per kernel: a leaf's GPUs are of one kind); each warp then takes blocks grid-strided.
+inline constexpr uint32_t kWarpsPerThreadBlock = 8;
+
+template <auto kernel>
+uint32_t resident_grid(uint32_t wanted) {
+  static const uint32_t limit = [&] {
+    int device = 0, sms = 0, per_sm = 0;
+    WARP_CUDA_CHECK(cudaGetDevice(&device));
+    WARP_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    WARP_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kWarpsPerThreadBlock * 32, 0));
+    return static_cast<uint32_t>(std::max(1, sms * std::max(1, per_sm)));
+  }();
+  return std::min(wanted, limit);
 }
 
-// decode_list_kernel for BP lists: a warp per block (warp_decode_bp), 16-byte stores of
-// consecutive docIDs and frequencies; the block counters once per thread block.
-template <int BS>
-__global__ void __launch_bounds__(256) decode_bp_list_kernel(DeviceList list, const uint8_t* block_mask, uint32_t* out_docs,
-                                                             uint32_t* out_freqs, float* accumulators, const float* norms,
-                                                             uint32_t doc_begin, float weight, Counters* counters) {
+// Decodes the selected blocks (all when mask is null) of a list, a warp per block
+// (warp_decode_postings): writes docIDs and frequencies to their slots (block * BS + i) with
+// 16-byte stores or, with `accumulators`, adds BM25 scores there (OR); the block counters once per
+// thread block.
+template <int BS, uint32_t kCodec>
+__global__ void __launch_bounds__(kWarpsPerThreadBlock * 32)
+    decode_list_kernel(DeviceList list, const uint8_t* block_mask, uint32_t* out_docs, uint32_t* out_freqs,
+                       float* accumulators, const float* norms, uint32_t doc_begin, float weight, Counters* counters) {
   constexpr uint32_t kPerLane = BS / 32;
+  __shared__ WarpScratch<BS> scratch[kWarpsPerThreadBlock];
   __shared__ unsigned long long decoded_blocks, decoded_postings;
   if (threadIdx.x == 0) decoded_blocks = decoded_postings = 0;
   __syncthreads();
-  const uint32_t block = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
-  const uint32_t lane = threadIdx.x & 31u;
-  if (block < list.block_count && (block_mask == nullptr || block_mask[block] != 0)) {  // uniform per warp
+  const uint32_t warp = threadIdx.x / 32, lane = threadIdx.x & 31u;
+  for (uint32_t block = blockIdx.x * kWarpsPerThreadBlock + warp; block < list.block_count;
+       block += gridDim.x * kWarpsPerThreadBlock) {
+    if (block_mask != nullptr && block_mask[block] == 0) continue;  // uniform per warp
     uint32_t docs[kPerLane], freqs[kPerLane];
-    const uint32_t n = warp_decode_bp<BS>(list, block, docs, freqs);
-    const uint32_t first = lane * kPerLane;
+    const uint32_t n = warp_decode_postings<BS, kCodec>(list, block, docs, freqs, scratch[warp]);
     if (accumulators != nullptr) {
       for (uint32_t j = 0; j < kPerLane; ++j) {
-        if (first + j < n) atomicAdd(&accumulators[docs[j] - doc_begin], bm25_units_dev(weight, freqs[j], norms[docs[j] - doc_begin]));
+        if (WarpLayout<BS>::index(lane, j) < n) {
+          atomicAdd(&accumulators[docs[j] - doc_begin], bm25_units_dev(weight, freqs[j], norms[docs[j] - doc_begin]));
+        }
       }
     } else if (n == BS) {
-      auto* d = reinterpret_cast<uint4*>(out_docs + size_t{block} * BS + first);
-      auto* f = reinterpret_cast<uint4*>(out_freqs + size_t{block} * BS + first);
-      for (uint32_t j = 0; j < kPerLane; j += 4) {
-        d[j / 4] = make_uint4(docs[j], docs[j + 1], docs[j + 2], docs[j + 3]);
-        f[j / 4] = make_uint4(freqs[j], freqs[j + 1], freqs[j + 2], freqs[j + 3]);
+      for (uint32_t g = 0; g < BS / 128; ++g) {
+        const size_t at = size_t{block} * BS + g * 128 + lane * 4;
+        *reinterpret_cast<uint4*>(out_docs + at) = make_uint4(docs[4 * g], docs[4 * g + 1], docs[4 * g + 2], docs[4 * g + 3]);
+        *reinterpret_cast<uint4*>(out_freqs + at) = make_uint4(freqs[4 * g], freqs[4 * g + 1], freqs[4 * g + 2], freqs[4 * g + 3]);
       }
     } else {
-      for (uint32_t j = 0; j < kPerLane && first + j < n; ++j) {
-        out_docs[size_t{block} * BS + first + j] = docs[j];
-        out_freqs[size_t{block} * BS + first + j] = freqs[j];
+      for (uint32_t j = 0; j < kPerLane; ++j) {
+        const uint32_t index = WarpLayout<BS>::index(lane, j);
+        if (index < n) out_docs[size_t{block} * BS + index] = docs[j], out_freqs[size_t{block} * BS + index] = freqs[j];
       }
     }
     if (lane == 0 && counters != nullptr) {
@@ -205,37 +168,59 @@ __global__ void __launch_bounds__(256) decode_bp_list_kernel(DeviceList list, co
 }
 
 // Decodes a sequence's blocks to the codec's values without the prefix sum: docID gaps (minus
-// one) or frequencies (minus one), as CPU Codec::decode_all gives them.
+// one) or frequencies (minus one), as CPU Codec::decode_all gives them. A warp per block.
 template <int BS>
-__global__ void decode_values_kernel(DeviceSequence seq, uint32_t codec, uint32_t count, uint32_t* out) {
-  const uint32_t block = blockIdx.x;
-  __shared__ BlockDecodeStorage<BS> storage;
+__global__ void __launch_bounds__(kWarpsPerThreadBlock * 32)
+    decode_values_kernel(DeviceSequence seq, uint32_t codec, uint32_t count, uint32_t block_count, uint32_t* out) {
+  __shared__ WarpScratch<BS> scratch[kWarpsPerThreadBlock];
+  const uint32_t warp = threadIdx.x / 32, lane = threadIdx.x & 31u;
+  const uint32_t block = blockIdx.x * kWarpsPerThreadBlock + warp;
+  if (block >= block_count) return;  // uniform per warp
   const uint32_t n = min(static_cast<uint32_t>(BS), count - block * BS);
-  decode_block<BS>(seq, codec, block, n, storage);
-  if (threadIdx.x < n) out[block * BS + threadIdx.x] = storage.values[threadIdx.x];
+  uint32_t values[BS / 32];
+  warp_decode_values<BS>(seq, codec, block, n, values, scratch[warp]);
+  for (uint32_t j = 0; j < BS / 32; ++j) {
+    const uint32_t index = WarpLayout<BS>::index(lane, j);
+    if (index < n) out[size_t{block} * BS + index] = values[j];
+  }
 }
 
+template <int BS, uint32_t kCodec>
+void launch_decode_list(const DeviceList& list, const uint8_t* mask, uint32_t* docs, uint32_t* freqs, float* accumulators,
+                        const float* norms, uint32_t doc_begin, float weight, Counters* counters, cudaStream_t stream) {
+  if (list.block_size != BS) throw Error("a list of codec " + std::to_string(list.codec) + " with blocks of " + std::to_string(list.block_size));
+  const uint32_t wanted = (list.block_count + kWarpsPerThreadBlock - 1) / kWarpsPerThreadBlock;
+  decode_list_kernel<BS, kCodec><<<resident_grid<decode_list_kernel<BS, kCodec>>(wanted), kWarpsPerThreadBlock * 32, 0, stream>>>(
+      list, mask, docs, freqs, accumulators, norms, doc_begin, weight, counters);
+  WARP_CUDA_CHECK_LAUNCH();
+}
+
+// A kernel compiled for the list's codec (kCodec) where its frequencies use the usual codec, else
+// the kernel that follows the codecs at run time.
 inline void launch_decode(const DeviceList& list, const uint8_t* mask, uint32_t* docs, uint32_t* freqs, float* accumulators,
-                   const float* norms, uint32_t doc_begin, float weight, Counters* counters, cudaStream_t stream) {
-  if (is_bp(list.codec) && is_bp(list.freq_codec)) {  // a warp per block, 8 blocks a thread block
-    const uint32_t grid = (list.block_count + 7) / 8;
-    if (grid == 0) return;
-    if (list.block_size == 256) {
-      decode_bp_list_kernel<256><<<grid, 256, 0, stream>>>(list, mask, docs, freqs, accumulators, norms, doc_begin, weight, counters);
-    } else {
-      decode_bp_list_kernel<128><<<grid, 256, 0, stream>>>(list, mask, docs, freqs, accumulators, norms, doc_begin, weight, counters);
-    }
-    WARP_CUDA_CHECK_LAUNCH();
+                          const float* norms, uint32_t doc_begin, float weight, Counters* counters, cudaStream_t stream) {
+  if (list.block_count == 0) return;
+  const auto go = [&]<int BS, uint32_t kCodec>() {
+    launch_decode_list<BS, kCodec>(list, mask, docs, freqs, accumulators, norms, doc_begin, weight, counters, stream);
+  };
+  if (list.freq_codec != frequency_codec_of(list.codec)) {
+    if (list.block_size == 256) go.template operator()<256, kAnyCodec>(); else go.template operator()<128, kAnyCodec>();
     return;
   }
-  if (list.block_size == 256) {
-    decode_list_kernel<256><<<list.block_count, 256, 0, stream>>>(list, mask, docs, freqs, accumulators, norms,
-                                                                  doc_begin, weight, counters);
-  } else {
-    decode_list_kernel<128><<<list.block_count, 128, 0, stream>>>(list, mask, docs, freqs, accumulators, norms,
-                                                                  doc_begin, weight, counters);
+  switch (static_cast<CodecId>(list.codec)) {
+    case CodecId::kBp128: return go.template operator()<128, static_cast<uint32_t>(CodecId::kBp128)>();
+    case CodecId::kBp256: return go.template operator()<256, static_cast<uint32_t>(CodecId::kBp256)>();
+    case CodecId::kVByte: return go.template operator()<128, static_cast<uint32_t>(CodecId::kVByte)>();
+    case CodecId::kPforDing: return go.template operator()<128, static_cast<uint32_t>(CodecId::kPforDing)>();
+    case CodecId::kPforBlock: return go.template operator()<128, static_cast<uint32_t>(CodecId::kPforBlock)>();
+    case CodecId::kRice: return go.template operator()<128, static_cast<uint32_t>(CodecId::kRice)>();
+    case CodecId::kParaPfor: return go.template operator()<128, static_cast<uint32_t>(CodecId::kParaPfor)>();
+    case CodecId::kLrc: return go.template operator()<128, static_cast<uint32_t>(CodecId::kLrc)>();
+    case CodecId::kLrcSeg: return go.template operator()<128, static_cast<uint32_t>(CodecId::kLrcSeg)>();
+    case CodecId::kSegLrc: return go.template operator()<128, static_cast<uint32_t>(CodecId::kSegLrc)>();
+    case CodecId::kHsLrc: return go.template operator()<128, static_cast<uint32_t>(CodecId::kHsLrc)>();
   }
-  WARP_CUDA_CHECK_LAUNCH();
+  throw Error("no GPU decoder for codec " + std::to_string(list.codec));
 }
 
 }  // namespace warp::gpu

@@ -36,36 +36,32 @@ __device__ __forceinline__ void for_live(uint32_t live, F&& f) {
 
 __device__ __forceinline__ bool in_live_slice(uint32_t live, uint32_t local) { return live >> (local / kSliceDocs) & 1u; }
 
-// One warp decodes a BP block (warp_decode_bp) and adds the BM25 of its postings in live slices.
+// One warp decodes a block of a list (warp_decode_postings) and adds the BM25 of its postings in
+// live slices.
 template <int BS>
-__device__ void warp_score_bp_block(const DeviceList& list, uint32_t block, float weight, const float* norms,
-                                    uint32_t doc_begin, uint32_t tile_first, uint32_t tile_end, uint32_t live,
-                                    float* scores) {
+__device__ void warp_score_block(const DeviceList& list, uint32_t block, float weight, const float* norms,
+                                 uint32_t doc_begin, uint32_t tile_first, uint32_t tile_end, uint32_t live,
+                                 float* scores, WarpScratch<BS>& scratch) {
   constexpr uint32_t kPerLane = BS / 32;
   uint32_t docs[kPerLane], freqs[kPerLane];
-  const uint32_t n = warp_decode_bp<BS>(list, block, docs, freqs);
-  const uint32_t first = (threadIdx.x & 31u) * kPerLane;
+  const uint32_t n = warp_decode_postings<BS>(list, block, docs, freqs, scratch);
+  const uint32_t lane = threadIdx.x & 31u;
   for (uint32_t j = 0; j < kPerLane; ++j) {
     const uint32_t local = docs[j] - doc_begin;
-    if (first + j < n && local >= tile_first && local < tile_end && in_live_slice(live, local - tile_first)) {
+    if (WarpLayout<BS>::index(lane, j) < n && local >= tile_first && local < tile_end && in_live_slice(live, local - tile_first)) {
       atomicAdd(&scores[local - tile_first], bm25_units_dev(weight, freqs[j], norms[local]));
     }
   }
 }
 
-// The blocks of up to 32 BP lists that overlap a tile, numbered across the lists so that the warps
+// The blocks of up to 32 dense lists that overlap a tile, numbered across the lists so that the warps
 // of a thread block share them out whatever the lists' lengths (shared memory).
 struct TilePlan {
   uint32_t start[32];       // first block of each list overlapping the tile
   uint32_t prefix[32 + 1];  // items before each list
 };
 
-// Scores one tile: decodes every block of the query's lists that overlaps a live slice of it and
-// adds BM25 into scores[0..kTile) (shared). A document of a dead slice may get part of its score
-// only: it scores below θ, and pass 2 keeps nothing below θ. Blocks of BP lists go a block per
-// warp, those of other codecs a block per thread block. `counts` (shared): blocks and postings
-// decoded, added to. Every thread of the block calls it.
-// Warp 1 (one lane per list of the chunk of up to 32 from `chunk`): the chunk's BP lists' blocks
+// Warp 1 (one lane per list of the chunk of up to 32 from `chunk`): the chunk's dense lists' blocks
 // overlapping the tile, numbered across the lists.
 __device__ void plan_tile(const EngineQuery& q, const BoundInputs& in, uint32_t chunk, uint32_t tile, uint32_t first_doc,
                           uint32_t last_doc, bool last_tile, TilePlan& plan) {
@@ -75,7 +71,7 @@ __device__ void plan_tile(const EngineQuery& q, const BoundInputs& in, uint32_t 
   if (lane < in_chunk) {
     const DeviceList& list = in.lists[q.list_begin + chunk + lane];
     const bool sparse = in.sparse_slots[q.list_begin + chunk + lane] != kDenseList;
-    if (!sparse && is_bp(list.codec) && is_bp(list.freq_codec) && list.block_count > 0) {
+    if (!sparse && list.block_count > 0) {
       const bool directory = list.tile_first_block != nullptr;
       start = directory ? list.tile_first_block[tile] : block_for_doc(list.block_last_docid, list.block_count, first_doc);
       const uint32_t end = directory && !last_tile ? list.tile_first_block[tile + 1]
@@ -96,13 +92,13 @@ __device__ void plan_tile(const EngineQuery& q, const BoundInputs& in, uint32_t 
 // Scores one tile of query `query`: decodes every block of its lists that overlaps a live slice
 // of the tile and adds the BM25 of the postings in live slices into scores[0..kTile) (shared,
 // zero on entry; dead slices stay zero; a dead slice scores below θ and pass 2 keeps nothing below
-// θ). Blocks of BP lists go a block per warp, those of other codecs a block per thread block,
-// sparse lists' postings a thread each. Sets `live` (shared); adds blocks and postings decoded to
+// θ). Blocks of dense lists go a block per warp (any codec: warp_decode.cuh), sparse lists'
+// postings a thread each. Sets `live` (shared); adds blocks and postings decoded to
 // `counts` (shared). Every thread of the block calls it.
 template <int BS>
 __device__ void score_tile(const EngineQuery& q, uint32_t query, const BoundInputs& in, const float* weights,
                            const float* norms, uint32_t tile, float theta, bool first_pass, uint32_t& live,
-                           float* scores, BlockDecodeStorage<BS>& storage, TilePlan& plan, uint32_t* counts) {
+                           float* scores, WarpScratch<BS>* scratch, TilePlan& plan, uint32_t* counts) {
   const DeviceList* lists = in.lists;
   const uint32_t doc_begin = in.doc_begin;
   const uint32_t tile_first = tile * kTile, tile_end = min(tile_first + kTile, in.doc_count);
@@ -132,13 +128,12 @@ __device__ void score_tile(const EngineQuery& q, uint32_t query, const BoundInpu
       const uint32_t block = plan.start[j] + (item - plan.prefix[j]);
       if (block > 0 && list.block_last_docid[block - 1] >= last_doc) continue;  // starts after the tile
       if (block_live_slices(list, block, first_doc, last_doc, live) == 0) continue;
-      warp_score_bp_block<BS>(list, block, weights[q.list_begin + chunk + j], norms, doc_begin, tile_first, tile_end, live,
-                              scores);
+      warp_score_block<BS>(list, block, weights[q.list_begin + chunk + j], norms, doc_begin, tile_first, tile_end, live,
+                           scores, scratch[warp]);
       ++blocks, postings += min(static_cast<uint32_t>(BS), list.count - block * BS);
     }
     for (uint32_t j = 0; j < in_chunk; ++j) {
       const DeviceList& list = lists[q.list_begin + chunk + j];
-      const float weight = weights[q.list_begin + chunk + j];
       const uint32_t slot = in.sparse_slots[q.list_begin + chunk + j];
       if (slot != kDenseList) {  // scored postings of a sparse list, a thread each
         const uint32_t* starts = in.sparse.tile_start + size_t{slot} * in.sparse.tiles;
@@ -148,23 +143,6 @@ __device__ void score_tile(const EngineQuery& q, uint32_t query, const BoundInpu
           if (in_live_slice(live, local)) atomicAdd(&scores[local], in.sparse.scores[size_t{slot} * in.sparse.capacity + i]);
         }
         continue;
-      }
-      if (is_bp(list.codec) && is_bp(list.freq_codec)) continue;
-      // The other codecs: a block per thread block.
-      const uint32_t start = list.tile_first_block != nullptr ? list.tile_first_block[tile]
-                                                              : block_for_doc(list.block_last_docid, list.block_count, first_doc);
-      for (uint32_t block = start; block < list.block_count; ++block) {  // uniform over the thread block
-        if (block > 0 && list.block_last_docid[block - 1] >= last_doc) break;
-        if (block_live_slices(list, block, first_doc, last_doc, live) == 0) continue;
-        const uint32_t n = min(static_cast<uint32_t>(BS), list.count - block * BS);
-        uint32_t doc, freq;
-        decode_postings<BS>(list, block, n, storage, doc, freq);
-        const uint32_t local = doc - doc_begin;
-        if (threadIdx.x < n && local >= tile_first && local < tile_end && in_live_slice(live, local - tile_first)) {
-          atomicAdd(&scores[local - tile_first], bm25_units_dev(weight, freq, norms[local]));
-        }
-        __syncthreads();  // decode_postings reuses its storage
-        if (threadIdx.x == 0) ++blocks, postings += n;
       }
     }
     __syncthreads();  // the plan is rewritten by the next chunk; the scores are complete
@@ -188,7 +166,7 @@ __global__ void __launch_bounds__(BS) first_pass_kernel(const EngineQuery* queri
   using Scan = cub::BlockScan<uint32_t, BS>;
   __shared__ float scores[kTile];
   __shared__ uint32_t histogram[kBuckets];
-  __shared__ BlockDecodeStorage<BS> storage;
+  __shared__ WarpScratch<BS> warp_scratch[BS / 32];
   __shared__ typename Scan::TempStorage scan_storage;
   __shared__ uint64_t threshold;
   __shared__ uint32_t base, live, counts[2];
@@ -204,7 +182,7 @@ __global__ void __launch_bounds__(BS) first_pass_kernel(const EngineQuery* queri
   for (uint32_t b = tid; b < kBuckets; b += BS) histogram[b] = 0;
   for (uint32_t i = tid; i < kTile; i += BS) scores[i] = 0;
   if (tid == 0) counts[0] = counts[1] = 0;
-  score_tile<BS>(q, qi, in, weights, norms, tile, 0, true, live, scores, storage, plan, counts);
+  score_tile<BS>(q, qi, in, weights, norms, tile, 0, true, live, scores, warp_scratch, plan, counts);
   for_live<BS>(live, [&](uint32_t i) {
     if (scores[i] > 0) atomicAdd(&histogram[float_bucket(scores[i])], 1u);
   });
@@ -260,7 +238,7 @@ __global__ void __launch_bounds__(BS) second_pass_kernel(const EngineQuery* quer
                                                          size_t key_stride, QueryScratch* scratch) {
   using Scan = cub::BlockScan<uint32_t, BS>;
   __shared__ float scores[kTile];
-  __shared__ BlockDecodeStorage<BS> storage;
+  __shared__ WarpScratch<BS> warp_scratch[BS / 32];
   __shared__ typename Scan::TempStorage scan_storage;
   __shared__ uint32_t base, live, counts[2];
   __shared__ TilePlan plan;
@@ -275,7 +253,7 @@ __global__ void __launch_bounds__(BS) second_pass_kernel(const EngineQuery* quer
     const uint32_t theta_bits = s.theta_bits;
     const uint32_t tile_first = tile * kTile, tile_end = min(tile_first + kTile, doc_count);
     if (threadIdx.x == 0) counts[0] = counts[1] = 0;
-    score_tile<BS>(q, qi, in, weights, norms, tile, __uint_as_float(theta_bits), false, live, scores, storage, plan, counts);
+    score_tile<BS>(q, qi, in, weights, norms, tile, __uint_as_float(theta_bits), false, live, scores, warp_scratch, plan, counts);
     uint32_t keep = 0;
     for_live<BS>(live, [&](uint32_t i) { keep += scores[i] > 0 && __float_as_uint(scores[i]) >= theta_bits; });
     uint32_t offset, kept;

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "common/index/index_builder.hpp"
+#include "common/index/posting_list.hpp"
 #include "indexer/document_reader.hpp"
 #include "leaf/gpu/gpu_runtime.hpp"
 #include "leaf/query/cpu_query_processor.hpp"
@@ -96,6 +97,79 @@ TEST_P(GpuCodecTest, DecodersMatchTheCpu) {
     ++lists;
   }
   EXPECT_GT(lists, 50u);
+}
+
+// Lists built to reach every branch of the warp decoders: all-zero values (0-bit slots), geometric
+// gaps, rare huge outliers (PForDelta exceptions, Rice unary ranges of more than 32 words, 3- and
+// 4-byte VByte values), half the values large (more exceptions per block than a warp has lanes),
+// wide uniform gaps, one giant value among small ones; lengths around the block size and partial
+// last blocks.
+IndexView hard_lists_view(const Codec& codec, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  IndexView view;
+  view.meta.codec = std::string(codec.name());
+  DocId doc_end = 0;
+  int term = 0;
+  for (int shape = 0; shape < 6; ++shape) {
+    for (size_t n : {size_t{1}, size_t{5}, size_t{128}, size_t{129}, size_t{300}, size_t{4113}, size_t{50000}}) {
+      std::geometric_distribution<uint32_t> small(0.3);
+      std::uniform_real_distribution<double> coin(0, 1);
+      // DocIDs stay below 2^31: a gap's cap shrinks with the list's length.
+      const uint32_t gap_cap = static_cast<uint32_t>(std::min<size_t>(size_t{1} << 24, (size_t{1} << 30) / n));
+      auto value = [&](bool frequency) -> uint32_t {
+        const uint32_t cap = frequency ? 1u << 20 : gap_cap;
+        switch (shape) {
+          case 0: return 0;
+          case 1: return small(rng);
+          case 2: return coin(rng) < 0.05 ? static_cast<uint32_t>(rng() % cap) : small(rng);
+          case 3: return coin(rng) < 0.5 ? static_cast<uint32_t>(rng() % std::min(cap, 1u << 12)) + 256 : small(rng);
+          case 4: return static_cast<uint32_t>(rng() % std::min(cap, 1u << 22));
+          default: return small(rng);
+        }
+      };
+      std::vector<Posting> postings(n);
+      DocId doc = kEndDoc;
+      for (size_t i = 0; i < n; ++i) {
+        // Shape 5: one giant gap and frequency in a list of small ones (Rice: unary codes of
+        // thousands of bits inside one block).
+        const bool giant = shape == 5 && i == n / 2;
+        postings[i] = {doc = doc + value(false) + 1 + (giant ? 1u << 24 : 0), value(true) + 1 + (giant ? 1u << 20 : 0)};
+      }
+      doc_end = std::max(doc_end, doc + 1);
+      const std::vector<Score> scores(n, 1.0f);
+      const std::vector<uint32_t> words = encode_posting_list(postings, scores, codec);
+      view.lexicon["t" + std::to_string(term++)] = {static_cast<uint32_t>(n), n, view.postings.size(),
+                                                     static_cast<uint32_t>(words.size())};
+      view.postings.insert(view.postings.end(), words.begin(), words.end());
+    }
+  }
+  view.meta.doc_end = doc_end;
+  view.postings.resize(view.postings.size() + kReadPaddingWords, 0);
+  return view;
+}
+
+TEST_P(GpuCodecTest, WarpDecodersMatchTheCpuOnHardLists) {
+  WARP_REQUIRE_GPU();
+  const uint64_t seed = testing::test_seed() ^ std::hash<std::string_view>{}(GetParam()->name()) ^ 0x4a7d;
+  const IndexView view = hard_lists_view(*GetParam(), seed);
+  gpu::DeviceIndex device(view);
+  for (const auto& [term, info] : view.lexicon) {
+    const PostingListView list = view.list(term, info);
+    for (bool frequencies : {false, true}) {
+      std::vector<uint32_t> cpu_values(list.count + list.codec->block_size());
+      (frequencies ? list.freq_codec : list.codec)->decode_all(frequencies ? list.freqs : list.docs, cpu_values.data());
+      cpu_values.resize(list.count);
+      ASSERT_EQ(gpu::decode_values_on_gpu(device, term, frequencies), cpu_values)
+          << "term " << term << (frequencies ? " frequencies" : " docIDs") << " seed " << seed;
+    }
+    const std::vector<Posting> expected = decode_posting_list(list);
+    const std::vector<Posting> actual = gpu::decode_list_on_gpu(device, term);
+    ASSERT_EQ(expected.size(), actual.size()) << term;
+    for (size_t i = 0; i < expected.size(); ++i) {
+      ASSERT_EQ(expected[i].doc, actual[i].doc) << "term " << term << " posting " << i << " seed " << seed;
+      ASSERT_EQ(expected[i].freq, actual[i].freq) << "term " << term << " posting " << i << " seed " << seed;
+    }
+  }
 }
 
 TEST_P(GpuCodecTest, QueriesMatchCpuAndBruteForce) {
