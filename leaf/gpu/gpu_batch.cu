@@ -10,6 +10,7 @@
 
 #include "common/util/status.hpp"
 #include "common/util/cuda_check.cuh"
+#include "leaf/gpu/block_select.cuh"
 #include "leaf/gpu/key_kernels.cuh"
 #include "leaf/gpu/list_decode.cuh"
 #include "leaf/gpu/or_tiles.hpp"
@@ -62,6 +63,63 @@ __global__ void batch_probe_kernel(uint32_t count, const uint32_t* docs, float* 
   }
 }
 
+// The batched top-k of AND queries: each query's candidates are a segment of the candidate arrays.
+struct AndSelection {
+  uint32_t offset = 0, slots = 0, k = 0;  // staged by the host
+  uint32_t selected = 0, cursor = 0;      // the device's: keys at or above the threshold, keys gathered
+  uint64_t threshold = 0;
+};
+
+// 1. Every candidate's key; live ones counted into their query's buckets and matches (one atomic
+// per run of a query's candidates in a warp).
+__global__ void and_keys_kernel(uint32_t count, const uint32_t* docs, const float* scores, const uint32_t* query_of,
+                                uint64_t* keys, uint32_t* buckets, unsigned long long* matches) {
+  const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  const bool live = i < count && scores[i] >= 0;
+  const uint32_t query = live ? query_of[i] : 0xFFFFFFFFu;
+  const uint64_t key = live ? topk_key(scores[i], docs[i]) : 0;
+  if (i < count) keys[i] = key;
+  if (live) atomicAdd(&buckets[size_t{query} * kBuckets + key_bucket(key)], 1u);
+  const uint32_t peers = __match_any_sync(0xFFFFFFFFu, query);
+  if (live && (threadIdx.x & 31u) == static_cast<uint32_t>(__ffs(peers) - 1)) atomicAdd(&matches[query], __popc(peers));
+}
+
+// 2. One thread block per query: the bucket of its k-th best key, as a threshold.
+__global__ void __launch_bounds__(kBlockSelectThreads) and_threshold_kernel(AndSelection* selection, const uint32_t* buckets) {
+  AndSelection& s = selection[blockIdx.x];
+  if (s.slots == 0 || s.k == 0) {  // uniform
+    if (threadIdx.x == 0) s.selected = 0, s.cursor = 0, s.threshold = ~0ull;
+    return;
+  }
+  uint32_t selected;
+  const uint64_t threshold = block_threshold<kBlockSelectThreads>(buckets + size_t{blockIdx.x} * kBuckets, s.k, selected);
+  if (threadIdx.x == 0) s.selected = selected, s.cursor = 0, s.threshold = threshold;
+}
+
+// 3. Over every candidate: the keys at or above their query's threshold gathered per query (none
+// for a query with more than one block sort holds: its fallback selects again).
+__global__ void and_gather_kernel(uint32_t count, const uint64_t* keys, const uint32_t* query_of, AndSelection* selection,
+                                  uint64_t* staging) {
+  const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= count || keys[i] == 0) return;
+  AndSelection& s = selection[query_of[i]];
+  if (s.selected <= kBlockSelectCapacity && keys[i] >= s.threshold) {
+    staging[size_t{query_of[i]} * kBlockSelectCapacity + atomicAdd(&s.cursor, 1u)] = keys[i];
+  }
+}
+
+// 4. One thread block per query: its gathered keys sorted, the k best into its result row
+// [selected, overflow, keys...].
+__global__ void __launch_bounds__(kBlockSelectThreads) and_sort_kernel(const AndSelection* selection, const uint64_t* staging,
+                                                                       uint64_t* results, uint32_t stride) {
+  const AndSelection& s = selection[blockIdx.x];
+  uint64_t* row = results + size_t{blockIdx.x} * stride;
+  const bool overflow = s.selected > kBlockSelectCapacity;
+  if (threadIdx.x == 0) row[0] = s.selected, row[1] = overflow;
+  if (overflow || s.selected == 0) return;  // uniform
+  block_sort_top(staging + size_t{blockIdx.x} * kBlockSelectCapacity, min(s.selected, s.cursor), min(s.k, stride - 2), row + 2);
+}
+
 constexpr uint32_t kThreads = 256;
 constexpr size_t kRoundsStaged = 64;  // term rounds staged at start; a batch with longer queries grows them
 uint32_t grid_for(uint64_t n) { return static_cast<uint32_t>(std::max<uint64_t>(1, (n + kThreads - 1) / kThreads)); }
@@ -105,7 +163,13 @@ struct BatchExecutor::Buffers {
   Task* tasks = nullptr;
   int32_t* round_task = nullptr;
   Counters* counters = nullptr;
-  unsigned long long* matches = nullptr;
+  unsigned long long* matches = nullptr;  // max_queries, then one discarded by the per-query fallback
+  AndSelection* and_selection = nullptr;  // the batched AND top-k: per query
+  uint32_t* and_buckets = nullptr;        // max_queries × kBuckets
+  uint64_t* and_staging = nullptr;        // max_queries × kBlockSelectCapacity
+  uint64_t* and_results = nullptr;        // max_queries rows of [selected, overflow, up to kBlockSelectCapacity keys]
+  AndSelection* host_and_selection = nullptr;
+  uint64_t* host_and_results = nullptr;
   Task* host_tasks = nullptr;  // pinned staging
   int32_t* host_round = nullptr;
   Counters* host_counters = nullptr;
@@ -117,10 +181,14 @@ struct BatchExecutor::Buffers {
   ~Buffers() {
     for (void* p : {(void*)candidate_docs, (void*)candidate_scores, (void*)candidate_query, (void*)candidate_block,
                     (void*)block_docs, (void*)block_freqs, (void*)masks, (void*)accumulators, (void*)tasks,
-                    (void*)round_task, (void*)counters, (void*)matches, (void*)or_keys}) {
+                    (void*)round_task, (void*)counters, (void*)matches, (void*)or_keys, (void*)and_selection,
+                    (void*)and_buckets, (void*)and_staging, (void*)and_results}) {
       cudaFree(p);
     }
-    for (void* p : {(void*)host_tasks, (void*)host_round, (void*)host_counters, (void*)host_matches}) cudaFreeHost(p);
+    for (void* p : {(void*)host_tasks, (void*)host_round, (void*)host_counters, (void*)host_matches,
+                    (void*)host_and_selection, (void*)host_and_results}) {
+      cudaFreeHost(p);
+    }
     or_tiles.reset();
     topk.release();
     if (stream != nullptr) cudaStreamDestroy(stream);
@@ -167,7 +235,13 @@ BatchExecutor::BatchExecutor(const DeviceIndex& device, const BatchOptions& opti
   if (!tiles()) device_alloc(b.accumulators, queries * b.accumulator_stride);
   b.reserve_tasks(queries * kRoundsStaged);
   device_alloc(b.counters, queries);
-  device_alloc(b.matches, queries);
+  device_alloc(b.matches, queries + 1);
+  device_alloc(b.and_selection, queries);
+  device_alloc(b.and_buckets, queries * kBuckets);
+  device_alloc(b.and_staging, queries * kBlockSelectCapacity);
+  device_alloc(b.and_results, queries * (2 + kBlockSelectCapacity));
+  WARP_CUDA_CHECK(cudaMallocHost(&b.host_and_selection, queries * sizeof(AndSelection)));
+  WARP_CUDA_CHECK(cudaMallocHost(&b.host_and_results, queries * (2 + kBlockSelectCapacity) * sizeof(uint64_t)));
   WARP_CUDA_CHECK(cudaMallocHost(&b.host_counters, queries * sizeof(Counters)));
   WARP_CUDA_CHECK(cudaMallocHost(&b.host_matches, queries * sizeof(unsigned long long)));
   b.topk.allocate(std::max(b.candidate_capacity, b.doc_count));
@@ -325,28 +399,63 @@ void BatchExecutor::run_and(std::vector<Prepared>& batch, std::vector<QueryResul
         b.candidate_block, b.block_docs, b.block_freqs, device_.length_norms(), doc_begin, options_.search_compressed);
     WARP_CUDA_CHECK_LAUNCH();
   }
-  // Top-k of each query over its own candidates.
-  for (size_t q = 0; q < n; ++q) {
-    const Prepared& p = batch[q];
-    QueryResult& result = results[p.index];
-    result.stats.blocks_total = p.blocks_total;
-    if (p.candidate_slots == 0) continue;
-    b.topk.reset(b.stream);
-    candidate_keys_kernel<<<grid_for(p.candidate_slots), kThreads, 0, b.stream>>>(
-        p.candidate_slots, b.candidate_docs + p.candidate_offset, b.candidate_scores + p.candidate_offset, b.topk.keys,
-        b.topk.buckets, b.matches + q);
+  // Top-k of each query over its own candidates: batched (four launches for the whole batch, one
+  // copy back), or query by query for the max-tree method and for a query whose keys at or above
+  // its k-th best bucket outgrow one block sort.
+  const bool batched_topk = options_.topk == TopkMethod::kBucketSelect;
+  uint32_t row_stride = 2;
+  if (batched_topk) {
+    for (size_t q = 0; q < n; ++q) {
+      const Prepared& p = batch[q];
+      b.host_and_selection[q] = AndSelection{p.candidate_offset, p.candidate_slots, static_cast<uint32_t>(p.query->k)};
+      row_stride = std::max<uint32_t>(row_stride, 2 + std::min<uint32_t>(static_cast<uint32_t>(p.query->k), kBlockSelectCapacity));
+    }
+    WARP_CUDA_CHECK(cudaMemsetAsync(b.and_buckets, 0, n * kBuckets * sizeof(uint32_t), b.stream));
+    WARP_CUDA_CHECK(cudaMemcpyAsync(b.and_selection, b.host_and_selection, n * sizeof(AndSelection), cudaMemcpyHostToDevice, b.stream));
+    if (total_candidates > 0) {
+      and_keys_kernel<<<grid_for(total_candidates), kThreads, 0, b.stream>>>(
+          total_candidates, b.candidate_docs, b.candidate_scores, b.candidate_query, b.topk.keys, b.and_buckets, b.matches);
+      WARP_CUDA_CHECK_LAUNCH();
+    }
+    and_threshold_kernel<<<n, kBlockSelectThreads, 0, b.stream>>>(b.and_selection, b.and_buckets);
     WARP_CUDA_CHECK_LAUNCH();
-    result.hits = b.topk.select(p.candidate_slots, p.query->k, b.stream, options_.topk);
-    to_scores(result.hits, p.score_of_unit);
+    if (total_candidates > 0) {
+      and_gather_kernel<<<grid_for(total_candidates), kThreads, 0, b.stream>>>(total_candidates, b.topk.keys, b.candidate_query,
+                                                                                b.and_selection, b.and_staging);
+      WARP_CUDA_CHECK_LAUNCH();
+    }
+    and_sort_kernel<<<n, kBlockSelectThreads, 0, b.stream>>>(b.and_selection, b.and_staging, b.and_results, row_stride);
+    WARP_CUDA_CHECK_LAUNCH();
+    WARP_CUDA_CHECK(cudaMemcpyAsync(b.host_and_results, b.and_results, n * row_stride * sizeof(uint64_t), cudaMemcpyDeviceToHost, b.stream));
   }
   WARP_CUDA_CHECK(cudaMemcpyAsync(b.host_counters, b.counters, n * sizeof(Counters), cudaMemcpyDeviceToHost, b.stream));
   WARP_CUDA_CHECK(cudaMemcpyAsync(b.host_matches, b.matches, n * sizeof(unsigned long long), cudaMemcpyDeviceToHost, b.stream));
   WARP_CUDA_CHECK(cudaStreamSynchronize(b.stream));
   for (size_t q = 0; q < n; ++q) {
-    QueryResult& result = results[batch[q].index];
-    result.and_matches = b.host_matches[q];
+    const Prepared& p = batch[q];
+    QueryResult& result = results[p.index];
+    result.stats.blocks_total = p.blocks_total;
+    result.and_matches = batched_topk ? b.host_matches[q] : 0;
     result.stats.blocks_decoded = b.host_counters[q].blocks_decoded;
     result.stats.postings_decoded = b.host_counters[q].postings_decoded;
+    if (p.candidate_slots == 0) continue;
+    const uint64_t* row = b.host_and_results + q * row_stride;
+    if (batched_topk && row[1] == 0) {
+      result.hits = keys_to_hits(row + 2, std::min<size_t>(p.query->k, row[0]));
+    } else {
+      // One query's keys again (into the selection's own key array) and its selection.
+      unsigned long long* matches = batched_topk ? b.matches + options_.max_queries : b.matches + q;
+      b.topk.reset(b.stream);
+      candidate_keys_kernel<<<grid_for(p.candidate_slots), kThreads, 0, b.stream>>>(
+          p.candidate_slots, b.candidate_docs + p.candidate_offset, b.candidate_scores + p.candidate_offset, b.topk.keys,
+          b.topk.buckets, matches);
+      WARP_CUDA_CHECK_LAUNCH();
+      result.hits = b.topk.select(p.candidate_slots, p.query->k, b.stream, options_.topk);
+      if (!batched_topk) {
+        WARP_CUDA_CHECK(cudaMemcpy(&result.and_matches, matches, sizeof(unsigned long long), cudaMemcpyDeviceToHost));
+      }
+    }
+    to_scores(result.hits, p.score_of_unit);
   }
 }
 
