@@ -6,7 +6,9 @@
 // thread decodes its docID alone from its segment's line; gaps are differences of neighbours).
 // decode_block gives what the codec stores (docID gaps minus one, or frequencies minus one);
 // decode_postings gives docIDs: a localized prefix sum of the gaps, or the LRC docIDs directly.
-// The formats are those of common/codec; each decoder is checked against its CPU twin in tests.
+// The formats are those of common/codec. Most kernels decode a warp per block (warp_decode.cuh);
+// these serve the two that work a block per thread block (slice maxima at load, sparse lists' maxima
+// in the OR tiles), whose results the OR tests check against the CPU.
 #pragma once
 #include <cub/block/block_scan.cuh>
 

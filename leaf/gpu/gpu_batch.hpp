@@ -8,7 +8,8 @@
 //          the compressed lists: Ao et al. Algorithm 1);
 //   OR     one launch per stage of the OR tiles for every query (or_tiles.hpp), or one launch
 //          decoding every list of every query into per-query dense accumulators;
-//   top-k  per query, over its own candidates or accumulators.
+//   top-k  AND: for the whole batch at once (per-query bucket counts, thresholds, one gather, a
+//          block sort per query); OR tiles: their batched selection; dense OR: per query.
 // Candidate, block and accumulator memory for a whole batch is allocated once.
 #pragma once
 #include <memory>

@@ -17,7 +17,7 @@
 //           histogram of the candidates' keys: 16 mantissa bits), and the tiles whose bound
 //           reaches θ × factor go to the work list.
 //   pass 2  persistent thread blocks over the work list of every query: only the blocks that
-//           overlap a live slice (bound >= θ) are decoded, a BP block per warp; a tile keeps the
+//           overlap a live slice (bound >= θ) are decoded, a block per warp; a tile keeps the
 //           documents scoring at least θ. Two rounds: first the tiles 15% above θ, then, with θ
 //           recomputed from every candidate so far (within 1% of the k-th best on the GOV2-like
 //           preset), the rest.
