@@ -1,5 +1,6 @@
-// Whole-list decoding kernels on top of the block decoders: a thread block per selected compressed
-// block, writing docIDs and frequencies or adding BM25 scores into dense accumulators.
+// Whole-list decoding kernels on top of the warp decoders (warp_decode.cuh): a warp per selected
+// compressed block, writing docIDs and frequencies or adding BM25 scores into dense accumulators;
+// and the helpers the query kernels share (BM25 in score units, block search, task lookup).
 #pragma once
 #include <algorithm>
 #include <string>
@@ -97,10 +98,6 @@ struct Counters {
   unsigned long long postings_decoded;
   unsigned long long matches;
 };
-
-__host__ __device__ inline bool is_bp(uint32_t codec) {
-  return codec == static_cast<uint32_t>(CodecId::kBp128) || codec == static_cast<uint32_t>(CodecId::kBp256);
-}
 
 // Thread blocks of 8 warps for the warp-per-block kernels, and enough of them to fill the device
 // (cached per kernel: a leaf's GPUs are of one kind); each warp then takes blocks grid-strided.

@@ -21,8 +21,6 @@ namespace warp::gpu {
 
 template <int BS>
 struct WarpLayout {
-  static constexpr uint32_t kPerLane = BS / 32;
-  static constexpr uint32_t kGroups = kPerLane / 4;
   __device__ static __forceinline__ uint32_t index(uint32_t lane, uint32_t j) { return (j / 4) * 128 + lane * 4 + (j % 4); }
 };
 
