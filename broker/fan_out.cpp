@@ -319,11 +319,14 @@ struct FanOut::Worker {
   std::unordered_map<uint64_t, InFlight> queries;
 };
 
-// ZeroMQ I/O threads: one per four event loops (at least two), so the sockets' TCP work scales
-// with the loops that feed it.
-FanOut::FanOut(Cluster& cluster, http::IoPool& pool)
+// ZeroMQ I/O threads: by default one per eight event loops (at least one). Every message to or
+// from a leaf crosses one of them, and each wake-up of one costs more than the message's work, so
+// fewer, busier I/O threads carry a query for less CPU than many idle ones.
+FanOut::FanOut(Cluster& cluster, http::IoPool& pool, size_t zmq_io_threads)
     : cluster_(cluster),
-      pool_(pool), context_(std::make_unique<zmq::context_t>(static_cast<int>(std::max<size_t>(2, pool.size() / 4)))) {
+      pool_(pool),
+      context_(std::make_unique<zmq::context_t>(
+          static_cast<int>(zmq_io_threads > 0 ? zmq_io_threads : std::max<size_t>(1, (pool.size() + 7) / 8)))) {
   for (size_t i = 0; i < pool.size(); ++i) {
     workers_.push_back(std::make_unique<Worker>(cluster, pool.context(i), *context_, in_flight_));
   }

@@ -63,7 +63,8 @@ namespace warp {
 class FanOut {
  public:
   // `pool` must be stopped before the FanOut is destroyed (its loops touch the FanOut's objects).
-  FanOut(Cluster& cluster, http::IoPool& pool);
+  // `zmq_io_threads`: ZeroMQ's own I/O threads behind the sockets; 0: one per eight loops.
+  FanOut(Cluster& cluster, http::IoPool& pool, size_t zmq_io_threads = 0);
   ~FanOut();  // queries still in flight end without their callback
   FanOut(const FanOut&) = delete;
   FanOut& operator=(const FanOut&) = delete;

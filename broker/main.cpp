@@ -21,6 +21,7 @@ int run(int argc, char** argv) {
       .value("admin-listen", "", "HTTP address for /healthz, /readyz, /cluster and /metrics, never behind a token (default: on --listen)")
       .value("auth-tokens", "", "file of bearer tokens, one per line, reloaded on change; /search then needs one (401 without)")
       .value("threads", "0", "I/O threads serving the HTTP connections and the fan-out to the leaves (0: one per core)")
+      .value("zmq-io-threads", "0", "ZeroMQ I/O threads carrying the fan-out's messages (0: one per eight --threads)")
       .value("max-connections", "10000", "open HTTP connections; beyond, 503 and closed")
       .value("request-timeout-ms", "10000", "time to receive a request's header and body")
       .value("idle-timeout-ms", "60000", "time a keep-alive connection may wait for its next request")
@@ -56,6 +57,7 @@ int run(int argc, char** argv) {
   options.max_outstanding = flags.count("max-outstanding");
   options.auth = auth.get();
   options.admin_listener = !flags.get("admin-listen").empty();
+  options.zmq_io_threads = flags.count("zmq-io-threads");
   if (options.max_query_bytes == 0 || options.max_terms == 0) throw warp::Error("--max-query-bytes and --max-terms must be > 0");
   warp::http::IoPool pool(flags.count("threads"));
   warp::SearchApi api(options, cluster, cache, registry, pool);

@@ -61,7 +61,7 @@ SearchApi::SearchApi(SearchApiOptions options, Cluster& cluster, ResultCache& ca
       connection_timeouts_(prometheus::BuildCounter().Name("warpsearch_broker_http_timeouts_total").Help("HTTP connections closed for a request or idle timeout").Register(*registry_).Add({})),
       replicas_(prometheus::BuildGauge().Name("warpsearch_broker_replicas").Help("Replicas known per partition, by state (healthy: ready and answering status requests)").Register(*registry_)),
       dns_failures_(prometheus::BuildCounter().Name("warpsearch_broker_dns_failures_total").Help("Replica-discovery lookups that got no answer (the replicas known were kept)").Register(*registry_).Add({})),
-      fan_out_(cluster, pool) {
+      fan_out_(cluster, pool, options_.zmq_io_threads) {
   cluster_.set_max_outstanding(static_cast<int>(options.max_outstanding));
   for (const char* reason : {"in_flight", "saturated"}) rejected_.Add({{"reason", reason}});  // at 0 from the start
 }

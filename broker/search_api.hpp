@@ -31,6 +31,7 @@ struct SearchApiOptions {
   size_t max_outstanding = 256;    // requests outstanding to one replica; a partition whose replicas all have as many: 503
   AuthTokens* auth = nullptr;      // null: /search needs no token
   bool admin_listener = false;     // health, readiness, cluster and metrics only on the admin listener
+  size_t zmq_io_threads = 0;       // ZeroMQ I/O threads of the fan-out; 0: one per eight event loops
 };
 
 class SearchApi {

@@ -177,14 +177,17 @@ std::shared_ptr<const LoadedIndex> LeafServer::index() const {
 
 // Whether the front end answers this request itself: a status request always; a CPU search when
 // --inline-max-postings > 0 and its terms' postings in the partition (the sum of their df) are at
-// most that many. Everything else (GPU leaves, unreadable requests) goes to a worker.
+// most that many, also where the scheduler runs (auto). Everything else (--processor gpu, unreadable
+// requests) goes to a worker.
 bool LeafServer::answer_inline(const zmq::message_t& frame) {
   try {
     transfer::FrameReader reader(frame);
     auto request = reader.root<protocol::LeafRequest>();
     if (request.isStatus()) return true;
     const auto index = this->index();
-    if (options_.inline_max_postings == 0 || !index || !index->gpu.empty()) return false;  // GPU: its own queues
+    // --processor gpu: every search on the GPU. With the scheduler (auto), a search this small is
+    // the CPU's at once: it costs less than the queue hand-off the scheduler would add.
+    if (options_.inline_max_postings == 0 || !index || index->gpu_only) return false;
     auto search = request.getSearch();
     for (const auto& partition : index->partitions) {
       if (partition->view().meta.partition_id != search.getPartition()) continue;
@@ -237,7 +240,8 @@ void LeafServer::front_end() {
       }
       const auto arrival = std::chrono::steady_clock::now();
       if (answer_inline(frames[2])) {
-        send_reply(frames[0], handle(frames[2].to_string(), arrival));
+        std::optional<std::string> reply = handle(frames[2].to_string(), arrival, {}, /*on_cpu_now=*/true);
+        send_reply(frames[0], *reply);
         continue;
       }
       if (queue_->size >= options_.queue_depth) {  // refuse rather than block the front end
@@ -327,7 +331,7 @@ std::string search_error(uint64_t query_id, uint32_t partition_id, const std::st
 }  // namespace
 
 std::optional<std::string> LeafServer::handle(const std::string& bytes, std::chrono::steady_clock::time_point arrival,
-                                              std::function<void(std::string)> deliver) {
+                                              std::function<void(std::string)> deliver, bool on_cpu_now) {
   capnp::MallocMessageBuilder builder;
   auto reply = builder.initRoot<protocol::LeafReply>();
   const std::shared_ptr<const LoadedIndex> index = this->index();  // this generation, to the end
@@ -379,7 +383,7 @@ std::optional<std::string> LeafServer::handle(const std::string& bytes, std::chr
         query.k = search.getK();
         const uint64_t query_id = search.getQueryId();
         const uint32_t partition_id = search.getPartition();
-        if (scheduler_ && index->scheduled()) {
+        if (scheduler_ && index->scheduled() && !on_cpu_now) {
           sched::Target target{&index->partitions[slot]->view(), index->cpu[slot].get(), index->gpu[slot].get(), index};
           scheduler_->submit(target, std::move(query), arrival + budget,
                              [this, index, slot, query_id, partition_id, deliver](sched::Outcome&& outcome) {

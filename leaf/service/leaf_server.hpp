@@ -73,9 +73,9 @@ class LeafServer {
   // The reply to one LeafRequest frame, as a worker sends it (public for the fuzzer and tests).
   std::string handle(const std::string& request, std::chrono::steady_clock::time_point arrival);
   // The same, or nothing when the search went to the scheduler: `deliver` then gets the reply
-  // later, on a scheduler thread.
+  // later, on a scheduler thread. `on_cpu_now`: searched here on the CPU processor, never scheduled.
   std::optional<std::string> handle(const std::string& request, std::chrono::steady_clock::time_point arrival,
-                                    std::function<void(std::string)> deliver);
+                                    std::function<void(std::string)> deliver, bool on_cpu_now = false);
 
  private:
   struct Work;

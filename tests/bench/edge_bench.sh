@@ -19,19 +19,7 @@ for i in 0 1 2 3; do
     --http 127.0.0.1:$((9301 + i)) --workers 4 2> "$work/leaf$i.log" &
   pids+=($!)
 done
-scrape() {  # scrape → "broker_sum broker_count leaf_sum leaf_count"
-  python3 - "$1" <<'PY'
-import re, sys, urllib.request
-def sums(url, name):
-    text = urllib.request.urlopen(url, timeout=5).read().decode()
-    s = sum(float(l.split()[-1]) for l in text.splitlines() if re.match(name + r"_sum(\{| )", l))
-    c = sum(float(l.split()[-1]) for l in text.splitlines() if re.match(name + r"_count(\{| )", l))
-    return s, c
-b = sums("http://127.0.0.1:%s/metrics" % sys.argv[1], "warpsearch_broker_request_seconds")
-l = [sums("http://127.0.0.1:%d/metrics" % p, "warpsearch_leaf_query_seconds") for p in range(9301, 9305)]
-print(b[0], b[1], sum(x[0] for x in l), sum(x[1] for x in l))
-PY
-}
+scrape() { python3 "$(dirname "$0")/edge_metrics.py" scrape "$1" 9301 9302 9303 9304; }
 echo "| broker | load | connections | idle connections | answers | q/s | p50 ms | p90 ms | p99 ms | max ms | not 200 | errors |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
 overheads=()
@@ -52,10 +40,7 @@ for broker in warp-broker warp-broker-before; do
   before=$(scrape $port)
   "$bin/http_load" --address 127.0.0.1:$port --words "$words" --connections 16 --seconds "$seconds" --label "$broker | uncached"
   after=$(scrape $port)
-  overheads+=("$(python3 -c "
-b0,c0,l0,k0 = map(float, '$before'.split()); b1,c1,l1,k1 = map(float, '$after'.split())
-broker = (b1-b0)/(c1-c0)*1e3; leaf = (l1-l0)/(k1-k0)*1e3
-print('| $broker | %.3f | %.3f | %.3f |' % (broker, leaf, broker - leaf))")")
+  overheads+=("$(python3 "$(dirname "$0")/edge_metrics.py" overhead "$broker" "$before" "$after")")
   "$bin/http_load" --address 127.0.0.1:$port --words "$words" --connections 64 --seconds "$seconds" --label "$broker | uncached"
   "$bin/http_load" --address 127.0.0.1:$port --target "/search?k=10&q=striped+african+horse" --connections 16 \
     --seconds "$seconds" --label "$broker | cached"

@@ -2,13 +2,15 @@
 # On the GPU machine (16 cores), in one session:
 #  1. edge_bench.sh for the binaries in .serve-bench/before (the previous build) and in
 #     .serve-bench (this one), one after the other, so the two tables compare;
-#  2. with FUZZ_RUNS=N, the long fuzz runs of the targets in .serve-bench/fuzz/ (too slow for a
+#  2. with TUNE=FILE, edge_tuning.sh over the configurations in FILE (one per line) for the binaries
+#     in .serve-bench, TUNE_SECONDS (5) per load;
+#  3. with FUZZ_RUNS=N, the long fuzz runs of the targets in .serve-bench/fuzz/ (too slow for a
 #     million executions on the 2-core development machine): JOBS processes per target sharing one
 #     corpus, N/JOBS executions each; a crash fails the run and its input lands in $OUT.
 # .serve-bench holds stripped warp-leaf, warp-broker and http_load, index/ (the default corpus in
 # 2 partitions), words.txt, and fuzz/; it may come packed as .device-carry/serve-bench.tar.gz.
 # Runtime libraries from .device-debs when present.
-# usage: [EDGE=0] [FUZZ_RUNS=1000000] [JOBS=14] [FUZZ_SECONDS=540] tests/bench/edge_device_run.sh [SECONDS] [IDLE]
+# usage: [EDGE=0] [TUNE=FILE] [FUZZ_RUNS=1000000] [JOBS=14] [FUZZ_SECONDS=540] tests/bench/edge_device_run.sh [SECONDS] [IDLE]
 set -uo pipefail
 out=${OUT:-/tmp/warp-edge-out}
 mkdir -p /opt/deps "$out"
@@ -26,6 +28,10 @@ if [ "${EDGE:-1}" = 1 ]; then
     echo "== $dir"
     bash tests/bench/edge_bench.sh "$dir" .serve-bench/index .serve-bench/words.txt "${1:-10}" "${2:-10000}"
   done
+fi
+if [ -n "${TUNE:-}" ]; then
+  mapfile -t configs < "$TUNE"
+  bash tests/bench/edge_tuning.sh .serve-bench .serve-bench/index .serve-bench/words.txt "${TUNE_SECONDS:-5}" "${configs[@]}"
 fi
 if [ -n "${FUZZ_RUNS:-}" ]; then
   jobs=${JOBS:-14}

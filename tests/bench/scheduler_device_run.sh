@@ -17,7 +17,7 @@ work=$(mktemp -d)
 mkdir -p "$work/build/indexer" "$work/build/leaf" "$work/build/broker"
 ln -s "$PWD/.device-bin/warp-indexer" "$work/build/indexer/"; ln -s "$PWD/.device-bin/warp-broker" "$work/build/broker/"
 ln -s "$PWD/.device-bin/warp-leaf" "$work/build/leaf/"; ln -s "$PWD/.device-bin/warp-search" "$work/build/leaf/"
-WARP_LEAF_ARGS="--processor auto --scheduler-calibration-ms 300" \
+WARP_LEAF_ARGS="--processor auto --scheduler-calibration-ms 300 --inline-max-postings 0" \
   python3 tests/integration/cluster_test.py "$work/build" .device-bin/cranfield .device-bin/cisi > "$out/cluster_test_auto.log" 2>&1 || status=1
 tail -2 "$out/cluster_test_auto.log"
 gunzip -c .device-carry/sched/gcide.jsonl.gz > "$work/gcide.jsonl"

@@ -52,6 +52,18 @@ def same_ranking(expected, actual, context):
             fail("%s rank %d: doc %s score %r, expected doc %s score %r" % (context, rank, aid, ascore, eid, escore))
 
 
+def merged_flags(base, extra):
+    """base's flags, then extra's; a flag in both takes extra's value (every leaf flag takes one)."""
+    names, out, i = set(extra[::2]), [], 0
+    while i < len(base):
+        if base[i] in names:
+            i += 2
+            continue
+        out.append(base[i])
+        i += 1
+    return out + list(extra)
+
+
 def start_cluster(data_dir, tag, extra_leaf_args=()):
     """Indexes data_dir in 1 and in 2 partitions; 4 leaves (2 replicas a partition) and a broker over
     the 2-partition index. Returns the broker's URL, the leaves and the 1-partition index."""
@@ -63,7 +75,7 @@ def start_cluster(data_dir, tag, extra_leaf_args=()):
     for i in range(4):
         zmq_port, http_port = next_port(), next_port()
         p = start([leaf, "--index", os.path.join(work, tag + "-index2"), "--partitions", str(i // 2), "--listen",
-                   "tcp://127.0.0.1:%d" % zmq_port, "--http", "127.0.0.1:%d" % http_port, "--workers", "2"] + list(extra_leaf_args) + leaf_args,
+                   "tcp://127.0.0.1:%d" % zmq_port, "--http", "127.0.0.1:%d" % http_port, "--workers", "2"] + merged_flags(leaf_args, extra_leaf_args),
                   "%s-leaf%d.log" % (tag, i))
         leaves.append((p, zmq_port, http_port))
     broker_port = next_port()
@@ -155,10 +167,15 @@ try:
     if not gpu_leaves:
         if sum(leaf_counter(l[2], "warpsearch_leaf_answered_inline_total") for l in leaves) < 100:
             fail("Cranfield's small queries should be answered on the leaves' front-end threads")
-    elif "gpu" not in leaf_args:  # --processor auto on a GPU machine: the scheduler answers them all
+    elif "gpu" not in leaf_args:  # --processor auto on a GPU machine: the scheduler, small searches inline
         scheduled = sum(leaf_counter(l[2], "warpsearch_leaf_scheduler_queries_total") for l in leaves)
-        if scheduled < 100:
-            fail("GPU leaves on --processor auto: the scheduler answered only %d searches" % scheduled)
+        inline = sum(leaf_counter(l[2], "warpsearch_leaf_answered_inline_total") for l in leaves)
+        if "--inline-max-postings" in leaf_args and leaf_args[leaf_args.index("--inline-max-postings") + 1] == "0":
+            if scheduled < 100 or inline != 0:
+                fail("GPU leaves on --processor auto, nothing inline: the scheduler answered %d searches, %d inline" % (scheduled, inline))
+        elif inline < 50 or scheduled + inline < 100:
+            fail("GPU leaves on --processor auto: Cranfield's small searches should be answered inline "
+                 "(%d inline, %d by the scheduler)" % (inline, scheduled))
         print("scheduler: %d searches, %d on the GPU" % (scheduled, sum(
             leaf_counter(l[2], 'warpsearch_leaf_scheduler_queries_total{processor="gpu"') for l in leaves)))
     status, body = http(base + "/search?" + urllib.parse.urlencode({"q": queries[0][1], "k": 10, "mode": "andor"}))

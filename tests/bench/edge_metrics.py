@@ -1,0 +1,62 @@
+#!/usr/bin/env python3
+"""Sums of the broker's and the leaves' latency histograms, for the broker-overhead figure.
+
+  edge_metrics.py scrape BROKER_PORT LEAF_PORT...   -> "broker_sum broker_count leaf_sum leaf_count"
+  edge_metrics.py overhead LABEL "BEFORE" "AFTER"    -> "| LABEL | broker ms | leaf ms | overhead ms |"
+  edge_metrics.py cpu ROLE=PID[,PID...]...          -> "ROLE/THREAD=TICKS ..." (CPU time of every thread)
+  edge_metrics.py cpu-per-query QUERIES "BEFORE" "AFTER" -> "ROLE/THREAD µs ..." per query
+Threads are grouped by their name (ZeroMQ's I/O threads are "ZMQbg/IO/n", the others carry the
+program's name).
+Broker: warpsearch_broker_request_seconds (a query's time in the broker, end to end); leaves:
+warpsearch_leaf_query_seconds (the search itself).
+"""
+import re
+import sys
+import urllib.request
+
+
+def sums(url, name):
+    text = urllib.request.urlopen(url, timeout=5).read().decode()
+    s = sum(float(l.split()[-1]) for l in text.splitlines() if re.match(name + r"_sum(\{| )", l))
+    c = sum(float(l.split()[-1]) for l in text.splitlines() if re.match(name + r"_count(\{| )", l))
+    return s, c
+
+
+def cpu(specs):
+    ticks = {}
+    for spec in specs:
+        role, pids = spec.split("=")
+        for pid in filter(None, pids.split(",")):
+            import glob
+            for task in glob.glob("/proc/%s/task/*" % pid):
+                try:
+                    comm = open(task + "/comm").read().strip()
+                    fields = open(task + "/stat").read().rsplit(")", 1)[1].split()
+                except OSError:
+                    continue
+                key = "%s/%s" % (role, "zmq-io" if comm.startswith("ZMQbg/IO") else "zmq-other" if comm.startswith("ZMQbg") else "main")
+                ticks[key] = ticks.get(key, 0) + int(fields[11]) + int(fields[12])  # utime + stime
+    return ticks
+
+
+if sys.argv[1] == "cpu":
+    print(" ".join("%s=%d" % kv for kv in sorted(cpu(sys.argv[2:]).items())))
+elif sys.argv[1] == "cpu-per-query":
+    import os
+    queries = float(sys.argv[2])
+    before = dict(kv.split("=") for kv in sys.argv[3].split())
+    after = dict(kv.split("=") for kv in sys.argv[4].split())
+    hz = os.sysconf("SC_CLK_TCK")
+    parts = ["%s %.0f" % (k, (int(v) - int(before.get(k, 0))) / hz * 1e6 / max(queries, 1)) for k, v in sorted(after.items())]
+    print(", ".join(parts))
+elif sys.argv[1] == "scrape":
+    b = sums("http://127.0.0.1:%s/metrics" % sys.argv[2], "warpsearch_broker_request_seconds")
+    leaves = [sums("http://127.0.0.1:%s/metrics" % p, "warpsearch_leaf_query_seconds") for p in sys.argv[3:]]
+    print(b[0], b[1], sum(x[0] for x in leaves), sum(x[1] for x in leaves))
+else:
+    label, before, after = sys.argv[2:5]
+    b0, c0, l0, k0 = map(float, before.split())
+    b1, c1, l1, k1 = map(float, after.split())
+    broker = (b1 - b0) / (c1 - c0) * 1e3
+    leaf = (l1 - l0) / (k1 - k0) * 1e3
+    print("| %s | %.3f | %.3f | %.3f |" % (label, broker, leaf, broker - leaf))

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# edge_tuning: the broker's overhead per query against its thread settings and core placement, on
+# this machine over loopback (the same cluster as edge_bench.sh: 4 leaves, 2 partitions x 2
+# replicas). For each CONFIG, uncached queries (1-4 random words, OR top 10) at 1, 16 and 64
+# connections; the overhead is the broker's mean request time minus the leaves' mean query time
+# over each run (edge_metrics.py).
+# CONFIG is "LABEL;BROKER FLAGS;PLACEMENT;LEAF FLAGS": PLACEMENT empty (the kernel places everything),
+# or "LEAF_CPUS/BROKER_CPUS/CLIENT_CPUS" in taskset's list form (e.g. 0-3/4-11/12-15).
+# usage: tests/bench/edge_tuning.sh BIN_DIR INDEX_DIR WORDS SECONDS CONFIG...
+set -uo pipefail
+bin=$1 index=$2 words=$3 seconds=$4
+shift 4
+here=$(dirname "$0")
+work=$(mktemp -d)
+pids=()
+stop_all() { for p in "${pids[@]}"; do { kill -9 "$p"; wait "$p"; } 2>/dev/null; done; pids=(); }
+trap 'stop_all; rm -rf "$work"' EXIT
+ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
+# Context switches of every thread of the leaves and the broker (voluntary: a thread went to sleep).
+switches() { for p in "${pids[@]}"; do cat /proc/"$p"/task/*/status; done 2>/dev/null | awk '/ctxt_switches/ {s += $2} END {print s + 0}'; }
+loads=() overheads=()
+for config in "$@"; do
+  IFS=';' read -r label broker_flags placement leaf_flags <<< "$config"
+  leaf_pin=() broker_pin=() client_pin=()
+  if [ -n "$placement" ]; then
+    IFS='/' read -r leaf_cpus broker_cpus client_cpus <<< "$placement"
+    leaf_pin=(taskset -c "$leaf_cpus") broker_pin=(taskset -c "$broker_cpus") client_pin=(taskset -c "$client_cpus")
+  fi
+  # shellcheck disable=SC2086  # the flags are words
+  for i in 0 1 2 3; do
+    "${leaf_pin[@]}" "$bin/warp-leaf" --index "$index" --partitions $((i / 2)) --listen tcp://127.0.0.1:$((5801 + i)) \
+      --http 127.0.0.1:$((9301 + i)) --workers 4 $leaf_flags 2> "$work/leaf$i.log" &
+    pids+=($!)
+  done
+  "${broker_pin[@]}" "$bin/warp-broker" --listen 127.0.0.1:8181 --partition 0=tcp://127.0.0.1:5801,tcp://127.0.0.1:5802 \
+    --partition 1=tcp://127.0.0.1:5803,tcp://127.0.0.1:5804 --max-connections 20000 $broker_flags 2> "$work/broker.log" &
+  pids+=($!)
+  for _ in $(seq 300); do
+    python3 -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8181/readyz', timeout=1)" 2>/dev/null && break
+    sleep 0.1
+  done
+  "${client_pin[@]}" "$bin/http_load" --address 127.0.0.1:8181 --words "$words" --connections 16 --seconds 2 > /dev/null
+  for connections in 1 16 64; do
+    before=$(python3 "$here/edge_metrics.py" scrape 8181 9301 9302 9303 9304) switched=$(switches)
+    cpu_before=$(python3 "$here/edge_metrics.py" cpu leaf="$(IFS=,; echo "${pids[*]:0:4}")" broker="${pids[4]}")
+    times > "$work/times"; client_before=$(tail -1 "$work/times")
+    row=$("${client_pin[@]}" "$bin/http_load" --address 127.0.0.1:8181 --words "$words" --connections $connections \
+      --seconds "$seconds" --label "$label | uncached")
+    after=$(python3 "$here/edge_metrics.py" scrape 8181 9301 9302 9303 9304) switched=$(( $(switches) - switched ))
+    cpu_after=$(python3 "$here/edge_metrics.py" cpu leaf="$(IFS=,; echo "${pids[*]:0:4}")" broker="${pids[4]}")
+    times > "$work/times"; client_after=$(tail -1 "$work/times")
+    loads+=("$row")
+    answers=$(cut -d'|' -f6 <<< "$row")
+    client_us=$(python3 -c "
+import re, sys
+def seconds(line): return sum(float(m) * 60 + float(s) for m, s in re.findall(r'(\d+)m([\d.]+)s', line))
+print('%.0f' % ((seconds('$client_after') - seconds('$client_before')) * 1e6 / ($answers + 1)))")
+    overheads+=("$(python3 "$here/edge_metrics.py" overhead "$label | $connections" "$before" "$after") $(( switched / (answers + 1) )) | $(python3 "$here/edge_metrics.py" cpu-per-query "$answers" "$cpu_before" "$cpu_after"), load generator $client_us |")
+  done
+  stop_all
+  sleep 0.5
+done
+echo "| config | load | connections | idle connections | answers | q/s | p50 ms | p90 ms | p99 ms | max ms | not 200 | errors |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
+printf '%s\n' "${loads[@]}"
+echo
+echo "| config | connections | broker ms per uncached query (mean) | leaf query ms (mean) | broker overhead ms | context switches per query | CPU µs per query by thread kind |"
+echo "|---|---|---|---|---|---|---|"
+printf '%s\n' "${overheads[@]}"
