@@ -27,6 +27,17 @@ __host__ __device__ inline bool is_lrc(uint32_t codec) {
   return codec >= static_cast<uint32_t>(CodecId::kLrc) && codec <= static_cast<uint32_t>(CodecId::kHsLrc);
 }
 
+// The zero bits (code ends) of word `word` of Rice's unary array that lie in a block's bit range
+// [start, end); 0 for a word past the range.
+__device__ __forceinline__ uint32_t rice_range_zeros(const uint32_t* unary, uint32_t word, uint32_t start, uint32_t end) {
+  const uint32_t first_word = start >> 5, last_word = (end - 1) >> 5;
+  if (word > last_word) return 0;
+  const uint32_t low = word == first_word ? (start & 31) : 0;
+  const uint32_t high = word == last_word ? ((end - 1) & 31) + 1 : 32;
+  const uint32_t mask = (high == 32 ? 0xFFFFFFFFu : ((1u << high) - 1)) & ~((1u << low) - 1);
+  return ~unary[word] & mask;
+}
+
 template <int BS>
 struct BlockDecodeStorage {
   using Scan = cub::BlockScan<uint32_t, BS>;
@@ -117,13 +128,7 @@ __device__ void decode_block(const DeviceSequence& seq, uint32_t codec, uint32_t
       uint32_t zeros_before = 0;
       for (uint32_t chunk = first_word; chunk <= last_word; chunk += BS) {  // localized prefix sum over zero bits
         const uint32_t word_index = chunk + tid;
-        uint32_t zeros = 0;
-        if (word_index <= last_word) {
-          const uint32_t low = word_index == first_word ? (start & 31) : 0;
-          const uint32_t high = word_index == last_word ? ((end - 1) & 31) + 1 : 32;
-          const uint32_t mask = (high == 32 ? 0xFFFFFFFFu : ((1u << high) - 1)) & ~((1u << low) - 1);
-          zeros = ~unary[word_index] & mask;
-        }
+        uint32_t zeros = rice_range_zeros(unary, word_index, start, end);
         uint32_t before, total;
         Scan(storage.scan).ExclusiveSum(static_cast<uint32_t>(__popc(zeros)), before, total);
         uint32_t z = zeros_before + before;

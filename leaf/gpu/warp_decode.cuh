@@ -138,14 +138,7 @@ __device__ void warp_decode_rice(const DeviceSequence& seq, uint32_t block, uint
   const uint32_t first_word = start >> 5, last_word = (end - 1) >> 5;
   uint32_t seen = 0;
   for (uint32_t chunk = first_word; chunk <= last_word && seen < n; chunk += 32) {
-    const uint32_t word = chunk + lane;
-    uint32_t zeros = 0;
-    if (word <= last_word) {
-      const uint32_t low = word == first_word ? (start & 31) : 0;
-      const uint32_t high = word == last_word ? ((end - 1) & 31) + 1 : 32;
-      const uint32_t mask = (high == 32 ? 0xFFFFFFFFu : ((1u << high) - 1)) & ~((1u << low) - 1);
-      zeros = ~unary[word] & mask;
-    }
+    const uint32_t zeros = rice_range_zeros(unary, chunk + lane, start, end);
     const uint32_t count = __popc(zeros);
     uint32_t total;
     const uint32_t before = warp_exclusive_sum(count, total);
