@@ -5,11 +5,14 @@
   edge_metrics.py overhead LABEL "BEFORE" "AFTER"    -> "| LABEL | broker ms | leaf ms | overhead ms |"
   edge_metrics.py cpu ROLE=PID[,PID...]...          -> "ROLE/THREAD=TICKS ..." (CPU time of every thread)
   edge_metrics.py cpu-per-query QUERIES "BEFORE" "AFTER" -> "ROLE/THREAD µs ..." per query
-Threads are grouped by their name (ZeroMQ's I/O threads are "ZMQbg/IO/n", the others carry the
-program's name).
+  edge_metrics.py times-per-query QUERIES "BEFORE" "AFTER" -> µs per query between two lines of
+                                                    bash's `times` for the children (the load generator)
+Threads are grouped into ZeroMQ's I/O threads ("ZMQbg/...") and the program's own ("main").
 Broker: warpsearch_broker_request_seconds (a query's time in the broker, end to end); leaves:
 warpsearch_leaf_query_seconds (the search itself).
 """
+import glob
+import os
 import re
 import sys
 import urllib.request
@@ -27,22 +30,24 @@ def cpu(specs):
     for spec in specs:
         role, pids = spec.split("=")
         for pid in filter(None, pids.split(",")):
-            import glob
             for task in glob.glob("/proc/%s/task/*" % pid):
                 try:
                     comm = open(task + "/comm").read().strip()
                     fields = open(task + "/stat").read().rsplit(")", 1)[1].split()
                 except OSError:
                     continue
-                key = "%s/%s" % (role, "zmq-io" if comm.startswith("ZMQbg/IO") else "zmq-other" if comm.startswith("ZMQbg") else "main")
+                key = "%s/%s" % (role, "zmq-io" if comm.startswith("ZMQbg") else "main")
                 ticks[key] = ticks.get(key, 0) + int(fields[11]) + int(fields[12])  # utime + stime
     return ticks
 
 
 if sys.argv[1] == "cpu":
     print(" ".join("%s=%d" % kv for kv in sorted(cpu(sys.argv[2:]).items())))
+elif sys.argv[1] == "times-per-query":
+    def seconds(line):  # "0m1.234s 0m0.456s": user and system
+        return sum(float(m) * 60 + float(s) for m, s in re.findall(r"(\d+)m([\d.]+)s", line))
+    print("%.0f" % ((seconds(sys.argv[4]) - seconds(sys.argv[3])) * 1e6 / max(float(sys.argv[2]), 1)))
 elif sys.argv[1] == "cpu-per-query":
-    import os
     queries = float(sys.argv[2])
     before = dict(kv.split("=") for kv in sys.argv[3].split())
     after = dict(kv.split("=") for kv in sys.argv[4].split())

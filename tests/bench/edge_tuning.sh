@@ -51,10 +51,7 @@ for config in "$@"; do
     times > "$work/times"; client_after=$(tail -1 "$work/times")
     loads+=("$row")
     answers=$(cut -d'|' -f6 <<< "$row")
-    client_us=$(python3 -c "
-import re, sys
-def seconds(line): return sum(float(m) * 60 + float(s) for m, s in re.findall(r'(\d+)m([\d.]+)s', line))
-print('%.0f' % ((seconds('$client_after') - seconds('$client_before')) * 1e6 / ($answers + 1)))")
+    client_us=$(python3 "$here/edge_metrics.py" times-per-query "$answers" "$client_before" "$client_after")
     overheads+=("$(python3 "$here/edge_metrics.py" overhead "$label | $connections" "$before" "$after") $(( switched / (answers + 1) )) | $(python3 "$here/edge_metrics.py" cpu-per-query "$answers" "$cpu_before" "$cpu_after"), load generator $client_us |")
   done
   stop_all
