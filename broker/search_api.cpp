@@ -7,6 +7,7 @@
 #include "common/analysis/analyzer.hpp"
 #include "common/analysis/utf8.hpp"
 #include "common/metrics/metrics_text.hpp"
+#include "common/util/json_writer.hpp"
 
 namespace warp {
 namespace {
@@ -134,6 +135,15 @@ http::Response SearchApi::metrics() {
   return {200, "text/plain; version=0.0.4", metrics_text(*registry_)};
 }
 
+prometheus::Histogram& SearchApi::leaf_latency(const std::string& replica) {
+  std::lock_guard<std::mutex> lock(leaf_latency_mutex_);
+  auto it = leaf_latency_by_replica_.find(replica);
+  if (it == leaf_latency_by_replica_.end()) {
+    it = leaf_latency_by_replica_.emplace(replica, &leaf_latency_.Add({{"leaf", replica}}, latency_buckets())).first;
+  }
+  return *it->second;
+}
+
 void SearchApi::search(const http::Request& request, http::Respond respond) {
   const auto reply = [this, respond](http::Response response) { respond_counted("/search", respond, std::move(response)); };
   const auto start = Clock::now();
@@ -191,13 +201,8 @@ void SearchApi::search(const http::Request& request, http::Respond respond) {
     return reply(error(400, "the query has " + std::to_string(terms.size()) + " distinct terms; at most " +
                                 std::to_string(options_.max_terms) + " are accepted (--max-terms)"));
   }
-  nlohmann::json term_texts = nlohmann::json::array(), term_counts = nlohmann::json::array();
   std::string key;
-  for (const QueryTerm& term : terms) {
-    key += term.text + ' ' + std::to_string(term.count) + ' ';
-    term_texts.push_back(term.text);
-    term_counts.push_back(term.count);
-  }
+  for (const QueryTerm& term : terms) key += term.text + ' ' + std::to_string(term.count) + ' ';
   key += "|" + mode_text + "|" + std::to_string(k) + "|" + std::to_string(cluster_.generation_signature());
   const auto answer = [this, start](const std::string& core, bool cached) {
     const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
@@ -220,26 +225,34 @@ void SearchApi::search(const http::Request& request, http::Respond respond) {
   }
   FanOutRequest fan_out_request{terms, mode, k, options_.timeout};
   // Runs on this I/O thread's loop once every partition answered or the deadline passed.
-  auto done = [this, reply, answer, key, q, term_texts, term_counts, mode_text, k](FanOutResult result) {
+  auto done = [this, reply, answer, key, q, terms, mode_text, k](FanOutResult result) {
     retries_.Increment(result.retries);
     if (result.partial) partials_.Increment();
-    nlohmann::json hits = nlohmann::json::array();
-    for (const BrokerHit& hit : merge_hits(result, k)) {
-      hits.push_back({{"id", hit.id}, {"score", hit.score}, {"title", hit.title}, {"url", hit.url}});
-    }
+    // Keys in alphabetical order, as the answers were written before (nlohmann's objects).
+    JsonWriter json;
+    json.begin_object();
     uint64_t matches = 0;
-    nlohmann::json partitions = nlohmann::json::array();
-    for (const PartitionOutcome& outcome : result.partitions) {
-      matches += outcome.and_matches;
-      nlohmann::json p = {{"partition", outcome.partition}, {"status", outcome.status}, {"replica", outcome.replica},
-                          {"attempts", outcome.attempts}, {"took_ms", outcome.took_ms}};
-      if (!outcome.error.empty()) p["error"] = outcome.error;
-      partitions.push_back(p);
-      if (outcome.status == "ok") leaf_latency_.Add({{"leaf", outcome.replica}}, latency_buckets()).Observe(outcome.took_ms / 1000);
+    for (const PartitionOutcome& outcome : result.partitions) matches += outcome.and_matches;
+    json.key("and_matches").value(matches).key("hits").begin_array();
+    for (const BrokerHit& hit : merge_hits(result, k)) {
+      json.begin_object().key("id").value(hit.id).key("score").value(static_cast<double>(hit.score));
+      json.key("title").value(hit.title).key("url").value(hit.url).end_object();
     }
-    nlohmann::json core = {{"partial", result.partial}, {"query", q}, {"terms", term_texts}, {"term_counts", term_counts},
-                           {"mode", mode_text}, {"k", k}, {"and_matches", matches}, {"hits", hits}, {"partitions", partitions}};
-    const std::string body = json_text(core);
+    json.end_array().key("k").value(static_cast<uint64_t>(k)).key("mode").value(mode_text);
+    json.key("partial").value(result.partial).key("partitions").begin_array();
+    for (const PartitionOutcome& outcome : result.partitions) {
+      json.begin_object().key("attempts").value(outcome.attempts);
+      if (!outcome.error.empty()) json.key("error").value(outcome.error);
+      json.key("partition").value(static_cast<uint64_t>(outcome.partition)).key("replica").value(outcome.replica);
+      json.key("status").value(outcome.status).key("took_ms").value(outcome.took_ms).end_object();
+      if (outcome.status == "ok") leaf_latency(outcome.replica).Observe(outcome.took_ms / 1000);
+    }
+    json.end_array().key("query").value(q).key("term_counts").begin_array();
+    for (const QueryTerm& term : terms) json.value(static_cast<uint64_t>(term.count));
+    json.end_array().key("terms").begin_array();
+    for (const QueryTerm& term : terms) json.value(term.text);
+    json.end_array().end_object();
+    const std::string body = json.take();
     if (!result.partial) cache_.put(key, body);  // partial answers are never cached
     reply(answer(body, false));
   };

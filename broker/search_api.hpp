@@ -12,6 +12,9 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
 
 #include "broker/auth_tokens.hpp"
 #include "broker/cluster.hpp"
@@ -60,6 +63,10 @@ class SearchApi {
   prometheus::Family<prometheus::Counter>& requests_;
   prometheus::Histogram& latency_;
   prometheus::Family<prometheus::Histogram>& leaf_latency_;
+  // Each replica's histogram, found once (Family::Add builds and hashes a label map each call).
+  prometheus::Histogram& leaf_latency(const std::string& replica);
+  std::mutex leaf_latency_mutex_;
+  std::unordered_map<std::string, prometheus::Histogram*> leaf_latency_by_replica_;
   prometheus::Counter& cache_hits_;
   prometheus::Counter& cache_misses_;
   prometheus::Counter& cache_evictions_;

@@ -505,9 +505,15 @@ std::unique_ptr<Partition> open_partition(const std::string& dir, const OpenOpti
 
   std::unique_ptr<rocksdb::Iterator> documents(db->NewIterator(read, handles[kDocuments]));
   view.external_ids.reserve(view.doc_lengths.size());
+  partition->stored_ends_.reserve(view.doc_lengths.size());
   for (documents->SeekToFirst(); documents->Valid(); documents->Next()) {
-    ByteReader value(documents->value().ToStringView(), "partition " + dir + ": document record");
+    const std::string_view record = documents->value().ToStringView();
+    ByteReader value(record, "partition " + dir + ": document record");
     view.external_ids.push_back(value.str());
+    const size_t rest = record.size() - value.remaining();
+    value.str(), value.str(), value.u32();  // title, url, length: well formed?
+    partition->stored_.append(record.substr(rest));
+    partition->stored_ends_.push_back(partition->stored_.size());
   }
   check(documents->status(), dir, "reading documents");
   if (view.external_ids.size() != view.doc_lengths.size()) throw Error("partition " + dir + ": document records missing");
@@ -547,12 +553,11 @@ std::vector<std::string> partition_digest(const std::string& dir) {
 
 std::optional<DocumentRecord> Partition::document(DocId doc) const {
   if (doc < view_.meta.doc_begin || doc >= view_.meta.doc_end) return std::nullopt;
-  std::string value;
-  check(db_->db->Get(rocksdb::ReadOptions(), db_->handles[kDocuments], doc_key(doc), &value), path_,
-        "reading document " + std::to_string(doc));
-  ByteReader reader(value, "partition " + path_ + ": document record");
+  const size_t i = doc - view_.meta.doc_begin;
+  const size_t begin = i == 0 ? 0 : stored_ends_[i - 1];
+  ByteReader reader(std::string_view(stored_).substr(begin, stored_ends_[i] - begin), "document record");
   DocumentRecord record;
-  record.external_id = reader.str();
+  record.external_id = view_.external_ids[i];
   record.title = reader.str();
   record.url = reader.str();
   record.length = reader.u32();

@@ -43,7 +43,7 @@ for broker in warp-broker warp-broker-before; do
   overheads+=("$(python3 "$(dirname "$0")/edge_metrics.py" overhead "$broker" "$before" "$after")")
   "$bin/http_load" --address 127.0.0.1:$port --words "$words" --connections 64 --seconds "$seconds" --label "$broker | uncached"
   "$bin/http_load" --address 127.0.0.1:$port --target "/search?k=10&q=striped+african+horse" --connections 16 \
-    --seconds "$seconds" --label "$broker | cached"
+    --threads 16 --seconds "$seconds" --label "$broker | cached"
   probe_idle=$idle
   [ $broker = warp-broker-before ] && probe_idle=40  # the thread-per-connection server: 40 already starve it
   "$bin/http_load" --address 127.0.0.1:$port --words "$words" --connections 1 --idle "$probe_idle" --seconds "$seconds" \

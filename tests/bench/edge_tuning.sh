@@ -4,8 +4,9 @@
 # replicas). For each CONFIG, uncached queries (1-4 random words, OR top 10) at 1, 16 and 64
 # connections; the overhead is the broker's mean request time minus the leaves' mean query time
 # over each run (edge_metrics.py).
-# CONFIG is "LABEL;BROKER FLAGS;PLACEMENT;LEAF FLAGS": PLACEMENT empty (the kernel places everything),
-# or "LEAF_CPUS/BROKER_CPUS/CLIENT_CPUS" in taskset's list form (e.g. 0-3/4-11/12-15).
+# CONFIG is "LABEL;BROKER FLAGS;PLACEMENT;LEAF FLAGS;LOAD FLAGS": PLACEMENT empty (the kernel places
+# everything), or "LEAF_CPUS/BROKER_CPUS/CLIENT_CPUS" in taskset's list form (e.g. 0-3/4-11/12-15);
+# LOAD FLAGS go to http_load (e.g. --threads 4).
 # usage: tests/bench/edge_tuning.sh BIN_DIR INDEX_DIR WORDS SECONDS CONFIG...
 set -uo pipefail
 bin=$1 index=$2 words=$3 seconds=$4
@@ -20,7 +21,7 @@ ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 switches() { for p in "${pids[@]}"; do cat /proc/"$p"/task/*/status; done 2>/dev/null | awk '/ctxt_switches/ {s += $2} END {print s + 0}'; }
 loads=() overheads=()
 for config in "$@"; do
-  IFS=';' read -r label broker_flags placement leaf_flags <<< "$config"
+  IFS=';' read -r label broker_flags placement leaf_flags load_flags <<< "$config"
   leaf_pin=() broker_pin=() client_pin=()
   if [ -n "$placement" ]; then
     IFS='/' read -r leaf_cpus broker_cpus client_cpus <<< "$placement"
@@ -45,7 +46,7 @@ for config in "$@"; do
     cpu_before=$(python3 "$here/edge_metrics.py" cpu leaf="$(IFS=,; echo "${pids[*]:0:4}")" broker="${pids[4]}")
     times > "$work/times"; client_before=$(tail -1 "$work/times")
     row=$("${client_pin[@]}" "$bin/http_load" --address 127.0.0.1:8181 --words "$words" --connections $connections \
-      --seconds "$seconds" --label "$label | uncached")
+      --seconds "$seconds" --label "$label | uncached" $load_flags)
     after=$(python3 "$here/edge_metrics.py" scrape 8181 9301 9302 9303 9304) switched=$(( $(switches) - switched ))
     cpu_after=$(python3 "$here/edge_metrics.py" cpu leaf="$(IFS=,; echo "${pids[*]:0:4}")" broker="${pids[4]}")
     times > "$work/times"; client_after=$(tail -1 "$work/times")

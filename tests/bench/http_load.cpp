@@ -1,24 +1,30 @@
 // http_load: a closed-loop HTTP/1.1 load generator for the broker (no wrk needed, so it runs on the
-// GPU machine too). `--connections` keep-alive connections, one thread each, send request targets
-// from a file (each once, in order, shared by all connections: uncached queries) or one target
-// again and again (cached), or queries of 1-4 words drawn at random from a word list (uncached
-// with high probability); `--idle` more connections are opened first and left idle for the whole
-// run. A request unanswered after 5 s counts as an error (and the connection is made again). Prints one Markdown row: connections,
-// idle connections, answers, q/s, latency p50/p90/p99/max in ms, answers other than 200, errors.
+// GPU machine too). `--connections` keep-alive connections, each a chain of asynchronous calls,
+// spread over `--threads` event loops (as wrk does: a thread per connection would put the load
+// generator's own wake-ups, 64 threads on 16 cores, into the latencies it measures). Request
+// targets come from a file (each once, in order, shared by all connections: uncached queries), or
+// one target again and again (cached), or queries of 1-4 words drawn at random from a word list
+// (uncached with high probability); `--idle` more connections are opened first and left idle for
+// the whole run. A request unanswered after 5 s counts as an error (and the connection is made
+// again). Latency runs from just before a request is written to its answer's last byte. Prints one
+// Markdown row: connections, idle connections, answers, q/s, latency p50/p90/p99/max in ms, answers
+// other than 200, errors.
 //
 //   http_load --address 127.0.0.1:8080 (--targets FILE | --target /search?q=x | --words FILE)
-//             [--connections 16] [--seconds 10] [--idle 0] [--label TEXT]
+//             [--connections 16] [--threads N] [--seconds 10] [--idle 0] [--label TEXT]
 #include <utility>  // before Boost.Asio with GCC 12 in C++20
 
 #include <algorithm>
 #include <atomic>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <memory>
 #include <random>
 #include <thread>
 #include <vector>
@@ -47,13 +53,95 @@ double percentile(std::vector<double>& values, double p) {
   return values[at];
 }
 
+// What every connection reads while the load runs.
+struct Load {
+  std::string host;
+  tcp::resolver::results_type endpoints;
+  std::vector<std::string> targets;  // sent in order once each, or targets[0] again and again
+  bool repeat = false;
+  std::vector<std::string> words;  // if not empty: 1-4 random words a request instead
+  Clock::time_point end;
+  std::atomic<size_t> next{0};
+};
+
+// One keep-alive connection: connect, then write a request, read its answer, record, again, until
+// the load's end; an error or 5 s without an answer counts and makes the connection again.
+class Connection {
+ public:
+  Connection(asio::io_context& io, Load& load, uint64_t seed) : stream_(io), retry_(io), load_(load), rng_(seed) {}
+  void start() { connect(); }
+  Tally& tally() { return tally_; }
+
+ private:
+  void connect() {
+    stream_.expires_after(std::chrono::seconds(5));
+    stream_.async_connect(load_.endpoints, [this](beast::error_code ec, const tcp::endpoint&) {
+      if (ec) return fail(/*connecting=*/true);
+      send();
+    });
+  }
+  // A refused connection is tried again after 10 ms, not in a tight loop.
+  void fail(bool connecting = false) {
+    ++tally_.errors;
+    beast::error_code ignored;
+    stream_.socket().close(ignored);
+    buffer_.clear();
+    if (Clock::now() >= load_.end) return;
+    if (!connecting) return connect();
+    retry_.expires_after(std::chrono::milliseconds(10));
+    retry_.async_wait([this](beast::error_code) { connect(); });
+  }
+  bool next_target(std::string& target) {
+    if (!load_.words.empty()) {
+      target = "/search?k=10&q=";
+      const int n = std::uniform_int_distribution<int>(1, 4)(rng_);
+      for (int w = 0; w < n; ++w) target += (w ? "+" : "") + load_.words[rng_() % load_.words.size()];
+      return true;
+    }
+    if (load_.repeat) return target = load_.targets[0], true;
+    const size_t i = load_.next++;
+    if (i >= load_.targets.size()) return false;
+    return target = load_.targets[i], true;
+  }
+  void send() {
+    std::string target;
+    if (Clock::now() >= load_.end || !next_target(target)) return;  // done: the loop runs out of work
+    request_ = {beast::http::verb::get, target, 11};
+    request_.set(beast::http::field::host, load_.host);
+    request_.keep_alive(true);
+    response_ = {};
+    sent_ = Clock::now();
+    stream_.expires_after(std::chrono::seconds(5));
+    beast::http::async_write(stream_, request_, [this](beast::error_code ec, size_t) {
+      if (ec) return fail();
+      beast::http::async_read(stream_, buffer_, response_, [this](beast::error_code ec2, size_t) {
+        if (ec2) return fail();
+        tally_.latency_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - sent_).count());
+        if (response_.result_int() != 200) ++tally_.not_ok;
+        send();
+      });
+    });
+  }
+
+  beast::tcp_stream stream_;
+  asio::steady_timer retry_;
+  Load& load_;
+  std::mt19937_64 rng_;
+  beast::flat_buffer buffer_;
+  beast::http::request<beast::http::empty_body> request_;
+  beast::http::response<beast::http::string_body> response_;
+  Clock::time_point sent_;
+  Tally tally_;
+};
+
 int run(int argc, char** argv) {
   warp::Flags flags("usage: http_load --address HOST:PORT (--targets FILE | --target PATH) [flags]");
   flags.value("address", "127.0.0.1:8080", "the server")
       .value("targets", "", "request targets, one per line, each sent once (uncached queries)")
       .value("target", "", "one request target sent again and again (cached queries)")
       .value("words", "", "a word list: each request is /search?k=10&q= 1-4 random words of it")
-      .value("connections", "16", "keep-alive connections sending, one thread each")
+      .value("connections", "16", "keep-alive connections sending")
+      .value("threads", "", "event loops the connections are spread over (default: a quarter of the cores)")
       .value("seconds", "10", "how long to send")
       .value("idle", "0", "connections opened first and left idle for the whole run")
       .value("label", "", "first column of the printed row");
@@ -79,80 +167,40 @@ int run(int argc, char** argv) {
   } else if (targets.empty()) {
     throw warp::Error("one of --targets, --target or --words is required");
   }
-  const bool repeat = flags.get("targets").empty();
+  Load load;
+  load.host = host;
+  load.targets = std::move(targets);
+  load.repeat = flags.get("targets").empty();
+  load.words = std::move(words);
   asio::io_context io;
-  const auto endpoints = tcp::resolver(io).resolve(host, std::to_string(port));
+  load.endpoints = tcp::resolver(io).resolve(host, std::to_string(port));
 
   std::vector<tcp::socket> idle;
   for (uint64_t i = 0; i < flags.count("idle"); ++i) {
     idle.emplace_back(io);
-    asio::connect(idle.back(), endpoints);
+    asio::connect(idle.back(), load.endpoints);
   }
 
   const size_t connections = std::max<uint64_t>(1, flags.count("connections"));
-  std::vector<Tally> tallies(connections);
-  std::atomic<size_t> next{0};
-  const auto end = Clock::now() + std::chrono::seconds(flags.count("seconds"));
-  const auto start = Clock::now();
-  std::vector<std::thread> threads;
+  const size_t threads = std::clamp<size_t>(
+      flags.get("threads").empty() ? std::max(1u, std::thread::hardware_concurrency() / 4) : flags.count("threads"), 1,
+      connections);
+  std::vector<std::unique_ptr<asio::io_context>> loops;
+  for (size_t t = 0; t < threads; ++t) loops.push_back(std::make_unique<asio::io_context>(1));
+  std::vector<std::unique_ptr<Connection>> open;
   for (size_t c = 0; c < connections; ++c) {
-    threads.emplace_back([&, c] {
-      asio::io_context local;
-      beast::tcp_stream stream(local);
-      beast::error_code ec;
-      const auto connect = [&] {
-        stream.expires_after(std::chrono::seconds(5));
-        stream.async_connect(endpoints, [&](beast::error_code e, const tcp::endpoint&) { ec = e; });
-        local.run();
-        local.restart();
-      };
-      connect();
-      beast::flat_buffer buffer;
-      Tally& tally = tallies[c];
-      std::mt19937_64 rng(c * 7919 + 17);
-      while (Clock::now() < end) {
-        const size_t i = next++;
-        std::string target;
-        if (!words.empty()) {
-          target = "/search?k=10&q=";
-          const int n = std::uniform_int_distribution<int>(1, 4)(rng);
-          for (int w = 0; w < n; ++w) target += (w ? "+" : "") + words[rng() % words.size()];
-        } else {
-          if (!repeat && i >= targets.size()) break;
-          target = targets[repeat ? 0 : i];
-        }
-        beast::http::request<beast::http::empty_body> request{beast::http::verb::get, target, 11};
-        request.set(beast::http::field::host, host);
-        request.keep_alive(true);
-        beast::http::response<beast::http::string_body> response;
-        const auto sent = Clock::now();
-        // A request and its answer within 5 s (asynchronous calls: synchronous ones ignore timers).
-        if (!ec) {
-          stream.expires_after(std::chrono::seconds(5));
-          beast::http::async_write(stream, request, [&](beast::error_code e, size_t) {
-            ec = e;
-            if (!e) beast::http::async_read(stream, buffer, response, [&](beast::error_code e2, size_t) { ec = e2; });
-          });
-          local.run();
-          local.restart();
-        }
-        if (ec) {
-          ++tally.errors;
-          stream.close();
-          buffer.clear();
-          ec = {};
-          connect();
-          continue;
-        }
-        tally.latency_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - sent).count());
-        if (response.result_int() != 200) ++tally.not_ok;
-      }
-    });
+    open.push_back(std::make_unique<Connection>(*loops[c % threads], load, c * 7919 + 17));
   }
-  for (auto& thread : threads) thread.join();
+  const auto start = Clock::now();
+  load.end = start + std::chrono::seconds(flags.count("seconds"));
+  for (auto& connection : open) connection->start();
+  std::vector<std::thread> running;
+  for (auto& loop : loops) running.emplace_back([&loop] { loop->run(); });
+  for (auto& thread : running) thread.join();
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   Tally all;
-  for (Tally& tally : tallies) {
+  for (auto& connection : open) {
+    const Tally& tally = connection->tally();
     all.latency_ms.insert(all.latency_ms.end(), tally.latency_ms.begin(), tally.latency_ms.end());
     all.not_ok += tally.not_ok;
     all.errors += tally.errors;
