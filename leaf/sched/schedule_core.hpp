@@ -8,10 +8,11 @@
 //   the split adapts to load: an idle CPU keeps the short queries that a lone GPU batch would
 //   answer later; a saturated one hands them to the GPU, whose batches then grow and amortise.
 // - An idle processor takes, in order: a query of its own or the flexible queue that is near its
-//   deadline (earliest deadline first); its own queue's next query (short first: ordered by
-//   arrival + aging × predicted time, so a long query waits at most aging × its own time behind
-//   later short ones); the oldest flexible query; a query stolen from the other processor's queue,
-//   only when it would finish here before the other processor would even start it.
+//   deadline (earliest deadline first); the next query of its own queue or the flexible one (short
+//   first: ordered by arrival + aging × predicted time on this processor, so a long query waits at
+//   most aging × its own time behind later short ones, and flexible queries are served beside the
+//   processor's own, not only when its queue runs dry); a query stolen from the other processor's
+//   queue, only when it would finish here before the other processor would even start it.
 // - The GPU takes batches (PARA, Ao et al. 2011): after its first query, more of the same
 //   partition while the batch's predicted time stays under a cap and every member's deadline; so
 //   the batch size follows the load instead of a fixed threshold, and a lone query never waits

@@ -9,8 +9,19 @@
 
 namespace warp::sched {
 
+// CPU query threads beside `gpu_streams` GPU streams: every core but one per stream and one for
+// the leaf's front end. The host thread of a GPU stream spins while it waits for its batch (CUDA's
+// default on a machine with more cores than contexts); with a CPU thread on every core as well,
+// batches were launched late and the scheduler fell below the GPU alone (H100, mixed load: 14k q/s
+// with 16 CPU threads, 39k with 13; RESULTS.md).
+inline size_t default_cpu_workers(size_t gpu_streams) {
+  const size_t cores = std::max<size_t>(1, std::thread::hardware_concurrency());
+  const size_t reserved = gpu_streams > 0 ? gpu_streams + 1 : 0;
+  return cores > reserved ? cores - reserved : 1;
+}
+
 inline void declare_scheduler_flags(Flags& flags) {
-  flags.value("scheduler-cpu-threads", "0", "--processor auto: CPU query threads of the scheduler (0: every core)")
+  flags.value("scheduler-cpu-threads", "0", "--processor auto: CPU query threads of the scheduler (0: every core but one per GPU stream and one for the front end)")
       .value("scheduler-batch-ms", "10", "--processor auto: a GPU batch grows while its predicted time stays under this")
       .value("scheduler-prefer-ratio", "1.5", "--processor auto: how much faster a processor must be to own a query, at balanced load")
       .value("scheduler-calibration-ms", "1000", "--processor auto: start-up calibration of each processor's cost model");
@@ -20,8 +31,8 @@ inline void declare_scheduler_flags(Flags& flags) {
 inline SchedulerOptions scheduler_options_from(const Flags& flags, bool gpu) {
   SchedulerOptions options;
   const size_t threads = flags.count("scheduler-cpu-threads");
-  options.core.cpu_workers = threads > 0 ? threads : std::max<size_t>(1, std::thread::hardware_concurrency());
   options.core.gpu_streams = gpu ? std::max<size_t>(1, flags.count("gpu-batch-streams")) : 0;
+  options.core.cpu_workers = threads > 0 ? threads : default_cpu_workers(options.core.gpu_streams);
   options.core.batch_max = std::max<size_t>(1, flags.count("gpu-batch-max"));
   options.core.batch_seconds = flags.number("scheduler-batch-ms") / 1e3;
   options.core.prefer_ratio = std::max(1.0, flags.number("scheduler-prefer-ratio"));

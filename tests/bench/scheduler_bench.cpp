@@ -26,6 +26,7 @@
 #include "leaf/gpu/gpu_runtime.hpp"
 #include "leaf/query/cpu_query_processor.hpp"
 #include "leaf/sched/scheduler.hpp"
+#include "leaf/sched/scheduler_flags.hpp"
 #include "tests/bench/gov2_preset.hpp"
 
 namespace warp {
@@ -151,7 +152,7 @@ int run(int argc, char** argv) {
       .value("seconds", "1.5", "seconds of arrivals per rate")
       .value("start-rate", "50", "first arrival rate, queries/s")
       .value("step", "1.4", "rate factor from one step to the next")
-      .value("cpu-threads", "0", "CPU threads (0: every core)")
+      .value("cpu-threads", "0", "CPU threads (0: every core for the CPU-only policy, the leaf's default for the others)")
       .value("gpu-streams", "2", "GPU streams")
       .value("batch-max", "16", "queries per GPU batch at most")
       .value("calibration-ms", "1500", "calibration per processor and partition")
@@ -238,8 +239,11 @@ int run(int argc, char** argv) {
     for (Policy policy : policies) {
       sched::SchedulerOptions options;
       const size_t threads = flags.count("cpu-threads");
-      options.core.cpu_workers = threads > 0 ? threads : std::thread::hardware_concurrency();
       options.core.gpu_streams = have_gpu ? flags.count("gpu-streams") : 0;
+      // The CPU alone gets every core; with the GPU, the leaf's default (cores for its streams).
+      options.core.cpu_workers = threads > 0                 ? threads
+                                 : policy == Policy::kCpuOnly ? std::thread::hardware_concurrency()
+                                                              : sched::default_cpu_workers(options.core.gpu_streams);
       options.core.batch_max = flags.count("batch-max");
       options.core.policy = policy;
       options.calibration_seconds = flags.number("calibration-ms") / 1e3;
