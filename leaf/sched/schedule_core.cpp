@@ -70,8 +70,14 @@ void ScheduleCore::enqueue(Job job) {
     // in a batch with the queries queued for it (one fixed cost for the batch). Comparing these,
     // not bare processing times, is what adapts the split to load: an idle CPU keeps the short
     // queries a lone GPU batch would answer later; a busy one hands them to a batching GPU.
+    // A query that finds n others waiting for the GPU rides in their batch: it adds its share and
+    // 1/(n+1) of the batch's fixed cost, not a whole batch. Charging it a whole fixed cost kept the
+    // GPU's batches small under load (2-3 queries on the default corpus) while the CPU took the
+    // rest and ran out of cores first.
+    const size_t waiting_for_gpu = std::min(depth(QueueId::kGpu) + depth(QueueId::kFlexible), options_.batch_max - 1);
     const double on_cpu = backlog(Processor::kCpu) + job.cpu_seconds;
-    const double on_gpu = backlog(Processor::kGpu) + gpu.fixed_cost() + job.gpu_seconds;
+    const double on_gpu =
+        backlog(Processor::kGpu) + gpu.fixed_cost() / static_cast<double>(waiting_for_gpu + 1) + job.gpu_seconds;
     const double ratio = on_cpu / on_gpu;
     switch (options_.policy) {
       case Policy::kScheduler:
