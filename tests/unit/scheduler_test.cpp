@@ -326,20 +326,26 @@ std::vector<Job> mixed_arrivals(double rate, size_t count, uint64_t seed) {
   return jobs;
 }
 
-// The highest rate (of a doubling then bisecting search) at which p99 stays within 50 ms.
+// The highest rate at which p99_at(rate) stays within `limit` seconds: doubling from `start`, then
+// `bisections` halvings of the last interval.
+double highest_rate(const std::function<double(double)>& p99_at, double start, double limit, int bisections) {
+  double low = start, high = 2 * start;
+  while (p99_at(high) <= limit) low = high, high *= 2;
+  for (int i = 0; i < bisections; ++i) {
+    const double mid = (low + high) / 2;
+    (p99_at(mid) <= limit ? low : high) = mid;
+  }
+  return low;
+}
+
+// The highest rate at which the mixed load's p99 stays within 50 ms.
 double sustained_rate(Policy policy, uint64_t seed) {
   const auto p99_at = [&](double rate) {
     ScheduleCore core(two_processors(policy));
     calibrate(core, Costs{});
     return simulate(core, [](double) { return Costs{}; }, mixed_arrivals(rate, 4000, seed)).p99();
   };
-  double low = 50, high = 100;
-  while (p99_at(high) <= 0.05) low = high, high *= 2;
-  for (int i = 0; i < 8; ++i) {
-    const double mid = (low + high) / 2;
-    (p99_at(mid) <= 0.05 ? low : high) = mid;
-  }
-  return low;
+  return highest_rate(p99_at, 50, 0.05, 8);
 }
 
 TEST(ScheduleCoreSimulation, OnAMixedLoadTheSchedulerSustainsOneAndAHalfTimesTheBestProcessor) {
@@ -379,13 +385,7 @@ TEST(ScheduleCoreSimulation, OnShortQueriesTheSchedulerSustainsAtLeastTheBestPro
     };
     // p99 within 10 ms (40 search times): over a second of arrivals, a processor past its
     // capacity builds a queue longer than that.
-    double low = 1000, high = 2000;
-    while (p99_at(high) <= 0.01) low = high, high *= 2;
-    for (int i = 0; i < 7; ++i) {
-      const double mid = (low + high) / 2;
-      (p99_at(mid) <= 0.01 ? low : high) = mid;
-    }
-    return low;
+    return highest_rate(p99_at, 1000, 0.01, 7);
   };
   const double cpu = rate_for(Policy::kCpuOnly), gpu = rate_for(Policy::kGpuOnly), both = rate_for(Policy::kScheduler);
   std::printf("short queries, sustained q/s at p99 <= 10 ms: cpu %.0f, gpu %.0f, scheduler %.0f\n", cpu, gpu, both);
