@@ -400,11 +400,12 @@ std::unique_ptr<Partition> open_partition(const std::string& dir, const OpenOpti
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   check(rocksdb::DB::OpenForReadOnly(db_options, dir, descriptors(table_factory_with_cache()), &handles, &raw), dir,
         "cannot open as a Warpsearch partition (RocksDB)");
+  // Closed again when the partition is read: everything it serves is held in memory.
+  Partition::Db opened;
+  opened.db.reset(raw);
+  opened.handles = handles;
   std::unique_ptr<Partition> partition(new Partition());
   partition->path_ = dir;
-  partition->db_ = std::make_unique<Partition::Db>();
-  partition->db_->db.reset(raw);
-  partition->db_->handles = handles;
   rocksdb::DB* db = raw;
   rocksdb::ReadOptions read;
   read.verify_checksums = true;

@@ -94,7 +94,7 @@ class Partition {
   // CPU per query (two block-cache lookups with their locks per Get; a MultiGet measured no less).
   std::optional<DocumentRecord> document(DocId doc) const;
 
-  struct Db;  // the open RocksDB and its column families, private to partition_store.cpp
+  struct Db;  // an open RocksDB and its column families, private to partition_store.cpp
 
  private:
   friend std::unique_ptr<Partition> open_partition(const std::string& dir, const OpenOptions& options);
@@ -103,7 +103,6 @@ class Partition {
   IndexView view_;
   std::string stored_;               // each document's title, url and length as written, one after another
   std::vector<size_t> stored_ends_;  // where each document's part of stored_ ends
-  std::unique_ptr<Db> db_;
 };
 
 std::unique_ptr<Partition> open_partition(const std::string& dir, const OpenOptions& options = {});

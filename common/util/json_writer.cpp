@@ -50,28 +50,15 @@ void JsonWriter::separate() {
   first_ = false;
 }
 
-JsonWriter& JsonWriter::begin_object() {
+JsonWriter& JsonWriter::open(char bracket) {
   separate();
-  out_ += '{';
+  out_ += bracket;
   first_ = true;
   return *this;
 }
 
-JsonWriter& JsonWriter::end_object() {
-  out_ += '}';
-  first_ = false;
-  return *this;
-}
-
-JsonWriter& JsonWriter::begin_array() {
-  separate();
-  out_ += '[';
-  first_ = true;
-  return *this;
-}
-
-JsonWriter& JsonWriter::end_array() {
-  out_ += ']';
+JsonWriter& JsonWriter::close(char bracket) {
+  out_ += bracket;
   first_ = false;
   return *this;
 }
@@ -99,17 +86,16 @@ JsonWriter& JsonWriter::value(double number) {
   return *this;
 }
 
-JsonWriter& JsonWriter::value(int64_t number) {
+template <class Number>
+JsonWriter& JsonWriter::integer(Number number) {
   separate();
-  out_ += std::to_string(number);
+  char buffer[24];
+  out_.append(buffer, std::to_chars(buffer, buffer + sizeof buffer, number).ptr);
   return *this;
 }
 
-JsonWriter& JsonWriter::value(uint64_t number) {
-  separate();
-  out_ += std::to_string(number);
-  return *this;
-}
+JsonWriter& JsonWriter::value(int64_t number) { return integer(number); }
+JsonWriter& JsonWriter::value(uint64_t number) { return integer(number); }
 
 JsonWriter& JsonWriter::value(bool truth) {
   separate();

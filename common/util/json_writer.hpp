@@ -12,10 +12,10 @@ namespace warp {
 
 class JsonWriter {
  public:
-  JsonWriter& begin_object();
-  JsonWriter& end_object();
-  JsonWriter& begin_array();
-  JsonWriter& end_array();
+  JsonWriter& begin_object() { return open('{'); }
+  JsonWriter& end_object() { return close('}'); }
+  JsonWriter& begin_array() { return open('['); }
+  JsonWriter& end_array() { return close(']'); }
   JsonWriter& key(std::string_view name);  // inside an object, before its value
   JsonWriter& value(std::string_view text);
   JsonWriter& value(const char* text) { return value(std::string_view(text)); }
@@ -31,6 +31,10 @@ class JsonWriter {
 
  private:
   void separate();  // the comma before a value or key that is not the first of its container
+  JsonWriter& open(char bracket);
+  JsonWriter& close(char bracket);
+  template <class Number>
+  JsonWriter& integer(Number number);
   std::string out_;
   bool first_ = true;  // no value yet in the innermost container
 };
