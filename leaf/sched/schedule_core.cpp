@@ -60,7 +60,7 @@ void ScheduleCore::account_queued(const Job& job, int sign) {
   if (job.queue != QueueId::kCpu) queued_seconds_[1] += sign * job.gpu_seconds;
 }
 
-void ScheduleCore::enqueue(Job job) {
+QueueId ScheduleCore::enqueue(Job job) {
   job.cpu_seconds = model(Processor::kCpu).predict(job.features);
   QueueId q = QueueId::kCpu;
   if (gpu_usable() && !job.cpu_only) {
@@ -94,6 +94,7 @@ void ScheduleCore::enqueue(Job job) {
   account_queued(job, +1);
   ++counters_.enqueued[static_cast<size_t>(q)];
   queue(q).push_back(job);
+  return q;
 }
 
 // Only the oldest queries of each queue are looked at (deadlines follow arrivals): the rest are

@@ -82,7 +82,8 @@ class ScheduleCore {
  public:
   explicit ScheduleCore(CoreOptions options);
 
-  void enqueue(Job job);
+  // Returns the queue the job joined.
+  QueueId enqueue(Job job);
   // The next run for an idle `processor`, or an empty run (no jobs) when it should stay idle.
   Dispatch take(Processor processor, double now);
   // A run ended after `seconds`: the processor's model learns from it. Returns its prediction.

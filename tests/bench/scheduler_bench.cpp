@@ -73,6 +73,11 @@ struct RateResult {
   double measured[2] = {0, 0}, predicted[2] = {0, 0};  // per processor, over the parts it answered
   size_t batched_parts = 0;
   double batch_sum = 0;
+  // Where the time goes: how late the load generator submitted (behind the planned arrival), and
+  // per processor the mean wait from submission to the run's start and the mean run time.
+  double lag_mean = 0, lag_max = 0, submit_mean = 0;  // and the time a submit call takes
+  double waited[2] = {0, 0}, ran[2] = {0, 0};
+  size_t answered[2] = {0, 0};
 };
 
 RateResult run_rate(sched::Scheduler& scheduler, const std::vector<sched::Target>& targets, const Load& load, double rate,
@@ -97,8 +102,13 @@ RateResult run_rate(sched::Scheduler& scheduler, const std::vector<sched::Target
     if (at > Clock::now() + std::chrono::microseconds(100)) std::this_thread::sleep_until(at - std::chrono::microseconds(50));
     while (Clock::now() < at) {
     }
+    const Clock::time_point submitted = Clock::now();
+    const double lag = std::chrono::duration<double>(submitted - at).count();
+    r.lag_mean += lag / static_cast<double>(count);
+    r.lag_max = std::max(r.lag_max, lag);
     for (const auto& [slot, query] : q.parts) {
-      scheduler.submit(targets[slot], query, at + std::chrono::milliseconds(500), [&, i](sched::Outcome&& outcome) {
+      scheduler.submit(targets[slot], query, at + std::chrono::milliseconds(500), [&, i, submitted](sched::Outcome&& outcome) {
+        const double since_submit = std::chrono::duration<double>(Clock::now() - submitted).count();
         ++parts;
         if (!outcome.error.empty()) failed[i] = true;
         if (outcome.error.empty() && outcome.processor == sched::Processor::kGpu) ++gpu_parts;
@@ -107,6 +117,9 @@ RateResult run_rate(sched::Scheduler& scheduler, const std::vector<sched::Target
           const size_t p = static_cast<size_t>(outcome.processor);
           r.measured[p] += outcome.seconds / static_cast<double>(outcome.batch);
           r.predicted[p] += outcome.predicted / static_cast<double>(outcome.batch);
+          r.waited[p] += std::max(0.0, since_submit - outcome.seconds);
+          r.ran[p] += outcome.seconds;
+          ++r.answered[p];
           if (outcome.processor == sched::Processor::kGpu) r.batch_sum += static_cast<double>(outcome.batch), ++r.batched_parts;
         }
         if (--remaining[i] == 0) {
@@ -115,6 +128,7 @@ RateResult run_rate(sched::Scheduler& scheduler, const std::vector<sched::Target
         }
       });
     }
+    r.submit_mean += std::chrono::duration<double>(Clock::now() - submitted).count() / static_cast<double>(count);
   }
   while (done < count) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   r.rate = rate;
@@ -285,10 +299,12 @@ int run(int argc, char** argv) {
         const CoreCounters c = scheduler.counters();
         std::fprintf(stderr,
                      "%s %s %.0f q/s: mean %.2f ms p99 %.2f ms missed %zu gpu %.0f%% | measured/predicted cpu %.2f gpu %.2f, "
-                     "gpu batch %.1f | so far: queued cpu %llu gpu %llu flexible %llu, steals cpu %llu gpu %llu, urgent %llu\n",
+                     "gpu batch %.1f | lag mean %.2f max %.2f ms, submit %.1f µs; cpu wait %.2f run %.2f ms, gpu wait %.2f run %.2f ms | so far: queued cpu %llu gpu %llu flexible %llu, steals cpu %llu gpu %llu, urgent %llu\n",
                      load.name.c_str(), policy_name(policy), rate, r.mean * 1e3, r.p99 * 1e3, r.missed, r.parts ? 100.0 * r.gpu_parts / r.parts : 0,
                      r.predicted[0] > 0 ? r.measured[0] / r.predicted[0] : 0, r.predicted[1] > 0 ? r.measured[1] / r.predicted[1] : 0,
-                     r.batched_parts ? r.batch_sum / r.batched_parts : 0, (unsigned long long)c.enqueued[0], (unsigned long long)c.enqueued[1],
+                     r.batched_parts ? r.batch_sum / r.batched_parts : 0, r.lag_mean * 1e3, r.lag_max * 1e3, r.submit_mean * 1e6,
+                     r.answered[0] ? r.waited[0] / r.answered[0] * 1e3 : 0, r.answered[0] ? r.ran[0] / r.answered[0] * 1e3 : 0,
+                     r.answered[1] ? r.waited[1] / r.answered[1] * 1e3 : 0, r.answered[1] ? r.ran[1] / r.answered[1] * 1e3 : 0, (unsigned long long)c.enqueued[0], (unsigned long long)c.enqueued[1],
                      (unsigned long long)c.enqueued[2], (unsigned long long)c.steals[0], (unsigned long long)c.steals[1],
                      (unsigned long long)(c.urgent[0] + c.urgent[1]));
         if (r.p99 > 0.5 || r.missed > r.queries / 20) break;

@@ -487,6 +487,68 @@ TEST(Scheduler, AnswersEqualTheCpuProcessorsWhicheverProcessorAnswers) {
               (unsigned long long)counters.enqueued[1], (unsigned long long)counters.enqueued[2], (unsigned long long)counters.batches);
 }
 
+// A processor that takes at least 100 µs a search, so that queries queue up behind it.
+class SlowProcessor : public QueryProcessor {
+ public:
+  SlowProcessor(const QueryProcessor& inner, std::string_view name) : inner_(inner), name_(name) {}
+  std::string_view name() const override { return name_; }
+  QueryResult search(const Query& query) const override {
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+    return inner_.search(query);
+  }
+
+ private:
+  const QueryProcessor& inner_;
+  std::string name_;
+};
+
+// Submissions go through an inbox that parked threads drain: bursts from several threads at once,
+// without waiting for answers, and the scheduler destroyed while most are still queued. Each query
+// is answered exactly once, with the CPU processor's answer.
+TEST(Scheduler, BurstsFromManyThreadsAreAnsweredOnceEachEvenAsItStops) {
+  const Collection c = random_collection(testing::test_seed() + 3);
+  const IndexView& view = c.partitions[0].view;
+  CpuQueryProcessor reference(view);
+  SlowProcessor cpu(reference, "cpu"), stand_in(reference, "gpu");
+  std::vector<Query> queries;
+  std::vector<QueryResult> expected;
+  for (const auto& terms : c.queries) {
+    queries.emplace_back(terms, QueryMode::kOr, 10);
+    expected.push_back(reference.search(queries.back()));
+  }
+  constexpr size_t kThreads = 4, kPerThread = 600;
+  std::vector<std::atomic<int>> answered(kThreads * kPerThread);
+  std::atomic<size_t> wrong{0}, failed{0};
+  {
+    SchedulerOptions options;
+    options.core = two_processors();
+    options.core.cpu_workers = 3;
+    options.core.batch_max = 8;
+    options.calibration_seconds = 0.02;
+    Scheduler scheduler(options);
+    const Target target{&view, &cpu, &stand_in, nullptr};
+    scheduler.calibrate(target);
+    std::vector<std::thread> submitters;
+    for (size_t t = 0; t < kThreads; ++t) {
+      submitters.emplace_back([&, t] {
+        for (size_t i = 0; i < kPerThread; ++i) {
+          const size_t n = t * kPerThread + i, q = n % queries.size();
+          scheduler.submit(target, queries[q], Scheduler::Clock::time_point::max(), [&, n, q](Outcome&& outcome) {
+            ++answered[n];
+            if (!outcome.error.empty()) ++failed;
+            else if (!testing::identical_hits(expected[q].hits, outcome.result.hits)) ++wrong;
+          });
+        }
+      });
+    }
+    for (auto& s : submitters) s.join();
+    EXPECT_LT(std::count_if(answered.begin(), answered.end(), [](const auto& a) { return a > 0; }), 1000) << "too fast to queue";
+  }  // destroyed with queries still queued: it answers them before it stops
+  for (size_t n = 0; n < answered.size(); ++n) ASSERT_EQ(answered[n], 1) << "query " << n;
+  EXPECT_EQ(failed, 0u);
+  EXPECT_EQ(wrong, 0u);
+}
+
 TEST(Scheduler, AGpuThatFailsLosesNoQuery) {
   const Collection c = random_collection(testing::test_seed() + 1);
   const IndexView& view = c.partitions[0].view;
