@@ -100,7 +100,9 @@ class ScheduleCore {
   const CostModel& model(Processor p) const { return models_[static_cast<size_t>(p)]; }
   const CoreCounters& counters() const { return counters_; }
   const CoreOptions& options() const { return options_; }
-  // Predicted seconds a query queued now for `p` would wait before it starts.
+  // Seconds a query queued now for `p` would wait before it starts: predicted from the work
+  // queued and running, or as long as the oldest query waiting for `p` has already waited,
+  // whichever is longer.
   double backlog(Processor p) const;
 
  private:
@@ -120,6 +122,7 @@ class ScheduleCore {
   std::array<double, 2> running_seconds_{};  // predicted work of runs in progress
   std::array<size_t, 2> busy_{};              // runs in progress
   size_t runs_in_progress_ = 0;
+  double clock_ = 0;  // the latest time seen (arrivals, takes)
   bool gpu_lost_ = false;
   std::vector<Job> expired_;
   CoreCounters counters_;

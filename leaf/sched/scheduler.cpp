@@ -130,6 +130,7 @@ struct Scheduler::State {
     bool token = false;
   };
   std::array<std::vector<Parker*>, 2> parked;  // by processor, under handoff_mutex
+  std::array<size_t, 2> waking{};              // woken and not yet back at work, by processor
   std::unordered_map<uint64_t, Pending> pending;
   std::atomic<uint64_t> next_id{1};
   std::atomic<bool> stop{false};
@@ -187,21 +188,23 @@ std::vector<Scheduler::State::Parker*> Scheduler::State::drain() {
   return unpark_for_queued();
 }
 
-// Under `mutex`: parked threads for the work queued now: a CPU thread per query the CPU may take
-// (its own and the flexible queue), a GPU stream per batch's worth of the GPU's.
+// Under `mutex`: parked threads for the work queued now, less those already woken and on their
+// way: a CPU thread per query of the CPU's queue (and of the flexible one while no GPU stream is
+// parked to take it), a GPU stream per batch's worth of the GPU's and the flexible queue. Waking a
+// CPU thread for every flexible query too (13 of them on the H100 host) woke herds that mostly
+// found the queries batched away, and their turns at the lock delayed the GPU's streams.
 std::vector<Scheduler::State::Parker*> Scheduler::State::unpark_for_queued() {
   const size_t flexible = core.depth(QueueId::kFlexible);
-  std::array<size_t, 2> want{core.depth(QueueId::kCpu) + flexible, 0};
-  if (core.gpu_usable()) {
-    const size_t for_gpu = core.depth(QueueId::kGpu) + flexible;
-    want[1] = for_gpu == 0 ? 0 : 1 + (for_gpu - 1) / core.options().batch_max;
-  }
+  const size_t for_gpu = core.gpu_usable() ? core.depth(QueueId::kGpu) + flexible : 0;
   std::vector<Parker*> woken;
   std::lock_guard<std::mutex> handoff(handoff_mutex);
+  std::array<size_t, 2> want{core.depth(QueueId::kCpu) + (parked[1].empty() ? flexible : 0),
+                             for_gpu == 0 ? 0 : 1 + (for_gpu - 1) / core.options().batch_max};
   for (size_t p = 0; p < 2; ++p) {
-    for (; want[p] > 0 && !parked[p].empty(); --want[p]) {
+    for (want[p] -= std::min(want[p], waking[p]); want[p] > 0 && !parked[p].empty(); --want[p]) {
       woken.push_back(parked[p].back());
       parked[p].pop_back();
+      ++waking[p];
     }
   }
   return woken;
@@ -227,6 +230,7 @@ void Scheduler::State::park(Parker& self, Processor p, std::unique_lock<std::mut
     parked[pi].push_back(&self);
   }
   lock.unlock();
+  bool woken = false;
   {
     std::unique_lock<std::mutex> own(self.mutex);
     if (!self.cv.wait_for(own, std::chrono::milliseconds(2), [&] { return self.token; })) {
@@ -243,7 +247,12 @@ void Scheduler::State::park(Parker& self, Processor p, std::unique_lock<std::mut
       // no token is left over for the next park.
       if (!listed) self.cv.wait(own, [&] { return self.token; });
     }
+    woken = self.token;
     self.token = false;
+  }
+  if (woken) {
+    std::lock_guard<std::mutex> handoff(handoff_mutex);
+    --waking[pi];
   }
   lock.lock();
 }
@@ -401,7 +410,11 @@ Scheduler::~Scheduler() {
     std::lock_guard<std::mutex> lock(state_->mutex);
     std::lock_guard<std::mutex> handoff(state_->handoff_mutex);
     state_->stop = true;
-    for (auto& list : state_->parked) woken.insert(woken.end(), list.begin(), list.end()), list.clear();
+    for (size_t p = 0; p < 2; ++p) {
+      state_->waking[p] += state_->parked[p].size();
+      woken.insert(woken.end(), state_->parked[p].begin(), state_->parked[p].end());
+      state_->parked[p].clear();
+    }
   }
   State::unpark(woken);
   for (auto& thread : state_->threads) thread.join();
@@ -430,6 +443,7 @@ void Scheduler::submit(const Target& target, Query query, Clock::time_point dead
       if (!from.empty()) {
         woken = from.back();
         from.pop_back();
+        ++state_->waking[&from == &gpu ? 1 : 0];
         state_->drain_requested = true;
       }
     }
