@@ -163,6 +163,22 @@ TEST(ScheduleCore, ABusyCpuHandsShortQueriesToTheGpu) {
   EXPECT_EQ(core.depth(QueueId::kGpu), 10u);
 }
 
+// A processor that drains slower than its model says (threads preempted, memory shared): while
+// its only worker is busy, the age of its oldest waiting query is its backlog, so new queries go
+// to the GPU even though the predicted backlog is tens of microseconds.
+TEST(ScheduleCore, ACpuSlowerThanItsModelStopsReceivingQueries) {
+  CoreOptions options = two_processors();
+  options.cpu_workers = 1;
+  ScheduleCore core(options);
+  calibrate(core, Costs{});
+  EXPECT_EQ(core.enqueue(job(1, 1'000, 0)), QueueId::kCpu);  // CPU 24 µs, GPU 90 µs
+  ASSERT_EQ(core.take(Processor::kCpu, 0).jobs.size(), 1u);  // predicted 24 µs; it runs on
+  EXPECT_EQ(core.enqueue(job(2, 1'000, 0.0001)), QueueId::kCpu);
+  // 30 ms later the CPU has not finished: query 2 has waited 30 ms, not the 24 µs predicted.
+  EXPECT_EQ(core.enqueue(job(3, 1'000, 0.030)), QueueId::kGpu);
+  EXPECT_GT(core.backlog(Processor::kCpu), 0.029);
+}
+
 TEST(ScheduleCore, AnIdleCpuStealsOnlyWhenTheGpuBacklogIsLongerThanTheQuery) {
   CoreOptions options = two_processors();
   options.cpu_workers = 1;
