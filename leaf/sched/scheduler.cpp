@@ -121,7 +121,6 @@ struct Scheduler::State {
     double arrival;
   };
   std::vector<Incoming> inbox, draining;  // draining: the swapped-out inbox, reused
-  bool drain_requested = false;           // a parked thread was woken to drain the inbox
   // A parked thread sleeps on its own condition variable until woken with a token, or for 2 ms
   // (a steal may become worthwhile, or a deadline near, without any new arrival).
   struct Parker {
@@ -130,7 +129,8 @@ struct Scheduler::State {
     bool token = false;
   };
   std::array<std::vector<Parker*>, 2> parked;  // by processor, under handoff_mutex
-  std::array<size_t, 2> waking{};              // woken and not yet back at work, by processor
+  // Woken and not yet back at work, by processor: each drains the inbox when it runs.
+  std::array<size_t, 2> waking{};
   std::unordered_map<uint64_t, Pending> pending;
   std::atomic<uint64_t> next_id{1};
   std::atomic<bool> stop{false};
@@ -170,7 +170,6 @@ std::vector<Scheduler::State::Parker*> Scheduler::State::drain() {
     std::lock_guard<std::mutex> handoff(handoff_mutex);
     if (inbox.empty()) return {};
     draining.swap(inbox);
-    drain_requested = false;
   }
   for (Incoming& in : draining) {
     Job job;
@@ -425,16 +424,16 @@ void Scheduler::submit(const Target& target, Query query, Clock::time_point dead
   const QueryFeatures features = features_of(query, *target.index);  // list headers: outside any lock
   const double arrival = state_->now();
   const uint64_t id = state_->next_id++;
-  // One parked thread is woken to drain the inbox (unless one already was): a GPU stream where
-  // the query can go to the GPU and a stream is idle, else a CPU thread. The drainer classifies
-  // the queries and wakes the threads their queues call for, so a burst of submissions costs the
-  // submitter one wake-up, not one per query.
+  // One parked thread is woken to drain the inbox, unless one is already on its way: a GPU stream
+  // where the query can go to the GPU and a stream is idle, else a CPU thread. The drainer
+  // classifies the queries and wakes the threads their queues call for, so a burst of submissions
+  // costs the submitter one wake-up, not one per query.
   State::Parker* woken = nullptr;
   {
     std::lock_guard<std::mutex> handoff(state_->handoff_mutex);
     if (state_->stop) throw Error("scheduler: stopping");
     state_->inbox.push_back({id, Pending{target, std::move(query), std::move(done), deadline}, features, arrival});
-    if (!state_->drain_requested) {
+    if (state_->waking[0] + state_->waking[1] == 0) {
       const Policy policy = state_->core.options().policy;  // fixed at construction
       auto& gpu = state_->parked[1];
       auto& cpu = state_->parked[0];
@@ -444,7 +443,6 @@ void Scheduler::submit(const Target& target, Query query, Clock::time_point dead
         woken = from.back();
         from.pop_back();
         ++state_->waking[&from == &gpu ? 1 : 0];
-        state_->drain_requested = true;
       }
     }
   }
