@@ -45,11 +45,11 @@ size_t ScheduleCore::capacity(Processor p) const {
 // load grows, so queries move to the other one before its queue forms, not after. The GPU's
 // queue counts by the queries' shares of a batch: one batch clears many.
 // While every worker is busy, the age of the oldest query waiting for the processor bounds the
-// backlog from below: predictions assume
-// every worker runs flat out, and when a processor drains slower than its model says (its threads
-// preempted on a full machine, memory bandwidth shared with the other processor), the predicted
-// backlog stays short while its queue grows. On the H100 host at 51k q/s on the default corpus the
-// CPU's queue waited 19 ms against a predicted backlog under 1 ms, and kept half the queries.
+// backlog from below: predictions assume every worker runs flat out, and when a processor drains
+// slower than its model says (its threads preempted on a full machine, memory bandwidth shared
+// with the other processor), the predicted backlog stays short while its queue grows. On the H100
+// host at 51k q/s on the default corpus the CPU's queue waited 19 ms against a predicted backlog
+// under 1 ms, and kept half the queries.
 double ScheduleCore::backlog(Processor p) const {
   const size_t i = static_cast<size_t>(p);
   const double predicted = (running_seconds_[i] + queued_seconds_[i]) / static_cast<double>(capacity(p));

@@ -503,13 +503,14 @@ TEST(Scheduler, AnswersEqualTheCpuProcessorsWhicheverProcessorAnswers) {
               (unsigned long long)counters.enqueued[1], (unsigned long long)counters.enqueued[2], (unsigned long long)counters.batches);
 }
 
-// A processor that takes at least 100 µs a search, so that queries queue up behind it.
+// A processor that takes at least 500 µs a search, so that queries queue up behind it even where
+// submitting is slow (sanitizer builds).
 class SlowProcessor : public QueryProcessor {
  public:
   SlowProcessor(const QueryProcessor& inner, std::string_view name) : inner_(inner), name_(name) {}
   std::string_view name() const override { return name_; }
   QueryResult search(const Query& query) const override {
-    std::this_thread::sleep_for(std::chrono::microseconds(100));
+    std::this_thread::sleep_for(std::chrono::microseconds(500));
     return inner_.search(query);
   }
 
