@@ -6,6 +6,7 @@ import sys
 from collections import defaultdict
 
 import matplotlib
+import matplotlib.ticker
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -26,6 +27,7 @@ for ax, load in zip(axes[0], loads):
         ax.plot(rates, [p[2] for p in points], ":", color=styles.get(policy), label=policy + " mean")
     ax.axhline(50, color="black", lw=0.6, ls="--")
     ax.set_xscale("log")
+    ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())  # minor labels overlap
     ax.set_yscale("log")
     ax.set_ylim(0.05, 2000)
     ax.set_xlabel("arrival rate (queries/s, Poisson)")

@@ -21,6 +21,8 @@
 #include <sstream>
 #include <thread>
 
+#include <sys/resource.h>
+
 #include "common/index/index_files.hpp"
 #include "common/util/flags.hpp"
 #include "common/util/status.hpp"
@@ -68,6 +70,48 @@ std::vector<std::vector<std::string>> lexicon_queries(const IndexView& view, siz
   return queries;
 }
 
+// What the machine did to every thread during a window, after jHiccup: a thread that asks to sleep
+// 1 ms records how much later it woke (a stall of the process or of the host, not of the
+// scheduler), and /proc/stat's steal column says how much of the window the hypervisor gave the
+// host's CPUs to someone else. Tells a p99 spike the scheduler caused from one it suffered.
+class PlatformProbe {
+ public:
+  PlatformProbe() : steal_before_(steal_ticks()), thread_([this] { watch(); }) {}
+  ~PlatformProbe() {
+    if (thread_.joinable()) stop();
+  }
+  // Stops watching; returns {longest oversleep (s), CPU time stolen by the hypervisor (% of all CPUs)}.
+  std::pair<double, double> stop() {
+    stopping_ = true;
+    thread_.join();
+    const auto [steal, total] = steal_ticks();
+    const uint64_t d_total = total - steal_before_.second;
+    return {longest_, d_total ? 100.0 * static_cast<double>(steal - steal_before_.first) / static_cast<double>(d_total) : 0};
+  }
+
+ private:
+  // {steal, all} ticks of the aggregate "cpu" line.
+  static std::pair<uint64_t, uint64_t> steal_ticks() {
+    std::ifstream in("/proc/stat");
+    std::string cpu;
+    uint64_t v[8] = {}, total = 0;
+    in >> cpu;
+    for (uint64_t& x : v) in >> x, total += x;
+    return {v[7], total};
+  }
+  void watch() {
+    while (!stopping_) {
+      const Clock::time_point before = Clock::now();
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      longest_ = std::max(longest_, std::chrono::duration<double>(Clock::now() - before).count() - 1e-3);
+    }
+  }
+  std::pair<uint64_t, uint64_t> steal_before_;
+  std::atomic<bool> stopping_{false};
+  double longest_ = 0;  // written by the watcher only, read after the join
+  std::thread thread_;
+};
+
 struct RateResult {
   double rate = 0, mean = 0, p99 = 0;
   size_t queries = 0, missed = 0, gpu_parts = 0, parts = 0;
@@ -78,8 +122,32 @@ struct RateResult {
   // per processor the mean wait from submission to the run's start and the mean run time.
   // And the mean time the submit calls of one query take.
   double lag_mean = 0, lag_max = 0, submit_mean = 0;
-  double waited[2] = {0, 0}, ran[2] = {0, 0};
+  double waited[2] = {0, 0}, ran[2] = {0, 0}, longest_run[2] = {0, 0};
   size_t answered[2] = {0, 0};
+  // When (s into the window) the queries at or past the p99 delay arrived: a narrow span is one
+  // stall, a wide one a queue that stayed long.
+  double worst_from = 0, worst_to = 0;
+  // The machine: the longest a sleeping thread overslept (s), the CPU time stolen by the
+  // hypervisor (%), and the process's involuntary context switches.
+  double hiccup = 0, steal = 0;
+  long preempted = 0, faults = 0, compaction_stalls = 0;
+};
+
+// The process's involuntary context switches and page faults (minor and major), and the host's
+// direct-compaction stalls (a page fault waiting for the kernel to assemble a huge page).
+struct ProcessCounters {
+  long preempted = 0, faults = 0, compaction_stalls = 0;
+  static ProcessCounters now() {
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    ProcessCounters c{usage.ru_nivcsw, usage.ru_minflt + usage.ru_majflt, 0};
+    std::ifstream vmstat("/proc/vmstat");
+    std::string name;
+    for (long value = 0; vmstat >> name >> value;) {
+      if (name == "compact_stall") c.compaction_stalls = value;
+    }
+    return c;
+  }
 };
 
 RateResult run_rate(sched::Scheduler& scheduler, const std::vector<sched::Target>& targets, const Load& load, double rate,
@@ -95,6 +163,8 @@ RateResult run_rate(sched::Scheduler& scheduler, const std::vector<sched::Target
   RateResult r;
   double t = 0;
   for (size_t i = 0; i < count; ++i) arrival[i] = (t += gap(rng));
+  PlatformProbe probe;
+  const ProcessCounters before = ProcessCounters::now();
   const Clock::time_point start = Clock::now() + std::chrono::milliseconds(5);
   const auto seconds_since = [&](Clock::time_point when) { return std::chrono::duration<double>(when - start).count(); };
   for (size_t i = 0; i < count; ++i) {
@@ -121,6 +191,7 @@ RateResult run_rate(sched::Scheduler& scheduler, const std::vector<sched::Target
           r.predicted[p] += outcome.predicted / static_cast<double>(outcome.batch);
           r.waited[p] += std::max(0.0, since_submit - outcome.seconds);
           r.ran[p] += outcome.seconds;
+          r.longest_run[p] = std::max(r.longest_run[p], outcome.seconds);
           ++r.answered[p];
           if (outcome.processor == sched::Processor::kGpu) r.batch_sum += static_cast<double>(outcome.batch), ++r.batched_parts;
         }
@@ -133,6 +204,11 @@ RateResult run_rate(sched::Scheduler& scheduler, const std::vector<sched::Target
     r.submit_mean += std::chrono::duration<double>(Clock::now() - submitted).count() / static_cast<double>(count);
   }
   while (done < count) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  std::tie(r.hiccup, r.steal) = probe.stop();
+  const ProcessCounters after = ProcessCounters::now();
+  r.preempted = after.preempted - before.preempted;
+  r.faults = after.faults - before.faults;
+  r.compaction_stalls = after.compaction_stalls - before.compaction_stalls;
   r.rate = rate;
   r.queries = count;
   std::vector<double> delays(count);
@@ -141,8 +217,13 @@ RateResult run_rate(sched::Scheduler& scheduler, const std::vector<sched::Target
     r.mean += delays[i] / static_cast<double>(count);
     if (delays[i] > 0.5 || failed[i]) ++r.missed;  // late, or expired before it started
   }
-  std::sort(delays.begin(), delays.end());
-  r.p99 = delays[std::min(count - 1, count * 99 / 100)];
+  std::vector<double> sorted = delays;
+  std::sort(sorted.begin(), sorted.end());
+  r.p99 = sorted[std::min(count - 1, count * 99 / 100)];
+  r.worst_from = 1e9;
+  for (size_t i = 0; i < count; ++i) {
+    if (delays[i] >= r.p99) r.worst_from = std::min(r.worst_from, arrival[i]), r.worst_to = std::max(r.worst_to, arrival[i]);
+  }
   r.gpu_parts = gpu_parts;
   r.parts = parts;
   return r;
@@ -177,11 +258,13 @@ void print_targets(const std::string& load, const std::map<Policy, std::map<doub
   }
   const double best = std::max(highest_within_50ms(p99_at.at(Policy::kCpuOnly)), highest_within_50ms(p99_at.at(Policy::kGpuOnly)));
   const double scheduler = highest_within_50ms(p99_at.at(Policy::kScheduler));
+  const auto& cpu = p99_at.at(Policy::kCpuOnly);
   double half = 0, scheduler_p99 = 0;
   for (const auto& [rate, p99] : p99_at.at(Policy::kScheduler)) {
-    if (rate <= best / 2 * 1.0001) half = rate, scheduler_p99 = p99;
+    // A rate both measured (refined rates are a policy's own), or one the CPU's ladder never reached.
+    const bool comparable = cpu.count(rate) || cpu.empty() || rate > cpu.rbegin()->first;
+    if (rate <= best / 2 * 1.0001 && comparable) half = rate, scheduler_p99 = p99;
   }
-  const auto& cpu = p99_at.at(Policy::kCpuOnly);
   const double cpu_p99 = cpu.count(half) ? cpu.at(half) : 0.5;
   std::printf("\nTargets (%s): scheduler %.0f q/s = %.2fx the better single processor (%.0f q/s); at %.0f q/s (half of it or "
               "below) p99 %.2f ms against the CPU alone's %s%.2f ms (%.1fx lower)\n",
@@ -200,6 +283,7 @@ int run(int argc, char** argv) {
       .value("repeat", "1", "windows per rate; the one with the median p99 counts (3: a lone hiccup no longer decides a rate)")
       .value("start-rate", "50", "first arrival rate, queries/s")
       .value("step", "1.4", "rate factor from one step to the next")
+      .value("refine", "0", "bisections between the last rate within 50 ms p99 and the next")
       .value("cpu-threads", "0", "CPU threads (0: every core for the CPU-only policy, the leaf's default for the others)")
       .value("gpu-streams", "2", "GPU streams")
       .value("batch-max", "16", "queries per GPU batch at most")
@@ -276,7 +360,7 @@ int run(int argc, char** argv) {
   }
 
   std::ofstream csv(flags.get("out"));
-  csv << "load,policy,rate,mean_ms,p99_ms,missed,queries,gpu_share\n";
+  csv << "load,policy,rate,mean_ms,p99_ms,missed,queries,gpu_share,hiccup_ms,steal_pct\n";
   std::vector<Policy> policies;
   std::stringstream policy_names(flags.get("policies"));
   for (std::string name; std::getline(policy_names, name, ',');) policies.push_back(sched::parse_policy(name));
@@ -321,32 +405,58 @@ int run(int argc, char** argv) {
       }
       double best_deadline = 0;
       std::string p99s;
-      double rate = flags.number("start-rate");
-      for (int step = 0; step < 40; ++step, rate *= flags.number("step")) {
+      // One rate: `repeat` windows, the median p99's window counts; reported on stderr and in the CSV.
+      const auto measure = [&](double rate, int step) {
         std::vector<RateResult> windows;
         for (size_t w = 0; w < repeat; ++w) windows.push_back(run_rate(scheduler, targets, load, rate, seconds, 7 + step * repeat + w));
+        std::string machine;  // every window's p99 beside the machine's stalls in it
+        for (const RateResult& w : windows) {
+          char cell[256];
+          std::snprintf(cell, sizeof cell,
+                        " [p99 %.1f ms, worst arrived %.2f-%.2f s, longest run cpu %.1f gpu %.1f ms, hiccup %.1f ms, steal %.1f%%, "
+                        "preempted %ld, faults %ld, compaction stalls %ld]",
+                        w.p99 * 1e3, w.worst_from, w.worst_to, w.longest_run[0] * 1e3, w.longest_run[1] * 1e3, w.hiccup * 1e3,
+                        w.steal, w.preempted, w.faults, w.compaction_stalls);
+          machine += cell;
+        }
         std::sort(windows.begin(), windows.end(), [](const RateResult& a, const RateResult& b) { return a.p99 < b.p99; });
         const RateResult r = windows[windows.size() / 2];
         p99_at[policy][rate] = r.p99;
         csv << load.name << ',' << policy_name(policy) << ',' << r.rate << ',' << r.mean * 1e3 << ',' << r.p99 * 1e3 << ',' << r.missed
-            << ',' << r.queries << ',' << (r.parts ? double(r.gpu_parts) / r.parts : 0) << '\n';
+            << ',' << r.queries << ',' << (r.parts ? double(r.gpu_parts) / r.parts : 0) << ',' << r.hiccup * 1e3 << ','
+            << r.steal << '\n';
         csv.flush();
         char cell[64];
         std::snprintf(cell, sizeof cell, "%s%.0f@%.1f", p99s.empty() ? "" : " ", rate, r.p99 * 1e3);
         p99s += cell;
-        if (r.missed == 0) best_deadline = rate;
+        if (r.missed == 0) best_deadline = std::max(best_deadline, rate);
         const CoreCounters c = scheduler.counters();
         std::fprintf(stderr,
                      "%s %s %.0f q/s: mean %.2f ms p99 %.2f ms missed %zu gpu %.0f%% | measured/predicted cpu %.2f gpu %.2f, "
-                     "gpu batch %.1f | lag mean %.2f max %.2f ms, submit %.1f µs; cpu wait %.2f run %.2f ms, gpu wait %.2f run %.2f ms | so far: queued cpu %llu gpu %llu flexible %llu, steals cpu %llu gpu %llu, urgent %llu\n",
+                     "gpu batch %.1f | lag mean %.2f max %.2f ms, submit %.1f µs; cpu wait %.2f run %.2f ms, gpu wait %.2f run %.2f ms | so far: queued cpu %llu gpu %llu flexible %llu, steals cpu %llu gpu %llu, urgent %llu | machine:%s\n",
                      load.name.c_str(), policy_name(policy), rate, r.mean * 1e3, r.p99 * 1e3, r.missed, r.parts ? 100.0 * r.gpu_parts / r.parts : 0,
                      r.predicted[0] > 0 ? r.measured[0] / r.predicted[0] : 0, r.predicted[1] > 0 ? r.measured[1] / r.predicted[1] : 0,
                      r.batched_parts ? r.batch_sum / r.batched_parts : 0, r.lag_mean * 1e3, r.lag_max * 1e3, r.submit_mean * 1e6,
                      r.answered[0] ? r.waited[0] / r.answered[0] * 1e3 : 0, r.answered[0] ? r.ran[0] / r.answered[0] * 1e3 : 0,
                      r.answered[1] ? r.waited[1] / r.answered[1] * 1e3 : 0, r.answered[1] ? r.ran[1] / r.answered[1] * 1e3 : 0, (unsigned long long)c.enqueued[0], (unsigned long long)c.enqueued[1],
                      (unsigned long long)c.enqueued[2], (unsigned long long)c.steals[0], (unsigned long long)c.steals[1],
-                     (unsigned long long)(c.urgent[0] + c.urgent[1]));
+                     (unsigned long long)(c.urgent[0] + c.urgent[1]), machine.c_str());
+        return r;
+      };
+      double rate = flags.number("start-rate"), passed = 0, failed = 0;
+      int step = 0;
+      for (; step < 40; ++step, rate *= flags.number("step")) {
+        const RateResult r = measure(rate, step);
+        if (r.p99 <= 0.05) passed = rate;
+        else if (failed == 0 && passed > 0) failed = rate;
         if (r.p99 > 0.5 || r.missed > r.queries / 20) break;
+      }
+      // The ladder's steps are coarse (1.3x): between the last rate within 50 ms and the first one
+      // past it, halve the gap (geometrically) --refine times, so the highest rate is known to a
+      // few percent rather than to a step.
+      for (size_t i = 0; i < flags.count("refine") && passed > 0 && failed > passed; ++i) {
+        const double mid = std::sqrt(passed * failed);
+        (measure(mid, ++step).p99 <= 0.05 ? passed : failed) = mid;
       }
       std::printf("| %s | %.0f | %.0f | rate@p99: %s |\n", policy_name(policy), highest_within_50ms(p99_at[policy]), best_deadline,
                   p99s.c_str());
