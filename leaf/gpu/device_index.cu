@@ -57,6 +57,7 @@ DeviceIndex::DeviceIndex(const IndexView& index, DeviceIndexOptions options) : i
     const PostingListView list = index.list(term, info);
     max_list_blocks_ = std::max(max_list_blocks_, list.block_count);
     max_list_slots_ = std::max(max_list_slots_, list.block_count * list.codec->block_size());
+    block_size_ = list.codec->block_size();
     if (list.codec->id() != CodecId::kPforDing) continue;
     ExceptionOffsets offsets{};
     uint64_t* slots[2][2] = {{&offsets.doc_positions, &offsets.doc_high}, {&offsets.freq_positions, &offsets.freq_high}};

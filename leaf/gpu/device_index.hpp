@@ -63,6 +63,7 @@ class DeviceIndex {
   ListCacheStats stats() const;
   uint32_t max_list_slots() const { return max_list_slots_; }   // blocks × block size of the longest list
   uint32_t max_list_blocks() const { return max_list_blocks_; }
+  uint32_t block_size() const { return block_size_; }  // values per block of the lists' codec
 
  private:
   struct ExceptionOffsets {
@@ -95,6 +96,7 @@ class DeviceIndex {
   size_t fixed_bytes_ = 0;
   uint32_t max_list_slots_ = 0;
   uint32_t max_list_blocks_ = 0;
+  uint32_t block_size_ = 128;
 
   cudaMemPool_t pool_ = nullptr;
   mutable std::mutex mutex_;

@@ -20,10 +20,10 @@
 namespace warp::gpu {
 namespace {
 
-// Block selection for every live candidate whose query has a list in this round.
+// Block selection for every live candidate whose query has a list in this round: the block that
+// may hold its docID is marked for decoding (kProbe), or the candidate dropped past the list's end.
 __global__ void batch_select_kernel(uint32_t count, const uint32_t* docs, float* scores, const uint32_t* query_of,
-                                    const int32_t* round_task, const Task* tasks, uint32_t* candidate_block,
-                                    uint8_t* masks, bool search_compressed) {
+                                    const int32_t* round_task, const Task* tasks, uint8_t* masks, bool search_compressed) {
   const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= count || scores[i] < 0) return;
   const int32_t t = round_task[query_of[i]];
@@ -35,27 +35,22 @@ __global__ void batch_select_kernel(uint32_t count, const uint32_t* docs, float*
     scores[i] = -1;
     return;
   }
-  candidate_block[i] = block;
   masks[task.mask_offset + block] = 1;
 }
 
-__global__ void batch_probe_kernel(uint32_t count, const uint32_t* docs, float* scores, const uint32_t* query_of,
-                                   const int32_t* round_task, const Task* tasks, const uint32_t* candidate_block,
-                                   const uint32_t* block_docs, const uint32_t* block_freqs, const float* norms,
-                                   uint32_t doc_begin, bool search_compressed) {
+// LRC lists searched compressed (Ao et al. Algorithm 1): each candidate looks its docID up in the
+// list itself; the other lists' candidates are probed where their blocks are decoded (kProbe).
+__global__ void batch_probe_compressed_kernel(uint32_t count, const uint32_t* docs, float* scores, const uint32_t* query_of,
+                                              const int32_t* round_task, const Task* tasks, const float* norms,
+                                              uint32_t doc_begin) {
   const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= count || scores[i] < 0) return;
   const int32_t t = round_task[query_of[i]];
   if (t < 0) return;
   const Task& task = tasks[t];
+  if (!is_lrc(task.list.codec)) return;
   const uint32_t doc = docs[i];
-  uint32_t freq = 0;
-  if (search_compressed && is_lrc(task.list.codec)) {
-    freq = lrc_frequency(task.list, doc);
-  } else {
-    const int64_t at = find_in_block(block_docs + task.out_offset, candidate_block[i], task.list.block_size, task.list.count, doc);
-    if (at >= 0) freq = block_freqs[task.out_offset + at];
-  }
+  const uint32_t freq = lrc_frequency(task.list, doc);
   if (freq == 0) {
     scores[i] = -1;
   } else {
@@ -144,20 +139,20 @@ struct BatchExecutor::Prepared {
   bool missing_term = false;
   size_t blocks_total = 0;
   uint32_t candidate_offset = 0, candidate_slots = 0;
+  uint32_t first_block = 0;  // AND: the piece of the shortest list from this block on...
+  uint32_t candidates = 0;   // ...of this many postings, candidate_slots with the last block's padding
 };
 
 struct BatchExecutor::Buffers {
   cudaStream_t stream = nullptr;
-  size_t candidate_capacity = 0, block_slot_capacity = 0, mask_capacity = 0, doc_count = 0, accumulator_stride = 0;
+  size_t candidate_capacity = 0, piece_blocks = 0, mask_capacity = 0, doc_count = 0, accumulator_stride = 0;
+  size_t key_row = 0;  // OR tiles: candidate keys per query
   uint32_t* candidate_docs = nullptr;
   float* candidate_scores = nullptr;
   uint32_t* candidate_query = nullptr;
-  uint32_t* candidate_block = nullptr;
-  uint32_t* block_docs = nullptr;
-  uint32_t* block_freqs = nullptr;
   uint8_t* masks = nullptr;
   float* accumulators = nullptr;  // dense OR: max_queries × accumulator_stride, kept zeroed
-  uint64_t* or_keys = nullptr;  // OR tiles: max_queries × doc_count candidate keys
+  uint64_t* or_keys = nullptr;  // OR tiles: max_queries × key_row candidate keys
   std::unique_ptr<OrTiles> or_tiles;
   size_t task_capacity = 0;  // of tasks, round_task and their pinned staging
   Task* tasks = nullptr;
@@ -179,8 +174,8 @@ struct BatchExecutor::Buffers {
   DeviceIndex::Pins pins;  // lists of the queries being batched, released after each run
 
   ~Buffers() {
-    for (void* p : {(void*)candidate_docs, (void*)candidate_scores, (void*)candidate_query, (void*)candidate_block,
-                    (void*)block_docs, (void*)block_freqs, (void*)masks, (void*)accumulators, (void*)tasks,
+    for (void* p : {(void*)candidate_docs, (void*)candidate_scores, (void*)candidate_query, (void*)masks,
+                    (void*)accumulators, (void*)tasks,
                     (void*)round_task, (void*)counters, (void*)matches, (void*)or_keys, (void*)and_selection,
                     (void*)and_buckets, (void*)and_staging, (void*)and_results}) {
       cudaFree(p);
@@ -216,21 +211,25 @@ BatchExecutor::BatchExecutor(const DeviceIndex& device, const BatchOptions& opti
   options_.max_queries = std::max<size_t>(1, options_.max_queries);
   Buffers& b = *buffers_;
   const size_t queries = options_.max_queries;
-  const size_t list_slots = std::max<size_t>(1, device.max_list_slots());
   // AND candidates of a batch (every query's shortest list): the threshold's worth plus the last
-  // query, at most three of the longest lists; a batch whose candidates would not fit closes early.
-  b.candidate_capacity = std::min(options_.threshold, 2 * list_slots) + list_slots;
-  b.block_slot_capacity = queries * list_slots;
+  // query, at most three pieces; a query whose shortest list is longer than a piece runs as pieces
+  // (docID ranges of that list) whose top-k are merged, and a batch whose candidates would not
+  // fit closes early. So nothing here grows with the documents or the longest list.
+  const size_t list_slots = std::max<size_t>(1, device.max_list_slots());
+  const size_t block_size = device.block_size();
+  b.piece_blocks = std::max<size_t>(1, options_.and_piece_slots / block_size);
+  const size_t piece_slots = std::min(list_slots, b.piece_blocks * block_size);
+  b.candidate_capacity = std::min(options_.threshold, 2 * piece_slots) + piece_slots;
   b.mask_capacity = queries * std::max<size_t>(1, device.max_list_blocks());
   b.doc_count = device.host().doc_count();
   b.accumulator_stride = (b.doc_count + 3) / 4 * 4;  // float4-aligned rows
+  // OR tiles keep a query's candidates (pass 1's per-tile top-k, pass 2's keys at or above θ) in a
+  // row of key_row keys; a query that finds more runs again alone with rows of its size.
+  b.key_row = std::max<size_t>(1, std::min<size_t>(b.doc_count, options_.or_key_row));
   WARP_CUDA_CHECK(cudaStreamCreateWithFlags(&b.stream, cudaStreamNonBlocking));
   device_alloc(b.candidate_docs, b.candidate_capacity);
   device_alloc(b.candidate_scores, b.candidate_capacity);
   device_alloc(b.candidate_query, b.candidate_capacity);
-  device_alloc(b.candidate_block, b.candidate_capacity);
-  device_alloc(b.block_docs, b.block_slot_capacity);
-  device_alloc(b.block_freqs, b.block_slot_capacity);
   device_alloc(b.masks, b.mask_capacity);
   if (!tiles()) device_alloc(b.accumulators, queries * b.accumulator_stride);
   b.reserve_tasks(queries * kRoundsStaged);
@@ -244,10 +243,12 @@ BatchExecutor::BatchExecutor(const DeviceIndex& device, const BatchOptions& opti
   WARP_CUDA_CHECK(cudaMallocHost(&b.host_and_results, queries * (2 + kBlockSelectCapacity) * sizeof(uint64_t)));
   WARP_CUDA_CHECK(cudaMallocHost(&b.host_counters, queries * sizeof(Counters)));
   WARP_CUDA_CHECK(cudaMallocHost(&b.host_matches, queries * sizeof(unsigned long long)));
-  b.topk.allocate(std::max(b.candidate_capacity, b.doc_count));
+  // The selection's keys: AND candidates, an OR tiles row (its fallback), or with dense OR every
+  // document.
+  b.topk.allocate(std::max(b.candidate_capacity, tiles() ? b.key_row : b.doc_count));
   if (tiles()) {
-    device_alloc(b.or_keys, queries * std::max<size_t>(1, b.doc_count));
-    b.or_tiles = std::make_unique<OrTiles>(device, queries, queries * kRoundsStaged, b.or_keys, b.topk);
+    device_alloc(b.or_keys, queries * b.key_row);
+    b.or_tiles = std::make_unique<OrTiles>(device, queries, queries * kRoundsStaged);
   }
 }
 
@@ -265,6 +266,25 @@ size_t BatchExecutor::cost(const Query& query) const {
   return query.mode == QueryMode::kOr ? total : shortest;
 }
 
+namespace {
+
+// Adds a piece's answer to its query's: counts summed, hits merged to the query's k best (by score,
+// then docID, the order of the selection's keys).
+void merge_piece(QueryResult& into, QueryResult&& piece, size_t k) {
+  into.and_matches += piece.and_matches;
+  into.stats.blocks_decoded += piece.stats.blocks_decoded;
+  into.stats.postings_decoded += piece.stats.postings_decoded;
+  if (into.hits.empty()) {
+    into.hits = std::move(piece.hits);
+    return;
+  }
+  into.hits.insert(into.hits.end(), piece.hits.begin(), piece.hits.end());
+  std::sort(into.hits.begin(), into.hits.end(), [](const Hit& a, const Hit& b) { return a.score != b.score ? a.score > b.score : a.doc < b.doc; });
+  if (into.hits.size() > k) into.hits.resize(k);
+}
+
+}  // namespace
+
 std::vector<QueryResult> BatchExecutor::run(std::span<const Query> queries) {
   std::vector<QueryResult> results(queries.size());
   const IndexView& index = device_.host();
@@ -276,28 +296,13 @@ std::vector<QueryResult> BatchExecutor::run(std::span<const Query> queries) {
       device.release(b.pins);
     }
   } unpin{*buffers_, device_};
-  std::vector<Prepared> and_batch, or_batch;
-  uint32_t candidate_slots = 0;
-  auto flush = [&] {
-    if (!and_batch.empty()) run_and(and_batch, results);
-    // AND+OR queries that found fewer than k join the OR batch.
-    for (Prepared& p : and_batch) {
-      if (p.query->mode == QueryMode::kAndOr && results[p.index].hits.size() < p.query->k) {
-        or_batch.push_back(std::move(p));
-        if (or_batch.size() == options_.max_queries) {
-          run_or(or_batch, results);
-          or_batch.clear();
-        }
-      }
-    }
-    if (!or_batch.empty()) run_or(or_batch, results);
-    and_batch.clear(), or_batch.clear();
-    candidate_slots = 0;
-  };
+  std::vector<Prepared> and_pieces, or_batch;
+  std::vector<size_t> and_or;  // AND+OR queries, by index: to OR when AND finds fewer than k
+  std::vector<Prepared> prepared(queries.size());
   for (size_t i = 0; i < queries.size(); ++i) {
     const Query& query = queries[i];
     if (query.k > kMaxTopK) throw Error("k must be at most " + std::to_string(kMaxTopK));
-    Prepared p;
+    Prepared& p = prepared[i];
     p.index = i;
     p.query = &query;
     const QueryScoring scoring = score_query(query, index);
@@ -313,23 +318,59 @@ std::vector<QueryResult> BatchExecutor::run(std::span<const Query> queries) {
       p.blocks_total += list.block_count;
     }
     std::stable_sort(p.lists.begin(), p.lists.end(), [](const auto& a, const auto& b) { return a.list.count < b.list.count; });
-    if (query.mode == QueryMode::kOr) {
-      if (or_batch.size() == options_.max_queries) flush();
-      or_batch.push_back(std::move(p));
-      continue;
-    }
+    if (query.mode == QueryMode::kOr) continue;
+    results[i].stats.blocks_total = p.blocks_total;
+    if (query.mode == QueryMode::kAndOr) and_or.push_back(i);
+    // The shortest list in pieces of at most piece_blocks blocks, each its own candidates.
     const bool and_possible = !p.missing_term && !p.lists.empty();
-    const uint32_t slots = and_possible ? p.lists[0].list.block_count * p.lists[0].list.block_size : 0;
-    if (and_batch.size() == options_.max_queries || candidate_slots + slots > buffers_->candidate_capacity) flush();
-    p.candidate_offset = candidate_slots;
-    p.candidate_slots = slots;
-    candidate_slots += slots;
-    and_batch.push_back(std::move(p));
+    const DeviceList* shortest = and_possible ? &p.lists[0].list : nullptr;
+    const uint32_t blocks = and_possible ? shortest->block_count : 0;
+    uint32_t first = 0;
+    if (blocks > buffers_->piece_blocks) ++splits_.and_split, splits_.and_pieces += (blocks + buffers_->piece_blocks - 1) / buffers_->piece_blocks;
+    do {
+      Prepared piece = p;
+      piece.first_block = first;
+      const uint32_t piece_blocks = static_cast<uint32_t>(std::min<size_t>(blocks - first, buffers_->piece_blocks));
+      piece.candidate_slots = piece_blocks * (and_possible ? shortest->block_size : 0);
+      piece.candidates = and_possible ? std::min(piece.candidate_slots, shortest->count - first * shortest->block_size) : 0;
+      and_pieces.push_back(std::move(piece));
+      first += piece_blocks;
+    } while (first < blocks);
   }
-  flush();
+  // AND pieces in batches that fit the candidate arrays; each piece's answer merged into its query's.
+  std::vector<Prepared> batch;
+  uint32_t candidate_slots = 0;
+  auto run_batch = [&] {
+    if (batch.empty()) return;
+    std::vector<QueryResult> answers(batch.size());
+    run_and(batch, answers);
+    for (size_t q = 0; q < batch.size(); ++q) merge_piece(results[batch[q].index], std::move(answers[q]), batch[q].query->k);
+    batch.clear();
+    candidate_slots = 0;
+  };
+  for (Prepared& piece : and_pieces) {
+    if (batch.size() == options_.max_queries || candidate_slots + piece.candidate_slots > buffers_->candidate_capacity) run_batch();
+    piece.candidate_offset = candidate_slots;
+    candidate_slots += piece.candidate_slots;
+    batch.push_back(std::move(piece));
+  }
+  run_batch();
+  // OR queries, and AND+OR queries whose AND found fewer than k, in batches of max_queries.
+  for (size_t i = 0; i < queries.size(); ++i) {
+    if (queries[i].mode == QueryMode::kOr) or_batch.push_back(std::move(prepared[i]));
+  }
+  for (size_t i : and_or) {
+    if (results[i].hits.size() < queries[i].k) or_batch.push_back(std::move(prepared[i]));
+  }
+  for (size_t from = 0; from < or_batch.size(); from += options_.max_queries) {
+    std::vector<Prepared> part(std::make_move_iterator(or_batch.begin() + from),
+                               std::make_move_iterator(or_batch.begin() + std::min(or_batch.size(), from + options_.max_queries)));
+    run_or(part, results);
+  }
   return results;
 }
 
+// AND over a batch of pieces; results[q] gets piece q's answer (hits, matches, blocks decoded).
 void BatchExecutor::run_and(std::vector<Prepared>& batch, std::vector<QueryResult>& results) {
   Buffers& b = *buffers_;
   const uint32_t doc_begin = device_.host().meta.doc_begin;
@@ -348,16 +389,15 @@ void BatchExecutor::run_and(std::vector<Prepared>& batch, std::vector<QueryResul
     if (p.candidate_slots == 0) continue;
     const DeviceList& list = p.lists[0].list;
     list_block_size = list.block_size;
-    b.host_tasks[tasks++] = {list, blocks, p.candidate_offset, 0, static_cast<uint32_t>(q), p.lists[0].weight};
-    blocks += list.block_count;
+    b.host_tasks[tasks++] = {list, blocks, p.candidate_offset, 0, static_cast<uint32_t>(q), p.lists[0].weight, p.first_block};
+    blocks += p.candidate_slots / list.block_size;  // the piece's blocks
   }
   // Each round stages its tasks in its own region, so no copy waits for the previous launch.
   const size_t stride = options_.max_queries;
   auto launch = [&](size_t round, uint32_t task_count, uint32_t block_total, const uint8_t* masks, TaskOutput output) {
     Task* device_tasks = b.tasks + round * stride;  // staged by the caller
     if (block_total == 0) return;
-    launch_decode_tasks(list_block_size, device_tasks, task_count, block_total, masks, output,
-                        output == TaskOutput::kCandidates ? b.candidate_docs : b.block_docs, b.block_freqs,
+    launch_decode_tasks(list_block_size, device_tasks, task_count, block_total, masks, output, b.candidate_docs,
                         b.candidate_scores, b.candidate_query, b.accumulators, b.accumulator_stride,
                         device_.length_norms(), doc_begin, b.counters, b.stream);
   };
@@ -368,8 +408,8 @@ void BatchExecutor::run_and(std::vector<Prepared>& batch, std::vector<QueryResul
   // Term rounds: the r-th list of every query that has one.
   for (size_t r = 1; r < rounds; ++r) {
     tasks = 0, blocks = 0;
-    uint32_t slots = 0, mask_bytes = 0;
-    bool decode = false;
+    uint32_t mask_bytes = 0;
+    bool decode = false, compressed = false;
     Task* staged = b.host_tasks + r * stride;
     int32_t* round_of = b.host_round + r * stride;
     for (size_t q = 0; q < n; ++q) {
@@ -377,11 +417,11 @@ void BatchExecutor::run_and(std::vector<Prepared>& batch, std::vector<QueryResul
       round_of[q] = -1;
       if (p.candidate_slots == 0 || r >= p.lists.size()) continue;
       const DeviceList& list = p.lists[r].list;
-      decode = decode || !(options_.search_compressed && is_lrc(list.codec));
+      const bool searched = options_.search_compressed && is_lrc(list.codec);
+      decode = decode || !searched, compressed = compressed || searched;
       round_of[q] = static_cast<int32_t>(tasks);
-      staged[tasks++] = {list, blocks, slots, mask_bytes, static_cast<uint32_t>(q), p.lists[r].weight};
+      staged[tasks++] = {list, blocks, p.candidate_offset, mask_bytes, static_cast<uint32_t>(q), p.lists[r].weight, 0, p.candidates};
       blocks += list.block_count;
-      slots += list.block_count * list.block_size;
       mask_bytes += list.block_count;
     }
     int32_t* device_round = b.round_task + r * stride;
@@ -390,14 +430,16 @@ void BatchExecutor::run_and(std::vector<Prepared>& batch, std::vector<QueryResul
     if (decode) WARP_CUDA_CHECK(cudaMemsetAsync(b.masks, 0, std::max<uint32_t>(1, mask_bytes), b.stream));
     WARP_CUDA_CHECK(cudaMemcpyAsync(b.tasks + r * stride, staged, tasks * sizeof(Task), cudaMemcpyHostToDevice, b.stream));
     batch_select_kernel<<<grid_for(total_candidates), kThreads, 0, b.stream>>>(
-        total_candidates, b.candidate_docs, b.candidate_scores, b.candidate_query, device_round, device_tasks,
-        b.candidate_block, b.masks, options_.search_compressed);
+        total_candidates, b.candidate_docs, b.candidate_scores, b.candidate_query, device_round, device_tasks, b.masks,
+        options_.search_compressed);
     WARP_CUDA_CHECK_LAUNCH();
-    if (decode) launch(r, tasks, blocks, b.masks, TaskOutput::kBlocks);
-    batch_probe_kernel<<<grid_for(total_candidates), kThreads, 0, b.stream>>>(
-        total_candidates, b.candidate_docs, b.candidate_scores, b.candidate_query, device_round, device_tasks,
-        b.candidate_block, b.block_docs, b.block_freqs, device_.length_norms(), doc_begin, options_.search_compressed);
-    WARP_CUDA_CHECK_LAUNCH();
+    if (decode) launch(r, tasks, blocks, b.masks, TaskOutput::kProbe);
+    if (compressed) {
+      batch_probe_compressed_kernel<<<grid_for(total_candidates), kThreads, 0, b.stream>>>(
+          total_candidates, b.candidate_docs, b.candidate_scores, b.candidate_query, device_round, device_tasks,
+          device_.length_norms(), doc_begin);
+      WARP_CUDA_CHECK_LAUNCH();
+    }
   }
   // Top-k of each query over its own candidates: batched (four launches for the whole batch, one
   // copy back), or query by query for the max-tree method and for a query whose keys at or above
@@ -433,8 +475,7 @@ void BatchExecutor::run_and(std::vector<Prepared>& batch, std::vector<QueryResul
   WARP_CUDA_CHECK(cudaStreamSynchronize(b.stream));
   for (size_t q = 0; q < n; ++q) {
     const Prepared& p = batch[q];
-    QueryResult& result = results[p.index];
-    result.stats.blocks_total = p.blocks_total;
+    QueryResult& result = results[q];
     result.and_matches = batched_topk ? b.host_matches[q] : 0;
     result.stats.blocks_decoded = b.host_counters[q].blocks_decoded;
     result.stats.postings_decoded = b.host_counters[q].postings_decoded;
@@ -478,8 +519,12 @@ void BatchExecutor::run_or(std::vector<Prepared>& batch, std::vector<QueryResult
     // One launch per stage for the whole batch (or_tiles.hpp).
     std::vector<OrTileQuery> queries(n);
     for (size_t q = 0; q < n; ++q) queries[q] = {batch[q].lists, static_cast<uint32_t>(batch[q].query->k)};
-    std::vector<OrTileAnswer> answers = b.or_tiles->run(queries, b.stream);
+    std::vector<OrTileAnswer> answers = b.or_tiles->run(queries, {b.or_keys, b.key_row, &b.topk}, b.stream);
     for (size_t q = 0; q < n; ++q) {
+      if (answers[q].keys > b.key_row) {
+        answers[q] = b.or_tiles->run_alone(queries[q], answers[q].keys, b.stream);
+        ++splits_.or_alone;
+      }
       QueryResult& result = results[batch[q].index];
       result.hits = std::move(answers[q].hits);
       to_scores(result.hits, batch[q].score_of_unit);
@@ -522,7 +567,7 @@ void BatchExecutor::run_or_dense(std::vector<Prepared>& batch, std::vector<Query
   if (tasks > 0) {
     WARP_CUDA_CHECK(cudaMemcpyAsync(b.tasks, b.host_tasks, tasks * sizeof(Task), cudaMemcpyHostToDevice, b.stream));
     launch_decode_tasks(list_block_size, b.tasks, tasks, blocks, nullptr, TaskOutput::kAccumulate, nullptr, nullptr, nullptr,
-                        nullptr, b.accumulators, b.accumulator_stride, device_.length_norms(), doc_begin, b.counters,
+                        b.accumulators, b.accumulator_stride, device_.length_norms(), doc_begin, b.counters,
                         b.stream);
   }
   for (size_t q = 0; q < n; ++q) {

@@ -4,13 +4,14 @@
 // whole batch runs together, each stage one kernel launch over every query of the batch:
 //   AND    one launch decodes and scores the shortest list of every query (the candidates); per
 //          term round, one launch selects blocks for every candidate of every query, one decodes
-//          the selected blocks of every query's list, one probes (or, for LRC lists, one searches
-//          the compressed lists: Ao et al. Algorithm 1);
+//          the selected blocks of every query's list and probes their candidates in shared memory
+//          (or, for LRC lists, one searches the compressed lists: Ao et al. Algorithm 1);
 //   OR     one launch per stage of the OR tiles for every query (or_tiles.hpp), or one launch
 //          decoding every list of every query into per-query dense accumulators;
 //   top-k  AND: for the whole batch at once (per-query bucket counts, thresholds, one gather, a
 //          block sort per query); OR tiles: their batched selection; dense OR: per query.
-// Candidate, block and accumulator memory for a whole batch is allocated once.
+// Candidate and key memory for a whole batch is allocated once, sized by and_piece_slots and
+// or_key_row (dense OR: accumulators for every document of every query of a batch).
 #pragma once
 #include <memory>
 #include <span>
@@ -30,6 +31,12 @@ struct BatchOptions {
   TopkMethod topk = TopkMethod::kBucketSelect;
   OrMethod or_method = OrMethod::kTiles;
   bool search_compressed = true;
+  // Memory sized by the work, not by documents × queries (25M-document partition, defaults: about
+  // 0.3 GB a stream; RESULTS.md): an AND query whose shortest list has more postings than this
+  // runs as pieces of that list...
+  size_t and_piece_slots = size_t{1} << 22;
+  // ...and an OR query keeps this many candidate keys at most (more: it runs again alone).
+  size_t or_key_row = size_t{1} << 20;
 };
 
 // Runs batches of queries on one stream with its own buffers. Not thread-safe: the batcher calls
@@ -45,6 +52,12 @@ class BatchExecutor {
   std::vector<QueryResult> run(std::span<const Query> queries);
   // The effort a query adds to a batch.
   size_t cost(const Query& query) const;
+  // AND queries that ran as more than one piece, OR queries that ran again alone with a key row of
+  // their size (BatchOptions::and_piece_slots, or_key_row): so far.
+  struct Splits {
+    uint64_t and_split = 0, and_pieces = 0, or_alone = 0;
+  };
+  Splits splits() const { return splits_; }
 
  private:
   struct Buffers;
@@ -57,6 +70,7 @@ class BatchExecutor {
   const DeviceIndex& device_;
   BatchOptions options_;
   std::unique_ptr<Buffers> buffers_;
+  Splits splits_;
 };
 
 // The queue in front of BatchOptions::executors BatchExecutors, each fed by its own dispatcher

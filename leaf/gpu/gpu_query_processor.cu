@@ -106,7 +106,7 @@ struct GpuQueryProcessor::Lane {
       WARP_CUDA_CHECK(cudaMalloc(&counters, sizeof(Counters)));
       WARP_CUDA_CHECK(cudaMallocHost(&host_counters, sizeof(Counters)));
       topk.allocate(std::max(docs, slots));
-      if (tiles) or_tiles = std::make_unique<OrTiles>(device, 1, kOrTermsStaged, topk.keys, topk);
+      if (tiles) or_tiles = std::make_unique<OrTiles>(device, 1, kOrTermsStaged);
     } catch (...) {
       release();
       throw;
@@ -323,7 +323,7 @@ QueryResult GpuQueryProcessor::search_or(Lane& b, const QueryScoring& scoring, s
     }
     if (lists.empty()) return result;
     const OrTileQuery query{lists, static_cast<uint32_t>(k)};
-    OrTileAnswer answer = std::move(b.or_tiles->run({&query, 1}, b.stream)[0]);
+    OrTileAnswer answer = std::move(b.or_tiles->run({&query, 1}, {b.topk.keys, b.topk.capacity, &b.topk}, b.stream)[0]);
     result.hits = std::move(answer.hits);
     units_to_scores(result.hits, scoring);
     result.stats.blocks_decoded = answer.blocks_decoded;

@@ -115,10 +115,9 @@ struct OrTiles::StageTimes {
   }
 };
 
-OrTiles::OrTiles(const DeviceIndex& device, size_t max_queries, size_t max_lists, uint64_t* candidate_keys,
-                 TopkBuffers& fallback)
+OrTiles::OrTiles(const DeviceIndex& device, size_t max_queries, size_t max_lists)
     : device_(device), max_queries_(std::max<size_t>(1, max_queries)), max_lists_(std::max<size_t>(1, max_lists)),
-      candidate_keys_(candidate_keys), fallback_(fallback), buffers_(std::make_unique<Buffers>()),
+      buffers_(std::make_unique<Buffers>()),
       times_(std::make_unique<StageTimes>()) {
   if (max_queries_ > (size_t{1} << kQueryBits)) throw Error("OR tiles run at most 256 queries together");
   const uint32_t doc_count = device.host().doc_count();
@@ -178,7 +177,7 @@ void OrTiles::grow_staging(size_t lists) {
   max_lists_ = lists;
 }
 
-std::vector<OrTileAnswer> OrTiles::run(std::span<const OrTileQuery> queries, cudaStream_t stream) {
+std::vector<OrTileAnswer> OrTiles::run(std::span<const OrTileQuery> queries, const OrTileRows& rows, cudaStream_t stream) {
   Buffers& b = *buffers_;
   const size_t n = queries.size();
   if (n > max_queries_) throw Error("too many queries for one OR tiles run");
@@ -231,7 +230,8 @@ std::vector<OrTileAnswer> OrTiles::run(std::span<const OrTileQuery> queries, cud
   plan_kernel<<<qn, kPlanThreads, 0, stream>>>(b.bounds, b.tiles, b.first_capacity, b.first_tiles, b.scratch);
   WARP_CUDA_CHECK_LAUNCH();
   times_->mark(1, stream);
-  const size_t key_stride = doc_count;
+  uint64_t* const candidate_keys_ = rows.keys;
+  const size_t key_stride = std::min<size_t>(rows.row, doc_count);
   const dim3 first_grid(b.first_capacity, qn);
   if (block_size == 256) {
     first_pass_kernel<256><<<first_grid, 256, 0, stream>>>(dev.queries, in, dev.weights, norms, b.first_tiles, b.first_capacity, candidate_keys_, key_stride, b.scratch);
@@ -270,13 +270,13 @@ std::vector<OrTileAnswer> OrTiles::run(std::span<const OrTileQuery> queries, cud
   for (size_t i = 0; i < n; ++i) {
     const uint64_t* row = b.host_results + i * result_stride;
     OrTileAnswer& a = answers[i];
-    a.blocks_decoded = row[2], a.postings_decoded = row[3];
+    a.blocks_decoded = row[2], a.postings_decoded = row[3], a.keys = row[6];
     times_->tiles_scored += row[4], times_->tiles_total += b.tiles;
-    if (queries[i].k == 0 || queries[i].lists.empty()) continue;
+    if (queries[i].k == 0 || queries[i].lists.empty() || a.keys > key_stride) continue;
     if (row[1] != 0) {  // too many keys at or above the k-th bucket for a block sort
       auto* scratch = b.scratch + i;
-      a.hits = fallback_.select_candidates(candidate_keys_ + i * key_stride, &scratch->key_count, doc_count,
-                                           scratch->key_buckets, queries[i].k, stream);
+      a.hits = rows.fallback->select_candidates(candidate_keys_ + i * key_stride, &scratch->key_count,
+                                                static_cast<uint32_t>(key_stride), scratch->key_buckets, queries[i].k, stream);
       continue;
     }
     const size_t take = std::min<size_t>(queries[i].k, row[0]);
@@ -289,6 +289,31 @@ std::vector<OrTileAnswer> OrTiles::run(std::span<const OrTileQuery> queries, cud
     }
   }
   return answers;
+}
+
+OrTileAnswer OrTiles::run_alone(const OrTileQuery& query, size_t keys, cudaStream_t stream) {
+  // θ of a run whose row lost keys is only its k-th best's bucket, so alone, with every key, the
+  // query may keep a different number: the row grows (at least doubling) until it holds them all.
+  const size_t most = std::max<size_t>(1, device_.host().doc_count());
+  keys = std::clamp<size_t>(keys, 1, most);
+  WARP_CUDA_CHECK(cudaStreamSynchronize(stream));
+  for (;;) {
+    struct Owned {  // freed however the run ends
+      uint64_t* row = nullptr;
+      TopkBuffers selection;
+      ~Owned() {
+        cudaFree(row);
+        selection.release();
+      }
+    } owned;
+    WARP_CUDA_CHECK(cudaMalloc(&owned.row, keys * sizeof(uint64_t)));
+    owned.selection.allocate(keys);
+    std::vector<OrTileAnswer> answers = run(std::span<const OrTileQuery>(&query, 1), {owned.row, keys, &owned.selection}, stream);
+    WARP_CUDA_CHECK(cudaStreamSynchronize(stream));
+    if (answers[0].keys <= keys) return std::move(answers[0]);
+    if (keys == most) throw Error("an OR query kept more candidates than the partition has documents");
+    keys = std::min(most, std::max<size_t>(answers[0].keys, 2 * keys));
+  }
 }
 
 }  // namespace warp::gpu

@@ -48,20 +48,32 @@ struct OrTileQuery {
 struct OrTileAnswer {
   std::vector<Hit> hits;
   uint64_t blocks_decoded = 0, postings_decoded = 0;
+  uint64_t keys = 0;  // candidate keys the query kept; more than the row holds: no hits, run it again
+};
+
+// Where a run keeps each query's candidate keys: rows of `row` keys (query i's from keys + i * row;
+// no query keeps more than the partition's documents), and the selection that takes over when a
+// query's keys at or above its k-th best's bucket outgrow a block sort (capacity >= row).
+struct OrTileRows {
+  uint64_t* keys = nullptr;
+  size_t row = 0;
+  TopkBuffers* fallback = nullptr;
 };
 
 class OrTiles {
  public:
-  // `candidate_keys`: max_queries × the partition's documents; `fallback`: a selection big enough
-  // for the partition's documents, used when a query's keys outgrow one block sort.
-  OrTiles(const DeviceIndex& device, size_t max_queries, size_t max_lists, uint64_t* candidate_keys, TopkBuffers& fallback);
+  OrTiles(const DeviceIndex& device, size_t max_queries, size_t max_lists);
   ~OrTiles();
   OrTiles(const OrTiles&) = delete;
   OrTiles& operator=(const OrTiles&) = delete;
 
   // Runs every query on `stream` (one launch per stage) and synchronises it once. A run with more
-  // lists than the staging holds (queries of hundreds of terms) grows it first.
-  std::vector<OrTileAnswer> run(std::span<const OrTileQuery> queries, cudaStream_t stream);
+  // lists than the staging holds (queries of hundreds of terms) grows it first. A query whose
+  // candidates outgrow its row gets no hits and its `keys` > rows.row: it must run again with a
+  // row of that many keys (run_alone).
+  std::vector<OrTileAnswer> run(std::span<const OrTileQuery> queries, const OrTileRows& rows, cudaStream_t stream);
+  // One query with a key row and a selection of `keys` keys, allocated for this call and freed.
+  OrTileAnswer run_alone(const OrTileQuery& query, size_t keys, cudaStream_t stream);
 
   static constexpr uint32_t kTileDocs = gpu::kTileDocs;  // documents per tile: 16 KiB of shared accumulators
 
@@ -72,8 +84,6 @@ class OrTiles {
 
   const DeviceIndex& device_;
   size_t max_queries_, max_lists_;
-  uint64_t* candidate_keys_;
-  TopkBuffers& fallback_;
   std::unique_ptr<Buffers> buffers_;
   std::unique_ptr<StageTimes> times_;
 };

@@ -17,7 +17,7 @@ constexpr uint32_t kTile = OrTiles::kTileDocs;
 constexpr float kBoundSlack = 1.0f + 1e-4f;
 constexpr uint32_t kPlanThreads = 1024;
 constexpr uint32_t kSortThreads = kBlockSelectThreads, kSortCapacity = kBlockSelectCapacity;
-constexpr uint32_t kHeader = 6;  // a result row: selected, overflow, blocks, postings, tiles scored, θ bits; then keys
+constexpr uint32_t kHeader = 7;  // a result row: selected, overflow, blocks, postings, tiles scored, θ bits, keys kept; then the best keys
 constexpr uint32_t kQueryBits = 8;   // a second-pass work item: query << 24 | tile
 constexpr uint32_t kTileMask = (1u << (32 - kQueryBits)) - 1;
 
@@ -214,15 +214,18 @@ __global__ void __launch_bounds__(kPlanThreads) theta_kernel(const EngineQuery* 
   if (threadIdx.x == 0) count = 0, cursor = 0;
   uint32_t bucket, above, theta_bits = 0;
   if (find_rank<kPlanThreads>(s.key_buckets, k, bucket, above)) {  // synchronises: sub is zeroed
-    const uint64_t* row = keys + qi * key_stride;
-    for (uint32_t i = threadIdx.x; i < s.key_count; i += kPlanThreads) {
-      const uint64_t key = row[i];
-      if (key_bucket(key) == bucket) atomicAdd(&sub[static_cast<uint32_t>(key >> (63 - 2 * kBucketBits)) & (kBuckets - 1)], 1u);
+    theta_bits = bucket << (31 - kBucketBits);  // the bucket's lower edge
+    if (s.key_count <= key_stride) {  // uniform; else the row lost keys, and the run is repeated alone
+      const uint64_t* row = keys + qi * key_stride;
+      for (uint32_t i = threadIdx.x; i < s.key_count; i += kPlanThreads) {
+        const uint64_t key = row[i];
+        if (key_bucket(key) == bucket) atomicAdd(&sub[static_cast<uint32_t>(key >> (63 - 2 * kBucketBits)) & (kBuckets - 1)], 1u);
+      }
+      __syncthreads();
+      uint32_t sub_bucket, sub_above;
+      find_rank<kPlanThreads>(sub, k - above, sub_bucket, sub_above);
+      theta_bits |= sub_bucket << (31 - 2 * kBucketBits);
     }
-    __syncthreads();
-    uint32_t sub_bucket, sub_above;
-    find_rank<kPlanThreads>(sub, k - above, sub_bucket, sub_above);
-    theta_bits = bucket << (31 - kBucketBits) | sub_bucket << (31 - 2 * kBucketBits);
   }
   const float cut = __uint_as_float(theta_bits) * factor;
   float* row = bounds + size_t{qi} * tiles;

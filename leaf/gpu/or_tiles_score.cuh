@@ -216,7 +216,8 @@ __global__ void __launch_bounds__(BS) first_pass_kernel(const EngineQuery* queri
   for_live<BS>(live, [&](uint32_t i) {
     if (scores[i] > 0) {
       const uint64_t key = topk_key(scores[i], doc_begin + tile_first + i);
-      if (key >= threshold) row[base + offset++] = key;
+      if (key >= threshold && base + offset < key_stride) row[base + offset] = key;
+      offset += key >= threshold;
     }
   });
   for (uint32_t b = key_bucket(threshold) + tid; b < kBuckets; b += BS) {
@@ -269,7 +270,8 @@ __global__ void __launch_bounds__(BS) second_pass_kernel(const EngineQuery* quer
     for_live<BS>(live, [&](uint32_t i) {
       if (scores[i] > 0 && __float_as_uint(scores[i]) >= theta_bits) {
         const uint64_t key = topk_key(scores[i], doc_begin + tile_first + i);
-        row[base + offset++] = key;
+        if (base + offset < key_stride) row[base + offset] = key;  // else the query runs again alone
+        ++offset;
         atomicAdd(&s.key_buckets[key_bucket(key)], 1u);
       }
       scores[i] = 0;  // the thread that read it: no barrier needed
@@ -288,13 +290,16 @@ __global__ void __launch_bounds__(kSortThreads) select_kernel(const EngineQuery*
   const QueryScratch& s = scratch[qi];
   const uint32_t k = queries[qi].k;
   uint64_t* out = results + size_t{qi} * result_stride;
-  uint32_t selected;
-  const bool fits = block_select(keys + qi * key_stride, s.key_count, s.key_buckets, k, staging + size_t{qi} * kSortCapacity,
-                                 out + kHeader, selected);
+  uint32_t selected = 0;
+  bool fits = true;
+  if (s.key_count <= key_stride) {  // uniform; else the row lost keys and the query runs again alone
+    fits = block_select(keys + qi * key_stride, s.key_count, s.key_buckets, k, staging + size_t{qi} * kSortCapacity,
+                        out + kHeader, selected);
+  }
   if (threadIdx.x == 0) {
     out[0] = selected, out[1] = !fits;
     out[2] = s.counters.blocks_decoded, out[3] = s.counters.postings_decoded, out[4] = s.tiles_scored;
-    out[5] = s.theta_bits;
+    out[5] = s.theta_bits, out[6] = s.key_count;
   }
 }
 

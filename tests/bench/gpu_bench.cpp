@@ -12,6 +12,8 @@
 
 #include "common/index/index_builder.hpp"
 #include "common/util/flags.hpp"
+#include "common/util/cuda_check.cuh"
+#include "leaf/gpu/gpu_batch.hpp"
 #include "leaf/gpu/gpu_decode.hpp"
 #include "leaf/gpu/gpu_query_processor.hpp"
 #include "leaf/gpu/gpu_runtime.hpp"
@@ -264,6 +266,44 @@ void synthetic_query_table(uint32_t documents, uint32_t query_count) {
   query_table(view, raw, 1 << 20);
 }
 
+// Device memory of one batch stream (cudaMemGetInfo before and after making its executor, with
+// the leaf's defaults and with this table's batches), beside the main arrays of the layout before
+// batches were sized by their work (computed from the same index); then every query through one
+// executor, AND and OR at k = 1000, with how many were split, and a sample checked against the CPU.
+void batch_memory(const IndexView& view, const std::vector<std::vector<std::string>>& raw, size_t batch_threshold) {
+  gpu::DeviceIndex device(view);
+  const auto used = [] {
+    size_t free = 0, total = 0;
+    WARP_CUDA_CHECK(cudaMemGetInfo(&free, &total));
+    return total - free;
+  };
+  const double docs = view.doc_count(), q = double(batch_max_queries), longest = device.max_list_slots();
+  const double before = (std::min<double>(batch_threshold, 2 * longest) + longest) * 16 + q * longest * 8 + q * docs * 8 +
+                        3 * 8 * std::max<double>(std::min<double>(batch_threshold, 2 * longest) + longest, docs);
+  std::printf("Batch stream memory (%.0f documents, longest list %.0f postings, %zu queries a batch): layout before, main "
+              "arrays (computed) %.2f GB;", docs, longest, batch_max_queries, before / 1e9);
+  for (size_t threshold : {size_t{0}, batch_threshold}) {
+    const size_t base = used();
+    gpu::BatchExecutor executor(device, {.threshold = threshold, .max_queries = batch_max_queries});
+    std::printf(" now, batches closing at %zu postings: %.2f GB%s", threshold, (used() - base) / 1e9, threshold == 0 ? " (the leaf's default);" : "\n");
+  }
+  gpu::BatchExecutor executor(device, {.threshold = batch_threshold, .max_queries = batch_max_queries});
+  CpuQueryProcessor cpu(view);
+  size_t checked = 0, mismatches = 0;
+  for (QueryMode mode : {QueryMode::kAnd, QueryMode::kOr}) {
+    std::vector<Query> queries;
+    for (const auto& terms : raw) queries.push_back({terms, mode, 1000});
+    const std::vector<QueryResult> results = executor.run(queries);
+    for (size_t i = 0; i < queries.size(); i += 20, ++checked) mismatches += !same_scores(results[i], cpu.search(queries[i]));
+  }
+  const gpu::BatchExecutor::Splits splits = executor.splits();
+  std::printf("AND and OR top-1000 of every query through it: %llu AND queries ran in pieces (%llu pieces), %llu OR queries "
+              "ran again alone; %zu of %zu sampled answers differ from the CPU's\n\n",
+              static_cast<unsigned long long>(splits.and_split), static_cast<unsigned long long>(splits.and_pieces),
+              static_cast<unsigned long long>(splits.or_alone), mismatches, checked);
+  std::fflush(stdout);
+}
+
 void gov2_query_table(const synthetic::Gov2Params& params, size_t batch_threshold) {
   const auto start = Clock::now();
   const synthetic::Gov2Collection c = synthetic::make_gov2_like(params);
@@ -272,6 +312,7 @@ void gov2_query_table(const synthetic::Gov2Params& params, size_t batch_threshol
               params.documents, params.mean_length, c.view.lexicon.size(), c.postings / 1e9, params.codec.c_str(), params.queries,
               c.postings_per_query / 1e6, std::chrono::duration<double>(Clock::now() - start).count());
   std::fflush(stdout);
+  batch_memory(c.view, c.queries, batch_threshold);
   query_table(c.view, c.queries, batch_threshold);
 }
 

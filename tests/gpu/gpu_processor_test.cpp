@@ -364,6 +364,41 @@ TEST(GpuBatching, ExecutorRunsAMixedSpanInOrder) {
   }
 }
 
+// Batch memory sized by the work: with pieces of two blocks and rows of 16 keys, AND queries run
+// as pieces of their shortest list (answers merged) and OR queries that keep more candidates run
+// again alone; every answer, its scores and AND's match count stay the CPU's.
+TEST(GpuBatching, PiecesAndSmallKeyRowsGiveTheCpusAnswers) {
+  WARP_REQUIRE_GPU();
+  for (const char* codec : {"bp128", "hs-lrc", "pfor-block", "bp256"}) {
+    const uint64_t seed = testing::test_seed() + 33 + std::hash<std::string>{}(codec);
+    const Collection c = random_collection(codec, seed, 1);
+    const IndexView& view = c.partitions[0].view;
+    gpu::DeviceIndex device(view);
+    gpu::BatchExecutor executor(device, {.threshold = 5000, .max_queries = 6, .and_piece_slots = 512, .or_key_row = 16});
+    CpuQueryProcessor cpu(view);
+    std::vector<Query> queries;
+    for (size_t q = 0; q < c.queries.size(); ++q) {
+      for (QueryMode mode : {QueryMode::kAnd, QueryMode::kOr, QueryMode::kAndOr}) {
+        queries.push_back({c.queries[q], mode, q % 2 ? size_t{10} : size_t{200}});
+      }
+    }
+    const std::vector<QueryResult> results = executor.run(queries);
+    ASSERT_EQ(results.size(), queries.size());
+    for (size_t q = 0; q < queries.size(); ++q) {
+      const QueryResult expected = cpu.search(queries[q]);
+      ASSERT_TRUE(testing::identical_hits(expected.hits, results[q].hits))
+          << codec << " query " << q / 3 << " mode " << to_string(queries[q].mode) << " seed " << seed;
+      if (queries[q].mode != QueryMode::kOr) {
+        ASSERT_EQ(expected.and_matches, results[q].and_matches) << codec << " query " << q / 3 << " seed " << seed;
+      }
+    }
+    const gpu::BatchExecutor::Splits splits = executor.splits();
+    EXPECT_GT(splits.and_split, 0u) << codec << ": no AND query was long enough to run in pieces";
+    EXPECT_GT(splits.and_pieces, splits.and_split) << codec;
+    EXPECT_GT(splits.or_alone, 0u) << codec << ": no OR query outgrew its key row";
+  }
+}
+
 // The leaf's scheduler over the real CPU and GPU processors, 8 clients at once: every answer equals
 // the CPU processor's whichever processor (or GPU batch) gave it; once with the scheduler's own
 // choices, once with every query on the GPU so that its batches are exercised under load.
