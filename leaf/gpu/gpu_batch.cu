@@ -231,6 +231,7 @@ BatchExecutor::BatchExecutor(const DeviceIndex& device, const BatchOptions& opti
   device_alloc(b.candidate_scores, b.candidate_capacity);
   device_alloc(b.candidate_query, b.candidate_capacity);
   device_alloc(b.masks, b.mask_capacity);
+  WARP_CUDA_CHECK(cudaMemset(b.masks, 0, std::max<size_t>(1, b.mask_capacity)));  // kept zeroed: the probe clears what it reads
   if (!tiles()) device_alloc(b.accumulators, queries * b.accumulator_stride);
   b.reserve_tasks(queries * kRoundsStaged);
   device_alloc(b.counters, queries);
@@ -381,36 +382,30 @@ void BatchExecutor::run_and(std::vector<Prepared>& batch, std::vector<QueryResul
   size_t rounds = 0;
   for (const Prepared& p : batch) rounds = std::max(rounds, p.candidate_slots == 0 ? 0 : p.lists.size());
   b.reserve_tasks(std::max<size_t>(rounds, 1) * options_.max_queries);
-  // Launch 1: the shortest list of every query, decoded and scored into the candidate arrays.
-  uint32_t tasks = 0, blocks = 0, list_block_size = 128;
+  // Every launch's tasks are staged first (round r's in region r) and copied in one go, with every
+  // round's table (query → its task or -1): a round costs its launches, no copy or memset (the
+  // probe clears the block masks it reads).
+  const size_t stride = options_.max_queries;
+  struct Round {
+    uint32_t tasks = 0, blocks = 0;
+    bool decode = false, compressed = false;
+  };
+  std::vector<Round> staged(std::max<size_t>(rounds, 1));
+  uint32_t list_block_size = 128;
+  // Round 0: the shortest list of every query (its piece), decoded and scored into the candidates.
   for (size_t q = 0; q < n; ++q) {
     const Prepared& p = batch[q];
     total_candidates = std::max(total_candidates, p.candidate_offset + p.candidate_slots);
     if (p.candidate_slots == 0) continue;
     const DeviceList& list = p.lists[0].list;
     list_block_size = list.block_size;
-    b.host_tasks[tasks++] = {list, blocks, p.candidate_offset, 0, static_cast<uint32_t>(q), p.lists[0].weight, p.first_block};
-    blocks += p.candidate_slots / list.block_size;  // the piece's blocks
-  }
-  // Each round stages its tasks in its own region, so no copy waits for the previous launch.
-  const size_t stride = options_.max_queries;
-  auto launch = [&](size_t round, uint32_t task_count, uint32_t block_total, const uint8_t* masks, TaskOutput output) {
-    Task* device_tasks = b.tasks + round * stride;  // staged by the caller
-    if (block_total == 0) return;
-    launch_decode_tasks(list_block_size, device_tasks, task_count, block_total, masks, output, b.candidate_docs,
-                        b.candidate_scores, b.candidate_query, b.accumulators, b.accumulator_stride,
-                        device_.length_norms(), doc_begin, b.counters, b.stream);
-  };
-  if (tasks > 0) {
-    WARP_CUDA_CHECK(cudaMemcpyAsync(b.tasks, b.host_tasks, tasks * sizeof(Task), cudaMemcpyHostToDevice, b.stream));
-    launch(0, tasks, blocks, nullptr, TaskOutput::kCandidates);
+    b.host_tasks[staged[0].tasks++] = {list, staged[0].blocks, p.candidate_offset, 0, static_cast<uint32_t>(q), p.lists[0].weight, p.first_block};
+    staged[0].blocks += p.candidate_slots / list.block_size;  // the piece's blocks
   }
   // Term rounds: the r-th list of every query that has one.
   for (size_t r = 1; r < rounds; ++r) {
-    tasks = 0, blocks = 0;
+    Round& round = staged[r];
     uint32_t mask_bytes = 0;
-    bool decode = false, compressed = false;
-    Task* staged = b.host_tasks + r * stride;
     int32_t* round_of = b.host_round + r * stride;
     for (size_t q = 0; q < n; ++q) {
       const Prepared& p = batch[q];
@@ -418,23 +413,39 @@ void BatchExecutor::run_and(std::vector<Prepared>& batch, std::vector<QueryResul
       if (p.candidate_slots == 0 || r >= p.lists.size()) continue;
       const DeviceList& list = p.lists[r].list;
       const bool searched = options_.search_compressed && is_lrc(list.codec);
-      decode = decode || !searched, compressed = compressed || searched;
-      round_of[q] = static_cast<int32_t>(tasks);
-      staged[tasks++] = {list, blocks, p.candidate_offset, mask_bytes, static_cast<uint32_t>(q), p.lists[r].weight, 0, p.candidates};
-      blocks += list.block_count;
+      round.decode = round.decode || !searched, round.compressed = round.compressed || searched;
+      round_of[q] = static_cast<int32_t>(round.tasks);
+      b.host_tasks[r * stride + round.tasks++] = {list, round.blocks, p.candidate_offset, mask_bytes, static_cast<uint32_t>(q),
+                                                  p.lists[r].weight, 0, p.candidates};
+      round.blocks += list.block_count;
       mask_bytes += list.block_count;
     }
-    int32_t* device_round = b.round_task + r * stride;
+  }
+  if (staged[0].tasks == 0) rounds = 0;
+  if (rounds > 0) {
+    const size_t last = (rounds - 1) * stride + staged[rounds - 1].tasks;
+    WARP_CUDA_CHECK(cudaMemcpyAsync(b.tasks, b.host_tasks, last * sizeof(Task), cudaMemcpyHostToDevice, b.stream));
+    if (rounds > 1) {
+      WARP_CUDA_CHECK(cudaMemcpyAsync(b.round_task + stride, b.host_round + stride, (rounds - 1) * stride * sizeof(int32_t),
+                                      cudaMemcpyHostToDevice, b.stream));
+    }
+  }
+  auto launch = [&](size_t r, uint8_t* masks, TaskOutput output) {
+    if (staged[r].blocks == 0) return;
+    launch_decode_tasks(list_block_size, b.tasks + r * stride, staged[r].tasks, staged[r].blocks, masks, output, b.candidate_docs,
+                        b.candidate_scores, b.candidate_query, b.accumulators, b.accumulator_stride,
+                        device_.length_norms(), doc_begin, b.counters, b.stream);
+  };
+  if (rounds > 0) launch(0, nullptr, TaskOutput::kCandidates);
+  for (size_t r = 1; r < rounds; ++r) {
+    const int32_t* device_round = b.round_task + r * stride;
     const Task* device_tasks = b.tasks + r * stride;
-    WARP_CUDA_CHECK(cudaMemcpyAsync(device_round, round_of, n * sizeof(int32_t), cudaMemcpyHostToDevice, b.stream));
-    if (decode) WARP_CUDA_CHECK(cudaMemsetAsync(b.masks, 0, std::max<uint32_t>(1, mask_bytes), b.stream));
-    WARP_CUDA_CHECK(cudaMemcpyAsync(b.tasks + r * stride, staged, tasks * sizeof(Task), cudaMemcpyHostToDevice, b.stream));
     batch_select_kernel<<<grid_for(total_candidates), kThreads, 0, b.stream>>>(
         total_candidates, b.candidate_docs, b.candidate_scores, b.candidate_query, device_round, device_tasks, b.masks,
         options_.search_compressed);
     WARP_CUDA_CHECK_LAUNCH();
-    if (decode) launch(r, tasks, blocks, b.masks, TaskOutput::kProbe);
-    if (compressed) {
+    if (staged[r].decode) launch(r, b.masks, TaskOutput::kProbe);
+    if (staged[r].compressed) {
       batch_probe_compressed_kernel<<<grid_for(total_candidates), kThreads, 0, b.stream>>>(
           total_candidates, b.candidate_docs, b.candidate_scores, b.candidate_query, device_round, device_tasks,
           device_.length_norms(), doc_begin);

@@ -76,7 +76,7 @@ __device__ void probe_block(const Task& task, uint32_t block, uint32_t n, const 
 // block b * kWarpsPerThreadBlock + w of the tasks' blocks numbered one after another.
 template <int BS>
 __global__ void __launch_bounds__(kWarpsPerThreadBlock * 32)
-    decode_tasks_kernel(const Task* tasks, uint32_t task_count, uint32_t block_total, const uint8_t* masks,
+    decode_tasks_kernel(const Task* tasks, uint32_t task_count, uint32_t block_total, uint8_t* masks,
                         TaskOutput output, uint32_t* docs_out, float* scores_out, uint32_t* query_out,
                         float* accumulators, size_t accumulator_stride, const float* norms, uint32_t doc_begin,
                         Counters* counters) {
@@ -88,7 +88,11 @@ __global__ void __launch_bounds__(kWarpsPerThreadBlock * 32)
   if (launch_block >= block_total) return;  // uniform per warp
   const Task& task = tasks[task_of_block(tasks, task_count, launch_block)];
   const uint32_t local = launch_block - task.block_begin, block = task.first_block + local;
-  if (masks != nullptr && masks[task.mask_offset + block] == 0) return;  // uniform per warp
+  if (masks != nullptr) {  // uniform per warp
+    if (masks[task.mask_offset + block] == 0) return;
+    __syncwarp();  // every lane has read it
+    if (lane == 0) masks[task.mask_offset + block] = 0;  // for the next round
+  }
   uint32_t docs[kPerLane], freqs[kPerLane];
   const uint32_t n = warp_decode_postings<BS>(task.list, block, docs, freqs, scratch[warp]);
   if (output == TaskOutput::kProbe) {
@@ -123,7 +127,7 @@ __global__ void __launch_bounds__(kWarpsPerThreadBlock * 32)
 
 // Launches decode_tasks_kernel over `block_total` compressed blocks of block size `block_size`.
 inline void launch_decode_tasks(uint32_t block_size, const Task* tasks, uint32_t task_count, uint32_t block_total,
-                                const uint8_t* masks, TaskOutput output, uint32_t* docs_out,
+                                uint8_t* masks, TaskOutput output, uint32_t* docs_out,
                                 float* scores_out, uint32_t* query_out, float* accumulators, size_t accumulator_stride,
                                 const float* norms, uint32_t doc_begin, Counters* counters, cudaStream_t stream) {
   if (block_total == 0) return;
