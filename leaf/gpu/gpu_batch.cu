@@ -622,6 +622,7 @@ struct Batcher::State {
 
   void dispatch_loop(BatchExecutor& executor) {
     using Clock = std::chrono::steady_clock;
+    cudaSetDevice(options.device);  // the executor's; it was made on this device
     std::unique_lock<std::mutex> lock(mutex);
     while (true) {
       arrived.wait(lock, [&] { return stopping || !queue.empty(); });

@@ -24,6 +24,7 @@
 namespace warp::gpu {
 
 struct BatchOptions {
+  int device = 0;              // the CUDA device of the executors (their dispatcher threads select it)
   size_t threshold = 1 << 20;  // postings of effort that close a batch (PARA's computational threshold)
   size_t max_queries = 16;     // queries per batch
   uint32_t max_wait_us = 500;  // the longest the first query of a batch waits for company

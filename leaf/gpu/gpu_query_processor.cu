@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "common/util/status.hpp"
+#include "leaf/gpu/gpu_replicas.hpp"
 #include "leaf/gpu/gpu_runtime.hpp"
 #include "leaf/gpu/key_kernels.cuh"
 #include "leaf/gpu/list_decode.cuh"
@@ -136,8 +137,11 @@ struct GpuQueryProcessor::Lane {
   void counters_ready() { WARP_CUDA_CHECK(cudaStreamSynchronize(stream)); }  // idle after a selection: cheap
 };
 
+GpuQueryProcessor::DeviceSelect::DeviceSelect(int device) { WARP_CUDA_CHECK(cudaSetDevice(device)); }
+
 GpuQueryProcessor::GpuQueryProcessor(const IndexView& index, GpuProcessorOptions options)
-    : device_(index, DeviceIndexOptions{options.memory_budget}), options_(options) {
+    : select_(options.device), device_(index, DeviceIndexOptions{options.memory_budget}), options_(options) {
+  options_.batch.device = options.device;
   if (options.batch.threshold > 0) {
     options_.batch.topk = options.topk;
     options_.batch.or_method = options.or_method;
@@ -162,6 +166,7 @@ GpuQueryProcessor::GpuQueryProcessor(const IndexView& index, GpuProcessorOptions
 
 std::vector<QueryResult> GpuQueryProcessor::search_batch(std::span<const Query> queries) const {
   if (executors_.empty()) return QueryProcessor::search_batch(queries);  // the lanes, one by one
+  DeviceSelect select(options_.device);
   for (const Query& query : queries) {
     if (query.k > kMaxTopK) throw Error("k must be at most " + std::to_string(kMaxTopK));
   }
@@ -184,7 +189,12 @@ std::vector<QueryResult> GpuQueryProcessor::search_batch(std::span<const Query> 
   return executor->run(queries);
 }
 
-GpuQueryProcessor::~GpuQueryProcessor() = default;
+GpuQueryProcessor::~GpuQueryProcessor() {
+  batcher_.reset();  // its dispatchers select the device themselves
+  cudaSetDevice(options_.device);  // the buffers below are freed on their device
+  executors_.clear();
+  lanes_.clear();
+}
 
 std::unique_ptr<QueryProcessor> make_gpu_processor(const IndexView& index, const GpuSettings& settings) {
   std::string why;
@@ -197,6 +207,15 @@ std::unique_ptr<QueryProcessor> make_gpu_processor(const IndexView& index, const
   options.batch.max_wait_us = settings.batch_wait_us;
   options.batch.executors = settings.batch_streams;
   if (settings.scheduled) options.batch_executors = settings.batch_streams;
+  const int count = gpu_device_count();
+  for (int device : settings.devices) {
+    if (device < 0 || device >= count) {
+      throw Error("--gpu-devices names device " + std::to_string(device) + ", but this machine has " + std::to_string(count) + " CUDA device(s)");
+    }
+  }
+  const std::vector<int> devices = devices_of_partition(index.meta.partition_id, settings.devices, settings.replicas);
+  if (devices.size() > 1) return std::make_unique<ReplicatedGpuProcessor>(index, devices, options);
+  options.device = devices[0];
   return std::make_unique<GpuQueryProcessor>(index, options);
 }
 
@@ -208,6 +227,7 @@ DeviceMemoryStats GpuQueryProcessor::device_memory() const {
 QueryResult GpuQueryProcessor::search(const Query& query) const {
   if (query.k > kMaxTopK) throw Error("k must be at most " + std::to_string(kMaxTopK));
   if (batcher_) return batcher_->search(query);
+  DeviceSelect select(options_.device);
   const QueryScoring scoring = score_query(query, device_.host());
   Lane* lane;
   {

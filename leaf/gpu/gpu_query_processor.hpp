@@ -41,6 +41,7 @@ struct GpuProcessorOptions {
   // search_batch(): this many BatchExecutors (a stream and batch buffers each) beside the lanes,
   // for a caller that forms batches itself (the leaf's scheduler); 0: none.
   size_t batch_executors = 0;
+  int device = 0;  // the CUDA device holding this processor's index and buffers
 };
 
 class GpuQueryProcessor final : public QueryProcessor {
@@ -54,11 +55,17 @@ class GpuQueryProcessor final : public QueryProcessor {
   const DeviceIndex& device_index() const { return device_; }
 
  private:
+  // Makes the processor's device current on the calling thread: every CUDA call of the processor
+  // (its constructor, searches, destructor) runs after one, whichever thread calls.
+  struct DeviceSelect {
+    explicit DeviceSelect(int device);
+  };
   struct Lane;
   QueryResult search_and(Lane& lane, const QueryScoring& scoring, size_t k) const;
   QueryResult search_or(Lane& lane, const QueryScoring& scoring, size_t k) const;
   bool or_tiles() const { return options_.or_method == OrMethod::kTiles && options_.topk == TopkMethod::kBucketSelect; }
 
+  DeviceSelect select_;  // first: the members below are made on the device
   DeviceIndex device_;
   GpuProcessorOptions options_;
   std::unique_ptr<Batcher> batcher_;

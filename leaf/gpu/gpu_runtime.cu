@@ -17,6 +17,15 @@ bool gpu_available(std::string* why) {
   return true;
 }
 
+int gpu_device_count() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return count;
+}
+
 std::string gpu_description() {
   cudaDeviceProp prop{};
   if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) return "unknown device";

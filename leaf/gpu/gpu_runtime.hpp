@@ -3,6 +3,7 @@
 #pragma once
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "leaf/query/query_processor.hpp"
 
@@ -11,6 +12,9 @@ namespace warp::gpu {
 // True when this build has CUDA and a device is present; otherwise false, with the reason
 // ("built without CUDA", "no CUDA-capable device", "CUDA driver too old"...) in `why`.
 bool gpu_available(std::string* why = nullptr);
+
+// CUDA devices on this machine (0 without CUDA or a driver).
+int gpu_device_count();
 
 // How a partition's GPU query processor runs.
 struct GpuSettings {
@@ -21,6 +25,9 @@ struct GpuSettings {
   size_t batch_streams = 2;      // batches in flight at once (one's host work overlaps another's GPU work)
   size_t memory_budget = 0;      // bytes of posting lists on the GPU; 0 or enough: all resident,
                                  // else an LRU cache of lists by term
+  std::vector<int> devices{0};   // CUDA devices; partitions spread over them (partition id mod count)
+  size_t replicas = 1;           // devices per partition: > 1 puts a replica of a (hot) partition on
+                                 // several, each search to the least busy
   bool scheduled = false;        // the leaf's scheduler forms the batches: batch_streams batch
                                  // executors beside the lanes (search_batch), no batch queue
 };

@@ -12,6 +12,8 @@ bool gpu_available(std::string* why) {
 
 std::string gpu_description() { return "none"; }
 
+int gpu_device_count() { return 0; }
+
 std::unique_ptr<QueryProcessor> make_gpu_processor(const IndexView&, const GpuSettings&) {
   std::string why;
   gpu_available(&why);

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "common/util/flags.hpp"
+#include "leaf/gpu/gpu_flags.hpp"
 #include "leaf/sched/scheduler.hpp"
 
 namespace warp::sched {
@@ -27,11 +28,14 @@ inline void declare_scheduler_flags(Flags& flags) {
       .value("scheduler-calibration-ms", "1000", "--processor auto: start-up calibration of each processor's cost model");
 }
 
-// GPU streams and batch size come from the --gpu-batch-streams and --gpu-batch-max flags.
+// GPU streams and batch size come from the --gpu-batch-streams, --gpu-devices and --gpu-batch-max flags.
 inline SchedulerOptions scheduler_options_from(const Flags& flags, bool gpu) {
   SchedulerOptions options;
   const size_t threads = flags.count("scheduler-cpu-threads");
-  options.core.gpu_streams = gpu ? std::max<size_t>(1, flags.count("gpu-batch-streams")) : 0;
+  // A stream thread per batch stream of every device: partitions (or their replicas) on several
+  // GPUs run their batches at once.
+  const size_t devices = gpu ? gpu::parse_gpu_devices(flags.get("gpu-devices")).size() : 0;
+  options.core.gpu_streams = gpu ? std::max<size_t>(1, flags.count("gpu-batch-streams")) * devices : 0;
   options.core.cpu_workers = threads > 0 ? threads : default_cpu_workers(options.core.gpu_streams);
   options.core.batch_max = std::max<size_t>(1, flags.count("gpu-batch-max"));
   options.core.batch_seconds = flags.number("scheduler-batch-ms") / 1e3;

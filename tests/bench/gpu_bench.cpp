@@ -15,6 +15,8 @@
 #include "common/util/cuda_check.cuh"
 #include "leaf/gpu/gpu_batch.hpp"
 #include "leaf/gpu/gpu_decode.hpp"
+#include "leaf/gpu/gpu_flags.hpp"
+#include "leaf/gpu/gpu_replicas.hpp"
 #include "leaf/gpu/gpu_query_processor.hpp"
 #include "leaf/gpu/gpu_runtime.hpp"
 #include "leaf/gpu/intersect.hpp"
@@ -282,10 +284,12 @@ void batch_memory(const IndexView& view, const std::vector<std::vector<std::stri
                         3 * 8 * std::max<double>(std::min<double>(batch_threshold, 2 * longest) + longest, docs);
   std::printf("Batch stream memory (%.0f documents, longest list %.0f postings, %zu queries a batch): layout before, main "
               "arrays (computed) %.2f GB;", docs, longest, batch_max_queries, before / 1e9);
-  for (size_t threshold : {size_t{0}, batch_threshold}) {
+  // The leaf's scheduler sizes its batches itself: its executors take any threshold (2^40).
+  for (size_t threshold : {size_t{1} << 40, batch_threshold}) {
     const size_t base = used();
     gpu::BatchExecutor executor(device, {.threshold = threshold, .max_queries = batch_max_queries});
-    std::printf(" now, batches closing at %zu postings: %.2f GB%s", threshold, (used() - base) / 1e9, threshold == 0 ? " (the leaf's default);" : "\n");
+    std::printf(" now, batches closing at %zu postings: %.2f GB%s", threshold, (used() - base) / 1e9,
+                threshold == size_t{1} << 40 ? " (the scheduler's executors);" : "\n");
   }
   gpu::BatchExecutor executor(device, {.threshold = batch_threshold, .max_queries = batch_max_queries});
   CpuQueryProcessor cpu(view);
@@ -304,6 +308,48 @@ void batch_memory(const IndexView& view, const std::vector<std::vector<std::stri
   std::fflush(stdout);
 }
 
+// Batched throughput on one device against a replica of the index on each of `devices` (the
+// leaf's --gpu-devices with --gpu-replicas), same clients, same queries; a sample of each
+// configuration's answers checked against the CPU.
+void device_table(const IndexView& view, const std::vector<std::vector<std::string>>& raw, size_t batch_threshold,
+                  const std::vector<int>& devices) {
+  const size_t clients = 2 * batch_max_queries * batch_streams * devices.size();
+  std::printf("\n#### Batched queries on 1 and %zu GPUs (a replica of the index on each; batches close at %zu postings or %zu queries, "
+              "%zu in flight per device; %zu client threads)\n\n| mode | k | 1 GPU q/s | p50 / p99 ms | %zu GPUs q/s | p50 / p99 ms | speed-up | "
+              "queries per GPU |\n|---|---|---|---|---|---|---|---|\n",
+              devices.size(), batch_threshold, batch_max_queries, batch_streams, clients, devices.size());
+  gpu::GpuProcessorOptions options;
+  options.lanes = 1;
+  options.batch = {.threshold = batch_threshold, .max_queries = batch_max_queries, .max_wait_us = 1000, .executors = batch_streams};
+  options.device = devices[0];
+  gpu::GpuQueryProcessor one(view, options);
+  gpu::ReplicatedGpuProcessor all(view, devices, options);
+  CpuQueryProcessor cpu(view);
+  for (QueryMode mode : table_modes) {
+    for (size_t k : table_ks) {
+      std::vector<Query> queries;
+      for (const auto& q : raw) queries.push_back({q, mode, k});
+      size_t mismatches = 0;
+      for (size_t i = 0; i < queries.size(); i += 50) {
+        const QueryResult expected = cpu.search(queries[i]);
+        mismatches += !same_scores(one.search(queries[i]), expected) + !same_scores(all.search(queries[i]), expected);
+      }
+      const std::vector<uint64_t> before = all.answered();
+      const Timing t1 = run(queries, clients, [&](const Query& q) { one.search(q); });
+      const Timing tn = run(queries, clients, [&](const Query& q) { all.search(q); });
+      const std::vector<uint64_t> after = all.answered();
+      std::string shares;
+      for (size_t d = 0; d < after.size(); ++d) shares += (d ? " / " : "") + std::to_string(after[d] - before[d]);
+      std::printf("| %s | %zu | %.0f | %.3f / %.3f | %.0f | %.3f / %.3f | %.2f× | %s |%s\n", std::string(to_string(mode)).c_str(), k,
+                  t1.qps, t1.p50, t1.p99, tn.qps, tn.p50, tn.p99, tn.qps / t1.qps, shares.c_str(),
+                  mismatches ? (" " + std::to_string(mismatches) + " MISMATCHES vs CPU").c_str() : "");
+      std::fflush(stdout);
+    }
+  }
+}
+
+std::vector<int> table_devices;  // --devices-table
+
 void gov2_query_table(const synthetic::Gov2Params& params, size_t batch_threshold) {
   const auto start = Clock::now();
   const synthetic::Gov2Collection c = synthetic::make_gov2_like(params);
@@ -313,6 +359,7 @@ void gov2_query_table(const synthetic::Gov2Params& params, size_t batch_threshol
               c.postings_per_query / 1e6, std::chrono::duration<double>(Clock::now() - start).count());
   std::fflush(stdout);
   batch_memory(c.view, c.queries, batch_threshold);
+  if (!table_devices.empty()) return device_table(c.view, c.queries, batch_threshold, table_devices);
   query_table(c.view, c.queries, batch_threshold);
 }
 
@@ -333,6 +380,7 @@ int main(int argc, char** argv) {
       .value("batch-streams", "2", "GPU batches in flight")
       .value("modes", "and,or,andor", "query modes of the query tables")
       .value("ks", "10,1000", "k of the query tables")
+      .value("devices-table", "", "GOV2-like preset: batched queries on one GPU against replicas on these, e.g. 0,1 (instead of the query table)")
       .boolean("no-intersection", "skip the intersection table");
   try {
     flags.parse(argc, argv);
@@ -342,6 +390,7 @@ int main(int argc, char** argv) {
     table_modes.clear();
     std::stringstream modes(flags.get("modes"));
     for (std::string mode; std::getline(modes, mode, ',');) table_modes.push_back(parse_query_mode(mode));
+    if (!flags.get("devices-table").empty()) table_devices = gpu::parse_gpu_devices(flags.get("devices-table"));
     table_ks.clear();
     std::stringstream ks(flags.get("ks"));
     for (std::string k; std::getline(ks, k, ',');) table_ks.push_back(std::stoul(k));

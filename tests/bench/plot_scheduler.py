@@ -15,6 +15,9 @@ rows = list(csv.DictReader(open(sys.argv[1])))
 loads = list(dict.fromkeys(r["load"] for r in rows))
 fig, axes = plt.subplots(1, len(loads), figsize=(5.5 * len(loads), 4.2), squeeze=False)
 styles = {"cpu": "tab:blue", "gpu": "tab:green", "best-serial": "tab:gray", "scheduler": "tab:red"}
+others = iter(["tab:olive", "tab:purple", "tab:orange", "tab:brown", "tab:cyan", "tab:pink"])
+for policy in dict.fromkeys(r["policy"] for r in rows):  # one colour per policy, p99 and mean alike
+    styles.setdefault(policy, next(others, None))
 for ax, load in zip(axes[0], loads):
     series = defaultdict(list)
     for r in rows:

@@ -26,6 +26,7 @@
 #include "common/index/index_files.hpp"
 #include "common/util/flags.hpp"
 #include "common/util/status.hpp"
+#include "leaf/gpu/gpu_flags.hpp"
 #include "leaf/gpu/gpu_runtime.hpp"
 #include "leaf/query/cpu_query_processor.hpp"
 #include "leaf/sched/scheduler.hpp"
@@ -287,6 +288,8 @@ int run(int argc, char** argv) {
       .value("cpu-threads", "0", "CPU threads (0: every core for the CPU-only policy, the leaf's default for the others)")
       .value("gpu-streams", "2", "GPU streams")
       .value("batch-max", "16", "queries per GPU batch at most")
+      .value("gpu-devices", "0", "CUDA devices (the leaf's --gpu-devices): partitions spread over them")
+      .value("gpu-replicas", "1", "devices per partition (the leaf's --gpu-replicas)")
       .value("calibration-ms", "1500", "calibration per processor and partition")
       .value("out", "scheduler_bench.csv", "CSV of every rate's figures");
   flags.parse(argc, argv);
@@ -295,6 +298,8 @@ int run(int argc, char** argv) {
   gpu_settings.scheduled = true;
   gpu_settings.batch_streams = flags.count("gpu-streams");
   gpu_settings.batch_max_queries = flags.count("batch-max");
+  gpu_settings.devices = gpu::parse_gpu_devices(flags.get("gpu-devices"));
+  gpu_settings.replicas = std::max<size_t>(1, flags.count("gpu-replicas"));
   std::string why;
   const bool have_gpu = gpu::gpu_available(&why);
   if (!have_gpu && flags.get("policies") != "cpu") throw Error("scheduler_bench needs a GPU (or --policies cpu): " + why);
@@ -373,7 +378,7 @@ int run(int argc, char** argv) {
     for (Policy policy : policies) {
       sched::SchedulerOptions options;
       const size_t threads = flags.count("cpu-threads");
-      options.core.gpu_streams = have_gpu ? flags.count("gpu-streams") : 0;
+      options.core.gpu_streams = have_gpu ? flags.count("gpu-streams") * gpu_settings.devices.size() : 0;  // per device
       // The CPU alone gets every core; with the GPU, the leaf's default (cores for its streams).
       options.core.cpu_workers = threads > 0                 ? threads
                                  : policy == Policy::kCpuOnly ? std::thread::hardware_concurrency()

@@ -24,7 +24,9 @@
 #ifdef WARP_HAVE_CUDA
 #include "leaf/gpu/gpu_batch.hpp"
 #include "leaf/gpu/gpu_decode.hpp"
+#include "leaf/gpu/gpu_flags.hpp"
 #include "leaf/gpu/gpu_query_processor.hpp"
+#include "leaf/gpu/gpu_replicas.hpp"
 #include "leaf/gpu/intersect.hpp"
 #include "leaf/sched/scheduler.hpp"
 #endif
@@ -397,6 +399,54 @@ TEST(GpuBatching, PiecesAndSmallKeyRowsGiveTheCpusAnswers) {
     EXPECT_GT(splits.and_pieces, splits.and_split) << codec;
     EXPECT_GT(splits.or_alone, 0u) << codec << ": no OR query outgrew its key row";
   }
+}
+
+// A partition replicated on two devices (two replicas on device 0 where there is one GPU): searches
+// and batches from 8 clients spread over both, every answer the CPU's.
+TEST(GpuReplicas, BothReplicasAnswerLikeTheCpu) {
+  WARP_REQUIRE_GPU();
+  const std::vector<int> devices = gpu::gpu_device_count() >= 2 ? std::vector<int>{0, 1} : std::vector<int>{0, 0};
+  const uint64_t seed = testing::test_seed() + 34;
+  const Collection c = random_collection("bp128", seed, 1);
+  const IndexView& view = c.partitions[0].view;
+  gpu::GpuProcessorOptions options;
+  options.lanes = 2;
+  options.batch_executors = 2;
+  gpu::ReplicatedGpuProcessor processor(view, devices, options);
+  EXPECT_EQ(mismatches_against_cpu(processor, c, view, 8), 0) << "devices " << devices[0] << "," << devices[1] << " seed " << seed;
+  CpuQueryProcessor cpu(view);
+  std::atomic<int> failures{0};
+  std::vector<std::thread> clients;
+  for (int t = 0; t < 4; ++t) {
+    clients.emplace_back([&, t] {
+      for (size_t from = t * 8; from < c.queries.size(); from += 32) {
+        std::vector<Query> batch;
+        for (size_t q = from; q < std::min(from + 8, c.queries.size()); ++q) batch.push_back({c.queries[q], static_cast<QueryMode>(q % 3), 10});
+        const std::vector<QueryResult> results = processor.search_batch(batch);
+        for (size_t i = 0; i < batch.size(); ++i) {
+          if (!testing::identical_hits(cpu.search(batch[i]).hits, results[i].hits) && failures++ == 0) {
+            ADD_FAILURE() << "batched query " << from + i << " seed " << seed;
+          }
+        }
+      }
+    });
+  }
+  for (auto& client : clients) client.join();
+  EXPECT_EQ(failures.load(), 0);
+  const std::vector<uint64_t> answered = processor.answered();
+  ASSERT_EQ(answered.size(), 2u);
+  EXPECT_GT(answered[0], 0u);
+  EXPECT_GT(answered[1], 0u);
+}
+
+// Placement (no GPU needed): partitions spread over the devices, replicas on the next ones in turn.
+TEST(GpuReplicas, PartitionsSpreadOverDevicesAndReplicasTakeTheNext) {
+  EXPECT_EQ(gpu::devices_of_partition(0, {0, 1}, 1), (std::vector<int>{0}));
+  EXPECT_EQ(gpu::devices_of_partition(3, {0, 1}, 1), (std::vector<int>{1}));
+  EXPECT_EQ(gpu::devices_of_partition(1, {2, 5, 7}, 2), (std::vector<int>{5, 7}));
+  EXPECT_EQ(gpu::devices_of_partition(2, {2, 5, 7}, 9), (std::vector<int>{7, 2, 5}));
+  EXPECT_EQ(gpu::parse_gpu_devices("0,1,3"), (std::vector<int>{0, 1, 3}));
+  for (const char* bad : {"", "0,", "a", "1;2", "-1", ",0"}) EXPECT_THROW(gpu::parse_gpu_devices(bad), Error) << bad;
 }
 
 // The leaf's scheduler over the real CPU and GPU processors, 8 clients at once: every answer equals

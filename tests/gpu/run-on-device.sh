@@ -28,8 +28,11 @@ for collection in cranfield cisi; do
   queries=.device-bin/$collection/queries.tsv
   [ $collection = cisi ] && queries=$work/cisi-queries.tsv
   .device-bin/warp-indexer build --input .device-bin/$collection/docs.jsonl --out "$work/$collection" --partitions 2 --quiet
+  paths=("cpu" "gpu" "gpu --gpu-batch-threshold 200000 --gpu-batch-max 8")
+  # With two GPUs: each partition replicated on both, batches spread over them.
+  [ "$(nvidia-smi -L | wc -l)" -ge 2 ] && paths+=("gpu --gpu-batch-threshold 200000 --gpu-batch-max 8 --gpu-devices 0,1 --gpu-replicas 2")
   for mode in and or andor; do
-    for path in "cpu" "gpu" "gpu --gpu-batch-threshold 200000 --gpu-batch-max 8"; do
+    for path in "${paths[@]}"; do
       name=$(echo "$path" | tr -dc 'a-z0-9')
       .device-bin/warp-search --index "$work/$collection" --queries "$queries" --mode $mode --processor $path -k 100 \
         --threads 8 --run "$work/run.$collection.$mode.$name" 2> "$work/search.log" || { tail -3 "$work/search.log"; test_status=1; }
@@ -38,7 +41,7 @@ for collection in cranfield cisi; do
         test_status=1
       fi
     done
-    echo "$collection $mode: gpu and gpu batched runs identical to cpu ($(wc -l < "$work/run.$collection.$mode.cpu") lines)"
+    echo "$collection $mode: ${#paths[@]} runs (cpu, gpu, gpu batched$([ ${#paths[@]} -gt 3 ] && echo ', gpu batched on 2 GPUs')) identical ($(wc -l < "$work/run.$collection.$mode.cpu") lines)"
   done
 done
 # The cluster test with every leaf on the GPU processor, batching on.
