@@ -79,15 +79,35 @@ __global__ void and_keys_kernel(uint32_t count, const uint32_t* docs, const floa
   if (live && (threadIdx.x & 31u) == static_cast<uint32_t>(__ffs(peers) - 1)) atomicAdd(&matches[query], __popc(peers));
 }
 
-// 2. One thread block per query: the bucket of its k-th best key, as a threshold.
-__global__ void __launch_bounds__(kBlockSelectThreads) and_threshold_kernel(AndSelection* selection, const uint32_t* buckets) {
+// 2. One thread block per query: the bucket of its k-th best key, as a threshold; when more keys
+// than one block sort holds lie at or above it (scores piled in that bucket), the bucket's keys
+// are counted again by their next 12 bits and the threshold moves to the sub-bucket of the k-th
+// best, as the OR tiles find θ.
+__global__ void __launch_bounds__(kBlockSelectThreads) and_threshold_kernel(AndSelection* selection, const uint32_t* buckets,
+                                                                            const uint64_t* keys) {
+  __shared__ uint32_t sub[kBuckets];
   AndSelection& s = selection[blockIdx.x];
   if (s.slots == 0 || s.k == 0) {  // uniform
     if (threadIdx.x == 0) s.selected = 0, s.cursor = 0, s.threshold = ~0ull;
     return;
   }
+  const uint32_t* counts = buckets + size_t{blockIdx.x} * kBuckets;
   uint32_t selected;
-  const uint64_t threshold = block_threshold<kBlockSelectThreads>(buckets + size_t{blockIdx.x} * kBuckets, s.k, selected);
+  uint64_t threshold = block_threshold<kBlockSelectThreads>(counts, s.k, selected);
+  if (selected > kBlockSelectCapacity && threshold > 1) {  // uniform
+    const uint32_t bucket = key_bucket(threshold), above = selected - counts[bucket];
+    for (uint32_t b = threadIdx.x; b < kBuckets; b += kBlockSelectThreads) sub[b] = 0;
+    __syncthreads();
+    for (uint32_t i = s.offset + threadIdx.x; i < s.offset + s.slots; i += kBlockSelectThreads) {
+      const uint64_t key = keys[i];
+      if (key != 0 && key_bucket(key) == bucket) atomicAdd(&sub[static_cast<uint32_t>(key >> (63 - 2 * kBucketBits)) & (kBuckets - 1)], 1u);
+    }
+    __syncthreads();
+    uint32_t sub_bucket, sub_above;
+    find_rank<kBlockSelectThreads>(sub, s.k - above, sub_bucket, sub_above);
+    threshold |= static_cast<uint64_t>(sub_bucket) << (63 - 2 * kBucketBits);
+    selected = above + sub_above + sub[sub_bucket];
+  }
   if (threadIdx.x == 0) s.selected = selected, s.cursor = 0, s.threshold = threshold;
 }
 
@@ -470,7 +490,7 @@ void BatchExecutor::run_and(std::vector<Prepared>& batch, std::vector<QueryResul
           total_candidates, b.candidate_docs, b.candidate_scores, b.candidate_query, b.topk.keys, b.and_buckets, b.matches);
       WARP_CUDA_CHECK_LAUNCH();
     }
-    and_threshold_kernel<<<n, kBlockSelectThreads, 0, b.stream>>>(b.and_selection, b.and_buckets);
+    and_threshold_kernel<<<n, kBlockSelectThreads, 0, b.stream>>>(b.and_selection, b.and_buckets, b.topk.keys);
     WARP_CUDA_CHECK_LAUNCH();
     if (total_candidates > 0) {
       and_gather_kernel<<<grid_for(total_candidates), kThreads, 0, b.stream>>>(total_candidates, b.topk.keys, b.candidate_query,
@@ -495,6 +515,7 @@ void BatchExecutor::run_and(std::vector<Prepared>& batch, std::vector<QueryResul
     if (batched_topk && row[1] == 0) {
       result.hits = keys_to_hits(row + 2, std::min<size_t>(p.query->k, row[0]));
     } else {
+      splits_.and_alone += batched_topk;
       // One query's keys again (into the selection's own key array) and its selection.
       unsigned long long* matches = batched_topk ? b.matches + options_.max_queries : b.matches + q;
       b.topk.reset(b.stream);

@@ -54,9 +54,10 @@ class BatchExecutor {
   // The effort a query adds to a batch.
   size_t cost(const Query& query) const;
   // AND queries that ran as more than one piece, OR queries that ran again alone with a key row of
-  // their size (BatchOptions::and_piece_slots, or_key_row): so far.
+  // their size (BatchOptions::and_piece_slots, or_key_row), AND queries (pieces) whose top-k
+  // outgrew the batched selection and ran alone: so far.
   struct Splits {
-    uint64_t and_split = 0, and_pieces = 0, or_alone = 0;
+    uint64_t and_split = 0, and_pieces = 0, or_alone = 0, and_alone = 0;
   };
   Splits splits() const { return splits_; }
 

@@ -302,9 +302,9 @@ void batch_memory(const IndexView& view, const std::vector<std::vector<std::stri
   }
   const gpu::BatchExecutor::Splits splits = executor.splits();
   std::printf("AND and OR top-1000 of every query through it: %llu AND queries ran in pieces (%llu pieces), %llu OR queries "
-              "ran again alone; %zu of %zu sampled answers differ from the CPU's\n\n",
+              "ran again alone, %llu AND top-k selections outgrew the batch's; %zu of %zu sampled answers differ from the CPU's\n\n",
               static_cast<unsigned long long>(splits.and_split), static_cast<unsigned long long>(splits.and_pieces),
-              static_cast<unsigned long long>(splits.or_alone), mismatches, checked);
+              static_cast<unsigned long long>(splits.or_alone), static_cast<unsigned long long>(splits.and_alone), mismatches, checked);
   std::fflush(stdout);
 }
 

@@ -401,6 +401,43 @@ TEST(GpuBatching, PiecesAndSmallKeyRowsGiveTheCpusAnswers) {
   }
 }
 
+// AND top-1000 where more than a block sort's worth of keys share the k-th best's bucket ("a" in
+// every other document with term frequencies 1–50 at one length: scores a fraction of a percent
+// apart, 400 matches each): the batch refines the threshold inside that bucket instead of
+// selecting query by query; answers are the CPU's, ties by docID included.
+TEST(GpuBatching, AndTopKRefinesACrowdedBucket) {
+  WARP_REQUIRE_GPU();
+  IndexBuilder builder({});
+  testing::BruteForceIndex reference;
+  for (uint32_t d = 0; d < 60000; ++d) {
+    std::vector<std::string> terms(60, "x");
+    if (d % 2 == 0) {
+      for (uint32_t i = 0; i < 1 + (d / 2) % 50; ++i) terms[i] = "a";
+    }
+    terms[59] = d % 3 == 0 ? "c" : "b";
+    builder.add_analyzed({"", "", "", 0}, terms);
+    reference.add(terms);
+  }
+  const auto built = builder.build();
+  const IndexView& view = built[0].view;
+  gpu::DeviceIndex device(view);
+  gpu::BatchExecutor executor(device, {.threshold = 1 << 20, .max_queries = 4});
+  CpuQueryProcessor cpu(view);
+  std::vector<Query> queries;
+  for (size_t k : {1000, 2000}) {
+    queries.push_back({{"a", "b"}, QueryMode::kAnd, k});
+    queries.push_back({{"a", "x"}, QueryMode::kAnd, k});
+    queries.push_back({{"a", "c"}, QueryMode::kAndOr, k});
+  }
+  const std::vector<QueryResult> results = executor.run(queries);
+  for (size_t q = 0; q < queries.size(); ++q) {
+    const QueryResult expected = cpu.search(queries[q]);
+    EXPECT_TRUE(testing::identical_hits(expected.hits, results[q].hits)) << "query " << q;
+    EXPECT_EQ(expected.and_matches, results[q].and_matches) << "query " << q;
+  }
+  EXPECT_EQ(executor.splits().and_alone, 0u) << "a crowded bucket fell back to a selection query by query";
+}
+
 // A partition replicated on two devices (two replicas on device 0 where there is one GPU): searches
 // and batches from 8 clients spread over both, every answer the CPU's.
 TEST(GpuReplicas, BothReplicasAnswerLikeTheCpu) {
