@@ -32,9 +32,9 @@ struct BatchOptions {
   TopkMethod topk = TopkMethod::kBucketSelect;
   OrMethod or_method = OrMethod::kTiles;
   bool search_compressed = true;
-  // Memory sized by the work, not by documents × queries (25M-document partition, defaults: about
-  // 0.3 GB a stream; RESULTS.md): an AND query whose shortest list has more postings than this
-  // runs as pieces of that list...
+  // Memory sized by the work, not by documents × queries (25M-document partition at the defaults:
+  // 0.5 GB a stream, 0.8 GB a scheduler executor; RESULTS.md): an AND query whose shortest list
+  // has more postings than this runs as pieces of that list...
   size_t and_piece_slots = size_t{1} << 22;
   // ...and an OR query keeps this many candidate keys at most (more: it runs again alone).
   size_t or_key_row = size_t{1} << 20;

@@ -190,8 +190,8 @@ std::vector<QueryResult> GpuQueryProcessor::search_batch(std::span<const Query> 
 }
 
 GpuQueryProcessor::~GpuQueryProcessor() {
-  batcher_.reset();  // its dispatchers select the device themselves
-  cudaSetDevice(options_.device);  // the buffers below are freed on their device
+  cudaSetDevice(options_.device);  // every buffer (the batcher's, the executors', the lanes', the index) is freed on its device
+  batcher_.reset();
   executors_.clear();
   lanes_.clear();
 }

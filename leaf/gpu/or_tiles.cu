@@ -230,13 +230,13 @@ std::vector<OrTileAnswer> OrTiles::run(std::span<const OrTileQuery> queries, con
   plan_kernel<<<qn, kPlanThreads, 0, stream>>>(b.bounds, b.tiles, b.first_capacity, b.first_tiles, b.scratch);
   WARP_CUDA_CHECK_LAUNCH();
   times_->mark(1, stream);
-  uint64_t* const candidate_keys_ = rows.keys;
+  uint64_t* const candidate_keys = rows.keys;  // query i's row at candidate_keys + i * key_stride
   const size_t key_stride = std::min<size_t>(rows.row, doc_count);
   const dim3 first_grid(b.first_capacity, qn);
   if (block_size == 256) {
-    first_pass_kernel<256><<<first_grid, 256, 0, stream>>>(dev.queries, in, dev.weights, norms, b.first_tiles, b.first_capacity, candidate_keys_, key_stride, b.scratch);
+    first_pass_kernel<256><<<first_grid, 256, 0, stream>>>(dev.queries, in, dev.weights, norms, b.first_tiles, b.first_capacity, candidate_keys, key_stride, b.scratch);
   } else {
-    first_pass_kernel<128><<<first_grid, 128, 0, stream>>>(dev.queries, in, dev.weights, norms, b.first_tiles, b.first_capacity, candidate_keys_, key_stride, b.scratch);
+    first_pass_kernel<128><<<first_grid, 128, 0, stream>>>(dev.queries, in, dev.weights, norms, b.first_tiles, b.first_capacity, candidate_keys, key_stride, b.scratch);
   }
   WARP_CUDA_CHECK_LAUNCH();
   times_->mark(2, stream);
@@ -246,21 +246,21 @@ std::vector<OrTileAnswer> OrTiles::run(std::span<const OrTileQuery> queries, con
   constexpr float kRoundFactors[] = {1.15f, 1.0f};
   for (size_t round = 0; round < std::size(kRoundFactors); ++round) {
     if (round > 0) WARP_CUDA_CHECK(cudaMemsetAsync(b.second_total, 0, sizeof(uint32_t), stream));
-    theta_kernel<<<qn, kPlanThreads, 0, stream>>>(dev.queries, b.bounds, kRoundFactors[round], b.tiles, candidate_keys_,
+    theta_kernel<<<qn, kPlanThreads, 0, stream>>>(dev.queries, b.bounds, kRoundFactors[round], b.tiles, candidate_keys,
                                                   key_stride, b.second_tiles, b.second_total, b.scratch);
     WARP_CUDA_CHECK_LAUNCH();
     if (round == 0) times_->mark(3, stream);
     if (block_size == 256) {
       second_pass_kernel<256><<<b.persistent_256, 256, 0, stream>>>(dev.queries, in, dev.weights, norms, b.second_tiles,
-                                                                    b.second_total, candidate_keys_, key_stride, b.scratch);
+                                                                    b.second_total, candidate_keys, key_stride, b.scratch);
     } else {
       second_pass_kernel<128><<<b.persistent_128, 128, 0, stream>>>(dev.queries, in, dev.weights, norms, b.second_tiles,
-                                                                    b.second_total, candidate_keys_, key_stride, b.scratch);
+                                                                    b.second_total, candidate_keys, key_stride, b.scratch);
     }
     WARP_CUDA_CHECK_LAUNCH();
   }
   times_->mark(4, stream);
-  select_kernel<<<qn, kSortThreads, 0, stream>>>(dev.queries, candidate_keys_, key_stride, b.staging, b.scratch, b.results,
+  select_kernel<<<qn, kSortThreads, 0, stream>>>(dev.queries, candidate_keys, key_stride, b.staging, b.scratch, b.results,
                                                  result_stride);
   WARP_CUDA_CHECK_LAUNCH();
   times_->mark(5, stream);
@@ -275,7 +275,7 @@ std::vector<OrTileAnswer> OrTiles::run(std::span<const OrTileQuery> queries, con
     if (queries[i].k == 0 || queries[i].lists.empty() || a.keys > key_stride) continue;
     if (row[1] != 0) {  // too many keys at or above the k-th bucket for a block sort
       auto* scratch = b.scratch + i;
-      a.hits = rows.fallback->select_candidates(candidate_keys_ + i * key_stride, &scratch->key_count,
+      a.hits = rows.fallback->select_candidates(candidate_keys + i * key_stride, &scratch->key_count,
                                                 static_cast<uint32_t>(key_stride), scratch->key_buckets, queries[i].k, stream);
       continue;
     }

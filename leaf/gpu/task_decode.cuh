@@ -24,8 +24,7 @@ struct Task {
 // buffer of the lists' size; kAccumulate: BM25 added to the query's dense accumulators.
 enum class TaskOutput : uint32_t { kCandidates, kProbe, kAccumulate };
 
-// The first of candidate docIDs docs[begin..end) (ascending) that is at least `doc`; every lane
-// of the warp calls it with the same arguments (the loads are broadcasts).
+// The first of docIDs docs[begin..end) (ascending) that is at least `doc`, or end.
 __device__ __forceinline__ uint32_t lower_bound_docs(const uint32_t* docs, uint32_t begin, uint32_t end, uint32_t doc) {
   while (begin < end) {
     const uint32_t middle = begin + (end - begin) / 2;
@@ -52,18 +51,13 @@ __device__ void probe_block(const Task& task, uint32_t block, uint32_t n, const 
   __syncwarp();
   const uint32_t first_doc = block == 0 ? 0 : task.list.block_last_docid[block - 1] + 1;
   const uint32_t last_doc = task.list.block_last_docid[block];
-  const uint32_t end = task.out_offset + task.candidates;
+  const uint32_t end = task.out_offset + task.candidates;  // the range: every lane alike (broadcast loads)
   const uint32_t from = lower_bound_docs(candidate_docs, task.out_offset, end, first_doc);
   const uint32_t to = last_doc == 0xFFFFFFFFu ? end : lower_bound_docs(candidate_docs, from, end, last_doc + 1);
   for (uint32_t i = from + lane; i < to; i += 32) {
     if (candidate_scores[i] < 0) continue;
     const uint32_t doc = candidate_docs[i];
-    uint32_t low = 0, high = n;  // the first posting >= doc
-    while (low < high) {
-      const uint32_t middle = (low + high) / 2;
-      if (shared_docs[middle] < doc) low = middle + 1;
-      else high = middle;
-    }
+    const uint32_t low = lower_bound_docs(shared_docs, 0, n, doc);
     if (low < n && shared_docs[low] == doc) {
       candidate_scores[i] += bm25_units_dev(task.weight, shared_freqs[low], norms[doc - doc_begin]);
     } else {
