@@ -23,7 +23,7 @@ __device__ __forceinline__ uint32_t extract_bits_dev(const uint32_t* in, uint64_
   return fmt::extract(in, index, bits);
 }
 
-__host__ __device__ inline bool is_lrc(uint32_t codec) {
+__host__ __device__ constexpr bool is_lrc(uint32_t codec) {
   return codec >= static_cast<uint32_t>(CodecId::kLrc) && codec <= static_cast<uint32_t>(CodecId::kHsLrc);
 }
 

@@ -118,9 +118,9 @@ uint32_t resident_grid(uint32_t wanted) {
 // Decodes the selected blocks (all when mask is null) of a list, a warp per block
 // (warp_decode_postings): writes docIDs and frequencies to their slots (block * BS + i) with
 // 16-byte stores or, with `accumulators`, adds BM25 scores there (OR); the block counters once per
-// thread block.
-template <int BS, uint32_t kCodec>
-__global__ void __launch_bounds__(kWarpsPerThreadBlock * 32)
+// thread block. kMinResident thread blocks per multiprocessor bound the registers (decode_shape).
+template <int BS, uint32_t kCodec, uint32_t kMinResident = 1>
+__global__ void __launch_bounds__(kWarpsPerThreadBlock * 32, kMinResident)
     decode_list_kernel(DeviceList list, const uint8_t* block_mask, uint32_t* out_docs, uint32_t* out_freqs,
                        float* accumulators, const float* norms, uint32_t doc_begin, float weight, Counters* counters) {
   constexpr uint32_t kPerLane = BS / 32;
@@ -182,13 +182,39 @@ __global__ void __launch_bounds__(kWarpsPerThreadBlock * 32)
   }
 }
 
+// Thread blocks of the whole-list kernel resident per multiprocessor, per codec: the register
+// bound that decoded fastest at 2^26 postings on the H100 (tests/bench/RESULTS.md). 8 (32
+// registers, every warp slot filled) suits the leanest decoders; the PFor family, VByte and LRC
+// keep more values in flight per warp and do best between 5 and 6; Rice, issue-bound, unbounded.
+constexpr uint32_t decode_min_resident(uint32_t codec) {
+  switch (static_cast<CodecId>(codec)) {
+    case CodecId::kBp128:
+    case CodecId::kPforDing:
+      return 8;
+    case CodecId::kPforBlock:
+      return 5;
+    case CodecId::kBp256:
+    case CodecId::kVByte:
+    case CodecId::kParaPfor:
+    case CodecId::kLrc:
+    case CodecId::kLrcSeg:
+    case CodecId::kSegLrc:
+    case CodecId::kHsLrc:
+      return 6;
+    default:
+      return 1;
+  }
+}
+
 template <int BS, uint32_t kCodec>
 void launch_decode_list(const DeviceList& list, const uint8_t* mask, uint32_t* docs, uint32_t* freqs, float* accumulators,
                         const float* norms, uint32_t doc_begin, float weight, Counters* counters, cudaStream_t stream) {
   if (list.block_size != BS) throw Error("a list of codec " + std::to_string(list.codec) + " with blocks of " + std::to_string(list.block_size));
+  constexpr uint32_t kMinResident = decode_min_resident(kCodec);
   const uint32_t wanted = (list.block_count + kWarpsPerThreadBlock - 1) / kWarpsPerThreadBlock;
-  decode_list_kernel<BS, kCodec><<<resident_grid<decode_list_kernel<BS, kCodec>>(wanted), kWarpsPerThreadBlock * 32, 0, stream>>>(
-      list, mask, docs, freqs, accumulators, norms, doc_begin, weight, counters);
+  decode_list_kernel<BS, kCodec, kMinResident><<<resident_grid<decode_list_kernel<BS, kCodec, kMinResident>>(wanted),
+                                                 kWarpsPerThreadBlock * 32, 0, stream>>>(list, mask, docs, freqs, accumulators,
+                                                                                          norms, doc_begin, weight, counters);
   WARP_CUDA_CHECK_LAUNCH();
 }
 

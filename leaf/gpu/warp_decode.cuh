@@ -8,9 +8,8 @@
 //   the exceptions lane-strided, the lanes read their values back — only when the block has any.
 // - VByte: a lane's four selectors sit in one byte; a warp prefix sum of the lengths gives each
 //   lane its byte offset, and each value is one or two aligned word loads and a funnel shift.
-// - Rice: a warp counts the zero bits of the block's unary range word by word (prefix sum over
-//   the lanes), each lane finds where its first value's code starts (the rank-select of that zero
-//   with a shuffle binary search and fns), then reads its own unary codes one by one.
+// - Rice: each lane takes a byte of the block's unary range, a warp prefix sum ranks the zeros (code
+//   ends) and their positions go to the warp's scratch; a lane's quotients are differences of them.
 // - LRC family: each lane finds its values' record once and decodes its docIDs from the line.
 // The formats are common/codec's; the thread-block decoders of block_decode.cuh remain for the
 // query kernels that decode a block a thread block; both are checked against the CPU in tests.
@@ -44,15 +43,40 @@ __device__ __forceinline__ uint32_t warp_exclusive_sum(uint32_t value, uint32_t&
   return inclusive - value;
 }
 
-// v[j] = slot (first + index of j) of `bits` bits, 0 past n.
+// v[j] = slot index(lane, j) of `bits` bits of a block's slots packed from word-aligned `words`,
+// 0 past n. 32-bit arithmetic (a block's slots span at most 256 × 32 bits); reads at most one word
+// past the last slot's word (kReadPaddingWords). Up to 8 bits a lane's four slots lie in two
+// words, loaded once; wider slots are read one by one with a funnel shift.
 template <int BS>
-__device__ __forceinline__ void warp_unpack(const uint32_t* words, uint64_t first, uint32_t bits, uint32_t n,
-                                            uint32_t (&v)[BS / 32]) {
+__device__ __forceinline__ void warp_unpack(const uint32_t* words, uint32_t bits, uint32_t n, uint32_t (&v)[BS / 32]) {
   const uint32_t lane = lane_id();
+  const uint32_t mask = bits >= 32 ? 0xFFFFFFFFu : (1u << bits) - 1;
 #pragma unroll
-  for (uint32_t j = 0; j < BS / 32; ++j) {
-    const uint32_t index = WarpLayout<BS>::index(lane, j);
-    v[j] = index < n ? fmt::extract(words, first + index, bits) : 0;
+  for (uint32_t g = 0; g < BS / 128; ++g) {
+    const uint32_t first = g * 128 + lane * 4;
+    uint32_t bit = first * bits;
+    if (bits <= 8) {  // uniform
+      uint64_t window = 0;
+      if (first < n) {
+        const uint32_t* at = words + (bit >> 5);
+        window = static_cast<uint64_t>(at[0]) | static_cast<uint64_t>(at[1]) << 32;
+      }
+      window >>= bit & 31;
+#pragma unroll
+      for (uint32_t k = 0; k < 4; ++k) {
+        v[4 * g + k] = first + k < n ? static_cast<uint32_t>(window >> (k * bits)) & mask : 0;
+      }
+    } else {
+#pragma unroll
+      for (uint32_t k = 0; k < 4; ++k, bit += bits) {
+        uint32_t value = 0;
+        if (first + k < n) {
+          const uint32_t* at = words + (bit >> 5);
+          value = __funnelshift_r(at[0], at[1], bit & 31) & mask;
+        }
+        v[4 * g + k] = value;
+      }
+    }
   }
 }
 
@@ -115,78 +139,52 @@ __device__ void warp_decode_vbyte(const DeviceSequence& seq, uint32_t block, uin
   }
 }
 
-// 64 bits of Rice's unary array from `bit` on (the high bits of the second word shifted out);
-// reading one word past the array is allowed (kReadPaddingWords).
-__device__ __forceinline__ uint64_t rice_window(const uint32_t* unary, uint32_t bit) {
-  const uint32_t word = bit >> 5;
-  return (static_cast<uint64_t>(unary[word]) | static_cast<uint64_t>(unary[word + 1]) << 32) >> (bit & 31);
-}
-
+// Rice: the block's unary range [start, end) holds exactly n zeros, the ends of its n codes; code
+// i's quotient is the number of ones between zero i - 1 and zero i. Each lane takes one byte of the
+// range per round (256 bits a round, one or two rounds for most blocks), counts its zeros, and a
+// warp prefix sum of the counts ranks them: the lane writes each of its zeros' bit positions to
+// the scratch at its rank (eight predicated stores, no loop over a word's zeros). Each lane then
+// reads the positions of its four codes' ends and of the code before, and the differences are the
+// quotients.
 template <int BS>
-__device__ void warp_decode_rice(const DeviceSequence& seq, uint32_t block, uint32_t n, uint32_t (&v)[BS / 32]) {
-  constexpr uint32_t kGroups = BS / 128;
+__device__ void warp_decode_rice(const DeviceSequence& seq, uint32_t block, uint32_t n, uint32_t (&v)[BS / 32],
+                                 WarpScratch<BS>& scratch) {
   const uint32_t lane = lane_id();
   const uint32_t bits = seq.words[0];
   const uint32_t* unary = seq.words + seq.words[1];
-  warp_unpack<BS>(seq.words + 2, uint64_t{block} * BS, bits, n, v);  // the binary parts
   const uint32_t start = seq.endpoints[block], end = seq.endpoints[block + 1];
-  // Where the code of each group's first value of this lane starts: after the target-th zero of the
-  // block's unary range (target = the value's index in the block).
-  uint32_t begin[kGroups];
-#pragma unroll
-  for (uint32_t g = 0; g < kGroups; ++g) begin[g] = start;
-  const uint32_t first_word = start >> 5, last_word = (end - 1) >> 5;
+  warp_unpack<BS>(seq.words + 2 + size_t{block} * (BS / 32) * bits, bits, n, v);  // the binary parts
+  __syncwarp();  // earlier readers of the scratch are done
   uint32_t seen = 0;
-  for (uint32_t chunk = first_word; chunk <= last_word && seen < n; chunk += 32) {
-    const uint32_t zeros = rice_range_zeros(unary, chunk + lane, start, end);
-    const uint32_t count = __popc(zeros);
+  for (uint32_t round = start & ~7u; round < end; round += 256) {
+    const uint32_t at = round + lane * 8;  // this lane's byte: bits [at, at + 8) of the unary array
+    uint32_t zeros = 0;
+    if (at < end) {
+      zeros = ~(unary[at >> 5] >> (at & 31)) & 0xFFu;
+      if (at < start) zeros &= 0xFFu << (start - at);
+      if (end - at < 8) zeros &= (1u << (end - at)) - 1;
+    }
     uint32_t total;
-    const uint32_t before = warp_exclusive_sum(count, total);
-    const uint32_t inclusive = before + count;
+    uint32_t rank = seen + warp_exclusive_sum(static_cast<uint32_t>(__popc(zeros)), total);
 #pragma unroll
-    for (uint32_t g = 0; g < kGroups; ++g) {
-      const uint32_t target = g * 128 + lane * 4;
-      const uint32_t want = target - seen;  // meaningful when the target-th zero is in this chunk
-      uint32_t at = 0;                      // the first lane whose inclusive count reaches `want`
-      for (uint32_t step = 16; step > 0; step >>= 1) {
-        if (__shfl_sync(0xFFFFFFFFu, inclusive, at + step - 1) < want) at += step;
-      }
-      const uint32_t word_zeros = __shfl_sync(0xFFFFFFFFu, zeros, at);
-      const uint32_t zeros_before = __shfl_sync(0xFFFFFFFFu, before, at);
-      if (target > seen && target <= seen + total) begin[g] = (chunk + at) * 32 + __fns(word_zeros, 0, static_cast<int>(want - zeros_before)) + 1;
+    for (uint32_t i = 0; i < 8; ++i) {
+      if ((zeros >> i & 1u) != 0 && rank < BS) scratch.values[rank] = at + i;  // rank < BS: corrupt data stays in bounds
+      rank += zeros >> i & 1u;
     }
     seen += total;
   }
+  __syncwarp();
 #pragma unroll
-  for (uint32_t g = 0; g < kGroups; ++g) {
-    // The lane's four codes are usually a few bits: they are read from one 64-bit window, and a code
-    // running past it is read word by word.
-    uint32_t bit = begin[g];
-    uint64_t window = rice_window(unary, bit);
-    uint32_t available = 64 - (bit & 31);
+  for (uint32_t g = 0; g < BS / 128; ++g) {
+    const uint32_t first = g * 128 + lane * 4;
+    const uint4 ends = *reinterpret_cast<const uint4*>(&scratch.values[first]);
+    const uint32_t before = first == 0 ? start - 1 : scratch.values[first == 0 ? 0 : first - 1];
+    const uint32_t quotient[4] = {ends.x - before - 1, ends.y - ends.x - 1, ends.z - ends.y - 1, ends.w - ends.z - 1};
 #pragma unroll
     for (uint32_t k = 0; k < 4; ++k) {
-      if (g * 128 + lane * 4 + k >= n) break;
-      uint32_t quotient = __ffsll(static_cast<long long>(~window)) - 1;  // ones before the first zero
-      if (quotient < available) {
-        bit += quotient + 1;
-        available -= quotient + 1;
-        window = quotient + 1 >= 64 ? 0 : window >> (quotient + 1);
-      } else {
-        quotient = 0;
-        for (;;) {  // ones up to the next zero; bits shifted in past the word are zeros and stop it
-          const uint32_t left = 32 - (bit & 31);
-          const uint32_t ones = __clz(__brev(~(unary[bit >> 5] >> (bit & 31))));
-          quotient += ones;
-          bit += ones;
-          if (ones < left) break;
-        }
-        ++bit;  // the terminating zero
-        window = rice_window(unary, bit);
-        available = 64 - (bit & 31);
-      }
       const uint32_t remainder = v[4 * g + k];
-      v[4 * g + k] = bits >= 32 ? remainder : static_cast<uint32_t>((static_cast<uint64_t>(quotient) << bits) | remainder);
+      const uint32_t value = bits >= 32 ? remainder : (quotient[k] << bits) | remainder;
+      v[4 * g + k] = first + k < n ? value : 0;
     }
   }
 }
@@ -231,59 +229,88 @@ __device__ __forceinline__ uint32_t previous_value(const uint32_t (&v)[BS / 32],
 // (warp_unpack_slots), then the exceptions (warp_patch_slots) between a spill and a reload. (Doing
 // the docIDs' and the frequencies' steps side by side, two scratches, measured slower on the H100:
 // more registers, fewer warps resident.)
-// What warp_patch_slots needs of a block: where its exceptions are and their widths.
+// What warp_patch_slots needs of a block: where its exceptions are and their widths, and the
+// first 32 exceptions themselves (lane e holds exception e's slot and high bits), loaded with the
+// slots so that their latency overlaps the slots' instead of following it.
 struct SlotPatch {
   const uint32_t* at = nullptr;  // PForDelta: the position bytes; ParaPFor: the indices
   uint32_t b = 0, high_width = 0, index_width = 0, first = 0, count = 0;
+  uint32_t lane_slot = 0, lane_high = 0;  // exception `lane`, where lane < count
 };
 
 template <int BS, uint32_t kCodec>
 __device__ __forceinline__ SlotPatch warp_unpack_slots(const DeviceSequence& seq, uint32_t block, uint32_t n,
                                                        uint32_t (&v)[BS / 32]) {
   SlotPatch patch;
+  const uint32_t lane = lane_id();
   if constexpr (kCodec == static_cast<uint32_t>(CodecId::kBp128) || kCodec == static_cast<uint32_t>(CodecId::kBp256)) {
     const uint32_t begin = seq.endpoints[block];
     const bool full = n == BS;
     const uint32_t bits = full ? (seq.endpoints[block + 1] - begin) * 32 / BS : seq.words[begin];
-    warp_unpack<BS>(seq.words + begin + (full ? 0 : 1), 0, bits, n, v);
+    warp_unpack<BS>(seq.words + begin + (full ? 0 : 1), bits, n, v);
   } else if constexpr (kCodec == static_cast<uint32_t>(CodecId::kPforBlock)) {
     const uint32_t* at = seq.words + seq.endpoints[block];
     const uint32_t header = at[0];
     patch.b = header & 63, patch.high_width = (header >> 6) & 63, patch.count = header >> 12;
-    warp_unpack<BS>(at + 1, 0, patch.b, n, v);
     patch.at = at + 1 + (n * patch.b + 31) / 32;
+    if (lane < patch.count) {
+      patch.lane_slot = reinterpret_cast<const uint8_t*>(patch.at)[lane];
+      patch.lane_high = fmt::extract(patch.at + (patch.count + 3) / 4, lane, patch.high_width);
+    }
+    warp_unpack<BS>(at + 1, patch.b, n, v);
   } else if constexpr (kCodec == static_cast<uint32_t>(CodecId::kParaPfor)) {
     const uint32_t* at = seq.words + seq.endpoints[block];
     const parapfor::BlockHeader h = parapfor::header(at[0]);
     patch.b = h.b, patch.high_width = h.hb, patch.index_width = h.ib, patch.count = h.en;
-    warp_unpack<BS>(at + 1, 0, h.b, n, v);
     patch.at = at + 1 + parapfor::packed(n, h.b);
+    if (lane < patch.count) {
+      patch.lane_slot = fmt::extract(patch.at, lane, patch.index_width);
+      patch.lane_high = fmt::extract(patch.at + parapfor::packed(patch.count, patch.index_width), lane, patch.high_width);
+    }
+    warp_unpack<BS>(at + 1, h.b, n, v);
   } else {  // kPforDing
     patch.b = seq.words[0];
-    warp_unpack<BS>(seq.words + 4, uint64_t{block} * BS, patch.b, n, v);
     patch.first = seq.endpoints[block];
     patch.count = seq.endpoints[block + 1] - patch.first;
+    if (lane < patch.count) {
+      patch.lane_slot = seq.exception_positions[patch.first + lane] - block * BS;
+      patch.lane_high = seq.exception_high[patch.first + lane];
+    }
+    warp_unpack<BS>(seq.words + 4 + size_t{block} * (BS / 32) * patch.b, patch.b, n, v);
   }
   return patch;
 }
 
+// Exceptions 32.. of a block (the first 32 came with the slots).
 template <int BS, uint32_t kCodec>
 __device__ __forceinline__ void warp_patch_slots(const DeviceSequence& seq, uint32_t block, const SlotPatch& patch,
                                                  WarpScratch<BS>& scratch) {
   const uint32_t lane = lane_id();
+  if (lane < patch.count) scratch.values[patch.lane_slot] |= patch.lane_high << patch.b;
   if constexpr (kCodec == static_cast<uint32_t>(CodecId::kPforBlock)) {
     const auto* positions = reinterpret_cast<const uint8_t*>(patch.at);
     const uint32_t* high = patch.at + (patch.count + 3) / 4;
-    for (uint32_t e = lane; e < patch.count; e += 32) scratch.values[positions[e]] |= fmt::extract(high, e, patch.high_width) << patch.b;
+    for (uint32_t e = 32 + lane; e < patch.count; e += 32) scratch.values[positions[e]] |= fmt::extract(high, e, patch.high_width) << patch.b;
   } else if constexpr (kCodec == static_cast<uint32_t>(CodecId::kParaPfor)) {
     const uint32_t* high = patch.at + parapfor::packed(patch.count, patch.index_width);
-    for (uint32_t e = lane; e < patch.count; e += 32) {
+    for (uint32_t e = 32 + lane; e < patch.count; e += 32) {
       scratch.values[fmt::extract(patch.at, e, patch.index_width)] |= fmt::extract(high, e, patch.high_width) << patch.b;
     }
   } else if constexpr (kCodec == static_cast<uint32_t>(CodecId::kPforDing)) {
-    for (uint32_t e = patch.first + lane; e < patch.first + patch.count; e += 32) {
+    for (uint32_t e = patch.first + 32 + lane; e < patch.first + patch.count; e += 32) {
       scratch.values[seq.exception_positions[e] - block * BS] |= seq.exception_high[e] << patch.b;
     }
+  }
+}
+
+// A block's exceptions patched into the lane's values through the warp's scratch (none: nothing).
+template <int BS, uint32_t kCodec>
+__device__ __forceinline__ void warp_apply_patch(const DeviceSequence& seq, uint32_t block, const SlotPatch& patch,
+                                                 uint32_t (&v)[BS / 32], WarpScratch<BS>& scratch) {
+  if (patch.count != 0) {  // uniform
+    warp_spill<BS>(v, scratch);
+    warp_patch_slots<BS, kCodec>(seq, block, patch, scratch);
+    warp_reload<BS>(v, scratch);
   }
 }
 
@@ -291,12 +318,14 @@ __device__ __forceinline__ void warp_patch_slots(const DeviceSequence& seq, uint
 template <int BS, uint32_t kCodec>
 __device__ __forceinline__ void warp_decode_slots(const DeviceSequence& seq, uint32_t block, uint32_t n,
                                                   uint32_t (&v)[BS / 32], WarpScratch<BS>& scratch) {
-  const SlotPatch patch = warp_unpack_slots<BS, kCodec>(seq, block, n, v);
-  if (patch.count != 0) {  // uniform
-    warp_spill<BS>(v, scratch);
-    warp_patch_slots<BS, kCodec>(seq, block, patch, scratch);
-    warp_reload<BS>(v, scratch);
-  }
+  warp_apply_patch<BS, kCodec>(seq, block, warp_unpack_slots<BS, kCodec>(seq, block, n, v), v, scratch);
+}
+
+// The codecs decoded by slots and patched exceptions (warp_unpack_slots), known at compile time.
+__host__ __device__ constexpr bool is_slot_codec(uint32_t codec) {
+  return codec == static_cast<uint32_t>(CodecId::kBp128) || codec == static_cast<uint32_t>(CodecId::kBp256) ||
+         codec == static_cast<uint32_t>(CodecId::kPforDing) || codec == static_cast<uint32_t>(CodecId::kPforBlock) ||
+         codec == static_cast<uint32_t>(CodecId::kParaPfor);
 }
 
 // kCodec (a CodecId) compiles a decoder for that codec alone, so a kernel of one codec keeps the
@@ -336,7 +365,7 @@ __device__ void warp_decode_values(const DeviceSequence& seq, uint32_t codec, ui
       warp_decode_slots<BS, static_cast<uint32_t>(CodecId::kParaPfor)>(seq, block, n, v, scratch);
       break;
     case CodecId::kRice:
-      warp_decode_rice<BS>(seq, block, n, v);
+      warp_decode_rice<BS>(seq, block, n, v, scratch);
       break;
     case CodecId::kLrc:
     case CodecId::kLrcSeg:
@@ -368,11 +397,31 @@ __device__ uint32_t warp_decode_postings(const DeviceList& list, uint32_t block,
   constexpr uint32_t kFreqCodec = kCodec == kAnyCodec ? kAnyCodec : frequency_codec_of(kCodec);
   const uint32_t lane = lane_id();
   const uint32_t n = min(static_cast<uint32_t>(BS), list.count - block * BS);
-  if (is_lrc(kCodec == kAnyCodec ? list.codec : kCodec)) {
-    warp_decode_lrc_docs<BS>(list.docs, block, n, docs);
+  const bool lrc_docs = is_lrc(kCodec == kAnyCodec ? list.codec : kCodec);
+  // Loaded first: nothing it needs is decoded.
+  uint32_t doc = lrc_docs || block == 0 ? 0xFFFFFFFFu : list.block_last_docid[block - 1];
+  if constexpr (is_slot_codec(kCodec) || (kCodec != kAnyCodec && is_slot_codec(kFreqCodec))) {
+    // With the codecs known, both sequences' slots and first exceptions are loaded before either
+    // is patched: two chains of dependent loads in flight at once.
+    const SlotPatch freq_patch = warp_unpack_slots<BS, kFreqCodec>(list.freqs, block, n, freqs);
+    if constexpr (is_slot_codec(kCodec)) {
+      const SlotPatch doc_patch = warp_unpack_slots<BS, kCodec>(list.docs, block, n, docs);
+      warp_apply_patch<BS, kCodec>(list.docs, block, doc_patch, docs, scratch);
+    } else if (lrc_docs) {
+      warp_decode_lrc_docs<BS>(list.docs, block, n, docs);
+    } else {
+      warp_decode_values<BS, kCodec>(list.docs, list.codec, block, n, docs, scratch);
+    }
+    warp_apply_patch<BS, kFreqCodec>(list.freqs, block, freq_patch, freqs, scratch);
   } else {
-    warp_decode_values<BS, kCodec>(list.docs, list.codec, block, n, docs, scratch);
-    uint32_t doc = block == 0 ? 0xFFFFFFFFu : list.block_last_docid[block - 1];
+    if (lrc_docs) {
+      warp_decode_lrc_docs<BS>(list.docs, block, n, docs);
+    } else {
+      warp_decode_values<BS, kCodec>(list.docs, list.codec, block, n, docs, scratch);
+    }
+    warp_decode_values<BS, kFreqCodec>(list.freqs, list.freq_codec, block, n, freqs, scratch);
+  }
+  if (!lrc_docs) {
 #pragma unroll
     for (uint32_t g = 0; g < BS / 128; ++g) {
       uint32_t sum = 0;
@@ -388,7 +437,6 @@ __device__ uint32_t warp_decode_postings(const DeviceList& list, uint32_t block,
       doc += total;
     }
   }
-  warp_decode_values<BS, kFreqCodec>(list.freqs, list.freq_codec, block, n, freqs, scratch);
 #pragma unroll
   for (uint32_t j = 0; j < BS / 32; ++j) freqs[j] += 1;
   return n;

@@ -3,6 +3,7 @@
 // throughput and latency of the GPU processor (one query at a time) against the CPU processor on
 // one core and on all cores, on a synthetic collection. Every GPU answer is checked against the CPU.
 // usage: gpu_bench [--max-log2 26] [--docs 500000] [--queries 500]
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -65,32 +66,53 @@ void cpu_decode(const PostingListView& list, uint32_t* docs, uint32_t* freqs) {
   }
 }
 
-void decode_table(int max_log2, double copy_gbps) {
+// The decode table's choices: list lengths 2^min_log2..2^max_log2 (even steps from min_log2),
+// the codecs (empty: all), timed launches per median.
+struct DecodeTableOptions {
+  int min_log2 = 16, max_log2 = 26;
+  std::vector<std::string> codecs;
+  int repetitions = 30;
+  bool cpu = true;  // the CPU column (one core decoding the same list)
+};
+
+void decode_table(const DecodeTableOptions& options, double copy_gbps) {
   std::printf("\n### GPU decode: docIDs (with the per-block prefix sum) and frequencies of one list\n\n");
   std::printf("| codec | postings | bits/posting | GPU µs | GPU G postings/s | GPU GB/s (read+write) | %% of copy | CPU 1-core M postings/s | GPU/CPU |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|\n");
   for (const Codec* codec : all_codecs()) {
-    for (int log2 = 16; log2 <= max_log2; log2 += 2) {
+    if (!options.codecs.empty() &&
+        std::find(options.codecs.begin(), options.codecs.end(), std::string(codec->name())) == options.codecs.end()) {
+      continue;
+    }
+    for (int log2 = options.min_log2; log2 <= options.max_log2; log2 += 2) {
       const size_t n = size_t{1} << log2;
       const IndexView view = one_list_view(*codec, n, 42 + log2);
       const PostingListView list = view.list("t", view.lexicon.at("t"));
       gpu::DeviceIndex device(view);
-      const auto gpu_postings = gpu::decode_list_on_gpu(device, "t");
       const auto cpu_postings = decode_posting_list(list);
+      double cpu_s = 0;
+      if (options.cpu) {
+        std::vector<uint32_t> docs(n + 256), freqs(n + 256);
+        cpu_s = bench::median_seconds_per_call([&] { cpu_decode(list, docs.data(), freqs.data()); }, 3, 0.05);
+      }
+      const auto gpu_postings = gpu::decode_list_on_gpu(device, "t");
       for (size_t i = 0; i < n; i += 997) {
         if (gpu_postings[i].doc != cpu_postings[i].doc || gpu_postings[i].freq != cpu_postings[i].freq) {
           std::printf("GPU DECODE MISMATCH %s n=%zu at %zu\n", codec->name().data(), n, i);
           break;
         }
       }
-      const double gpu_ms = gpu::time_list_decode_ms(device, "t", 30);
-      std::vector<uint32_t> docs(n + 256), freqs(n + 256);
-      const double cpu_s = bench::median_seconds_per_call([&] { cpu_decode(list, docs.data(), freqs.data()); }, 3, 0.05);
+      const double gpu_ms = gpu::time_list_decode_ms(device, "t", options.repetitions);
       const double compressed_bytes = view.lexicon.at("t").words * 4.0;
       const double gbps = (compressed_bytes + 8.0 * n) / (gpu_ms * 1e-3) / 1e9;
-      std::printf("| %s | 2^%d | %.2f | %.1f | %.2f | %.0f | %.0f%% | %.0f | %.0f× |\n", codec->name().data(), log2,
-                  compressed_bytes * 8 / n, gpu_ms * 1e3, n / (gpu_ms * 1e-3) / 1e9, gbps, 100 * gbps / copy_gbps,
-                  n / cpu_s / 1e6, cpu_s / (gpu_ms * 1e-3));
+      if (options.cpu) {
+        std::printf("| %s | 2^%d | %.2f | %.1f | %.2f | %.0f | %.0f%% | %.0f | %.0f× |\n", codec->name().data(), log2,
+                    compressed_bytes * 8 / n, gpu_ms * 1e3, n / (gpu_ms * 1e-3) / 1e9, gbps, 100 * gbps / copy_gbps,
+                    n / cpu_s / 1e6, cpu_s / (gpu_ms * 1e-3));
+      } else {
+        std::printf("| %s | 2^%d | %.2f | %.1f | %.2f | %.0f | %.0f%% | – | – |\n", codec->name().data(), log2,
+                    compressed_bytes * 8 / n, gpu_ms * 1e3, n / (gpu_ms * 1e-3) / 1e9, gbps, 100 * gbps / copy_gbps);
+      }
       std::fflush(stdout);
     }
   }
@@ -370,6 +392,10 @@ int main(int argc, char** argv) {
   using namespace warp;
   Flags flags("usage: gpu_bench [--max-log2 26] [--docs 500000] [--queries 500] [--gov2-docs 25205179] [--no-intersection]");
   flags.value("max-log2", "26", "longest decode list, log2 (0: skip the decode table)")
+      .value("min-log2", "16", "shortest decode list, log2")
+      .value("decode-codecs", "", "codecs of the decode table, e.g. bp128,rice (empty: all)")
+      .value("decode-reps", "30", "timed launches per list of the decode table (median)")
+      .boolean("no-decode-cpu", "decode table without the CPU column")
       .value("docs", "0", "documents in the small synthetic query collection (0: skip)")
       .value("queries", "500", "queries per mode of the small collection")
       .value("gov2-docs", "25205179", "documents of the GOV2-like preset (0: skip)")
@@ -402,7 +428,16 @@ int main(int argc, char** argv) {
     const double copy = gpu::device_copy_gbps(size_t{1} << 30);
     std::printf("device: %s\n\nceiling: device-to-device copy %.0f GB/s (1 GiB, bytes read + written, median of 20)\n",
                 gpu::gpu_description().c_str(), copy);
-    if (flags.count("max-log2") > 0) decode_table(static_cast<int>(flags.count("max-log2")), copy);
+    if (flags.count("max-log2") > 0) {
+      DecodeTableOptions options;
+      options.min_log2 = static_cast<int>(flags.count("min-log2"));
+      options.max_log2 = static_cast<int>(flags.count("max-log2"));
+      options.repetitions = static_cast<int>(std::max<size_t>(1, flags.count("decode-reps")));
+      options.cpu = !flags.is_set("no-decode-cpu");
+      std::stringstream codecs(flags.get("decode-codecs"));
+      for (std::string codec; std::getline(codecs, codec, ',');) options.codecs.push_back(codec);
+      decode_table(options, copy);
+    }
     if (!flags.is_set("no-intersection")) intersection_table();
     if (flags.count("docs") > 0) synthetic_query_table(static_cast<uint32_t>(flags.count("docs")), static_cast<uint32_t>(flags.count("queries")));
     if (flags.count("gov2-docs") > 0) {
