@@ -47,8 +47,8 @@ __device__ __forceinline__ uint32_t warp_exclusive_sum(uint32_t value, uint32_t&
 // 0 past n. 32-bit arithmetic (a block's slots span at most 256 × 32 bits); reads at most one word
 // past the last slot's word (kReadPaddingWords). Up to 8 bits a lane's four slots lie in two
 // words, loaded once; wider slots are read one by one with a funnel shift.
-template <int BS>
-__device__ __forceinline__ void warp_unpack(const uint32_t* words, uint32_t bits, uint32_t n, uint32_t (&v)[BS / 32]) {
+template <int BS, bool kFull>
+__device__ __forceinline__ void warp_unpack_as(const uint32_t* words, uint32_t bits, uint32_t n, uint32_t (&v)[BS / 32]) {
   const uint32_t lane = lane_id();
   const uint32_t mask = bits >= 32 ? 0xFFFFFFFFu : (1u << bits) - 1;
 #pragma unroll
@@ -57,26 +57,36 @@ __device__ __forceinline__ void warp_unpack(const uint32_t* words, uint32_t bits
     uint32_t bit = first * bits;
     if (bits <= 8) {  // uniform
       uint64_t window = 0;
-      if (first < n) {
+      if (kFull || first < n) {
         const uint32_t* at = words + (bit >> 5);
         window = static_cast<uint64_t>(at[0]) | static_cast<uint64_t>(at[1]) << 32;
       }
       window >>= bit & 31;
 #pragma unroll
       for (uint32_t k = 0; k < 4; ++k) {
-        v[4 * g + k] = first + k < n ? static_cast<uint32_t>(window >> (k * bits)) & mask : 0;
+        v[4 * g + k] = kFull || first + k < n ? static_cast<uint32_t>(window >> (k * bits)) & mask : 0;
       }
     } else {
 #pragma unroll
       for (uint32_t k = 0; k < 4; ++k, bit += bits) {
         uint32_t value = 0;
-        if (first + k < n) {
+        if (kFull || first + k < n) {
           const uint32_t* at = words + (bit >> 5);
           value = __funnelshift_r(at[0], at[1], bit & 31) & mask;
         }
         v[4 * g + k] = value;
       }
     }
+  }
+}
+
+// Full blocks (all but a list's last) skip the per-slot bounds.
+template <int BS>
+__device__ __forceinline__ void warp_unpack(const uint32_t* words, uint32_t bits, uint32_t n, uint32_t (&v)[BS / 32]) {
+  if (n == BS) {
+    warp_unpack_as<BS, true>(words, bits, n, v);
+  } else {
+    warp_unpack_as<BS, false>(words, bits, n, v);
   }
 }
 
@@ -153,7 +163,9 @@ __device__ void warp_decode_rice(const DeviceSequence& seq, uint32_t block, uint
   const uint32_t bits = seq.words[0];
   const uint32_t* unary = seq.words + seq.words[1];
   const uint32_t start = seq.endpoints[block], end = seq.endpoints[block + 1];
-  warp_unpack<BS>(seq.words + 2 + size_t{block} * (BS / 32) * bits, bits, n, v);  // the binary parts
+  // The binary parts; one code path for full and partial blocks (the full-block path measured 2
+  // points slower here: Rice is issue-bound and the extra path costs more than the bounds).
+  warp_unpack_as<BS, false>(seq.words + 2 + size_t{block} * (BS / 32) * bits, bits, n, v);
   __syncwarp();  // earlier readers of the scratch are done
   uint32_t seen = 0;
   for (uint32_t round = start & ~7u; round < end; round += 256) {
