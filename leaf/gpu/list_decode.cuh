@@ -118,7 +118,7 @@ uint32_t resident_grid(uint32_t wanted) {
 // Decodes the selected blocks (all when mask is null) of a list, a warp per block
 // (warp_decode_postings): writes docIDs and frequencies to their slots (block * BS + i) with
 // 16-byte stores or, with `accumulators`, adds BM25 scores there (OR); the block counters once per
-// thread block. kMinResident thread blocks per multiprocessor bound the registers (decode_shape).
+// thread block. kMinResident thread blocks per multiprocessor bound the registers (decode_min_resident).
 template <int BS, uint32_t kCodec, uint32_t kMinResident = 1>
 __global__ void __launch_bounds__(kWarpsPerThreadBlock * 32, kMinResident)
     decode_list_kernel(DeviceList list, const uint8_t* block_mask, uint32_t* out_docs, uint32_t* out_freqs,
