@@ -269,7 +269,7 @@ BatchExecutor::BatchExecutor(const DeviceIndex& device, const BatchOptions& opti
   b.topk.allocate(std::max(b.candidate_capacity, tiles() ? b.key_row : b.doc_count));
   if (tiles()) {
     device_alloc(b.or_keys, queries * b.key_row);
-    b.or_tiles = std::make_unique<OrTiles>(device, queries, queries * kRoundsStaged);
+    b.or_tiles = std::make_unique<OrTiles>(device, queries, queries * kRoundsStaged, options_.or_method == OrMethod::kTiles);
   }
 }
 

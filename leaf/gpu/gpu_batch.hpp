@@ -67,7 +67,7 @@ class BatchExecutor {
   void run_and(std::vector<Prepared>& batch, std::vector<QueryResult>& results);
   void run_or(std::vector<Prepared>& batch, std::vector<QueryResult>& results);
   void run_or_dense(std::vector<Prepared>& batch, std::vector<QueryResult>& results);
-  bool tiles() const { return options_.or_method == OrMethod::kTiles && options_.topk == TopkMethod::kBucketSelect; }
+  bool tiles() const { return options_.or_method != OrMethod::kDenseAccumulators && options_.topk == TopkMethod::kBucketSelect; }
 
   const DeviceIndex& device_;
   BatchOptions options_;

@@ -94,7 +94,7 @@ struct GpuQueryProcessor::Lane {
 
   // `tiles`: OR goes through document tiles, so the dense accumulators are not needed; otherwise
   // the tiles' decode buffers are not (on a 25M-document partition each is hundreds of MB).
-  Lane(const DeviceIndex& device, size_t docs, bool tiles) {
+  Lane(const DeviceIndex& device, size_t docs, bool tiles, bool staged) {
     try {
       const size_t slots = std::max<size_t>(1, device.max_list_slots());
       WARP_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
@@ -107,7 +107,7 @@ struct GpuQueryProcessor::Lane {
       WARP_CUDA_CHECK(cudaMalloc(&counters, sizeof(Counters)));
       WARP_CUDA_CHECK(cudaMallocHost(&host_counters, sizeof(Counters)));
       topk.allocate(std::max(docs, slots));
-      if (tiles) or_tiles = std::make_unique<OrTiles>(device, 1, kOrTermsStaged);
+      if (tiles) or_tiles = std::make_unique<OrTiles>(device, 1, kOrTermsStaged, staged);
     } catch (...) {
       release();
       throw;
@@ -150,7 +150,7 @@ GpuQueryProcessor::GpuQueryProcessor(const IndexView& index, GpuProcessorOptions
     return;
   }
   for (size_t i = 0; i < std::max<size_t>(1, options.lanes); ++i) {
-    lanes_.push_back(std::make_unique<Lane>(device_, index.doc_count(), or_tiles()));
+    lanes_.push_back(std::make_unique<Lane>(device_, index.doc_count(), or_tiles(), options_.or_method == OrMethod::kTiles));
     free_lanes_.push_back(lanes_.back().get());
   }
   BatchOptions batch = options_.batch;

@@ -63,7 +63,7 @@ class GpuQueryProcessor final : public QueryProcessor {
   struct Lane;
   QueryResult search_and(Lane& lane, const QueryScoring& scoring, size_t k) const;
   QueryResult search_or(Lane& lane, const QueryScoring& scoring, size_t k) const;
-  bool or_tiles() const { return options_.or_method == OrMethod::kTiles && options_.topk == TopkMethod::kBucketSelect; }
+  bool or_tiles() const { return options_.or_method != OrMethod::kDenseAccumulators && options_.topk == TopkMethod::kBucketSelect; }
 
   DeviceSelect select_;  // first: the members below are made on the device
   DeviceIndex device_;

@@ -14,13 +14,15 @@
 //   pass 1  one thread block per first-pass tile: scores the tile in shared memory and keeps its
 //           own top-k as candidates.
 //   theta   one thread block per query: θ, a lower bound on the k-th best score (two-level
-//           histogram of the candidates' keys: 16 mantissa bits), and the tiles whose bound
-//           reaches θ × factor go to the work list.
+//           histogram of the candidates' keys: 16 mantissa bits), and the round's tiles (below)
+//           whose bound reaches θ go to the work list.
 //   pass 2  persistent thread blocks over the work list of every query: only the blocks that
 //           overlap a live slice (bound >= θ) are decoded, a block per warp; a tile keeps the
-//           documents scoring at least θ. Two rounds: first the tiles 15% above θ, then, with θ
-//           recomputed from every candidate so far (within 1% of the k-th best on the GOV2-like
-//           preset), the rest.
+//           documents scoring at least θ. In a tile, the lists whose bounds sum below θ (MaxScore's
+//           non-essential lists) come last, one at a time, and only where a document's partial
+//           score plus the bounds still to come reaches θ. Rounds by rank of bound: the first
+//           pass's tiles × 4, × 16, … then the rest, θ recomputed from every candidate before each
+//           (0.72, 0.90, 0.99 of the k-th best on the GOV2-like preset at k = 1000).
 //   select  one thread block per query: the bucket of the k-th best, a block sort of the keys at
 //           or above it; the k best keys of every query come back in one copy.
 // Every document that can be in the top-k (score >= the k-th best >= θ) lies in a live slice of
@@ -62,7 +64,9 @@ struct OrTileRows {
 
 class OrTiles {
  public:
-  OrTiles(const DeviceIndex& device, size_t max_queries, size_t max_lists);
+  // staged: pass 2 scores a tile's non-essential lists last and only where they can matter
+  // (MaxScore stages, or_tiles_score.cuh); false: every list over every live slice.
+  OrTiles(const DeviceIndex& device, size_t max_queries, size_t max_lists, bool staged = true);
   ~OrTiles();
   OrTiles(const OrTiles&) = delete;
   OrTiles& operator=(const OrTiles&) = delete;
@@ -84,6 +88,7 @@ class OrTiles {
 
   const DeviceIndex& device_;
   size_t max_queries_, max_lists_;
+  bool staged_;
   std::unique_ptr<Buffers> buffers_;
   std::unique_ptr<StageTimes> times_;
 };

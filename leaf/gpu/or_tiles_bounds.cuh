@@ -22,7 +22,7 @@ constexpr uint32_t kQueryBits = 8;   // a second-pass work item: query << 24 | t
 constexpr uint32_t kTileMask = (1u << (32 - kQueryBits)) - 1;
 
 struct EngineQuery {
-  uint32_t list_begin, list_count, k, pad;
+  uint32_t list_begin, list_count, k, dense_lists;  // dense: not decoded whole into the sparse postings
 };
 
 // A short list without slice maxima of its own (DeviceIndex keeps them for the long lists):
@@ -45,6 +45,9 @@ static_assert(kSlicesPerTile == 32, "a warp's lanes are a tile's slices");
 
 constexpr uint32_t kDenseList = 0xFFFFFFFFu;
 
+// Rounds of pass 2, each with θ recomputed from every candidate so far (or_tiles.cu plans them).
+constexpr uint32_t kRounds = 8;
+
 struct QueryScratch {  // per query, zeroed before each run
   Counters counters;
   uint32_t bound_buckets[kBuckets];  // tiles by upper bound
@@ -53,6 +56,11 @@ struct QueryScratch {  // per query, zeroed before each run
   uint32_t first_count;
   uint32_t theta_bits;  // θ as float bits: every candidate kept by pass 2 scores at least θ
   uint32_t tiles_scored;
+  // Per round of pass 2 (WARP_GPU_STAGE_TIMES reports them): its θ, its tiles, and the blocks
+  // decoded before it.
+  uint32_t round_theta_bits[kRounds];
+  uint32_t round_tiles[kRounds];
+  unsigned long long blocks_before_round[kRounds];
 };
 
 __device__ __forceinline__ uint32_t float_bucket(float score) { return key_bucket(topk_key(score, 0)); }
@@ -200,8 +208,11 @@ __global__ void __launch_bounds__(kPlanThreads) plan_kernel(float* bounds, uint3
 
 // 4. One block per query: θ from the candidates so far (the bucket of the k-th best key, then a
 // histogram of that bucket's keys by their next 12 bits), and the tiles not yet scored whose
-// bound reaches θ × factor, appended to the batch's work list and marked scored (negated).
-__global__ void __launch_bounds__(kPlanThreads) theta_kernel(const EngineQuery* queries, float* bounds, float factor,
+// bound reaches θ and, with rank > 0, lies in the bucket of the rank-th best tile bound or above,
+// appended to the batch's work list and marked scored (negated); the round's figures go to the
+// query's scratch.
+__global__ void __launch_bounds__(kPlanThreads) theta_kernel(const EngineQuery* queries, float* bounds, uint32_t round,
+                                                             uint32_t rank,
                                                              uint32_t tiles, const uint64_t* keys, size_t key_stride,
                                                              uint32_t* second_tiles, uint32_t* second_total,
                                                              QueryScratch* scratch) {
@@ -227,19 +238,24 @@ __global__ void __launch_bounds__(kPlanThreads) theta_kernel(const EngineQuery* 
       theta_bits |= sub_bucket << (31 - 2 * kBucketBits);
     }
   }
-  const float cut = __uint_as_float(theta_bits) * factor;
+  const float cut = __uint_as_float(theta_bits);
+  uint32_t rank_bucket = 0, rank_above;
+  if (rank > 0 && !find_rank<kPlanThreads>(s.bound_buckets, rank, rank_bucket, rank_above)) rank_bucket = 0;
   float* row = bounds + size_t{qi} * tiles;
+  const auto take = [&](float bound) { return bound > 0 && bound * kBoundSlack >= cut && float_bucket(bound) >= rank_bucket; };
   uint32_t mine = 0;
-  for (uint32_t t = threadIdx.x; t < tiles; t += kPlanThreads) mine += row[t] > 0 && row[t] * kBoundSlack >= cut;
+  for (uint32_t t = threadIdx.x; t < tiles; t += kPlanThreads) mine += take(row[t]);
   if (mine != 0) atomicAdd(&count, mine);
   __syncthreads();
   if (threadIdx.x == 0) {
     base = count == 0 ? 0 : atomicAdd(second_total, count);
     s.theta_bits = theta_bits;
+    s.round_theta_bits[round] = theta_bits, s.round_tiles[round] = count;
+    s.blocks_before_round[round] = s.counters.blocks_decoded;
   }
   __syncthreads();
   for (uint32_t t = threadIdx.x; t < tiles; t += kPlanThreads) {
-    if (row[t] > 0 && row[t] * kBoundSlack >= cut) {
+    if (take(row[t])) {
       second_tiles[base + atomicAdd(&cursor, 1u)] = qi << (32 - kQueryBits) | t;
       row[t] = -row[t];
     }

@@ -61,6 +61,92 @@ struct TilePlan {
   uint32_t prefix[32 + 1];  // items before each list
 };
 
+// Pass 2's order of work inside a tile (MaxScore, Turtle & Flood 1995, on the tile's bounds): the
+// dense lists whose bounds over the tile's live slices sum below θ are non-essential — a document
+// in none of the other lists cannot reach θ. The essential lists are scored first; then each
+// non-essential list, largest bound first, has its blocks decoded only over the slices where some
+// document's partial score plus the bounds of the lists still to come reaches θ (BlockMax-WAND's
+// test, per slice instead of per document), so its other blocks are never decoded.
+constexpr uint32_t kMaxStages = 8;  // non-essential lists per tile at most (the smallest bounds)
+struct StageOptions {
+  uint32_t min_items;  // a stage of fewer blocks in the tile is scored with the essential lists
+};
+struct TileStages {
+  float rest[kMaxStages][kSlicesPerTile];  // stage i, slice s: bounds of the lists of stages i.. in s
+  uint32_t lists[kMaxStages];              // stage i's lists (bit j: list j of the query)
+  uint32_t count;                          // stages; 0: every list essential
+  uint32_t essential;                      // bit j: list j scored before the stages
+  uint32_t need[kMaxStages];               // stage i's slices worth its decoding
+};
+
+// The smallest m over the warp and the lane holding it (ties: the lower lane), in every lane.
+__device__ __forceinline__ void warp_min_lane(float& m, uint32_t& who) {
+  for (int offset = 16; offset > 0; offset /= 2) {
+    const float other = __shfl_xor_sync(0xFFFFFFFFu, m, offset);
+    const uint32_t other_who = __shfl_xor_sync(0xFFFFFFFFu, who, offset);
+    if (other < m || (other == m && other_who < who)) m = other, who = other_who;
+  }
+}
+
+// Warp 0, after `live` is known (lane s: slice s): the stages of a tile for a query of up to 32
+// lists.
+__device__ void plan_stages(const EngineQuery& q, const BoundInputs& in, uint32_t tile, uint32_t live, float theta,
+                            TileStages& stages) {
+  const uint32_t lane = threadIdx.x & 31u;
+  const uint32_t slice = tile * kSlicesPerTile + lane;
+  const bool in_live = live >> lane & 1u;
+  // Lane l keeps list l's largest bound over the live slices; -1: a sparse list (always essential).
+  float my_max = -1.0f;
+  for (uint32_t l = 0; l < q.list_count; ++l) {
+    const uint32_t at = q.list_begin + l;
+    const bool sparse = in.sparse_slots[at] != kDenseList;
+    float b = 0;
+    if (!sparse && in_live) {
+      b = list_slice_bound(in.lists[at], in.bound_scales[at], in.sparse_slots[at], in.sparse_maxima, in.slices, slice,
+                           in.doc_begin, in.doc_count);
+    }
+    float m = b;
+    for (int offset = 16; offset > 0; offset /= 2) m = fmaxf(m, __shfl_xor_sync(0xFFFFFFFFu, m, offset));
+    if (lane == l) my_max = sparse ? -1.0f : m;
+  }
+  // Non-essential: the dense lists of smallest bounds while their sum stays below θ (rounding
+  // slack against them), at most kMaxStages.
+  uint32_t non_essential = 0;
+  float sum = 0;
+  for (uint32_t taken = 0; taken < kMaxStages; ++taken) {
+    float m = lane < q.list_count && my_max >= 0 && !(non_essential >> lane & 1u) ? my_max : INFINITY;
+    uint32_t who = lane;
+    warp_min_lane(m, who);
+    if (m == INFINITY || (sum + m) * kBoundSlack >= theta) break;
+    sum += m;
+    non_essential |= 1u << who;
+  }
+  // Stages: the non-essential lists, largest bound first, one each (all in one stage measured no
+  // saving: the test gains from the exact scores of the lists before); rest[i] = the bounds of
+  // stages i.. .
+  const uint32_t count = __popc(non_essential);
+  float rest = 0;
+  uint32_t left = non_essential;
+  for (uint32_t i = 0; i < count; ++i) {  // smallest first, so stage count-1-i
+    float m = left >> lane & 1u ? my_max : INFINITY;
+    uint32_t who = lane;
+    warp_min_lane(m, who);
+    left &= ~(1u << who);
+    const uint32_t at = q.list_begin + who;
+    if (in_live) {
+      rest += list_slice_bound(in.lists[at], in.bound_scales[at], in.sparse_slots[at], in.sparse_maxima, in.slices,
+                               slice, in.doc_begin, in.doc_count);
+    }
+    const uint32_t stage = count - 1 - i;
+    stages.rest[stage][lane] = rest;
+    if (lane == 0) stages.lists[stage] = 1u << who, stages.need[stage] = 0;
+  }
+  if (lane == 0) {
+    stages.count = count;
+    stages.essential = (q.list_count >= 32 ? 0xFFFFFFFFu : (1u << q.list_count) - 1) & ~non_essential;
+  }
+}
+
 // Warp 1 (one lane per list of the chunk of up to 32 from `chunk`): the chunk's dense lists' blocks
 // overlapping the tile, numbered across the lists.
 __device__ void plan_tile(const EngineQuery& q, const BoundInputs& in, uint32_t chunk, uint32_t tile, uint32_t first_doc,
@@ -93,45 +179,71 @@ __device__ void plan_tile(const EngineQuery& q, const BoundInputs& in, uint32_t 
 // of the tile and adds the BM25 of the postings in live slices into scores[0..kTile) (shared,
 // zero on entry; dead slices stay zero; a dead slice scores below θ and pass 2 keeps nothing below
 // θ). Blocks of dense lists go a block per warp (any codec: warp_decode.cuh), sparse lists'
-// postings a thread each. Sets `live` (shared); adds blocks and postings decoded to
-// `counts` (shared). Every thread of the block calls it.
+// postings a thread each. With `stages` (pass 2, up to 32 lists) the non-essential lists are
+// scored after the others and only where a document can still reach θ (TileStages): a document
+// left out scores below θ, so what pass 2 keeps is unchanged. Sets `live` (shared); adds blocks
+// and postings decoded to `counts` (shared). Every thread of the block calls it.
 template <int BS>
 __device__ void score_tile(const EngineQuery& q, uint32_t query, const BoundInputs& in, const float* weights,
                            const float* norms, uint32_t tile, float theta, bool first_pass, uint32_t& live,
-                           float* scores, WarpScratch<BS>* scratch, TilePlan& plan, uint32_t* counts) {
+                           float* scores, WarpScratch<BS>* scratch, TilePlan& plan, TileStages* stages,
+                           StageOptions stage_options, uint32_t* counts) {
   const DeviceList* lists = in.lists;
   const uint32_t doc_begin = in.doc_begin;
   const uint32_t tile_first = tile * kTile, tile_end = min(tile_first + kTile, in.doc_count);
   const uint32_t first_doc = doc_begin + tile_first, last_doc = doc_begin + tile_end - 1;
   const bool last_tile = tile_end == in.doc_count;
   const uint32_t warp = threadIdx.x / 32, lane = threadIdx.x & 31u;
-  // At once: the live slices (warp 0), the first chunk's plan (warp 1).
+  // Stages need two dense lists at least: with one, its slices worth decoding are the live ones
+  // (a slice's bound is its best document's with the exact maxima of the sparse lists).
+  const bool staged = stages != nullptr && q.list_count <= 32 && q.dense_lists >= 2;  // uniform
+  // At once: the live slices and the stages (warp 0), the first chunk's plan (warp 1).
   if (warp == 0) {
     const uint32_t mask = live_slices(in, query, tile, theta, first_pass);
     if (lane == 0) live = mask;
+    if (staged) plan_stages(q, in, tile, mask, theta, *stages);
   } else if (warp == 1 && q.list_count > 0) {
     plan_tile(q, in, 0, tile, first_doc, last_doc, last_tile, plan);
   }
   __syncthreads();
   uint32_t blocks = 0, postings = 0;
+  // A stage of few blocks in the tile is scored with the essential lists (its bounds still counted
+  // in the earlier stages' tests: looser, still an upper bound).
+  uint32_t essential = staged ? stages->essential : 0xFFFFFFFFu, skipped_stages = 0;
+  if (staged) {
+    for (uint32_t stage = 0; stage < stages->count; ++stage) {
+      uint32_t items = 0;
+      for (uint32_t bits = stages->lists[stage]; bits != 0; bits &= bits - 1) {
+        const uint32_t j = __ffs(bits) - 1;
+        items += plan.prefix[j + 1] - plan.prefix[j];
+      }
+      if (items < stage_options.min_items) essential |= stages->lists[stage], skipped_stages |= 1u << stage;
+    }
+  }
+  // Items [from_item, to_item) of the chunk's plan whose list is in `list_mask` (bit j: list j of
+  // the chunk): the blocks that overlap the slices of `mask`, a warp each.
+  auto score_blocks = [&](uint32_t chunk, uint32_t from_item, uint32_t to_item, uint32_t list_mask, uint32_t mask) {
+    for (uint32_t item = from_item + warp; item < to_item; item += BS / 32) {  // uniform per warp
+      uint32_t j = 0;
+      while (plan.prefix[j + 1] <= item) ++j;
+      if (!(list_mask >> j & 1u)) continue;
+      const DeviceList& list = lists[q.list_begin + chunk + j];
+      const uint32_t block = plan.start[j] + (item - plan.prefix[j]);
+      if (block > 0 && list.block_last_docid[block - 1] >= last_doc) continue;  // starts after the tile
+      if (block_live_slices(list, block, first_doc, last_doc, mask) == 0) continue;
+      warp_score_block<BS>(list, block, weights[q.list_begin + chunk + j], norms, doc_begin, tile_first, tile_end, mask,
+                           scores, scratch[warp]);
+      ++blocks, postings += min(static_cast<uint32_t>(BS), list.count - block * BS);
+    }
+  };
   for (uint32_t chunk = 0; chunk < q.list_count; chunk += 32) {
     const uint32_t in_chunk = min(32u, q.list_count - chunk);
     if (chunk > 0) {
       if (warp == 1) plan_tile(q, in, chunk, tile, first_doc, last_doc, last_tile, plan);
       __syncthreads();
     }
-    const uint32_t items = plan.prefix[in_chunk];
-    for (uint32_t item = warp; item < items; item += BS / 32) {  // uniform per warp
-      uint32_t j = 0;
-      while (plan.prefix[j + 1] <= item) ++j;
-      const DeviceList& list = lists[q.list_begin + chunk + j];
-      const uint32_t block = plan.start[j] + (item - plan.prefix[j]);
-      if (block > 0 && list.block_last_docid[block - 1] >= last_doc) continue;  // starts after the tile
-      if (block_live_slices(list, block, first_doc, last_doc, live) == 0) continue;
-      warp_score_block<BS>(list, block, weights[q.list_begin + chunk + j], norms, doc_begin, tile_first, tile_end, live,
-                           scores, scratch[warp]);
-      ++blocks, postings += min(static_cast<uint32_t>(BS), list.count - block * BS);
-    }
+    // Staged: the essential lists here (a mask of lists), the others below.
+    score_blocks(chunk, 0, plan.prefix[in_chunk], essential, live);
     for (uint32_t j = 0; j < in_chunk; ++j) {
       const DeviceList& list = lists[q.list_begin + chunk + j];
       const uint32_t slot = in.sparse_slots[q.list_begin + chunk + j];
@@ -146,6 +258,32 @@ __device__ void score_tile(const EngineQuery& q, uint32_t query, const BoundInpu
       }
     }
     __syncthreads();  // the plan is rewritten by the next chunk; the scores are complete
+  }
+  if (staged) {
+    uint32_t need = live;
+    for (uint32_t stage = 0; stage < stages->count; ++stage) {
+      if (skipped_stages >> stage & 1u) continue;  // uniform
+      // The slices (of those still needed) where a document scored so far can reach θ with the
+      // lists of this stage and after; a document with no score yet is in no essential list.
+      uint32_t mine = 0;
+      for_live<BS>(need, [&](uint32_t i) {
+        const float s = scores[i];
+        if (s > 0 && (s + stages->rest[stage][i / kSliceDocs]) * kBoundSlack >= theta) mine |= 1u << (i / kSliceDocs);
+      });
+      mine = __reduce_or_sync(0xFFFFFFFFu, mine);
+      if (lane == 0 && mine != 0) atomicOr(&stages->need[stage], mine);
+      __syncthreads();
+      need = stages->need[stage];
+      if (need == 0) break;  // uniform
+      const uint32_t stage_lists = stages->lists[stage];
+      if (__popc(stage_lists) == 1) {  // its items only
+        const uint32_t j = __ffs(stage_lists) - 1;
+        score_blocks(0, plan.prefix[j], plan.prefix[j + 1], stage_lists, need);
+      } else {
+        score_blocks(0, 0, plan.prefix[q.list_count], stage_lists, need);
+      }
+      __syncthreads();
+    }
   }
   if (lane == 0 && blocks != 0) {  // each warp's count
     atomicAdd(&counts[0], blocks);
@@ -182,7 +320,7 @@ __global__ void __launch_bounds__(BS) first_pass_kernel(const EngineQuery* queri
   for (uint32_t b = tid; b < kBuckets; b += BS) histogram[b] = 0;
   for (uint32_t i = tid; i < kTile; i += BS) scores[i] = 0;
   if (tid == 0) counts[0] = counts[1] = 0;
-  score_tile<BS>(q, qi, in, weights, norms, tile, 0, true, live, scores, warp_scratch, plan, counts);
+  score_tile<BS>(q, qi, in, weights, norms, tile, 0, true, live, scores, warp_scratch, plan, nullptr, {}, counts);
   for_live<BS>(live, [&](uint32_t i) {
     if (scores[i] > 0) atomicAdd(&histogram[float_bucket(scores[i])], 1u);
   });
@@ -236,13 +374,15 @@ template <int BS>
 __global__ void __launch_bounds__(BS) second_pass_kernel(const EngineQuery* queries, BoundInputs in, const float* weights,
                                                          const float* norms, const uint32_t* second_tiles,
                                                          const uint32_t* second_total, uint64_t* keys,
-                                                         size_t key_stride, QueryScratch* scratch) {
+                                                         size_t key_stride, bool staged, StageOptions stage_options,
+                                                         QueryScratch* scratch) {
   using Scan = cub::BlockScan<uint32_t, BS>;
   __shared__ float scores[kTile];
   __shared__ WarpScratch<BS> warp_scratch[BS / 32];
   __shared__ typename Scan::TempStorage scan_storage;
   __shared__ uint32_t base, live, counts[2];
   __shared__ TilePlan plan;
+  __shared__ TileStages stages;
   const uint32_t doc_begin = in.doc_begin, doc_count = in.doc_count;
   const uint32_t total = *second_total;
   for (uint32_t i = threadIdx.x; i < kTile; i += BS) scores[i] = 0;  // each tile leaves its live slices zeroed
@@ -254,7 +394,7 @@ __global__ void __launch_bounds__(BS) second_pass_kernel(const EngineQuery* quer
     const uint32_t theta_bits = s.theta_bits;
     const uint32_t tile_first = tile * kTile, tile_end = min(tile_first + kTile, doc_count);
     if (threadIdx.x == 0) counts[0] = counts[1] = 0;
-    score_tile<BS>(q, qi, in, weights, norms, tile, __uint_as_float(theta_bits), false, live, scores, warp_scratch, plan, counts);
+    score_tile<BS>(q, qi, in, weights, norms, tile, __uint_as_float(theta_bits), false, live, scores, warp_scratch, plan, staged ? &stages : nullptr, stage_options, counts);
     uint32_t keep = 0;
     for_live<BS>(live, [&](uint32_t i) { keep += scores[i] > 0 && __float_as_uint(scores[i]) >= theta_bits; });
     uint32_t offset, kept;

@@ -9,8 +9,10 @@ enum class TopkMethod { kBucketSelect, kMaxTree };
 
 // How OR (and the OR half of AND+OR) scores documents.
 // kTiles: document tiles with accumulators in shared memory and block-max pruning (or_tiles.hpp).
+// kTilesUnstaged: the same without pass 2's MaxScore stages (every list decoded over every live
+// slice): for A/B runs and the tests that show what the stages save.
 // kDenseAccumulators: Ding et al. §8.3, one global accumulator per document. The max-tree top-k
 // always uses dense accumulators (it extracts from every document's key).
-enum class OrMethod { kTiles, kDenseAccumulators };
+enum class OrMethod { kTiles, kTilesUnstaged, kDenseAccumulators };
 
 }  // namespace warp::gpu

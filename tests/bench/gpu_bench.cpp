@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -206,15 +207,25 @@ std::vector<QueryMode> table_modes = {QueryMode::kAnd, QueryMode::kOr, QueryMode
 size_t batch_max_queries = 16;  // --batch-max
 size_t batch_streams = 2;       // --batch-streams
 std::vector<size_t> table_ks = {10, 1000};  // --ks
+gpu::OrMethod table_or_method = gpu::OrMethod::kTiles;  // --or-unstaged: kTilesUnstaged
 
 void query_table(const IndexView& view, const std::vector<std::vector<std::string>>& raw, size_t batch_threshold) {
-  gpu::GpuQueryProcessor gpu_single(view, {1});
+  const char* stage_times = std::getenv("WARP_GPU_STAGE_TIMES");
+  const bool per_query_stats = stage_times != nullptr && std::string(stage_times) == "2";
+  gpu::GpuProcessorOptions single_options;
+  single_options.lanes = 1;
+  single_options.or_method = table_or_method;
+  gpu::GpuQueryProcessor gpu_single(view, single_options);
   gpu::GpuProcessorOptions dense_options;
   dense_options.lanes = 1;
   dense_options.or_method = gpu::OrMethod::kDenseAccumulators;
   gpu::GpuQueryProcessor gpu_dense(view, dense_options);
-  gpu::GpuQueryProcessor gpu_lanes(view, {8});
+  gpu::GpuProcessorOptions lanes_options;
+  lanes_options.lanes = 8;
+  lanes_options.or_method = table_or_method;
+  gpu::GpuQueryProcessor gpu_lanes(view, lanes_options);
   gpu::GpuProcessorOptions batched_options;
+  batched_options.or_method = table_or_method;
   batched_options.batch = {.threshold = batch_threshold, .max_queries = batch_max_queries, .max_wait_us = 1000,
                            .executors = batch_streams};
   gpu::GpuQueryProcessor gpu_batched(view, batched_options);
@@ -237,6 +248,10 @@ void query_table(const IndexView& view, const std::vector<std::vector<std::strin
       std::vector<QueryResult> expected(sample.size());
       for (size_t i = 0; i < sample.size(); ++i) {
         expected[i] = cpu_processor.search(sample[i]);
+        if (per_query_stats) {  // beside the OR tiles' line of each GPU path (WARP_GPU_STAGE_TIMES=2)
+          std::fprintf(stderr, "cpu query: blocks %llu of %llu\n", static_cast<unsigned long long>(expected[i].stats.blocks_decoded),
+                       static_cast<unsigned long long>(expected[i].stats.blocks_total));
+        }
         const QueryResult single = gpu_single.search(sample[i]);
         gpu_blocks += single.stats.blocks_decoded;
         cpu_blocks += expected[i].stats.blocks_decoded;
@@ -407,12 +422,14 @@ int main(int argc, char** argv) {
       .value("modes", "and,or,andor", "query modes of the query tables")
       .value("ks", "10,1000", "k of the query tables")
       .value("devices-table", "", "GOV2-like preset: batched queries on one GPU against replicas on these, e.g. 0,1 (instead of the query table)")
-      .boolean("no-intersection", "skip the intersection table");
+      .boolean("no-intersection", "skip the intersection table")
+      .boolean("or-unstaged", "OR tiles without pass 2's MaxScore stages (A/B)");
   try {
     flags.parse(argc, argv);
     if (flags.help_requested()) return std::printf("%s", flags.help_text().c_str()), 0;
     batch_max_queries = static_cast<size_t>(flags.count("batch-max"));
     batch_streams = static_cast<size_t>(flags.count("batch-streams"));
+    if (flags.is_set("or-unstaged")) table_or_method = gpu::OrMethod::kTilesUnstaged;
     table_modes.clear();
     std::stringstream modes(flags.get("modes"));
     for (std::string mode; std::getline(modes, mode, ',');) table_modes.push_back(parse_query_mode(mode));

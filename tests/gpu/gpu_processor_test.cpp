@@ -591,10 +591,13 @@ TEST(GpuOr, TilesOfManyPartitionsAndOddSizes) {
 
 // Single lane and batches of 5, on one partition: every answer of `queries` against the CPU.
 void expect_or_tiles_match_cpu(const IndexView& view, const testing::BruteForceIndex& reference,
-                               const std::vector<Query>& queries) {
+                               const std::vector<Query>& queries, gpu::OrMethod method = gpu::OrMethod::kTiles) {
   CpuQueryProcessor cpu(view);
-  gpu::GpuQueryProcessor single(view);
+  gpu::GpuProcessorOptions single_options;
+  single_options.or_method = method;
+  gpu::GpuQueryProcessor single(view, single_options);
   gpu::GpuProcessorOptions options;
+  options.or_method = method;
   options.batch = {.threshold = size_t{1} << 30, .max_queries = 5, .max_wait_us = 2000};
   gpu::GpuQueryProcessor batched(view, options);
   std::vector<std::thread> clients;
@@ -641,6 +644,46 @@ TEST(GpuOrPruning, TilesBelowThetaAreSkippedAndAnswersStayExact) {
     queries.push_back({{"common", "filler1", "rare", "absent"}, QueryMode::kOr, k});
   }
   expect_or_tiles_match_cpu(view, reference, queries);
+}
+
+TEST(GpuOrPruning, NonEssentialListsAreDecodedOnlyWhereTheyCanMatter) {
+  WARP_REQUIRE_GPU();
+  // Documents of one length; "x" in every 8th (frequency 12 in every 1,024th), "y" in the even
+  // ones and "z" in the odd ones (frequency 12 at 256 and 257 mod 512). OR top-10 is the documents
+  // with x at 12 (θ = x12 + y1). A slice holding documents 256 and 257 mod 512 but no x at 12 is
+  // live (x1 + y12 + z12 > θ), but once x and then y are scored no document there can reach θ with
+  // z: the MaxScore stages skip z's blocks in those slices, the unstaged tiles decode them.
+  IndexBuilder builder({});
+  testing::BruteForceIndex reference;
+  const uint32_t documents = 1u << 18;  // 64 tiles
+  for (uint32_t d = 0; d < documents; ++d) {
+    std::vector<std::string> terms;
+    if (d % 8 == 0) terms.insert(terms.end(), d % 1024 == 0 ? 12 : 1, "x");
+    terms.insert(terms.end(), d % 512 == 256 || d % 512 == 257 ? 12 : 1, d % 2 == 0 ? "y" : "z");
+    while (terms.size() < 24) terms.push_back("pad");
+    builder.add_analyzed({"", "", "", 0}, terms);
+    reference.add(terms);
+  }
+  const auto built = builder.build();
+  const IndexView& view = built[0].view;
+  const Query query{{"x", "y", "z"}, QueryMode::kOr, 10};
+  gpu::GpuProcessorOptions unstaged_options;
+  unstaged_options.or_method = gpu::OrMethod::kTilesUnstaged;
+  const QueryResult staged = gpu::GpuQueryProcessor(view).search(query);
+  const QueryResult unstaged = gpu::GpuQueryProcessor(view, unstaged_options).search(query);
+  EXPECT_TRUE(testing::identical_hits(staged.hits, unstaged.hits));
+  EXPECT_LT(staged.stats.blocks_decoded * 10, unstaged.stats.blocks_decoded * 9)
+      << "staged " << staged.stats.blocks_decoded << " blocks, unstaged " << unstaged.stats.blocks_decoded;
+  // Exact either way, singly and batched, at every k.
+  std::vector<Query> queries;
+  for (size_t k : {1, 10, 100, 1000}) {
+    queries.push_back({{"x", "y", "z"}, QueryMode::kOr, k});
+    queries.push_back({{"z", "y"}, QueryMode::kOr, k});
+    queries.push_back({{"x", "z", "pad"}, QueryMode::kOr, k});
+  }
+  for (gpu::OrMethod method : {gpu::OrMethod::kTiles, gpu::OrMethod::kTilesUnstaged}) {
+    expect_or_tiles_match_cpu(view, reference, queries, method);
+  }
 }
 
 TEST(GpuOrPruning, TiesAtThetaKeepTheSmallestDocIds) {
