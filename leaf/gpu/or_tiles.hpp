@@ -22,7 +22,7 @@
 //           non-essential lists) come last, one at a time, and only where a document's partial
 //           score plus the bounds still to come reaches θ. Rounds by rank of bound: the first
 //           pass's tiles × 4, × 16, … then the rest, θ recomputed from every candidate before each
-//           (0.72, 0.90, 0.99 of the k-th best on the GOV2-like preset at k = 1000).
+//           (0.39, 0.69, 0.90, 0.98 of the k-th best on the GOV2-like preset at k = 1000).
 //   select  one thread block per query: the bucket of the k-th best, a block sort of the keys at
 //           or above it; the k best keys of every query come back in one copy.
 // Every document that can be in the top-k (score >= the k-th best >= θ) lies in a live slice of
