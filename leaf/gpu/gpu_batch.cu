@@ -63,10 +63,15 @@ struct AndSelection {
   uint32_t offset = 0, slots = 0, k = 0;  // staged by the host
   uint32_t selected = 0, cursor = 0;      // the device's: keys at or above the threshold, keys gathered
   uint64_t threshold = 0;
+  uint32_t refine = 0, above = 0;  // a crowded k-th bucket (kNoRefine: none) and the keys above it
 };
+constexpr uint32_t kNoRefine = 0xFFFFFFFFu;
 
-// 1. Every candidate's key; live ones counted into their query's buckets and matches (one atomic
-// per run of a query's candidates in a warp).
+// 1. Every candidate's key; live ones counted into their query's buckets and matches. A query's
+// matches pile into a few buckets, so a warp's live lanes add to each bucket once (one atomic per
+// distinct bucket: per candidate, the atomics on a few addresses took ~0.45 ms a batch of 32
+// GOV2-like queries), and to the matches once when they are all one query's (a query's candidates
+// are one segment, so nearly every warp).
 __global__ void and_keys_kernel(uint32_t count, const uint32_t* docs, const float* scores, const uint32_t* query_of,
                                 uint64_t* keys, uint32_t* buckets, unsigned long long* matches) {
   const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -74,41 +79,70 @@ __global__ void and_keys_kernel(uint32_t count, const uint32_t* docs, const floa
   const uint32_t query = live ? query_of[i] : 0xFFFFFFFFu;
   const uint64_t key = live ? topk_key(scores[i], docs[i]) : 0;
   if (i < count) keys[i] = key;
-  if (live) atomicAdd(&buckets[size_t{query} * kBuckets + key_bucket(key)], 1u);
-  const uint32_t peers = __match_any_sync(0xFFFFFFFFu, query);
-  if (live && (threadIdx.x & 31u) == static_cast<uint32_t>(__ffs(peers) - 1)) atomicAdd(&matches[query], __popc(peers));
+  const uint32_t live_lanes = __ballot_sync(0xFFFFFFFFu, live);
+  if (live_lanes == 0) return;  // uniform: most warps hold no match
+  const uint32_t slot = live ? query * kBuckets + key_bucket(key) : 0xFFFFFFFFu;  // query < 2^20
+  const uint32_t same_slot = __match_any_sync(0xFFFFFFFFu, slot);
+  if (live && (threadIdx.x & 31u) == static_cast<uint32_t>(__ffs(same_slot) - 1)) atomicAdd(&buckets[slot], __popc(same_slot));
+  const uint32_t leader = __ffs(live_lanes) - 1;
+  const uint32_t leader_query = __shfl_sync(0xFFFFFFFFu, query, leader);
+  if (__all_sync(0xFFFFFFFFu, !live || query == leader_query)) {
+    if ((threadIdx.x & 31u) == leader) atomicAdd(&matches[leader_query], __popc(live_lanes));
+  } else if (live) {
+    atomicAdd(&matches[query], 1ull);
+  }
 }
 
-// 2. One thread block per query: the bucket of its k-th best key, as a threshold; when more keys
-// than one block sort holds lie at or above it (scores piled in that bucket), the bucket's keys
-// are counted again by their next 12 bits and the threshold moves to the sub-bucket of the k-th
-// best, as the OR tiles find θ.
+// 2. One thread block per query: the bucket of its k-th best key, as a threshold. When more keys
+// than one block sort holds lie at or above it (scores piled in that bucket), the bucket is marked
+// for refinement (2b, 2c), as the OR tiles find θ.
 __global__ void __launch_bounds__(kBlockSelectThreads) and_threshold_kernel(AndSelection* selection, const uint32_t* buckets,
-                                                                            const uint64_t* keys) {
-  __shared__ uint32_t sub[kBuckets];
+                                                                            uint32_t* any_refine) {
   AndSelection& s = selection[blockIdx.x];
   if (s.slots == 0 || s.k == 0) {  // uniform
-    if (threadIdx.x == 0) s.selected = 0, s.cursor = 0, s.threshold = ~0ull;
+    if (threadIdx.x == 0) s.selected = 0, s.cursor = 0, s.threshold = ~0ull, s.refine = kNoRefine;
     return;
   }
   const uint32_t* counts = buckets + size_t{blockIdx.x} * kBuckets;
   uint32_t selected;
-  uint64_t threshold = block_threshold<kBlockSelectThreads>(counts, s.k, selected);
-  if (selected > kBlockSelectCapacity && threshold > 1) {  // uniform
-    const uint32_t bucket = key_bucket(threshold), above = selected - counts[bucket];
-    for (uint32_t b = threadIdx.x; b < kBuckets; b += kBlockSelectThreads) sub[b] = 0;
-    __syncthreads();
-    for (uint32_t i = s.offset + threadIdx.x; i < s.offset + s.slots; i += kBlockSelectThreads) {
-      const uint64_t key = keys[i];
-      if (key != 0 && key_bucket(key) == bucket) atomicAdd(&sub[static_cast<uint32_t>(key >> (63 - 2 * kBucketBits)) & (kBuckets - 1)], 1u);
+  const uint64_t threshold = block_threshold<kBlockSelectThreads>(counts, s.k, selected);
+  if (threadIdx.x == 0) {
+    s.selected = selected, s.cursor = 0, s.threshold = threshold, s.refine = kNoRefine;
+    if (selected > kBlockSelectCapacity && threshold > 1) {
+      const uint32_t bucket = key_bucket(threshold);
+      s.refine = bucket, s.above = selected - counts[bucket];
+      *any_refine = 1;
     }
-    __syncthreads();
-    uint32_t sub_bucket, sub_above;
-    find_rank<kBlockSelectThreads>(sub, s.k - above, sub_bucket, sub_above);
-    threshold |= static_cast<uint64_t>(sub_bucket) << (63 - 2 * kBucketBits);
-    selected = above + sub_above + sub[sub_bucket];
   }
-  if (threadIdx.x == 0) s.selected = selected, s.cursor = 0, s.threshold = threshold;
+}
+
+// 2b. Over every candidate (the whole grid, not a block per query: a query has up to millions):
+// the keys in their query's crowded bucket counted by their next 12 bits.
+__global__ void and_refine_count_kernel(uint32_t count, const uint64_t* keys, const uint32_t* query_of,
+                                        const AndSelection* selection, const uint32_t* any_refine, uint32_t* sub_buckets) {
+  if (*any_refine == 0) return;
+  const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= count) return;
+  const uint64_t key = keys[i];
+  if (key == 0) return;
+  const uint32_t query = query_of[i];
+  if (key_bucket(key) != selection[query].refine) return;
+  atomicAdd(&sub_buckets[size_t{query} * kBuckets + (static_cast<uint32_t>(key >> (63 - 2 * kBucketBits)) & (kBuckets - 1))], 1u);
+}
+
+// 2c. One thread block per query with a crowded bucket: the threshold moves to the sub-bucket of
+// the k-th best.
+__global__ void __launch_bounds__(kBlockSelectThreads) and_refine_threshold_kernel(AndSelection* selection,
+                                                                                   const uint32_t* sub_buckets) {
+  AndSelection& s = selection[blockIdx.x];
+  if (s.refine == kNoRefine) return;  // uniform
+  const uint32_t* sub = sub_buckets + size_t{blockIdx.x} * kBuckets;
+  uint32_t sub_bucket, sub_above;
+  find_rank<kBlockSelectThreads>(sub, s.k - s.above, sub_bucket, sub_above);
+  if (threadIdx.x == 0) {
+    s.threshold |= static_cast<uint64_t>(sub_bucket) << (63 - 2 * kBucketBits);
+    s.selected = s.above + sub_above + sub[sub_bucket];
+  }
 }
 
 // 3. Over every candidate: the keys at or above their query's threshold gathered per query (none
@@ -180,7 +214,8 @@ struct BatchExecutor::Buffers {
   Counters* counters = nullptr;
   unsigned long long* matches = nullptr;  // max_queries, then one discarded by the per-query fallback
   AndSelection* and_selection = nullptr;  // the batched AND top-k: per query
-  uint32_t* and_buckets = nullptr;        // max_queries × kBuckets
+  uint32_t* and_buckets = nullptr;        // max_queries × kBuckets, then as many for the refinement
+  uint32_t* and_refine = nullptr;         // any query's k-th bucket crowded
   uint64_t* and_staging = nullptr;        // max_queries × kBlockSelectCapacity
   uint64_t* and_results = nullptr;        // max_queries rows of [selected, overflow, up to kBlockSelectCapacity keys]
   AndSelection* host_and_selection = nullptr;
@@ -197,7 +232,7 @@ struct BatchExecutor::Buffers {
     for (void* p : {(void*)candidate_docs, (void*)candidate_scores, (void*)candidate_query, (void*)masks,
                     (void*)accumulators, (void*)tasks,
                     (void*)round_task, (void*)counters, (void*)matches, (void*)or_keys, (void*)and_selection,
-                    (void*)and_buckets, (void*)and_staging, (void*)and_results}) {
+                    (void*)and_buckets, (void*)and_refine, (void*)and_staging, (void*)and_results}) {
       cudaFree(p);
     }
     for (void* p : {(void*)host_tasks, (void*)host_round, (void*)host_counters, (void*)host_matches,
@@ -257,7 +292,8 @@ BatchExecutor::BatchExecutor(const DeviceIndex& device, const BatchOptions& opti
   device_alloc(b.counters, queries);
   device_alloc(b.matches, queries + 1);
   device_alloc(b.and_selection, queries);
-  device_alloc(b.and_buckets, queries * kBuckets);
+  device_alloc(b.and_buckets, 2 * queries * kBuckets);
+  device_alloc(b.and_refine, 1);
   device_alloc(b.and_staging, queries * kBlockSelectCapacity);
   device_alloc(b.and_results, queries * (2 + kBlockSelectCapacity));
   WARP_CUDA_CHECK(cudaMallocHost(&b.host_and_selection, queries * sizeof(AndSelection)));
@@ -483,14 +519,24 @@ void BatchExecutor::run_and(std::vector<Prepared>& batch, std::vector<QueryResul
       b.host_and_selection[q] = AndSelection{p.candidate_offset, p.candidate_slots, static_cast<uint32_t>(p.query->k)};
       row_stride = std::max<uint32_t>(row_stride, 2 + std::min<uint32_t>(static_cast<uint32_t>(p.query->k), kBlockSelectCapacity));
     }
+    uint32_t* const sub_buckets = b.and_buckets + options_.max_queries * kBuckets;
     WARP_CUDA_CHECK(cudaMemsetAsync(b.and_buckets, 0, n * kBuckets * sizeof(uint32_t), b.stream));
+    WARP_CUDA_CHECK(cudaMemsetAsync(sub_buckets, 0, n * kBuckets * sizeof(uint32_t), b.stream));
+    WARP_CUDA_CHECK(cudaMemsetAsync(b.and_refine, 0, sizeof(uint32_t), b.stream));
     WARP_CUDA_CHECK(cudaMemcpyAsync(b.and_selection, b.host_and_selection, n * sizeof(AndSelection), cudaMemcpyHostToDevice, b.stream));
     if (total_candidates > 0) {
       and_keys_kernel<<<grid_for(total_candidates), kThreads, 0, b.stream>>>(
           total_candidates, b.candidate_docs, b.candidate_scores, b.candidate_query, b.topk.keys, b.and_buckets, b.matches);
       WARP_CUDA_CHECK_LAUNCH();
     }
-    and_threshold_kernel<<<n, kBlockSelectThreads, 0, b.stream>>>(b.and_selection, b.and_buckets, b.topk.keys);
+    and_threshold_kernel<<<n, kBlockSelectThreads, 0, b.stream>>>(b.and_selection, b.and_buckets, b.and_refine);
+    WARP_CUDA_CHECK_LAUNCH();
+    if (total_candidates > 0) {
+      and_refine_count_kernel<<<grid_for(total_candidates), kThreads, 0, b.stream>>>(
+          total_candidates, b.topk.keys, b.candidate_query, b.and_selection, b.and_refine, sub_buckets);
+      WARP_CUDA_CHECK_LAUNCH();
+    }
+    and_refine_threshold_kernel<<<n, kBlockSelectThreads, 0, b.stream>>>(b.and_selection, sub_buckets);
     WARP_CUDA_CHECK_LAUNCH();
     if (total_candidates > 0) {
       and_gather_kernel<<<grid_for(total_candidates), kThreads, 0, b.stream>>>(total_candidates, b.topk.keys, b.candidate_query,
