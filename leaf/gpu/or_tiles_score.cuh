@@ -194,8 +194,8 @@ __device__ void score_tile(const EngineQuery& q, uint32_t query, const BoundInpu
   const uint32_t first_doc = doc_begin + tile_first, last_doc = doc_begin + tile_end - 1;
   const bool last_tile = tile_end == in.doc_count;
   const uint32_t warp = threadIdx.x / 32, lane = threadIdx.x & 31u;
-  // Stages need two dense lists at least: with one, its slices worth decoding are the live ones
-  // (a slice's bound is its best document's with the exact maxima of the sparse lists).
+  // Stages for two dense lists or more: with one, its test adds little to the live slices' (a
+  // slice's bound already holds each sparse list's exact maximum there).
   const bool staged = stages != nullptr && q.list_count <= 32 && q.dense_lists >= 2;  // uniform
   // At once: the live slices and the stages (warp 0), the first chunk's plan (warp 1).
   if (warp == 0) {
