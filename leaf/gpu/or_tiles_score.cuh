@@ -73,7 +73,7 @@ struct StageOptions {
 };
 struct TileStages {
   float rest[kMaxStages][kSlicesPerTile];  // stage i, slice s: bounds of the lists of stages i.. in s
-  uint32_t lists[kMaxStages];              // stage i's lists (bit j: list j of the query)
+  uint32_t list[kMaxStages];               // stage i's list (its index in the query)
   uint32_t count;                          // stages; 0: every list essential
   uint32_t essential;                      // bit j: list j scored before the stages
   uint32_t need[kMaxStages];               // stage i's slices worth its decoding
@@ -139,7 +139,7 @@ __device__ void plan_stages(const EngineQuery& q, const BoundInputs& in, uint32_
     }
     const uint32_t stage = count - 1 - i;
     stages.rest[stage][lane] = rest;
-    if (lane == 0) stages.lists[stage] = 1u << who, stages.need[stage] = 0;
+    if (lane == 0) stages.list[stage] = who, stages.need[stage] = 0;
   }
   if (lane == 0) {
     stages.count = count;
@@ -212,12 +212,8 @@ __device__ void score_tile(const EngineQuery& q, uint32_t query, const BoundInpu
   uint32_t essential = staged ? stages->essential : 0xFFFFFFFFu, skipped_stages = 0;
   if (staged) {
     for (uint32_t stage = 0; stage < stages->count; ++stage) {
-      uint32_t items = 0;
-      for (uint32_t bits = stages->lists[stage]; bits != 0; bits &= bits - 1) {
-        const uint32_t j = __ffs(bits) - 1;
-        items += plan.prefix[j + 1] - plan.prefix[j];
-      }
-      if (items < stage_options.min_items) essential |= stages->lists[stage], skipped_stages |= 1u << stage;
+      const uint32_t j = stages->list[stage];
+      if (plan.prefix[j + 1] - plan.prefix[j] < stage_options.min_items) essential |= 1u << j, skipped_stages |= 1u << stage;
     }
   }
   // Items [from_item, to_item) of the chunk's plan whose list is in `list_mask` (bit j: list j of
@@ -275,13 +271,8 @@ __device__ void score_tile(const EngineQuery& q, uint32_t query, const BoundInpu
       __syncthreads();
       need = stages->need[stage];
       if (need == 0) break;  // uniform
-      const uint32_t stage_lists = stages->lists[stage];
-      if (__popc(stage_lists) == 1) {  // its items only
-        const uint32_t j = __ffs(stage_lists) - 1;
-        score_blocks(0, plan.prefix[j], plan.prefix[j + 1], stage_lists, need);
-      } else {
-        score_blocks(0, 0, plan.prefix[q.list_count], stage_lists, need);
-      }
+      const uint32_t j = stages->list[stage];
+      score_blocks(0, plan.prefix[j], plan.prefix[j + 1], 1u << j, need);
       __syncthreads();
     }
   }
