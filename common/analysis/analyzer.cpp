@@ -125,23 +125,24 @@ Analyzer::~Analyzer() {
   if (stemmer_ != nullptr) sb_stemmer_delete(stemmer_);
 }
 
-void Analyzer::emit(std::string& token, std::vector<uint32_t>& stems) {
+void Analyzer::end_token(size_t start) {
+  const std::string_view token = std::string_view(folded_).substr(start);
   if (token.size() <= config_.max_token_bytes &&
       !((config_.remove_stopwords || dropping_stopwords_) && is_english_stopword(token))) {
-    uint32_t id = cache_.find(token);
-    if (id == StemCache::kMissing) {
-      if (stemmer_ != nullptr) {
-        const sb_symbol* stemmed = sb_stemmer_stem(
-            stemmer_, reinterpret_cast<const sb_symbol*>(token.data()), static_cast<int>(token.size()));
-        if (stemmed == nullptr) throw Error("libstemmer ran out of memory");
-        id = cache_.insert(token, std::string_view(reinterpret_cast<const char*>(stemmed), sb_stemmer_length(stemmer_)));
-      } else {
-        id = cache_.insert(token, token);
-      }
-    }
-    stems.push_back(id);
+    spans_.emplace_back(static_cast<uint32_t>(start), static_cast<uint32_t>(token.size()));
+  } else {
+    folded_.resize(start);
   }
-  token.clear();
+}
+
+uint32_t Analyzer::stem_id(std::string_view token, uint64_t hash) {
+  const uint32_t id = cache_.find(token, hash);
+  if (id != StemCache::kMissing) return id;
+  if (stemmer_ == nullptr) return cache_.insert(token, token);
+  const sb_symbol* stemmed =
+      sb_stemmer_stem(stemmer_, reinterpret_cast<const sb_symbol*>(token.data()), static_cast<int>(token.size()));
+  if (stemmed == nullptr) throw Error("libstemmer ran out of memory");
+  return cache_.insert(token, std::string_view(reinterpret_cast<const char*>(stemmed), sb_stemmer_length(stemmer_)));
 }
 
 namespace {
@@ -158,29 +159,47 @@ constexpr std::array<char, 128> kAsciiFold = [] {
 
 }  // namespace
 
+// Two passes: the tokens first (folded, filtered), then their stem ids. Looking tokens up one by
+// one as they ended left every cache miss of the stem cache (a large table, random slots) to stall
+// the tokenizer; hashed ahead, the slots of the next tokens are prefetched while one is looked up.
 void Analyzer::analyze_stems(std::string_view text, std::vector<uint32_t>& stems) {
-  std::string& token = token_;
-  token.clear();
+  folded_.clear();
+  spans_.clear();
+  size_t start = 0;  // of the token being read, in folded_
   size_t pos = 0;
   while (pos < text.size()) {
     const auto byte = static_cast<unsigned char>(text[pos]);
     if (byte < 0x80) {  // the common case, without decoding
       ++pos;
       if (const char folded = kAsciiFold[byte]) {
-        token.push_back(folded);
-      } else if (!token.empty()) {
-        emit(token, stems);
+        folded_.push_back(folded);
+      } else if (folded_.size() > start) {
+        end_token(start);
+        start = folded_.size();
       }
       continue;
     }
     const char32_t cp = utf8_next(text, pos);
     if (is_token_char(cp)) {
-      utf8_append(token, case_fold(cp));
-    } else if (!token.empty()) {
-      emit(token, stems);
+      utf8_append(folded_, case_fold(cp));
+    } else if (folded_.size() > start) {
+      end_token(start);
+      start = folded_.size();
     }
   }
-  if (!token.empty()) emit(token, stems);
+  if (folded_.size() > start) end_token(start);
+
+  constexpr size_t kAhead = 8;
+  const std::string_view all(folded_);
+  hashes_.resize(spans_.size());
+  for (size_t i = 0; i < spans_.size(); ++i) {
+    hashes_[i] = StemCache::hash(all.substr(spans_[i].first, spans_[i].second));
+    if (i < kAhead) cache_.prefetch(hashes_[i]);
+  }
+  for (size_t i = 0; i < spans_.size(); ++i) {
+    if (i + kAhead < spans_.size()) cache_.prefetch(hashes_[i + kAhead]);
+    stems.push_back(stem_id(all.substr(spans_[i].first, spans_[i].second), hashes_[i]));
+  }
 }
 
 void Analyzer::analyze(std::string_view text, std::vector<std::string>& terms) {

@@ -48,6 +48,9 @@ class Analyzer {
   void analyze_stems(std::string_view text, std::vector<uint32_t>& stems);
   std::string_view stem(uint32_t id) const { return cache_.stem(id); }
   size_t stem_count() const { return cache_.stems(); }
+  // Moves on whenever the stem cache is emptied: stem ids kept across documents are valid only
+  // within one epoch.
+  uint64_t stem_cache_epoch() const { return cache_.epoch(); }
   // Empties the stem cache once it holds more tokens than its limit.
   void trim_stem_cache() {
     if (cache_.tokens() > stem_cache_limit_) cache_.clear();
@@ -58,15 +61,20 @@ class Analyzer {
   static constexpr size_t kStemCacheEntryBytes = StemCache::kEntryBytes;
 
  private:
-  void emit(std::string& token, std::vector<uint32_t>& stems);
+  // Ends the token that starts at folded_[start]: kept as a span if it passes the length cap and
+  // the stop words, else dropped from folded_.
+  void end_token(size_t start);
+  uint32_t stem_id(std::string_view token, uint64_t hash);  // from the cache, else stemmed and cached
 
   AnalyzerConfig config_;
   bool dropping_stopwords_ = false;  // inside analyze_query
   sb_stemmer* stemmer_ = nullptr;
   StemCache cache_;
   size_t stem_cache_limit_ = size_t{1} << 18;
-  std::string token_;                // the token being read
-  std::vector<uint32_t> scratch_;    // analyze()'s ids
+  std::string folded_;                             // a text's kept tokens, folded, back to back
+  std::vector<std::pair<uint32_t, uint32_t>> spans_;  // each kept token's offset and size in folded_
+  std::vector<uint64_t> hashes_;                   // each kept token's StemCache::hash
+  std::vector<uint32_t> scratch_;                  // analyze()'s ids
 };
 
 // Character classes used by the tokenizer (exposed for tests).

@@ -1,5 +1,6 @@
 #include "common/analysis/stem_cache.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 namespace warp {
@@ -21,6 +22,27 @@ uint64_t StemCache::hash(std::string_view text) {
   return h ^ (h >> 32);
 }
 
+bool StemCache::holds(const TokenSlot& slot, uint32_t tag, std::string_view token) const {
+  if (slot.tag != tag) return false;
+  if (token.size() <= kInlineBytes) return slot.size == token.size() && std::memcmp(slot.text, token.data(), token.size()) == 0;
+  if (slot.size != kLong) return false;
+  uint32_t offset, size;
+  std::memcpy(&offset, slot.text, 4);
+  std::memcpy(&size, slot.text + 4, 4);
+  return size == token.size() && std::memcmp(arena_.data() + offset, token.data(), size) == 0;
+}
+
+uint32_t StemCache::find(std::string_view token, uint64_t h) const {
+  if (token_slots_.empty()) return kMissing;
+  const uint32_t tag = tag_of(h);
+  const size_t mask = token_slots_.size() - 1;
+  for (size_t i = h & mask;; i = (i + 1) & mask) {
+    const TokenSlot& slot = token_slots_[i];
+    if (slot.tag == 0) return kMissing;
+    if (holds(slot, tag, token)) return slot.stem;
+  }
+}
+
 size_t StemCache::probe(const std::vector<uint32_t>& slots, const std::vector<Entry>& entries, std::string_view text,
                         uint64_t h) const {
   const size_t mask = slots.size() - 1;
@@ -30,12 +52,6 @@ size_t StemCache::probe(const std::vector<uint32_t>& slots, const std::vector<En
     const Entry& e = entries[slot - 1];
     if (e.hash == h && e.size == text.size() && std::memcmp(arena_.data() + e.offset, text.data(), text.size()) == 0) return i;
   }
-}
-
-uint32_t StemCache::find(std::string_view token) const {
-  if (token_slots_.empty()) return kMissing;
-  const size_t i = probe(token_slots_, tokens_, token, hash(token));
-  return token_slots_[i] == 0 ? kMissing : tokens_[token_slots_[i] - 1].stem;
 }
 
 uint32_t StemCache::add(std::vector<uint32_t>& slots, std::vector<Entry>& entries, std::string_view text, uint64_t h,
@@ -54,6 +70,27 @@ uint32_t StemCache::add(std::vector<uint32_t>& slots, std::vector<Entry>& entrie
   return static_cast<uint32_t>(entries.size() - 1);
 }
 
+// Doubles the token table. A slot's hash is not kept: rehashing reads each token again (inline
+// or from the arena), which costs once per doubling.
+void StemCache::grow_tokens() {
+  std::vector<TokenSlot> old(std::max<size_t>(64, 2 * token_slots_.size()));
+  old.swap(token_slots_);
+  const size_t mask = token_slots_.size() - 1;
+  for (const TokenSlot& slot : old) {
+    if (slot.tag == 0) continue;
+    std::string_view text(slot.text, slot.size);
+    if (slot.size == kLong) {
+      uint32_t offset, size;
+      std::memcpy(&offset, slot.text, 4);
+      std::memcpy(&size, slot.text + 4, 4);
+      text = std::string_view(arena_).substr(offset, size);
+    }
+    size_t i = hash(text) & mask;
+    while (token_slots_[i].tag != 0) i = (i + 1) & mask;
+    token_slots_[i] = slot;
+  }
+}
+
 uint32_t StemCache::insert(std::string_view token, std::string_view stem) {
   const uint64_t stem_hash = hash(stem);
   uint32_t stem_id;
@@ -63,19 +100,38 @@ uint32_t StemCache::insert(std::string_view token, std::string_view stem) {
   } else {
     stem_id = add(stem_slots_, stems_, stem, stem_hash, 0);
   }
-  const uint64_t token_hash = hash(token);
-  if (token_slots_.empty() || token_slots_[probe(token_slots_, tokens_, token, token_hash)] == 0) {
-    add(token_slots_, tokens_, token, token_hash, stem_id);
+  if (2 * (token_count_ + 1) > token_slots_.size()) grow_tokens();  // at most half full
+  const uint64_t h = hash(token);
+  const uint32_t tag = tag_of(h);
+  const size_t mask = token_slots_.size() - 1;
+  size_t i = h & mask;
+  for (; token_slots_[i].tag != 0; i = (i + 1) & mask) {
+    if (holds(token_slots_[i], tag, token)) return stem_id;  // known already
   }
+  TokenSlot& slot = token_slots_[i];
+  slot.tag = tag;
+  slot.stem = stem_id;
+  if (token.size() <= kInlineBytes) {
+    slot.size = static_cast<uint8_t>(token.size());
+    std::memcpy(slot.text, token.data(), token.size());
+  } else {
+    const auto offset = static_cast<uint32_t>(arena_.size()), size = static_cast<uint32_t>(token.size());
+    arena_.append(token);
+    slot.size = kLong;
+    std::memcpy(slot.text, &offset, 4);
+    std::memcpy(slot.text + 4, &size, 4);
+  }
+  ++token_count_;
   return stem_id;
 }
 
 void StemCache::clear() {
   arena_.clear();
-  tokens_.clear();
   stems_.clear();
-  token_slots_.assign(token_slots_.size(), 0);
-  stem_slots_.assign(stem_slots_.size(), 0);
+  std::fill(stem_slots_.begin(), stem_slots_.end(), 0u);
+  std::fill(token_slots_.begin(), token_slots_.end(), TokenSlot{});
+  token_count_ = 0;
+  ++epoch_;
 }
 
 }  // namespace warp

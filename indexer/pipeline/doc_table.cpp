@@ -20,8 +20,7 @@ DocTable::~DocTable() {
   if (spill_ != nullptr) std::fclose(spill_);
 }
 
-DocId DocTable::add_chunk(size_t split, uint32_t seq, const std::vector<SourceDocument>& documents,
-                          const std::vector<uint32_t>& lengths, const std::vector<uint32_t>& distinct) {
+DocId DocTable::add_chunk(size_t split, uint32_t seq, const std::vector<SourceDocument>& documents) {
   ByteWriter records;
   std::vector<uint64_t> hashes;
   hashes.reserve(documents.size());
@@ -39,10 +38,16 @@ DocId DocTable::add_chunk(size_t split, uint32_t seq, const std::vector<SourceDo
   }
   chunks_.push_back({split, seq, static_cast<DocId>(first), static_cast<DocId>(documents.size()), spill_bytes_});
   spill_bytes_ += records.bytes().size();
-  lengths_.insert(lengths_.end(), lengths.begin(), lengths.end());
-  distinct_.insert(distinct_.end(), distinct.begin(), distinct.end());
+  lengths_.resize(first + documents.size(), 0);
+  distinct_.resize(first + documents.size(), 0);
   id_hashes_.insert(id_hashes_.end(), hashes.begin(), hashes.end());
   return static_cast<DocId>(first);
+}
+
+void DocTable::set_counts(DocId first, const std::vector<uint32_t>& lengths, const std::vector<uint32_t>& distinct) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::copy(lengths.begin(), lengths.end(), lengths_.begin() + first);
+  std::copy(distinct.begin(), distinct.end(), distinct_.begin() + first);
 }
 
 void DocTable::end_split(size_t split, uint64_t lines, std::vector<Rejection> rejections, uint64_t rejected) {

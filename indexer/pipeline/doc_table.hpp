@@ -29,9 +29,11 @@ class DocTable {
   DocTable& operator=(const DocTable&) = delete;
 
   // Thread-safe. The `seq`th chunk of split `split`: its documents (title, url and id used; the
-  // body is not kept), their analyzed lengths and distinct terms. Returns the first provisional id.
-  DocId add_chunk(size_t split, uint32_t seq, const std::vector<SourceDocument>& documents, const std::vector<uint32_t>& lengths,
-                  const std::vector<uint32_t>& distinct);
+  // body is not kept). Returns the first of their provisional ids, taken before the chunk is
+  // analyzed so that its postings carry them from the start.
+  DocId add_chunk(size_t split, uint32_t seq, const std::vector<SourceDocument>& documents);
+  // Thread-safe. The analyzed lengths and distinct terms of the chunk that starts at `first`.
+  void set_counts(DocId first, const std::vector<uint32_t>& lengths, const std::vector<uint32_t>& distinct);
   // Thread-safe. A split read to its end: the lines it holds and its malformed records.
   void end_split(size_t split, uint64_t lines, std::vector<Rejection> rejections, uint64_t rejected);
   uint64_t documents() const;  // registered so far

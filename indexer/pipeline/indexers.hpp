@@ -13,9 +13,12 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "common/analysis/analyzer.hpp"
+#include "common/index/types.hpp"
 #include "indexer/pipeline/piece.hpp"
 #include "indexer/pipeline/run_file.hpp"
 #include "indexer/pipeline/trie_collections.hpp"
@@ -52,6 +55,21 @@ class Indexer {
 };
 
 std::unique_ptr<Indexer> make_cpu_indexer(IndexerContext context);
+
+// The CPU indexer a parser owns when every parser indexes its own chunks: it takes the parser's
+// postings as the analyzer's stem ids, and looks a stem's term up in its dictionary once per stem
+// cache epoch and run instead of once per posting (no pieces, no suffix copies). Same runs as
+// consume() would write for the same postings.
+class ParserIndexer : public Indexer {
+ public:
+  using Indexer::Indexer;
+  // A document's postings: `stems` (ids of `analyzer`'s stem cache in its current epoch, each
+  // once) with their frequencies `freqs`.
+  virtual void add_document(const Analyzer& analyzer, DocId doc, std::span<const uint32_t> stems, std::span<const uint32_t> freqs) = 0;
+  // Spills when it holds more than its share; called between chunks.
+  virtual void end_chunk() = 0;
+};
+std::unique_ptr<ParserIndexer> make_parser_indexer(IndexerContext context);
 
 struct GpuIndexerOptions {
   int device = 0;

@@ -15,6 +15,7 @@
 #include <queue>
 #include <thread>
 #include <unordered_map>
+#include <utility>
 
 #include "common/index/index_files.hpp"
 #include "common/index/partition_store.hpp"
@@ -324,19 +325,20 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
         }
       });
     }
+    const bool own_takes_all = parsers_index && slots == 1;
     std::atomic<size_t> next_split{0}, parsers_running{parsers};
     std::mutex done_mutex;
     std::condition_variable done;
     for (size_t t = 0; t < parsers; ++t) {
       parser_threads.emplace_back([&, t] {
         try {
-          const std::unique_ptr<Indexer> own =
-              parsers_index ? make_cpu_indexer({slots + t, spill_dir, share, &runs_written}) : nullptr;
+          const std::unique_ptr<ParserIndexer> own =
+              parsers_index ? make_parser_indexer({slots + t, spill_dir, share, &runs_written}) : nullptr;
           Analyzer analyzer(options.build.analyzer);
           analyzer.limit_stem_cache(stem_cache);
           // A document's terms as stem ids, counted in a dense array (ids are small and reused across
           // documents); each stem's trie collection worked out once while the cache holds it.
-          std::vector<uint32_t> stems, count, touched, collection_of;
+          std::vector<uint32_t> stems, count, touched, collection_of, own_stems, freqs;
           std::vector<SourceDocument> chunk;
           std::vector<uint32_t> lengths, distinct;
           for (size_t s; !failed && (s = next_split++) < splits.size();) {
@@ -352,6 +354,7 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
               }
               bytes_read += reader.bytes_read() - before;
               if (chunk.empty()) break;
+              const DocId base = docs.add_chunk(s, seq, chunk);
               std::vector<Piece> out(slots);
               lengths.clear(), distinct.clear();
               for (size_t d = 0; d < chunk.size(); ++d) {
@@ -368,28 +371,36 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
                 }
                 lengths.push_back(static_cast<uint32_t>(stems.size()));
                 distinct.push_back(static_cast<uint32_t>(touched.size()));
+                const DocId doc = base + static_cast<DocId>(d);
+                if (own_takes_all) {  // the parser's own indexer takes every collection
+                  freqs.clear();
+                  for (uint32_t id : touched) freqs.push_back(std::exchange(count[id], 0));
+                  own->add_document(analyzer, doc, touched, freqs);
+                  continue;
+                }
+                own_stems.clear(), freqs.clear();
                 for (uint32_t id : touched) {
-                  const std::string_view term = analyzer.stem(id);
-                  if (collection_of[id] == kNoCollection) collection_of[id] = trie_collection(term);
+                  if (collection_of[id] == kNoCollection) collection_of[id] = trie_collection(analyzer.stem(id));
                   const uint32_t collection = collection_of[id];
-                  const std::string_view suffix = trie_suffix(term, collection);
+                  if (parsers_index && owner[collection] == 0) {  // the parser's own indexer's share
+                    own_stems.push_back(id);
+                    freqs.push_back(std::exchange(count[id], 0));
+                    continue;
+                  }
+                  const std::string_view suffix = trie_suffix(analyzer.stem(id), collection);
                   Piece& piece = out[owner[collection]];
                   piece.entries.push_back({collection, static_cast<uint32_t>(piece.suffixes.size()),
-                                           static_cast<uint32_t>(suffix.size()), static_cast<DocId>(d), count[id]});
+                                           static_cast<uint32_t>(suffix.size()), doc, count[id]});
                   piece.suffixes.append(suffix);
                   count[id] = 0;
                 }
+                if (!own_stems.empty()) own->add_document(analyzer, doc, own_stems, freqs);
               }
-              const DocId base = docs.add_chunk(s, seq, chunk, lengths, distinct);
+              docs.set_counts(base, lengths, distinct);
               chunk.clear();
+              if (own != nullptr) own->end_chunk();
               for (size_t i = 0; i < slots; ++i) {
-                if (out[i].entries.empty()) continue;
-                for (PieceEntry& e : out[i].entries) e.doc += base;
-                if (parsers_index && i == 0) {
-                  own->consume(out[i]);
-                } else {
-                  pieces[i]->push(std::move(out[i]));
-                }
+                if (!out[i].entries.empty()) pieces[i]->push(std::move(out[i]));
               }
             }
             docs.end_split(s, reader.lines(), std::move(reader.rejections()), reader.rejected());

@@ -129,8 +129,12 @@ TEST(StemCache, AgreesWithAHashMapThroughGrowthAndClears) {
   std::unordered_map<std::string, std::string> reference;
   for (int round = 0; round < 3; ++round) {
     for (int i = 0; i < 20000; ++i) {
-      std::string token(1 + rng() % 20, 'a');
-      for (char& c : token) c = static_cast<char>('a' + rng() % 4);  // short alphabet: many repeats
+      std::string token(1 + rng() % 40, 'a');  // past the 23 bytes a slot holds, too
+      if (rng() % 2) {
+        for (char& c : token) c = static_cast<char>('a' + rng() % 4);  // short alphabet: many repeats
+      } else {
+        token.assign(token.size(), static_cast<char>('a' + rng() % 4));  // long ones that repeat
+      }
       const std::string stem = token.substr(0, 1 + token.size() / 2);
       const uint32_t found = cache.find(token);
       if (reference.count(token)) {
