@@ -56,8 +56,12 @@ class Analyzer {
     if (cache_.tokens() > stem_cache_limit_) cache_.clear();
   }
   // At most `entries` tokens cached (2^18 by default) between trims: memory-bounded builds size it
-  // from their budget.
-  void limit_stem_cache(size_t entries) { stem_cache_limit_ = std::max<size_t>(entries, 1); }
+  // from their budget, and the cache's tables are sized for that many up front (kStemCacheEntryBytes
+  // each for a power of two).
+  void limit_stem_cache(size_t entries) {
+    stem_cache_limit_ = std::max<size_t>(entries, 1);
+    cache_.reserve(stem_cache_limit_);
+  }
   static constexpr size_t kStemCacheEntryBytes = StemCache::kEntryBytes;
 
  private:

@@ -1,6 +1,7 @@
 #include "common/analysis/stem_cache.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 
 namespace warp {
@@ -54,28 +55,29 @@ size_t StemCache::probe(const std::vector<uint32_t>& slots, const std::vector<En
   }
 }
 
-uint32_t StemCache::add(std::vector<uint32_t>& slots, std::vector<Entry>& entries, std::string_view text, uint64_t h,
-                        uint32_t stem) {
-  if (2 * (entries.size() + 1) > slots.size()) {  // at most half full
-    slots.assign(std::max<size_t>(64, 2 * slots.size()), 0);
-    for (uint32_t e = 0; e < entries.size(); ++e) {
-      size_t i = entries[e].hash & (slots.size() - 1);
-      while (slots[i] != 0) i = (i + 1) & (slots.size() - 1);
-      slots[i] = e + 1;
-    }
+void StemCache::rehash_stems(size_t slot_count) {
+  stem_slots_.assign(slot_count, 0);
+  for (uint32_t e = 0; e < stems_.size(); ++e) {
+    size_t i = stems_[e].hash & (slot_count - 1);
+    while (stem_slots_[i] != 0) i = (i + 1) & (slot_count - 1);
+    stem_slots_[i] = e + 1;
   }
-  entries.push_back({h, static_cast<uint32_t>(arena_.size()), static_cast<uint32_t>(text.size()), stem});
+}
+
+uint32_t StemCache::add(std::vector<uint32_t>& slots, std::vector<Entry>& entries, std::string_view text, uint64_t h) {
+  if (4 * (entries.size() + 1) > 3 * slots.size()) rehash_stems(std::max<size_t>(64, 2 * slots.size()));  // at most 3/4 full
+  entries.push_back({h, static_cast<uint32_t>(arena_.size()), static_cast<uint32_t>(text.size())});
   arena_.append(text);
   slots[probe(slots, entries, text, h)] = static_cast<uint32_t>(entries.size());
   return static_cast<uint32_t>(entries.size() - 1);
 }
 
-// Doubles the token table. A slot's hash is not kept: rehashing reads each token again (inline
-// or from the arena), which costs once per doubling.
-void StemCache::grow_tokens() {
-  std::vector<TokenSlot> old(std::max<size_t>(64, 2 * token_slots_.size()));
+// A slot's hash is not kept: rehashing reads each token again (inline or from the arena), which
+// costs once per doubling.
+void StemCache::rehash_tokens(size_t slot_count) {
+  std::vector<TokenSlot> old(slot_count);
   old.swap(token_slots_);
-  const size_t mask = token_slots_.size() - 1;
+  const size_t mask = slot_count - 1;
   for (const TokenSlot& slot : old) {
     if (slot.tag == 0) continue;
     std::string_view text(slot.text, slot.size);
@@ -91,6 +93,14 @@ void StemCache::grow_tokens() {
   }
 }
 
+void StemCache::reserve(size_t tokens) {
+  const size_t slots = std::bit_ceil(std::max<size_t>(64, 2 * tokens));
+  if (slots > token_slots_.size()) rehash_tokens(slots);
+  if (slots > stem_slots_.size()) rehash_stems(slots);
+  stems_.reserve(tokens);
+  arena_.reserve(tokens * 8);
+}
+
 uint32_t StemCache::insert(std::string_view token, std::string_view stem) {
   const uint64_t stem_hash = hash(stem);
   uint32_t stem_id;
@@ -98,9 +108,11 @@ uint32_t StemCache::insert(std::string_view token, std::string_view stem) {
   if (!stem_slots_.empty() && stem_slots_[at] != 0) {
     stem_id = stem_slots_[at] - 1;
   } else {
-    stem_id = add(stem_slots_, stems_, stem, stem_hash, 0);
+    stem_id = add(stem_slots_, stems_, stem, stem_hash);
   }
-  if (2 * (token_count_ + 1) > token_slots_.size()) grow_tokens();  // at most half full
+  // At most 3/4 full: a cache reserve()d for its limit (half full there) never grows before the
+  // trim that follows the document which crossed the limit.
+  if (4 * (token_count_ + 1) > 3 * token_slots_.size()) rehash_tokens(std::max<size_t>(64, 2 * token_slots_.size()));
   const uint64_t h = hash(token);
   const uint32_t tag = tag_of(h);
   const size_t mask = token_slots_.size() - 1;

@@ -18,8 +18,12 @@ namespace warp {
 class StemCache {
  public:
   static constexpr uint32_t kMissing = 0xFFFFFFFFu;
-  // Bytes per cached token, counted generously (two entries, texts, slots, vectors grown by doubling).
-  static constexpr size_t kEntryBytes = 128;
+  // Bytes per cached token in a cache reserve()d for a power-of-two number of them: two token
+  // slots (64), a stem entry (16), two stem slots (8), its text with the arena's slack (16).
+  static constexpr size_t kEntryBytes = 104;
+  // Sizes the tables for `tokens` tokens (and as many stems) up front, so that a cache filled to
+  // that many never grows (and never holds two tables at once while it does). Past it, it grows.
+  void reserve(size_t tokens);
 
   // The stem id of a token, or kMissing.
   uint32_t find(std::string_view token) const { return find(token, hash(token)); }
@@ -44,10 +48,9 @@ class StemCache {
   uint64_t epoch() const { return epoch_; }
 
  private:
-  struct Entry {
+  struct Entry {  // a stem
     uint64_t hash;
     uint32_t offset, size;  // of the text in the arena
-    uint32_t stem;          // tokens: their stem's id
   };
   static constexpr size_t kInlineBytes = 23;
   static constexpr uint8_t kLong = 0xFF;
@@ -62,16 +65,17 @@ class StemCache {
   static_assert(sizeof(TokenSlot) == 32);
   static uint32_t tag_of(uint64_t h) { return static_cast<uint32_t>(h >> 32) | 1u; }
   bool holds(const TokenSlot& slot, uint32_t tag, std::string_view token) const;
-  void grow_tokens();
+  void rehash_tokens(size_t slot_count);
   // The index in `slots` of the slot holding `text` (entry index + 1), or of the empty slot where
   // it would go.
   size_t probe(const std::vector<uint32_t>& slots, const std::vector<Entry>& entries, std::string_view text, uint64_t h) const;
-  uint32_t add(std::vector<uint32_t>& slots, std::vector<Entry>& entries, std::string_view text, uint64_t h, uint32_t stem);
+  uint32_t add(std::vector<uint32_t>& slots, std::vector<Entry>& entries, std::string_view text, uint64_t h);
+  void rehash_stems(size_t slot_count);
 
   std::string arena_;  // stem texts, and tokens too long to sit in their slot
   std::vector<Entry> stems_;
   std::vector<uint32_t> stem_slots_;  // power-of-two sized; 0 = empty, else entry index + 1
-  std::vector<TokenSlot> token_slots_;  // power-of-two sized, at most half full
+  std::vector<TokenSlot> token_slots_;  // power-of-two sized, at most 3/4 full
   size_t token_count_ = 0;
   uint64_t epoch_ = 0;
 };
