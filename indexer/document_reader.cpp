@@ -1,6 +1,7 @@
 #include "indexer/document_reader.hpp"
 
 #include <algorithm>
+#include <array>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -27,18 +28,89 @@ bool known_extension(const std::string& name) {
   return false;
 }
 
-// A field that must be a string if present; integers are accepted as ids. Strings are moved out
-// of the parsed record, not copied.
-std::string text_field(nlohmann::json& record, const char* name, bool required) {
-  auto it = record.find(name);
-  if (it == record.end() || it->is_null()) {
-    if (required) throw Error(std::string("missing \"") + name + "\"");
-    return {};
+// The four fields of a JSONL record (id, title, body, url), taken from the parser's SAX events
+// as it reads the line: no document tree (a map and a string per field, then freed, was a tenth of
+// a one-thread build). A field must be a string if present (null counts as absent); integers are
+// accepted and written in decimal. As with a tree, the last of repeated keys wins, and a record
+// is checked (object? id? each field's type?) only once the whole line parsed.
+class RecordFields final : public nlohmann::json_sax<nlohmann::json> {
+ public:
+  static constexpr std::array<const char*, 4> kNames = {"id", "title", "body", "url"};
+  enum class Kind { kAbsent, kText, kNotText };
+
+  // Parses `line`; throws Error naming the first problem, as the checks before did.
+  void parse(std::string& line, SourceDocument& doc) {
+    for (Field& f : fields_) f.kind = Kind::kAbsent, f.text.clear();
+    depth_ = 0, current_ = -1, object_ = false, first_ = true, error_.clear();
+    if (!nlohmann::json::sax_parse(line, this)) throw Error("malformed JSON: " + error_);
+    if (!object_) throw Error("not a JSON object");
+    std::string* out[4] = {&doc.external_id, &doc.title, &doc.body, &doc.url};
+    for (size_t i = 0; i < 4; ++i) {
+      if (fields_[i].kind == Kind::kNotText) throw Error(std::string("\"") + kNames[i] + "\" is not a string");
+      if (i == 0 && fields_[0].kind == Kind::kAbsent) throw Error("missing \"id\"");
+      if (i == 0 && fields_[0].text.empty()) throw Error("empty \"id\"");
+      out[i]->swap(fields_[i].text);
+    }
   }
-  if (it->is_string()) return std::move(it->get_ref<std::string&>());
-  if (it->is_number_integer()) return std::to_string(it->get<int64_t>());
-  throw Error(std::string("\"") + name + "\" is not a string");
-}
+
+  bool null() override { return set(Kind::kAbsent, nullptr); }
+  bool boolean(bool) override { return set(Kind::kNotText, nullptr); }
+  bool number_integer(number_integer_t value) override {
+    std::string text = std::to_string(value);
+    return set(Kind::kText, &text);
+  }
+  bool number_unsigned(number_unsigned_t value) override {
+    std::string text = std::to_string(static_cast<int64_t>(value));  // as the tree's get<int64_t>()
+    return set(Kind::kText, &text);
+  }
+  bool number_float(number_float_t, const string_t&) override { return set(Kind::kNotText, nullptr); }
+  bool string(string_t& value) override { return set(Kind::kText, &value); }
+  bool binary(binary_t&) override { return set(Kind::kNotText, nullptr); }
+  bool start_object(std::size_t) override { return open(true); }
+  bool start_array(std::size_t) override { return open(false); }
+  bool end_object() override { return --depth_, true; }
+  bool end_array() override { return --depth_, true; }
+  bool key(string_t& name) override {
+    if (depth_ == 1) {
+      current_ = -1;
+      for (int i = 0; i < 4; ++i) {
+        if (name == kNames[i]) current_ = i;
+      }
+    }
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override {
+    error_ = e.what();
+    return false;
+  }
+
+ private:
+  struct Field {
+    Kind kind = Kind::kAbsent;
+    std::string text;
+  };
+  // A value: the top-level one (not an object), or at depth 1 the named field's.
+  bool set(Kind kind, std::string* text) {
+    first_ = false;
+    if (depth_ == 1 && current_ >= 0) {
+      fields_[current_].kind = kind;
+      if (text != nullptr) fields_[current_].text.swap(*text);
+      current_ = -1;
+    }
+    return true;
+  }
+  bool open(bool is_object) {
+    if (first_) object_ = is_object;
+    set(Kind::kNotText, nullptr);
+    ++depth_;
+    return true;
+  }
+
+  Field fields_[4];
+  int depth_ = 0, current_ = -1;
+  bool object_ = false, first_ = true;
+  std::string error_;
+};
 
 std::string trim(std::string_view s) {
   const size_t first = s.find_first_not_of(" \t\r\n");
@@ -138,16 +210,8 @@ class JsonlReader final : public DocumentStream::FileReader {
       if (line.find_first_not_of(" \t") == std::string::npos) continue;  // blank lines are not records
       if (!utf8_valid(line)) line = utf8_sanitize(line);  // keep the record, replace the bad bytes
       try {
-        nlohmann::json record = nlohmann::json::parse(line);
-        if (!record.is_object()) throw Error("not a JSON object");
-        doc.external_id = text_field(record, "id", true);
-        if (doc.external_id.empty()) throw Error("empty \"id\"");
-        doc.title = text_field(record, "title", false);
-        doc.body = text_field(record, "body", false);
-        doc.url = text_field(record, "url", false);
+        fields_.parse(line, doc);
         return true;
-      } catch (const nlohmann::json::exception& e) {
-        reject_line(source_.line_number(), std::string("malformed JSON: ") + e.what());
       } catch (const Error& e) {
         reject_line(source_.line_number(), e.what());
       }
@@ -157,6 +221,7 @@ class JsonlReader final : public DocumentStream::FileReader {
 
  private:
   std::string line_;
+  RecordFields fields_;
 };
 
 // TREC SGML: <DOC> … <DOCNO>id</DOCNO> … </DOC>; the title from <TITLE> or <HEADLINE>. A split

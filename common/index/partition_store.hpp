@@ -41,13 +41,16 @@ class SstRows {
   SstRows& operator=(const SstRows&) = delete;
 
   void put(std::string_view key, std::string_view value);  // keys strictly ascending (bytewise)
-  // A term's lexicon row (df, cf, list size, CRC of the list); `words` are the encoded list.
-  void put_term(std::string_view term, const TermInfo& info, const uint32_t* words);
-  void put_list(std::string_view term, const uint32_t* words, uint32_t count);
+  // A term's lexicon row (df, cf, list size, CRC of the list) and its postings row (the encoded
+  // list, `count` words). The caller computes the list's CRC once (crc32_of) for both: the family
+  // checksum of the postings combines it instead of reading the list again.
+  void put_term(std::string_view term, const TermInfo& info, uint32_t list_crc);
+  void put_list(std::string_view term, const uint32_t* words, uint32_t count, uint32_t list_crc);
   void put_document(DocId doc, const DocumentRecord& record);
   Done finish();
 
  private:
+  void put(std::string_view key, std::string_view value, const uint32_t* value_crc);  // value_crc: its CRC, if known
   struct Writer;
   Family family_;
   std::string path_;

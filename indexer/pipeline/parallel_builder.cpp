@@ -21,6 +21,7 @@
 #include "common/index/index_files.hpp"
 #include "common/index/partition_store.hpp"
 #include "common/util/bounded_queue.hpp"
+#include "common/util/checksum.hpp"
 #include "common/util/parallel_tasks.hpp"
 #include "common/util/status.hpp"
 #include "indexer/pipeline/doc_table.hpp"
@@ -190,8 +191,9 @@ RangeOutput merge_range(const std::vector<RunInfo>& runs, const std::string& lo,
       TermInfo info;
       uint64_t count = 0;
       if (!encoders[p].encode(list, info, words, count)) continue;
-      lexicon[p]->put_term(term, info, words.data());
-      postings[p]->put_list(term, words.data(), info.words);
+      const uint32_t list_crc = crc32_of(words.data(), size_t{info.words} * 4);
+      lexicon[p]->put_term(term, info, list_crc);
+      postings[p]->put_list(term, words.data(), info.words, list_crc);
       ++out.terms[p];
       out.posting_count[p] += count;
       out.list_bytes[p] += size_t{info.words} * 4;
