@@ -13,10 +13,10 @@
 //   analyzes them chunk by chunk and regroups each chunk's postings by trie collection
 //   (trie_collections.hpp).
 // - Indexers: by default every parser indexes its own chunks' CPU collections with an indexer of
-//   its own (no hand-over); with `indexers` > 0, indexer threads own the collections (assigned by
+//   its own (no hand-over, fed the analyzer's stem ids: ParserIndexer); with `indexers` > 0, indexer threads own the collections (assigned by
 //   sampling the first chunk so that their token counts balance) and parsers feed them through
 //   bounded queues. GPU indexers always own their collections, in proportion to their measured speed.
-// - Documents get provisional ids as chunks finish; DocTable turns them into final docIDs in
+// - Documents get provisional ids as chunks are read; DocTable turns them into final docIDs in
 //   input order (duplicates: the last wins), so the output is the same for any thread count.
 // - Indexers keep each collection's dictionary as a B-tree (term_btree.hpp) and append postings;
 //   past their share of the memory budget they write a sorted run and start afresh (dictionary
