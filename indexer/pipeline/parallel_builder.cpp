@@ -239,11 +239,11 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
   const bool pieces_flow = !parsers_index || gpu_indexers > 0;
   const uint64_t chunk_bytes = options.chunk_bytes ? options.chunk_bytes : std::clamp<uint64_t>(budget / (36 * parsers), 64u << 10, 4u << 20);
   // Each parser's stem cache, a power of two of tokens (2^10 to 2^20): a quarter of the budget
-  // between them where the parsers index alone, a sixteenth where pieces take memory too. A word
-  // that drops out of the cache is stemmed and its term looked up in the dictionary again: on
-  // 2 GiB of Zipfian text at 16 threads, caches of 2^18 tokens built 1.2× faster than 2^16 (RESULTS.md).
-  const size_t stem_cache = std::bit_floor(
-      std::clamp<uint64_t>(budget / ((pieces_flow ? 16 : 4) * parsers * Analyzer::kStemCacheEntryBytes), 1024, 1u << 20));
+  // between them. A word that drops out of the cache is stemmed and its term looked up in the
+  // dictionary again: on 2 GiB of Zipfian text at 16 threads, caches of 2^18 tokens built 1.2×
+  // faster than 2^16 (RESULTS.md).
+  const size_t stem_cache =
+      std::bit_floor(std::clamp<uint64_t>(budget / (4 * parsers * Analyzer::kStemCacheEntryBytes), 1024, 1u << 20));
   const uint64_t in_flight = (pieces_flow ? 9 : 3) * parsers * chunk_bytes + parsers * stem_cache * Analyzer::kStemCacheEntryBytes;
   report.chunk_bytes = chunk_bytes;
 
