@@ -96,7 +96,7 @@ class CpuIndexer final : public ParserIndexer {
 
   // In three passes over the document's terms, each prefetching what the next one reads: term ids
   // (and their list heads), then the lists' tail slices, then the appends. One posting at a time,
-  // every append waited for two cache misses (the list, then its tail): a fifth of a build.
+  // every append waited for two cache misses (the list, then its tail): a tenth of a one-thread build.
   void add_document(const Analyzer& analyzer, DocId doc, std::span<const uint32_t> stems, std::span<const uint32_t> freqs) override {
     if (analyzer.stem_cache_epoch() != epoch_) {  // the cache was emptied: its ids name other stems now
       term_of_stem_.clear();
