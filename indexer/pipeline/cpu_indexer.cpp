@@ -129,11 +129,14 @@ class CpuIndexer final : public ParserIndexer {
   }
 
   // Everything held, as one run sorted by term, each list by docID; then a fresh start.
+  // The dictionary (and the stem → term map) outlive the run while they take at most half the
+  // share: a word seen again in the next run is not inserted into the B-tree again.
   void spill() override {
-    if (lists_.empty()) return;
+    if (arena_.used_bytes() == 0) return;
     std::vector<std::pair<std::string, uint32_t>> order;
     order.reserve(lists_.size());
     for (uint32_t id = 0; id < lists_.size(); ++id) {
+      if (lists_[id].count == 0) continue;
       std::string term = collection_prefix(collection_of_[id]);
       term += forest_.suffix(id);
       order.emplace_back(std::move(term), id);
@@ -147,11 +150,14 @@ class CpuIndexer final : public ParserIndexer {
       writer.add(term, list);
     }
     add_run(writer.finish());
-    forest_.clear();
     arena_.clear();
-    lists_.clear();
-    collection_of_.clear();
-    term_of_stem_.clear();  // term ids start again from 0
+    std::fill(lists_.begin(), lists_.end(), PostingArena::List{});
+    if (held() > context_.share() / 2) {  // the dictionary too: term ids start again from 0
+      forest_.clear();
+      lists_.clear();
+      collection_of_.clear();
+      term_of_stem_.clear();
+    }
   }
 
  private:
