@@ -19,8 +19,8 @@
 // - Documents get provisional ids as chunks are read; DocTable turns them into final docIDs in
 //   input order (duplicates: the last wins), so the output is the same for any thread count.
 // - Indexers keep each collection's dictionary as a B-tree (term_btree.hpp) and append postings;
-//   past their share of the memory budget they write a sorted run and start afresh (dictionary
-//   too), and write the rest as a last run at the end.
+//   past their share of the memory budget they write a sorted run and empty their postings (the
+//   dictionary too once it takes half the share), and write the rest as a last run at the end.
 // - The back end splits the term space into ranges of about equal run bytes; each range is a
 //   k-way merge of every run, which maps provisional to final docIDs, encodes each term's list
 //   per partition (PartitionEncoder, the in-memory builder's encoder) and streams it into that
