@@ -23,14 +23,18 @@ uint64_t StemCache::hash(std::string_view text) {
   return h ^ (h >> 32);
 }
 
-bool StemCache::holds(const TokenSlot& slot, uint32_t tag, std::string_view token) const {
-  if (slot.tag != tag) return false;
-  if (token.size() <= kInlineBytes) return slot.size == token.size() && std::memcmp(slot.text, token.data(), token.size()) == 0;
-  if (slot.size != kLong) return false;
+std::string_view StemCache::token_text(const TokenSlot& slot) const {
+  if (slot.size != kLong) return std::string_view(slot.text, slot.size);
   uint32_t offset, size;
   std::memcpy(&offset, slot.text, 4);
   std::memcpy(&size, slot.text + 4, 4);
-  return size == token.size() && std::memcmp(arena_.data() + offset, token.data(), size) == 0;
+  return std::string_view(arena_).substr(offset, size);
+}
+
+bool StemCache::holds(const TokenSlot& slot, uint32_t tag, std::string_view token) const {
+  if (slot.tag != tag) return false;
+  if (token.size() <= kInlineBytes) return slot.size == token.size() && std::memcmp(slot.text, token.data(), token.size()) == 0;
+  return slot.size == kLong && token_text(slot) == token;
 }
 
 uint32_t StemCache::find(std::string_view token, uint64_t h) const {
@@ -44,13 +48,12 @@ uint32_t StemCache::find(std::string_view token, uint64_t h) const {
   }
 }
 
-size_t StemCache::probe(const std::vector<uint32_t>& slots, const std::vector<Entry>& entries, std::string_view text,
-                        uint64_t h) const {
-  const size_t mask = slots.size() - 1;
+size_t StemCache::probe_stem(std::string_view text, uint64_t h) const {
+  const size_t mask = stem_slots_.size() - 1;
   for (size_t i = h & mask;; i = (i + 1) & mask) {
-    const uint32_t slot = slots[i];
+    const uint32_t slot = stem_slots_[i];
     if (slot == 0) return i;
-    const Entry& e = entries[slot - 1];
+    const Entry& e = stems_[slot - 1];
     if (e.hash == h && e.size == text.size() && std::memcmp(arena_.data() + e.offset, text.data(), text.size()) == 0) return i;
   }
 }
@@ -64,12 +67,12 @@ void StemCache::rehash_stems(size_t slot_count) {
   }
 }
 
-uint32_t StemCache::add(std::vector<uint32_t>& slots, std::vector<Entry>& entries, std::string_view text, uint64_t h) {
-  if (4 * (entries.size() + 1) > 3 * slots.size()) rehash_stems(std::max<size_t>(64, 2 * slots.size()));  // at most 3/4 full
-  entries.push_back({h, static_cast<uint32_t>(arena_.size()), static_cast<uint32_t>(text.size())});
+uint32_t StemCache::add_stem(std::string_view text, uint64_t h) {
+  if (4 * (stems_.size() + 1) > 3 * stem_slots_.size()) rehash_stems(std::max<size_t>(64, 2 * stem_slots_.size()));  // at most 3/4 full
+  stems_.push_back({h, static_cast<uint32_t>(arena_.size()), static_cast<uint32_t>(text.size())});
   arena_.append(text);
-  slots[probe(slots, entries, text, h)] = static_cast<uint32_t>(entries.size());
-  return static_cast<uint32_t>(entries.size() - 1);
+  stem_slots_[probe_stem(text, h)] = static_cast<uint32_t>(stems_.size());
+  return static_cast<uint32_t>(stems_.size() - 1);
 }
 
 // A slot's hash is not kept: rehashing reads each token again (inline or from the arena), which
@@ -80,14 +83,7 @@ void StemCache::rehash_tokens(size_t slot_count) {
   const size_t mask = slot_count - 1;
   for (const TokenSlot& slot : old) {
     if (slot.tag == 0) continue;
-    std::string_view text(slot.text, slot.size);
-    if (slot.size == kLong) {
-      uint32_t offset, size;
-      std::memcpy(&offset, slot.text, 4);
-      std::memcpy(&size, slot.text + 4, 4);
-      text = std::string_view(arena_).substr(offset, size);
-    }
-    size_t i = hash(text) & mask;
+    size_t i = hash(token_text(slot)) & mask;
     while (token_slots_[i].tag != 0) i = (i + 1) & mask;
     token_slots_[i] = slot;
   }
@@ -104,11 +100,11 @@ void StemCache::reserve(size_t tokens) {
 uint32_t StemCache::insert(std::string_view token, std::string_view stem) {
   const uint64_t stem_hash = hash(stem);
   uint32_t stem_id;
-  const size_t at = stem_slots_.empty() ? 0 : probe(stem_slots_, stems_, stem, stem_hash);
+  const size_t at = stem_slots_.empty() ? 0 : probe_stem(stem, stem_hash);
   if (!stem_slots_.empty() && stem_slots_[at] != 0) {
     stem_id = stem_slots_[at] - 1;
   } else {
-    stem_id = add(stem_slots_, stems_, stem, stem_hash);
+    stem_id = add_stem(stem, stem_hash);
   }
   // At most 3/4 full: a cache reserve()d for its limit (half full there) never grows before the
   // trim that follows the document which crossed the limit.

@@ -66,10 +66,12 @@ class StemCache {
   static uint32_t tag_of(uint64_t h) { return static_cast<uint32_t>(h >> 32) | 1u; }
   bool holds(const TokenSlot& slot, uint32_t tag, std::string_view token) const;
   void rehash_tokens(size_t slot_count);
-  // The index in `slots` of the slot holding `text` (entry index + 1), or of the empty slot where
-  // it would go.
-  size_t probe(const std::vector<uint32_t>& slots, const std::vector<Entry>& entries, std::string_view text, uint64_t h) const;
-  uint32_t add(std::vector<uint32_t>& slots, std::vector<Entry>& entries, std::string_view text, uint64_t h);
+  // A token's text: in its slot, or in the arena for a long one.
+  std::string_view token_text(const TokenSlot& slot) const;
+  // The index in stem_slots_ of the slot holding the stem `text` (its id + 1), or of the empty slot
+  // where it would go.
+  size_t probe_stem(std::string_view text, uint64_t h) const;
+  uint32_t add_stem(std::string_view text, uint64_t h);  // a stem not cached yet; returns its id
   void rehash_stems(size_t slot_count);
 
   std::string arena_;  // stem texts, and tokens too long to sit in their slot
