@@ -104,15 +104,16 @@ TEST_P(GpuCodecTest, DecodersMatchTheCpu) {
 // Lists built to reach every branch of the warp decoders: all-zero values (0-bit slots), geometric
 // gaps, rare huge outliers (PForDelta exceptions, Rice unary ranges of more than 32 words, 3- and
 // 4-byte VByte values), half the values large (more exceptions per block than a warp has lanes),
-// wide uniform gaps, one giant value among small ones; lengths around the block size and partial
-// last blocks.
+// wide uniform gaps, one giant value among small ones, geometric gaps beside constant frequencies
+// and the reverse (Rice: docID and frequency unary ranges of different widths in one block);
+// lengths around the block size and partial last blocks.
 IndexView hard_lists_view(const Codec& codec, uint64_t seed) {
   std::mt19937_64 rng(seed);
   IndexView view;
   view.meta.codec = std::string(codec.name());
   DocId doc_end = 0;
   int term = 0;
-  for (int shape = 0; shape < 6; ++shape) {
+  for (int shape = 0; shape < 8; ++shape) {
     for (size_t n : {size_t{1}, size_t{5}, size_t{128}, size_t{129}, size_t{300}, size_t{4113}, size_t{50000}}) {
       std::geometric_distribution<uint32_t> small(0.3);
       std::uniform_real_distribution<double> coin(0, 1);
@@ -126,6 +127,8 @@ IndexView hard_lists_view(const Codec& codec, uint64_t seed) {
           case 2: return coin(rng) < 0.05 ? static_cast<uint32_t>(rng() % cap) : small(rng);
           case 3: return coin(rng) < 0.5 ? static_cast<uint32_t>(rng() % std::min(cap, 1u << 12)) + 256 : small(rng);
           case 4: return static_cast<uint32_t>(rng() % std::min(cap, 1u << 22));
+          case 6: return frequency ? 0 : small(rng);  // Rice: wide docID ranges, narrow frequency ones
+          case 7: return frequency ? small(rng) : 0;  // and the other way round
           default: return small(rng);
         }
       };
