@@ -185,17 +185,19 @@ __global__ void __launch_bounds__(kWarpsPerThreadBlock * 32)
 // Thread blocks of the whole-list kernel resident per multiprocessor, per codec: the register
 // bound that decoded fastest at 2^26 postings on the H100 (tests/bench/RESULTS.md). 8 (32
 // registers, every warp slot filled) suits the leanest decoders; the PFor family, VByte and LRC
-// keep more values in flight per warp and do best between 5 and 6; Rice, issue-bound, unbounded.
+// keep more values in flight per warp and do best between 5 and 6 (ParaPFor 5 since its first
+// exceptions are extracted where patched); Rice unbounded (64 registers: every load of a block in
+// flight measured faster than more warps resident).
 constexpr uint32_t decode_min_resident(uint32_t codec) {
   switch (static_cast<CodecId>(codec)) {
     case CodecId::kBp128:
     case CodecId::kPforDing:
       return 8;
     case CodecId::kPforBlock:
+    case CodecId::kParaPfor:
       return 5;
     case CodecId::kBp256:
     case CodecId::kVByte:
-    case CodecId::kParaPfor:
     case CodecId::kLrc:
     case CodecId::kLrcSeg:
     case CodecId::kSegLrc:
