@@ -171,8 +171,8 @@ struct RiceBlock {
   uint32_t window_low = 0, window_high = 0;         // the words of this lane's binary parts (bits ≤ 8)
 };
 
-// Issues a block's loads; its unary range [start, end) is the caller's (seq.endpoints[block],
-// [block + 1]), possibly loaded a block ahead.
+// Issues a block's loads; its unary range [start, end) is seq.endpoints[block], [block + 1],
+// loaded by the caller beside the other sequence's.
 template <int BS>
 __device__ __forceinline__ RiceBlock rice_issue(const DeviceSequence& seq, uint32_t block, uint32_t n, uint32_t start,
                                                 uint32_t end) {
@@ -468,20 +468,20 @@ __device__ __forceinline__ void warp_patch_slots(const DeviceSequence& seq, uint
     } else if constexpr (kCodec == static_cast<uint32_t>(CodecId::kPforDing)) {
       slot -= block * BS;
     }
-    scratch.values[slot] |= high << patch.b;
+    scratch.values[slot & (BS - 1)] |= high << patch.b;  // & (BS - 1): a corrupt position stays in the scratch
   }
   if constexpr (kCodec == static_cast<uint32_t>(CodecId::kPforBlock)) {
     const auto* positions = reinterpret_cast<const uint8_t*>(patch.at);
     const uint32_t* high = patch.at + (patch.count + 3) / 4;
-    for (uint32_t e = 32 + lane; e < patch.count; e += 32) scratch.values[positions[e]] |= fmt::extract(high, e, patch.high_width) << patch.b;
+    for (uint32_t e = 32 + lane; e < patch.count; e += 32) scratch.values[positions[e] & (BS - 1)] |= fmt::extract(high, e, patch.high_width) << patch.b;
   } else if constexpr (kCodec == static_cast<uint32_t>(CodecId::kParaPfor)) {
     const uint32_t* high = patch.at + parapfor::packed(patch.count, patch.index_width);
     for (uint32_t e = 32 + lane; e < patch.count; e += 32) {
-      scratch.values[fmt::extract(patch.at, e, patch.index_width)] |= fmt::extract(high, e, patch.high_width) << patch.b;
+      scratch.values[fmt::extract(patch.at, e, patch.index_width) & (BS - 1)] |= fmt::extract(high, e, patch.high_width) << patch.b;
     }
   } else if constexpr (kCodec == static_cast<uint32_t>(CodecId::kPforDing)) {
     for (uint32_t e = patch.first + 32 + lane; e < patch.first + patch.count; e += 32) {
-      scratch.values[seq.exception_positions[e] - block * BS] |= seq.exception_high[e] << patch.b;
+      scratch.values[(seq.exception_positions[e] - block * BS) & (BS - 1)] |= seq.exception_high[e] << patch.b;
     }
   }
 }
