@@ -171,16 +171,14 @@ struct RiceBlock {
   uint32_t window_low = 0, window_high = 0;         // the words of this lane's binary parts (bits ≤ 8)
 };
 
-// Issues a block's loads; its unary range [start, end) is seq.endpoints[block], [block + 1],
-// loaded by the caller beside the other sequence's.
+// Issues a block's loads: its header (parameter, unary offset, unary range), then what they address.
 template <int BS>
-__device__ __forceinline__ RiceBlock rice_issue(const DeviceSequence& seq, uint32_t block, uint32_t n, uint32_t start,
-                                                uint32_t end) {
+__device__ __forceinline__ RiceBlock rice_issue(const DeviceSequence& seq, uint32_t block, uint32_t n) {
   RiceBlock r;
   const uint32_t lane = lane_id();
   r.bits = __ldg(seq.words);
   r.unary = seq.words + __ldg(seq.words + 1);
-  r.start = start, r.end = end;
+  r.start = __ldg(seq.endpoints + block), r.end = __ldg(seq.endpoints + block + 1);
   r.binary = seq.words + 2 + size_t{block} * (BS / 32) * r.bits;
   const uint32_t origin = r.start & ~7u;
   r.wide = r.end - origin > 32 * 8;
@@ -346,7 +344,7 @@ __device__ __forceinline__ void rice_finish_postings(const RiceBlock& d, const R
 template <int BS>
 __device__ void warp_decode_rice(const DeviceSequence& seq, uint32_t block, uint32_t n, uint32_t (&v)[BS / 32],
                                  WarpScratch<BS>& scratch) {
-  rice_finish<BS>(rice_issue<BS>(seq, block, n, __ldg(seq.endpoints + block), __ldg(seq.endpoints + block + 1)), n, v, scratch);
+  rice_finish<BS>(rice_issue<BS>(seq, block, n), n, v, scratch);
 }
 
 // LRC docIDs: lane values index(lane, j) of the block, decoded from their records' lines.
@@ -585,10 +583,8 @@ __device__ uint32_t warp_decode_postings(const DeviceList& list, uint32_t block,
   uint32_t doc = lrc_docs || block == 0 ? 0xFFFFFFFFu : list.block_last_docid[block - 1];
   if constexpr (kCodec == static_cast<uint32_t>(CodecId::kRice)) {
     // Both sequences' loads (endpoints, then binary parts and first rounds) before either's ranks.
-    const RiceBlock doc_rice = rice_issue<BS>(list.docs, block, n, __ldg(list.docs.endpoints + block),
-                                              __ldg(list.docs.endpoints + block + 1));
-    const RiceBlock freq_rice = rice_issue<BS>(list.freqs, block, n, __ldg(list.freqs.endpoints + block),
-                                               __ldg(list.freqs.endpoints + block + 1));
+    const RiceBlock doc_rice = rice_issue<BS>(list.docs, block, n);
+    const RiceBlock freq_rice = rice_issue<BS>(list.freqs, block, n);
     rice_finish_postings<BS>(doc_rice, freq_rice, n, docs, freqs, scratch);
   } else if constexpr (is_slot_codec(kCodec) || (kCodec != kAnyCodec && is_slot_codec(kFreqCodec))) {
     // With the codecs known, both sequences' slots and first exceptions are loaded before either
