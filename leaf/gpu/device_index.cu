@@ -211,9 +211,9 @@ void DeviceIndex::describe(const std::string& term, const TermInfo& info, const 
     list.tile_first_block = tile_blocks_ + it->second * tiles;
   }
   list.docs = {on_device(view.docs.endpoints), on_device(view.docs.words), exceptions_ + offsets.doc_positions,
-               exceptions_ + offsets.doc_high};
+               exceptions_ + offsets.doc_high, static_cast<uint32_t>(view.docs.word_count)};
   list.freqs = {on_device(view.freqs.endpoints), on_device(view.freqs.words), exceptions_ + offsets.freq_positions,
-                exceptions_ + offsets.freq_high};
+                exceptions_ + offsets.freq_high, static_cast<uint32_t>(view.freqs.word_count)};
 }
 
 bool DeviceIndex::find(const std::string& term, DeviceList& list, const TermInfo** info_out) const {
