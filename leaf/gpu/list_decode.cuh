@@ -117,7 +117,7 @@ uint32_t resident_grid(uint32_t wanted) {
 
 // Per-block PForDelta and ParaPFor find a block's slots through two dependent loads (its endpoint,
 // then its header) before the slots themselves: three memory latencies a block. Their whole-list
-// kernel loads the next block's extent while it decodes this one and then asks L2 for its lines
+// kernel loads where the next block begins while it decodes this one and then asks L2 for its lines
 // (`prefetch.global.L2`, nothing held in registers), so the next block's chain hits L2 (H100, 2^26
 // postings: per-block PForDelta 59% -> 64-66% of copy bandwidth, ParaPFor 61% -> 64-65%; BP,
 // whose chain is one load shorter, measured slower with it: 86% -> 81%).

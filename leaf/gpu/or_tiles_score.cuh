@@ -360,22 +360,27 @@ __global__ void __launch_bounds__(BS) first_pass_kernel(const EngineQuery* queri
 }
 
 // 5. Pass 2: persistent blocks over the batch's work list; a tile keeps its documents scoring at
-// least θ (few: θ is near the k-th best).
+// least θ (few: θ is near the k-th best). One pass over the tile's live scores keeps them (a warp's
+// keepers take their places in the query's row with one atomic, in any order: the selection sorts)
+// and zeroes the scores (a tile decodes only ~4 blocks on the GOV2-like preset at k = 1000, so
+// each pass over its 4,096 scores counts). Blocks of 128 threads are bound to 56 registers, 9 resident
+// per multiprocessor (64 registers: 8). H100, GOV2-like OR batched, against a count, a block scan
+// and a second pass at 56 registers: top-1000 13.1k / 12.8k -> 13.9k / 13.7k q/s, top-10 44.3k /
+// 44.6k -> 46.7k / 45.6k (one pass unbound: 13.4k / 12.8k).
 template <int BS>
-__global__ void __launch_bounds__(BS) second_pass_kernel(const EngineQuery* queries, BoundInputs in, const float* weights,
+__global__ void __launch_bounds__(BS, BS == 128 ? 9 : 1) second_pass_kernel(const EngineQuery* queries, BoundInputs in, const float* weights,
                                                          const float* norms, const uint32_t* second_tiles,
                                                          const uint32_t* second_total, uint64_t* keys,
                                                          size_t key_stride, bool staged, StageOptions stage_options,
                                                          QueryScratch* scratch) {
-  using Scan = cub::BlockScan<uint32_t, BS>;
   __shared__ float scores[kTile];
   __shared__ WarpScratch<BS> warp_scratch[BS / 32];
-  __shared__ typename Scan::TempStorage scan_storage;
-  __shared__ uint32_t base, live, counts[2];
+  __shared__ uint32_t live, counts[2];
   __shared__ TilePlan plan;
   __shared__ TileStages stages;
   const uint32_t doc_begin = in.doc_begin, doc_count = in.doc_count;
   const uint32_t total = *second_total;
+  const uint32_t lane = threadIdx.x & 31u;
   for (uint32_t i = threadIdx.x; i < kTile; i += BS) scores[i] = 0;  // each tile leaves its live slices zeroed
   for (uint32_t item = blockIdx.x; item < total; item += gridDim.x) {
     const uint32_t work = second_tiles[item];
@@ -383,31 +388,35 @@ __global__ void __launch_bounds__(BS) second_pass_kernel(const EngineQuery* quer
     QueryScratch& s = scratch[qi];
     const EngineQuery q = queries[qi];
     const uint32_t theta_bits = s.theta_bits;
-    const uint32_t tile_first = tile * kTile, tile_end = min(tile_first + kTile, doc_count);
+    const uint32_t tile_first = tile * kTile;
     if (threadIdx.x == 0) counts[0] = counts[1] = 0;
     score_tile<BS>(q, qi, in, weights, norms, tile, __uint_as_float(theta_bits), false, live, scores, warp_scratch, plan, staged ? &stages : nullptr, stage_options, counts);
-    uint32_t keep = 0;
-    for_live<BS>(live, [&](uint32_t i) { keep += scores[i] > 0 && __float_as_uint(scores[i]) >= theta_bits; });
-    uint32_t offset, kept;
-    Scan(scan_storage).ExclusiveSum(keep, offset, kept);
     if (threadIdx.x == 0) {
-      base = kept == 0 ? 0 : atomicAdd(&s.key_count, kept);
       atomicAdd(&s.counters.blocks_decoded, static_cast<unsigned long long>(counts[0]));
       atomicAdd(&s.counters.postings_decoded, static_cast<unsigned long long>(counts[1]));
       atomicAdd(&s.tiles_scored, 1u);
     }
-    __syncthreads();
     uint64_t* row = keys + qi * key_stride;
     for_live<BS>(live, [&](uint32_t i) {
-      if (scores[i] > 0 && __float_as_uint(scores[i]) >= theta_bits) {
-        const uint64_t key = topk_key(scores[i], doc_begin + tile_first + i);
-        if (base + offset < key_stride) row[base + offset] = key;  // else the query runs again alone
-        ++offset;
-        atomicAdd(&s.key_buckets[key_bucket(key)], 1u);
+      const float score = scores[i];
+      const bool keep = score > 0 && __float_as_uint(score) >= theta_bits;
+      const uint32_t active = __activemask();
+      const uint32_t keepers = __ballot_sync(active, keep);
+      if (keepers != 0) {
+        const uint32_t leader = __ffs(active) - 1;
+        uint32_t base = 0;
+        if (lane == leader) base = atomicAdd(&s.key_count, __popc(keepers));
+        base = __shfl_sync(active, base, leader);
+        if (keep) {
+          const uint64_t key = topk_key(score, doc_begin + tile_first + i);
+          const uint32_t at = base + __popc(keepers & ((1u << lane) - 1));
+          if (at < key_stride) row[at] = key;  // else the query runs again alone
+          atomicAdd(&s.key_buckets[key_bucket(key)], 1u);
+        }
       }
       scores[i] = 0;  // the thread that read it: no barrier needed
     });
-    __syncthreads();  // scores, live and base are reused by the next tile
+    __syncthreads();  // scores, live, counts and the plan are reused by the next tile
   }
 }
 
