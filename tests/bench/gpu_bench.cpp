@@ -268,7 +268,7 @@ void query_table(const IndexView& view, const std::vector<std::vector<std::strin
       for (size_t i = 0; i < sample.size(); ++i) mismatches += !same_scores(batched_results[i], expected[i]);
 
       // The throughput paths over the log `timed_passes` times: a pass of a fast path lasts ~0.1 s,
-      // and the last queries of a pass (up to 135 ms on the CPU) leave threads idle.
+      // and the last queries of a pass (up to ~0.2 s on the CPU) leave threads idle.
       std::vector<Query> timed;
       for (size_t pass = 0; pass < timed_passes; ++pass) timed.insert(timed.end(), queries.begin(), queries.end());
       const Timing single = run(timed, 1, [&](const Query& q) { gpu_single.search(q); });
