@@ -47,7 +47,9 @@ struct BlockDecodeStorage {
 };
 
 // Decodes values block*BS .. block*BS+n-1 of `seq` into storage.values[0..n). Every thread of the
-// block must call it (it synchronises); values are valid after it returns.
+// block must call it (it synchronises); values are valid after it returns. Exception positions
+// and Rice code ends index the storage modulo or below BS: a corrupt block decodes to wrong values,
+// never outside the storage.
 template <int BS>
 __device__ void decode_block(const DeviceSequence& seq, uint32_t codec, uint32_t block, uint32_t n,
                              BlockDecodeStorage<BS>& storage) {
@@ -81,7 +83,7 @@ __device__ void decode_block(const DeviceSequence& seq, uint32_t codec, uint32_t
       const uint32_t* after_slots = at + 1 + (n * bits + 31) / 32;
       const auto* positions = reinterpret_cast<const uint8_t*>(after_slots);
       const uint32_t* high = after_slots + (exceptions + 3) / 4;
-      for (uint32_t e = tid; e < exceptions; e += BS) storage.values[positions[e]] |= extract_bits_dev(high, e, high_width) << bits;
+      for (uint32_t e = tid; e < exceptions; e += BS) storage.values[positions[e] & (BS - 1)] |= extract_bits_dev(high, e, high_width) << bits;
       break;
     }
     case CodecId::kPforDing: {
@@ -89,7 +91,7 @@ __device__ void decode_block(const DeviceSequence& seq, uint32_t codec, uint32_t
       if (tid < n) storage.values[tid] = extract_bits_dev(seq.words + 4, uint64_t{block} * BS + tid, width);
       __syncthreads();
       for (uint32_t e = seq.endpoints[block] + tid; e < seq.endpoints[block + 1]; e += BS) {
-        storage.values[seq.exception_positions[e] - block * BS] |= seq.exception_high[e] << width;
+        storage.values[(seq.exception_positions[e] - block * BS) & (BS - 1)] |= seq.exception_high[e] << width;
       }
       break;
     }
@@ -101,7 +103,7 @@ __device__ void decode_block(const DeviceSequence& seq, uint32_t codec, uint32_t
       if (tid < h.en) {
         const uint32_t* indices = at + 1 + parapfor::packed(n, h.b);
         const uint32_t index = extract_bits_dev(indices, tid, h.ib);
-        storage.values[index] |= extract_bits_dev(indices + parapfor::packed(h.en, h.ib), tid, h.hb) << h.b;
+        storage.values[index & (BS - 1)] |= extract_bits_dev(indices + parapfor::packed(h.en, h.ib), tid, h.hb) << h.b;
       }
       break;
     }
@@ -135,7 +137,8 @@ __device__ void decode_block(const DeviceSequence& seq, uint32_t codec, uint32_t
         while (zeros != 0) {
           const uint32_t bit = __ffs(zeros) - 1;
           zeros &= zeros - 1;
-          storage.zero_positions[z++] = word_index * 32 + bit - start;
+          if (z < BS) storage.zero_positions[z] = word_index * 32 + bit - start;  // more than BS: corrupt endpoints
+          ++z;
         }
         zeros_before += total;
         __syncthreads();  // the scan storage is reused by the next chunk

@@ -292,7 +292,8 @@ __device__ __forceinline__ void rice_finish(const RiceBlock& r, uint32_t n, uint
   __syncwarp();  // earlier readers of the scratch are done
   if (r.wide) {
     uint32_t seen = rice_scatter<BS, 16>(rice_first_zeros<16>(r), origin + lane * 16, 0, scratch);
-    for (uint32_t round = origin + 512; round < r.end; round += 512) {  // only for very long codes
+    // Only for very long codes; a full block's ends are all found once BS are seen (more: corrupt).
+    for (uint32_t round = origin + 512; round < r.end && seen < BS; round += 512) {
       const uint32_t at = round + lane * 16;
       seen += rice_scatter<BS, 16>(rice_lane_zeros<16>(r.unary, at, r.start, r.end), at, seen, scratch);
     }
