@@ -226,11 +226,26 @@ __global__ void __launch_bounds__(kPlanThreads) theta_kernel(const EngineQuery* 
   uint32_t bucket, above, theta_bits = 0;
   if (find_rank<kPlanThreads>(s.key_buckets, k, bucket, above)) {  // synchronises: sub is zeroed
     theta_bits = bucket << (31 - kBucketBits);  // the bucket's lower edge
-    if (s.key_count <= key_stride) {  // uniform; else the row lost keys, and the run is repeated alone
+    const uint32_t key_count = s.key_count;
+    if (key_count <= key_stride) {  // uniform; else the row lost keys, and the run is repeated alone
       const uint64_t* row = keys + qi * key_stride;
-      for (uint32_t i = threadIdx.x; i < s.key_count; i += kPlanThreads) {
-        const uint64_t key = row[i];
-        if (key_bucket(key) == bucket) atomicAdd(&sub[static_cast<uint32_t>(key >> (63 - 2 * kBucketBits)) & (kBuckets - 1)], 1u);
+      // kKeysInFlight loads a thread before any is used (one key at a time waited for each load
+      // before the next, the atomic between them): H100, GOV2-like OR top-1000 one query at a
+      // time 3,416 / 3,356 -> 3,534 / 3,586 q/s, p99 0.62 -> 0.56 ms; batches unchanged.
+      constexpr uint32_t kKeysInFlight = 8;
+      for (uint32_t first = threadIdx.x; first < key_count; first += kKeysInFlight * kPlanThreads) {
+        uint64_t batch[kKeysInFlight];
+#pragma unroll
+        for (uint32_t j = 0; j < kKeysInFlight; ++j) {
+          const uint32_t i = first + j * kPlanThreads;
+          batch[j] = i < key_count ? row[i] : 0;
+        }
+#pragma unroll
+        for (uint32_t j = 0; j < kKeysInFlight; ++j) {
+          if (first + j * kPlanThreads < key_count && key_bucket(batch[j]) == bucket) {
+            atomicAdd(&sub[static_cast<uint32_t>(batch[j] >> (63 - 2 * kBucketBits)) & (kBuckets - 1)], 1u);
+          }
+        }
       }
       __syncthreads();
       uint32_t sub_bucket, sub_above;
