@@ -45,7 +45,7 @@ int run(int argc, char** argv) {
       .value("run", "", "write a TREC run here (qid Q0 external_id rank score warp)")
       .value("mode", "or", "and, or, or andor (AND, then OR when AND finds fewer than k)")
       .value("k", "10", "hits per query, 1..10000")
-      .value("or-algorithm", "bmw", "exact OR top-k by bmw (BlockMax-WAND) or maxscore")
+      .value("or-algorithm", "tiles", "exact OR top-k by tiles (MaxScore over docID tiles), bmw (BlockMax-WAND) or maxscore")
       .value("threads", "1", "worker threads (0: all cores)")
       .value("processor", "cpu", "cpu, or gpu (the GPU query processor, see the --gpu-* flags)")
       .value("bm25-k1", "", "BM25 k1 (default: the index's)")

@@ -1,5 +1,5 @@
 // Document-at-a-time query algorithms over posting cursors, one per file (PISA's layout):
-// and_query.cpp, maxscore_query.cpp, block_max_wand_query.cpp. Each fills `topk` with the exact
+// and_query.cpp, maxscore_query.cpp, block_max_wand_query.cpp, tiled_or_query.cpp. Each fills `topk` with the exact
 // BM25 top-k of its mode; the cursors hold one distinct term each.
 #pragma once
 #include <vector>
@@ -19,5 +19,7 @@ uint64_t and_query(std::vector<PostingCursor*> cursors, TopkQueue& topk);
 void maxscore_query(std::vector<PostingCursor*> cursors, TopkQueue& topk);
 // Disjunctive, exact, with BlockMax-WAND over the per-block maxima (Ding & Suel 2011).
 void block_max_wand_query(std::vector<PostingCursor*> cursors, TopkQueue& topk);
+// Disjunctive, exact: MaxScore over docID tiles scored term-at-a-time (tiled_or_query.cpp).
+void tiled_or_query(std::vector<PostingCursor*> cursors, TopkQueue& topk);
 
 }  // namespace warp

@@ -11,7 +11,17 @@ namespace warp {
 OrAlgorithm parse_or_algorithm(std::string_view text) {
   if (text == "maxscore") return OrAlgorithm::kMaxScore;
   if (text == "bmw") return OrAlgorithm::kBlockMaxWand;
-  throw Error("unknown OR algorithm '" + std::string(text) + "' (use maxscore or bmw)");
+  if (text == "tiles") return OrAlgorithm::kTiles;
+  throw Error("unknown OR algorithm '" + std::string(text) + "' (use tiles, bmw or maxscore)");
+}
+
+std::string_view or_algorithm_name(OrAlgorithm algorithm) {
+  switch (algorithm) {
+    case OrAlgorithm::kMaxScore: return "maxscore";
+    case OrAlgorithm::kBlockMaxWand: return "bmw";
+    case OrAlgorithm::kTiles: return "tiles";
+  }
+  return "?";
 }
 
 QueryResult CpuQueryProcessor::search(const Query& query) const {
@@ -51,6 +61,8 @@ QueryResult CpuQueryProcessor::search(const Query& query) const {
   TopkQueue topk(query.k);
   if (options_.or_algorithm == OrAlgorithm::kMaxScore) {
     maxscore_query(cursors, topk);
+  } else if (options_.or_algorithm == OrAlgorithm::kTiles) {
+    tiled_or_query(cursors, topk);
   } else {
     block_max_wand_query(cursors, topk);
   }

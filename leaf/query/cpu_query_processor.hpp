@@ -1,5 +1,5 @@
 // The CPU query processor of one partition: DAAT over compressed blocks with block skipping
-// (AND), MaxScore or BlockMax-WAND (OR), and AND+OR (Ding et al. 2009 §8.3: AND first, OR when
+// (AND), tiled MaxScore, BlockMax-WAND or MaxScore (OR), and AND+OR (Ding et al. 2009 §8.3: AND first, OR when
 // AND finds fewer than k documents).
 #pragma once
 #include "leaf/query/query_processor.hpp"
@@ -7,7 +7,7 @@
 namespace warp {
 
 struct CpuProcessorOptions {
-  OrAlgorithm or_algorithm = OrAlgorithm::kBlockMaxWand;
+  OrAlgorithm or_algorithm = OrAlgorithm::kTiles;
 };
 
 class CpuQueryProcessor final : public QueryProcessor {

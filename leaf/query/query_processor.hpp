@@ -13,10 +13,11 @@
 
 namespace warp {
 
-// Exact OR top-k algorithms; both give identical results.
-enum class OrAlgorithm { kMaxScore, kBlockMaxWand };
+// Exact OR top-k algorithms; all give identical results.
+enum class OrAlgorithm { kMaxScore, kBlockMaxWand, kTiles };
 
-OrAlgorithm parse_or_algorithm(std::string_view text);   // "maxscore" | "bmw"; throws Error
+OrAlgorithm parse_or_algorithm(std::string_view text);  // "tiles" | "bmw" | "maxscore"; throws Error
+std::string_view or_algorithm_name(OrAlgorithm algorithm);
 
 // How one query is scored on a partition: the units (the same on every partition of a generation)
 // and, per distinct term, its scoring or nothing when the partition has no such term.

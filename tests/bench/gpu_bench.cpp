@@ -232,6 +232,8 @@ void query_table(const IndexView& view, const std::vector<std::vector<std::strin
                            .executors = batch_streams};
   gpu::GpuQueryProcessor gpu_batched(view, batched_options);
   CpuQueryProcessor cpu_processor(view);
+  // The GPU's blocks are compared with BlockMax-WAND's, the CPU's dynamic pruning of record.
+  CpuQueryProcessor bmw_processor(view, {OrAlgorithm::kBlockMaxWand});
   const size_t cores = std::max(1u, std::thread::hardware_concurrency());
   // Enough clients for every stream's batch and the next one forming (64 clients filled only two of
   // three streams of 32 queries before the seventeenth session).
@@ -239,9 +241,9 @@ void query_table(const IndexView& view, const std::vector<std::vector<std::strin
   std::printf("GPU index %.0f MB resident (%.0f MB of docID-range maxima); batches close at %zu postings of work or %zu queries, %zu in flight; %zu client threads drive the batched path, 16 the 8-lane path\n\n",
               gpu_single.device_index().stats().bytes_resident / 1e6, gpu_single.device_index().stats().slice_bytes / 1e6, batch_threshold, batch_max_queries, batch_streams, clients);
   std::printf("| mode | k | GPU single q/s | p50 / p99 ms | GPU single, dense OR accumulators q/s | GPU 8 lanes q/s | p50 / p99 ms | GPU batched q/s | p50 / p99 ms | CPU %zu threads q/s | p50 / p99 ms | "
-              "CPU 1 thread ms/query | batched / CPU-%zu | single / CPU-1 (latency) | blocks decoded per query: GPU / CPU / in the lists |\n",
-              cores, cores);
-  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+              "CPU %zu threads, BlockMax-WAND q/s | CPU 1 thread ms/query | batched / CPU-%zu | single / CPU-1 (latency) | blocks decoded per query: GPU / CPU BlockMax-WAND / in the lists |\n",
+              cores, cores, cores);
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (QueryMode mode : table_modes) {
     for (size_t k : table_ks) {
       std::vector<Query> queries, sample;
@@ -252,15 +254,16 @@ void query_table(const IndexView& view, const std::vector<std::vector<std::strin
       std::vector<QueryResult> expected(sample.size());
       for (size_t i = 0; i < sample.size(); ++i) {
         expected[i] = cpu_processor.search(sample[i]);
+        const QueryResult bmw = bmw_processor.search(sample[i]);
         if (per_query_stats) {  // beside the OR tiles' line of each GPU path (WARP_GPU_STAGE_TIMES=2)
-          std::fprintf(stderr, "cpu query: blocks %llu of %llu\n", static_cast<unsigned long long>(expected[i].stats.blocks_decoded),
-                       static_cast<unsigned long long>(expected[i].stats.blocks_total));
+          std::fprintf(stderr, "cpu query (BlockMax-WAND): blocks %llu of %llu\n", static_cast<unsigned long long>(bmw.stats.blocks_decoded),
+                       static_cast<unsigned long long>(bmw.stats.blocks_total));
         }
         const QueryResult single = gpu_single.search(sample[i]);
         gpu_blocks += single.stats.blocks_decoded;
-        cpu_blocks += expected[i].stats.blocks_decoded;
-        total_blocks += expected[i].stats.blocks_total;
-        mismatches += !same_scores(single, expected[i]) + !same_scores(gpu_lanes.search(sample[i]), expected[i]) +
+        cpu_blocks += bmw.stats.blocks_decoded;
+        total_blocks += bmw.stats.blocks_total;
+        mismatches += !same_scores(single, expected[i]) + !same_scores(bmw, expected[i]) + !same_scores(gpu_lanes.search(sample[i]), expected[i]) +
                       !same_scores(gpu_dense.search(sample[i]), expected[i]);
       }
       std::vector<QueryResult> batched_results(sample.size());
@@ -276,11 +279,12 @@ void query_table(const IndexView& view, const std::vector<std::vector<std::strin
       const Timing lanes = run(timed, 16, [&](const Query& q) { gpu_lanes.search(q); });
       const Timing batched = run(timed, clients, [&](const Query& q) { gpu_batched.search(q); });
       const Timing cpu_all = run(timed, cores, [&](const Query& q) { cpu_processor.search(q); });
+      const Timing cpu_bmw = run(timed, cores, [&](const Query& q) { bmw_processor.search(q); });
       const Timing cpu_one = run(sample, 1, [&](const Query& q) { cpu_processor.search(q); });
       const Timing single_sample = run(sample, 1, [&](const Query& q) { gpu_single.search(q); });
-      std::printf("| %s | %zu | %.0f | %.3f / %.3f | %.0f | %.0f | %.3f / %.3f | %.0f | %.3f / %.3f | %.0f | %.3f / %.3f | %.2f | %.1f× | %.1f× | %.0f / %.0f / %.0f |%s\n",
+      std::printf("| %s | %zu | %.0f | %.3f / %.3f | %.0f | %.0f | %.3f / %.3f | %.0f | %.3f / %.3f | %.0f | %.3f / %.3f | %.0f | %.2f | %.1f× | %.1f× | %.0f / %.0f / %.0f |%s\n",
                   std::string(to_string(mode)).c_str(), k, single.qps, single.p50, single.p99, dense.qps, lanes.qps, lanes.p50, lanes.p99,
-                  batched.qps, batched.p50, batched.p99, cpu_all.qps, cpu_all.p50, cpu_all.p99, 1e3 / cpu_one.qps,
+                  batched.qps, batched.p50, batched.p99, cpu_all.qps, cpu_all.p50, cpu_all.p99, cpu_bmw.qps, 1e3 / cpu_one.qps,
                   batched.qps / cpu_all.qps, single_sample.qps / cpu_one.qps, double(gpu_blocks) / sample.size(),
                   double(cpu_blocks) / sample.size(), double(total_blocks) / sample.size(),
                   mismatches ? (" " + std::to_string(mismatches) + " MISMATCHES vs CPU").c_str() : "");

@@ -1,4 +1,4 @@
-// query_bench: q/s and mean/p50/p99 latency of AND, OR (BlockMax-WAND) and AND+OR at k=10 and
+// query_bench: q/s and mean/p50/p99 latency of AND, OR (the default, tiled MaxScore) and AND+OR at k=10 and
 // k=1000, one thread and all cores, for Warpsearch's CPU processor and Xapian (BM25Weight with the
 // same k1 and b) on the same analyzed documents and queries, in one run. Collections: the default
 // corpus (GCIDE JSONL) and a synthetic Zipfian collection.
@@ -102,7 +102,7 @@ void bench_collection(const Collection& c, const std::vector<size_t>& thread_cou
   std::printf("\n### %s: %zu documents, %zu queries\n\n", c.name.c_str(), c.documents, c.queries.size());
   std::printf("| mode | k | threads | warp q/s | warp mean / p50 / p99 ms | xapian q/s | xapian mean / p50 / p99 ms | warp/xapian |\n");
   std::printf("|---|---|---|---|---|---|---|---|\n");
-  CpuQueryProcessor processor(c.ours[0].view, {OrAlgorithm::kBlockMaxWand});
+  CpuQueryProcessor processor(c.ours[0].view);
   for (QueryMode mode : {QueryMode::kAnd, QueryMode::kOr, QueryMode::kAndOr}) {
     for (size_t k : {size_t{10}, size_t{1000}}) {
       for (size_t threads : thread_counts) {

@@ -80,7 +80,7 @@ TEST_P(RandomCollectionTest, EveryModeMatchesBruteForce) {
   queries.push_back({"t0", "t0", "t1"});  // a repeated term weighs by its query-term frequency
   queries.push_back({"no-such-term"});
 
-  for (OrAlgorithm algorithm : {OrAlgorithm::kMaxScore, OrAlgorithm::kBlockMaxWand}) {
+  for (OrAlgorithm algorithm : {OrAlgorithm::kMaxScore, OrAlgorithm::kBlockMaxWand, OrAlgorithm::kTiles}) {
     InMemoryIndex index(built, algorithm);
     for (size_t q = 0; q < queries.size(); ++q) {
       for (QueryMode mode : {QueryMode::kAnd, QueryMode::kOr, QueryMode::kAndOr}) {
@@ -89,7 +89,7 @@ TEST_P(RandomCollectionTest, EveryModeMatchesBruteForce) {
           const std::vector<Hit> actual = index.search({queries[q], mode, k});
           ASSERT_TRUE(testing::same_topk(expected, actual, reference, queries[q]))
               << "query " << q << " mode " << to_string(mode) << " k " << k << " algorithm "
-              << (algorithm == OrAlgorithm::kMaxScore ? "maxscore" : "bmw") << " seed " << seed;
+              << or_algorithm_name(algorithm) << " seed " << seed;
         }
       }
     }
@@ -131,13 +131,49 @@ TEST(CpuQueryProcessor, LongListsWithPruningMatchBruteForce) {
   });
   const auto built = builder.build();
   const auto queries = synthetic::generate_queries(150, params.vocabulary, 6, seed);
-  for (OrAlgorithm algorithm : {OrAlgorithm::kMaxScore, OrAlgorithm::kBlockMaxWand}) {
+  for (OrAlgorithm algorithm : {OrAlgorithm::kMaxScore, OrAlgorithm::kBlockMaxWand, OrAlgorithm::kTiles}) {
     CpuQueryProcessor processor(built[0].view, {algorithm});
     for (size_t q = 0; q < queries.size(); ++q) {
       for (size_t k : {size_t{1}, size_t{10}, size_t{50}}) {
         const QueryResult result = processor.search({queries[q], QueryMode::kOr, k});
         ASSERT_TRUE(testing::same_topk(reference.search(queries[q], QueryMode::kOr, k), result.hits, reference, queries[q]))
-            << "query " << q << " k " << k << " seed " << seed;
+            << "query " << q << " k " << k << " algorithm " << or_algorithm_name(algorithm) << " seed " << seed;
+      }
+    }
+  }
+}
+
+// Tiled OR's edges: lists whose scores are flat (a term in every document), a term confined to one
+// stretch (tiles skipped around it), terms at the two ends of the docID range, tiles of every size
+// the list lengths choose, and k beyond the matches; every OR algorithm against the reference.
+TEST(CpuQueryProcessor, OrAcrossTilesMatchesBruteForce) {
+  const uint64_t seed = testing::test_seed() + 31;
+  std::mt19937_64 rng(seed);
+  BuildOptions options;
+  options.partitions = 2;
+  IndexBuilder builder(options);
+  BruteForceIndex reference;
+  for (uint32_t d = 0; d < 60000; ++d) {
+    std::vector<std::string> terms(1 + rng() % 12, "filler");
+    terms.push_back("common");
+    if (d % 7 == 0) terms.push_back("seventh");
+    if (d >= 30000 && d < 30300 && rng() % 3 == 0) terms.push_back("stretch");
+    if (d < 5 || d >= 59995) terms.push_back("ends");
+    if (rng() % 997 == 0) terms.insert(terms.end(), 1 + rng() % 3, "scattered");
+    builder.add_analyzed({"d" + std::to_string(d), "", "", 0}, terms);
+    reference.add(terms);
+  }
+  const auto built = builder.build();
+  const std::vector<std::vector<std::string>> queries = {
+      {"common"}, {"common", "seventh"}, {"common", "stretch"}, {"stretch", "ends"}, {"ends"},
+      {"seventh", "scattered", "stretch"}, {"common", "seventh", "stretch", "ends", "scattered"}, {"scattered", "missing"}};
+  for (OrAlgorithm algorithm : {OrAlgorithm::kMaxScore, OrAlgorithm::kBlockMaxWand, OrAlgorithm::kTiles}) {
+    InMemoryIndex index(built, algorithm);
+    for (size_t q = 0; q < queries.size(); ++q) {
+      for (size_t k : {size_t{1}, size_t{10}, size_t{100}, size_t{1000}, size_t{10000}}) {
+        ASSERT_TRUE(testing::same_topk(reference.search(queries[q], QueryMode::kOr, k), index.search({queries[q], QueryMode::kOr, k}),
+                                       reference, queries[q]))
+            << "query " << q << " k " << k << " algorithm " << or_algorithm_name(algorithm) << " seed " << seed;
       }
     }
   }
@@ -240,7 +276,7 @@ TEST(CpuQueryProcessor, LongQueriesMatchBruteForce) {
   });
   const auto built = builder.build();
   std::mt19937_64 rng(seed);
-  for (OrAlgorithm algorithm : {OrAlgorithm::kMaxScore, OrAlgorithm::kBlockMaxWand}) {
+  for (OrAlgorithm algorithm : {OrAlgorithm::kMaxScore, OrAlgorithm::kBlockMaxWand, OrAlgorithm::kTiles}) {
     InMemoryIndex index(built, algorithm);
     for (uint32_t length : {65u, 200u, 1000u}) {
       std::vector<std::string> query;
@@ -300,7 +336,7 @@ TEST_P(JudgedQueriesTest, EveryModeAndCodecMatchesBruteForce) {
     options.partitions = 2;
     IndexBuilder builder(options);
     for (const SourceDocument& doc : documents) builder.add_document(doc);
-    for (OrAlgorithm algorithm : {OrAlgorithm::kMaxScore, OrAlgorithm::kBlockMaxWand}) {
+    for (OrAlgorithm algorithm : {OrAlgorithm::kMaxScore, OrAlgorithm::kBlockMaxWand, OrAlgorithm::kTiles}) {
       InMemoryIndex index(builder.build(), algorithm);
       size_t e = 0;
       for (size_t q = 0; q < queries.size(); ++q) {
