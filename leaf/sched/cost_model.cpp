@@ -66,6 +66,15 @@ double CostModel::predict_marginal(const QueryFeatures& query) const {
   return std::max(t, 1e-7) * bias();
 }
 
+double CostModel::query_term(const QueryFeatures& query) const {
+  const FeatureVector x = feature_vector(query);
+  double t = 0;
+  for (size_t i = 1; i < kFeatureCount; ++i) t += coefficients_[i] * x[i];
+  return t;
+}
+
+double CostModel::run_time(double unscaled) const { return std::max(coefficients_[0] + unscaled, 1e-6) * bias(); }
+
 double CostModel::fixed_cost() const { return std::max(coefficients_[0], 0.0) * bias(); }
 
 void CostModel::observe(std::span<const QueryFeatures> run, double seconds) {

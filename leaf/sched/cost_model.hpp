@@ -46,6 +46,10 @@ class CostModel {
   // The query's share of a run, without the fixed cost.
   double predict_marginal(const QueryFeatures& query) const;
   double fixed_cost() const;
+  // A run's prediction built one query at a time (a GPU batch being filled): `unscaled` is the sum
+  // of the run's queries' query_term(); run_time(unscaled) equals predict(run).
+  double query_term(const QueryFeatures& query) const;
+  double run_time(double unscaled) const;
   // A measured run: the model is refitted every few observations.
   void observe(std::span<const QueryFeatures> run, double seconds);
   void observe(const QueryFeatures& query, double seconds) { observe(std::span(&query, 1), seconds); }

@@ -17,11 +17,17 @@
 //   partition while the batch's predicted time stays under a cap and every member's deadline; so
 //   the batch size follows the load instead of a fixed threshold, and a lone query never waits
 //   for company.
+// - A CPU thread, while more queries wait than there are CPU threads, takes several short ones at
+//   once in the same order and answers them one after another: one turn at the scheduler's lock
+//   for several queries instead of one each, so the lock does not decide how many queries the
+//   cores answer.
 // Queries whose deadline passed before they started are set aside (expired) rather than run.
 #pragma once
 #include <array>
 #include <cstdint>
 #include <deque>
+#include <limits>
+#include <span>
 #include <vector>
 
 #include "leaf/sched/cost_model.hpp"
@@ -48,6 +54,8 @@ struct CoreOptions {
   double prefer_ratio = 1.5;    // "much better": answered this much sooner (backlogs included)
   double aging = 4;             // in-queue order: arrival + aging × predicted time
   double urgency = 2;           // near the deadline: slack under urgency × predicted time + 1 ms
+  size_t cpu_run_max = 8;       // queries a CPU thread takes at once while the queues are deep
+  double cpu_run_seconds = 5e-4;  // ... while their predicted time stays under this
 };
 
 struct Job {
@@ -63,11 +71,12 @@ struct Job {
   bool stolen = false, urgent = false;  // how it was taken
 };
 
-// Jobs dispatched together to one processor: one for the CPU, a batch of one partition for the GPU.
+// Jobs dispatched together to one processor: for the CPU, one or several run one after another
+// (each job's cpu_seconds then its prediction at the take); for the GPU, a batch of one partition.
 struct Dispatch {
   Processor processor = Processor::kCpu;
   std::vector<Job> jobs;
-  double predicted = 0;  // seconds
+  double predicted = 0;  // seconds, the whole run's
 };
 
 struct CoreCounters {
@@ -86,8 +95,9 @@ class ScheduleCore {
   QueueId enqueue(Job job);
   // The next run for an idle `processor`, or an empty run (no jobs) when it should stay idle.
   Dispatch take(Processor processor, double now);
-  // A run ended after `seconds`: the processor's model learns from it. Returns its prediction.
-  double finished(const Dispatch& run, double seconds);
+  // A run ended after `seconds`: the processor's model learns from it. A CPU run of several jobs
+  // gives each job's own time in `each` (the model is per query). Returns the run's prediction.
+  double finished(const Dispatch& run, double seconds, std::span<const double> each = {});
   // Jobs whose deadline passed while they waited; the caller answers them with an error.
   std::vector<Job> take_expired();
   // The GPU failed: its queue and the flexible one go to the CPU; the GPU takes nothing more.
@@ -108,10 +118,15 @@ class ScheduleCore {
  private:
   std::deque<Job>& queue(QueueId q) { return queues_[static_cast<size_t>(q)]; }
   double predicted(const Job& job, Processor p) const;  // alone on `p`
+  double urgent_from(const Job& job, Processor p) const;
+  void set_aside(const Job& job);  // expired: answered by the caller with an error
   size_t capacity(Processor p) const;
   void account_queued(const Job& job, int sign);
   void drop_expired(double now);
-  bool pick(Processor p, double now, Job& out);
+  // The next job for `p` in its order; false, taking nothing, when there is none or the next one
+  // is predicted longer than `longest` on `p`. Steals only where `may_steal`.
+  bool pick(Processor p, double now, Job& out, bool may_steal = true, double longest = std::numeric_limits<double>::infinity());
+  void add_cpu_jobs(Dispatch& run, double now);
   bool steal_worthwhile(const Job& job, Processor taker) const;
   void fill_batch(Dispatch& run, double now);
 
@@ -123,6 +138,8 @@ class ScheduleCore {
   std::array<size_t, 2> busy_{};              // runs in progress
   size_t runs_in_progress_ = 0;
   double clock_ = 0;  // the latest time seen (arrivals, takes)
+  double next_expiry_scan_ = -std::numeric_limits<double>::infinity();
+  std::array<double, 2> next_urgency_scan_{-std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity()};
   bool gpu_lost_ = false;
   std::vector<Job> expired_;
   CoreCounters counters_;

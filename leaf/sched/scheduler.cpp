@@ -15,6 +15,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "common/util/spin_mutex.hpp"
 #include "common/util/status.hpp"
 
 namespace warp::sched {
@@ -45,6 +46,8 @@ struct Metrics {
                          .Help("Measured over predicted run time, per run").Register(r)),
         backlog_family(prometheus::BuildGauge().Name("warpsearch_leaf_scheduler_backlog_seconds")
                            .Help("Predicted wait before a query queued now would start, per processor").Register(r)),
+        lock_wait_family(prometheus::BuildCounter().Name("warpsearch_leaf_scheduler_lock_wait_seconds_total")
+                             .Help("Time the scheduler's threads waited for its lock after a run or a wake-up").Register(r)),
         batch_size(prometheus::BuildHistogram().Name("warpsearch_leaf_scheduler_batch_queries")
                        .Help("Queries per GPU run").Register(r).Add({}, prometheus::Histogram::BucketBoundaries{1, 2, 4, 8, 16, 32, 64})),
         gpu_usable(prometheus::BuildGauge().Name("warpsearch_leaf_scheduler_gpu_usable")
@@ -61,6 +64,7 @@ struct Metrics {
       measured[i] = &measured_family.Add({{"processor", name}});
       ratio[i] = &ratio_family.Add({{"processor", name}}, prometheus::Histogram::BucketBoundaries{0.25, 0.5, 0.67, 0.8, 1, 1.25, 1.5, 2, 4});
       backlog[i] = &backlog_family.Add({{"processor", name}});
+      lock_wait[i] = &lock_wait_family.Add({{"processor", name}});
       for (QueueId q : {QueueId::kCpu, QueueId::kGpu, QueueId::kFlexible}) {
         queries[i][static_cast<size_t>(q)] = &queries_family.Add({{"processor", name}, {"queue", to_string(q)}});
       }
@@ -77,12 +81,13 @@ struct Metrics {
   prometheus::Family<prometheus::Counter>& measured_family;
   prometheus::Family<prometheus::Histogram>& ratio_family;
   prometheus::Family<prometheus::Gauge>& backlog_family;
+  prometheus::Family<prometheus::Counter>& lock_wait_family;
   prometheus::Histogram& batch_size;
   prometheus::Gauge& gpu_usable;
   prometheus::Counter& gpu_failures;
   std::array<prometheus::Gauge*, 3> depth{};
   std::array<std::array<prometheus::Counter*, 3>, 2> queries{};
-  std::array<prometheus::Counter*, 2> steals{}, urgent{}, predicted{}, measured{};
+  std::array<prometheus::Counter*, 2> steals{}, urgent{}, predicted{}, measured{}, lock_wait{};
   std::array<prometheus::Histogram*, 2> ratio{};
   std::array<prometheus::Gauge*, 2> backlog{};
   prometheus::Counter* expired = nullptr;
@@ -112,8 +117,8 @@ struct Scheduler::State {
   // submitter that blocked on it slept and waited for a wake-up each time (15-65 µs a search
   // instead of ~4), and at 20-40k queries/s the leaf's front end (the benchmark's load generator)
   // fell behind its arrivals. Lock order: `mutex`, then `handoff_mutex`.
-  mutable std::mutex mutex;
-  std::mutex handoff_mutex;
+  mutable SpinMutex mutex;
+  SpinMutex handoff_mutex;
   struct Incoming {
     uint64_t id;
     Pending pending;
@@ -132,6 +137,9 @@ struct Scheduler::State {
   // Woken and not yet back at work, by processor: each drains the inbox when it runs.
   std::array<size_t, 2> waking{};
   std::unordered_map<uint64_t, Pending> pending;
+  // Nanoseconds threads waited for `mutex` after a run or a wake-up, by processor: the
+  // scheduler's own cost to the cores, in warpsearch_leaf_scheduler_lock_wait_seconds_total.
+  std::array<std::atomic<uint64_t>, 2> lock_wait_ns{};
   std::atomic<uint64_t> next_id{1};
   std::atomic<bool> stop{false};
   bool gpu_failure_logged = false;
@@ -154,20 +162,28 @@ struct Scheduler::State {
     metrics->backlog[1]->Set(core.gpu_usable() ? core.backlog(Processor::kGpu) : 0);
     metrics->gpu_usable.Set(core.gpu_usable() ? 1 : 0);
   }
+  void relock(std::unique_lock<SpinMutex>& lock, Processor p) {
+    const auto start = Clock::now();
+    lock.lock();
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
+    lock_wait_ns[static_cast<size_t>(p)] += static_cast<uint64_t>(ns);
+    if (metrics) metrics->lock_wait[static_cast<size_t>(p)]->Increment(static_cast<double>(ns) * 1e-9);
+  }
   std::vector<Parker*> drain();
   std::vector<Parker*> unpark_for_queued();
   static void unpark(const std::vector<Parker*>& parkers);
-  void park(Parker& self, Processor p, std::unique_lock<std::mutex>& lock);
+  void park(Parker& self, Processor p, std::unique_lock<SpinMutex>& lock);
   void loop(Processor p);
-  void fail_expired(std::unique_lock<std::mutex>& lock);
-  void gpu_failed(Dispatch& run, std::vector<Pending>& work, const std::string& why, std::unique_lock<std::mutex>& lock);
+  std::vector<double> run_on_cpu(const Dispatch& run, std::vector<Pending>& work);
+  void fail_expired(std::unique_lock<SpinMutex>& lock);
+  void gpu_failed(Dispatch& run, std::vector<Pending>& work, const std::string& why, std::unique_lock<SpinMutex>& lock);
 };
 
 // Under `mutex`: the submitted queries join the core's queues; returns the parked threads to wake
 // for them (woken by the caller once `mutex` is released, so they do not wake into a held lock).
 std::vector<Scheduler::State::Parker*> Scheduler::State::drain() {
   {
-    std::lock_guard<std::mutex> handoff(handoff_mutex);
+    std::lock_guard<SpinMutex> handoff(handoff_mutex);
     if (inbox.empty()) return {};
     draining.swap(inbox);
   }
@@ -196,7 +212,7 @@ std::vector<Scheduler::State::Parker*> Scheduler::State::unpark_for_queued() {
   const size_t flexible = core.depth(QueueId::kFlexible);
   const size_t for_gpu = core.gpu_usable() ? core.depth(QueueId::kGpu) + flexible : 0;
   std::vector<Parker*> woken;
-  std::lock_guard<std::mutex> handoff(handoff_mutex);
+  std::lock_guard<SpinMutex> handoff(handoff_mutex);
   std::array<size_t, 2> want{core.depth(QueueId::kCpu) + (parked[1].empty() ? flexible : 0),
                              for_gpu == 0 ? 0 : 1 + (for_gpu - 1) / core.options().batch_max};
   for (size_t p = 0; p < 2; ++p) {
@@ -221,10 +237,10 @@ void Scheduler::State::unpark(const std::vector<Parker*>& parkers) {
 
 // With `mutex` held on entry and on return: sleeps until woken or 2 ms have passed, unless
 // queries are already waiting in the inbox.
-void Scheduler::State::park(Parker& self, Processor p, std::unique_lock<std::mutex>& lock) {
+void Scheduler::State::park(Parker& self, Processor p, std::unique_lock<SpinMutex>& lock) {
   const size_t pi = static_cast<size_t>(p);
   {
-    std::lock_guard<std::mutex> handoff(handoff_mutex);
+    std::lock_guard<SpinMutex> handoff(handoff_mutex);
     if (!inbox.empty() || stop) return;
     parked[pi].push_back(&self);
   }
@@ -236,7 +252,7 @@ void Scheduler::State::park(Parker& self, Processor p, std::unique_lock<std::mut
       own.unlock();
       bool listed = false;
       {
-        std::lock_guard<std::mutex> handoff(handoff_mutex);
+        std::lock_guard<SpinMutex> handoff(handoff_mutex);
         auto it = std::find(parked[pi].begin(), parked[pi].end(), &self);
         listed = it != parked[pi].end();
         if (listed) parked[pi].erase(it);
@@ -250,13 +266,13 @@ void Scheduler::State::park(Parker& self, Processor p, std::unique_lock<std::mut
     self.token = false;
   }
   if (woken) {
-    std::lock_guard<std::mutex> handoff(handoff_mutex);
+    std::lock_guard<SpinMutex> handoff(handoff_mutex);
     --waking[pi];
   }
-  lock.lock();
+  relock(lock, p);
 }
 
-void Scheduler::State::fail_expired(std::unique_lock<std::mutex>& lock) {
+void Scheduler::State::fail_expired(std::unique_lock<SpinMutex>& lock) {
   std::vector<Job> expired = core.take_expired();
   if (expired.empty()) return;
   std::vector<Pending> work;
@@ -276,7 +292,7 @@ void Scheduler::State::fail_expired(std::unique_lock<std::mutex>& lock) {
 }
 
 // The GPU failed a run: no more GPU work; the run's queries go back, first in the CPU's queue.
-void Scheduler::State::gpu_failed(Dispatch& run, std::vector<Pending>& work, const std::string& why, std::unique_lock<std::mutex>& lock) {
+void Scheduler::State::gpu_failed(Dispatch& run, std::vector<Pending>& work, const std::string& why, std::unique_lock<SpinMutex>& lock) {
   lock.lock();
   core.finished(run, 0);
   core.gpu_lost();
@@ -298,7 +314,7 @@ void Scheduler::State::gpu_failed(Dispatch& run, std::vector<Pending>& work, con
 
 void Scheduler::State::loop(Processor p) {
   Parker self;
-  std::unique_lock<std::mutex> lock(mutex);
+  std::unique_lock<SpinMutex> lock(mutex);
   const size_t pi = static_cast<size_t>(p);
   for (;;) {
     const std::vector<Parker*> woken = drain();
@@ -314,7 +330,7 @@ void Scheduler::State::loop(Processor p) {
       // A lost GPU takes nothing more; at the end, a thread leaves once nothing is left.
       if (p == Processor::kGpu && !core.gpu_usable()) return;
       if (stop && core.waiting() == 0) {
-        std::lock_guard<std::mutex> handoff(handoff_mutex);
+        std::lock_guard<SpinMutex> handoff(handoff_mutex);
         if (inbox.empty()) return;
         continue;
       }
@@ -330,32 +346,28 @@ void Scheduler::State::loop(Processor p) {
     update_gauges();
     lock.unlock();
     unpark(woken);
+    if (p == Processor::kCpu) {
+      const std::vector<double> each = run_on_cpu(run, work);
+      double total = 0;
+      for (double t : each) total += t;
+      relock(lock, p);
+      core.finished(run, total, each);
+      update_gauges();
+      continue;
+    }
     std::vector<QueryResult> results;
     const auto start = Clock::now();
-    if (p == Processor::kCpu) {
-      try {
-        results.push_back(work[0].target.cpu->search(work[0].query));
-      } catch (const std::exception& e) {
-        Outcome outcome;
-        outcome.error = std::string("query failed: ") + e.what();
-        work[0].done(std::move(outcome));
-        lock.lock();
-        core.finished(run, std::chrono::duration<double>(Clock::now() - start).count());
-        continue;
+    try {
+      if (work.size() == 1) {
+        results.push_back(work[0].target.gpu->search(work[0].query));
+      } else {
+        std::vector<Query> queries;
+        for (const Pending& w : work) queries.push_back(w.query);
+        results = work[0].target.gpu->search_batch(queries);
       }
-    } else {
-      try {
-        if (work.size() == 1) {
-          results.push_back(work[0].target.gpu->search(work[0].query));
-        } else {
-          std::vector<Query> queries;
-          for (const Pending& w : work) queries.push_back(w.query);
-          results = work[0].target.gpu->search_batch(queries);
-        }
-      } catch (const std::exception& e) {
-        gpu_failed(run, work, e.what(), lock);
-        continue;
-      }
+    } catch (const std::exception& e) {
+      gpu_failed(run, work, e.what(), lock);
+      continue;
     }
     const auto end = Clock::now();
     const double seconds_taken = std::chrono::duration<double>(end - start).count();
@@ -386,16 +398,54 @@ void Scheduler::State::loop(Processor p) {
       }
       if (late > 0) metrics->late->Increment(static_cast<double>(late));
     }
-    lock.lock();
+    relock(lock, p);
     core.finished(run, seconds_taken);
     update_gauges();
   }
 }
 
+// Without the lock: a CPU run's queries one after another, each answered as soon as it is done.
+// Returns each one's time.
+std::vector<double> Scheduler::State::run_on_cpu(const Dispatch& run, std::vector<Pending>& work) {
+  std::vector<double> each;
+  each.reserve(work.size());
+  for (size_t i = 0; i < work.size(); ++i) {
+    const Job& job = run.jobs[i];
+    Outcome outcome;
+    const auto start = Clock::now();
+    try {
+      outcome.result = work[i].target.cpu->search(work[i].query);
+    } catch (const std::exception& e) {
+      outcome.error = std::string("query failed: ") + e.what();
+    }
+    const auto end = Clock::now();
+    each.push_back(std::chrono::duration<double>(end - start).count());
+    const bool late = outcome.error.empty() && end > work[i].deadline;
+    outcome.processor = Processor::kCpu;
+    outcome.queue = job.queue;
+    outcome.seconds = each.back();
+    outcome.predicted = job.cpu_seconds;
+    outcome.stolen = job.stolen;
+    outcome.urgent = job.urgent;
+    const bool answered = outcome.error.empty();
+    work[i].done(std::move(outcome));
+    if (metrics && answered) {  // prometheus-cpp's own locks: outside the scheduler's
+      metrics->predicted[0]->Increment(job.cpu_seconds);
+      metrics->measured[0]->Increment(each.back());
+      metrics->ratio[0]->Observe(each.back() / job.cpu_seconds);
+      metrics->queries[0][static_cast<size_t>(job.queue)]->Increment();
+      if (job.stolen) metrics->steals[0]->Increment();
+      if (job.urgent) metrics->urgent[0]->Increment();
+      if (late) metrics->late->Increment();
+    }
+  }
+  return each;
+}
+
 Scheduler::Scheduler(SchedulerOptions options, std::shared_ptr<prometheus::Registry> registry)
     : state_(std::make_unique<State>(options, std::move(registry))) {
   {
-    std::lock_guard<std::mutex> lock(state_->mutex);
+    std::lock_guard<SpinMutex> lock(state_->mutex);
     state_->update_gauges();
   }
   const CoreOptions& core = state_->core.options();
@@ -406,8 +456,8 @@ Scheduler::Scheduler(SchedulerOptions options, std::shared_ptr<prometheus::Regis
 Scheduler::~Scheduler() {
   std::vector<State::Parker*> woken;
   {
-    std::lock_guard<std::mutex> lock(state_->mutex);
-    std::lock_guard<std::mutex> handoff(state_->handoff_mutex);
+    std::lock_guard<SpinMutex> lock(state_->mutex);
+    std::lock_guard<SpinMutex> handoff(state_->handoff_mutex);
     state_->stop = true;
     for (size_t p = 0; p < 2; ++p) {
       state_->waking[p] += state_->parked[p].size();
@@ -430,7 +480,7 @@ void Scheduler::submit(const Target& target, Query query, Clock::time_point dead
   // costs the submitter one wake-up, not one per query.
   State::Parker* woken = nullptr;
   {
-    std::lock_guard<std::mutex> handoff(state_->handoff_mutex);
+    std::lock_guard<SpinMutex> handoff(state_->handoff_mutex);
     if (state_->stop) throw Error("scheduler: stopping");
     state_->inbox.push_back({id, Pending{target, std::move(query), std::move(done), deadline}, features, arrival});
     if (state_->waking[0] + state_->waking[1] == 0) {
@@ -457,16 +507,18 @@ Outcome Scheduler::search(const Target& target, const Query& query, Clock::time_
 }
 
 bool Scheduler::gpu_usable() const {
-  std::lock_guard<std::mutex> lock(state_->mutex);
+  std::lock_guard<SpinMutex> lock(state_->mutex);
   return state_->core.gpu_usable();
 }
 
 CoreCounters Scheduler::counters() const {
-  std::lock_guard<std::mutex> lock(state_->mutex);
+  std::lock_guard<SpinMutex> lock(state_->mutex);
   return state_->core.counters();
 }
 
 const CoreOptions& Scheduler::options() const { return state_->core.options(); }
+
+double Scheduler::lock_wait_seconds(Processor p) const { return static_cast<double>(state_->lock_wait_ns[static_cast<size_t>(p)]) * 1e-9; }
 
 void Scheduler::calibrate(const Target& target) {
   const IndexView& index = *target.index;
@@ -503,7 +555,7 @@ void Scheduler::calibrate(const Target& target) {
   for (size_t i = 0; i < queries.size() && spent < budget; ++i) {
     const double t = timed([&] { target.cpu->search(queries[i]); });
     spent += t;
-    std::lock_guard<std::mutex> lock(state_->mutex);
+    std::lock_guard<SpinMutex> lock(state_->mutex);
     state_->core.model(Processor::kCpu).observe(features[i], t);
   }
   if (target.gpu == nullptr || !state_->core.gpu_usable()) return;
@@ -522,7 +574,7 @@ void Scheduler::calibrate(const Target& target) {
       tb = timed([&] { target.gpu->search_batch(span); });
       spent += tb;
     }
-    std::lock_guard<std::mutex> lock(state_->mutex);
+    std::lock_guard<SpinMutex> lock(state_->mutex);
     state_->core.model(Processor::kGpu).observe(features[i], t);
     if (!span.empty()) state_->core.model(Processor::kGpu).observe(std::span<const QueryFeatures>(features.data() + (span.data() - queries.data()), span.size()), tb);
   }

@@ -70,6 +70,8 @@ class Scheduler {
   bool gpu_usable() const;
   CoreCounters counters() const;
   const CoreOptions& options() const;
+  // Seconds `p`'s threads have waited for the scheduler's lock (after runs and wake-ups).
+  double lock_wait_seconds(Processor p) const;
 
  private:
   struct State;

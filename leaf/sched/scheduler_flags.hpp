@@ -24,6 +24,7 @@ inline size_t default_cpu_workers(size_t gpu_streams) {
 inline void declare_scheduler_flags(Flags& flags) {
   flags.value("scheduler-cpu-threads", "0", "--processor auto: CPU query threads of the scheduler (0: every core but one per GPU stream and one for the front end)")
       .value("scheduler-batch-ms", "10", "--processor auto: a GPU batch grows while its predicted time stays under this")
+      .value("scheduler-cpu-run-max", "8", "--processor auto: queries a CPU thread takes at once while more wait than there are CPU threads (1: one at a time)")
       .value("scheduler-prefer-ratio", "1.5", "--processor auto: how much faster a processor must be to own a query, at balanced load")
       .value("scheduler-calibration-ms", "1000", "--processor auto: start-up calibration of each processor's cost model");
 }
@@ -40,6 +41,7 @@ inline SchedulerOptions scheduler_options_from(const Flags& flags, bool gpu) {
   options.core.batch_max = std::max<size_t>(1, flags.count("gpu-batch-max"));
   options.core.batch_seconds = flags.number("scheduler-batch-ms") / 1e3;
   options.core.prefer_ratio = std::max(1.0, flags.number("scheduler-prefer-ratio"));
+  options.core.cpu_run_max = std::max<size_t>(1, flags.count("scheduler-cpu-run-max"));
   options.calibration_seconds = flags.number("scheduler-calibration-ms") / 1e3;
   return options;
 }

@@ -132,6 +132,8 @@ struct RateResult {
   // hypervisor (%), and the process's involuntary context switches.
   double hiccup = 0, steal = 0;
   long preempted = 0, faults = 0, compaction_stalls = 0;
+  // Seconds each processor's threads waited for the scheduler's lock.
+  double lock_wait[2] = {0, 0};
 };
 
 // The process's involuntary context switches and page faults (minor and major), and the host's
@@ -166,6 +168,7 @@ RateResult run_rate(sched::Scheduler& scheduler, const std::vector<sched::Target
   for (size_t i = 0; i < count; ++i) arrival[i] = (t += gap(rng));
   PlatformProbe probe;
   const ProcessCounters before = ProcessCounters::now();
+  const double lock_wait_before[2] = {scheduler.lock_wait_seconds(sched::Processor::kCpu), scheduler.lock_wait_seconds(sched::Processor::kGpu)};
   const Clock::time_point start = Clock::now() + std::chrono::milliseconds(5);
   const auto seconds_since = [&](Clock::time_point when) { return std::chrono::duration<double>(when - start).count(); };
   for (size_t i = 0; i < count; ++i) {
@@ -210,6 +213,9 @@ RateResult run_rate(sched::Scheduler& scheduler, const std::vector<sched::Target
   r.preempted = after.preempted - before.preempted;
   r.faults = after.faults - before.faults;
   r.compaction_stalls = after.compaction_stalls - before.compaction_stalls;
+  for (sched::Processor p : {sched::Processor::kCpu, sched::Processor::kGpu}) {
+    r.lock_wait[static_cast<size_t>(p)] = scheduler.lock_wait_seconds(p) - lock_wait_before[static_cast<size_t>(p)];
+  }
   r.rate = rate;
   r.queries = count;
   std::vector<double> delays(count);
@@ -288,6 +294,7 @@ int run(int argc, char** argv) {
       .value("cpu-threads", "0", "CPU threads (0: every core for the CPU-only policy, the leaf's default for the others)")
       .value("gpu-streams", "2", "GPU streams")
       .value("batch-max", "16", "queries per GPU batch at most")
+      .value("cpu-run-max", "8", "queries a CPU thread takes at once while the queues are deep (the leaf's --scheduler-cpu-run-max)")
       .value("gpu-devices", "0", "CUDA devices (the leaf's --gpu-devices): partitions spread over them")
       .value("gpu-replicas", "1", "devices per partition (the leaf's --gpu-replicas)")
       .value("calibration-ms", "1500", "calibration per processor and partition")
@@ -384,6 +391,7 @@ int run(int argc, char** argv) {
                                  : policy == Policy::kCpuOnly ? std::thread::hardware_concurrency()
                                                               : sched::default_cpu_workers(options.core.gpu_streams);
       options.core.batch_max = flags.count("batch-max");
+      options.core.cpu_run_max = std::max<size_t>(1, flags.count("cpu-run-max"));
       options.core.policy = policy;
       options.calibration_seconds = flags.number("calibration-ms") / 1e3;
       sched::Scheduler scheduler(options);
@@ -438,12 +446,13 @@ int run(int argc, char** argv) {
         const CoreCounters c = scheduler.counters();
         std::fprintf(stderr,
                      "%s %s %.0f q/s: mean %.2f ms p99 %.2f ms missed %zu gpu %.0f%% | measured/predicted cpu %.2f gpu %.2f, "
-                     "gpu batch %.1f | lag mean %.2f max %.2f ms, submit %.1f µs; cpu wait %.2f run %.2f ms, gpu wait %.2f run %.2f ms | so far: queued cpu %llu gpu %llu flexible %llu, steals cpu %llu gpu %llu, urgent %llu | machine:%s\n",
+                     "gpu batch %.1f | lag mean %.2f max %.2f ms, submit %.1f µs; cpu wait %.2f run %.2f ms, gpu wait %.2f run %.2f ms | lock wait a query cpu %.1f gpu %.1f µs | so far: queued cpu %llu gpu %llu flexible %llu, steals cpu %llu gpu %llu, urgent %llu | machine:%s\n",
                      load.name.c_str(), policy_name(policy), rate, r.mean * 1e3, r.p99 * 1e3, r.missed, r.parts ? 100.0 * r.gpu_parts / r.parts : 0,
                      r.predicted[0] > 0 ? r.measured[0] / r.predicted[0] : 0, r.predicted[1] > 0 ? r.measured[1] / r.predicted[1] : 0,
                      r.batched_parts ? r.batch_sum / r.batched_parts : 0, r.lag_mean * 1e3, r.lag_max * 1e3, r.submit_mean * 1e6,
                      r.answered[0] ? r.waited[0] / r.answered[0] * 1e3 : 0, r.answered[0] ? r.ran[0] / r.answered[0] * 1e3 : 0,
-                     r.answered[1] ? r.waited[1] / r.answered[1] * 1e3 : 0, r.answered[1] ? r.ran[1] / r.answered[1] * 1e3 : 0, (unsigned long long)c.enqueued[0], (unsigned long long)c.enqueued[1],
+                     r.answered[1] ? r.waited[1] / r.answered[1] * 1e3 : 0, r.answered[1] ? r.ran[1] / r.answered[1] * 1e3 : 0,
+                     r.answered[0] ? r.lock_wait[0] / r.answered[0] * 1e6 : 0, r.answered[1] ? r.lock_wait[1] / r.answered[1] * 1e6 : 0, (unsigned long long)c.enqueued[0], (unsigned long long)c.enqueued[1],
                      (unsigned long long)c.enqueued[2], (unsigned long long)c.steals[0], (unsigned long long)c.steals[1],
                      (unsigned long long)(c.urgent[0] + c.urgent[1]), machine.c_str());
         return r;
