@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <simdjson.h>
 #include <unordered_map>
 
 #include "common/analysis/utf8.hpp"
@@ -28,22 +29,24 @@ bool known_extension(const std::string& name) {
   return false;
 }
 
-// The four fields of a JSONL record (id, title, body, url), taken from the parser's SAX events
-// as it reads the line: no document tree (a map and a string per field, then freed, was a tenth of
-// a one-thread build). A field must be a string if present (null counts as absent); integers are
-// accepted and written in decimal. As with a tree, the last of repeated keys wins, and a record
-// is checked (object? id? each field's type?) only once the whole line parsed.
+// The four fields of a JSONL record (id, title, body, url). A field must be a string if present
+// (null counts as absent); integers are accepted and written in decimal. As with a tree, the last
+// of repeated keys wins, and a record is checked (object? id? each field's type?) only once the
+// whole line parsed. Two parsers: simdjson's (SIMD validation and a tape, no tree of allocations)
+// reads the lines it can; a line it refuses, or one with an integer beyond 64 bits (a number to
+// nlohmann, an error to simdjson), or a very long one (simdjson's buffers grow to the longest
+// line), goes through nlohmann's SAX events, whose verdicts and messages the errors keep. On one
+// thread the JSON lexer and its byte-at-a-time appends were ~15% of a build (RESULTS.md).
 class RecordFields final : public nlohmann::json_sax<nlohmann::json> {
  public:
   static constexpr std::array<const char*, 4> kNames = {"id", "title", "body", "url"};
   enum class Kind { kAbsent, kText, kNotText };
 
-  // Parses `line`; throws Error naming the first problem, as the checks before did.
+  // Parses `line` (it may grow its capacity, never its text); throws Error naming the first
+  // problem, as the checks before did.
   void parse(std::string& line, SourceDocument& doc) {
     for (Field& f : fields_) f.kind = Kind::kAbsent, f.text.clear();
-    depth_ = 0, current_ = -1, object_ = false, first_ = true, error_.clear();
-    if (!nlohmann::json::sax_parse(line, this)) throw Error("malformed JSON: " + error_);
-    if (!object_) throw Error("not a JSON object");
+    if (!parse_simd(line)) parse_sax(line);
     std::string* out[4] = {&doc.external_id, &doc.title, &doc.body, &doc.url};
     for (size_t i = 0; i < 4; ++i) {
       if (fields_[i].kind == Kind::kNotText) throw Error(std::string("\"") + kNames[i] + "\" is not a string");
@@ -51,6 +54,50 @@ class RecordFields final : public nlohmann::json_sax<nlohmann::json> {
       if (i == 0 && fields_[0].text.empty()) throw Error("empty \"id\"");
       out[i]->swap(fields_[i].text);
     }
+  }
+
+  // nlohmann's SAX events: the fallback, and the judge of malformed lines.
+  void parse_sax(std::string& line) {
+    for (Field& f : fields_) f.kind = Kind::kAbsent, f.text.clear();
+    depth_ = 0, current_ = -1, object_ = false, first_ = true, error_.clear();
+    if (!nlohmann::json::sax_parse(line, this)) throw Error("malformed JSON: " + error_);
+    if (!object_) throw Error("not a JSON object");
+  }
+
+  // simdjson; false where the line is left to parse_sax. Its input needs SIMDJSON_PADDING readable
+  // bytes past the text: the line's own capacity, reserved once for the longest line.
+  bool parse_simd(std::string& line) {
+    if (line.size() > kSimdLineMax) return false;
+    if (line.capacity() - line.size() < simdjson::SIMDJSON_PADDING) line.reserve(line.size() + simdjson::SIMDJSON_PADDING);
+    simdjson::dom::element root;
+    if (simd_.parse(line).get(root) != simdjson::SUCCESS) return false;
+    simdjson::dom::object object;
+    if (root.get_object().get(object) != simdjson::SUCCESS) throw Error("not a JSON object");
+    for (const simdjson::dom::key_value_pair field : object) {
+      int i = 0;
+      while (i < 4 && field.key != kNames[i]) ++i;
+      if (i == 4) continue;
+      Field& f = fields_[i];
+      switch (field.value.type()) {
+        case simdjson::dom::element_type::STRING: {
+          const std::string_view text = field.value.get_string().value_unsafe();
+          f.kind = Kind::kText, f.text.assign(text.data(), text.size());
+          break;
+        }
+        case simdjson::dom::element_type::INT64:
+          f.kind = Kind::kText, f.text = std::to_string(field.value.get_int64().value_unsafe());
+          break;
+        case simdjson::dom::element_type::UINT64:  // as the tree's get<int64_t>()
+          f.kind = Kind::kText, f.text = std::to_string(static_cast<int64_t>(field.value.get_uint64().value_unsafe()));
+          break;
+        case simdjson::dom::element_type::NULL_VALUE:
+          f.kind = Kind::kAbsent, f.text.clear();
+          break;
+        default:
+          f.kind = Kind::kNotText, f.text.clear();
+      }
+    }
+    return true;
   }
 
   bool null() override { return set(Kind::kAbsent, nullptr); }
@@ -106,6 +153,8 @@ class RecordFields final : public nlohmann::json_sax<nlohmann::json> {
     return true;
   }
 
+  static constexpr size_t kSimdLineMax = size_t{4} << 20;
+  simdjson::dom::parser simd_;
   Field fields_[4];
   int depth_ = 0, current_ = -1;
   bool object_ = false, first_ = true;

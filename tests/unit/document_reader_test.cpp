@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "common/util/status.hpp"
 #include "indexer/document_reader.hpp"
@@ -48,6 +49,57 @@ TEST(DocumentReader, SkipsCountsAndNamesMalformedRecords) {
   EXPECT_EQ(docs[1].title, "One again");
   EXPECT_EQ(docs[2].url, "http://four");
   EXPECT_THROW(read_documents({(dir / "missing.jsonl").string()}, report), Error);
+  fs::remove_all(dir);
+}
+
+// JSONL records go through simdjson where it can and nlohmann's SAX parser where it cannot (or
+// to name an error): the verdicts of the two must be one. Every edge where they differ in what
+// they accept or how they read it: integers past 63 and 64 bits, floats that overflow, repeated
+// keys, nulls, nested objects with the same names, lone surrogates, raw control characters,
+// trailing text, nesting deeper than simdjson's limit, and lines past the fast path's length.
+TEST(DocumentReader, JsonEdgesReadAsBefore) {
+  const fs::path dir = fs::temp_directory_path() / ("warp-json-edges-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string deep = std::string(2000, '[') + std::string(2000, ']');
+  const std::string long_body(5 << 20, 'x');  // past the fast path's 4 MiB
+  {
+    std::ofstream a(dir / "a.jsonl");
+    a << R"({"id":42,"body":"int id"})" << "\n"                                        // 1
+      << R"({"id":18446744073709551615,"body":"uint64 id"})" << "\n"                   // 2: as int64, -1
+      << R"({"id":-7,"body":"negative id"})" << "\n"                                   // 3
+      << R"({"id":123456789012345678901234567890,"body":"bigint id"})" << "\n"         // 4: a number, not a string
+      << R"({"id":1.5,"body":"float id"})" << "\n"                                     // 5
+      << R"({"id":"dup","id":"dup2","body":"last key wins"})" << "\n"                  // 6
+      << R"({"id":"n1","title":null,"body":"null title"})" << "\n"                     // 7
+      << R"({"id":"z","nested":{"id":"inner","body":"no"},"body":"outer"})" << "\n"    // 8
+      << R"({"id":"s1","body":"lone \ud800 surrogate"})" << "\n"                       // 9: malformed
+      << R"({"id":"s2","body":"pair \ud83d\ude00 \u00e9 \n"})" << "\n"                 // 10
+      << R"({"id":"t1","body":"x"} trailing)" << "\n"                                  // 11: malformed
+      << "{\"id\":\"c1\",\"body\":\"raw\ttab\"}\n"                                     // 12: malformed
+      << R"({"id":"f1","body":1e400})" << "\n"                                         // 13: malformed (overflow)
+      << R"({"id":"d1","x":)" << deep << R"(,"body":"deep"})" << "\n"                 // 14
+      << R"({"id":"l1","body":")" << long_body << R"("})" << "\n"                      // 15
+      << R"({"id":"u0","body":"nul \u0000 char"})" << "\n";                            // 16
+  }
+  ReadReport report;
+  const auto docs = read_documents({(dir / "a.jsonl").string()}, report);
+  std::map<std::string, const SourceDocument*> by_id;
+  for (const SourceDocument& d : docs) by_id[d.external_id] = &d;
+  for (const char* id : {"42", "-1", "-7", "dup2", "n1", "z", "s2", "d1", "l1", "u0"}) EXPECT_TRUE(by_id.count(id)) << id;
+  ASSERT_EQ(docs.size(), 10u);
+  EXPECT_EQ(by_id.at("z")->body, "outer");
+  EXPECT_EQ(by_id.at("n1")->title, "");
+  EXPECT_EQ(by_id.at("s2")->body, "pair \xF0\x9F\x98\x80 \xC3\xA9 \n");
+  EXPECT_EQ(by_id.at("l1")->body.size(), long_body.size());
+  EXPECT_EQ(by_id.at("u0")->body, std::string("nul \0 char", 10));
+  ASSERT_EQ(report.errors.size(), 6u);
+  const char* expected[6][2] = {{"a.jsonl:4:", "\"id\" is not a string"}, {"a.jsonl:5:", "\"id\" is not a string"},
+                                {"a.jsonl:9:", "malformed JSON"},        {"a.jsonl:11:", "malformed JSON"},
+                                {"a.jsonl:12:", "malformed JSON"},       {"a.jsonl:13:", "malformed JSON"}};
+  for (size_t i = 0; i < 6; ++i) {
+    EXPECT_NE(report.errors[i].find(expected[i][0]), std::string::npos) << report.errors[i];
+    EXPECT_NE(report.errors[i].find(expected[i][1]), std::string::npos) << report.errors[i];
+  }
   fs::remove_all(dir);
 }
 
