@@ -2,8 +2,9 @@
 // microseconds before it sleeps. A contended std::mutex puts the waiter to sleep at once, and on a
 // virtual machine waking a sleeping thread on an idle core costs tens of microseconds: the leaf's
 // scheduler, whose lock is held for microseconds at a time, had its CPU threads waiting for it
-// 50-117 µs a query on the H100 host at 36-52k queries/s. The sleeping path is Drepper's futex mutex ("Futexes Are
-// Tricky", mutex 2) over C++20 atomic wait/notify. Meets Lockable: std::unique_lock works with it.
+// 47-117 µs a query on the H100 host at 36-52k queries/s. The sleeping path is Drepper's futex
+// mutex ("Futexes Are Tricky", mutex 2) over C++20 atomic wait/notify. Meets Lockable:
+// std::unique_lock works with it.
 #pragma once
 #include <atomic>
 
