@@ -29,6 +29,9 @@ constexpr ptrdiff_t kWindow = 64;
 // is set aside at most 0.5 ms after its deadline (one that is taken meanwhile is set aside then),
 // and an urgent one is noticed within 0.25 ms of becoming urgent, against a slack of 1 ms at least.
 constexpr double kExpiryScanEvery = 0.5e-3, kUrgencyScanEvery = 0.25e-3;
+// Weight of each take's sample in the average of workers busy with their processor's own work
+// (about the last 100 takes: a few ms under load).
+constexpr double kOwnBusyWeight = 0.01;
 std::deque<Job>::iterator window_end(std::deque<Job>& q) { return q.size() <= kWindow ? q.end() : q.begin() + kWindow; }
 Processor other(Processor p) { return p == Processor::kCpu ? Processor::kGpu : Processor::kCpu; }
 QueueId own_queue(Processor p) { return p == Processor::kCpu ? QueueId::kCpu : QueueId::kGpu; }
@@ -104,9 +107,23 @@ QueueId ScheduleCore::enqueue(Job job) {
     const double on_gpu =
         backlog(Processor::kGpu) + gpu.fixed_cost() / static_cast<double>(waiting_for_gpu + 1) + job.gpu_seconds;
     const double ratio = on_cpu / on_gpu;
+    // Shares of each processor's capacity: a CPU thread's time over the threads, a stream's time
+    // (the query's part of a full batch, fixed cost shared) over the streams.
+    const double cpu_share = job.cpu_seconds / static_cast<double>(options_.cpu_workers);
+    const double gpu_share = (job.gpu_seconds + gpu.fixed_cost() / static_cast<double>(options_.batch_max)) /
+                             static_cast<double>(capacity(Processor::kGpu));
+    job.cpu_over_gpu = cpu_share / std::max(gpu_share, 1e-12);
     switch (options_.policy) {
       case Policy::kScheduler:
-        q = ratio >= options_.prefer_ratio ? QueueId::kGpu : ratio <= 1 / options_.prefer_ratio ? QueueId::kCpu : QueueId::kFlexible;
+        if (belongs_to_other(job, Processor::kCpu)) {
+          q = QueueId::kGpu;
+          ++counters_.dominant[1];
+        } else if (belongs_to_other(job, Processor::kGpu)) {
+          q = QueueId::kCpu;
+          ++counters_.dominant[0];
+        } else {
+          q = ratio >= options_.prefer_ratio ? QueueId::kGpu : ratio <= 1 / options_.prefer_ratio ? QueueId::kCpu : QueueId::kFlexible;
+        }
         break;
       case Policy::kCpuOnly: q = QueueId::kCpu; break;
       case Policy::kGpuOnly: q = QueueId::kGpu; break;
@@ -158,6 +175,27 @@ std::vector<Job> ScheduleCore::take_expired() { return std::exchange(expired_, {
 bool ScheduleCore::steal_worthwhile(const Job& job, Processor taker) const {
   if (taker == Processor::kGpu && (!gpu_usable() || job.cpu_only)) return false;
   return predicted(job, taker) < backlog(other(taker));
+}
+
+bool ScheduleCore::belongs_to_other(const Job& job, Processor p) const {
+  if (options_.dominance <= 0) return false;
+  return p == Processor::kCpu ? job.cpu_over_gpu >= options_.dominance : job.cpu_over_gpu <= 1 / options_.dominance;
+}
+
+bool ScheduleCore::dominant_steal(const Dispatch& run) const {
+  return !run.jobs.empty() && run.jobs[0].stolen && belongs_to_other(run.jobs[0], run.processor);
+}
+
+// Whether `p` may start one more run of a query that belongs to the other processor: only with
+// workers its own work leaves free, keeping a reserve for that work's bursts. Its own work keeps
+// m workers busy on average (sampled at its takes), so m + 2√m workers stay for it: on the mixed
+// log at its limit about 4 of 13 CPU threads busy with short queries, 8 kept, 5 left for long-list
+// queries the GPU has not reached; on long-list queries alone every thread.
+bool ScheduleCore::spare_for_dominant_steal(Processor p) const {
+  const size_t i = static_cast<size_t>(p);
+  const double m = own_busy_average_[i];
+  const double reserve = std::ceil(m + 2 * std::sqrt(m));
+  return static_cast<double>(busy_dominant_steals_[i]) + reserve < static_cast<double>(capacity(p));
 }
 
 bool ScheduleCore::pick(Processor p, double now, Job& out, bool may_steal, double longest) {
@@ -223,6 +261,7 @@ bool ScheduleCore::pick(Processor p, double now, Job& out, bool may_steal, doubl
   double best_ratio = std::numeric_limits<double>::infinity();
   for (auto it = theirs.begin(); it != window_end(theirs); ++it) {
     if (!steal_worthwhile(*it, p)) continue;
+    if (belongs_to_other(*it, p) && !spare_for_dominant_steal(p)) continue;
     const double ratio = predicted(*it, p) / predicted(*it, other(p));
     if (ratio < best_ratio) best_ratio = ratio, steal = it;
   }
@@ -299,6 +338,11 @@ Dispatch ScheduleCore::take(Processor p, double now) {
   if (options_.policy == Policy::kBestOneAtATime && runs_in_progress_ > 0) return run;
   clock_ = std::max(clock_, now);
   drop_expired(now);
+  {  // workers busy with the processor's own work, on average over its recent takes
+    const size_t i = static_cast<size_t>(p);
+    const double own = static_cast<double>(busy_[i] - std::min(busy_[i], busy_dominant_steals_[i]));
+    own_busy_average_[i] += kOwnBusyWeight * (own - own_busy_average_[i]);
+  }
   Job first;
   for (;;) {  // a query past its deadline is set aside, not run (the scan above is not every take)
     if (!pick(p, now, first)) return run;
@@ -319,6 +363,7 @@ Dispatch ScheduleCore::take(Processor p, double now) {
   }
   running_seconds_[static_cast<size_t>(p)] += run.predicted;
   ++busy_[static_cast<size_t>(p)];
+  if (dominant_steal(run)) ++busy_dominant_steals_[static_cast<size_t>(p)];
   ++runs_in_progress_;
   return run;
 }
@@ -328,6 +373,8 @@ double ScheduleCore::finished(const Dispatch& run, double seconds, std::span<con
       std::max(0.0, running_seconds_[static_cast<size_t>(run.processor)] - run.predicted);
   if (runs_in_progress_ > 0) --runs_in_progress_;
   if (busy_[static_cast<size_t>(run.processor)] > 0) --busy_[static_cast<size_t>(run.processor)];
+  size_t& dominant_steals = busy_dominant_steals_[static_cast<size_t>(run.processor)];
+  if (dominant_steal(run) && dominant_steals > 0) --dominant_steals;
   if (run.processor == Processor::kCpu) {  // one observation per query
     for (size_t i = 0; i < run.jobs.size(); ++i) {
       const double t = each.size() == run.jobs.size() ? each[i]
@@ -358,6 +405,7 @@ void ScheduleCore::gpu_lost() {
   queued_seconds_[1] = 0;
   running_seconds_[1] = 0;
   busy_[1] = 0;
+  busy_dominant_steals_[1] = 0;
   next_urgency_scan_[0] = -std::numeric_limits<double>::infinity();
 }
 

@@ -13,6 +13,15 @@
 //   most aging × its own time behind later short ones, and flexible queries are served beside the
 //   processor's own, not only when its queue runs dry); a query stolen from the other processor's
 //   queue, only when it would finish here before the other processor would even start it.
+// - Comparative advantage (off by default until measured on the GPU machine): a query that costs
+//   one processor `dominance` times less of its capacity (its time over the processor's workers:
+//   CPU threads, GPU streams, the GPU's time as a share of a full batch) joins that processor's
+//   queue whatever the backlogs, and the other processor steals such queries only with workers its
+//   own work leaves idle (a reserve kept for its bursts). Answer times alone (the rule above) send
+//   a long-list query to the CPU whenever the GPU's backlog is longer than its CPU time; under load
+//   that filled the CPU's threads with searches it runs 50-100x less efficiently than the GPU, its
+//   own short queries spilled to the GPU, and both processors ran each other's work (H100, mixed
+//   log: 8 of 13 CPU threads on GOV2-like queries at the limit; RESULTS.md).
 // - The GPU takes batches (PARA, Ao et al. 2011): after its first query, more of the same
 //   partition while the batch's predicted time stays under a cap and every member's deadline; so
 //   the batch size follows the load instead of a fixed threshold, and a lone query never waits
@@ -52,6 +61,7 @@ struct CoreOptions {
   size_t batch_max = 16;        // queries in a GPU batch
   double batch_seconds = 0.01;  // a batch grows while its predicted time stays under this
   double prefer_ratio = 1.5;    // "much better": answered this much sooner (backlogs included)
+  double dominance = 0;         // belongs to a processor: this much less of its capacity (0: off)
   double aging = 4;             // in-queue order: arrival + aging × predicted time
   double urgency = 2;           // near the deadline: slack under urgency × predicted time + 1 ms
   size_t cpu_run_max = 8;       // queries a CPU thread takes at once while the queues are deep
@@ -67,6 +77,9 @@ struct Job {
   // Set on enqueue: predicted seconds on the CPU, the query's share of a GPU batch (without the
   // batch's fixed cost), and the queue.
   double cpu_seconds = 0, gpu_seconds = 0;
+  // Share of the CPU's capacity over share of the GPU's (a full batch's) the query takes: > 1, the
+  // GPU does it more cheaply.
+  double cpu_over_gpu = 1;
   QueueId queue = QueueId::kCpu;
   bool stolen = false, urgent = false;  // how it was taken
 };
@@ -81,6 +94,7 @@ struct Dispatch {
 
 struct CoreCounters {
   std::array<uint64_t, 2> steals{};      // taken from the other processor's queue, by taker
+  std::array<uint64_t, 2> dominant{};    // joined their processor's queue by comparative advantage
   std::array<uint64_t, 2> urgent{};      // taken ahead for their deadline, by taker
   std::array<uint64_t, 3> enqueued{};    // by queue
   uint64_t expired = 0;                  // deadline passed before they started
@@ -128,6 +142,11 @@ class ScheduleCore {
   bool pick(Processor p, double now, Job& out, bool may_steal = true, double longest = std::numeric_limits<double>::infinity());
   void add_cpu_jobs(Dispatch& run, double now);
   bool steal_worthwhile(const Job& job, Processor taker) const;
+  // Whether `job` is `dominance` times cheaper, in capacity, on the processor other than `p`.
+  bool belongs_to_other(const Job& job, Processor p) const;
+  // A run of `p` that holds a query stolen from the other processor's dominant ones.
+  bool dominant_steal(const Dispatch& run) const;
+  bool spare_for_dominant_steal(Processor p) const;
   void fill_batch(Dispatch& run, double now);
 
   CoreOptions options_;
@@ -136,6 +155,8 @@ class ScheduleCore {
   std::array<double, 2> queued_seconds_{};   // predicted work in each processor's own queue
   std::array<double, 2> running_seconds_{};  // predicted work of runs in progress
   std::array<size_t, 2> busy_{};              // runs in progress
+  std::array<size_t, 2> busy_dominant_steals_{};  // ... of them, runs of queries stolen against their advantage
+  std::array<double, 2> own_busy_average_{};      // workers busy with the processor's own queries
   size_t runs_in_progress_ = 0;
   double clock_ = 0;  // the latest time seen (arrivals, takes)
   double next_expiry_scan_ = -std::numeric_limits<double>::infinity();

@@ -26,6 +26,7 @@ inline void declare_scheduler_flags(Flags& flags) {
       .value("scheduler-batch-ms", "10", "--processor auto: a GPU batch grows while its predicted time stays under this")
       .value("scheduler-cpu-run-max", "8", "--processor auto: queries a CPU thread takes at once while more wait than there are CPU threads (1: one at a time)")
       .value("scheduler-prefer-ratio", "1.5", "--processor auto: how much faster a processor must be to own a query, at balanced load")
+      .value("scheduler-dominance", "0", "--processor auto: a query this many times cheaper on one processor, in shares of each processor's capacity, joins its queue whatever the backlogs, and the other processor steals it only with workers its own work leaves free (0, the default: off; 4 is what the tests use)")
       .value("scheduler-calibration-ms", "1000", "--processor auto: start-up calibration of each processor's cost model");
 }
 
@@ -41,6 +42,7 @@ inline SchedulerOptions scheduler_options_from(const Flags& flags, bool gpu) {
   options.core.batch_max = std::max<size_t>(1, flags.count("gpu-batch-max"));
   options.core.batch_seconds = flags.number("scheduler-batch-ms") / 1e3;
   options.core.prefer_ratio = std::max(1.0, flags.number("scheduler-prefer-ratio"));
+  options.core.dominance = std::max(0.0, flags.number("scheduler-dominance"));
   options.core.cpu_run_max = std::max<size_t>(1, flags.count("scheduler-cpu-run-max"));
   options.calibration_seconds = flags.number("scheduler-calibration-ms") / 1e3;
   return options;

@@ -295,6 +295,7 @@ int run(int argc, char** argv) {
       .value("gpu-streams", "2", "GPU streams")
       .value("batch-max", "16", "queries per GPU batch at most")
       .value("cpu-run-max", "8", "queries a CPU thread takes at once while the queues are deep (the leaf's --scheduler-cpu-run-max)")
+      .value("dominance", "0", "queries this many times cheaper in capacity on one processor join its queue (the leaf's --scheduler-dominance; 0: off)")
       .value("gpu-devices", "0", "CUDA devices (the leaf's --gpu-devices): partitions spread over them")
       .value("gpu-replicas", "1", "devices per partition (the leaf's --gpu-replicas)")
       .value("calibration-ms", "1500", "calibration per processor and partition")
@@ -392,6 +393,7 @@ int run(int argc, char** argv) {
                                                               : sched::default_cpu_workers(options.core.gpu_streams);
       options.core.batch_max = flags.count("batch-max");
       options.core.cpu_run_max = std::max<size_t>(1, flags.count("cpu-run-max"));
+      options.core.dominance = std::max(0.0, flags.number("dominance"));
       options.core.policy = policy;
       options.calibration_seconds = flags.number("calibration-ms") / 1e3;
       sched::Scheduler scheduler(options);
@@ -446,7 +448,7 @@ int run(int argc, char** argv) {
         const CoreCounters c = scheduler.counters();
         std::fprintf(stderr,
                      "%s %s %.0f q/s: mean %.2f ms p99 %.2f ms missed %zu gpu %.0f%% | measured/predicted cpu %.2f gpu %.2f, "
-                     "gpu batch %.1f | lag mean %.2f max %.2f ms, submit %.1f µs; cpu wait %.2f run %.2f ms, gpu wait %.2f run %.2f ms | lock wait a query cpu %.1f gpu %.1f µs | so far: queued cpu %llu gpu %llu flexible %llu, steals cpu %llu gpu %llu, urgent %llu | machine:%s\n",
+                     "gpu batch %.1f | lag mean %.2f max %.2f ms, submit %.1f µs; cpu wait %.2f run %.2f ms, gpu wait %.2f run %.2f ms | lock wait a query cpu %.1f gpu %.1f µs | so far: queued cpu %llu gpu %llu flexible %llu, steals cpu %llu gpu %llu, urgent %llu, by advantage cpu %llu gpu %llu | machine:%s\n",
                      load.name.c_str(), policy_name(policy), rate, r.mean * 1e3, r.p99 * 1e3, r.missed, r.parts ? 100.0 * r.gpu_parts / r.parts : 0,
                      r.predicted[0] > 0 ? r.measured[0] / r.predicted[0] : 0, r.predicted[1] > 0 ? r.measured[1] / r.predicted[1] : 0,
                      r.batched_parts ? r.batch_sum / r.batched_parts : 0, r.lag_mean * 1e3, r.lag_max * 1e3, r.submit_mean * 1e6,
@@ -454,7 +456,7 @@ int run(int argc, char** argv) {
                      r.answered[1] ? r.waited[1] / r.answered[1] * 1e3 : 0, r.answered[1] ? r.ran[1] / r.answered[1] * 1e3 : 0,
                      r.answered[0] ? r.lock_wait[0] / r.answered[0] * 1e6 : 0, r.answered[1] ? r.lock_wait[1] / r.answered[1] * 1e6 : 0, (unsigned long long)c.enqueued[0], (unsigned long long)c.enqueued[1],
                      (unsigned long long)c.enqueued[2], (unsigned long long)c.steals[0], (unsigned long long)c.steals[1],
-                     (unsigned long long)(c.urgent[0] + c.urgent[1]), machine.c_str());
+                     (unsigned long long)(c.urgent[0] + c.urgent[1]), (unsigned long long)c.dominant[0], (unsigned long long)c.dominant[1], machine.c_str());
         return r;
       };
       double rate = flags.number("start-rate"), passed = 0, failed = 0;

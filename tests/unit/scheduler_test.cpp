@@ -82,6 +82,17 @@ CoreOptions two_processors(Policy policy = Policy::kScheduler) {
   return o;
 }
 
+// The H100 host's figures on its mixed log (RESULTS.md, nineteenth session): a default-corpus query
+// takes ~110 µs of a CPU thread and ~19 µs of a GPU stream in a batch, a GOV2-like one ~5 ms and
+// ~55 µs; a batch ~100 µs more; 13 CPU threads beside 2 streams. In shares of each processor's
+// capacity the short query is about even (0.7) and the long one 14 times cheaper on the GPU.
+Costs h100_mixed_costs() {
+  Costs c;
+  c.cpu_fixed = 10.2e-6, c.cpu_per_posting = 4.99e-9;  // 20k postings 110 µs, 1M 5 ms
+  c.gpu_fixed = 100e-6, c.gpu_per_query = 18.3e-6, c.gpu_per_posting = 3.67e-11;  // 19 µs, 55 µs
+  return c;
+}
+
 TEST(CostModel, LearnsALinearCostWithinOnePercent) {
   CostModel model;
   Costs costs;
@@ -210,6 +221,61 @@ TEST(ScheduleCore, AnIdleCpuStealsOnlyWhenTheGpuBacklogIsLongerThanTheQuery) {
   ASSERT_EQ(stolen.jobs.size(), 1u);
   EXPECT_TRUE(stolen.jobs[0].stolen);
   EXPECT_EQ(core.counters().steals[0], 1u);
+}
+
+// Comparative advantage, with the H100 host's figures (13 CPU threads, 2 GPU streams): a long-list
+// query takes 14 times more of the CPU's capacity than of the GPU's. However long the GPU's backlog
+// grows, such queries join the GPU's queue (by answer times alone they spill to the CPU once that
+// backlog outgrows their 5 ms there), and the CPU steals them only with threads its own queries
+// leave free, beyond a reserve for those queries' bursts.
+TEST(ScheduleCore, QueriesMuchCheaperOnTheGpuStayItsAndTheCpuStealsThemOnlyWithSpareThreads) {
+  const auto options = [](double dominance) {
+    CoreOptions o = two_processors();
+    o.cpu_workers = 13;
+    o.gpu_streams = 2;
+    o.dominance = dominance;
+    return o;
+  };
+  const Costs costs = h100_mixed_costs();
+  {
+    ScheduleCore core(options(0));
+    calibrate(core, costs);
+    for (uint64_t id = 0; id < 400; ++id) core.enqueue(job(id, 1'000'000, 0));
+    EXPECT_LT(core.depth(QueueId::kGpu), 400u);
+  }
+  ScheduleCore core(options(4));
+  calibrate(core, costs);
+  for (uint64_t id = 0; id < 400; ++id) core.enqueue(job(id, 1'000'000, 0));
+  EXPECT_EQ(core.depth(QueueId::kGpu), 400u);
+  EXPECT_EQ(core.counters().dominant[1], 400u);
+  // Short queries keep 8 CPU threads busy (each finished as the ninth starts): with 8 busy on
+  // average the reserve is 14 of 13 threads, and a free thread steals nothing.
+  std::deque<Dispatch> running;
+  for (uint64_t id = 1000; id < 1600; ++id) {
+    core.enqueue(job(id, 20'000, 0));
+    Dispatch run = core.take(Processor::kCpu, 0);
+    ASSERT_EQ(run.jobs.size(), 1u);
+    ASSERT_FALSE(run.jobs[0].stolen);
+    running.push_back(std::move(run));
+    if (running.size() > 8) {
+      core.finished(running.front(), 110e-6);
+      running.pop_front();
+    }
+  }
+  EXPECT_TRUE(core.take(Processor::kCpu, 0).jobs.empty());
+  EXPECT_EQ(core.counters().steals[0], 0u);
+  // The short queries stop: as the average of busy threads falls, the CPU's free threads steal,
+  // all but the one thread the reserve keeps while any own work was seen lately.
+  while (!running.empty()) core.finished(running.front(), 110e-6), running.pop_front();
+  size_t stolen = 0;
+  for (int take = 0; take < 2000; ++take) {
+    const Dispatch run = core.take(Processor::kCpu, 0);
+    if (run.jobs.empty()) continue;
+    EXPECT_TRUE(run.jobs[0].stolen);
+    ++stolen;
+  }
+  EXPECT_EQ(stolen, 12u);
+  EXPECT_EQ(core.depth(QueueId::kGpu), 388u);
 }
 
 TEST(ScheduleCore, AQueryNearItsDeadlineGoesFirst) {
@@ -420,16 +486,21 @@ SimResult simulate(ScheduleCore& core, std::function<Costs(double)> costs_at, co
   return result;
 }
 
-// Half short-list queries (CPU: 60 µs, GPU: 90 µs alone, 42 µs a query in a batch), half long-list
-// ones (CPU: 12 ms, GPU: 0.69 ms alone), Poisson arrivals.
-std::vector<Job> mixed_arrivals(double rate, size_t count, uint64_t seed) {
+// Half short-list queries, half long-list ones, Poisson arrivals. By default (Costs{}) a short one
+// takes 60 µs on the CPU and 90 µs on the GPU alone, 42 µs a query in a batch; a long one 12 ms and
+// 0.69 ms. With `spread`, each query's postings vary log-normally (σ = spread) around its class's.
+std::vector<Job> mixed_arrivals(double rate, size_t count, uint64_t seed, uint64_t short_postings = 10'000,
+                                uint64_t long_postings = 3'000'000, double spread = 0) {
   std::mt19937_64 rng(seed);
   std::exponential_distribution<double> gap(rate);
+  std::normal_distribution<double> normal(0, 1);
   std::vector<Job> jobs;
   double t = 0;
   for (uint64_t i = 0; i < count; ++i) {
     t += gap(rng);
-    jobs.push_back(job(i, i % 2 == 0 ? 10'000 : 3'000'000, t));
+    const double postings = static_cast<double>(i % 2 == 0 ? short_postings : long_postings);
+    const double factor = spread > 0 ? std::exp(spread * normal(rng) - spread * spread / 2) : 1;
+    jobs.push_back(job(i, static_cast<uint64_t>(postings * factor) + 1, t));
   }
   return jobs;
 }
@@ -463,6 +534,36 @@ TEST(ScheduleCoreSimulation, OnAMixedLoadTheSchedulerSustainsOneAndAHalfTimesThe
   const double both = sustained_rate(Policy::kScheduler, seed);
   std::printf("sustained q/s at p99 <= 50 ms: cpu %.0f, gpu %.0f, scheduler %.0f\n", cpu, gpu, both);
   EXPECT_GE(both, 1.5 * std::max(cpu, gpu));
+}
+
+double h100_mixed_rate(Policy policy, double dominance, double spread, uint64_t seed) {
+  const Costs costs = h100_mixed_costs();
+  const auto p99_at = [&](double rate) {
+    CoreOptions options = two_processors(policy);
+    options.cpu_workers = 13;
+    options.gpu_streams = 2;
+    options.dominance = dominance;
+    ScheduleCore core(options);
+    calibrate(core, costs);
+    return simulate(core, [&](double) { return costs; }, mixed_arrivals(rate, 30'000, seed, 20'000, 1'000'000, spread)).p99();
+  };
+  return highest_rate(p99_at, 2000, 0.05, 6);
+}
+
+TEST(ScheduleCoreSimulation, OnTheH100sMixedLogFiguresTheSchedulerSplitsByComparativeAdvantage) {
+  const uint64_t seed = testing::test_seed();
+  for (double spread : {0.0, 1.0}) {
+    const double gpu = h100_mixed_rate(Policy::kGpuOnly, 4, spread, seed);
+    const double cpu = h100_mixed_rate(Policy::kCpuOnly, 4, spread, seed);
+    const double by_answer_time = h100_mixed_rate(Policy::kScheduler, 0, spread, seed);
+    const double both = h100_mixed_rate(Policy::kScheduler, 4, spread, seed);
+    std::printf("H100 figures, spread %.1f: sustained q/s at p99 <= 50 ms: cpu %.0f, gpu %.0f, scheduler by answer time %.0f, by advantage %.0f\n",
+                spread, cpu, gpu, by_answer_time, both);
+    // Deterministic costs leave answer times little to get wrong (spread 0: 76-78k either way,
+    // against the GPU's 50k); with spread the split by advantage keeps ahead (81-82k, 76-79k).
+    EXPECT_GE(both, 1.45 * std::max(cpu, gpu));
+    EXPECT_GE(both, 0.97 * by_answer_time);
+  }
 }
 
 // Short-list queries only, where the batching GPU and the CPU are of a size (as the default corpus
