@@ -133,19 +133,16 @@ int family_index(SstRows::Family family) {
 SstRows::SstRows(Family family, std::string path) : family_(family), path_(std::move(path)) {}
 SstRows::~SstRows() = default;
 
-void SstRows::put(std::string_view key, std::string_view value) { put(key, value, nullptr); }
-
-void SstRows::put(std::string_view key, std::string_view value, const uint32_t* value_crc) {
+void SstRows::put(std::string_view key, std::string_view value) {
   if (!writer_) {
     writer_ = std::make_unique<Writer>(family_index(family_));
     check(writer_->writer.Open(path_), path_, "creating the SST file");
   }
   check(writer_->writer.Put(rocksdb::Slice(key.data(), key.size()), rocksdb::Slice(value.data(), value.size())), path_,
         "writing a row");
-  // A long value's known CRC is combined (a few hundred ns) rather than computed again.
-  done_.crc = value_crc != nullptr && value.size() >= 512
-      ? static_cast<uint32_t>(crc32_combine(crc32_of(key, done_.crc), *value_crc, static_cast<z_off_t>(value.size())))
-      : crc32_of(value, crc32_of(key, done_.crc));
+  // Only the families the content checksum covers (lexicon, documents) keep a running CRC; the
+  // postings are covered by each list's CRC in the lexicon and by the files' checksums.
+  if (family_ == Family::kLexicon || family_ == Family::kDocuments) done_.crc = crc32_of(value, crc32_of(key, done_.crc));
   done_.bytes += key.size() + value.size();
   ++done_.rows;
 }
@@ -159,8 +156,8 @@ void SstRows::put_term(std::string_view term, const TermInfo& info, uint32_t lis
   put(term, entry.take());
 }
 
-void SstRows::put_list(std::string_view term, const uint32_t* words, uint32_t count, uint32_t list_crc) {
-  put(term, std::string_view(reinterpret_cast<const char*>(words), size_t{count} * 4), &list_crc);
+void SstRows::put_list(std::string_view term, const uint32_t* words, uint32_t count) {
+  put(term, std::string_view(reinterpret_cast<const char*>(words), size_t{count} * 4));
 }
 
 void SstRows::put_document(DocId doc, const DocumentRecord& record) {
@@ -297,7 +294,7 @@ void write_partition(const BuiltPartition& partition, const std::string& dir) {
     const uint32_t* words = view.postings.data() + entry->second.offset;
     const uint32_t list_crc = crc32_of(words, size_t{entry->second.words} * 4);
     lexicon.put_term(entry->first, entry->second, list_crc);
-    postings.put_list(entry->first, words, entry->second.words, list_crc);
+    postings.put_list(entry->first, words, entry->second.words);
   }
   for (size_t i = 0; i < partition.documents.size(); ++i) {
     documents.put_document(view.meta.doc_begin + static_cast<DocId>(i), partition.documents[i]);

@@ -32,7 +32,7 @@ class SstRows {
   enum class Family { kMeta, kLexicon, kPostings, kDocuments };
   struct Done {
     std::string path;  // empty when no row was written (no file)
-    uint32_t crc = 0;  // CRC-32 of the rows' keys and values, back to back, in order
+    uint32_t crc = 0;  // CRC-32 of the rows' keys and values, back to back, in order (lexicon and documents only)
     uint64_t bytes = 0, rows = 0;
   };
   SstRows(Family family, std::string path);
@@ -41,16 +41,14 @@ class SstRows {
   SstRows& operator=(const SstRows&) = delete;
 
   void put(std::string_view key, std::string_view value);  // keys strictly ascending (bytewise)
-  // A term's lexicon row (df, cf, list size, CRC of the list) and its postings row (the encoded
-  // list, `count` words). The caller computes the list's CRC once (crc32_of) for both: the family
-  // checksum of the postings combines it instead of reading the list again.
+  // A term's lexicon row (df, cf, list size, CRC of the list: crc32_of) and its postings row (the
+  // encoded list, `count` words).
   void put_term(std::string_view term, const TermInfo& info, uint32_t list_crc);
-  void put_list(std::string_view term, const uint32_t* words, uint32_t count, uint32_t list_crc);
+  void put_list(std::string_view term, const uint32_t* words, uint32_t count);
   void put_document(DocId doc, const DocumentRecord& record);
   Done finish();
 
  private:
-  void put(std::string_view key, std::string_view value, const uint32_t* value_crc);  // value_crc: its CRC, if known
   struct Writer;
   Family family_;
   std::string path_;

@@ -193,7 +193,7 @@ RangeOutput merge_range(const std::vector<RunInfo>& runs, const std::string& lo,
       if (!encoders[p].encode(list, info, words, count)) continue;
       const uint32_t list_crc = crc32_of(words.data(), size_t{info.words} * 4);
       lexicon[p]->put_term(term, info, list_crc);
-      postings[p]->put_list(term, words.data(), info.words, list_crc);
+      postings[p]->put_list(term, words.data(), info.words);
       ++out.terms[p];
       out.posting_count[p] += count;
       out.list_bytes[p] += size_t{info.words} * 4;
@@ -431,8 +431,8 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
     }
     {
       std::unique_lock<std::mutex> lock(done_mutex);
-      while (parsers_running > 0) {
-        if (!done.wait_for(lock, std::chrono::seconds(1), [&] { return parsers_running == 0; }) && on_progress) {
+      while (parsers_running > 0) {  // progress four times a second: a build of a second shows some
+        if (!done.wait_for(lock, std::chrono::milliseconds(250), [&] { return parsers_running == 0; }) && on_progress) {
           on_progress({docs.documents(), bytes_read.load(), total_file_bytes, runs_written.load()});
         }
       }

@@ -4,12 +4,14 @@
 #include <gtest/gtest.h>
 #include <rocksdb/db.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <filesystem>
 #include <fstream>
 #include <random>
 
 #include "common/index/index_files.hpp"
+#include "common/util/checksum.hpp"
 #include "common/util/status.hpp"
 #include "leaf/query/index_searcher.hpp"
 #include "tests/bench/synthetic_collection.hpp"
@@ -20,6 +22,30 @@
 namespace warp {
 namespace {
 namespace fs = std::filesystem;
+
+// crc32_of folds short inputs with its own tables and long ones with zlib: both must be zlib's
+// CRC-32 at every length, seed, alignment and split into pieces (partitions written before the
+// tables carry zlib's checksums).
+TEST(Checksum, EqualsZlibAtEveryLengthSeedAlignmentAndSplit) {
+  std::mt19937_64 rng(testing::test_seed());
+  std::vector<unsigned char> data(70'000);
+  for (auto& b : data) b = static_cast<unsigned char>(rng());
+  const auto zlib = [&](size_t at, size_t n, uint32_t seed) {
+    return static_cast<uint32_t>(crc32(seed, data.data() + at, static_cast<uInt>(n)));
+  };
+  for (size_t n = 0; n <= 1100; ++n) {
+    const size_t at = rng() % 64;
+    const uint32_t seed = n % 3 == 0 ? 0 : static_cast<uint32_t>(rng());
+    ASSERT_EQ(crc32_of(data.data() + at, n, seed), zlib(at, n, seed)) << "length " << n << " at " << at;
+  }
+  for (int i = 0; i < 200; ++i) {
+    const size_t n = rng() % 65'000, at = rng() % 4096;
+    const size_t cut = n == 0 ? 0 : rng() % n;
+    const uint32_t first = crc32_of(data.data() + at, cut);
+    EXPECT_EQ(crc32_of(data.data() + at + cut, n - cut, first), zlib(at, n, 0)) << "length " << n << " cut at " << cut;
+  }
+  EXPECT_EQ(crc32_of(std::string_view("123456789")), 0xCBF43926u);  // the CRC-32 check value
+}
 
 class PartitionStoreTest : public ::testing::Test {
  protected:
