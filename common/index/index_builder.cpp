@@ -132,7 +132,7 @@ bool PartitionEncoder::encode(std::span<const Posting> all, TermInfo& info, std:
   for (auto it = first; it != last; ++it) {
     scores.push_back(bm25_score(weight, it->freq, length_norms_[it->doc - meta_.doc_begin]));
   }
-  words = encode_posting_list({&*first, static_cast<size_t>(last - first)}, scores, codec_);
+  encode_posting_list({&*first, static_cast<size_t>(last - first)}, scores, codec_, words);
   info.df = static_cast<uint32_t>(all.size());
   info.cf = cf;
   info.words = static_cast<uint32_t>(words.size());

@@ -46,6 +46,9 @@ struct PostingListView {
 // gives the block maxima and the list maximum.
 std::vector<uint32_t> encode_posting_list(std::span<const Posting> postings,
                                           std::span<const Score> scores, const Codec& codec);
+// The same into `words` (its capacity reused).
+void encode_posting_list(std::span<const Posting> postings, std::span<const Score> scores, const Codec& codec,
+                         std::vector<uint32_t>& words);
 
 // Replaces the block maxima (and the list maximum) of an encoded list in place.
 void rewrite_block_maxima(uint32_t* words, std::span<const Score> block_max);
