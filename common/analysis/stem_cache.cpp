@@ -78,7 +78,7 @@ uint32_t StemCache::add_stem(std::string_view text, uint64_t h) {
 // A slot's hash is not kept: rehashing reads each token again (inline or from the arena), which
 // costs once per doubling.
 void StemCache::rehash_tokens(size_t slot_count) {
-  std::vector<TokenSlot> old(slot_count);
+  HugeVector<TokenSlot> old(slot_count);
   old.swap(token_slots_);
   const size_t mask = slot_count - 1;
   for (const TokenSlot& slot : old) {

@@ -18,7 +18,7 @@ void Indexer::add_run(RunInfo run) {
 namespace {
 
 // The postings an indexer holds between spills, in slices of one arena: a term's list is a chain
-// of slices of 2, 4, …, 512 postings (each followed by a link slot), cut from 512 KiB blocks. A
+// of slices of 2, 4, …, 512 postings (each followed by a link slot), cut from 2 MiB blocks (huge pages). A
 // spill empties the arena but keeps its blocks, so the next run reuses the same memory: no heap
 // fragmentation from millions of small vectors, and the memory held is counted exactly.
 class PostingArena {
@@ -69,20 +69,25 @@ class PostingArena {
 
  private:
   static constexpr uint32_t kNone = 0xFFFFFFFFu;
-  static constexpr uint32_t kBlockBits = 16;  // 65,536 postings: 512 KiB
+  static constexpr uint32_t kBlockBits = 18;  // 262,144 postings: 2 MiB, one huge page
   static constexpr int kTopLevel = 8;
   static uint32_t capacity(int level) { return 2u << level; }
-  Posting& at(uint32_t index) { return blocks_[index >> kBlockBits][index & ((1u << kBlockBits) - 1)]; }
-  const Posting& at(uint32_t index) const { return blocks_[index >> kBlockBits][index & ((1u << kBlockBits) - 1)]; }
+  Posting& at(uint32_t index) { return blocks_[index >> kBlockBits].get()[index & ((1u << kBlockBits) - 1)]; }
+  const Posting& at(uint32_t index) const { return blocks_[index >> kBlockBits].get()[index & ((1u << kBlockBits) - 1)]; }
   // `size` consecutive slots; a slice never crosses a block.
   uint32_t allocate(uint32_t size) {
     if ((next_ & ((1u << kBlockBits) - 1)) + size > (1u << kBlockBits)) next_ = ((next_ >> kBlockBits) + 1) << kBlockBits;
-    if ((next_ >> kBlockBits) >= blocks_.size()) blocks_.push_back(std::make_unique<Posting[]>(size_t{1} << kBlockBits));
+    if ((next_ >> kBlockBits) >= blocks_.size()) {
+      blocks_.emplace_back(static_cast<Posting*>(allocate_huge(sizeof(Posting) << kBlockBits)));
+    }
     const uint32_t slice = next_;
     next_ += size;
     return slice;
   }
-  std::vector<std::unique_ptr<Posting[]>> blocks_;
+  struct FreeHuge {
+    void operator()(Posting* p) const noexcept { free_huge(p); }
+  };
+  std::vector<std::unique_ptr<Posting, FreeHuge>> blocks_;  // of huge pages
   uint32_t next_ = 0;
 };
 
@@ -189,9 +194,9 @@ class CpuIndexer final : public ParserIndexer {
 
   TermForest forest_;
   PostingArena arena_;
-  std::vector<PostingArena::List> lists_;  // by term id
+  HugeVector<PostingArena::List> lists_;  // by term id
   std::vector<uint32_t> collection_of_;
-  std::vector<uint32_t> term_of_stem_;  // parser-fed: stem id → term id, kNoTerm until looked up
+  HugeVector<uint32_t> term_of_stem_;  // parser-fed: stem id → term id, kNoTerm until looked up
   std::vector<uint32_t> terms_;         // add_document's term ids
   uint64_t epoch_ = 0;                  // of the stem cache that term_of_stem_ follows
 };

@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "common/util/huge_pages.hpp"
+
 namespace warp::pipeline {
 
 class TermForest {
@@ -45,7 +47,7 @@ class TermForest {
   void split_child(uint32_t parent, int index);
   void walk(uint32_t node, std::vector<uint32_t>& out) const;
 
-  std::vector<Node> nodes_;
+  HugeVector<Node> nodes_;
   std::string suffix_bytes_;            // every suffix, back to back
   std::vector<uint32_t> suffix_ends_;  // by id
   std::vector<uint32_t> roots_;  // by collection; kNone when empty

@@ -11,6 +11,7 @@
 #include <random>
 
 #include "indexer/document_reader.hpp"
+#include "common/util/huge_pages.hpp"
 #include "common/index/index_files.hpp"
 #include "common/index/partition_store.hpp"
 #include "indexer/pipeline/parallel_builder.hpp"
@@ -247,6 +248,25 @@ TEST_F(PipelineTest, SplitsHoldEveryRecordOnce) {
       EXPECT_EQ(lines, file_lines) << file << " split " << split_bytes;
     }
   }
+}
+
+// The indexer's large tables: huge-page aligned from 2 MiB on, small ones from the heap, contents
+// kept as they grow (across the 2 MiB line).
+TEST(HugePages, LargeTablesAreAlignedAndKeepTheirContentsAsTheyGrow) {
+  std::mt19937_64 rng(testing::test_seed());
+  HugeVector<uint64_t> table;
+  std::vector<uint64_t> reference;
+  for (size_t i = 0; i < (size_t{5} << 20) / sizeof(uint64_t); ++i) {
+    const uint64_t v = rng();
+    table.push_back(v);
+    reference.push_back(v);
+    if (table.capacity() * sizeof(uint64_t) >= kHugePageBytes) {
+      ASSERT_EQ(reinterpret_cast<uintptr_t>(table.data()) % kHugePageBytes, 0u) << "at " << table.size() << " elements";
+    }
+  }
+  EXPECT_TRUE(std::equal(table.begin(), table.end(), reference.begin(), reference.end()));
+  HugeVector<uint32_t> small(10, 7);
+  EXPECT_EQ(small[9], 7u);
 }
 
 TEST(TermForest, FindsWhatItInsertedInOrder) {
