@@ -144,29 +144,32 @@ class CpuIndexer final : public ParserIndexer {
   // share: a word seen again in the next run is not inserted into the B-tree again.
   void spill() override {
     if (arena_.used_bytes() == 0) return;
-    std::vector<std::pair<std::string, uint32_t>> order;
-    order.reserve(lists_.size());
-    for (uint32_t id = 0; id < lists_.size(); ++id) {
-      if (lists_[id].count == 0) continue;
-      std::string term = collection_prefix(collection_of_[id]);
-      term += forest_.suffix(id);
-      order.emplace_back(std::move(term), id);
-    }
-    std::sort(order.begin(), order.end());
+    // Term order from the dictionary's trees (no sort of the terms: a sort of the spelled-out
+    // terms was 4% of a one-thread build).
+    std::vector<uint32_t> order;
+    forest_.in_term_order(order);
     RunWriter writer(next_run_path());
     std::vector<Posting> list;
+    std::string term;
     // Term order visits the lists and their slices at random: each list's entry is prefetched 16
     // terms ahead and its first slice 8 ahead (in a profile, 90% of the spill's time had been
     // those two cache misses).
     constexpr size_t kAhead = 8;
     const auto by_doc = [](const Posting& a, const Posting& b) { return a.doc < b.doc; };
     for (size_t i = 0; i < order.size(); ++i) {
-      if (i + 2 * kAhead < order.size()) __builtin_prefetch(&lists_[order[i + 2 * kAhead].second]);
-      if (i + kAhead < order.size()) arena_.prefetch_head(lists_[order[i + kAhead].second]);
-      arena_.gather(lists_[order[i].second], list);
+      if (i + 2 * kAhead < order.size()) {
+        __builtin_prefetch(&lists_[order[i + 2 * kAhead]]);
+        __builtin_prefetch(&collection_of_[order[i + 2 * kAhead]]);
+      }
+      if (i + kAhead < order.size()) arena_.prefetch_head(lists_[order[i + kAhead]]);
+      const uint32_t id = order[i];
+      if (lists_[id].count == 0) continue;  // a term of an earlier run of this dictionary
+      arena_.gather(lists_[id], list);
       // A parser's documents come in docID order, so lists are nearly always sorted already.
       if (!std::is_sorted(list.begin(), list.end(), by_doc)) std::sort(list.begin(), list.end(), by_doc);
-      writer.add(order[i].first, list);
+      term = collection_prefix(collection_of_[id]);
+      term += forest_.suffix(id);
+      writer.add(term, list);
     }
     add_run(writer.finish());
     arena_.clear();

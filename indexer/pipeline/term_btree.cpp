@@ -113,4 +113,53 @@ void TermForest::in_order(uint32_t collection, std::vector<uint32_t>& out) const
   walk(roots_[collection], out);
 }
 
+// The collections in term order: terms starting with a digit (one collection per digit) or a
+// letter (the 676 three-letter collections of that letter, merged with the letter's collection of
+// short terms and terms with a non-letter among their first three bytes) take contiguous ranges of
+// the byte order; the collection of everything else holds terms whose first byte sorts before the
+// digits, between the digits and the letters, or after the letters, in three runs.
+void TermForest::in_term_order(std::vector<uint32_t>& out) const {
+  out.clear();
+  if (roots_.empty()) return;
+  std::vector<uint32_t> others, short_terms;
+  in_order(kTrieCollections - 1, others);
+  const auto first_byte = [&](uint32_t id) {
+    const std::string_view s = suffix(id);
+    return s.empty() ? -1 : static_cast<int>(static_cast<unsigned char>(s[0]));
+  };
+  size_t other = 0;
+  const auto others_before = [&](int byte) {
+    while (other < others.size() && first_byte(others[other]) < byte) out.push_back(others[other++]);
+  };
+  others_before('0');
+  for (uint32_t digit = 0; digit < 10; ++digit) in_order(17576 + digit, out);
+  others_before('a');
+  std::string term;
+  for (uint32_t letter = 0; letter < 26; ++letter) {
+    short_terms.clear();
+    in_order(17586 + letter, short_terms);
+    size_t next_short = 0;
+    for (uint32_t collection = letter * 676; collection < (letter + 1) * 676; ++collection) {
+      if (roots_[collection] == kNone) continue;
+      const size_t from = out.size();
+      in_order(collection, out);
+      if (next_short == short_terms.size()) continue;
+      // Short terms that sort before some of this collection's terms go in between.
+      std::vector<uint32_t> merged;
+      for (size_t i = from; i < out.size(); ++i) {
+        term = collection_prefix(collection);
+        term += suffix(out[i]);
+        while (next_short < short_terms.size() && suffix(short_terms[next_short]) < std::string_view(term)) {
+          merged.push_back(short_terms[next_short++]);
+        }
+        merged.push_back(out[i]);
+      }
+      out.resize(from);
+      out.insert(out.end(), merged.begin(), merged.end());
+    }
+    out.insert(out.end(), short_terms.begin() + static_cast<std::ptrdiff_t>(next_short), short_terms.end());
+  }
+  others_before(256);
+}
+
 }  // namespace warp::pipeline

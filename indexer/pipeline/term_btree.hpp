@@ -28,8 +28,12 @@ class TermForest {
   void clear();
   // Bytes held (node pool, suffixes).
   uint64_t memory_bytes() const { return nodes_.capacity() * sizeof(Node) + suffix_bytes_.capacity() + suffix_ends_.capacity() * 4; }
-  // Term ids of one collection in suffix order.
+  // Term ids of one collection in suffix order (appended to `out`).
   void in_order(uint32_t collection, std::vector<uint32_t>& out) const;
+  // Every term id in the byte order of the whole terms (the collection's three letters, then the
+  // suffix; trie_collections.hpp): the collections' own orders merged where they interleave, with
+  // no term built or compared outside those merges. Replaces `out`.
+  void in_term_order(std::vector<uint32_t>& out) const;
 
  private:
   struct Key {

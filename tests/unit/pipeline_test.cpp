@@ -297,6 +297,28 @@ TEST(TermForest, FindsWhatItInsertedInOrder) {
   }
 }
 
+// The spill's order: every term of the forest in byte order, from the collections' trees, for
+// terms of every kind (three letters and more, short ones, digits, punctuation, bytes past 'z').
+TEST(TermForest, GivesEveryTermInByteOrder) {
+  std::mt19937_64 rng(testing::test_seed());
+  const std::string alphabet = "abcz0179-_:`~{\x7f\x80\xc3\xa9 !";
+  pipeline::TermForest forest;
+  std::map<std::string, uint32_t> expected;  // byte order: std::string compares as unsigned char
+  for (int i = 0; i < 30000; ++i) {
+    std::string term;
+    const size_t length = rng() % 7;
+    for (size_t n = 0; n < length; ++n) term += n < 3 && rng() % 4 != 0 ? static_cast<char>('a' + rng() % 3) : alphabet[rng() % alphabet.size()];
+    const uint32_t collection = pipeline::trie_collection(term);
+    const uint32_t id = forest.find_or_insert(collection, pipeline::trie_suffix(term, collection));
+    expected.try_emplace(term, id);
+  }
+  std::vector<uint32_t> ids;
+  forest.in_term_order(ids);
+  std::vector<uint32_t> sorted;
+  for (const auto& [term, id] : expected) sorted.push_back(id);
+  EXPECT_EQ(ids, sorted);
+}
+
 TEST(TrieCollections, CoverEveryTerm) {
   EXPECT_EQ(pipeline::kTrieCollections, 17613u);
   EXPECT_EQ(pipeline::trie_collection("aaa"), 0u);
