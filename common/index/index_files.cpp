@@ -14,8 +14,12 @@ namespace warp {
 namespace fs = std::filesystem;
 
 namespace {
-// Every file of a partition directory with its size and CRC-32, in name order.
+// Every file of a partition directory with its size and CRC-32, in name order. The CRCs the
+// partition's seal computed moments before are taken from its WARP-CHECKSUMS (reading every file
+// again had run on one thread after the parallel back end: ~1% of a one-thread build, 8% of a
+// 16-thread one's time at the same cost).
 nlohmann::json partition_files(const fs::path& dir) {
+  const auto sealed = sealed_checksums(dir.string());
   std::vector<fs::path> paths;
   for (const auto& entry : fs::directory_iterator(dir)) {
     if (entry.is_regular_file()) paths.push_back(entry.path());
@@ -23,7 +27,10 @@ nlohmann::json partition_files(const fs::path& dir) {
   std::sort(paths.begin(), paths.end());
   nlohmann::json files = nlohmann::json::array();
   for (const fs::path& path : paths) {
-    files.push_back({{"name", path.filename().string()}, {"size", fs::file_size(path)}, {"crc32", crc32_of_file(path.string())}});
+    const uint64_t size = fs::file_size(path);
+    const auto listed = sealed.find(path.filename().string());
+    const uint32_t crc = listed != sealed.end() && listed->second.first == size ? listed->second.second : crc32_of_file(path.string());
+    files.push_back({{"name", path.filename().string()}, {"size", size}, {"crc32", crc}});
   }
   return files;
 }

@@ -391,6 +391,20 @@ void seal_partition(const std::string& dir) {
   fs::rename(staged, fs::path(dir) / kChecksumsName);
 }
 
+std::map<std::string, std::pair<uint64_t, uint32_t>> sealed_checksums(const std::string& dir) {
+  std::map<std::string, std::pair<uint64_t, uint32_t>> listed;
+  std::ifstream in(std::filesystem::path(dir) / kChecksumsName);
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream fields(line);
+    std::string name;
+    uint64_t size = 0;
+    uint32_t crc = 0;
+    if (line.rfind("end ", 0) == 0 || !(fields >> name >> size >> crc)) continue;
+    listed[name] = {size, crc};
+  }
+  return listed;
+}
+
 std::unique_ptr<Partition> open_partition(const std::string& dir, const OpenOptions& options) {
   if (!std::filesystem::is_directory(dir)) throw Error("partition " + dir + ": no such directory");
   verify_files(dir);

@@ -11,6 +11,7 @@
 // refuses, with a message naming the partition and the cause, a partition whose checksums,
 // format version or analyzer do not match.
 #pragma once
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -66,6 +67,10 @@ void assemble_partition(const std::string& dir, const PartitionMeta& meta, uint6
                         size_t threads = 1);
 // Writes DIR/WARP-CHECKSUMS for the files there now (write_partition calls it last).
 void seal_partition(const std::string& dir);
+// What DIR/WARP-CHECKSUMS lists: file name -> (size, CRC-32); empty if it cannot be read. Not a
+// verification (open_partition does that): for a writer that has just sealed the partition and
+// needs the same checksums again.
+std::map<std::string, std::pair<uint64_t, uint32_t>> sealed_checksums(const std::string& dir);
 
 // BM25 parameters to use instead of the partition's: block maxima are rescored for another k1 or
 // b; k3 is query-time only.
