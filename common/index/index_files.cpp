@@ -16,8 +16,8 @@ namespace fs = std::filesystem;
 namespace {
 // Every file of a partition directory with its size and CRC-32, in name order. The CRCs the
 // partition's seal computed moments before are taken from its WARP-CHECKSUMS (reading every file
-// again had run on one thread after the parallel back end: ~1% of a one-thread build, 8% of a
-// 16-thread one's time at the same cost).
+// again had run on one thread after the parallel back end: ~1% of a one-thread build's samples on
+// the development VM, which at sixteen threads would be several percent of the wall time).
 nlohmann::json partition_files(const fs::path& dir) {
   const auto sealed = sealed_checksums(dir.string());
   std::vector<fs::path> paths;
