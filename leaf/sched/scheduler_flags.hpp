@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "common/util/flags.hpp"
+#include "common/util/status.hpp"
 #include "leaf/gpu/gpu_flags.hpp"
 #include "leaf/sched/scheduler.hpp"
 
@@ -42,7 +43,10 @@ inline SchedulerOptions scheduler_options_from(const Flags& flags, bool gpu) {
   options.core.batch_max = std::max<size_t>(1, flags.count("gpu-batch-max"));
   options.core.batch_seconds = flags.number("scheduler-batch-ms") / 1e3;
   options.core.prefer_ratio = std::max(1.0, flags.number("scheduler-prefer-ratio"));
-  options.core.dominance = std::max(0.0, flags.number("scheduler-dominance"));
+  options.core.dominance = flags.number("scheduler-dominance");
+  if (options.core.dominance != 0 && !(options.core.dominance >= 1)) {
+    throw Error("--scheduler-dominance must be 0 (off) or at least 1, not " + flags.get("scheduler-dominance"));
+  }
   options.core.cpu_run_max = std::max<size_t>(1, flags.count("scheduler-cpu-run-max"));
   options.calibration_seconds = flags.number("scheduler-calibration-ms") / 1e3;
   return options;

@@ -18,6 +18,7 @@
 #include "common/util/status.hpp"
 #include "leaf/query/cpu_query_processor.hpp"
 #include "leaf/sched/scheduler.hpp"
+#include "leaf/sched/scheduler_flags.hpp"
 #include "tests/bench/synthetic_collection.hpp"
 #include "tests/support/test_seed.hpp"
 #include "tests/support/topk_match.hpp"
@@ -276,6 +277,23 @@ TEST(ScheduleCore, QueriesMuchCheaperOnTheGpuStayItsAndTheCpuStealsThemOnlyWithS
   }
   EXPECT_EQ(stolen, 12u);
   EXPECT_EQ(core.depth(QueueId::kGpu), 388u);
+}
+
+TEST(SchedulerFlags, DominanceIsOffOrAtLeastOne) {
+  const auto options_for = [](std::string value) {
+    Flags flags("scheduler_test");
+    declare_scheduler_flags(flags);
+    gpu::declare_gpu_flags(flags);
+    std::vector<std::string> args = {"scheduler_test", "--scheduler-dominance", value};
+    std::vector<char*> argv;
+    for (std::string& arg : args) argv.push_back(arg.data());
+    flags.parse(static_cast<int>(argv.size()), argv.data());
+    return scheduler_options_from(flags, false);
+  };
+  EXPECT_EQ(options_for("0").core.dominance, 0);
+  EXPECT_EQ(options_for("4").core.dominance, 4);
+  EXPECT_THROW(options_for("0.5"), Error);
+  EXPECT_THROW(options_for("-1"), Error);
 }
 
 TEST(ScheduleCore, AQueryNearItsDeadlineGoesFirst) {
