@@ -121,7 +121,7 @@ void TermForest::in_order(uint32_t collection, std::vector<uint32_t>& out) const
 void TermForest::in_term_order(std::vector<uint32_t>& out) const {
   out.clear();
   if (roots_.empty()) return;
-  std::vector<uint32_t> others, short_terms;
+  std::vector<uint32_t> others, short_terms, merged;
   in_order(kTrieCollections - 1, others);
   const auto first_byte = [&](uint32_t id) {
     const std::string_view s = suffix(id);
@@ -145,7 +145,7 @@ void TermForest::in_term_order(std::vector<uint32_t>& out) const {
       in_order(collection, out);
       if (next_short == short_terms.size()) continue;
       // Short terms that sort before some of this collection's terms go in between.
-      std::vector<uint32_t> merged;
+      merged.clear();
       for (size_t i = from; i < out.size(); ++i) {
         term = collection_prefix(collection);
         term += suffix(out[i]);

@@ -338,7 +338,7 @@ Dispatch ScheduleCore::take(Processor p, double now) {
   if (options_.policy == Policy::kBestOneAtATime && runs_in_progress_ > 0) return run;
   clock_ = std::max(clock_, now);
   drop_expired(now);
-  {  // workers busy with the processor's own work, on average over its recent takes
+  if (options_.dominance > 0) {  // workers busy with the processor's own work, on average over its recent takes
     const size_t i = static_cast<size_t>(p);
     const double own = static_cast<double>(busy_[i] - std::min(busy_[i], busy_dominant_steals_[i]));
     own_busy_average_[i] += kOwnBusyWeight * (own - own_busy_average_[i]);
