@@ -135,14 +135,39 @@ void Analyzer::end_token(size_t start) {
   }
 }
 
+std::string_view Analyzer::stemmed(std::string_view token) {
+  if (stemmer_ == nullptr) return token;
+  const sb_symbol* out = sb_stemmer_stem(stemmer_, reinterpret_cast<const sb_symbol*>(token.data()), static_cast<int>(token.size()));
+  if (out == nullptr) throw Error("libstemmer ran out of memory");
+  return {reinterpret_cast<const char*>(out), static_cast<size_t>(sb_stemmer_length(stemmer_))};
+}
+
 uint32_t Analyzer::stem_id(std::string_view token, uint64_t hash) {
+  if (shared_ != nullptr && !shared_frozen_) {
+    const uint32_t id = shared_->find(token, hash);
+    if (id != SharedStemCache::kMissing) return id;
+    if (!shared_->frozen()) {
+      const uint32_t added = shared_->insert(token, hash, stemmed(token));
+      if (added != SharedStemCache::kMissing) return added;
+    }
+    shared_->wait_until_settled();
+    shared_base_ = shared_->stems();  // final now: the own cache's ids go above it
+    shared_frozen_ = true;
+  }
+  if (shared_ != nullptr) {  // frozen: the shared cache first, then the own one
+    const uint32_t id = shared_->find(token, hash);
+    if (id != SharedStemCache::kMissing) return id;
+  }
   const uint32_t id = cache_.find(token, hash);
-  if (id != StemCache::kMissing) return id;
-  if (stemmer_ == nullptr) return cache_.insert(token, token);
-  const sb_symbol* stemmed =
-      sb_stemmer_stem(stemmer_, reinterpret_cast<const sb_symbol*>(token.data()), static_cast<int>(token.size()));
-  if (stemmed == nullptr) throw Error("libstemmer ran out of memory");
-  return cache_.insert(token, std::string_view(reinterpret_cast<const char*>(stemmed), sb_stemmer_length(stemmer_)));
+  if (id != StemCache::kMissing) return id < alias_.size() && alias_[id] != StemCache::kMissing ? alias_[id] : shared_base_ + id;
+  const std::string_view stem = stemmed(token);
+  const uint32_t added = cache_.insert(token, stem);
+  if (shared_ == nullptr) return added;
+  // A stem the shared cache holds keeps its id there (one stem, one id).
+  const uint32_t in_shared = shared_->find_stem(stem);
+  if (alias_.size() <= added) alias_.resize(added + 1, StemCache::kMissing);
+  alias_[added] = in_shared;
+  return in_shared != SharedStemCache::kMissing ? in_shared : shared_base_ + added;
 }
 
 namespace {
@@ -194,10 +219,10 @@ void Analyzer::analyze_stems(std::string_view text, std::vector<uint32_t>& stems
   hashes_.resize(spans_.size());
   for (size_t i = 0; i < spans_.size(); ++i) {
     hashes_[i] = StemCache::hash(all.substr(spans_[i].first, spans_[i].second));
-    if (i < kAhead) cache_.prefetch(hashes_[i]);
+    if (i < kAhead) prefetch(hashes_[i]);
   }
   for (size_t i = 0; i < spans_.size(); ++i) {
-    if (i + kAhead < spans_.size()) cache_.prefetch(hashes_[i + kAhead]);
+    if (i + kAhead < spans_.size()) prefetch(hashes_[i + kAhead]);
     stems.push_back(stem_id(all.substr(spans_[i].first, spans_[i].second), hashes_[i]));
   }
 }
@@ -205,7 +230,7 @@ void Analyzer::analyze_stems(std::string_view text, std::vector<uint32_t>& stems
 void Analyzer::analyze(std::string_view text, std::vector<std::string>& terms) {
   scratch_.clear();
   analyze_stems(text, scratch_);
-  for (uint32_t id : scratch_) terms.emplace_back(cache_.stem(id));
+  for (uint32_t id : scratch_) terms.emplace_back(stem(id));
   trim_stem_cache();
 }
 

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/analysis/shared_stem_cache.hpp"
 #include "common/analysis/stem_cache.hpp"
 
 struct sb_stemmer;
@@ -44,16 +45,28 @@ class Analyzer {
   const AnalyzerConfig& config() const { return config_; }
   // Indexing's form: appends the stem ids of `text`'s terms (what analyze() gives, as ids into the
   // stem cache; stem() names them). Ids stay valid until trim_stem_cache(), which an indexer calls
-  // between documents; nothing else empties the cache meanwhile.
+  // between documents; nothing else empties the cache meanwhile. Ids below stable_stems() stay
+  // valid across trims too.
   void analyze_stems(std::string_view text, std::vector<uint32_t>& stems);
-  std::string_view stem(uint32_t id) const { return cache_.stem(id); }
-  size_t stem_count() const { return cache_.stems(); }
-  // Moves on whenever the stem cache is emptied: stem ids kept across documents are valid only
-  // within one epoch.
+  std::string_view stem(uint32_t id) const {
+    if (shared_ == nullptr) return cache_.stem(id);
+    return id < shared_base_ ? shared_->stem(id) : cache_.stem(id - shared_base_);
+  }
+  // Every id handed out is below it.
+  size_t stem_count() const {
+    if (shared_ == nullptr) return cache_.stems();
+    return cache_.stems() > 0 ? shared_base_ + cache_.stems() : shared_->stems();
+  }
+  // Ids below it never change meaning (those of a shared cache); the others only within an epoch.
+  size_t stable_stems() const { return shared_ == nullptr ? 0 : std::min<size_t>(shared_->stems(), shared_base_); }
+  // Moves on whenever the own stem cache is emptied: stem ids from stable_stems() up kept across
+  // documents are valid only within one epoch.
   uint64_t stem_cache_epoch() const { return cache_.epoch(); }
-  // Empties the stem cache once it holds more tokens than its limit.
+  // Empties the own stem cache once it holds more tokens than its limit.
   void trim_stem_cache() {
-    if (cache_.tokens() > stem_cache_limit_) cache_.clear();
+    if (cache_.tokens() <= stem_cache_limit_) return;
+    cache_.clear();
+    alias_.clear();
   }
   // At most `entries` tokens cached (2^18 by default) between trims: memory-bounded builds size it
   // from their budget, and the cache's tables are sized for that many up front (kStemCacheEntryBytes
@@ -62,6 +75,13 @@ class Analyzer {
     stem_cache_limit_ = std::max<size_t>(entries, 1);
     cache_.reserve(stem_cache_limit_);
   }
+  // Looks words up in `shared` (which outlives this analyzer) and fills it; the own cache (its
+  // ids from the shared cache's final count up) then takes only the words the shared one cannot
+  // hold once it is full. Ids then come from many threads: a word's id says nothing of its order.
+  void share_stem_cache(SharedStemCache* shared) {
+    shared_ = shared;
+    shared_base_ = shared->capacity();
+  }
   static constexpr size_t kStemCacheEntryBytes = StemCache::kEntryBytes;
 
  private:
@@ -69,11 +89,20 @@ class Analyzer {
   // the stop words, else dropped from folded_.
   void end_token(size_t start);
   uint32_t stem_id(std::string_view token, uint64_t hash);  // from the cache, else stemmed and cached
+  std::string_view stemmed(std::string_view token);         // valid until the next call
+  void prefetch(uint64_t hash) const {
+    if (shared_ != nullptr) return shared_->prefetch(hash);
+    cache_.prefetch(hash);
+  }
 
   AnalyzerConfig config_;
   bool dropping_stopwords_ = false;  // inside analyze_query
   sb_stemmer* stemmer_ = nullptr;
   StemCache cache_;
+  SharedStemCache* shared_ = nullptr;
+  uint32_t shared_base_ = 0;  // the own cache's ids are offset by it: the shared cache's count once frozen
+  bool shared_frozen_ = false;  // seen frozen (and settled) by this analyzer
+  std::vector<uint32_t> alias_;  // own stem id → the shared id of the same stem, or kMissing
   size_t stem_cache_limit_ = size_t{1} << 18;
   std::string folded_;                             // a text's kept tokens, folded, back to back
   std::vector<std::pair<uint32_t, uint32_t>> spans_;  // each kept token's offset and size in folded_

@@ -109,8 +109,8 @@ class CpuIndexer final : public ParserIndexer {
   // (and their list heads), then the lists' tail slices, then the appends. One posting at a time,
   // every append waited for two cache misses (the list, then its tail): a tenth of a one-thread build.
   void add_document(const Analyzer& analyzer, DocId doc, std::span<const uint32_t> stems, std::span<const uint32_t> freqs) override {
-    if (analyzer.stem_cache_epoch() != epoch_) {  // the cache was emptied: its ids name other stems now
-      term_of_stem_.clear();
+    if (analyzer.stem_cache_epoch() != epoch_) {  // the own cache was emptied: its ids name other stems now
+      term_of_stem_.resize(std::min<size_t>(term_of_stem_.size(), analyzer.stable_stems()));
       epoch_ = analyzer.stem_cache_epoch();
     }
     if (term_of_stem_.size() < analyzer.stem_count()) term_of_stem_.resize(analyzer.stem_count(), kNoTerm);

@@ -1,9 +1,12 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <set>
+#include <thread>
 #include <unordered_map>
 
 #include "common/analysis/analyzer.hpp"
+#include "common/analysis/shared_stem_cache.hpp"
 #include "common/analysis/stem_cache.hpp"
 #include "common/analysis/utf8.hpp"
 #include "common/util/status.hpp"
@@ -102,6 +105,104 @@ TEST(Analyzer, AsciiFastPathAndStemCacheMatchTheReference) {
       ASSERT_EQ(cached.analyze(text), expected) << text;
       ASSERT_EQ(tiny.analyze(text), expected) << text;
     }
+  }
+}
+
+// Parsers sharing one cache that fills and freezes mid-way: each analyzer's terms stay the
+// reference's, ids from the shared cache keep their stems across the own caches' trims.
+TEST(Analyzer, ParsersSharingAStemCacheThatFreezesMatchTheReference) {
+  const uint64_t seed = testing::test_seed();
+  AnalyzerConfig config;
+  config.max_token_bytes = 40;  // long tokens (past a slot's 23 bytes) too
+  SharedStemCache shared(256);  // frozen after a few hundred words
+  std::vector<std::string> failures(4);
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < failures.size(); ++t) {
+    threads.emplace_back([&, t] {
+      std::mt19937_64 rng(seed + t);
+      Analyzer analyzer(config);
+      analyzer.limit_stem_cache(8);
+      analyzer.share_stem_cache(&shared);
+      std::vector<uint32_t> ids;
+      std::unordered_map<uint32_t, std::string> stable;  // every id below stable_stems() seen, and its stem
+      for (int i = 0; i < 1500 && failures[t].empty(); ++i) {
+        const std::string text = random_text(rng, rng() % 40) + (i % 7 == 0 ? " Counterrevolutionarinessess" : "");
+        const Terms expected = reference_analysis(text, config);
+        ids.clear();
+        analyzer.trim_stem_cache();
+        analyzer.analyze_stems(text, ids);
+        Terms got;
+        std::unordered_map<std::string, uint32_t> id_of_stem;  // one stem, one id (terms are counted by id)
+        for (uint32_t id : ids) {
+          got.emplace_back(analyzer.stem(id));
+          if (id_of_stem.emplace(got.back(), id).first->second != id) failures[t] = "two ids for the stem " + got.back();
+          if (id >= analyzer.stem_count()) failures[t] = "id " + std::to_string(id) + " not below stem_count()";
+          if (id < analyzer.stable_stems() && !stable.emplace(id, got.back()).second && stable[id] != got.back()) {
+            failures[t] = "stable id " + std::to_string(id) + " named " + stable[id] + ", now " + got.back();
+          }
+        }
+        if (got != expected) failures[t] = "terms of \"" + text + "\" differ from the reference";
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (const std::string& failure : failures) EXPECT_EQ(failure, "");
+  EXPECT_TRUE(shared.frozen());
+  EXPECT_LE(shared.stems(), shared.capacity());
+}
+
+TEST(SharedStemCache, ThreadsInsertingTheSameWordsGetOneIdPerStem) {
+  const uint64_t seed = testing::test_seed();
+  SharedStemCache cache(1 << 14);
+  constexpr int kThreads = 4;
+  // Tokens of an alphabet of 3 (many repeats across threads), some past 23 bytes; a token's stem
+  // is its first half, so several tokens share one.
+  std::vector<std::unordered_map<std::string, uint32_t>> seen(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      std::mt19937_64 rng(seed);  // every thread the same words, in the same order: the most races
+      for (int i = 0; i < 6000; ++i) {
+        std::string token(1 + rng() % 30, 'a');
+        for (char& c : token) c = static_cast<char>('a' + rng() % 3);
+        const std::string stem = token.substr(0, 1 + token.size() / 2);
+        const uint64_t h = StemCache::hash(token);
+        uint32_t id = cache.find(token, h);
+        if (id == SharedStemCache::kMissing) id = cache.insert(token, h, stem);
+        seen[t][token] = id;
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  ASSERT_FALSE(cache.frozen());
+  std::unordered_map<std::string, uint32_t> id_of_stem;
+  for (const auto& [token, id] : seen[0]) {
+    const std::string stem = token.substr(0, 1 + token.size() / 2);
+    ASSERT_NE(id, SharedStemCache::kMissing) << token;
+    ASSERT_EQ(cache.stem(id), stem) << token;
+    ASSERT_LT(id, cache.stems());
+    const auto [it, inserted] = id_of_stem.emplace(stem, id);
+    ASSERT_EQ(it->second, id) << "two ids for the stem " << stem;
+    for (int t = 1; t < kThreads; ++t) ASSERT_EQ(seen[t].at(token), id) << token;
+    ASSERT_EQ(cache.find(token, StemCache::hash(token)), id);
+  }
+  ASSERT_EQ(cache.find("zzz", StemCache::hash("zzz")), SharedStemCache::kMissing);
+}
+
+TEST(SharedStemCache, FreezesWhenFullAndStillFindsWhatItHolds) {
+  SharedStemCache cache(64);
+  std::vector<std::pair<std::string, uint32_t>> held;
+  for (int i = 0; !cache.frozen(); ++i) {
+    const std::string token = "w" + std::to_string(i);
+    const uint32_t id = cache.insert(token, StemCache::hash(token), token);
+    if (id != SharedStemCache::kMissing) held.emplace_back(token, id);
+  }
+  EXPECT_EQ(held.size(), cache.capacity());
+  EXPECT_EQ(cache.stems(), cache.capacity());
+  EXPECT_EQ(cache.insert("new", StemCache::hash("new"), "new"), SharedStemCache::kMissing);
+  for (const auto& [token, id] : held) {
+    ASSERT_EQ(cache.find(token, StemCache::hash(token)), id);
+    ASSERT_EQ(cache.stem(id), token);
   }
 }
 

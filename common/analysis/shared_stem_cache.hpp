@@ -1,0 +1,101 @@
+// One stem cache for every parser of a build: folded token → stem id, stem id → stem text, read
+// and filled by many threads at once without locks. Per-parser caches each held a share of the
+// budget: at 16 parsers under 2 GiB, 2^18 tokens each, less than the vocabulary of a large
+// collection, so each filled within a chunk, was emptied, and every word was stemmed and looked up
+// in the parser's dictionary again (at 16 threads a third of the build's CPU; the same memory as
+// one table holds sixteen times the words, each stemmed once).
+// Insert-only and of a fixed capacity, sized up front: ids never change, so a holder of stem ids
+// never has to forget them. Once full (tokens, stems or text), it is frozen: finds still work,
+// inserts refuse, and each analyzer caches the words it misses from then on in its own
+// StemCache under ids from stems() up (Analyzer::share_stem_cache).
+// A word missed once frozen has its stem looked up here before the analyzer's own cache names it,
+// so that one stem never has two ids (a document's terms are counted by id).
+// Slots publish with release stores of their tag (tokens) or id (stems), read with acquire loads;
+// a token slot being written is marked busy for the few stores that fill it.
+#pragma once
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string_view>
+
+namespace warp {
+
+class SharedStemCache {
+ public:
+  static constexpr uint32_t kMissing = 0xFFFFFFFFu;
+  // Bytes per token of capacity: two token slots (64), a stem entry (16), two stem slots (8), 16
+  // of stem text.
+  static constexpr size_t kEntryBytes = 104;
+  static constexpr size_t kInlineBytes = 23;  // longer tokens keep their text with the stems'
+
+  // Room for `tokens` tokens (rounded up to a power of two, at most 2^26) and as many stems.
+  explicit SharedStemCache(size_t tokens);
+  ~SharedStemCache();
+  SharedStemCache(const SharedStemCache&) = delete;
+  SharedStemCache& operator=(const SharedStemCache&) = delete;
+
+  // The stem id of a token (its StemCache::hash given), or kMissing.
+  uint32_t find(std::string_view token, uint64_t h) const;
+  void prefetch(uint64_t h) const { __builtin_prefetch(&tokens_[h & token_mask_]); }
+  // Records token → stem and returns the stem id, or kMissing once frozen. Two threads inserting
+  // one token get one id.
+  uint32_t insert(std::string_view token, uint64_t h, std::string_view stem);
+  // The id of a stem, or kMissing; once frozen and settled(), what it misses is in no slot.
+  uint32_t find_stem(std::string_view stem) const;
+  // Once frozen: waits until every stem id handed out is in its slot or unused for good (another
+  // thread may have taken an id just before the table froze and not yet published it).
+  void wait_until_settled() const;
+  // Valid for every id that find() or insert() returned.
+  std::string_view stem(uint32_t id) const {
+    const StemEntry& e = stems_[id];
+    return {text_.get() + e.offset, e.size};
+  }
+  // Ids handed out so far: every id returned is below it (final once frozen()).
+  uint32_t stems() const { return std::min(next_stem_.load(std::memory_order_acquire) & ~kFrozen, stem_capacity_); }
+  bool frozen() const { return (next_stem_.load(std::memory_order_acquire) & kFrozen) != 0; }
+  size_t capacity() const { return stem_capacity_; }
+  size_t memory_bytes() const;
+
+ private:
+  static constexpr uint32_t kBusy = 2;  // a token slot being filled (real tags are odd, 0 is empty)
+  static constexpr uint32_t kFrozen = 0x80000000u;  // in next_stem_
+  struct alignas(32) TokenSlot {
+    uint32_t tag;
+    uint32_t stem;
+    uint8_t size;
+    char text[kInlineBytes];
+  };
+  static_assert(sizeof(TokenSlot) == 32);
+  struct StemEntry {
+    uint64_t hash;
+    uint32_t offset, size;
+  };
+  static constexpr uint8_t kLong = 0xFF;  // size of a slot whose token's offset and size are in `text`
+  static constexpr uint64_t kNoRoom = ~uint64_t{0};
+  static uint32_t tag_of(uint64_t h) { return static_cast<uint32_t>(h >> 32) | 1u; }
+  bool holds(const TokenSlot& slot, std::string_view token) const;
+  // Copies `text` into the text area; its offset, or kNoRoom (and frozen) when full.
+  uint64_t add_text(std::string_view text);
+  // The slot's tag once it is not busy.
+  static uint32_t published_tag(const TokenSlot& slot);
+  uint32_t find_or_add_stem(std::string_view text);
+  void freeze() { next_stem_.fetch_or(kFrozen, std::memory_order_acq_rel); }
+
+  struct FreeHuge {
+    void operator()(void* p) const noexcept;
+  };
+  std::unique_ptr<TokenSlot[], FreeHuge> tokens_;
+  std::unique_ptr<uint32_t[], FreeHuge> stem_slots_;  // 0 = empty, else stem id + 1
+  std::unique_ptr<StemEntry[], FreeHuge> stems_;
+  std::unique_ptr<char[], FreeHuge> text_;
+  size_t token_mask_ = 0, stem_mask_ = 0;
+  uint32_t token_capacity_ = 0, stem_capacity_ = 0;
+  uint64_t text_capacity_ = 0;
+  std::atomic<uint32_t> next_stem_{0};  // ids handed out, kFrozen once full
+  std::atomic<uint32_t> settled_{0};  // ids handed out and then published or left unused
+  std::atomic<uint32_t> token_count_{0};
+  std::atomic<uint64_t> text_used_{0};
+};
+
+}  // namespace warp
