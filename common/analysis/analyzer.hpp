@@ -90,9 +90,12 @@ class Analyzer {
   void end_token(size_t start);
   uint32_t stem_id(std::string_view token, uint64_t hash);  // from the cache, else stemmed and cached
   std::string_view stemmed(std::string_view token);         // valid until the next call
-  void prefetch(uint64_t hash) const {
-    if (shared_ != nullptr) return shared_->prefetch(hash);
-    cache_.prefetch(hash);
+  [[gnu::always_inline]] void prefetch(uint64_t hash) const {
+    if (shared_ != nullptr) {
+      shared_->prefetch(hash);
+    } else {
+      cache_.prefetch(hash);
+    }
   }
 
   AnalyzerConfig config_;

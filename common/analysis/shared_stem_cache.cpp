@@ -12,13 +12,6 @@
 namespace warp {
 namespace {
 
-template <class T>
-T* allocate_zeroed(size_t count) {
-  void* p = allocate_huge(count * sizeof(T));
-  std::memset(p, 0, count * sizeof(T));
-  return static_cast<T*>(p);
-}
-
 // Slots are plain words (zeroed huge pages) accessed through atomic_ref where threads meet.
 uint32_t load_acquire(const uint32_t& word) {
   return std::atomic_ref<uint32_t>(const_cast<uint32_t&>(word)).load(std::memory_order_acquire);
@@ -26,17 +19,15 @@ uint32_t load_acquire(const uint32_t& word) {
 
 }  // namespace
 
-void SharedStemCache::FreeHuge::operator()(void* p) const noexcept { free_huge(p); }
-
 SharedStemCache::SharedStemCache(size_t tokens) {
   const size_t capacity = std::bit_ceil(std::clamp<size_t>(tokens, 64, size_t{1} << 26));
   token_capacity_ = stem_capacity_ = static_cast<uint32_t>(capacity);
   token_mask_ = stem_mask_ = 2 * capacity - 1;  // at most half full
   text_capacity_ = 16 * capacity;
-  tokens_.reset(allocate_zeroed<TokenSlot>(2 * capacity));
-  stem_slots_.reset(allocate_zeroed<uint32_t>(2 * capacity));
-  stems_.reset(static_cast<StemEntry*>(allocate_huge(capacity * sizeof(StemEntry))));
-  text_.reset(static_cast<char*>(allocate_huge(text_capacity_)));
+  tokens_ = ZeroedTable<TokenSlot>(2 * capacity);
+  stem_slots_ = ZeroedTable<uint32_t>(2 * capacity);
+  stems_ = ZeroedTable<StemEntry>(capacity);
+  text_ = ZeroedTable<char>(text_capacity_);
 }
 
 SharedStemCache::~SharedStemCache() = default;
@@ -54,9 +45,7 @@ uint32_t SharedStemCache::published_tag(const TokenSlot& slot) {
   return tag;
 }
 
-bool SharedStemCache::holds(const TokenSlot& slot, std::string_view token) const {
-  if (token.size() <= kInlineBytes) return slot.size == token.size() && std::memcmp(slot.text, token.data(), token.size()) == 0;
-  if (slot.size != kLong) return false;
+bool SharedStemCache::holds_long(const TokenSlot& slot, std::string_view token) const {
   uint32_t offset, size;
   std::memcpy(&offset, slot.text, 4);
   std::memcpy(&size, slot.text + 4, 4);
@@ -68,16 +57,6 @@ uint64_t SharedStemCache::add_text(std::string_view text) {
   if (offset + text.size() > text_capacity_) return freeze(), kNoRoom;
   std::memcpy(text_.get() + offset, text.data(), text.size());
   return offset;
-}
-
-uint32_t SharedStemCache::find(std::string_view token, uint64_t h) const {
-  const uint32_t tag = tag_of(h);
-  for (size_t i = h & token_mask_;; i = (i + 1) & token_mask_) {
-    const TokenSlot& slot = tokens_[i];
-    const uint32_t seen = published_tag(slot);
-    if (seen == 0) return kMissing;
-    if (seen == tag && holds(slot, token)) return slot.stem;
-  }
 }
 
 uint32_t SharedStemCache::find_stem(std::string_view stem) const {

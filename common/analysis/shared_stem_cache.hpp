@@ -16,8 +16,10 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
-#include <memory>
+#include <cstring>
 #include <string_view>
+
+#include "common/util/huge_pages.hpp"
 
 namespace warp {
 
@@ -35,9 +37,21 @@ class SharedStemCache {
   SharedStemCache(const SharedStemCache&) = delete;
   SharedStemCache& operator=(const SharedStemCache&) = delete;
 
-  // The stem id of a token (its StemCache::hash given), or kMissing.
-  uint32_t find(std::string_view token, uint64_t h) const;
-  void prefetch(uint64_t h) const { __builtin_prefetch(&tokens_[h & token_mask_]); }
+  // The stem id of a token (its StemCache::hash given), or kMissing. Inline: the indexer's
+  // hottest lookup.
+  uint32_t find(std::string_view token, uint64_t h) const {
+    const uint32_t tag = tag_of(h);
+    for (size_t i = h & token_mask_;; i = (i + 1) & token_mask_) {
+      const TokenSlot& slot = tokens_[i];
+      uint32_t seen = std::atomic_ref<uint32_t>(const_cast<uint32_t&>(slot.tag)).load(std::memory_order_acquire);
+      if (seen == kBusy) seen = published_tag(slot);
+      if (seen == 0) return kMissing;
+      if (seen == tag && holds(slot, token)) return slot.stem;
+    }
+  }
+  // Always inlined: GCC 12 at -O3 drops calls to a function that only prefetches (a "const"
+  // function whose result is unused) before it would inline them.
+  [[gnu::always_inline]] void prefetch(uint64_t h) const { __builtin_prefetch(tokens_.get() + (h & token_mask_)); }
   // Records token → stem and returns the stem id, or kMissing once frozen. Two threads inserting
   // one token get one id.
   uint32_t insert(std::string_view token, uint64_t h, std::string_view stem);
@@ -74,7 +88,11 @@ class SharedStemCache {
   static constexpr uint8_t kLong = 0xFF;  // size of a slot whose token's offset and size are in `text`
   static constexpr uint64_t kNoRoom = ~uint64_t{0};
   static uint32_t tag_of(uint64_t h) { return static_cast<uint32_t>(h >> 32) | 1u; }
-  bool holds(const TokenSlot& slot, std::string_view token) const;
+  bool holds(const TokenSlot& slot, std::string_view token) const {
+    if (token.size() <= kInlineBytes) return slot.size == token.size() && std::memcmp(slot.text, token.data(), token.size()) == 0;
+    return slot.size == kLong && holds_long(slot, token);
+  }
+  bool holds_long(const TokenSlot& slot, std::string_view token) const;
   // Copies `text` into the text area; its offset, or kNoRoom (and frozen) when full.
   uint64_t add_text(std::string_view text);
   // The slot's tag once it is not busy.
@@ -82,13 +100,11 @@ class SharedStemCache {
   uint32_t find_or_add_stem(std::string_view text);
   void freeze() { next_stem_.fetch_or(kFrozen, std::memory_order_acq_rel); }
 
-  struct FreeHuge {
-    void operator()(void* p) const noexcept;
-  };
-  std::unique_ptr<TokenSlot[], FreeHuge> tokens_;
-  std::unique_ptr<uint32_t[], FreeHuge> stem_slots_;  // 0 = empty, else stem id + 1
-  std::unique_ptr<StemEntry[], FreeHuge> stems_;
-  std::unique_ptr<char[], FreeHuge> text_;
+  // Tables mapped zeroed: no page is touched before a slot on it is used.
+  ZeroedTable<TokenSlot> tokens_;
+  ZeroedTable<uint32_t> stem_slots_;  // 0 = empty, else stem id + 1
+  ZeroedTable<StemEntry> stems_;
+  ZeroedTable<char> text_;
   size_t token_mask_ = 0, stem_mask_ = 0;
   uint32_t token_capacity_ = 0, stem_capacity_ = 0;
   uint64_t text_capacity_ = 0;

@@ -4,6 +4,7 @@
 // virtual machine a TLB miss walks two levels of page tables.
 #pragma once
 #include <cstddef>
+#include <utility>
 #include <vector>
 
 namespace warp {
@@ -13,6 +14,31 @@ inline constexpr size_t kHugePageBytes = size_t{2} << 20;
 // `bytes` of memory (huge-page backed where at least kHugePageBytes); throws std::bad_alloc.
 void* allocate_huge(size_t bytes);
 void free_huge(void* p) noexcept;
+// `bytes` of zeroed memory straight from the kernel, 2 MiB-aligned and advised as huge pages: no
+// page is touched (or zeroed) before it is used. Freed with unmap_zeroed(p, bytes).
+void* map_zeroed(size_t bytes);
+void unmap_zeroed(void* p, size_t bytes) noexcept;
+
+// A fixed array of `count` zeroed T from map_zeroed (T trivially constructible from zero bytes).
+template <class T>
+class ZeroedTable {
+ public:
+  ZeroedTable() = default;
+  explicit ZeroedTable(size_t count) : data_(static_cast<T*>(map_zeroed(count * sizeof(T)))), bytes_(count * sizeof(T)) {}
+  ~ZeroedTable() { unmap_zeroed(data_, bytes_); }
+  ZeroedTable(ZeroedTable&& other) noexcept : data_(std::exchange(other.data_, nullptr)), bytes_(std::exchange(other.bytes_, 0)) {}
+  ZeroedTable& operator=(ZeroedTable&& other) noexcept {
+    std::swap(data_, other.data_);
+    std::swap(bytes_, other.bytes_);
+    return *this;
+  }
+  T* get() const { return data_; }
+  T& operator[](size_t i) const { return data_[i]; }
+
+ private:
+  T* data_ = nullptr;
+  size_t bytes_ = 0;
+};
 
 template <class T>
 struct HugePageAllocator {

@@ -239,13 +239,15 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
   const bool pieces_flow = !parsers_index || gpu_indexers > 0;
   const uint64_t chunk_bytes = options.chunk_bytes ? options.chunk_bytes : std::clamp<uint64_t>(budget / (36 * parsers), 64u << 10, 4u << 20);
   // Stem caches, a quarter of the budget at most: one shared by every parser (a power of two of
-  // tokens, 2^12 to 2^21), and each parser's own for the words it misses once that one is full
+  // tokens, 2^12 to 2^21, mapped as it fills), and each parser's own for the words it misses once that one is full
   // (2^10 to 2^14). A word that is not cached is stemmed and its term looked up in the dictionary
   // again: per-parser caches of 2^18 tokens at 16 threads under 2 GiB built 2 GiB of Zipfian text
   // (500,000 words) in 8.1-8.8 s, against 5.7-6.2 s with caches of 2^20 (RESULTS.md).
   const size_t own_stem_cache = std::bit_floor(std::clamp<uint64_t>(budget / (32 * parsers * Analyzer::kStemCacheEntryBytes), 1024, 1u << 14));
   const uint64_t stem_cache_bytes = budget / 4 - std::min<uint64_t>(budget / 4, parsers * own_stem_cache * Analyzer::kStemCacheEntryBytes);
-  SharedStemCache shared_stems(std::bit_floor(std::clamp<uint64_t>(stem_cache_bytes / SharedStemCache::kEntryBytes, 1u << 12, 1u << 21)));
+  // 2^20 tokens for one parser (what its own cache had), 2^21 for more.
+  const uint64_t shared_cap = parsers > 1 ? 1u << 21 : 1u << 20;
+  SharedStemCache shared_stems(std::bit_floor(std::clamp<uint64_t>(stem_cache_bytes / SharedStemCache::kEntryBytes, 1u << 12, shared_cap)));
   const uint64_t in_flight = (pieces_flow ? 9 : 3) * parsers * chunk_bytes + parsers * own_stem_cache * Analyzer::kStemCacheEntryBytes +
                              shared_stems.memory_bytes();
   report.chunk_bytes = chunk_bytes;
