@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <bit>
 #include <memory>
 
 #include "indexer/pipeline/indexers.hpp"
@@ -18,11 +19,15 @@ void Indexer::add_run(RunInfo run) {
 namespace {
 
 // The postings an indexer holds between spills, in slices of one arena: a term's list is a chain
-// of slices of 2, 4, …, 512 postings (each followed by a link slot), cut from 2 MiB blocks (huge pages). A
-// spill empties the arena but keeps its blocks, so the next run reuses the same memory: no heap
-// fragmentation from millions of small vectors, and the memory held is counted exactly.
+// of slices of 2, 4, …, 512 postings (each followed by a link slot), cut from blocks of about an
+// eighth of the indexer's share (8 KiB to 2 MiB, a huge page). A spill empties the arena but keeps
+// the blocks its share still allows, so the next run reuses the same memory: no heap fragmentation
+// from millions of small vectors, and the memory held (whole blocks) is counted exactly.
 class PostingArena {
  public:
+  explicit PostingArena(uint64_t share_bytes)
+      : block_bits_(static_cast<uint32_t>(std::clamp<int>(std::bit_width(share_bytes / sizeof(Posting) / 8) - 1, 10, 18))) {}
+
   struct List {
     uint32_t head = kNone, tail = 0, count = 0;
     uint16_t used = 0;  // postings in the tail slice
@@ -64,21 +69,26 @@ class PostingArena {
     }
   }
 
-  void clear() { next_ = 0; }
+  // Empties the arena, keeping at most `keep_bytes` of its blocks.
+  void clear(uint64_t keep_bytes) {
+    next_ = 0;
+    blocks_.resize(std::min<size_t>(blocks_.size(), keep_bytes / block_bytes()));
+  }
   uint64_t used_bytes() const { return uint64_t{next_} * sizeof(Posting); }
+  uint64_t reserved_bytes() const { return blocks_.size() * block_bytes(); }
 
  private:
   static constexpr uint32_t kNone = 0xFFFFFFFFu;
-  static constexpr uint32_t kBlockBits = 18;  // 262,144 postings: 2 MiB, one huge page
+  uint64_t block_bytes() const { return sizeof(Posting) << block_bits_; }
   static constexpr int kTopLevel = 8;
   static uint32_t capacity(int level) { return 2u << level; }
-  Posting& at(uint32_t index) { return blocks_[index >> kBlockBits].get()[index & ((1u << kBlockBits) - 1)]; }
-  const Posting& at(uint32_t index) const { return blocks_[index >> kBlockBits].get()[index & ((1u << kBlockBits) - 1)]; }
+  Posting& at(uint32_t index) { return blocks_[index >> block_bits_].get()[index & ((1u << block_bits_) - 1)]; }
+  const Posting& at(uint32_t index) const { return blocks_[index >> block_bits_].get()[index & ((1u << block_bits_) - 1)]; }
   // `size` consecutive slots; a slice never crosses a block.
   uint32_t allocate(uint32_t size) {
-    if ((next_ & ((1u << kBlockBits) - 1)) + size > (1u << kBlockBits)) next_ = ((next_ >> kBlockBits) + 1) << kBlockBits;
-    if ((next_ >> kBlockBits) >= blocks_.size()) {
-      blocks_.emplace_back(static_cast<Posting*>(allocate_huge(sizeof(Posting) << kBlockBits)));
+    if ((next_ & ((1u << block_bits_) - 1)) + size > (1u << block_bits_)) next_ = ((next_ >> block_bits_) + 1) << block_bits_;
+    if ((next_ >> block_bits_) >= blocks_.size()) {
+      blocks_.emplace_back(static_cast<Posting*>(allocate_huge(block_bytes())));
     }
     const uint32_t slice = next_;
     next_ += size;
@@ -87,7 +97,8 @@ class PostingArena {
   struct FreeHuge {
     void operator()(Posting* p) const noexcept { free_huge(p); }
   };
-  std::vector<std::unique_ptr<Posting, FreeHuge>> blocks_;  // of huge pages
+  uint32_t block_bits_;  // postings per block: 2^10 (a slice of 513 fits) to 2^18 (2 MiB)
+  std::vector<std::unique_ptr<Posting, FreeHuge>> blocks_;  // of huge pages where 2 MiB
   uint32_t next_ = 0;
 };
 
@@ -133,11 +144,11 @@ class CpuIndexer final : public ParserIndexer {
     if (held() > context_.share()) spill();
   }
 
-  // Postings, dictionary and per-term entries.
-  uint64_t held() const {
-    return arena_.used_bytes() + forest_.memory_bytes() + lists_.size() * (sizeof(PostingArena::List) + sizeof(uint32_t)) +
-           term_of_stem_.capacity() * sizeof(uint32_t);
-  }
+  // The arena's blocks, the dictionary and per-term entries. Not the stem → term map: its size
+  // follows the shared stem cache's ids, not this indexer's terms, and the build counts it with the
+  // parsers' other arrays by stem id.
+  uint64_t held() const { return arena_.reserved_bytes() + dictionary_bytes(); }
+  uint64_t dictionary_bytes() const { return forest_.memory_bytes() + lists_.size() * (sizeof(PostingArena::List) + sizeof(uint32_t)); }
 
   // Everything held, as one run sorted by term, each list by docID; then a fresh start.
   // The dictionary (and the stem → term map) outlive the run while they take at most half the
@@ -172,14 +183,15 @@ class CpuIndexer final : public ParserIndexer {
       writer.add(term, list);
     }
     add_run(writer.finish());
-    arena_.clear();
     std::fill(lists_.begin(), lists_.end(), PostingArena::List{});
-    if (held() > context_.share() / 2) {  // the dictionary too: term ids start again from 0
+    const uint64_t share = context_.share();
+    if (dictionary_bytes() > share / 2) {  // the dictionary too: term ids start again from 0
       forest_.clear();
       lists_.clear();
       collection_of_.clear();
       term_of_stem_.clear();
     }
+    arena_.clear(share > dictionary_bytes() ? share - dictionary_bytes() : 0);
   }
 
  private:
@@ -196,7 +208,7 @@ class CpuIndexer final : public ParserIndexer {
   }
 
   TermForest forest_;
-  PostingArena arena_;
+  PostingArena arena_{context_.share()};  // blocks sized from the share at the start
   HugeVector<PostingArena::List> lists_;  // by term id
   std::vector<uint32_t> collection_of_;
   HugeVector<uint32_t> term_of_stem_;  // parser-fed: stem id → term id, kNoTerm until looked up

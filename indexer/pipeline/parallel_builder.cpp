@@ -239,15 +239,21 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
   const bool pieces_flow = !parsers_index || gpu_indexers > 0;
   const uint64_t chunk_bytes = options.chunk_bytes ? options.chunk_bytes : std::clamp<uint64_t>(budget / (36 * parsers), 64u << 10, 4u << 20);
   // Stem caches, a quarter of the budget at most: one shared by every parser (a power of two of
-  // tokens, 2^12 to 2^21, mapped as it fills), and each parser's own for the words it misses once that one is full
-  // (2^10 to 2^14). A word that is not cached is stemmed and its term looked up in the dictionary
-  // again: per-parser caches of 2^18 tokens at 16 threads under 2 GiB built 2 GiB of Zipfian text
-  // (500,000 words) in 8.1-8.8 s, against 5.7-6.2 s with caches of 2^20 (RESULTS.md).
+  // tokens, 2^12 to 2^21, mapped as it fills), each parser's own for the words it misses once that
+  // one is full (2^10 to 2^14), and the parsers' arrays by stem id (counts, their indexers' stem →
+  // term maps, collections where pieces flow: 4 bytes each per stem of the shared cache, per
+  // parser; counted as they grow, in share() below). A word that is not cached is stemmed and its
+  // term looked up in the dictionary again: per-parser caches of 2^18 tokens at 16 threads under
+  // 2 GiB built 2 GiB of Zipfian text (500,000 words) in 7.5-7.9 s, this shared one in 5.5-5.7 s
+  // (RESULTS.md).
+  const bool own_takes_all = parsers_index && slots == 1;
+  const uint64_t stem_array_bytes = ((parsers_index ? 2 : 1) + (own_takes_all ? 0 : 1)) * sizeof(uint32_t) * parsers;
   const size_t own_stem_cache = std::bit_floor(std::clamp<uint64_t>(budget / (32 * parsers * Analyzer::kStemCacheEntryBytes), 1024, 1u << 14));
   const uint64_t stem_cache_bytes = budget / 4 - std::min<uint64_t>(budget / 4, parsers * own_stem_cache * Analyzer::kStemCacheEntryBytes);
   // 2^20 tokens for one parser (what its own cache had), 2^21 for more.
   const uint64_t shared_cap = parsers > 1 ? 1u << 21 : 1u << 20;
-  SharedStemCache shared_stems(std::bit_floor(std::clamp<uint64_t>(stem_cache_bytes / SharedStemCache::kEntryBytes, 1u << 12, shared_cap)));
+  SharedStemCache shared_stems(std::bit_floor(
+      std::clamp<uint64_t>(stem_cache_bytes / (SharedStemCache::kEntryBytes + stem_array_bytes), 1u << 12, shared_cap)));
   const uint64_t in_flight = (pieces_flow ? 9 : 3) * parsers * chunk_bytes + parsers * own_stem_cache * Analyzer::kStemCacheEntryBytes +
                              shared_stems.memory_bytes();
   report.chunk_bytes = chunk_bytes;
@@ -307,10 +313,10 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
       if (!failure) failure = std::current_exception();
       failed = true;
     };
-    // An indexer's share: nine tenths of the budget (heap overheads) less what is in flight and
-    // the per-document arrays.
+    // An indexer's share: nine tenths of the budget (heap overheads) less what is in flight, the
+    // per-document arrays and the parsers' arrays by stem id.
     const auto share = [&]() -> uint64_t {
-      const uint64_t used = in_flight + docs.memory_bytes();
+      const uint64_t used = in_flight + docs.memory_bytes() + stem_array_bytes * shared_stems.stems();
       const uint64_t usable = budget / 10 * 9;
       return std::max<uint64_t>(usable > used ? (usable - used) / (cpu_indexers + gpu_indexers) : 0, 64u << 10);
     };
@@ -341,7 +347,6 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
         }
       });
     }
-    const bool own_takes_all = parsers_index && slots == 1;
     std::atomic<size_t> next_split{0}, parsers_running{parsers};
     std::mutex done_mutex;
     std::condition_variable done;
@@ -385,7 +390,7 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
                 analyzer.analyze_stems(chunk[d].title, stems);
                 analyzer.analyze_stems(chunk[d].body, stems);
                 if (count.size() < analyzer.stem_count()) count.resize(analyzer.stem_count(), 0);
-                collection_of.resize(analyzer.stem_count(), kNoCollection);
+                if (!own_takes_all) collection_of.resize(analyzer.stem_count(), kNoCollection);
                 touched.clear();
                 for (uint32_t id : stems) {
                   if (count[id]++ == 0) touched.push_back(id);
