@@ -55,7 +55,8 @@ class SharedStemCache {
   // Records token → stem and returns the stem id, or kMissing once frozen. Two threads inserting
   // one token get one id.
   uint32_t insert(std::string_view token, uint64_t h, std::string_view stem);
-  // The id of a stem, or kMissing; once frozen and settled(), what it misses is in no slot.
+  // The id of a stem, or kMissing; once frozen and wait_until_settled(), a stem it misses is in
+  // no slot.
   uint32_t find_stem(std::string_view stem) const;
   // Once frozen: waits until every stem id handed out is in its slot or unused for good (another
   // thread may have taken an id just before the table froze and not yet published it).
