@@ -143,20 +143,18 @@ std::string_view Analyzer::stemmed(std::string_view token) {
 }
 
 uint32_t Analyzer::stem_id(std::string_view token, uint64_t hash) {
-  if (shared_ != nullptr && !shared_frozen_) {
+  if (shared_ != nullptr) {  // the shared cache first; once it is frozen, the own one
     const uint32_t id = shared_->find(token, hash);
     if (id != SharedStemCache::kMissing) return id;
-    if (!shared_->frozen()) {
-      const uint32_t added = shared_->insert(token, hash, stemmed(token));
-      if (added != SharedStemCache::kMissing) return added;
+    if (!shared_frozen_) {
+      if (!shared_->frozen()) {
+        const uint32_t added = shared_->insert(token, hash, stemmed(token));
+        if (added != SharedStemCache::kMissing) return added;
+      }
+      shared_->wait_until_settled();
+      shared_base_ = shared_->stems();  // final now: the own cache's ids go above it
+      shared_frozen_ = true;
     }
-    shared_->wait_until_settled();
-    shared_base_ = shared_->stems();  // final now: the own cache's ids go above it
-    shared_frozen_ = true;
-  }
-  if (shared_ != nullptr) {  // frozen: the shared cache first, then the own one
-    const uint32_t id = shared_->find(token, hash);
-    if (id != SharedStemCache::kMissing) return id;
   }
   const uint32_t id = cache_.find(token, hash);
   if (id != StemCache::kMissing) return id < alias_.size() && alias_[id] != StemCache::kMissing ? alias_[id] : shared_base_ + id;

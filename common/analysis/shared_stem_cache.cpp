@@ -1,13 +1,11 @@
 #include "common/analysis/shared_stem_cache.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <bit>
 #include <cstring>
 #include <thread>
 
 #include "common/analysis/stem_cache.hpp"
-#include "common/util/huge_pages.hpp"
 
 namespace warp {
 namespace {
@@ -43,13 +41,6 @@ uint32_t SharedStemCache::published_tag(const TokenSlot& slot) {
     if (++spins > 64) std::this_thread::yield();
   }
   return tag;
-}
-
-bool SharedStemCache::holds_long(const TokenSlot& slot, std::string_view token) const {
-  uint32_t offset, size;
-  std::memcpy(&offset, slot.text, 4);
-  std::memcpy(&size, slot.text + 4, 4);
-  return size == token.size() && std::memcmp(text_.get() + offset, token.data(), size) == 0;
 }
 
 uint64_t SharedStemCache::add_text(std::string_view text) {
@@ -112,9 +103,9 @@ uint32_t SharedStemCache::insert(std::string_view token, uint64_t h, std::string
   const uint32_t stem_id = find_or_add_stem(stem);
   if (stem_id == kMissing) return kMissing;
   uint64_t long_text = 0;  // a token too long for its slot: its text's offset
-  if (token.size() > kInlineBytes && (long_text = add_text(token)) == kNoRoom) return kMissing;
+  if (token.size() > TokenSlot::kInlineBytes && (long_text = add_text(token)) == kNoRoom) return kMissing;
   if (token_count_.fetch_add(1, std::memory_order_relaxed) >= token_capacity_) return freeze(), kMissing;
-  const uint32_t tag = tag_of(h);
+  const uint32_t tag = TokenSlot::tag_of(h);
   for (size_t i = h & token_mask_;; i = (i + 1) & token_mask_) {
     TokenSlot& slot = tokens_[i];
     uint32_t seen = published_tag(slot);
@@ -123,20 +114,12 @@ uint32_t SharedStemCache::insert(std::string_view token, uint64_t h, std::string
         seen = published_tag(slot);  // filled meanwhile: compare with what it holds
       } else {
         slot.stem = stem_id;
-        if (token.size() <= kInlineBytes) {
-          slot.size = static_cast<uint8_t>(token.size());
-          std::memcpy(slot.text, token.data(), token.size());
-        } else {
-          const auto offset = static_cast<uint32_t>(long_text), size = static_cast<uint32_t>(token.size());
-          slot.size = kLong;
-          std::memcpy(slot.text, &offset, 4);
-          std::memcpy(slot.text + 4, &size, 4);
-        }
+        slot.set_token(token, static_cast<uint32_t>(long_text));
         std::atomic_ref<uint32_t>(slot.tag).store(tag, std::memory_order_release);
         return stem_id;
       }
     }
-    if (seen == tag && holds(slot, token)) return slot.stem;
+    if (seen == tag && slot.holds(token, text_.get())) return slot.stem;
   }
 }
 

@@ -19,17 +19,18 @@
 #include <cstring>
 #include <string_view>
 
+#include "common/analysis/stem_cache.hpp"
+#include "common/analysis/token_slot.hpp"
 #include "common/util/huge_pages.hpp"
 
 namespace warp {
 
 class SharedStemCache {
  public:
-  static constexpr uint32_t kMissing = 0xFFFFFFFFu;
+  static constexpr uint32_t kMissing = StemCache::kMissing;  // one "missing" for both (the analyzer mixes them)
   // Bytes per token of capacity: two token slots (64), a stem entry (16), two stem slots (8), 16
   // of stem text.
   static constexpr size_t kEntryBytes = 104;
-  static constexpr size_t kInlineBytes = 23;  // longer tokens keep their text with the stems'
 
   // Room for `tokens` tokens (rounded up to a power of two, at most 2^26) and as many stems.
   explicit SharedStemCache(size_t tokens);
@@ -40,13 +41,13 @@ class SharedStemCache {
   // The stem id of a token (its StemCache::hash given), or kMissing. Inline: the indexer's
   // hottest lookup.
   uint32_t find(std::string_view token, uint64_t h) const {
-    const uint32_t tag = tag_of(h);
+    const uint32_t tag = TokenSlot::tag_of(h);
     for (size_t i = h & token_mask_;; i = (i + 1) & token_mask_) {
       const TokenSlot& slot = tokens_[i];
       uint32_t seen = std::atomic_ref<uint32_t>(const_cast<uint32_t&>(slot.tag)).load(std::memory_order_acquire);
       if (seen == kBusy) seen = published_tag(slot);
       if (seen == 0) return kMissing;
-      if (seen == tag && holds(slot, token)) return slot.stem;
+      if (seen == tag && slot.holds(token, text_.get())) return slot.stem;
     }
   }
   // Always inlined: GCC 12 at -O3 drops calls to a function that only prefetches (a "const"
@@ -75,25 +76,11 @@ class SharedStemCache {
  private:
   static constexpr uint32_t kBusy = 2;  // a token slot being filled (real tags are odd, 0 is empty)
   static constexpr uint32_t kFrozen = 0x80000000u;  // in next_stem_
-  struct alignas(32) TokenSlot {
-    uint32_t tag;
-    uint32_t stem;
-    uint8_t size;
-    char text[kInlineBytes];
-  };
-  static_assert(sizeof(TokenSlot) == 32);
   struct StemEntry {
     uint64_t hash;
     uint32_t offset, size;
   };
-  static constexpr uint8_t kLong = 0xFF;  // size of a slot whose token's offset and size are in `text`
   static constexpr uint64_t kNoRoom = ~uint64_t{0};
-  static uint32_t tag_of(uint64_t h) { return static_cast<uint32_t>(h >> 32) | 1u; }
-  bool holds(const TokenSlot& slot, std::string_view token) const {
-    if (token.size() <= kInlineBytes) return slot.size == token.size() && std::memcmp(slot.text, token.data(), token.size()) == 0;
-    return slot.size == kLong && holds_long(slot, token);
-  }
-  bool holds_long(const TokenSlot& slot, std::string_view token) const;
   // Copies `text` into the text area; its offset, or kNoRoom (and frozen) when full.
   uint64_t add_text(std::string_view text);
   // The slot's tag once it is not busy.

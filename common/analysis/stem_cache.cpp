@@ -23,23 +23,9 @@ uint64_t StemCache::hash(std::string_view text) {
   return h ^ (h >> 32);
 }
 
-std::string_view StemCache::token_text(const TokenSlot& slot) const {
-  if (slot.size != kLong) return std::string_view(slot.text, slot.size);
-  uint32_t offset, size;
-  std::memcpy(&offset, slot.text, 4);
-  std::memcpy(&size, slot.text + 4, 4);
-  return std::string_view(arena_).substr(offset, size);
-}
-
-bool StemCache::holds(const TokenSlot& slot, uint32_t tag, std::string_view token) const {
-  if (slot.tag != tag) return false;
-  if (token.size() <= kInlineBytes) return slot.size == token.size() && std::memcmp(slot.text, token.data(), token.size()) == 0;
-  return slot.size == kLong && token_text(slot) == token;
-}
-
 uint32_t StemCache::find(std::string_view token, uint64_t h) const {
   if (token_slots_.empty()) return kMissing;
-  const uint32_t tag = tag_of(h);
+  const uint32_t tag = TokenSlot::tag_of(h);
   const size_t mask = token_slots_.size() - 1;
   for (size_t i = h & mask;; i = (i + 1) & mask) {
     const TokenSlot& slot = token_slots_[i];
@@ -83,7 +69,7 @@ void StemCache::rehash_tokens(size_t slot_count) {
   const size_t mask = slot_count - 1;
   for (const TokenSlot& slot : old) {
     if (slot.tag == 0) continue;
-    size_t i = hash(token_text(slot)) & mask;
+    size_t i = hash(slot.token(arena_.data())) & mask;
     while (token_slots_[i].tag != 0) i = (i + 1) & mask;
     token_slots_[i] = slot;
   }
@@ -110,7 +96,7 @@ uint32_t StemCache::insert(std::string_view token, std::string_view stem) {
   // trim that follows the document which crossed the limit.
   if (4 * (token_count_ + 1) > 3 * token_slots_.size()) rehash_tokens(std::max<size_t>(64, 2 * token_slots_.size()));
   const uint64_t h = hash(token);
-  const uint32_t tag = tag_of(h);
+  const uint32_t tag = TokenSlot::tag_of(h);
   const size_t mask = token_slots_.size() - 1;
   size_t i = h & mask;
   for (; token_slots_[i].tag != 0; i = (i + 1) & mask) {
@@ -119,16 +105,8 @@ uint32_t StemCache::insert(std::string_view token, std::string_view stem) {
   TokenSlot& slot = token_slots_[i];
   slot.tag = tag;
   slot.stem = stem_id;
-  if (token.size() <= kInlineBytes) {
-    slot.size = static_cast<uint8_t>(token.size());
-    std::memcpy(slot.text, token.data(), token.size());
-  } else {
-    const auto offset = static_cast<uint32_t>(arena_.size()), size = static_cast<uint32_t>(token.size());
-    arena_.append(token);
-    slot.size = kLong;
-    std::memcpy(slot.text, &offset, 4);
-    std::memcpy(slot.text + 4, &size, 4);
-  }
+  slot.set_token(token, static_cast<uint32_t>(arena_.size()));
+  if (token.size() > TokenSlot::kInlineBytes) arena_.append(token);
   ++token_count_;
   return stem_id;
 }

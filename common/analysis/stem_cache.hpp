@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/analysis/token_slot.hpp"
 #include "common/util/huge_pages.hpp"
 
 namespace warp {
@@ -54,22 +55,11 @@ class StemCache {
     uint64_t hash;
     uint32_t offset, size;  // of the text in the arena
   };
-  static constexpr size_t kInlineBytes = 23;
-  static constexpr uint8_t kLong = 0xFF;
-  // A token: hash tag (never 0: 0 marks an empty slot), its stem's id, its length and its bytes;
-  // a token longer than kInlineBytes has size kLong and its arena offset and length in `text`.
-  struct alignas(32) TokenSlot {
-    uint32_t tag;
-    uint32_t stem;
-    uint8_t size;
-    char text[kInlineBytes];
-  };
-  static_assert(sizeof(TokenSlot) == 32);
-  static uint32_t tag_of(uint64_t h) { return static_cast<uint32_t>(h >> 32) | 1u; }
-  bool holds(const TokenSlot& slot, uint32_t tag, std::string_view token) const;
+  // Whether the slot holds `token` under `tag`.
+  bool holds(const TokenSlot& slot, uint32_t tag, std::string_view token) const {
+    return slot.tag == tag && slot.holds(token, arena_.data());
+  }
   void rehash_tokens(size_t slot_count);
-  // A token's text: in its slot, or in the arena for a long one.
-  std::string_view token_text(const TokenSlot& slot) const;
   // The index in stem_slots_ of the slot holding the stem `text` (its id + 1), or of the empty slot
   // where it would go.
   size_t probe_stem(std::string_view text, uint64_t h) const;

@@ -185,13 +185,15 @@ class CpuIndexer final : public ParserIndexer {
     add_run(writer.finish());
     std::fill(lists_.begin(), lists_.end(), PostingArena::List{});
     const uint64_t share = context_.share();
-    if (dictionary_bytes() > share / 2) {  // the dictionary too: term ids start again from 0
+    uint64_t dictionary = dictionary_bytes();
+    if (dictionary > share / 2) {  // the dictionary too: term ids start again from 0
       forest_.clear();
       lists_.clear();
       collection_of_.clear();
       term_of_stem_.clear();
+      dictionary = dictionary_bytes();
     }
-    arena_.clear(share > dictionary_bytes() ? share - dictionary_bytes() : 0);
+    arena_.clear(share > dictionary ? share - dictionary : 0);
   }
 
  private:

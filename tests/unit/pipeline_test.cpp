@@ -269,6 +269,20 @@ TEST(HugePages, LargeTablesAreAlignedAndKeepTheirContentsAsTheyGrow) {
   EXPECT_EQ(small[9], 7u);
 }
 
+TEST(HugePages, ZeroedTablesAreAlignedZeroedAndMovable) {
+  for (size_t count : {size_t{3}, (size_t{5} << 20) / sizeof(uint64_t) + 1}) {
+    ZeroedTable<uint64_t> table(count);
+    ASSERT_EQ(reinterpret_cast<uintptr_t>(table.get()) % kHugePageBytes, 0u);
+    for (size_t i = 0; i < count; i += 4093) ASSERT_EQ(table[i], 0u) << i;
+    ASSERT_EQ(table[count - 1], 0u);
+    table[count - 1] = 42;
+    ZeroedTable<uint64_t> moved;
+    moved = std::move(table);
+    EXPECT_EQ(moved[count - 1], 42u);
+    EXPECT_EQ(table.get(), nullptr);
+  }
+}
+
 TEST(TermForest, FindsWhatItInsertedInOrder) {
   std::mt19937_64 rng(testing::test_seed());
   pipeline::TermForest forest;
