@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Where the build's CPU goes as threads are added: warp-indexer build of 2 GiB of synthetic text at
+# each thread count under `perf record -e cpu-clock` (perf carried as Debian packages in
+# .device-carry/perf/, unpacked to /opt/perf) and GNU time; per thread count the phases, CPU seconds,
+# and the top symbols, into $OUT. Binaries from .device-carry/sched/bin.tar.gz (.device-bin/); INDEXER:
+# an unstripped warp-indexer for symbol names.
+# usage: tests/bench/index_profile_device_run.sh [THREADS,...] [MEGABYTES]
+set -uo pipefail
+threads=${1:-1,16} megabytes=${2:-2048}
+out=${OUT:-/tmp/warp-profile-out}
+mkdir -p "$out" /opt/perf /opt/deps
+[ -e .device-carry/sched/bin.tar.gz ] && tar -xzf .device-carry/sched/bin.tar.gz
+for f in .device-debs/*.deb; do dpkg -x "$f" /opt/deps; done
+for f in .device-carry/perf/*.deb; do dpkg -x "$f" /opt/perf; done
+[ -x /usr/bin/time ] || ln -sf /opt/perf/usr/bin/time /usr/bin/time
+export LD_LIBRARY_PATH=/opt/deps/usr/lib/x86_64-linux-gnu:/opt/deps/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
+perf_libs=/opt/perf/usr/lib/x86_64-linux-gnu:/opt/perf/lib/x86_64-linux-gnu:$LD_LIBRARY_PATH
+perf() { LD_LIBRARY_PATH=$perf_libs /opt/perf/usr/bin/perf "$@"; }
+nproc; uname -r; df -h /tmp | tail -1
+work=$(mktemp -d)
+.device-bin/synthetic_text --out "$work/synthetic.jsonl" --megabytes "$megabytes" 2>&1 | tail -1
+cat "$work/synthetic.jsonl" > /dev/null
+for t in ${threads//,/ }; do
+  rm -rf "$work/index"
+  /usr/bin/time -f "threads $t: %e s real, %U s user, %S s sys, %F major %R minor faults, %c involuntary %w voluntary switches, %M KiB peak" \
+    -o "$out/time-$t.txt" env LD_LIBRARY_PATH="$perf_libs" /opt/perf/usr/bin/perf record -e cpu-clock -F 2000 -o "$work/perf-$t.data" -- \
+    "${INDEXER:-.device-bin/warp-indexer}" build --input "$work/synthetic.jsonl" --out "$work/index" --partitions 4 --threads "$t" --quiet \
+    > "$out/build-$t.log" 2>&1
+  cat "$out/time-$t.txt"; tail -1 "$out/build-$t.log" | sed 's/.*partition(s), //'
+  perf report -i "$work/perf-$t.data" --no-children --sort sym --stdio 2>/dev/null | grep -v "^#" | grep "%" | head -60 > "$out/symbols-$t.txt"
+  perf report -i "$work/perf-$t.data" --no-children --sort comm,dso --stdio 2>/dev/null | grep -v "^#" | grep "%" | head -20 > "$out/dso-$t.txt"
+  rm -f "$work/perf-$t.data"
+done
+rm -rf "$work"
