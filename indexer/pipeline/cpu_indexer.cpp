@@ -102,6 +102,8 @@ class PostingArena {
   uint32_t next_ = 0;
 };
 
+static_assert(sizeof(PostingArena::List) == ParserIndexer::kBytesPerSharedStem);
+
 // A CPU indexer: dictionary B-trees of its collections, postings in an arena, sorted run files.
 // Fed pieces (an indexer thread's, or a test's) or, owned by a parser, stem ids.
 class CpuIndexer final : public ParserIndexer {
@@ -116,49 +118,68 @@ class CpuIndexer final : public ParserIndexer {
     end_chunk();
   }
 
-  // In three passes over the document's terms, each prefetching what the next one reads: term ids
-  // (and their list heads), then the lists' tail slices, then the appends. One posting at a time,
-  // every append waited for two cache misses (the list, then its tail): a tenth of a one-thread build.
+  // In three passes over the document's terms, each prefetching what the next one reads: the lists
+  // (and term ids), then the lists' tail slices, then the appends. One posting at a time, every
+  // append waited for two cache misses (the list, then its tail): a tenth of a one-thread build.
+  // A stem of the shared stem cache (every parser's, ids that never change) has its list at its id:
+  // no dictionary. Only stems of the analyzer's own cache (once the shared one is full; their ids
+  // change with each epoch) go through the B-tree. A dictionary per parser had cost a B-tree insert
+  // of every word in every parser (16 times the inserts at 16 threads, 5% of the build) and a third
+  // of each parser's share of the memory budget.
   void add_document(const Analyzer& analyzer, DocId doc, std::span<const uint32_t> stems, std::span<const uint32_t> freqs) override {
     if (analyzer.stem_cache_epoch() != epoch_) {  // the own cache was emptied: its ids name other stems now
-      term_of_stem_.resize(std::min<size_t>(term_of_stem_.size(), analyzer.stable_stems()));
+      term_of_own_.clear();
       epoch_ = analyzer.stem_cache_epoch();
     }
-    if (term_of_stem_.size() < analyzer.stem_count()) term_of_stem_.resize(analyzer.stem_count(), kNoTerm);
-    terms_.resize(stems.size());
+    analyzer_ = &analyzer;
+    const size_t stable = analyzer.stable_stems();
+    if (shared_lists_.size() < stable) shared_lists_.resize(stable);
+    refs_.resize(stems.size());
     for (size_t i = 0; i < stems.size(); ++i) {
-      uint32_t& id = term_of_stem_[stems[i]];
+      const uint32_t stem = stems[i];
+      if (stem < stable) {
+        refs_[i] = stem;
+        __builtin_prefetch(&shared_lists_[stem]);
+        continue;
+      }
+      const size_t own = stem - stable;
+      if (term_of_own_.size() <= own) term_of_own_.resize(own + 1, kNoTerm);
+      uint32_t& id = term_of_own_[own];
       if (id == kNoTerm) {
-        const std::string_view term = analyzer.stem(stems[i]);
+        const std::string_view term = analyzer.stem(stem);
         const uint32_t collection = trie_collection(term);
         id = term_id(collection, trie_suffix(term, collection));
       }
-      terms_[i] = id;
+      refs_[i] = kInForest | id;
       __builtin_prefetch(&lists_[id]);
     }
-    for (const uint32_t id : terms_) arena_.prefetch_tail(lists_[id]);
-    for (size_t i = 0; i < stems.size(); ++i) arena_.append(lists_[terms_[i]], {doc, freqs[i]});
+    for (const uint32_t ref : refs_) arena_.prefetch_tail(list_of(ref));
+    for (size_t i = 0; i < stems.size(); ++i) {
+      PostingArena::List& list = list_of(refs_[i]);
+      if (list.count == 0 && (refs_[i] & kInForest) == 0) shared_touched_.push_back(refs_[i]);
+      arena_.append(list, {doc, freqs[i]});
+    }
   }
 
   void end_chunk() override {
     if (held() > context_.share()) spill();
   }
 
-  // The arena's blocks, the dictionary and per-term entries. Not the stem → term map: its size
-  // follows the shared stem cache's ids, not this indexer's terms, and the build counts it with the
-  // parsers' other arrays by stem id.
+  // The arena's blocks, the dictionary and per-term entries. Not the lists by shared stem id: their
+  // size follows the shared stem cache's ids, not this indexer's terms, and the build counts them
+  // with the parsers' other arrays by stem id (kParserBytesPerStem).
   uint64_t held() const { return arena_.reserved_bytes() + dictionary_bytes(); }
-  uint64_t dictionary_bytes() const { return forest_.memory_bytes() + lists_.size() * (sizeof(PostingArena::List) + sizeof(uint32_t)); }
+  uint64_t dictionary_bytes() const {
+    return forest_.memory_bytes() + lists_.size() * (sizeof(PostingArena::List) + sizeof(uint32_t)) +
+           (term_of_own_.capacity() + shared_touched_.capacity()) * sizeof(uint32_t);
+  }
 
   // Everything held, as one run sorted by term, each list by docID; then a fresh start.
-  // The dictionary (and the stem → term map) outlive the run while they take at most half the
+  // The dictionary (and the own stem → term map) outlive the run while they take at most half the
   // share: a word seen again in the next run is not inserted into the B-tree again.
   void spill() override {
     if (arena_.used_bytes() == 0) return;
-    // Term order from the dictionary's trees (no sort of the terms: a sort of the spelled-out
-    // terms was 4% of a one-thread build).
-    std::vector<uint32_t> order;
-    forest_.in_term_order(order);
+    const std::vector<uint32_t> order = term_order();
     RunWriter writer(next_run_path());
     std::vector<Posting> list;
     std::string term;
@@ -168,29 +189,25 @@ class CpuIndexer final : public ParserIndexer {
     constexpr size_t kAhead = 8;
     const auto by_doc = [](const Posting& a, const Posting& b) { return a.doc < b.doc; };
     for (size_t i = 0; i < order.size(); ++i) {
-      if (i + 2 * kAhead < order.size()) {
-        __builtin_prefetch(&lists_[order[i + 2 * kAhead]]);
-        __builtin_prefetch(&collection_of_[order[i + 2 * kAhead]]);
-      }
-      if (i + kAhead < order.size()) arena_.prefetch_head(lists_[order[i + kAhead]]);
-      const uint32_t id = order[i];
-      if (lists_[id].count == 0) continue;  // a term of an earlier run of this dictionary
-      arena_.gather(lists_[id], list);
+      if (i + 2 * kAhead < order.size()) __builtin_prefetch(&list_of(order[i + 2 * kAhead]));
+      if (i + kAhead < order.size()) arena_.prefetch_head(list_of(order[i + kAhead]));
+      PostingArena::List& entry = list_of(order[i]);
+      if (entry.count == 0) continue;  // a B-tree term of an earlier run of this dictionary
+      arena_.gather(entry, list);
       // A parser's documents come in docID order, so lists are nearly always sorted already.
       if (!std::is_sorted(list.begin(), list.end(), by_doc)) std::sort(list.begin(), list.end(), by_doc);
-      term = collection_prefix(collection_of_[id]);
-      term += forest_.suffix(id);
-      writer.add(term, list);
+      writer.add(term_of(order[i], term), list);
+      entry = PostingArena::List{};
     }
     add_run(writer.finish());
-    std::fill(lists_.begin(), lists_.end(), PostingArena::List{});
+    shared_touched_.clear();
     const uint64_t share = context_.share();
     uint64_t dictionary = dictionary_bytes();
     if (dictionary > share / 2) {  // the dictionary too: term ids start again from 0
       forest_.clear();
       lists_.clear();
       collection_of_.clear();
-      term_of_stem_.clear();
+      term_of_own_.clear();
       dictionary = dictionary_bytes();
     }
     arena_.clear(share > dictionary ? share - dictionary : 0);
@@ -198,6 +215,60 @@ class CpuIndexer final : public ParserIndexer {
 
  private:
   static constexpr uint32_t kNoTerm = 0xFFFFFFFFu;
+
+  // A list: of a shared stem id, or (kInForest set) of a term of the B-tree.
+  static constexpr uint32_t kInForest = 0x80000000u;
+  PostingArena::List& list_of(uint32_t ref) { return ref & kInForest ? lists_[ref & ~kInForest] : shared_lists_[ref]; }
+
+  // The term a list belongs to, spelled out in `out`.
+  const std::string& term_of(uint32_t ref, std::string& out) const {
+    if (ref & kInForest) {
+      const uint32_t id = ref & ~kInForest;
+      out = collection_prefix(collection_of_[id]);
+      out += forest_.suffix(id);
+    } else {
+      out = analyzer_->stem(ref);
+    }
+    return out;
+  }
+
+  // The lists of this run in the byte order of their terms: the shared stems with postings sorted
+  // by their text (its first 8 bytes as one integer, the rest on a tie), merged with the B-tree's
+  // terms in its own order (their text built only where there are any: once the shared cache froze).
+  std::vector<uint32_t> term_order() const {
+    std::vector<std::pair<uint64_t, uint32_t>> keyed;
+    keyed.reserve(shared_touched_.size());
+    for (const uint32_t stem : shared_touched_) {
+      const std::string_view text = analyzer_->stem(stem);
+      uint64_t key = 0;
+      for (size_t b = 0; b < 8; ++b) key = key << 8 | (b < text.size() ? static_cast<unsigned char>(text[b]) : 0);
+      keyed.emplace_back(key, stem);
+    }
+    std::sort(keyed.begin(), keyed.end(), [this](const auto& a, const auto& b) {
+      if (a.first != b.first) return a.first < b.first;
+      return analyzer_->stem(a.second) < analyzer_->stem(b.second);
+    });
+    std::vector<uint32_t> order;
+    order.reserve(keyed.size() + lists_.size());
+    if (lists_.empty()) {
+      for (const auto& [key, stem] : keyed) order.push_back(stem);
+      return order;
+    }
+    std::vector<uint32_t> forest_order;
+    forest_.in_term_order(forest_order);
+    std::string a, b;
+    size_t i = 0, j = 0;
+    while (i < keyed.size() || j < forest_order.size()) {
+      if (j < forest_order.size() && lists_[forest_order[j]].count == 0) {
+        ++j;
+        continue;
+      }
+      const bool shared_first = j == forest_order.size() ||
+          (i < keyed.size() && term_of(keyed[i].second, a) < term_of(kInForest | forest_order[j], b));
+      order.push_back(shared_first ? keyed[i++].second : kInForest | forest_order[j++]);
+    }
+    return order;
+  }
 
   // The term's id, a new one (with an empty list) if the dictionary lacks it.
   uint32_t term_id(uint32_t collection, std::string_view suffix) {
@@ -213,9 +284,14 @@ class CpuIndexer final : public ParserIndexer {
   PostingArena arena_{context_.share()};  // blocks sized from the share at the start
   HugeVector<PostingArena::List> lists_;  // by term id
   std::vector<uint32_t> collection_of_;
-  HugeVector<uint32_t> term_of_stem_;  // parser-fed: stem id → term id, kNoTerm until looked up
-  std::vector<uint32_t> terms_;         // add_document's term ids
-  uint64_t epoch_ = 0;                  // of the stem cache that term_of_stem_ follows
+  // Parser-fed: lists by shared stem id, those with postings in this run, own stem id (less the
+  // shared count) → B-tree term id (kNoTerm until looked up), add_document's lists.
+  const Analyzer* analyzer_ = nullptr;  // the feeding parser's: the stems' text
+  HugeVector<PostingArena::List> shared_lists_;
+  std::vector<uint32_t> shared_touched_;
+  HugeVector<uint32_t> term_of_own_;
+  std::vector<uint32_t> refs_;
+  uint64_t epoch_ = 0;  // of the own stem cache that term_of_own_ follows
 };
 
 }  // namespace

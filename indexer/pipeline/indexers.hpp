@@ -57,9 +57,10 @@ class Indexer {
 std::unique_ptr<Indexer> make_cpu_indexer(IndexerContext context);
 
 // The CPU indexer a parser owns when every parser indexes its own chunks: it takes the parser's
-// postings as the analyzer's stem ids, and looks a stem's term up in its dictionary once per stem
-// cache epoch and run instead of once per posting (no pieces, no suffix copies). Same runs as
-// consume() would write for the same postings.
+// postings as the analyzer's stem ids and keeps the lists of shared stems by id (no dictionary);
+// a stem of the analyzer's own cache is looked up in its dictionary once per stem cache epoch and
+// run instead of once per posting (no pieces, no suffix copies). Same runs as consume() would
+// write for the same postings.
 class ParserIndexer : public Indexer {
  public:
   using Indexer::Indexer;
@@ -68,6 +69,8 @@ class ParserIndexer : public Indexer {
   virtual void add_document(const Analyzer& analyzer, DocId doc, std::span<const uint32_t> stems, std::span<const uint32_t> freqs) = 0;
   // Spills when it holds more than its share; called between chunks.
   virtual void end_chunk() = 0;
+  // Memory it holds per stem of the shared stem cache (a list's entry by stem id), outside its share.
+  static constexpr size_t kBytesPerSharedStem = 16;
 };
 std::unique_ptr<ParserIndexer> make_parser_indexer(IndexerContext context);
 

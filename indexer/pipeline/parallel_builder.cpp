@@ -279,14 +279,15 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
   const uint64_t chunk_bytes = options.chunk_bytes ? options.chunk_bytes : std::clamp<uint64_t>(budget / (36 * parsers), 64u << 10, 4u << 20);
   // Stem caches, a quarter of the budget at most: one shared by every parser (a power of two of
   // tokens, 2^12 to 2^21, mapped as it fills), each parser's own for the words it misses once that
-  // one is full (2^10 to 2^14), and the parsers' arrays by stem id (counts, their indexers' stem →
-  // term maps, collections where pieces flow: 4 bytes each per stem of the shared cache, per
+  // one is full (2^10 to 2^14), and the parsers' arrays by stem id (counts and collections where
+  // pieces flow, 4 bytes each, and their indexers' lists, 16: per stem of the shared cache, per
   // parser; counted as they grow, in share() below). A word that is not cached is stemmed and its
   // term looked up in the dictionary again: per-parser caches of 2^18 tokens at 16 threads under
   // 2 GiB built 2 GiB of Zipfian text (500,000 words) in 7.5-7.9 s, this shared one in 5.5-5.7 s
   // (RESULTS.md).
   const bool own_takes_all = parsers_index && slots == 1;
-  const uint64_t stem_array_bytes = ((parsers_index ? 2 : 1) + (own_takes_all ? 0 : 1)) * sizeof(uint32_t) * parsers;
+  const uint64_t stem_array_bytes =
+      (sizeof(uint32_t) * (own_takes_all ? 1 : 2) + (parsers_index ? ParserIndexer::kBytesPerSharedStem : 0)) * parsers;
   const size_t own_stem_cache = std::bit_floor(std::clamp<uint64_t>(budget / (32 * parsers * Analyzer::kStemCacheEntryBytes), 1024, 1u << 14));
   const uint64_t stem_cache_bytes = budget / 4 - std::min<uint64_t>(budget / 4, parsers * own_stem_cache * Analyzer::kStemCacheEntryBytes);
   // 2^20 tokens for one parser (what its own cache had), 2^21 for more.
