@@ -11,6 +11,7 @@
 #include <cstring>
 #include <algorithm>
 #include <filesystem>
+#include <mutex>
 #include <set>
 #include <fstream>
 #include <sstream>
@@ -178,50 +179,77 @@ SstRows::Done SstRows::finish() {
   return done_;
 }
 
+struct PartitionAssembly::State {
+  std::string dir;
+  std::unique_ptr<Partition::Db> db;
+  std::mutex ingest_mutex;  // an ingestion and the look at which files it added, together
+};
+
+PartitionAssembly::PartitionAssembly(std::string dir) : state_(std::make_unique<State>()) {
+  state_->dir = std::move(dir);
+  if (std::filesystem::exists(std::filesystem::path(state_->dir) / "CURRENT")) {
+    throw Error("partition " + state_->dir + " already exists; refusing to overwrite it");
+  }
+  rocksdb::DBOptions options;
+  options.create_if_missing = true;
+  options.create_missing_column_families = true;
+  rocksdb::DB* raw = nullptr;
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  // No compaction but the assembly's own: one picking a range's file meanwhile would make that
+  // range's CompactFiles fail.
+  std::vector<rocksdb::ColumnFamilyDescriptor> families = descriptors();
+  for (auto& family : families) family.options.disable_auto_compactions = true;
+  check(rocksdb::DB::Open(options, state_->dir, families, &handles, &raw), state_->dir, "cannot create RocksDB");
+  state_->db = std::make_unique<Partition::Db>();
+  state_->db->db.reset(raw);
+  state_->db->handles = handles;
+}
+
+PartitionAssembly::~PartitionAssembly() = default;
+
 namespace {
 
-// Compacts the ingested postings files (disjoint key ranges, all on the last level) into
-// themselves, which moves lists of min_blob_size and more into blob files: in `threads` groups of
-// consecutive files of about equal bytes, each compacted on a thread of its own (CompactFiles runs
-// on the calling thread; one CompactRange would be a single job).
-void move_lists_to_blob_files(rocksdb::DB& db, rocksdb::ColumnFamilyHandle* postings, const std::string& dir, size_t threads) {
+std::set<std::string> postings_files(rocksdb::DB& db, rocksdb::ColumnFamilyHandle* postings) {
   rocksdb::ColumnFamilyMetaData meta;
   db.GetColumnFamilyMetaData(postings, &meta);
-  std::vector<rocksdb::SstFileMetaData> files;
-  uint64_t total = 0;
+  std::set<std::string> names;
   for (const auto& level : meta.levels) {
-    for (const auto& file : level.files) {
-      files.push_back(file);
-      total += file.size;
-    }
+    for (const auto& file : level.files) names.insert(file.name);
   }
-  if (files.empty()) return;
-  std::sort(files.begin(), files.end(), [](const auto& a, const auto& b) { return a.smallestkey < b.smallestkey; });
-  std::vector<std::vector<std::string>> groups(1);
-  const uint64_t share = total / std::max<size_t>(threads, 1) + 1;
-  uint64_t in_group = 0;
-  for (const auto& file : files) {
-    if (in_group >= share) groups.emplace_back(), in_group = 0;
-    groups.back().push_back(file.name);
-    in_group += file.size;
-  }
-  rocksdb::CompactionOptions compact;
-  compact.compression = rocksdb::kDisableCompressionOption;  // the family's own setting
-  compact.output_file_size_limit = 64u << 20;
-  run_parallel_tasks(groups.size(), groups.size(), [&](size_t g) {
-    check(db.CompactFiles(compact, postings, groups[g], meta.levels.back().level), dir, "moving lists to blob files");
-  });
+  return names;
 }
 
 }  // namespace
 
-void assemble_partition(const std::string& dir, const PartitionMeta& meta, uint64_t term_count,
-                        const std::vector<uint32_t>& doc_lengths, const std::vector<SstRows::Done>& lexicon,
-                        const std::vector<SstRows::Done>& postings, const std::vector<SstRows::Done>& documents,
-                        size_t threads) {
-  if (std::filesystem::exists(std::filesystem::path(dir) / "CURRENT")) {
-    throw Error("partition " + dir + " already exists; refusing to overwrite it");
+void PartitionAssembly::add_terms(const SstRows::Done& lexicon, const SstRows::Done& postings) {
+  rocksdb::DB& db = *state_->db->db;
+  const auto& handles = state_->db->handles;
+  rocksdb::IngestExternalFileOptions ingest;
+  ingest.move_files = true;
+  std::vector<std::string> added;
+  {
+    std::lock_guard<std::mutex> lock(state_->ingest_mutex);
+    if (!lexicon.path.empty()) check(db.IngestExternalFile(handles[kLexicon], {lexicon.path}, ingest), state_->dir, "ingesting lexicon");
+    if (postings.path.empty()) return;
+    const std::set<std::string> before = postings_files(db, handles[kPostings]);
+    check(db.IngestExternalFile(handles[kPostings], {postings.path}, ingest), state_->dir, "ingesting postings");
+    for (const std::string& name : postings_files(db, handles[kPostings])) {
+      if (!before.contains(name)) added.push_back(name);
+    }
   }
+  // The range's file compacted into itself on the last level: lists of min_blob_size and more move
+  // to blob files. Ranges are disjoint, so compactions of several run at once.
+  rocksdb::ColumnFamilyMetaData meta;
+  db.GetColumnFamilyMetaData(handles[kPostings], &meta);
+  rocksdb::CompactionOptions compact;
+  compact.compression = rocksdb::kDisableCompressionOption;  // the family's own setting
+  compact.output_file_size_limit = 64u << 20;
+  check(db.CompactFiles(compact, handles[kPostings], added, meta.levels.back().level), state_->dir, "moving lists to blob files");
+}
+
+void PartitionAssembly::finish(const PartitionMeta& meta, uint64_t term_count, const std::vector<uint32_t>& doc_lengths,
+                               const std::vector<SstRows::Done>& lexicon, const std::vector<SstRows::Done>& documents) {
+  const std::string& dir = state_->dir;
   // The content checksum, in key order: lexicon, document lengths, documents (as content_crc reads).
   const std::string lengths = lengths_bytes(doc_lengths);
   uint32_t crc = 0;
@@ -251,15 +279,8 @@ void assemble_partition(const std::string& dir, const PartitionMeta& meta, uint6
   for (const auto& [key, value] : meta_rows) meta_sst.put(key, value);
   const SstRows::Done meta_part = meta_sst.finish();
 
-  rocksdb::DBOptions options;
-  options.create_if_missing = true;
-  options.create_missing_column_families = true;
-  rocksdb::DB* raw = nullptr;
-  std::vector<rocksdb::ColumnFamilyHandle*> handles;
-  check(rocksdb::DB::Open(options, dir, descriptors(), &handles, &raw), dir, "cannot create RocksDB");
-  auto db = std::make_unique<Partition::Db>();
-  db->db.reset(raw);
-  db->handles = handles;
+  rocksdb::DB& db = *state_->db->db;
+  const auto& handles = state_->db->handles;
   rocksdb::IngestExternalFileOptions ingest;
   ingest.move_files = true;
   const auto ingest_parts = [&](int family, const std::vector<SstRows::Done>& parts) {
@@ -267,14 +288,11 @@ void assemble_partition(const std::string& dir, const PartitionMeta& meta, uint6
     for (const auto& part : parts) {
       if (!part.path.empty()) files.push_back(part.path);
     }
-    if (!files.empty()) check(db->db->IngestExternalFile(handles[family], files, ingest), dir, "ingesting " + kFamilies[family]);
+    if (!files.empty()) check(db.IngestExternalFile(handles[family], files, ingest), dir, "ingesting " + kFamilies[family]);
   };
   ingest_parts(kMeta, {meta_part});
-  ingest_parts(kLexicon, lexicon);
-  ingest_parts(kPostings, postings);
   ingest_parts(kDocuments, documents);
-  move_lists_to_blob_files(*db->db, handles[kPostings], dir, threads);
-  db.reset();  // closed: the files are final
+  state_->db.reset();  // closed: the files are final
   seal_partition(dir);
 }
 
@@ -299,8 +317,10 @@ void write_partition(const BuiltPartition& partition, const std::string& dir) {
   for (size_t i = 0; i < partition.documents.size(); ++i) {
     documents.put_document(view.meta.doc_begin + static_cast<DocId>(i), partition.documents[i]);
   }
-  assemble_partition(dir, view.meta, view.lexicon.size(), view.doc_lengths, {lexicon.finish()}, {postings.finish()},
-                     {documents.finish()});
+  PartitionAssembly assembly(dir);
+  const SstRows::Done lexicon_part = lexicon.finish();
+  assembly.add_terms(lexicon_part, postings.finish());
+  assembly.finish(view.meta, view.lexicon.size(), view.doc_lengths, {lexicon_part}, {documents.finish()});
 }
 
 namespace {

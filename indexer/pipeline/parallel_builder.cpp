@@ -543,11 +543,15 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
     const size_t buffer_bytes = std::clamp<uint64_t>(budget / (4 * threads * std::max<size_t>(runs.size(), 1)), 16u << 10, 1u << 20);
     std::vector<RangeOutput> range_outputs(ranges);
     std::vector<SstRows::Done> documents(parts);
+    std::vector<std::unique_ptr<PartitionAssembly>> assemblies;  // closed before a failed build's clean-up
+    for (uint32_t p = 0; p < parts; ++p) assemblies.push_back(std::make_unique<PartitionAssembly>(partition_dirs[p]));
     run_parallel_tasks(ranges + parts, threads, [&](size_t task) {
       if (task < ranges) {
         const std::string lo = task == 0 ? std::string() : range_bounds[task - 1];
         const std::string* hi = task + 1 < ranges ? &range_bounds[task] : nullptr;
         range_outputs[task] = merge_range(runs, lo, hi, buffer_bytes, docs, encoders, partition_dirs, task);
+        // Into the partitions at once, long lists to blob files: overlaps the other ranges' encoding.
+        for (uint32_t p = 0; p < parts; ++p) assemblies[p]->add_terms(range_outputs[task].lexicon[p], range_outputs[task].postings[p]);
         return;
       }
       const uint32_t p = static_cast<uint32_t>(task - ranges);
@@ -562,17 +566,16 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
     run_parallel_tasks(parts, threads, [&](size_t p) {
       BuiltSummary& summary = report.partitions[p];
       summary.meta = encoders[p].meta();
-      std::vector<SstRows::Done> lexicon, postings;
+      std::vector<SstRows::Done> lexicon;
       for (const RangeOutput& range : range_outputs) {
         lexicon.push_back(range.lexicon[p]);
-        postings.push_back(range.postings[p]);
         summary.terms += range.terms[p];
         summary.meta.posting_count += range.posting_count[p];
         summary.list_bytes += range.list_bytes[p];
       }
       const std::vector<uint32_t> lengths(docs.lengths().begin() + bounds[p], docs.lengths().begin() + bounds[p + 1]);
-      assemble_partition(partition_dirs[p], summary.meta, summary.terms, lengths, lexicon, postings, {documents[p]},
-                         (threads + parts - 1) / parts);
+      assemblies[p]->finish(summary.meta, summary.terms, lengths, lexicon, {documents[p]});
+      assemblies[p].reset();
     });
     std::vector<ManifestPartition> manifest;
     for (const BuiltSummary& summary : report.partitions) manifest.push_back({summary.meta, summary.terms});

@@ -24,7 +24,9 @@
 // - The back end splits the term space into ranges of about equal run bytes; each range is a
 //   k-way merge of every run, which maps provisional to final docIDs, encodes each term's list
 //   per partition (PartitionEncoder, the in-memory builder's encoder) and streams it into that
-//   partition's SST files. Documents stream from the spill file. Then every partition is assembled.
+//   partition's SST files, and moves them into the partition at once (long lists to blob files:
+//   PartitionAssembly), overlapping the other ranges' work. Documents stream from the spill file.
+//   Then every partition gets its meta rows and documents and is sealed.
 // Memory: `memory_budget` bounds the whole build (in-flight chunks, indexers' postings and
 // dictionaries, per-document arrays, merge buffers); see README "Indexing at scale".
 #pragma once
@@ -80,8 +82,8 @@ struct PipelineReport {
   uint64_t chunk_bytes = 0;
   double parse_seconds = 0;   // reading, parsing and indexing, until the last run is written
   double merge_seconds = 0;   // final docIDs and duplicates
-  double encode_seconds = 0;  // k-way merge of the runs, encoding, SST files
-  double write_seconds = 0;   // ingesting the SST files, blob files, checksums, manifest
+  double encode_seconds = 0;  // k-way merge of the runs, encoding, SST files moved into the partitions
+  double write_seconds = 0;   // meta rows, documents, checksums, manifest
   std::vector<BuiltSummary> partitions;  // empty when the inputs held no document
 };
 
