@@ -11,7 +11,6 @@
 #include <cstring>
 #include <algorithm>
 #include <filesystem>
-#include <mutex>
 #include <set>
 #include <fstream>
 #include <sstream>
@@ -145,7 +144,8 @@ void SstRows::put(std::string_view key, std::string_view value) {
   // postings are covered by each list's CRC in the lexicon and by the files' checksums.
   if (family_ == Family::kLexicon || family_ == Family::kDocuments) done_.crc = crc32_of(value, crc32_of(key, done_.crc));
   done_.bytes += key.size() + value.size();
-  ++done_.rows;
+  if (done_.rows++ == 0) done_.first_key.assign(key);
+  done_.last_key.assign(key);
 }
 
 void SstRows::put_term(std::string_view term, const TermInfo& info, uint32_t list_crc) {
@@ -182,7 +182,6 @@ SstRows::Done SstRows::finish() {
 struct PartitionAssembly::State {
   std::string dir;
   std::unique_ptr<Partition::Db> db;
-  std::mutex ingest_mutex;  // an ingestion and the look at which files it added, together
 };
 
 PartitionAssembly::PartitionAssembly(std::string dir) : state_(std::make_unique<State>()) {
@@ -207,44 +206,29 @@ PartitionAssembly::PartitionAssembly(std::string dir) : state_(std::make_unique<
 
 PartitionAssembly::~PartitionAssembly() = default;
 
-namespace {
-
-std::set<std::string> postings_files(rocksdb::DB& db, rocksdb::ColumnFamilyHandle* postings) {
-  rocksdb::ColumnFamilyMetaData meta;
-  db.GetColumnFamilyMetaData(postings, &meta);
-  std::set<std::string> names;
-  for (const auto& level : meta.levels) {
-    for (const auto& file : level.files) names.insert(file.name);
-  }
-  return names;
-}
-
-}  // namespace
-
 void PartitionAssembly::add_terms(const SstRows::Done& lexicon, const SstRows::Done& postings) {
   rocksdb::DB& db = *state_->db->db;
   const auto& handles = state_->db->handles;
   rocksdb::IngestExternalFileOptions ingest;
   ingest.move_files = true;
-  std::vector<std::string> added;
-  {
-    std::lock_guard<std::mutex> lock(state_->ingest_mutex);
-    if (!lexicon.path.empty()) check(db.IngestExternalFile(handles[kLexicon], {lexicon.path}, ingest), state_->dir, "ingesting lexicon");
-    if (postings.path.empty()) return;
-    const std::set<std::string> before = postings_files(db, handles[kPostings]);
-    check(db.IngestExternalFile(handles[kPostings], {postings.path}, ingest), state_->dir, "ingesting postings");
-    for (const std::string& name : postings_files(db, handles[kPostings])) {
-      if (!before.contains(name)) added.push_back(name);
-    }
-  }
-  // The range's file compacted into itself on the last level: lists of min_blob_size and more move
-  // to blob files. Ranges are disjoint, so compactions of several run at once.
+  if (!lexicon.path.empty()) check(db.IngestExternalFile(handles[kLexicon], {lexicon.path}, ingest), state_->dir, "ingesting lexicon");
+  if (postings.path.empty()) return;
+  check(db.IngestExternalFile(handles[kPostings], {postings.path}, ingest), state_->dir, "ingesting postings");
+  // The range's file (found by its keys: other threads' compactions add and remove files
+  // meanwhile, never in this range) compacted into itself on the last level: lists of
+  // min_blob_size and more move to blob files. Ranges are disjoint, so several run at once.
   rocksdb::ColumnFamilyMetaData meta;
   db.GetColumnFamilyMetaData(handles[kPostings], &meta);
+  std::vector<std::string> range_files;
+  for (const auto& level : meta.levels) {
+    for (const auto& file : level.files) {
+      if (file.smallestkey >= postings.first_key && file.largestkey <= postings.last_key) range_files.push_back(file.name);
+    }
+  }
   rocksdb::CompactionOptions compact;
   compact.compression = rocksdb::kDisableCompressionOption;  // the family's own setting
   compact.output_file_size_limit = 64u << 20;
-  check(db.CompactFiles(compact, handles[kPostings], added, meta.levels.back().level), state_->dir, "moving lists to blob files");
+  check(db.CompactFiles(compact, handles[kPostings], range_files, meta.levels.back().level), state_->dir, "moving lists to blob files");
 }
 
 void PartitionAssembly::finish(const PartitionMeta& meta, uint64_t term_count, const std::vector<uint32_t>& doc_lengths,

@@ -153,6 +153,10 @@ TEST_F(PipelineTest, ThreadCountsSplitsAndBudgetsGiveIdenticalPartitions) {
     EXPECT_EQ(pipeline({sample}, options, report, read), single) << context;
     EXPECT_GT(report.splits, 1u) << context;
   }
+  // Many back-end threads moving their term ranges into the same partitions at once (each range's
+  // long lists compacted to blob files while other ranges' files are ingested and compacted).
+  options.threads = 16, options.parsers = 4, options.indexers = 0, options.memory_budget = 64 << 20;
+  EXPECT_EQ(pipeline({sample}, options, report, read), single) << "16 back-end threads";
 }
 
 TEST_F(PipelineTest, DuplicatesAndManyFilesMatchTheBuilder) {
