@@ -545,8 +545,11 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
     std::vector<SstRows::Done> documents(parts);
     std::vector<std::unique_ptr<PartitionAssembly>> assemblies;  // closed before a failed build's clean-up
     for (uint32_t p = 0; p < parts; ++p) assemblies.push_back(std::make_unique<PartitionAssembly>(partition_dirs[p]));
-    run_parallel_tasks(ranges + parts, threads, [&](size_t task) {
-      if (task < ranges) {
+    // The partitions' documents first: each is one long task (a pass over its part of the spill),
+    // which last had left the other threads idle at the end of the phase.
+    run_parallel_tasks(parts + ranges, threads, [&](size_t task) {
+      if (task >= parts) {
+        task -= parts;
         const std::string lo = task == 0 ? std::string() : range_bounds[task - 1];
         const std::string* hi = task + 1 < ranges ? &range_bounds[task] : nullptr;
         range_outputs[task] = merge_range(runs, lo, hi, buffer_bytes, docs, encoders, partition_dirs, task);
@@ -554,7 +557,7 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
         for (uint32_t p = 0; p < parts; ++p) assemblies[p]->add_terms(range_outputs[task].lexicon[p], range_outputs[task].postings[p]);
         return;
       }
-      const uint32_t p = static_cast<uint32_t>(task - ranges);
+      const uint32_t p = static_cast<uint32_t>(task);
       SstRows rows(SstRows::Family::kDocuments, partition_dirs[p] + "/ingest-documents.sst");
       docs.for_each_document(bounds[p], bounds[p + 1], [&](DocId doc, const DocumentRecord& record) { rows.put_document(doc, record); });
       documents[p] = rows.finish();
