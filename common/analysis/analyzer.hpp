@@ -59,6 +59,8 @@ class Analyzer {
   }
   // Ids below it never change meaning (those of a shared cache); the others only within an epoch.
   size_t stable_stems() const { return shared_ == nullptr ? 0 : std::min<size_t>(shared_->stems(), shared_base_); }
+  // Every stable id is below it: the shared cache's capacity (0 without one).
+  size_t shared_stem_capacity() const { return shared_ == nullptr ? 0 : shared_->capacity(); }
   // Moves on whenever the own stem cache is emptied: stem ids from stable_stems() up kept across
   // documents are valid only within one epoch.
   uint64_t stem_cache_epoch() const { return cache_.epoch(); }

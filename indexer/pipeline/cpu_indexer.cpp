@@ -28,14 +28,15 @@ class PostingArena {
   explicit PostingArena(uint64_t share_bytes)
       : block_bits_(static_cast<uint32_t>(std::clamp<int>(std::bit_width(share_bytes / sizeof(Posting) / 8) - 1, 10, 18))) {}
 
+  // All zero bytes: an empty list (tables of lists by stem id are mapped zeroed).
   struct List {
-    uint32_t head = kNone, tail = 0, count = 0;
+    uint32_t head = 0, tail = 0, count = 0;
     uint16_t used = 0;  // postings in the tail slice
     uint8_t level = 0;  // of the tail slice
   };
 
   void append(List& list, const Posting& posting) {
-    if (list.head == kNone) {
+    if (list.count == 0) {
       list.head = list.tail = allocate(capacity(0) + 1);
     } else if (list.used == capacity(list.level)) {
       const uint8_t level = static_cast<uint8_t>(std::min<int>(list.level + 1, kTopLevel));
@@ -49,13 +50,13 @@ class PostingArena {
 
   // Brings the slot the next append() to `list` writes into cache.
   void prefetch_tail(const List& list) const {
-    if (list.head != kNone) __builtin_prefetch(&at(list.tail + list.used), 1);
+    if (list.count != 0) __builtin_prefetch(&at(list.tail + list.used), 1);
   }
 
   // Brings a list's first slice into cache (a spill reads the lists in term order, not the order
   // they were filled in: each list's first slice was a cache miss).
   void prefetch_head(const List& list) const {
-    if (list.head != kNone) __builtin_prefetch(&at(list.head));
+    if (list.count != 0) __builtin_prefetch(&at(list.head));
   }
 
   void gather(const List& list, std::vector<Posting>& out) const {
@@ -78,7 +79,6 @@ class PostingArena {
   uint64_t reserved_bytes() const { return blocks_.size() * block_bytes(); }
 
  private:
-  static constexpr uint32_t kNone = 0xFFFFFFFFu;
   uint64_t block_bytes() const { return sizeof(Posting) << block_bits_; }
   static constexpr int kTopLevel = 8;
   static uint32_t capacity(int level) { return 2u << level; }
@@ -133,7 +133,9 @@ class CpuIndexer final : public ParserIndexer {
     }
     analyzer_ = &analyzer;
     const size_t stable = analyzer.stable_stems();
-    if (shared_lists_.size() < stable) shared_lists_.resize(stable);
+    if (shared_lists_.get() == nullptr && analyzer.shared_stem_capacity() > 0) {
+      shared_lists_ = ZeroedTable<PostingArena::List>(analyzer.shared_stem_capacity());
+    }
     refs_.resize(stems.size());
     for (size_t i = 0; i < stems.size(); ++i) {
       const uint32_t stem = stems[i];
@@ -287,7 +289,7 @@ class CpuIndexer final : public ParserIndexer {
   // Parser-fed: lists by shared stem id, those with postings in this run, own stem id (less the
   // shared count) → B-tree term id (kNoTerm until looked up), add_document's lists.
   const Analyzer* analyzer_ = nullptr;  // the feeding parser's: the stems' text
-  HugeVector<PostingArena::List> shared_lists_;
+  ZeroedTable<PostingArena::List> shared_lists_;  // the shared cache's capacity, pages touched as ids come
   std::vector<uint32_t> shared_touched_;
   HugeVector<uint32_t> term_of_own_;
   std::vector<uint32_t> refs_;

@@ -540,14 +540,20 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
     // Term ranges (two per thread, for balance) and the documents of each partition, in parallel.
     const std::vector<std::string> range_bounds = term_ranges(runs, 2 * threads);
     const size_t ranges = range_bounds.size() + 1;
-    const size_t buffer_bytes = std::clamp<uint64_t>(budget / (4 * threads * std::max<size_t>(runs.size(), 1)), 16u << 10, 1u << 20);
+    // Each merge reads every run through a buffer of 16 KiB to 1 MiB, a quarter of the budget for
+    // all of them: with many runs (small budgets) fewer merges run at once rather than the buffers
+    // outgrowing the budget.
+    constexpr uint64_t kMinBuffer = 16u << 10;
+    const uint64_t run_count = std::max<size_t>(runs.size(), 1);
+    const size_t merge_threads = std::clamp<uint64_t>(budget / (4 * run_count * kMinBuffer), 1, threads);
+    const size_t buffer_bytes = std::clamp<uint64_t>(budget / (4 * merge_threads * run_count), kMinBuffer, 1u << 20);
     std::vector<RangeOutput> range_outputs(ranges);
     std::vector<SstRows::Done> documents(parts);
     std::vector<std::unique_ptr<PartitionAssembly>> assemblies;  // closed before a failed build's clean-up
     for (uint32_t p = 0; p < parts; ++p) assemblies.push_back(std::make_unique<PartitionAssembly>(partition_dirs[p]));
     // The partitions' documents first: each is one long task (a pass over its part of the spill),
     // which last had left the other threads idle at the end of the phase.
-    run_parallel_tasks(parts + ranges, threads, [&](size_t task) {
+    run_parallel_tasks(parts + ranges, merge_threads, [&](size_t task) {
       if (task >= parts) {
         task -= parts;
         const std::string lo = task == 0 ? std::string() : range_bounds[task - 1];
