@@ -104,8 +104,10 @@ class PostingArena {
 
 static_assert(sizeof(PostingArena::List) == ParserIndexer::kBytesPerSharedStem);
 
-// A CPU indexer: dictionary B-trees of its collections, postings in an arena, sorted run files.
-// Fed pieces (an indexer thread's, or a test's) or, owned by a parser, stem ids.
+// A CPU indexer: postings in an arena, sorted run files. Fed pieces (an indexer thread's, a GPU
+// indexer's fallback, a test's), it finds terms in dictionary B-trees of its collections; owned by
+// a parser and fed stem ids, it keeps shared stems' lists by id and only its own-cache stems in
+// the B-trees.
 class CpuIndexer final : public ParserIndexer {
  public:
   using ParserIndexer::ParserIndexer;
@@ -169,7 +171,7 @@ class CpuIndexer final : public ParserIndexer {
 
   // The arena's blocks, the dictionary and per-term entries. Not the lists by shared stem id: their
   // size follows the shared stem cache's ids, not this indexer's terms, and the build counts them
-  // with the parsers' other arrays by stem id (kParserBytesPerStem).
+  // with the parsers' other arrays by stem id (ParserIndexer::kBytesPerSharedStem).
   uint64_t held() const { return arena_.reserved_bytes() + dictionary_bytes(); }
   uint64_t dictionary_bytes() const {
     return forest_.memory_bytes() + lists_.size() * (sizeof(PostingArena::List) + sizeof(uint32_t)) +
