@@ -17,7 +17,6 @@
 
 #include "common/util/byte_io.hpp"
 #include "common/util/checksum.hpp"
-#include "common/util/parallel_tasks.hpp"
 #include "common/util/status.hpp"
 
 namespace warp {
