@@ -1,6 +1,7 @@
 #include "indexer/pipeline/parallel_builder.hpp"
 
 #include <malloc.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -246,6 +247,13 @@ RangeOutput merge_range(const std::vector<RunInfo>& runs, const std::string& lo,
 }
 
 }  // namespace
+
+size_t merge_concurrency(uint64_t budget, uint64_t runs, size_t threads, uint64_t open_files) {
+  runs = std::max<uint64_t>(runs, 1);
+  const uint64_t by_memory = budget / (4 * runs * kMinMergeBuffer);
+  const uint64_t by_files = open_files > kFilesSpared ? (open_files - kFilesSpared) / runs : 0;
+  return static_cast<size_t>(std::clamp<uint64_t>(std::min(by_memory, by_files), 1, std::max<size_t>(threads, 1)));
+}
 
 PipelineReport build_index(const std::vector<std::string>& inputs, const PipelineOptions& options, const std::string& out_dir,
                            ReadReport& read, const std::function<void(const PipelineProgress&)>& on_progress) {
@@ -540,13 +548,11 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
     // Term ranges (two per thread, for balance) and the documents of each partition, in parallel.
     const std::vector<std::string> range_bounds = term_ranges(runs, 2 * threads);
     const size_t ranges = range_bounds.size() + 1;
-    // Each merge reads every run through a buffer of 16 KiB to 1 MiB, a quarter of the budget for
-    // all of them: with many runs (small budgets) fewer merges run at once rather than the buffers
-    // outgrowing the budget.
-    constexpr uint64_t kMinBuffer = 16u << 10;
+    rlimit files{};
+    const uint64_t open_files = ::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur != RLIM_INFINITY ? files.rlim_cur : 1u << 20;
     const uint64_t run_count = std::max<size_t>(runs.size(), 1);
-    const size_t merge_threads = std::clamp<uint64_t>(budget / (4 * run_count * kMinBuffer), 1, threads);
-    const size_t buffer_bytes = std::clamp<uint64_t>(budget / (4 * merge_threads * run_count), kMinBuffer, 1u << 20);
+    const size_t merge_threads = merge_concurrency(budget, run_count, threads, open_files);
+    const size_t buffer_bytes = std::clamp<uint64_t>(budget / (4 * merge_threads * run_count), kMinMergeBuffer, 1u << 20);
     std::vector<RangeOutput> range_outputs(ranges);
     std::vector<SstRows::Done> documents(parts);
     std::vector<std::unique_ptr<PartitionAssembly>> assemblies;  // closed before a failed build's clean-up

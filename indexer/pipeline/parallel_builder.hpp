@@ -87,6 +87,15 @@ struct PipelineReport {
   std::vector<BuiltSummary> partitions;  // empty when the inputs held no document
 };
 
+// How many term ranges the back end merges at once (at least 1, at most `threads`): each reads
+// every run through a buffer of kMinMergeBuffer or more, all of them within a quarter of `budget`,
+// and holds a descriptor per run, all of them kFilesSpared below `open_files` (the process's
+// limit). With many runs (small budgets, or a low limit) fewer merge at once: 16 merges of 863
+// runs had failed with "cannot open run file", and their buffers had outgrown the budget.
+inline constexpr uint64_t kMinMergeBuffer = 16u << 10;
+inline constexpr uint64_t kFilesSpared = 256;
+size_t merge_concurrency(uint64_t budget, uint64_t runs, size_t threads, uint64_t open_files);
+
 // Builds a generation from the inputs (files and directories) into the index directory `out_dir`
 // (partitions and manifest; refused if it holds a manifest already). `read` gets the input's
 // counts and the first 100 malformed records. No partition is written when there is no document.

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 
 #include "common/util/status.hpp"
@@ -55,7 +56,7 @@ RunInfo RunWriter::finish() {
 RunCursor::RunCursor(const RunInfo& run, std::string_view from, size_t buffer_bytes)
     : run_(run), buffer_(std::max<size_t>(buffer_bytes, 4096)) {
   fd_ = ::open(run.path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd_ < 0) throw Error("cannot open run file " + run.path);
+  if (fd_ < 0) throw Error("cannot open run file " + run.path + ": " + std::strerror(errno));
   // The last sample before `from`: every record before it holds a smaller term.
   auto after = std::lower_bound(run.index.begin(), run.index.end(), from,
                                 [](const RunIndexEntry& entry, std::string_view term) { return entry.term < term; });

@@ -3,6 +3,7 @@
 // files spilled, whatever its thread counts; its input splits hold every record once; and its
 // dictionary pieces work.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -157,6 +158,46 @@ TEST_F(PipelineTest, ThreadCountsSplitsAndBudgetsGiveIdenticalPartitions) {
   // long lists compacted to blob files while other ranges' files are ingested and compacted).
   options.threads = 16, options.parsers = 4, options.indexers = 0, options.memory_budget = 64 << 20;
   EXPECT_EQ(pipeline({sample}, options, report, read), single) << "16 back-end threads";
+}
+
+// The back end's merges at once: as many as threads, unless their buffers would outgrow a quarter
+// of the budget or their run descriptors the open-file limit; never none.
+TEST(MergeConcurrency, BoundedByThreadsBuffersAndOpenFiles) {
+  const uint64_t gib = uint64_t{1} << 30;
+  EXPECT_EQ(pipeline::merge_concurrency(2 * gib, 32, 16, 1024), 16u);
+  EXPECT_EQ(pipeline::merge_concurrency(2 * gib, 863, 16, 1024), 1u);     // files: 768 spare for 863 runs
+  EXPECT_EQ(pipeline::merge_concurrency(2 * gib, 100, 16, 1024), 7u);     // files: 768 / 100
+  EXPECT_EQ(pipeline::merge_concurrency(128u << 20, 384, 16, 1u << 20), 5u);  // buffers: 32 MiB / (384 × 16 KiB)
+  EXPECT_EQ(pipeline::merge_concurrency(1, 400, 16, 1u << 20), 1u);
+  EXPECT_EQ(pipeline::merge_concurrency(2 * gib, 0, 4, 100), 1u);
+}
+
+// Many runs, many back-end threads and a low limit on open files: each merge holds a descriptor
+// per run, so fewer merge at once (16 merges of 863 runs had failed with "cannot open run file").
+TEST_F(PipelineTest, ManyRunsStayWithinTheOpenFileLimit) {
+  const char* sample = std::getenv("WARP_DEFAULT_CORPUS_SAMPLE");
+  ASSERT_NE(sample, nullptr) << "set WARP_DEFAULT_CORPUS_SAMPLE (ctest does)";
+  pipeline::PipelineOptions options;
+  options.build.partitions = 2;
+  options.threads = 8, options.parsers = 4;
+  options.chunk_bytes = 4 << 10;
+  options.memory_budget = 1;  // a run every chunk
+  pipeline::PipelineReport report;
+  ReadReport read;
+  const auto expected = pipeline({sample}, options, report, read);
+  const uint64_t runs = report.runs_written;
+  ASSERT_GE(runs, 200u) << "too few runs to need more descriptors than the limit below";
+  rlimit before{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &before), 0);
+  rlimit low = before;
+  low.rlim_cur = std::min<rlim_t>(before.rlim_max, 256 + runs + 128);  // one merge fits, eight do not
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &low), 0);
+  std::vector<std::string> bounded;
+  EXPECT_NO_THROW(bounded = pipeline({sample}, options, report, read));
+  ::setrlimit(RLIMIT_NOFILE, &before);
+  EXPECT_EQ(bounded, expected);
+  std::printf("%llu runs under a limit of %llu open files\n", static_cast<unsigned long long>(runs),
+              static_cast<unsigned long long>(low.rlim_cur));
 }
 
 TEST_F(PipelineTest, DuplicatesAndManyFilesMatchTheBuilder) {
