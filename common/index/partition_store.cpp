@@ -143,8 +143,11 @@ void SstRows::put(std::string_view key, std::string_view value) {
   // postings are covered by each list's CRC in the lexicon and by the files' checksums.
   if (family_ == Family::kLexicon || family_ == Family::kDocuments) done_.crc = crc32_of(value, crc32_of(key, done_.crc));
   done_.bytes += key.size() + value.size();
-  if (done_.rows++ == 0) done_.first_key.assign(key);
-  done_.last_key.assign(key);
+  if (family_ == Family::kPostings) {  // PartitionAssembly finds a range's ingested file by them
+    if (done_.rows == 0) done_.first_key.assign(key);
+    done_.last_key.assign(key);
+  }
+  ++done_.rows;
 }
 
 void SstRows::put_term(std::string_view term, const TermInfo& info, uint32_t list_crc) {

@@ -35,7 +35,7 @@ class SstRows {
     std::string path;  // empty when no row was written (no file)
     uint32_t crc = 0;  // CRC-32 of the rows' keys and values, back to back, in order (lexicon and documents only)
     uint64_t bytes = 0, rows = 0;
-    std::string first_key, last_key;  // of the rows written
+    std::string first_key, last_key;  // of the rows written (postings only)
   };
   SstRows(Family family, std::string path);
   ~SstRows();
