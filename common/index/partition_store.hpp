@@ -60,17 +60,20 @@ class SstRows {
 
 // A partition put together from its families' SST files (SstRows) in `dir` (which may hold only
 // those files). Each term range's lexicon and postings files are moved in, and its long lists moved
-// to blob files (a compaction of that range's file alone, on the calling thread), as soon as the
-// range is written, from any thread: a parallel build overlaps this with the encoding of the other
-// ranges instead of doing it all after them (the write phase had scaled 3.3x at 16 threads).
-// finish() then adds the meta rows and the documents and seals the partition.
+// to blob files (a compaction of that range's file alone), as soon as the range is written: a
+// parallel build overlaps this with the encoding of the other ranges instead of doing it all after
+// them (the write phase had scaled 3.3x at 16 threads). The moves run on `movers` threads of the
+// assembly's own, so add_terms returns at once (with none, add_terms moves the files itself).
+// finish() then waits for them, adds the meta rows and the documents and seals the partition.
 class PartitionAssembly {
  public:
-  explicit PartitionAssembly(std::string dir);  // creates the database; refuses an existing one
+  // Creates the database; refuses an existing one.
+  explicit PartitionAssembly(std::string dir, size_t movers = 0);
   ~PartitionAssembly();
   PartitionAssembly(const PartitionAssembly&) = delete;
   PartitionAssembly& operator=(const PartitionAssembly&) = delete;
-  // Thread-safe. One term range's files, their keys disjoint from every other range's.
+  // Thread-safe. One term range's files, their keys disjoint from every other range's. With movers,
+  // returns at once; a move that failed is thrown by the next add_terms or by finish.
   void add_terms(const SstRows::Done& lexicon, const SstRows::Done& postings);
   // After the last add_terms. `meta.posting_count` set; `term_count`: lexicon rows; `lexicon`: the
   // ranges' lexicon parts in key order (the content checksum); `documents` in key order.

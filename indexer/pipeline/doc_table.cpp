@@ -157,7 +157,10 @@ void DocTable::finish(const std::vector<InputSplit>& splits, ReadReport& report)
   final_lengths_.clear();
   final_distinct_.clear();
   DocId next = 0;
+  split_starts_.assign(splits.size(), 0);
+  size_t split = 0;  // splits before it have their start
   for (const Chunk& chunk : chunks_) {
+    while (split <= chunk.split && split < splits.size()) split_starts_[split++] = next;
     for (DocId i = 0; i < chunk.count; ++i) {
       const DocId p = chunk.first + i;
       if (dropped[p]) continue;
@@ -167,6 +170,7 @@ void DocTable::finish(const std::vector<InputSplit>& splits, ReadReport& report)
     }
   }
   kept_ = next;
+  while (split < splits.size()) split_starts_[split++] = next;
   std::vector<uint32_t>().swap(lengths_);
   std::vector<uint32_t>().swap(distinct_);
 

@@ -44,6 +44,8 @@ class DocTable {
   // Provisional id → final docID, or kDropped.
   DocId final_id(DocId provisional) const { return final_of_[provisional]; }
   uint64_t kept() const { return kept_; }
+  // By split: the final docID of its first document (of the next split's, if it kept none).
+  const std::vector<DocId>& split_starts() const { return split_starts_; }
   const std::vector<uint32_t>& lengths() const { return final_lengths_; }    // by final docID
   const std::vector<uint32_t>& distinct() const { return final_distinct_; }  // by final docID
   // Calls `visit` for every kept document of [begin, end) in docID order (one pass over the spill).
@@ -74,6 +76,7 @@ class DocTable {
   std::vector<SplitEnd> split_ends_;     // by split
   uint64_t rejected_ = 0;
   std::vector<DocId> final_of_;
+  std::vector<DocId> split_starts_;
   std::vector<uint32_t> final_lengths_, final_distinct_;
   uint64_t kept_ = 0;
 };

@@ -11,9 +11,11 @@
 #include <condition_variable>
 #include <filesystem>
 #include <future>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <queue>
 #include <thread>
 #include <unordered_map>
@@ -36,6 +38,66 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+// Splits to reader/parser threads. Each thread reads a contiguous range of the splits (about equal
+// bytes) front to back, so its documents are consecutive final docIDs and its runs' parts of a
+// term are not interleaved with other threads' (to_final_doc_order copies them, no merging); a
+// thread whose range is read takes the last split of the thread with the most bytes left, so the
+// threads still finish within about one split of each other. Handing out the next split to
+// whichever thread asked had interleaved every thread's parts at split granularity (256 splits at
+// 16 threads) and merging them was a fifth of the back end's CPU.
+class SplitTaker {
+ public:
+  SplitTaker(const std::vector<InputSplit>& splits, size_t threads)
+      : bytes_before_(splits.size() + 1, 0), front_(threads), back_(threads), taken_(threads, 0),
+        reader_(splits.size(), kNotRead), order_(splits.size(), 0) {
+    for (size_t s = 0; s < splits.size(); ++s) {
+      const InputSplit& split = splits[s];
+      const uint64_t end = split.end != UINT64_MAX ? split.end : std::max<uint64_t>(fs::file_size(split.path), split.begin);
+      bytes_before_[s + 1] = bytes_before_[s] + std::max<uint64_t>(end - split.begin, 1);
+    }
+    const uint64_t total = bytes_before_.back();
+    size_t s = 0;
+    for (size_t t = 0; t < threads; ++t) {
+      front_[t] = s;
+      const uint64_t until = total / threads * (t + 1) + (t + 1 == threads ? total % threads : 0);
+      while (s < splits.size() && bytes_before_[s] + (bytes_before_[s + 1] - bytes_before_[s]) / 2 < until) ++s;
+      back_[t] = t + 1 == threads ? splits.size() : s;
+    }
+  }
+
+  // The next split for `thread` to read; none when every split is taken.
+  std::optional<size_t> next(size_t thread) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    size_t from = thread;
+    if (front_[thread] == back_[thread]) {
+      uint64_t most = 0;
+      for (size_t t = 0; t < front_.size(); ++t) {
+        const uint64_t left = bytes_before_[back_[t]] - bytes_before_[front_[t]];
+        if (left > most) most = left, from = t;
+      }
+      if (most == 0) return std::nullopt;
+    }
+    const size_t split = from == thread ? front_[thread]++ : --back_[from];
+    reader_[split] = static_cast<uint32_t>(thread);
+    order_[split] = taken_[thread]++;
+    return split;
+  }
+
+  // Whether split `s` begins a span: a stretch of splits one thread read one after another, in
+  // order. The postings of a span in any run are in docID order.
+  bool begins_span(size_t s) const {
+    return s == 0 || reader_[s] != reader_[s - 1] || reader_[s] == kNotRead || order_[s] != order_[s - 1] + 1;
+  }
+
+ private:
+  static constexpr uint32_t kNotRead = UINT32_MAX;
+  std::mutex mutex_;
+  std::vector<uint64_t> bytes_before_;
+  std::vector<size_t> front_, back_;  // per thread: the splits [front, back) of its range not yet taken
+  std::vector<uint32_t> taken_;       // per thread
+  std::vector<uint32_t> reader_, order_;  // per split: the thread that read it, its place in that thread's order
+};
 
 
 constexpr uint32_t kNoCollection = 0xFFFFFFFFu;
@@ -147,51 +209,62 @@ struct RangeOutput {
   std::vector<uint64_t> terms, posting_count, list_bytes;
 };
 
+// A stretch of a run's postings of a term in docID order within one span: [begin, end) of the
+// list, docIDs first..last.
+struct ListPiece {
+  DocId first, last;
+  size_t begin, end;
+};
+
 // A term's postings from several runs, `segments` giving where each run's part starts, to final
-// docIDs in docID order, dropped documents left out. Each run's part is sorted by provisional id
-// and a parser's documents get final ids in the order it read them, so a part is nearly always
-// sorted by final id too (one that is not is sorted alone); the parts are then merged pairwise:
-// log2(runs) passes instead of a sort of the whole list, which at 16 threads (48 runs) had been
-// 6% of a build (RESULTS.md).
+// docIDs in docID order, dropped documents left out. `span_starts`: the first final docID of
+// every span (SplitTaker::begins_span), ascending. A run's postings of a span are in docID order
+// (one thread read the span's documents in order), and a span's documents are read by one thread,
+// so each part cut where it enters another span or goes back in docID order gives pieces with
+// disjoint docID ranges: ordered by their first docID and copied, they make the list in one pass.
+// With parsers reading contiguous ranges of splits a term's list from 32 runs is about 32 pieces.
+// Pieces that would overlap, which the build never makes, are sorted as a whole instead.
 void to_final_doc_order(std::vector<Posting>& list, std::vector<size_t>& segments, const DocTable& docs,
-                        std::vector<Posting>& scratch) {
-  const auto by_doc = [](const Posting& a, const Posting& b) { return a.doc < b.doc; };
+                        const std::vector<DocId>& span_starts, std::vector<Posting>& scratch, std::vector<ListPiece>& pieces) {
   segments.push_back(list.size());
-  size_t kept = 0, parts = 0;
+  pieces.clear();
+  size_t kept = 0;
+  bool in_order = true;  // the pieces as found are already in docID order
   for (size_t s = 0; s + 1 < segments.size(); ++s) {
-    const size_t begin = kept;
+    DocId limit = 0;  // where the current piece's span ends
     for (size_t i = segments[s]; i < segments[s + 1]; ++i) {
       const DocId doc = docs.final_id(list[i].doc);
-      if (doc != kDropped) list[kept++] = {doc, list[i].freq};
+      if (doc == kDropped) continue;
+      if (doc >= limit || doc <= pieces.back().last) {  // limit 0: a new part
+        if (!pieces.empty()) in_order = in_order && doc > pieces.back().last;
+        const auto next_span = std::upper_bound(span_starts.begin(), span_starts.end(), doc);
+        limit = next_span == span_starts.end() ? std::numeric_limits<DocId>::max() : *next_span;
+        pieces.push_back({doc, doc, kept, kept});
+      }
+      list[kept++] = {doc, list[i].freq};
+      pieces.back().last = doc;
+      pieces.back().end = kept;
     }
-    if (kept == begin) continue;
-    if (!std::is_sorted(list.begin() + static_cast<std::ptrdiff_t>(begin), list.begin() + static_cast<std::ptrdiff_t>(kept), by_doc)) {
-      std::sort(list.begin() + static_cast<std::ptrdiff_t>(begin), list.begin() + static_cast<std::ptrdiff_t>(kept), by_doc);
-    }
-    segments[parts++] = begin;
   }
   list.resize(kept);
-  segments.resize(parts);
-  segments.push_back(kept);
-  if (parts <= 1 || std::is_sorted(list.begin(), list.end(), by_doc)) return;
-  scratch.resize(kept);
-  while (segments.size() > 2) {  // bounds of the parts, the end included
-    size_t out = 0;
-    for (size_t s = 0; s + 1 < segments.size(); s += 2) {
-      const auto first = list.begin() + static_cast<std::ptrdiff_t>(segments[s]);
-      const auto middle = list.begin() + static_cast<std::ptrdiff_t>(segments[s + 1]);
-      const auto last = s + 2 < segments.size() ? list.begin() + static_cast<std::ptrdiff_t>(segments[s + 2]) : middle;
-      std::merge(first, middle, middle, last, scratch.begin() + static_cast<std::ptrdiff_t>(segments[s]), by_doc);
-      segments[out++] = segments[s];
-    }
-    segments[out++] = kept;
-    segments.resize(out);
-    list.swap(scratch);
+  if (in_order) return;
+  std::sort(pieces.begin(), pieces.end(), [](const ListPiece& a, const ListPiece& b) { return a.first < b.first; });
+  bool disjoint = true;
+  for (size_t k = 1; k < pieces.size() && disjoint; ++k) disjoint = pieces[k].first > pieces[k - 1].last;
+  if (!disjoint) {
+    std::sort(list.begin(), list.end(), [](const Posting& a, const Posting& b) { return a.doc < b.doc; });
+    return;
   }
+  scratch.resize(kept);
+  auto out = scratch.begin();
+  for (const ListPiece& piece : pieces) {
+    out = std::copy(list.begin() + static_cast<std::ptrdiff_t>(piece.begin), list.begin() + static_cast<std::ptrdiff_t>(piece.end), out);
+  }
+  list.swap(scratch);
 }
 
 RangeOutput merge_range(const std::vector<RunInfo>& runs, const std::string& lo, const std::string* hi, size_t buffer_bytes,
-                        const DocTable& docs, const std::vector<PartitionEncoder>& encoders,
+                        const DocTable& docs, const std::vector<DocId>& span_starts, const std::vector<PartitionEncoder>& encoders,
                         const std::vector<std::string>& partition_dirs, size_t range) {
   const size_t parts = encoders.size();
   RangeOutput out;
@@ -213,6 +286,7 @@ RangeOutput merge_range(const std::vector<RunInfo>& runs, const std::string& lo,
   }
   std::vector<Posting> list, scratch;
   std::vector<size_t> segments;  // where each run's part of the list starts
+  std::vector<ListPiece> pieces;
   std::vector<uint32_t> words;
   std::string term;
   while (!heap.empty() && (hi == nullptr || cursors[heap.top()]->term() < *hi)) {
@@ -225,7 +299,7 @@ RangeOutput merge_range(const std::vector<RunInfo>& runs, const std::string& lo,
       cursors[c]->take(list);
       if (cursors[c]->valid()) heap.push(c);
     }
-    to_final_doc_order(list, segments, docs, scratch);
+    to_final_doc_order(list, segments, docs, span_starts, scratch, pieces);
     if (list.empty()) continue;
     for (size_t p = 0; p < parts; ++p) {
       TermInfo info;
@@ -395,7 +469,8 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
         }
       });
     }
-    std::atomic<size_t> next_split{0}, parsers_running{parsers};
+    SplitTaker split_taker(splits, parsers);
+    std::atomic<size_t> parsers_running{parsers};
     std::mutex done_mutex;
     std::condition_variable done;
     for (size_t t = 0; t < parsers; ++t) {
@@ -412,7 +487,8 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
           std::vector<SourceDocument> chunk;
           std::vector<uint32_t> lengths, distinct;
           uint64_t epoch = analyzer.stem_cache_epoch();
-          for (size_t s; !failed && (s = next_split++) < splits.size();) {
+          for (std::optional<size_t> next; !failed && (next = split_taker.next(t));) {
+            const size_t s = *next;
             SplitReader reader(splits[s]);
             for (uint32_t seq = 0; !failed; ++seq) {
               chunk.clear();
@@ -522,6 +598,10 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
 
     docs.finish(splits, read);
     report.documents = docs.kept();
+    std::vector<DocId> span_starts;
+    for (size_t s = 0; s < splits.size(); ++s) {
+      if (split_taker.begins_span(s)) span_starts.push_back(docs.split_starts()[s]);
+    }
     report.merge_seconds = seconds_since(parsed);
     if (docs.kept() == 0) {
       clean_up();
@@ -556,7 +636,10 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
     std::vector<RangeOutput> range_outputs(ranges);
     std::vector<SstRows::Done> documents(parts);
     std::vector<std::unique_ptr<PartitionAssembly>> assemblies;  // closed before a failed build's clean-up
-    for (uint32_t p = 0; p < parts; ++p) assemblies.push_back(std::make_unique<PartitionAssembly>(partition_dirs[p]));
+    // Movers: a partition's share of the back-end threads, beside them (they wait on RocksDB about as
+    // much as they work); with fewer threads than partitions, the threads move their ranges in.
+    const size_t movers = merge_threads / parts;
+    for (uint32_t p = 0; p < parts; ++p) assemblies.push_back(std::make_unique<PartitionAssembly>(partition_dirs[p], movers));
     // The partitions' documents first: each is one long task (a pass over its part of the spill),
     // which last had left the other threads idle at the end of the phase.
     run_parallel_tasks(parts + ranges, merge_threads, [&](size_t task) {
@@ -564,8 +647,8 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
         task -= parts;
         const std::string lo = task == 0 ? std::string() : range_bounds[task - 1];
         const std::string* hi = task + 1 < ranges ? &range_bounds[task] : nullptr;
-        range_outputs[task] = merge_range(runs, lo, hi, buffer_bytes, docs, encoders, partition_dirs, task);
-        // Into the partitions at once, long lists to blob files: overlaps the other ranges' encoding.
+        range_outputs[task] = merge_range(runs, lo, hi, buffer_bytes, docs, span_starts, encoders, partition_dirs, task);
+        // To the partitions' movers (long lists to blob files) while this thread encodes the next range.
         for (uint32_t p = 0; p < parts; ++p) assemblies[p]->add_terms(range_outputs[task].lexicon[p], range_outputs[task].postings[p]);
         return;
       }

@@ -2,8 +2,8 @@
 # Where the build's CPU goes as threads are added: warp-indexer build of 2 GiB of synthetic text at
 # each thread count under `perf record -e cpu-clock` (perf carried as Debian packages in
 # .device-carry/perf/, unpacked to /opt/perf) and GNU time; per thread count the phases, CPU seconds,
-# and the top symbols, into $OUT. Binaries from .device-carry/sched/bin.tar.gz (.device-bin/); INDEXER:
-# an unstripped warp-indexer for symbol names.
+# the top symbols, and (perf_phases.py) each phase's busy threads and top symbols, into $OUT. Binaries from
+# .device-carry/sched/bin.tar.gz (.device-bin/); INDEXER: an unstripped warp-indexer for symbol names.
 # usage: tests/bench/index_profile_device_run.sh [THREADS,...] [MEGABYTES]
 set -uo pipefail
 threads=${1:-1,16} megabytes=${2:-2048}
@@ -29,6 +29,8 @@ for t in ${threads//,/ }; do
   cat "$out/time-$t.txt"; tail -1 "$out/build-$t.log" | sed 's/.*partition(s), //'
   perf report -i "$work/perf-$t.data" --no-children --sort sym --stdio 2>/dev/null | grep -v "^#" | grep "%" | head -60 > "$out/symbols-$t.txt"
   perf report -i "$work/perf-$t.data" --no-children --sort comm,dso --stdio 2>/dev/null | grep -v "^#" | grep "%" | head -20 > "$out/dso-$t.txt"
+  perf script -F tid,time,ip,sym -i "$work/perf-$t.data" 2>/dev/null | python3 tests/bench/perf_phases.py "$out/build-$t.log" 2000 \
+    > "$out/phases-$t.txt" 2>&1
   rm -f "$work/perf-$t.data"
 done
 rm -rf "$work"

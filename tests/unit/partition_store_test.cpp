@@ -303,5 +303,30 @@ TEST_F(PartitionStoreTest, RefusesMissingPiecesAndForeignDirectories) {
   EXPECT_THROW(write_index(built_, dir_.string()), Error);  // never overwrites
 }
 
+// A range whose file cannot be moved in fails the assembly with the partition's name, whether the
+// move runs on the caller (no movers) or on the assembly's movers (reported by a later add_terms or
+// by finish), and the ranges queued after it neither hang nor hide the error.
+TEST(PartitionAssembly, AFailedMoveIsReportedWithThePartition) {
+  for (size_t movers : {0, 1, 3}) {
+    const fs::path dir = fs::temp_directory_path() / ("warp-assembly-" + std::to_string(::getpid()) + "-" + std::to_string(movers));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    SstRows::Done missing;
+    missing.path = (dir / "no-such-range.sst").string();
+    missing.first_key = "a", missing.last_key = "b";
+    try {
+      PartitionAssembly assembly(dir.string(), movers);
+      for (int range = 0; range < 4; ++range) assembly.add_terms({}, missing);
+      assembly.finish(PartitionMeta{}, 0, {}, {}, {});
+      ADD_FAILURE() << "no error with " << movers << " movers";
+    } catch (const Error& e) {
+      const std::string message = e.what();
+      EXPECT_NE(message.find("partition " + dir.string()), std::string::npos) << message;
+      EXPECT_NE(message.find("ingesting a term range"), std::string::npos) << message;
+    }
+    fs::remove_all(dir);
+  }
+}
+
 }  // namespace
 }  // namespace warp
