@@ -43,6 +43,7 @@ class DocTable {
   void finish(const std::vector<InputSplit>& splits, ReadReport& report);
   // Provisional id → final docID, or kDropped.
   DocId final_id(DocId provisional) const { return final_of_[provisional]; }
+  const std::vector<DocId>& final_ids() const { return final_of_; }  // by provisional id
   uint64_t kept() const { return kept_; }
   // By split: the final docID of its first document (of the next split's, if it kept none).
   const std::vector<DocId>& split_starts() const { return split_starts_; }

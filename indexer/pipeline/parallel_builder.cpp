@@ -28,6 +28,7 @@
 #include "common/util/parallel_tasks.hpp"
 #include "common/util/status.hpp"
 #include "indexer/pipeline/doc_table.hpp"
+#include "indexer/pipeline/final_order.hpp"
 #include "indexer/pipeline/indexers.hpp"
 #include "indexer/pipeline/run_file.hpp"
 #include "indexer/pipeline/trie_collections.hpp"
@@ -39,65 +40,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
-// Splits to reader/parser threads. Each thread reads a contiguous range of the splits (about equal
-// bytes) front to back, so its documents are consecutive final docIDs and its runs' parts of a
-// term are not interleaved with other threads' (to_final_doc_order copies them, no merging); a
-// thread whose range is read takes the last split of the thread with the most bytes left, so the
-// threads still finish within about one split of each other. Handing out the next split to
-// whichever thread asked had interleaved every thread's parts at split granularity (256 splits at
-// 16 threads) and merging them was a fifth of the back end's CPU.
-class SplitTaker {
- public:
-  SplitTaker(const std::vector<InputSplit>& splits, size_t threads)
-      : bytes_before_(splits.size() + 1, 0), front_(threads), back_(threads), taken_(threads, 0),
-        reader_(splits.size(), kNotRead), order_(splits.size(), 0) {
-    for (size_t s = 0; s < splits.size(); ++s) {
-      const InputSplit& split = splits[s];
-      const uint64_t end = split.end != UINT64_MAX ? split.end : std::max<uint64_t>(fs::file_size(split.path), split.begin);
-      bytes_before_[s + 1] = bytes_before_[s] + std::max<uint64_t>(end - split.begin, 1);
-    }
-    const uint64_t total = bytes_before_.back();
-    size_t s = 0;
-    for (size_t t = 0; t < threads; ++t) {
-      front_[t] = s;
-      const uint64_t until = total / threads * (t + 1) + (t + 1 == threads ? total % threads : 0);
-      while (s < splits.size() && bytes_before_[s] + (bytes_before_[s + 1] - bytes_before_[s]) / 2 < until) ++s;
-      back_[t] = t + 1 == threads ? splits.size() : s;
-    }
-  }
-
-  // The next split for `thread` to read; none when every split is taken.
-  std::optional<size_t> next(size_t thread) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    size_t from = thread;
-    if (front_[thread] == back_[thread]) {
-      uint64_t most = 0;
-      for (size_t t = 0; t < front_.size(); ++t) {
-        const uint64_t left = bytes_before_[back_[t]] - bytes_before_[front_[t]];
-        if (left > most) most = left, from = t;
-      }
-      if (most == 0) return std::nullopt;
-    }
-    const size_t split = from == thread ? front_[thread]++ : --back_[from];
-    reader_[split] = static_cast<uint32_t>(thread);
-    order_[split] = taken_[thread]++;
-    return split;
-  }
-
-  // Whether split `s` begins a span: a stretch of splits one thread read one after another, in
-  // order. The postings of a span in any run are in docID order.
-  bool begins_span(size_t s) const {
-    return s == 0 || reader_[s] != reader_[s - 1] || reader_[s] == kNotRead || order_[s] != order_[s - 1] + 1;
-  }
-
- private:
-  static constexpr uint32_t kNotRead = UINT32_MAX;
-  std::mutex mutex_;
-  std::vector<uint64_t> bytes_before_;
-  std::vector<size_t> front_, back_;  // per thread: the splits [front, back) of its range not yet taken
-  std::vector<uint32_t> taken_;       // per thread
-  std::vector<uint32_t> reader_, order_;  // per split: the thread that read it, its place in that thread's order
-};
 
 
 constexpr uint32_t kNoCollection = 0xFFFFFFFFu;
@@ -209,60 +151,6 @@ struct RangeOutput {
   std::vector<uint64_t> terms, posting_count, list_bytes;
 };
 
-// A stretch of a run's postings of a term in docID order within one span: [begin, end) of the
-// list, docIDs first..last.
-struct ListPiece {
-  DocId first, last;
-  size_t begin, end;
-};
-
-// A term's postings from several runs, `segments` giving where each run's part starts, to final
-// docIDs in docID order, dropped documents left out. `span_starts`: the first final docID of
-// every span (SplitTaker::begins_span), ascending. A run's postings of a span are in docID order
-// (one thread read the span's documents in order), and a span's documents are read by one thread,
-// so each part cut where it enters another span or goes back in docID order gives pieces with
-// disjoint docID ranges: ordered by their first docID and copied, they make the list in one pass.
-// With parsers reading contiguous ranges of splits a term's list from 32 runs is about 32 pieces.
-// Pieces that would overlap, which the build never makes, are sorted as a whole instead.
-void to_final_doc_order(std::vector<Posting>& list, std::vector<size_t>& segments, const DocTable& docs,
-                        const std::vector<DocId>& span_starts, std::vector<Posting>& scratch, std::vector<ListPiece>& pieces) {
-  segments.push_back(list.size());
-  pieces.clear();
-  size_t kept = 0;
-  bool in_order = true;  // the pieces as found are already in docID order
-  for (size_t s = 0; s + 1 < segments.size(); ++s) {
-    DocId limit = 0;  // where the current piece's span ends
-    for (size_t i = segments[s]; i < segments[s + 1]; ++i) {
-      const DocId doc = docs.final_id(list[i].doc);
-      if (doc == kDropped) continue;
-      if (doc >= limit || doc <= pieces.back().last) {  // limit 0: a new part
-        if (!pieces.empty()) in_order = in_order && doc > pieces.back().last;
-        const auto next_span = std::upper_bound(span_starts.begin(), span_starts.end(), doc);
-        limit = next_span == span_starts.end() ? std::numeric_limits<DocId>::max() : *next_span;
-        pieces.push_back({doc, doc, kept, kept});
-      }
-      list[kept++] = {doc, list[i].freq};
-      pieces.back().last = doc;
-      pieces.back().end = kept;
-    }
-  }
-  list.resize(kept);
-  if (in_order) return;
-  std::sort(pieces.begin(), pieces.end(), [](const ListPiece& a, const ListPiece& b) { return a.first < b.first; });
-  bool disjoint = true;
-  for (size_t k = 1; k < pieces.size() && disjoint; ++k) disjoint = pieces[k].first > pieces[k - 1].last;
-  if (!disjoint) {
-    std::sort(list.begin(), list.end(), [](const Posting& a, const Posting& b) { return a.doc < b.doc; });
-    return;
-  }
-  scratch.resize(kept);
-  auto out = scratch.begin();
-  for (const ListPiece& piece : pieces) {
-    out = std::copy(list.begin() + static_cast<std::ptrdiff_t>(piece.begin), list.begin() + static_cast<std::ptrdiff_t>(piece.end), out);
-  }
-  list.swap(scratch);
-}
-
 RangeOutput merge_range(const std::vector<RunInfo>& runs, const std::string& lo, const std::string* hi, size_t buffer_bytes,
                         const DocTable& docs, const std::vector<DocId>& span_starts, const std::vector<PartitionEncoder>& encoders,
                         const std::vector<std::string>& partition_dirs, size_t range) {
@@ -299,7 +187,7 @@ RangeOutput merge_range(const std::vector<RunInfo>& runs, const std::string& lo,
       cursors[c]->take(list);
       if (cursors[c]->valid()) heap.push(c);
     }
-    to_final_doc_order(list, segments, docs, span_starts, scratch, pieces);
+    to_final_doc_order(list, segments, docs.final_ids(), span_starts, scratch, pieces);
     if (list.empty()) continue;
     for (size_t p = 0; p < parts; ++p) {
       TermInfo info;
@@ -469,7 +357,12 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
         }
       });
     }
-    SplitTaker split_taker(splits, parsers);
+    std::vector<uint64_t> split_bytes;
+    for (const InputSplit& split : splits) {
+      const uint64_t end = split.end != UINT64_MAX ? split.end : std::max<uint64_t>(fs::file_size(split.path), split.begin);
+      split_bytes.push_back(end - split.begin);
+    }
+    SplitTaker split_taker(split_bytes, parsers);
     std::atomic<size_t> parsers_running{parsers};
     std::mutex done_mutex;
     std::condition_variable done;
@@ -598,10 +491,7 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
 
     docs.finish(splits, read);
     report.documents = docs.kept();
-    std::vector<DocId> span_starts;
-    for (size_t s = 0; s < splits.size(); ++s) {
-      if (split_taker.begins_span(s)) span_starts.push_back(docs.split_starts()[s]);
-    }
+    const std::vector<DocId> span_starts = split_taker.span_starts(docs.split_starts());
     report.merge_seconds = seconds_since(parsed);
     if (docs.kept() == 0) {
       clean_up();

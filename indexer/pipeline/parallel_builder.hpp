@@ -9,9 +9,9 @@
 //                                                                   SST file per range, family and
 //                                                                   partition, then ingested
 // - Input is cut into splits (plan_splits: byte ranges of large uncompressed JSONL and TREC files,
-//   whole gzip and WARC files); every reader/parser thread reads its own splits, parses and
-//   analyzes them chunk by chunk and regroups each chunk's postings by trie collection
-//   (trie_collections.hpp).
+//   whole gzip and WARC files); every reader/parser thread reads its own splits (a contiguous range
+//   of them first: final_order.hpp), parses and analyzes them chunk by chunk and regroups each
+//   chunk's postings by trie collection (trie_collections.hpp).
 // - Indexers: by default every parser indexes its own chunks' CPU collections with an indexer of
 //   its own (no hand-over, fed the analyzer's stem ids: ParserIndexer); with `indexers` > 0, indexer threads own the collections (assigned by
 //   sampling the first chunk so that their token counts balance) and parsers feed them through

@@ -10,11 +10,13 @@
 #include <fstream>
 #include <map>
 #include <random>
+#include <thread>
 
 #include "indexer/document_reader.hpp"
 #include "common/util/huge_pages.hpp"
 #include "common/index/index_files.hpp"
 #include "common/index/partition_store.hpp"
+#include "indexer/pipeline/final_order.hpp"
 #include "indexer/pipeline/parallel_builder.hpp"
 #include "indexer/pipeline/term_btree.hpp"
 #include "indexer/pipeline/trie_collections.hpp"
@@ -162,6 +164,163 @@ TEST_F(PipelineTest, ThreadCountsSplitsAndBudgetsGiveIdenticalPartitions) {
 
 // The back end's merges at once: as many as threads, unless their buffers would outgrow a quarter
 // of the budget or their run descriptors the open-file limit; never none.
+// Every split is read once; a thread first reads its own contiguous range front to back, then takes
+// the last split of the thread with the most bytes left; the ranges share the bytes about equally.
+TEST(SplitTaker, ContiguousRangesFirstThenTheBackOfTheLargestRemainder) {
+  std::mt19937_64 rng(testing::test_seed());
+  for (int round = 0; round < 50; ++round) {
+    const size_t threads = 1 + rng() % 9, splits = rng() % 60;
+    std::vector<uint64_t> bytes(splits);
+    uint64_t total = 0, largest = 1;
+    for (uint64_t& b : bytes) b = 1 + rng() % 1000, total += b, largest = std::max(largest, b);
+    pipeline::SplitTaker taker(bytes, threads);
+    std::vector<std::vector<size_t>> taken(threads);
+    std::vector<int> times(splits, 0);
+    std::vector<size_t> when(splits, 0);  // the order of the takes
+    size_t clock = 0;
+    const auto take = [&](size_t t) {
+      const auto s = taker.next(t);
+      if (!s) return false;
+      taken[t].push_back(*s), ++times[*s], when[*s] = clock++;
+      return true;
+    };
+    for (bool any = true; any;) {  // threads asking in a random order
+      any = false;
+      for (size_t t = rng() % threads, n = 0; n < threads; ++n, t = (t + 1) % threads) {
+        if (rng() % 3 != 0) any = take(t) || any;
+      }
+      for (size_t t = 0; t < threads && !any; ++t) any = take(t);
+    }
+    for (size_t s = 0; s < splits; ++s) ASSERT_EQ(times[s], 1) << "split " << s;
+    // Thread t's range: the splits whose middle byte lies in [t, t+1) × total / threads. It reads
+    // them front to back; what it did not reach went to others from the back, latest split first;
+    // everything else it read was another range's.
+    uint64_t before = 0;
+    size_t s = 0;
+    for (size_t t = 0; t < threads; ++t) {
+      const size_t front = s;
+      const uint64_t until = t + 1 == threads ? total : total / threads * (t + 1);
+      uint64_t range_bytes = 0;
+      while (s < splits && (t + 1 == threads || before + bytes[s] / 2 < until)) range_bytes += bytes[s], before += bytes[s], ++s;
+      const size_t back = s;
+      EXPECT_LE(range_bytes, total / threads + largest) << "thread " << t;
+      size_t own = 0;
+      while (own < taken[t].size() && own < back - front && taken[t][own] == front + own) ++own;
+      for (size_t i = own; i < taken[t].size(); ++i) {
+        EXPECT_TRUE(taken[t][i] < front || taken[t][i] >= back) << "thread " << t << " read its own split " << taken[t][i] << " out of order";
+      }
+      for (size_t x = front + own; x + 1 < back; ++x) EXPECT_GT(when[x], when[x + 1]) << "range " << t << ": not taken from its back";
+    }
+  }
+  // Many threads at once: still every split once.
+  std::vector<uint64_t> bytes(500, 7);
+  pipeline::SplitTaker taker(bytes, 8);
+  std::vector<std::atomic<int>> times(bytes.size());
+  std::vector<std::thread> pool;
+  for (size_t t = 0; t < 8; ++t) {
+    pool.emplace_back([&, t] {
+      while (auto s = taker.next(t)) ++times[*s];
+    });
+  }
+  for (auto& thread : pool) thread.join();
+  for (size_t s = 0; s < bytes.size(); ++s) EXPECT_EQ(times[s].load(), 1) << "split " << s;
+}
+
+// A span is a stretch of splits one thread read one after another in order.
+TEST(SplitTaker, SpansBreakWhereTheReaderOrItsOrderChanges) {
+  pipeline::SplitTaker taker(std::vector<uint64_t>(6, 10), 2);  // ranges [0, 3) and [3, 6)
+  EXPECT_EQ(taker.next(1), 3u);
+  EXPECT_EQ(taker.next(0), 0u);
+  EXPECT_EQ(taker.next(0), 1u);
+  EXPECT_EQ(taker.next(0), 2u);
+  EXPECT_EQ(taker.next(0), 5u);  // thread 0's range is read: the back of thread 1's
+  EXPECT_EQ(taker.next(1), 4u);
+  EXPECT_EQ(taker.next(0), std::nullopt);
+  EXPECT_EQ(taker.next(1), std::nullopt);
+  // Readers 0 0 0 1 1 0: spans start at splits 0, 3 and 5.
+  EXPECT_EQ(taker.span_starts({0, 10, 20, 30, 40, 50}), (std::vector<DocId>{0, 30, 50}));
+}
+
+// The lists of a simulated build (threads reading splits through a SplitTaker, documents numbered
+// as read, runs spilled at random points, documents dropped) come out as the reference: the
+// postings of the term's kept documents by final docID, from pieces that never overlap. Parts that overlap in docID order within
+// one span (no build makes them) are sorted instead.
+TEST(FinalDocOrder, PiecesOfEveryRunGiveTheListInDocIdOrder) {
+  std::mt19937_64 rng(testing::test_seed());
+  std::vector<Posting> list, scratch;
+  std::vector<size_t> segments;
+  std::vector<pipeline::ListPiece> pieces;
+  for (int round = 0; round < 200; ++round) {
+    const size_t threads = 1 + rng() % 6, splits = 1 + rng() % 20;
+    std::vector<uint64_t> docs_in(splits);
+    for (uint64_t& d : docs_in) d = rng() % 30;
+    pipeline::SplitTaker taker(docs_in, threads);
+    // Read: a random thread takes the next split of its own; each document gets the next
+    // provisional id and joins that thread's current run, which is spilled now and then.
+    std::vector<std::vector<std::pair<size_t, uint64_t>>> read_order(threads);  // (split, index in it)
+    std::vector<DocId> provisional_of_input;  // by input position
+    std::vector<uint64_t> split_first(splits + 1, 0);
+    for (size_t s = 0; s < splits; ++s) split_first[s + 1] = split_first[s] + docs_in[s];
+    const uint64_t documents = split_first[splits];
+    provisional_of_input.assign(documents, 0);
+    std::vector<std::vector<std::vector<DocId>>> runs(threads, std::vector<std::vector<DocId>>(1));  // provisional ids
+    DocId next_provisional = 0;
+    std::vector<bool> active(threads, true);
+    for (size_t alive = threads; alive > 0;) {
+      const size_t t = rng() % threads;
+      if (!active[t]) continue;
+      const auto s = taker.next(t);
+      if (!s) {
+        active[t] = false, --alive;
+        continue;
+      }
+      for (uint64_t i = 0; i < docs_in[*s]; ++i) {
+        provisional_of_input[split_first[*s] + i] = next_provisional;
+        runs[t].back().push_back(next_provisional++);
+        if (rng() % 17 == 0) runs[t].emplace_back();
+      }
+    }
+    // Final ids in input order, some documents dropped.
+    std::vector<DocId> final_of(documents, kEndDoc);
+    std::vector<DocId> split_starts(splits);
+    DocId next_final = 0;
+    for (size_t s = 0; s < splits; ++s) {
+      split_starts[s] = next_final;
+      for (uint64_t i = 0; i < docs_in[s]; ++i) {
+        if (rng() % 11 != 0) final_of[provisional_of_input[split_first[s] + i]] = next_final++;
+      }
+    }
+    const std::vector<DocId> spans = taker.span_starts(split_starts);
+    // A term in a random subset of the documents; each run's part in provisional order.
+    list.clear(), segments.clear();
+    std::vector<DocId> expected;
+    for (const auto& thread_runs : runs) {
+      for (const auto& run : thread_runs) {
+        segments.push_back(list.size());
+        for (DocId p : run) {
+          if (rng() % 3 != 0) continue;
+          list.push_back({p, static_cast<uint32_t>(p % 7 + 1)});
+          if (final_of[p] != kEndDoc) expected.push_back(final_of[p]);
+        }
+      }
+    }
+    std::sort(expected.begin(), expected.end());
+    EXPECT_TRUE(pipeline::to_final_doc_order(list, segments, final_of, spans, scratch, pieces)) << "round " << round << ": pieces overlapped";
+    ASSERT_EQ(list.size(), expected.size()) << "round " << round;
+    for (size_t i = 0; i < list.size(); ++i) {
+      ASSERT_EQ(list[i].doc, expected[i]) << "round " << round << " at " << i;
+    }
+  }
+  // Two parts interleaved within one span: overlapping pieces, sorted as a whole.
+  const std::vector<DocId> identity{0, 1, 2, 3, 4, 5};
+  list = {{0, 1}, {2, 1}, {4, 1}, {1, 2}, {3, 2}, {5, 2}};
+  segments = {0, 3};
+  EXPECT_FALSE(pipeline::to_final_doc_order(list, segments, identity, {0}, scratch, pieces));
+  ASSERT_EQ(list.size(), 6u);
+  for (size_t i = 0; i < 6; ++i) EXPECT_EQ(list[i].doc, i);
+  EXPECT_EQ(list[1].freq, 2u);
+}
+
 TEST(MergeConcurrency, BoundedByThreadsBuffersAndOpenFiles) {
   const uint64_t gib = uint64_t{1} << 30;
   EXPECT_EQ(pipeline::merge_concurrency(2 * gib, 32, 16, 1024), 16u);
