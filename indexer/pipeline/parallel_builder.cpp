@@ -11,7 +11,6 @@
 #include <condition_variable>
 #include <filesystem>
 #include <future>
-#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -39,8 +38,6 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
-
-
 
 constexpr uint32_t kNoCollection = 0xFFFFFFFFu;
 
