@@ -186,12 +186,12 @@ SstRows::Done SstRows::finish() {
   return done_;
 }
 
-// Each partition's files are moved in by threads of its own (`movers`; none: by the caller), in the
-// order the ranges arrive. Moving them in on the back-end threads that encoded them, all partitions in the same
-// order, had the threads queue on each database in turn (an ingestion takes RocksDB's write thread,
-// CompactFiles waits until no ingestion runs) and sit idle there for a third of a range's time
-// (H100, 16 threads: 4-6 of 16 busy); one mover per partition could not keep up with the
-// compactions (0.6 s left to move after the last range was encoded).
+// Each partition's files are moved in by threads of its own (`movers`; none: by the caller), in
+// the order the ranges arrive. Moved in by the back-end threads that encoded them, all partitions
+// in the same order, the threads had queued on each database in turn (an ingestion takes RocksDB's
+// write thread, CompactFiles waits until no ingestion runs) and sat idle there for a third of a
+// range's time (H100, 16 threads: 4-6 of 16 busy); one mover per partition could not keep up with
+// the compactions (0.6 s left to move after the last range was encoded).
 struct PartitionAssembly::State {
   std::string dir;
   std::unique_ptr<Partition::Db> db;

@@ -41,9 +41,8 @@ class DocTable {
 
   // After the last chunk: final docIDs, duplicates dropped. `splits` for the error places.
   void finish(const std::vector<InputSplit>& splits, ReadReport& report);
-  // Provisional id → final docID, or kDropped.
-  DocId final_id(DocId provisional) const { return final_of_[provisional]; }
-  const std::vector<DocId>& final_ids() const { return final_of_; }  // by provisional id
+  // By provisional id: the final docID, or kDropped.
+  const std::vector<DocId>& final_ids() const { return final_of_; }
   uint64_t kept() const { return kept_; }
   // By split: the final docID of its first document (of the next split's, if it kept none).
   const std::vector<DocId>& split_starts() const { return split_starts_; }
