@@ -26,6 +26,14 @@ inline std::vector<int> parse_gpu_devices(const std::string& text) {
   return devices;
 }
 
+// spin | yield | block (GpuWait); throws Error on anything else.
+inline GpuWait parse_gpu_wait(const std::string& text) {
+  if (text == "spin") return GpuWait::kSpin;
+  if (text == "yield") return GpuWait::kYield;
+  if (text == "block") return GpuWait::kBlock;
+  throw Error("--gpu-wait must be spin, yield or block, not '" + text + "'");
+}
+
 inline void declare_gpu_flags(Flags& flags) {
   flags.value("gpu-lanes", "4", "GPU single-query path: queries in flight at once per partition")
       .value("gpu-batch-threshold", "0", "GPU: batch queries until this many postings of work (PARA); 0: no batching")
@@ -34,7 +42,8 @@ inline void declare_gpu_flags(Flags& flags) {
       .value("gpu-batch-streams", "2", "GPU: batches in flight at once per partition, a stream and buffers each")
       .value("gpu-devices", "0", "GPU: CUDA devices to use, e.g. 0,1; partitions spread over them (partition id mod count)")
       .value("gpu-replicas", "1", "GPU: devices per partition; more than 1 replicates a partition's index on several, each search to the least busy")
-      .value("gpu-memory-budget-mb", "0", "GPU: MiB of posting lists kept on the GPU per partition (LRU by term); 0: all");
+      .value("gpu-memory-budget-mb", "0", "GPU: MiB of posting lists kept on the GPU per partition (LRU by term); 0: all")
+      .value("gpu-wait", "spin", "GPU: how a host thread waits for its stream: spin (a core busy per waiting thread), yield, or block (asleep until the GPU signals; frees those cores for --processor auto's CPU threads)");
 }
 
 inline GpuSettings gpu_settings_from(const Flags& flags) {
@@ -47,6 +56,7 @@ inline GpuSettings gpu_settings_from(const Flags& flags) {
   settings.memory_budget = flags.count("gpu-memory-budget-mb") << 20;
   settings.devices = parse_gpu_devices(flags.get("gpu-devices"));
   settings.replicas = std::max<size_t>(1, flags.count("gpu-replicas"));
+  settings.wait = parse_gpu_wait(flags.get("gpu-wait"));
   return settings;
 }
 

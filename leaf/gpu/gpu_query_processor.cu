@@ -213,6 +213,15 @@ std::unique_ptr<QueryProcessor> make_gpu_processor(const IndexView& index, const
       throw Error("--gpu-devices names device " + std::to_string(device) + ", but this machine has " + std::to_string(count) + " CUDA device(s)");
     }
   }
+  // CUDA's default (auto) spins on this kind of machine; set only what was asked for, so that a
+  // process's processors never undo each other's choice.
+  if (settings.wait != GpuWait::kSpin) {
+    const unsigned flag = settings.wait == GpuWait::kBlock ? cudaDeviceScheduleBlockingSync : cudaDeviceScheduleYield;
+    for (int device : settings.devices) {
+      WARP_CUDA_CHECK(cudaSetDevice(device));
+      WARP_CUDA_CHECK(cudaSetDeviceFlags(flag));
+    }
+  }
   const std::vector<int> devices = devices_of_partition(index.meta.partition_id, settings.devices, settings.replicas);
   if (devices.size() > 1) return std::make_unique<ReplicatedGpuProcessor>(index, devices, options);
   options.device = devices[0];

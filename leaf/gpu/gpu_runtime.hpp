@@ -16,6 +16,12 @@ bool gpu_available(std::string* why = nullptr);
 // CUDA devices on this machine (0 without CUDA or a driver).
 int gpu_device_count();
 
+// How a host thread waits for the GPU (CUDA's scheduling flag for the device, process-wide):
+// kSpin: CUDA's default on a machine with more cores than contexts, a core held busy for every
+// thread waiting on a stream; kYield: spinning with sched_yield between polls; kBlock: asleep
+// until the GPU signals, the core free for other threads, a wake-up's latency per wait.
+enum class GpuWait { kSpin, kYield, kBlock };
+
 // How a partition's GPU query processor runs.
 struct GpuSettings {
   size_t lanes = 4;              // single-query path: queries in flight at once, a stream each
@@ -30,6 +36,7 @@ struct GpuSettings {
                                  // several, each search to the least busy
   bool scheduled = false;        // the leaf's scheduler forms the batches: batch_streams batch
                                  // executors beside the lanes (search_batch), no batch queue
+  GpuWait wait = GpuWait::kSpin;  // set on every device in `devices` when a processor is made
 };
 
 // A GPU query processor over `index`; throws Error naming the reason when this build or machine

@@ -298,6 +298,7 @@ int run(int argc, char** argv) {
       .value("dominance", "0", "queries this many times cheaper in capacity on one processor join its queue (the leaf's --scheduler-dominance; 0: off)")
       .value("gpu-devices", "0", "CUDA devices (the leaf's --gpu-devices): partitions spread over them")
       .value("gpu-replicas", "1", "devices per partition (the leaf's --gpu-replicas)")
+      .value("gpu-wait", "spin", "how the streams' host threads wait for the GPU (the leaf's --gpu-wait: spin, yield, block)")
       .value("calibration-ms", "1500", "calibration per processor and partition")
       .value("out", "scheduler_bench.csv", "CSV of every rate's figures");
   flags.parse(argc, argv);
@@ -308,6 +309,7 @@ int run(int argc, char** argv) {
   gpu_settings.batch_max_queries = flags.count("batch-max");
   gpu_settings.devices = gpu::parse_gpu_devices(flags.get("gpu-devices"));
   gpu_settings.replicas = std::max<size_t>(1, flags.count("gpu-replicas"));
+  gpu_settings.wait = gpu::parse_gpu_wait(flags.get("gpu-wait"));
   std::string why;
   const bool have_gpu = gpu::gpu_available(&why);
   if (!have_gpu && flags.get("policies") != "cpu") throw Error("scheduler_bench needs a GPU (or --policies cpu): " + why);
@@ -390,7 +392,7 @@ int run(int argc, char** argv) {
       // The CPU alone gets every core; with the GPU, the leaf's default (cores for its streams).
       options.core.cpu_workers = threads > 0                 ? threads
                                  : policy == Policy::kCpuOnly ? std::thread::hardware_concurrency()
-                                                              : sched::default_cpu_workers(options.core.gpu_streams);
+                                                              : sched::default_cpu_workers(options.core.gpu_streams, gpu_settings.wait == gpu::GpuWait::kBlock);
       options.core.batch_max = flags.count("batch-max");
       options.core.cpu_run_max = std::max<size_t>(1, flags.count("cpu-run-max"));
       options.core.dominance = std::max(0.0, flags.number("dominance"));
