@@ -87,9 +87,9 @@ class Analyzer {
   static constexpr size_t kStemCacheEntryBytes = StemCache::kEntryBytes;
 
  private:
-  // Ends the token that starts at folded_[start]: kept as a span if it passes the length cap and
-  // the stop words, else dropped from folded_.
-  void end_token(size_t start);
+  // Ends the token folded_[start, end): kept as a span if it passes the length cap and the stop
+  // words. Returns where the next token starts: `end` if kept, `start` if dropped.
+  size_t end_token(size_t start, size_t end);
   uint32_t stem_id(std::string_view token, uint64_t hash);  // from the cache, else stemmed and cached
   std::string_view stemmed(std::string_view token);         // valid until the next call
   [[gnu::always_inline]] void prefetch(uint64_t hash) const {
@@ -109,7 +109,7 @@ class Analyzer {
   bool shared_frozen_ = false;  // seen frozen (and settled) by this analyzer
   std::vector<uint32_t> alias_;  // own stem id → the shared id of the same stem, or kMissing
   size_t stem_cache_limit_ = size_t{1} << 18;
-  std::string folded_;                             // a text's kept tokens, folded, back to back
+  std::string folded_;                             // a text's kept tokens, folded, back to back (a prefix of it)
   std::vector<std::pair<uint32_t, uint32_t>> spans_;  // each kept token's offset and size in folded_
   std::vector<uint64_t> hashes_;                   // each kept token's StemCache::hash
   std::vector<uint32_t> scratch_;                  // analyze()'s ids

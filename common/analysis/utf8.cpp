@@ -36,22 +36,28 @@ char32_t utf8_next(std::string_view text, size_t& pos) {
   return cp;
 }
 
-void utf8_append(std::string& out, char32_t cp) {
+size_t utf8_write(char* out, size_t at, char32_t cp) {
   if (cp < 0x80) {
-    out.push_back(static_cast<char>(cp));
+    out[at++] = static_cast<char>(cp);
   } else if (cp < 0x800) {
-    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+    out[at++] = static_cast<char>(0xC0 | (cp >> 6));
+    out[at++] = static_cast<char>(0x80 | (cp & 0x3F));
   } else if (cp < 0x10000) {
-    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+    out[at++] = static_cast<char>(0xE0 | (cp >> 12));
+    out[at++] = static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out[at++] = static_cast<char>(0x80 | (cp & 0x3F));
   } else {
-    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+    out[at++] = static_cast<char>(0xF0 | (cp >> 18));
+    out[at++] = static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+    out[at++] = static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out[at++] = static_cast<char>(0x80 | (cp & 0x3F));
   }
+  return at;
+}
+
+void utf8_append(std::string& out, char32_t cp) {
+  char bytes[4];
+  out.append(bytes, utf8_write(bytes, 0, cp));
 }
 
 bool utf8_valid(std::string_view text) {

@@ -13,6 +13,8 @@ inline constexpr char32_t kReplacementChar = 0xFFFD;
 char32_t utf8_next(std::string_view text, size_t& pos);
 
 void utf8_append(std::string& out, char32_t cp);
+// Writes cp's 1-4 bytes at out[at]; returns the offset after them.
+size_t utf8_write(char* out, size_t at, char32_t cp);
 
 // Replaces every invalid sequence by U+FFFD; valid text comes back unchanged.
 std::string utf8_sanitize(std::string_view text);

@@ -108,6 +108,37 @@ TEST(Analyzer, AsciiFastPathAndStemCacheMatchTheReference) {
   }
 }
 
+// The tokenizer's sixteen-byte blocks: ASCII text whose tokens and separator runs start and end at
+// every offset of a block, are longer than a block (and than the token cap), end at the text's
+// end, with a non-ASCII character now and then (the block falls back to code points there).
+TEST(Analyzer, AsciiBlocksMatchTheReferenceAtEveryOffset) {
+  std::mt19937_64 rng(testing::test_seed());
+  const std::string separators = " ,.-'\n\t/()\"!?;:_@#\x01\x7f";
+  for (bool stop : {false, true}) {
+    AnalyzerConfig config;
+    config.stem = false;
+    config.remove_stopwords = stop;
+    config.max_token_bytes = 20;
+    Analyzer analyzer(config);
+    for (int i = 0; i < 3000; ++i) {
+      std::string text;
+      const size_t length = rng() % 120;
+      while (text.size() < length) {
+        const size_t word = rng() % 4 == 0 ? 14 + rng() % 24 : 1 + rng() % 8;  // across blocks, past the cap
+        for (size_t c = 0; c < word; ++c) {
+          const char* kinds[] = {"abcdefghijklmnopqrstuvwxyz", "ABCDEFGHIJKLMNOPQRSTUVWXYZ", "0123456789"};
+          const std::string_view kind = kinds[rng() % 3];
+          text += kind[rng() % kind.size()];
+        }
+        if (rng() % 16 == 0) text += rng() % 2 ? "É" : "—";  // a token byte and a separator beyond ASCII
+        if (rng() % 8 == 0) text += rng() % 2 ? "the" : "OF";  // stop words, alone or glued to a word
+        for (size_t s = rng() % 3 + (rng() % 6 == 0 ? 17 : 0); s > 0; --s) text += separators[rng() % separators.size()];
+      }
+      ASSERT_EQ(analyzer.analyze(text), reference_analysis(text, config)) << text;
+    }
+  }
+}
+
 // Parsers sharing one cache that fills and freezes mid-way: each analyzer's terms stay the
 // reference's, ids from the shared cache keep their stems across the own caches' trims.
 TEST(Analyzer, ParsersSharingAStemCacheThatFreezesMatchTheReference) {
