@@ -267,12 +267,13 @@ void Analyzer::analyze_stems(std::string_view text, std::vector<uint32_t>& stems
     }
   }
   if (out > start) out = end_token(start, out);
+  if (folded_.size() < out + 8) folded_.resize(out + 8);  // hash_padded's slack (the slow path may have grown it)
 
   constexpr size_t kAhead = 8;
   const std::string_view all(folded_.data(), out);
   hashes_.resize(spans_.size());
   for (size_t i = 0; i < spans_.size(); ++i) {
-    hashes_[i] = StemCache::hash(all.substr(spans_[i].first, spans_[i].second));
+    hashes_[i] = StemCache::hash_padded(all.substr(spans_[i].first, spans_[i].second));
     if (i < kAhead) prefetch(hashes_[i]);
   }
   for (size_t i = 0; i < spans_.size(); ++i) {

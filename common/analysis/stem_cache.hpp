@@ -9,6 +9,7 @@
 // Stems (id → text, and text → id when a new token is inserted) keep entries and an arena.
 #pragma once
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,6 +38,24 @@ class StemCache {
     if (!token_slots_.empty()) __builtin_prefetch(&token_slots_[h & (token_slots_.size() - 1)]);
   }
   static uint64_t hash(std::string_view text);
+  // hash(text) where 8 bytes past the text's end may be read (the analyzer's token buffer has that
+  // slack): the last word is one load, masked, instead of a copy of a variable size.
+  static uint64_t hash_padded(std::string_view text) {
+    constexpr uint64_t kMul = 0x9E3779B97F4A7C15ull;
+    uint64_t h = text.size() * kMul;
+    size_t i = 0;
+    uint64_t word;
+    for (; i + 8 <= text.size(); i += 8) {
+      std::memcpy(&word, text.data() + i, 8);
+      h = (h ^ word) * kMul;
+      h ^= h >> 29;
+    }
+    std::memcpy(&word, text.data() + i, 8);
+    const size_t tail_bits = 8 * (text.size() - i);  // 0 to 56: the bytes of the text, little-endian first
+    word &= (uint64_t{1} << tail_bits) - 1;
+    h = (h ^ word) * kMul;
+    return h ^ (h >> 32);
+  }
   // Records token → stem (stem text added once); returns the stem id.
   uint32_t insert(std::string_view token, std::string_view stem);
   std::string_view stem(uint32_t id) const {

@@ -182,6 +182,16 @@ TEST(Analyzer, ParsersSharingAStemCacheThatFreezesMatchTheReference) {
   EXPECT_LE(shared.stems(), shared.capacity());
 }
 
+TEST(StemCache, PaddedHashIsTheHash) {
+  std::mt19937_64 rng(testing::test_seed());
+  for (int i = 0; i < 5000; ++i) {
+    std::string buffer(rng() % 40 + 8, '\0');
+    for (char& c : buffer) c = static_cast<char>(rng());  // the padding's bytes must not count
+    const std::string_view text(buffer.data(), buffer.size() - 8);
+    ASSERT_EQ(StemCache::hash_padded(text), StemCache::hash(text)) << text.size();
+  }
+}
+
 TEST(SharedStemCache, ThreadsInsertingTheSameWordsGetOneIdPerStem) {
   const uint64_t seed = testing::test_seed();
   SharedStemCache cache(1 << 14);
