@@ -16,8 +16,7 @@ Policy parse_policy(std::string_view text) {
   if (text == "cpu") return Policy::kCpuOnly;
   if (text == "gpu") return Policy::kGpuOnly;
   if (text == "best-serial") return Policy::kBestOneAtATime;
-  if (text == "split") return Policy::kStaticSplit;
-  throw Error("policy must be scheduler, cpu, gpu, best-serial or split, not '" + std::string(text) + "'");
+  throw Error("policy must be scheduler, cpu, gpu or best-serial, not '" + std::string(text) + "'");
 }
 
 namespace {
@@ -131,7 +130,6 @@ QueueId ScheduleCore::enqueue(Job job) {
       case Policy::kBestOneAtATime:  // bare processing times: nothing else runs
         q = job.cpu_seconds > gpu.fixed_cost() + job.gpu_seconds ? QueueId::kGpu : QueueId::kCpu;
         break;
-      case Policy::kStaticSplit: q = job.cpu_over_gpu >= 1 ? QueueId::kGpu : QueueId::kCpu; break;
     }
   }
   job.queue = q;

@@ -50,11 +50,9 @@ const char* to_string(QueueId q);
 
 // kScheduler is the scheduler; the others are the baselines of the benchmark (Ding et al. Fig. 7):
 // every query on the CPU, every query on the GPU (batched), or each query on its better processor
-// by the models, one query at a time; and a measured bound for the scheduler: each query on the
-// processor whose capacity it takes the smaller share of (comparative advantage, as
-// `dominance` = 1), both processors at once, first come first served, never moved or stolen.
-enum class Policy { kScheduler, kCpuOnly, kGpuOnly, kBestOneAtATime, kStaticSplit };
-Policy parse_policy(std::string_view text);  // scheduler | cpu | gpu | best-serial | split; throws Error
+// by the models, one query at a time.
+enum class Policy { kScheduler, kCpuOnly, kGpuOnly, kBestOneAtATime };
+Policy parse_policy(std::string_view text);  // scheduler | cpu | gpu | best-serial; throws Error
 
 struct CoreOptions {
   Policy policy = Policy::kScheduler;

@@ -241,7 +241,6 @@ const char* policy_name(Policy p) {
     case Policy::kCpuOnly: return "cpu";
     case Policy::kGpuOnly: return "gpu";
     case Policy::kBestOneAtATime: return "best-serial";
-    case Policy::kStaticSplit: return "split";
     case Policy::kScheduler: return "scheduler";
   }
   return "?";
@@ -286,7 +285,7 @@ int run(int argc, char** argv) {
       .value("gov2-docs", "25205179", "documents of the GOV2-like preset")
       .value("queries", "1000", "queries per load")
       .value("loads", "gov2,default,mixed", "loads to run")
-      .value("policies", "cpu,gpu,best-serial,scheduler", "policies to run (also: split, each query on the processor of its comparative advantage, never moved: a measured bound)")
+      .value("policies", "cpu,gpu,best-serial,scheduler", "policies to run")
       .value("seconds", "1.5", "seconds of arrivals per rate")
       .value("repeat", "1", "windows per rate; the one with the median p99 counts (3: a lone hiccup no longer decides a rate)")
       .value("start-rate", "50", "first arrival rate, queries/s")

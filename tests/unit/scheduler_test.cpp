@@ -279,39 +279,6 @@ TEST(ScheduleCore, QueriesMuchCheaperOnTheGpuStayItsAndTheCpuStealsThemOnlyWithS
   EXPECT_EQ(core.depth(QueueId::kGpu), 388u);
 }
 
-// The benchmark's measured bound: every query on the processor of its comparative advantage, first
-// come first served, never stolen however long the other queue grows or idle the taker is.
-TEST(ScheduleCore, TheStaticSplitKeepsEachQueryOnItsProcessor) {
-  CoreOptions o = two_processors(Policy::kStaticSplit);
-  o.cpu_workers = 13;
-  o.gpu_streams = 2;
-  ScheduleCore core(o);
-  calibrate(core, h100_mixed_costs());
-  for (uint64_t id = 0; id < 100; ++id) {
-    EXPECT_EQ(core.enqueue(job(2 * id, 1'000'000, 1e-6 * static_cast<double>(id))), QueueId::kGpu);
-    EXPECT_EQ(core.enqueue(job(2 * id + 1, 2'000, 1e-6 * static_cast<double>(id))), QueueId::kCpu);
-  }
-  // The CPU drains its own queue in arrival order, then idles beside a long GPU queue.
-  uint64_t next_cpu = 1;
-  for (Dispatch run = core.take(Processor::kCpu, 1e-3); !run.jobs.empty(); run = core.take(Processor::kCpu, 1e-3)) {
-    for (const Job& j : run.jobs) {
-      EXPECT_EQ(j.id, next_cpu) << "out of arrival order";
-      EXPECT_FALSE(j.stolen);
-      next_cpu += 2;
-    }
-    core.finished(run, 1e-5);
-  }
-  EXPECT_EQ(next_cpu, 201u);
-  EXPECT_EQ(core.depth(QueueId::kGpu), 100u);
-  // The GPU takes batches of its own queue and nothing of the CPU's.
-  core.enqueue(job(1000, 2'000, 2e-3));
-  const Dispatch batch = core.take(Processor::kGpu, 2e-3);
-  ASSERT_FALSE(batch.jobs.empty());
-  for (const Job& j : batch.jobs) EXPECT_EQ(j.id % 2, 0u);
-  EXPECT_EQ(core.depth(QueueId::kCpu), 1u);
-  EXPECT_EQ(core.counters().steals[0] + core.counters().steals[1], 0u);
-}
-
 TEST(SchedulerFlags, DominanceIsOffOrAtLeastOne) {
   const auto options_for = [](std::string value) {
     Flags flags("scheduler_test");
