@@ -25,6 +25,6 @@ for config in "$@"; do
   # shellcheck disable=SC2086  # the flags are words
   .device-bin/scheduler_bench --index "$work/gcide" $common $flags --out "$out/$label.csv" \
     > "$out/$label.md" 2> "$out/$label.log" || status=1
-  grep -E "^\| (cpu|gpu|best-serial|scheduler) " "$out/$label.md"
+  grep -E "^\| (cpu|gpu|best-serial|scheduler|split) " "$out/$label.md"
 done
 exit $status
