@@ -300,7 +300,9 @@ int run(int argc, char** argv) {
       .value("gpu-replicas", "1", "devices per partition (the leaf's --gpu-replicas)")
       .value("gpu-wait", "spin", "how the streams' host threads wait for the GPU (the leaf's --gpu-wait: spin, yield, block)")
       .value("calibration-ms", "1500", "calibration per processor and partition")
-      .value("out", "scheduler_bench.csv", "CSV of every rate's figures");
+      .value("out", "scheduler_bench.csv", "CSV of every rate's figures")
+      .value("cpu-cost-seconds", "0", "> 0: instead of the ladders, each load's searches on the CPU processor by one thread for this long, and the mean time of a search (what a CPU thread's capacity for the load is made of; runs without a GPU)")
+      .value("cpu-cost-threads", "1", "--cpu-cost-seconds: threads searching at once, e.g. 1,12,16 (each count in turn)");
   flags.parse(argc, argv);
   if (flags.help_requested()) return std::printf("%s", flags.help_text().c_str()), 0;
   gpu::GpuSettings gpu_settings;
@@ -374,6 +376,34 @@ int run(int argc, char** argv) {
     loads.push_back(std::move(load));
   }
 
+  if (const double seconds = flags.number("cpu-cost-seconds"); seconds > 0) {
+    std::vector<size_t> counts;  // threads searching at once
+    std::stringstream list(flags.get("cpu-cost-threads"));
+    for (std::string n; std::getline(list, n, ',');) counts.push_back(std::max<size_t>(1, std::stoul(n)));
+    for (const Load& load : loads) {
+      for (size_t threads : counts) {
+        std::atomic<size_t> searches{0};
+        const auto start = Clock::now();
+        std::vector<std::thread> pool;
+        for (size_t t = 0; t < threads; ++t) {
+          pool.emplace_back([&, t] {
+            size_t mine = 0;
+            for (size_t i = t * 97;; ++i) {  // each thread from its own place in the load
+              const LoadQuery& q = load.queries[i % load.queries.size()];
+              for (const auto& [slot, query] : q.parts) slots[slot].cpu->search(query), ++mine;
+              if (mine % 64 == 0 && std::chrono::duration<double>(Clock::now() - start).count() >= seconds) break;
+            }
+            searches += mine;
+          });
+        }
+        for (std::thread& t : pool) t.join();
+        const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+        std::printf("%s, %zu thread(s): %.0f searches/s, %.1f µs a search per thread\n", load.name.c_str(), threads,
+                    static_cast<double>(searches) / elapsed, elapsed * static_cast<double>(threads) / static_cast<double>(searches) * 1e6);
+      }
+    }
+    return 0;
+  }
   std::ofstream csv(flags.get("out"));
   csv << "load,policy,rate,mean_ms,p99_ms,missed,queries,gpu_share,hiccup_ms,steal_pct\n";
   std::vector<Policy> policies;
