@@ -25,6 +25,7 @@
 
 #include "common/index/index_files.hpp"
 #include "common/util/flags.hpp"
+#include "common/util/spin_mutex.hpp"
 #include "common/util/status.hpp"
 #include "leaf/gpu/gpu_flags.hpp"
 #include "leaf/gpu/gpu_runtime.hpp"
@@ -125,6 +126,10 @@ struct RateResult {
   double lag_mean = 0, lag_max = 0, submit_mean = 0;
   double waited[2] = {0, 0}, ran[2] = {0, 0}, longest_run[2] = {0, 0};
   size_t answered[2] = {0, 0};
+  // The same by processor for the searches of `long_slot` (the GOV2-like preset's): which
+  // processor ran the long-list searches, and what each kind cost it.
+  double ran_long[2] = {0, 0};
+  size_t answered_long[2] = {0, 0};
   // When (s into the window) the queries at or past the p99 delay arrived: a narrow span is one
   // stall, a wide one a queue that stayed long.
   double worst_from = 0, worst_to = 0;
@@ -154,7 +159,7 @@ struct ProcessCounters {
 };
 
 RateResult run_rate(sched::Scheduler& scheduler, const std::vector<sched::Target>& targets, const Load& load, double rate,
-                    double seconds, uint64_t seed) {
+                    double seconds, uint64_t seed, size_t long_slot) {
   const size_t count = std::clamp<size_t>(static_cast<size_t>(rate * seconds), 200, 100000);
   std::mt19937_64 rng(seed);
   std::exponential_distribution<double> gap(rate);
@@ -162,7 +167,9 @@ RateResult run_rate(sched::Scheduler& scheduler, const std::vector<sched::Target
   std::vector<std::atomic<int>> remaining(count);
   std::vector<std::atomic<bool>> failed(count);
   std::atomic<size_t> gpu_parts{0}, parts{0}, done{0};
-  std::mutex stats_mutex;
+  // The answers' figures: every processor thread adds to them after each search. A std::mutex here
+  // put contended CPU threads to sleep after their searches (the leaf's callbacks take no such lock).
+  SpinMutex stats_mutex;
   RateResult r;
   double t = 0;
   for (size_t i = 0; i < count; ++i) arrival[i] = (t += gap(rng));
@@ -183,13 +190,13 @@ RateResult run_rate(sched::Scheduler& scheduler, const std::vector<sched::Target
     r.lag_mean += lag / static_cast<double>(count);
     r.lag_max = std::max(r.lag_max, lag);
     for (const auto& [slot, query] : q.parts) {
-      scheduler.submit(targets[slot], query, at + std::chrono::milliseconds(500), [&, i, submitted](sched::Outcome&& outcome) {
+      scheduler.submit(targets[slot], query, at + std::chrono::milliseconds(500), [&, i, submitted, slot](sched::Outcome&& outcome) {
         const double since_submit = std::chrono::duration<double>(Clock::now() - submitted).count();
         ++parts;
         if (!outcome.error.empty()) failed[i] = true;
         if (outcome.error.empty() && outcome.processor == sched::Processor::kGpu) ++gpu_parts;
         if (outcome.error.empty()) {  // a batch's times are shared by its queries
-          std::lock_guard<std::mutex> lock(stats_mutex);
+          std::lock_guard<SpinMutex> lock(stats_mutex);
           const size_t p = static_cast<size_t>(outcome.processor);
           r.measured[p] += outcome.seconds / static_cast<double>(outcome.batch);
           r.predicted[p] += outcome.predicted / static_cast<double>(outcome.batch);
@@ -197,6 +204,7 @@ RateResult run_rate(sched::Scheduler& scheduler, const std::vector<sched::Target
           r.ran[p] += outcome.seconds;
           r.longest_run[p] = std::max(r.longest_run[p], outcome.seconds);
           ++r.answered[p];
+          if (slot == long_slot) r.ran_long[p] += outcome.seconds, ++r.answered_long[p];
           if (outcome.processor == sched::Processor::kGpu) r.batch_sum += static_cast<double>(outcome.batch), ++r.batched_parts;
         }
         if (--remaining[i] == 0) {
@@ -464,7 +472,7 @@ int run(int argc, char** argv) {
       // One rate: `repeat` windows, the median p99's window counts; reported on stderr and in the CSV.
       const auto measure = [&](double rate, int step) {
         std::vector<RateResult> windows;
-        for (size_t w = 0; w < repeat; ++w) windows.push_back(run_rate(scheduler, targets, load, rate, seconds, 7 + step * repeat + w));
+        for (size_t w = 0; w < repeat; ++w) windows.push_back(run_rate(scheduler, targets, load, rate, seconds, 7 + step * repeat + w, gov2_slot));
         std::string machine;  // every window's p99 beside the machine's stalls in it
         for (const RateResult& w : windows) {
           char cell[256];
@@ -489,12 +497,16 @@ int run(int argc, char** argv) {
         const CoreCounters c = scheduler.counters();
         std::fprintf(stderr,
                      "%s %s %.0f q/s: mean %.2f ms p99 %.2f ms missed %zu gpu %.0f%% | measured/predicted cpu %.2f gpu %.2f, "
-                     "gpu batch %.1f | lag mean %.2f max %.2f ms, submit %.1f µs; cpu wait %.2f run %.2f ms, gpu wait %.2f run %.2f ms | lock wait a query cpu %.1f gpu %.1f µs | so far: queued cpu %llu gpu %llu flexible %llu, steals cpu %llu gpu %llu, urgent %llu, by advantage cpu %llu gpu %llu | machine:%s\n",
+                     "gpu batch %.1f | lag mean %.2f max %.2f ms, submit %.1f µs; cpu wait %.2f run %.2f ms, gpu wait %.2f run %.2f ms; long-list searches cpu %zu (%.2f ms) gpu %zu, short-list cpu %zu (%.3f ms) gpu %zu | lock wait a query cpu %.1f gpu %.1f µs | so far: queued cpu %llu gpu %llu flexible %llu, steals cpu %llu gpu %llu, urgent %llu, by advantage cpu %llu gpu %llu | machine:%s\n",
                      load.name.c_str(), name.c_str(), rate, r.mean * 1e3, r.p99 * 1e3, r.missed, r.parts ? 100.0 * r.gpu_parts / r.parts : 0,
                      r.predicted[0] > 0 ? r.measured[0] / r.predicted[0] : 0, r.predicted[1] > 0 ? r.measured[1] / r.predicted[1] : 0,
                      r.batched_parts ? r.batch_sum / r.batched_parts : 0, r.lag_mean * 1e3, r.lag_max * 1e3, r.submit_mean * 1e6,
                      r.answered[0] ? r.waited[0] / r.answered[0] * 1e3 : 0, r.answered[0] ? r.ran[0] / r.answered[0] * 1e3 : 0,
                      r.answered[1] ? r.waited[1] / r.answered[1] * 1e3 : 0, r.answered[1] ? r.ran[1] / r.answered[1] * 1e3 : 0,
+                     r.answered_long[0], r.answered_long[0] ? r.ran_long[0] / r.answered_long[0] * 1e3 : 0, r.answered_long[1],
+                     r.answered[0] - r.answered_long[0],
+                     r.answered[0] > r.answered_long[0] ? (r.ran[0] - r.ran_long[0]) / (r.answered[0] - r.answered_long[0]) * 1e3 : 0,
+                     r.answered[1] - r.answered_long[1],
                      r.answered[0] ? r.lock_wait[0] / r.answered[0] * 1e6 : 0, r.answered[1] ? r.lock_wait[1] / r.answered[1] * 1e6 : 0, (unsigned long long)c.enqueued[0], (unsigned long long)c.enqueued[1],
                      (unsigned long long)c.enqueued[2], (unsigned long long)c.steals[0], (unsigned long long)c.steals[1],
                      (unsigned long long)(c.urgent[0] + c.urgent[1]), (unsigned long long)c.dominant[0], (unsigned long long)c.dominant[1], machine.c_str());
