@@ -167,8 +167,8 @@ RateResult run_rate(sched::Scheduler& scheduler, const std::vector<sched::Target
   std::vector<std::atomic<int>> remaining(count);
   std::vector<std::atomic<bool>> failed(count);
   std::atomic<size_t> gpu_parts{0}, parts{0}, done{0};
-  // The answers' figures: every processor thread adds to them after each search. A std::mutex here
-  // put contended CPU threads to sleep after their searches (the leaf's callbacks take no such lock).
+  // The answers' figures: every processor thread adds to them after each search, and a contended
+  // std::mutex would put it to sleep there (spin_mutex.hpp); the leaf's callbacks take no such lock.
   SpinMutex stats_mutex;
   RateResult r;
   double t = 0;
