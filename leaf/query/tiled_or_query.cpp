@@ -12,6 +12,11 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <cstring>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "leaf/query/algorithms.hpp"
 
@@ -22,6 +27,29 @@ namespace {
 // they hold (the GOV2-like preset ran fastest at 4,096).
 constexpr uint64_t kTilePostings = 500;
 constexpr uint32_t kMinTile = 512, kMaxTile = 4096;
+
+// Of a word's 64 accumulators, those whose score + rest is above `threshold`: bit i for slot i.
+// The candidates of a tile were tested one touched slot after another, each a dependent chain of
+// loads (the slot, the queue's state) that most of them fail once the queue is full; four slots a
+// compare here, the same float additions and comparison as the scalar test.
+uint64_t above(const Score* slots, Score rest, Score threshold) {
+#if defined(__SSE2__)
+  const __m128 r = _mm_set1_ps(rest), t = _mm_set1_ps(threshold);
+  uint64_t mask = 0;
+  for (int i = 0; i < 64; i += 4) {
+    const __m128 sum = _mm_add_ps(_mm_loadu_ps(slots + i), r);
+    mask |= static_cast<uint64_t>(_mm_movemask_ps(_mm_cmpgt_ps(sum, t))) << i;
+  }
+  return mask;
+#else
+  uint64_t mask = 0;
+  for (int i = 0; i < 64; ++i) mask |= static_cast<uint64_t>(slots[i] + rest > threshold) << i;
+  return mask;
+#endif
+}
+
+// Below this many touched slots in a word, testing them one by one is cheaper than a pass over all 64.
+constexpr int kDenseWord = 6;
 }  // namespace
 
 void tiled_or_query(std::vector<PostingCursor*> cursors, TopkQueue& topk) {
@@ -57,12 +85,20 @@ void tiled_or_query(std::vector<PostingCursor*> cursors, TopkQueue& topk) {
       for (size_t i = essential; i < n; ++i) cursors[i]->accumulate(begin, end, acc.data(), touched.data());
       const Score rest = essential ? below[essential - 1] : 0;
       for (uint32_t word = 0; word < tile / 64; ++word) {
-        for (uint64_t bits = touched[word]; bits != 0; bits &= bits - 1) {
-          const uint32_t slot = word * 64 + static_cast<uint32_t>(std::countr_zero(bits));
-          Score score = acc[slot];
-          acc[slot] = 0;
+        uint64_t bits = touched[word];
+        if (bits == 0) continue;
+        touched[word] = 0;
+        Score* const slots = acc.data() + word * 64;
+        // Only the candidates: the threshold only rises while the word's are inserted, so the
+        // exact test below still runs on each of them.
+        const bool dense = std::popcount(bits) >= kDenseWord;
+        if (dense && topk.full()) bits &= above(slots, rest, topk.threshold());
+        for (; bits != 0; bits &= bits - 1) {
+          const uint32_t slot = static_cast<uint32_t>(std::countr_zero(bits));
+          Score score = slots[slot];
+          if (!dense) slots[slot] = 0;
           if (!topk.would_enter(score + rest)) continue;
-          const DocId doc = begin + slot;
+          const DocId doc = begin + word * 64 + slot;
           for (size_t i = essential; i-- > 0;) {
             if (!topk.would_enter(score + below[i])) break;
             cursors[i]->next_geq(doc);
@@ -70,7 +106,7 @@ void tiled_or_query(std::vector<PostingCursor*> cursors, TopkQueue& topk) {
           }
           topk.insert(score, doc);
         }
-        touched[word] = 0;
+        if (dense) std::memset(slots, 0, 64 * sizeof(Score));
       }
     }
     if (end == kEndDoc) break;
