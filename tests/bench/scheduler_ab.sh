@@ -4,7 +4,8 @@
 # scheduler_device_run.sh (tests/gpu/prepare-device-run.sh; the default corpus gzipped at
 # .device-carry/sched/gcide.jsonl.gz); .device-carry/sched/bin.tar.gz, if present, is unpacked
 # over .device-bin first (the carry limit: the binaries compressed).
-# usage: tests/bench/scheduler_ab.sh 'LABEL|scheduler_bench flags' ...
+# usage: tests/bench/scheduler_ab.sh 'LABEL|scheduler_bench flags[|BINARY]' ...
+#   BINARY (default .device-bin/scheduler_bench): another build's scheduler_bench, for an A/B.
 #   common flags in SCHED_AB_COMMON (default below); each configuration's table, log and CSV land
 #   in $OUT as LABEL.md, LABEL.log, LABEL.csv.
 set -uo pipefail
@@ -20,11 +21,14 @@ gunzip -c .device-carry/sched/gcide.jsonl.gz > "$work/gcide.jsonl"
 status=0
 for config in "$@"; do
   label=${config%%|*}
-  flags=${config#*|}
-  echo "== $label: $flags"
+  rest=${config#*|}
+  flags=${rest%%|*}
+  bin=.device-bin/scheduler_bench
+  [ "$rest" != "$flags" ] && bin=${rest#*|}
+  echo "== $label: $flags ($bin)"
   # shellcheck disable=SC2086  # the flags are words
-  .device-bin/scheduler_bench --index "$work/gcide" $common $flags --out "$out/$label.csv" \
+  "$bin" --index "$work/gcide" $common $flags --out "$out/$label.csv" \
     > "$out/$label.md" 2> "$out/$label.log" || status=1
-  grep -E "^\| (cpu|gpu|best-serial|scheduler|split) " "$out/$label.md"
+  grep -E "^\| (cpu|gpu|best-serial|scheduler|split) |thread\(s\):" "$out/$label.md"
 done
 exit $status
