@@ -17,8 +17,8 @@ namespace warp::sched {
 // every core as well as spinning stream threads, batches were launched late and the scheduler fell
 // below the GPU alone (H100, mixed load: 14k q/s with 16 CPU threads, 39k with 13; RESULTS.md).
 // Stream threads that sleep (`--gpu-wait block`) leave those cores to the CPU's threads.
-inline size_t default_cpu_workers(size_t gpu_streams, bool streams_sleep = false) {
-  const size_t cores = std::max<size_t>(1, std::thread::hardware_concurrency());
+inline size_t default_cpu_workers(size_t gpu_streams, bool streams_sleep = false,
+                                  size_t cores = std::max<size_t>(1, std::thread::hardware_concurrency())) {
   const size_t reserved = gpu_streams == 0 ? 0 : streams_sleep ? 1 : gpu_streams + 1;
   return cores > reserved ? cores - reserved : 1;
 }

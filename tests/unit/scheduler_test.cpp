@@ -12,6 +12,7 @@
 #include <map>
 #include <queue>
 #include <random>
+#include <memory>
 #include <thread>
 
 #include "common/index/index_builder.hpp"
@@ -294,6 +295,32 @@ TEST(SchedulerFlags, DominanceIsOffOrAtLeastOne) {
   EXPECT_EQ(options_for("4").core.dominance, 4);
   EXPECT_THROW(options_for("0.5"), Error);
   EXPECT_THROW(options_for("-1"), Error);
+}
+
+// --gpu-wait reaches the GPU settings, and sleeping stream threads leave their cores to the CPU's
+// default thread count (every core but the front end's).
+TEST(SchedulerFlags, GpuWaitSetsTheSettingsAndTheDefaultCpuThreads) {
+  const auto parsed = [](std::string value) {
+    auto flags = std::make_unique<Flags>("scheduler_test");
+    declare_scheduler_flags(*flags);
+    gpu::declare_gpu_flags(*flags);
+    std::vector<std::string> args = {"scheduler_test", "--gpu-wait", value, "--gpu-batch-streams", "3"};
+    std::vector<char*> argv;
+    for (std::string& arg : args) argv.push_back(arg.data());
+    flags->parse(static_cast<int>(argv.size()), argv.data());
+    return flags;
+  };
+  EXPECT_EQ(gpu::gpu_settings_from(*parsed("spin")).wait, gpu::GpuWait::kSpin);
+  EXPECT_EQ(gpu::gpu_settings_from(*parsed("yield")).wait, gpu::GpuWait::kYield);
+  EXPECT_EQ(gpu::gpu_settings_from(*parsed("block")).wait, gpu::GpuWait::kBlock);
+  EXPECT_THROW(gpu::gpu_settings_from(*parsed("nap")), Error);
+  const size_t cores = std::max<size_t>(1, std::thread::hardware_concurrency());
+  EXPECT_EQ(scheduler_options_from(*parsed("block"), true).core.cpu_workers, std::max<size_t>(1, cores - 1));
+  EXPECT_EQ(scheduler_options_from(*parsed("spin"), true).core.cpu_workers, cores > 4 ? cores - 4 : 1);
+  EXPECT_EQ(default_cpu_workers(3, false, 16), 12u);  // the H100 host: 3 spinning streams, the front end
+  EXPECT_EQ(default_cpu_workers(3, true, 16), 15u);
+  EXPECT_EQ(default_cpu_workers(0, false, 16), 16u);  // no GPU: every core
+  EXPECT_EQ(default_cpu_workers(3, false, 2), 1u);
 }
 
 TEST(ScheduleCore, AQueryNearItsDeadlineGoesFirst) {
