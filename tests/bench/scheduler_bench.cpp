@@ -7,7 +7,9 @@
 // lists), and a mixed log (their queries interleaved, half from each, on one leaf holding both).
 // Every answer of every policy is the processors' own, so each scheduled answer is also checked
 // against the CPU processor's on a sample. Prints markdown tables and writes a CSV for the plot
-// (tests/bench/plot_scheduler.py). Needs a GPU.
+// (tests/bench/plot_scheduler.py). Needs a GPU. Also: the policy "split" (the scheduler with the
+// default corpus's searches kept on the CPU), and --cpu-cost-seconds (a load's CPU search time with
+// N threads searching, no scheduler).
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -309,7 +311,7 @@ int run(int argc, char** argv) {
       .value("gpu-wait", "spin", "how the streams' host threads wait for the GPU (the leaf's --gpu-wait: spin, yield, block)")
       .value("calibration-ms", "1500", "calibration per processor and partition")
       .value("out", "scheduler_bench.csv", "CSV of every rate's figures")
-      .value("cpu-cost-seconds", "0", "> 0: instead of the ladders, each load's searches on the CPU processor by one thread for this long, and the mean time of a search (what a CPU thread's capacity for the load is made of; runs without a GPU)")
+      .value("cpu-cost-seconds", "0", "> 0: instead of the ladders, each load's searches on the CPU processor for this long by each of --cpu-cost-threads' thread counts, and the mean time of a search per thread (what a CPU thread's capacity for the load is made of; with --policies cpu, no GPU needed)")
       .value("cpu-cost-threads", "1", "--cpu-cost-seconds: threads searching at once, e.g. 1,12,16 (each count in turn)");
   flags.parse(argc, argv);
   if (flags.help_requested()) return std::printf("%s", flags.help_text().c_str()), 0;
