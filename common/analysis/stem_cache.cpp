@@ -6,23 +6,6 @@
 
 namespace warp {
 
-// 64-bit multiply-xorshift over 8-byte words; tokens are short, so the tail dominates.
-uint64_t StemCache::hash(std::string_view text) {
-  constexpr uint64_t kMul = 0x9E3779B97F4A7C15ull;
-  uint64_t h = text.size() * kMul;
-  size_t i = 0;
-  for (; i + 8 <= text.size(); i += 8) {
-    uint64_t word;
-    std::memcpy(&word, text.data() + i, 8);
-    h = (h ^ word) * kMul;
-    h ^= h >> 29;
-  }
-  uint64_t tail = 0;
-  std::memcpy(&tail, text.data() + i, text.size() - i);
-  h = (h ^ tail) * kMul;
-  return h ^ (h >> 32);
-}
-
 uint32_t StemCache::find(std::string_view token, uint64_t h) const {
   if (token_slots_.empty()) return kMissing;
   const uint32_t tag = TokenSlot::tag_of(h);

@@ -37,24 +37,21 @@ class StemCache {
   void prefetch(uint64_t h) const {
     if (!token_slots_.empty()) __builtin_prefetch(&token_slots_[h & (token_slots_.size() - 1)]);
   }
-  static uint64_t hash(std::string_view text);
+  // 64-bit multiply-xorshift over 8-byte words; tokens are short, so the tail dominates.
+  static uint64_t hash(std::string_view text) {
+    uint64_t tail = 0;
+    const size_t whole = text.size() & ~size_t{7};
+    std::memcpy(&tail, text.data() + whole, text.size() - whole);
+    return hash_words(text, tail);
+  }
   // hash(text) where 8 bytes past the text's end may be read (the analyzer's token buffer has that
   // slack): the last word is one load, masked, instead of a copy of a variable size.
   static uint64_t hash_padded(std::string_view text) {
-    constexpr uint64_t kMul = 0x9E3779B97F4A7C15ull;
-    uint64_t h = text.size() * kMul;
-    size_t i = 0;
-    uint64_t word;
-    for (; i + 8 <= text.size(); i += 8) {
-      std::memcpy(&word, text.data() + i, 8);
-      h = (h ^ word) * kMul;
-      h ^= h >> 29;
-    }
-    std::memcpy(&word, text.data() + i, 8);
-    const size_t tail_bits = 8 * (text.size() - i);  // 0 to 56: the bytes of the text, little-endian first
-    word &= (uint64_t{1} << tail_bits) - 1;
-    h = (h ^ word) * kMul;
-    return h ^ (h >> 32);
+    const size_t whole = text.size() & ~size_t{7};
+    uint64_t tail;
+    std::memcpy(&tail, text.data() + whole, 8);
+    tail &= (uint64_t{1} << (8 * (text.size() - whole))) - 1;  // the text's bytes, little-endian first
+    return hash_words(text, tail);
   }
   // Records token → stem (stem text added once); returns the stem id.
   uint32_t insert(std::string_view token, std::string_view stem);
@@ -70,6 +67,20 @@ class StemCache {
   uint64_t epoch() const { return epoch_; }
 
  private:
+  // The hash of `text` whose last, partial word (its bytes past the whole words, zero above them)
+  // is `tail`.
+  static uint64_t hash_words(std::string_view text, uint64_t tail) {
+    constexpr uint64_t kMul = 0x9E3779B97F4A7C15ull;
+    uint64_t h = text.size() * kMul;
+    for (size_t i = 0; i + 8 <= text.size(); i += 8) {
+      uint64_t word;
+      std::memcpy(&word, text.data() + i, 8);
+      h = (h ^ word) * kMul;
+      h ^= h >> 29;
+    }
+    h = (h ^ tail) * kMul;
+    return h ^ (h >> 32);
+  }
   struct Entry {  // a stem
     uint64_t hash;
     uint32_t offset, size;  // of the text in the arena

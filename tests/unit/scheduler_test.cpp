@@ -11,8 +11,8 @@
 #include <functional>
 #include <map>
 #include <queue>
-#include <random>
 #include <memory>
+#include <random>
 #include <thread>
 
 #include "common/index/index_builder.hpp"
