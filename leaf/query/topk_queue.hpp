@@ -24,7 +24,10 @@ class TopkQueue {
 
   // Documents arrive in increasing docID order in DAAT, so a tie with the threshold never enters:
   // strictly greater is the exact test there. `insert` handles any order.
-  bool would_enter(Score upper_bound) const { return heap_.size() < k_ || upper_bound > heap_.front().score; }
+  // (k = 0: nothing enters; the heap is empty, so its front is never read.)
+  bool would_enter(Score upper_bound) const {
+    return heap_.size() < k_ || (!heap_.empty() && upper_bound > heap_.front().score);
+  }
   // Whether a score must beat threshold() to enter (false while the queue is not full: any enters).
   bool full() const { return heap_.size() >= k_ && k_ > 0; }
   Score threshold() const { return heap_.front().score; }  // only when full()

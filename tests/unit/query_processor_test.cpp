@@ -12,6 +12,7 @@
 #include "indexer/document_reader.hpp"
 #include "leaf/query/cpu_query_processor.hpp"
 #include "leaf/query/query_log.hpp"
+#include "leaf/query/topk_queue.hpp"
 #include "tests/support/shared_data.hpp"
 #include "tests/bench/synthetic_collection.hpp"
 #include "tests/support/brute_force.hpp"
@@ -194,6 +195,23 @@ TEST(CpuQueryProcessor, AndCountsMatchesAndSkipsBlocks) {
   EXPECT_EQ(result.and_matches, 100u);
   EXPECT_EQ(result.hits.size(), 10u);
   EXPECT_LT(result.stats.blocks_decoded, result.stats.blocks_total / 4);
+}
+
+// k = 0 (a leaf request may carry it; the broker refuses it): nothing enters, and the queue never
+// reads the front of its empty heap.
+TEST(TopkQueue, AQueueOfNoHitsAdmitsNothing) {
+  TopkQueue none(0);
+  EXPECT_FALSE(none.full());
+  EXPECT_FALSE(none.would_enter(1e30f));
+  EXPECT_FALSE(none.insert(1e30f, 7));
+  EXPECT_TRUE(none.take_sorted().empty());
+  TopkQueue one(1);
+  EXPECT_TRUE(one.would_enter(0));
+  EXPECT_TRUE(one.insert(2, 7));
+  EXPECT_TRUE(one.full());
+  EXPECT_EQ(one.threshold(), 2);
+  EXPECT_FALSE(one.would_enter(2));  // a tie does not enter
+  EXPECT_TRUE(one.would_enter(3));
 }
 
 TEST(CpuQueryProcessor, RejectsKAboveLimit) {
