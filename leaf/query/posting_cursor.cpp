@@ -8,6 +8,9 @@
 
 namespace warp {
 namespace {
+// Mean docID gap above which a block's norms are prefetched when it is decoded (tried: 1, 4, 8, 32,
+// 64, 128, 256, 1,024 on the GOV2-like preset; 128–256 ran fastest, 1–8 slower than 64).
+constexpr uint32_t kSparseGap = 128;
 
 #if defined(__x86_64__)
 // BM25 units of `count` postings, eight at a time where the CPU has AVX2 (a gather of the length
@@ -95,6 +98,14 @@ void PostingCursor::advance_block(uint32_t block) {
   doc_decoder_->decode_block(block, docs_.data());
   gaps_to_docids(docs_.data(), block_docs_, block == 0 ? kEndDoc : list_.block_last_docid[block - 1]);
   doc_ = docs_[0];
+  // A sparse block's postings are scored over the many tiles (or pivots) its docIDs span, each
+  // posting's length norm a cache line of its own in a partition of millions of documents: ask for
+  // them now, so that scoring does not wait on memory for each (on a GOV2-sized partition the
+  // norms' misses were half of the tiled OR's scoring time; -17% a search on the development VM).
+  // Dense blocks are left to the hardware's prefetcher: their norms share lines and are read soon.
+  if (docs_[block_docs_ - 1] - doc_ > kSparseGap * block_docs_) {
+    for (uint32_t i = 0; i < block_docs_; ++i) __builtin_prefetch(length_norms_ + (docs_[i] - doc_begin_));
+  }
   stats_->blocks_decoded += 1;
   stats_->postings_decoded += block_docs_;
 }
