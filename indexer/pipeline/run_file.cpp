@@ -90,6 +90,19 @@ void RunCursor::skip(uint64_t size) {
 
 bool RunCursor::next_header() {
   if (position_ == filled_ && offset_ >= run_.bytes) return valid_ = false;
+  // The whole header in the buffer (nearly always): read in place, not by three copies (at 16
+  // threads every term is a record in each of 16+ runs, and the copies were a twentieth of the merge).
+  if (filled_ - position_ >= 8) {
+    const char* at = buffer_.data() + position_;
+    uint32_t term_bytes = 0;
+    std::memcpy(&term_bytes, at, 4);
+    if (filled_ - position_ >= size_t{8} + term_bytes) {
+      term_.assign(at + 4, term_bytes);
+      std::memcpy(&count_, at + 4 + term_bytes, 4);
+      position_ += size_t{8} + term_bytes;
+      return valid_ = true;
+    }
+  }
   uint32_t term_bytes = 0;
   read(&term_bytes, 4);
   term_.resize(term_bytes);
