@@ -91,7 +91,7 @@ void RunCursor::skip(uint64_t size) {
 bool RunCursor::next_header() {
   if (position_ == filled_ && offset_ >= run_.bytes) return valid_ = false;
   // The whole header in the buffer (nearly always): read in place, not by three copies (at 16
-  // threads every term is a record in each of 16+ runs, and the copies were a twentieth of the merge).
+  // threads every term is a record in each of 16 or more runs).
   if (filled_ - position_ >= 8) {
     const char* at = buffer_.data() + position_;
     uint32_t term_bytes = 0;
