@@ -61,7 +61,9 @@ bool to_final_doc_order(std::vector<Posting>& list, std::vector<size_t>& segment
       if (doc == kEndDoc) continue;
       if (doc >= limit || doc <= pieces.back().last) {
         if (!pieces.empty()) in_order = in_order && doc > pieces.back().last;
-        const auto next_span = std::upper_bound(span_starts.begin(), span_starts.end(), doc);
+        // The span's end matters only to the part's later postings: a part of one posting (most
+        // parts of rare terms, one per run and term) skips the search.
+        const auto next_span = i + 1 == segments[s + 1] ? span_starts.end() : std::upper_bound(span_starts.begin(), span_starts.end(), doc);
         limit = next_span == span_starts.end() ? kEndDoc : *next_span;
         pieces.push_back({doc, doc, kept, kept});
       }
