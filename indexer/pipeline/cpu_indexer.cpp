@@ -243,10 +243,7 @@ class CpuIndexer final : public ParserIndexer {
     std::vector<std::pair<uint64_t, uint32_t>> keyed;
     keyed.reserve(shared_touched_.size());
     for (const uint32_t stem : shared_touched_) {
-      const std::string_view text = analyzer_->stem(stem);
-      uint64_t key = 0;
-      for (size_t b = 0; b < 8; ++b) key = key << 8 | (b < text.size() ? static_cast<unsigned char>(text[b]) : 0);
-      keyed.emplace_back(key, stem);
+      keyed.emplace_back(term_prefix(analyzer_->stem(stem)), stem);
     }
     std::sort(keyed.begin(), keyed.end(), [this](const auto& a, const auto& b) {
       if (a.first != b.first) return a.first < b.first;

@@ -141,14 +141,6 @@ std::vector<std::string> term_ranges(const std::vector<RunInfo>& runs, size_t pa
   return bounds;
 }
 
-// A term's first 8 bytes as a big-endian integer (zero-padded): integers compare as the texts'
-// prefixes do; equal integers leave the texts to be compared.
-uint64_t term_prefix(const std::string& term) {
-  uint64_t key = 0;
-  for (size_t b = 0; b < 8; ++b) key = key << 8 | (b < term.size() ? static_cast<unsigned char>(term[b]) : 0u);
-  return key;
-}
-
 // One term range of the back end: a k-way merge of every run over [lo, hi), final docIDs, lists
 // encoded per partition into that partition's SST files for the range.
 struct RangeOutput {

@@ -15,6 +15,15 @@
 
 namespace warp::pipeline {
 
+// A term's first 8 bytes as a big-endian integer, zero-padded: integers compare as the texts'
+// prefixes do (bytewise), and equal integers leave the texts to be compared. Runs are written and
+// merged in this order.
+inline uint64_t term_prefix(std::string_view term) {
+  uint64_t key = 0;
+  for (size_t b = 0; b < 8; ++b) key = key << 8 | (b < term.size() ? static_cast<unsigned char>(term[b]) : 0u);
+  return key;
+}
+
 struct RunIndexEntry {
   std::string term;  // the first term of a record at `offset`
   uint64_t offset;
