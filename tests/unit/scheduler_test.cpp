@@ -10,8 +10,8 @@
 #include <atomic>
 #include <functional>
 #include <map>
-#include <queue>
 #include <memory>
+#include <queue>
 #include <random>
 #include <thread>
 
