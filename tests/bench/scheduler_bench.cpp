@@ -141,7 +141,52 @@ struct RateResult {
   long preempted = 0, faults = 0, compaction_stalls = 0;
   // Seconds each processor's threads waited for the scheduler's lock.
   double lock_wait[2] = {0, 0};
+  // Where a window's p99 is above 20 ms: its worst span in 5 ms bins (stall_timeline).
+  std::string stall;
 };
+
+// One answered part of a query: which processor ran it, when (s into the window) it was submitted,
+// began and ended, and how many queries its run held.
+struct PartRecord {
+  double submitted = 0, began = 0, ended = 0;
+  uint32_t query = 0, batch = 1;
+  int8_t processor = -1;
+};
+
+// The window's worst span, from 30 ms before its first p99 arrival to 10 ms after its last, in 5 ms
+// bins: queries arrived; threads busy on each processor (run time overlapping the bin, a batch's
+// shared by its queries, over the bin's length); parts started; and of the parts submitted in the
+// bin, the mean wait before their run on each processor. Shows which processor stopped taking work.
+std::string stall_timeline(const std::vector<PartRecord>& parts, const std::vector<double>& arrival, double from, double to) {
+  constexpr double kBin = 0.005;
+  const double begin = std::max(0.0, from - 0.03), end = std::min(to + 0.01, begin + 40 * kBin);
+  const size_t bins = static_cast<size_t>((end - begin) / kBin) + 1;
+  std::vector<double> busy[2], wait[2];
+  std::vector<size_t> arrived(bins), started[2], waited[2];
+  for (int p = 0; p < 2; ++p) busy[p].assign(bins, 0), wait[p].assign(bins, 0), started[p].assign(bins, 0), waited[p].assign(bins, 0);
+  for (double a : arrival) {
+    if (a >= begin && a < begin + bins * kBin) ++arrived[static_cast<size_t>((a - begin) / kBin)];
+  }
+  for (const PartRecord& r : parts) {
+    if (r.processor < 0) continue;
+    const int p = r.processor;
+    for (size_t b = 0; b < bins; ++b) {
+      const double lo = begin + b * kBin, hi = lo + kBin;
+      busy[p][b] += std::max(0.0, std::min(hi, r.ended) - std::max(lo, r.began)) / kBin / r.batch;
+      if (r.began >= lo && r.began < hi) ++started[p][b];
+      if (r.submitted >= lo && r.submitted < hi) wait[p][b] += r.began - r.submitted, ++waited[p][b];
+    }
+  }
+  std::string out = "    stall (5 ms bins from " + std::to_string(static_cast<int>(begin * 1e3)) +
+                    " ms: arrived | busy cpu/gpu | started cpu/gpu | wait ms cpu/gpu):";
+  char cell[128];
+  for (size_t b = 0; b < bins; ++b) {
+    std::snprintf(cell, sizeof cell, " [%zu | %.1f/%.1f | %zu/%zu | %.1f/%.1f]", arrived[b], busy[0][b], busy[1][b], started[0][b],
+                  started[1][b], waited[0][b] ? wait[0][b] / waited[0][b] * 1e3 : 0, waited[1][b] ? wait[1][b] / waited[1][b] * 1e3 : 0);
+    out += cell;
+  }
+  return out;
+}
 
 // The process's involuntary context switches and page faults (minor and major), and the host's
 // direct-compaction stalls (a page fault waiting for the kernel to assemble a huge page).
@@ -168,6 +213,7 @@ RateResult run_rate(sched::Scheduler& scheduler, const std::vector<sched::Target
   std::vector<double> arrival(count), finish(count, 0);
   std::vector<std::atomic<int>> remaining(count);
   std::vector<std::atomic<bool>> failed(count);
+  std::vector<std::vector<PartRecord>> records(count);  // by query, a slot per part, each written once
   std::atomic<size_t> gpu_parts{0}, parts{0}, done{0};
   // The answers' figures: every processor thread adds to them after each search, and a contended
   // std::mutex would put it to sleep there (spin_mutex.hpp); the leaf's callbacks take no such lock.
@@ -183,6 +229,8 @@ RateResult run_rate(sched::Scheduler& scheduler, const std::vector<sched::Target
   for (size_t i = 0; i < count; ++i) {
     const LoadQuery& q = load.queries[(seed + i) % load.queries.size()];
     remaining[i] = static_cast<int>(q.parts.size());
+    records[i].resize(q.parts.size());
+    size_t part_index = 0;
     const Clock::time_point at = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(arrival[i]));
     if (at > Clock::now() + std::chrono::microseconds(100)) std::this_thread::sleep_until(at - std::chrono::microseconds(50));
     while (Clock::now() < at) {
@@ -192,8 +240,16 @@ RateResult run_rate(sched::Scheduler& scheduler, const std::vector<sched::Target
     r.lag_mean += lag / static_cast<double>(count);
     r.lag_max = std::max(r.lag_max, lag);
     for (const auto& [slot, query] : q.parts) {
-      scheduler.submit(targets[slot], query, at + std::chrono::milliseconds(500), [&, i, submitted, slot](sched::Outcome&& outcome) {
-        const double since_submit = std::chrono::duration<double>(Clock::now() - submitted).count();
+      scheduler.submit(targets[slot], query, at + std::chrono::milliseconds(500), [&, i, submitted, slot, part = part_index++](sched::Outcome&& outcome) {
+        const Clock::time_point now = Clock::now();
+        const double since_submit = std::chrono::duration<double>(now - submitted).count();
+        if (outcome.error.empty()) {
+          PartRecord& record = records[i][part];
+          record.submitted = seconds_since(submitted), record.ended = seconds_since(now);
+          record.began = record.ended - outcome.seconds;
+          record.query = static_cast<uint32_t>(i), record.batch = static_cast<uint32_t>(outcome.batch);
+          record.processor = static_cast<int8_t>(outcome.processor);
+        }
         ++parts;
         if (!outcome.error.empty()) failed[i] = true;
         if (outcome.error.empty() && outcome.processor == sched::Processor::kGpu) ++gpu_parts;
@@ -243,6 +299,11 @@ RateResult run_rate(sched::Scheduler& scheduler, const std::vector<sched::Target
   }
   r.gpu_parts = gpu_parts;
   r.parts = parts;
+  if (r.p99 > 0.02) {
+    std::vector<PartRecord> all;
+    for (const auto& query : records) all.insert(all.end(), query.begin(), query.end());
+    r.stall = stall_timeline(all, arrival, r.worst_from, r.worst_to);
+  }
   return r;
 }
 
@@ -514,6 +575,9 @@ int run(int argc, char** argv) {
                      r.answered[0] ? r.lock_wait[0] / r.answered[0] * 1e6 : 0, r.answered[1] ? r.lock_wait[1] / r.answered[1] * 1e6 : 0, (unsigned long long)c.enqueued[0], (unsigned long long)c.enqueued[1],
                      (unsigned long long)c.enqueued[2], (unsigned long long)c.steals[0], (unsigned long long)c.steals[1],
                      (unsigned long long)(c.urgent[0] + c.urgent[1]), (unsigned long long)c.dominant[0], (unsigned long long)c.dominant[1], machine.c_str());
+        for (const RateResult& w : windows) {
+          if (!w.stall.empty()) std::fprintf(stderr, "%s\n", w.stall.c_str());
+        }
         return r;
       };
       double rate = flags.number("start-rate"), passed = 0, failed = 0;
