@@ -1,4 +1,4 @@
-// A mutex for short critical sections taken by many threads at a high rate: it spins for a few
+// A mutex for short critical sections taken by many threads at a high rate: it spins for tens of
 // microseconds before it sleeps. A contended std::mutex puts the waiter to sleep at once, and on a
 // virtual machine waking a sleeping thread on an idle core costs tens of microseconds: the leaf's
 // scheduler, whose lock is held for microseconds at a time, had its CPU threads waiting for it
@@ -35,8 +35,12 @@ class SpinMutex {
 
  private:
   static constexpr int kFree = 0, kLocked = 1, kContended = 2;  // kContended: locked, maybe sleepers
-  // About 10 µs of pause instructions on current x86 cores before sleeping.
-  static constexpr int kSpins = 256;
+  // Pause instructions before sleeping: tens of µs on current x86 cores (a pause is ~40-140
+  // cycles). Waking a sleeper on the H100 host's virtual machine costs more than the scheduler's
+  // lock is ever held; with 256 (~10 µs) its CPU threads waited 16-20 µs a query for it at
+  // 74-85k mixed queries/s, with 4,096 3-10 µs, and the p99 at 85k fell from 24-90 ms to 3-7 ms
+  // (RESULTS.md, twenty-sixth session).
+  static constexpr int kSpins = 4096;
   static void pause() {
 #if defined(__x86_64__) || defined(__i386__)
     _mm_pause();
