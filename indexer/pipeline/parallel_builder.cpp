@@ -163,7 +163,7 @@ RangeOutput merge_range(const std::vector<RunInfo>& runs, const std::string& lo,
     postings.push_back(std::make_unique<SstRows>(SstRows::Family::kPostings, partition_dirs[p] + name));
   }
   std::vector<std::unique_ptr<RunCursor>> cursors;
-  for (const RunInfo& run : runs) cursors.push_back(std::make_unique<RunCursor>(run, lo, buffer_bytes));
+  for (const RunInfo& run : runs) cursors.push_back(std::make_unique<RunCursor>(run, lo, buffer_bytes, hi));
   // The heap orders the runs by their current terms' 8-byte prefixes as integers, the texts
   // compared only on equal prefixes: every run holds nearly every term, so each term took 2 log2(runs)
   // comparisons of texts per run (a tenth of the merge's time at 16 runs, a third at 4,600). A scan of

@@ -53,14 +53,23 @@ RunInfo RunWriter::finish() {
   return std::move(info_);
 }
 
-RunCursor::RunCursor(const RunInfo& run, std::string_view from, size_t buffer_bytes)
-    : run_(run), buffer_(std::max<size_t>(buffer_bytes, 4096)) {
+RunCursor::RunCursor(const RunInfo& run, std::string_view from, size_t buffer_bytes, const std::string* to) : run_(run) {
   fd_ = ::open(run.path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd_ < 0) throw Error("cannot open run file " + run.path + ": " + std::strerror(errno));
   // The last sample before `from`: every record before it holds a smaller term.
-  auto after = std::lower_bound(run.index.begin(), run.index.end(), from,
-                                [](const RunIndexEntry& entry, std::string_view term) { return entry.term < term; });
+  const auto before = [](const RunIndexEntry& entry, std::string_view term) { return entry.term < term; };
+  auto after = std::lower_bound(run.index.begin(), run.index.end(), from, before);
   offset_ = after == run.index.begin() ? 0 : std::prev(after)->offset;
+  // Every record below `to` ends by the first sample at or past it; the slack holds the header of
+  // the record that stops the caller (a longer one only takes one more read).
+  uint64_t end = run.bytes;
+  if (to != nullptr) {
+    const auto stop = std::lower_bound(after, run.index.end(), std::string_view(*to), before);
+    if (stop != run.index.end()) end = stop->offset;
+  }
+  constexpr uint64_t kSlack = 4096;
+  capacity_ = static_cast<size_t>(std::clamp<uint64_t>(end - std::min(end, offset_) + kSlack, 4096, std::max<size_t>(buffer_bytes, 4096)));
+  buffer_.reset(new char[capacity_]);  // not value-initialized: pread fills what is read
   while (next_header() && term_ < from) skip(uint64_t{count_} * sizeof(Posting));
 }
 
@@ -72,12 +81,12 @@ void RunCursor::read(void* data, size_t size) {
   char* out = static_cast<char*>(data);
   while (size > 0) {
     if (position_ == filled_) {
-      const ssize_t got = ::pread(fd_, buffer_.data(), buffer_.size(), static_cast<off_t>(offset_));
+      const ssize_t got = ::pread(fd_, buffer_.get(), capacity_, static_cast<off_t>(offset_));
       if (got <= 0) throw Error("run file " + run_.path + " is truncated");
       position_ = 0, filled_ = static_cast<size_t>(got), offset_ += filled_;
     }
     const size_t take = std::min(size, filled_ - position_);
-    std::memcpy(out, buffer_.data() + position_, take);
+    std::memcpy(out, buffer_.get() + position_, take);
     position_ += take, out += take, size -= take;
   }
 }
@@ -93,7 +102,7 @@ bool RunCursor::next_header() {
   // The whole header in the buffer (nearly always): read in place, not by three copies (at 16
   // threads every term is a record in each of 16 or more runs).
   if (filled_ - position_ >= 8) {
-    const char* at = buffer_.data() + position_;
+    const char* at = buffer_.get() + position_;
     uint32_t term_bytes = 0;
     std::memcpy(&term_bytes, at, 4);
     if (filled_ - position_ >= size_t{8} + term_bytes) {

@@ -6,6 +6,7 @@
 #pragma once
 #include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -52,10 +53,14 @@ class RunWriter {
   uint64_t next_sample_ = 0;
 };
 
-// Reads one run's records from the first term ≥ `from` on, with a buffer of `buffer_bytes`.
+// Reads one run's records from the first term ≥ `from` on, with a buffer of at most `buffer_bytes`:
+// no larger than the run's bytes from there to its first sample at or past `to` (when given, the
+// end of the caller's range) and a little more, and not zeroed. At 16 threads the back end opens
+// a cursor per run and term range (512 of them on 300 MB); buffers of the full size, zeroed, had
+// been a third of that build's page faults and read twice the bytes the ranges held.
 class RunCursor {
  public:
-  RunCursor(const RunInfo& run, std::string_view from, size_t buffer_bytes);
+  RunCursor(const RunInfo& run, std::string_view from, size_t buffer_bytes, const std::string* to = nullptr);
   ~RunCursor();
   RunCursor(const RunCursor&) = delete;
   RunCursor& operator=(const RunCursor&) = delete;
@@ -71,8 +76,8 @@ class RunCursor {
   bool next_header();
   const RunInfo& run_;
   int fd_ = -1;
-  std::vector<char> buffer_;
-  size_t position_ = 0, filled_ = 0;
+  std::unique_ptr<char[]> buffer_;
+  size_t capacity_ = 0, position_ = 0, filled_ = 0;
   uint64_t offset_ = 0;  // file offset of buffer_[filled_]
   bool valid_ = false;
   std::string term_;
