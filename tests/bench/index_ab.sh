@@ -11,6 +11,9 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 status=0
 first_digest=""
+# Children's CPU so far: where this script is the last command of a `bash -c`, bash execs it in its
+# own process, whose counters already hold what ran before (a first row had read 183 and 351 user s).
+read -r prev_cu prev_cs < <(awk '{print $16, $17}' /proc/$$/stat)
 echo "| binary | threads | round | real s | user s | sys s | peak RSS MiB | runs | phases |"
 echo "|---|---:|---:|---:|---:|---:|---:|---:|---|"
 for round in $(seq "$rounds"); do
