@@ -149,8 +149,8 @@ struct RateResult {
 // began and ended, and how many queries its run held.
 struct PartRecord {
   double submitted = 0, began = 0, ended = 0;
-  uint32_t query = 0, batch = 1;
-  int8_t processor = -1;
+  uint32_t batch = 1;
+  int8_t processor = -1;  // -1: not answered
 };
 
 // The window's worst span, from 30 ms before its first p99 arrival to 10 ms after its last, in 5 ms
@@ -213,7 +213,10 @@ RateResult run_rate(sched::Scheduler& scheduler, const std::vector<sched::Target
   std::vector<double> arrival(count), finish(count, 0);
   std::vector<std::atomic<int>> remaining(count);
   std::vector<std::atomic<bool>> failed(count);
-  std::vector<std::vector<PartRecord>> records(count);  // by query, a slot per part, each written once
+  // A slot per part of every query, each written once by its answer: query i's from first_part[i].
+  std::vector<size_t> first_part(count + 1, 0);
+  for (size_t i = 0; i < count; ++i) first_part[i + 1] = first_part[i] + load.queries[(seed + i) % load.queries.size()].parts.size();
+  std::vector<PartRecord> records(first_part[count]);
   std::atomic<size_t> gpu_parts{0}, parts{0}, done{0};
   // The answers' figures: every processor thread adds to them after each search, and a contended
   // std::mutex would put it to sleep there (spin_mutex.hpp); the leaf's callbacks take no such lock.
@@ -229,8 +232,7 @@ RateResult run_rate(sched::Scheduler& scheduler, const std::vector<sched::Target
   for (size_t i = 0; i < count; ++i) {
     const LoadQuery& q = load.queries[(seed + i) % load.queries.size()];
     remaining[i] = static_cast<int>(q.parts.size());
-    records[i].resize(q.parts.size());
-    size_t part_index = 0;
+    size_t part_index = first_part[i];
     const Clock::time_point at = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(arrival[i]));
     if (at > Clock::now() + std::chrono::microseconds(100)) std::this_thread::sleep_until(at - std::chrono::microseconds(50));
     while (Clock::now() < at) {
@@ -244,10 +246,10 @@ RateResult run_rate(sched::Scheduler& scheduler, const std::vector<sched::Target
         const Clock::time_point now = Clock::now();
         const double since_submit = std::chrono::duration<double>(now - submitted).count();
         if (outcome.error.empty()) {
-          PartRecord& record = records[i][part];
+          PartRecord& record = records[part];
           record.submitted = seconds_since(submitted), record.ended = seconds_since(now);
           record.began = record.ended - outcome.seconds;
-          record.query = static_cast<uint32_t>(i), record.batch = static_cast<uint32_t>(outcome.batch);
+          record.batch = static_cast<uint32_t>(outcome.batch);
           record.processor = static_cast<int8_t>(outcome.processor);
         }
         ++parts;
@@ -299,11 +301,7 @@ RateResult run_rate(sched::Scheduler& scheduler, const std::vector<sched::Target
   }
   r.gpu_parts = gpu_parts;
   r.parts = parts;
-  if (r.p99 > 0.02) {
-    std::vector<PartRecord> all;
-    for (const auto& query : records) all.insert(all.end(), query.begin(), query.end());
-    r.stall = stall_timeline(all, arrival, r.worst_from, r.worst_to);
-  }
+  if (r.p99 > 0.02) r.stall = stall_timeline(records, arrival, r.worst_from, r.worst_to);
   return r;
 }
 
