@@ -18,6 +18,7 @@
 #include "common/index/partition_store.hpp"
 #include "indexer/pipeline/final_order.hpp"
 #include "indexer/pipeline/parallel_builder.hpp"
+#include "indexer/pipeline/run_file.hpp"
 #include "indexer/pipeline/term_btree.hpp"
 #include "indexer/pipeline/trie_collections.hpp"
 #include "tests/support/format_writers.hpp"
@@ -318,6 +319,63 @@ TEST(FinalDocOrder, PiecesOfEveryRunGiveTheListInDocIdOrder) {
   ASSERT_EQ(list.size(), 6u);
   for (size_t i = 0; i < 6; ++i) EXPECT_EQ(list[i].doc, i);
   EXPECT_EQ(list[1].freq, 2u);
+}
+
+// A run's cursor reads exactly the records of its range, whatever the range and the buffer: from
+// the first term at or past `from` up to the first at or past `to`, records longer than the buffer
+// and ranges that begin or end between the run's sparse samples (one every 64 KiB) included.
+TEST(RunFile, CursorsReadExactlyTheirRangesWithAnyBuffer) {
+  const uint64_t seed = testing::test_seed();
+  std::mt19937_64 rng(seed);
+  const fs::path dir = fs::temp_directory_path() / ("warp-runfile-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::map<std::string, std::vector<Posting>> records;
+  while (records.size() < 3000) {
+    std::string term(1 + rng() % (rng() % 20 == 0 ? 200 : 12), 'a');
+    for (char& c : term) c = static_cast<char>('a' + rng() % 26);
+    std::vector<Posting> postings(rng() % 50 == 0 ? 20000 + rng() % 20000 : rng() % 40);
+    DocId doc = 0;
+    for (Posting& p : postings) p = {doc += 1 + static_cast<DocId>(rng() % 9), static_cast<TermFreq>(rng() % 5)};
+    records.emplace(std::move(term), std::move(postings));
+  }
+  pipeline::RunWriter writer((dir / "run").string());
+  for (const auto& [term, postings] : records) writer.add(term, postings);
+  const pipeline::RunInfo run = writer.finish();
+  ASSERT_GT(run.index.size(), 8u) << "the run should span several samples";
+  std::vector<std::string> terms;
+  for (const auto& record : records) terms.push_back(record.first);
+  for (int trial = 0; trial < 200; ++trial) {
+    // Bounds: terms of the run, words between them, or none.
+    const auto bound = [&]() -> std::string {
+      if (rng() % 3 == 0) return terms[rng() % terms.size()];
+      std::string word(1 + rng() % 4, 'a');
+      for (char& c : word) c = static_cast<char>('a' + rng() % 26);
+      return word;
+    };
+    std::string from = rng() % 8 == 0 ? std::string() : bound(), to = bound();
+    if (to < from) std::swap(from, to);
+    const bool bounded = rng() % 4 != 0;
+    const size_t buffer = rng() % 2 ? 4096 + rng() % 20000 : 1u << 20;
+    pipeline::RunCursor cursor(run, from, buffer, bounded ? &to : nullptr);
+    std::vector<Posting> list;
+    auto expected = records.lower_bound(from);
+    for (; cursor.valid() && (!bounded || cursor.term() < to); ++expected) {
+      ASSERT_NE(expected, records.end()) << "seed " << seed << ": read past the run's last record";
+      ASSERT_EQ(cursor.term(), expected->first) << "seed " << seed << " trial " << trial;
+      list.clear();
+      cursor.take(list);
+      ASSERT_EQ(list.size(), expected->second.size()) << expected->first;
+      ASSERT_TRUE(std::equal(list.begin(), list.end(), expected->second.begin(),
+                             [](const Posting& a, const Posting& b) { return a.doc == b.doc && a.freq == b.freq; }))
+          << "postings of " << expected->first;
+    }
+    const auto end = bounded ? records.lower_bound(to) : records.end();
+    EXPECT_EQ(expected, end) << "seed " << seed << " trial " << trial << ": the cursor stopped early";
+    if (cursor.valid()) {
+      EXPECT_EQ(cursor.term(), end->first);
+    }
+  }
+  fs::remove_all(dir);
 }
 
 TEST(MergeConcurrency, BoundedByThreadsBuffersAndOpenFiles) {
