@@ -32,24 +32,29 @@ class PostingArena {
   explicit PostingArena(uint64_t share_bytes)
       : block_bits_(static_cast<uint32_t>(std::clamp<int>(std::bit_width(share_bytes / sizeof(Posting) / 8) - 1, 10, 18))) {}
 
-  // All zero bytes: an empty list (tables of lists by stem id are mapped zeroed).
+  // All zero bytes: an empty list (tables of lists by stem id are mapped zeroed). 12 bytes: the
+  // parsers keep one per stem of the shared cache each (a count of postings, which nothing read but
+  // its state, had made it 16).
   struct List {
-    uint32_t head = 0, tail = 0, count = 0;
-    uint16_t used = 0;  // postings in the tail slice
-    uint8_t level = 0;  // of the tail slice
+    enum : uint8_t { kEmpty = 0, kInline = 1, kSliced = 2 };
+    uint32_t head = 0, tail = 0;  // kInline: the posting's docID and frequency
+    uint16_t used = 0;            // postings in the tail slice
+    uint8_t level = 0;            // of the tail slice
+    uint8_t state = kEmpty;
+    bool empty() const { return state == kEmpty; }
   };
 
   void append(List& list, const Posting& posting) {
-    if (list.count == 0) {  // inline
-      list.head = posting.doc, list.tail = posting.freq, list.count = 1;
+    if (list.state == List::kEmpty) {
+      list.head = posting.doc, list.tail = posting.freq, list.state = List::kInline;
       ++postings_;
       return;
     }
-    if (list.count == 1) {  // out of the entry, into a first slice
+    if (list.state == List::kInline) {  // out of the entry, into a first slice
       const Posting first{list.head, list.tail};
       list.head = list.tail = allocate(capacity(0) + 1);
       at(list.head) = first;
-      list.used = 1;
+      list.used = 1, list.state = List::kSliced;
     } else if (list.used == capacity(list.level)) {
       const uint8_t level = static_cast<uint8_t>(std::min<int>(list.level + 1, kTopLevel));
       const uint32_t slice = allocate(capacity(level) + 1);
@@ -57,24 +62,23 @@ class PostingArena {
       list.tail = slice, list.level = level, list.used = 0;
     }
     at(list.tail + list.used++) = posting;
-    ++list.count;
     ++postings_;
   }
 
   // Brings the slot the next append() to `list` writes into cache.
   void prefetch_tail(const List& list) const {
-    if (list.count > 1) __builtin_prefetch(&at(list.tail + list.used), 1);
+    if (list.state == List::kSliced) __builtin_prefetch(&at(list.tail + list.used), 1);
   }
 
   // Brings a list's first slice into cache (a spill reads the lists in term order, not the order
   // they were filled in: each list's first slice was a cache miss).
   void prefetch_head(const List& list) const {
-    if (list.count > 1) __builtin_prefetch(&at(list.head));
+    if (list.state == List::kSliced) __builtin_prefetch(&at(list.head));
   }
 
   void gather(const List& list, std::vector<Posting>& out) const {
     out.clear();
-    if (list.count == 1) {
+    if (list.state == List::kInline) {
       out.push_back({list.head, list.tail});
       return;
     }
@@ -179,7 +183,7 @@ class CpuIndexer final : public ParserIndexer {
     for (const uint32_t ref : refs_) arena_.prefetch_tail(list_of(ref));
     for (size_t i = 0; i < stems.size(); ++i) {
       PostingArena::List& list = list_of(refs_[i]);
-      if (list.count == 0 && (refs_[i] & kInForest) == 0) shared_touched_.push_back(refs_[i]);
+      if (list.empty() && (refs_[i] & kInForest) == 0) shared_touched_.push_back(refs_[i]);
       arena_.append(list, {doc, freqs[i]});
     }
   }
@@ -215,7 +219,7 @@ class CpuIndexer final : public ParserIndexer {
       if (i + 2 * kAhead < order.size()) __builtin_prefetch(&list_of(order[i + 2 * kAhead]));
       if (i + kAhead < order.size()) arena_.prefetch_head(list_of(order[i + kAhead]));
       PostingArena::List& entry = list_of(order[i]);
-      if (entry.count == 0) continue;  // a B-tree term of an earlier run of this dictionary
+      if (entry.empty()) continue;  // a B-tree term of an earlier run of this dictionary
       arena_.gather(entry, list);
       // A parser's documents come in docID order, so lists are nearly always sorted already.
       if (!std::is_sorted(list.begin(), list.end(), by_doc)) std::sort(list.begin(), list.end(), by_doc);
@@ -279,7 +283,7 @@ class CpuIndexer final : public ParserIndexer {
     std::string a, b;
     size_t i = 0, j = 0;
     while (i < keyed.size() || j < forest_order.size()) {
-      if (j < forest_order.size() && lists_[forest_order[j]].count == 0) {
+      if (j < forest_order.size() && lists_[forest_order[j]].empty()) {
         ++j;
         continue;
       }

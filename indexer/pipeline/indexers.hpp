@@ -70,7 +70,7 @@ class ParserIndexer : public Indexer {
   // Spills when it holds more than its share; called between chunks.
   virtual void end_chunk() = 0;
   // Memory it holds per stem of the shared stem cache (a list's entry by stem id), outside its share.
-  static constexpr size_t kBytesPerSharedStem = 16;
+  static constexpr size_t kBytesPerSharedStem = 12;
 };
 std::unique_ptr<ParserIndexer> make_parser_indexer(IndexerContext context);
 

@@ -256,7 +256,7 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
   // Stem caches, a quarter of the budget at most: one shared by every parser (a power of two of
   // tokens, 2^12 to 2^21, mapped as it fills), each parser's own for the words it misses once that
   // one is full (2^10 to 2^14), and the parsers' arrays by stem id (counts and collections where
-  // pieces flow, 4 bytes each, and their indexers' lists, 16: per stem of the shared cache, per
+  // pieces flow, 4 bytes each, and their indexers' lists, 12: per stem of the shared cache, per
   // parser; counted as they grow, in share() below). A word that is not cached is stemmed and its
   // term looked up in the dictionary again: per-parser caches of 2^18 tokens at 16 threads under
   // 2 GiB built 2 GiB of Zipfian text (500,000 words) in 7.5-7.9 s, this shared one in 5.5-5.7 s
