@@ -52,6 +52,9 @@ class Analyzer {
     if (shared_ == nullptr) return cache_.stem(id);
     return id < shared_base_ ? shared_->stem(id) : cache_.stem(id - shared_base_);
   }
+  // stem(id) soon, for a stable id (the shared cache's): its entry first, its text a little later.
+  void prefetch_stable_entry(uint32_t id) const { shared_->prefetch_entry(id); }
+  void prefetch_stable_text(uint32_t id) const { shared_->prefetch_text(id); }
   // Every id handed out is below it.
   size_t stem_count() const {
     if (shared_ == nullptr) return cache_.stems();
