@@ -213,10 +213,13 @@ RateResult run_rate(sched::Scheduler& scheduler, const std::vector<sched::Target
   std::vector<double> arrival(count), finish(count, 0);
   std::vector<std::atomic<int>> remaining(count);
   std::vector<std::atomic<bool>> failed(count);
-  // A slot per part of every query, each written once by its answer: query i's from first_part[i].
-  std::vector<size_t> first_part(count + 1, 0);
-  for (size_t i = 0; i < count; ++i) first_part[i + 1] = first_part[i] + load.queries[(seed + i) % load.queries.size()].parts.size();
-  std::vector<PartRecord> records(first_part[count]);
+  const auto query_of = [&](size_t i) -> const LoadQuery& { return load.queries[(seed + i) % load.queries.size()]; };
+  // A slot per part of every query, in submission order, each written once by its answer (laid
+  // out before the arrivals: the answers write into it from other threads).
+  size_t part_count = 0;
+  for (size_t i = 0; i < count; ++i) part_count += query_of(i).parts.size();
+  std::vector<PartRecord> records(part_count);
+  size_t next_part = 0;
   std::atomic<size_t> gpu_parts{0}, parts{0}, done{0};
   // The answers' figures: every processor thread adds to them after each search, and a contended
   // std::mutex would put it to sleep there (spin_mutex.hpp); the leaf's callbacks take no such lock.
@@ -230,9 +233,8 @@ RateResult run_rate(sched::Scheduler& scheduler, const std::vector<sched::Target
   const Clock::time_point start = Clock::now() + std::chrono::milliseconds(5);
   const auto seconds_since = [&](Clock::time_point when) { return std::chrono::duration<double>(when - start).count(); };
   for (size_t i = 0; i < count; ++i) {
-    const LoadQuery& q = load.queries[(seed + i) % load.queries.size()];
+    const LoadQuery& q = query_of(i);
     remaining[i] = static_cast<int>(q.parts.size());
-    size_t part_index = first_part[i];
     const Clock::time_point at = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(arrival[i]));
     if (at > Clock::now() + std::chrono::microseconds(100)) std::this_thread::sleep_until(at - std::chrono::microseconds(50));
     while (Clock::now() < at) {
@@ -242,7 +244,7 @@ RateResult run_rate(sched::Scheduler& scheduler, const std::vector<sched::Target
     r.lag_mean += lag / static_cast<double>(count);
     r.lag_max = std::max(r.lag_max, lag);
     for (const auto& [slot, query] : q.parts) {
-      scheduler.submit(targets[slot], query, at + std::chrono::milliseconds(500), [&, i, submitted, slot, part = part_index++](sched::Outcome&& outcome) {
+      scheduler.submit(targets[slot], query, at + std::chrono::milliseconds(500), [&, i, submitted, slot, part = next_part++](sched::Outcome&& outcome) {
         const Clock::time_point now = Clock::now();
         const double since_submit = std::chrono::duration<double>(now - submitted).count();
         if (outcome.error.empty()) {
