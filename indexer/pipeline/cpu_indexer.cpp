@@ -211,11 +211,10 @@ class CpuIndexer final : public ParserIndexer {
     std::vector<Posting> list;
     std::string term;
     // Term order visits the lists, their slices and their stems' entries and texts at random: a
-    // list's entry and its stem's entry are prefetched 16 terms ahead, its first slice and its
-    // stem's text 8 ahead (in a profile, 90% of the spill's time had been the lists' two cache
+    // list's entry and its stem's entry are prefetched 2 × kAhead terms ahead, its first slice and
+    // its stem's text kAhead (in a profile, 90% of the spill's time had been the lists' two cache
     // misses; at 16 parsers, whose runs each hold most of the vocabulary, the stems' two were then
     // a third of it).
-    constexpr size_t kAhead = 8;
     const auto by_doc = [](const Posting& a, const Posting& b) { return a.doc < b.doc; };
     for (size_t i = 0; i < order.size(); ++i) {
       if (i + 2 * kAhead < order.size()) {
@@ -253,6 +252,9 @@ class CpuIndexer final : public ParserIndexer {
 
   // A list: of a shared stem id, or (kInForest set) of a term of the B-tree.
   static constexpr uint32_t kInForest = 0x80000000u;
+  // How far ahead a walk in term order prefetches what it reads at random: an entry (a list's, a
+  // stem's) twice this far, what the entry points to (a first slice, a stem's text) this far.
+  static constexpr size_t kAhead = 8;
   PostingArena::List& list_of(uint32_t ref) { return ref & kInForest ? lists_[ref & ~kInForest] : shared_lists_[ref]; }
   // term_of(ref) soon: a shared stem's entry, then its text (B-tree terms: nothing).
   void prefetch_stem_entry(uint32_t ref) const {
@@ -280,7 +282,6 @@ class CpuIndexer final : public ParserIndexer {
   std::vector<uint32_t> term_order() const {
     std::vector<std::pair<uint64_t, uint32_t>> keyed;
     keyed.reserve(shared_touched_.size());
-    constexpr size_t kAhead = 8;  // the stems' entries 16 ahead, their texts 8 ahead (spill's loop)
     for (size_t i = 0; i < shared_touched_.size(); ++i) {
       if (i + 2 * kAhead < shared_touched_.size()) analyzer_->prefetch_stable_entry(shared_touched_[i + 2 * kAhead]);
       if (i + kAhead < shared_touched_.size()) analyzer_->prefetch_stable_text(shared_touched_[i + kAhead]);
