@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# index_ceiling: how far the machine itself lets a build scale from 1 to N threads (#13's 12×).
+# The corpus is cut into N pieces at line boundaries; then, alternating ROUNDS times:
+#   whole/1    warp-indexer build of the whole corpus, 1 thread
+#   whole/N    the same, N threads (what the issue's ratio measures)
+#   piece/1    one piece alone, 1 thread (piece 0, then 1, ...: a different one each round)
+#   pieces×N   N one-thread builds, one per piece, started together: no shared memory, no shared
+#              runs or locks, no merge across threads; the wall time until the last one ends
+#   copies×N   (COPIES=1) N one-thread builds of the whole corpus started together: N times
+#              whole/1's work, nothing shared between them
+# and prints the ratios: whole/1 ÷ whole/N (the build's scaling), N × piece/1 ÷ pieces×N and
+# N × whole/1 ÷ copies×N (how much slower one thread's work runs while N run beside it: the
+# machine's ceiling for this workload, whatever the code shares) and whole/1 ÷ pieces×N (the same
+# work sharded into N independent builds). Also `sha256sum` of a cached piece, one alone and N at
+# once (a compute-bound peer). whole/N's digest is checked against whole/1's. Builds, their runs
+# and outputs go under TMPDIR (e.g. /dev/shm, so the disk stays out of it).
+# usage: [COPIES=1] tests/bench/index_ceiling.sh CORPUS BINARY [N=16] [ROUNDS=2]
+set -uo pipefail
+corpus=$1 bin=$2 n=${3:-16} rounds=${4:-2}
+work=$(mktemp -d)  # under TMPDIR
+trap 'rm -rf "$work"' EXIT
+status=0
+split -n "l/$n" -d -a 2 "$corpus" "$work/piece-"
+pieces=("$work"/piece-*)
+now() { date +%s.%N; }
+build() {  # INPUT OUT THREADS: quiet build, fails loudly
+  rm -rf "$2"
+  "$bin" build --input "$1" --out "$2" --partitions 4 --threads "$3" --quiet > "$2.log" 2>&1 || { status=1; tail -3 "$2.log" >&2; }
+}
+ratio() { awk -v a="$1" -v b="$2" -v m="${3:-1}" 'BEGIN { printf "%.2f", m * a / b }'; }
+copies=${COPIES:-0}
+echo "| round | whole/1 s | whole/$n s | piece/1 s | pieces×$n s | copies×$n s | build $n/1 | ceiling $n×piece/pieces | ceiling $n×whole/copies | sharded whole/pieces | sha256 $n×one/all |"
+echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+for round in $(seq "$rounds"); do
+  s=$(now); build "$corpus" "$work/whole1" 1; w1=$(awk -v s="$s" -v e="$(now)" 'BEGIN { print e - s }')
+  s=$(now); build "$corpus" "$work/wholen" "$n"; wn=$(awk -v s="$s" -v e="$(now)" 'BEGIN { print e - s }')
+  d1=$("$bin" digest "$work/whole1" | md5sum) dn=$("$bin" digest "$work/wholen" | md5sum)
+  [ "$d1" = "$dn" ] || { echo "digest at $n threads differs from 1 thread's" >&2; status=1; }
+  rm -rf "$work/whole1" "$work/wholen"
+  p=${pieces[$(( (round - 1) % n ))]}
+  s=$(now); build "$p" "$work/piece" 1; p1=$(awk -v s="$s" -v e="$(now)" 'BEGIN { print e - s }')
+  rm -rf "$work/piece"
+  s=$(now)
+  for i in $(seq 0 $((n - 1))); do build "${pieces[$i]}" "$work/p$i" 1 & done
+  wait
+  pn=$(awk -v s="$s" -v e="$(now)" 'BEGIN { print e - s }')
+  rm -rf "$work"/p[0-9]*
+  cn=0 cratio=—
+  if [ "$copies" = 1 ]; then
+    s=$(now)
+    for i in $(seq 0 $((n - 1))); do build "$corpus" "$work/c$i" 1 & done
+    wait
+    cn=$(awk -v s="$s" -v e="$(now)" 'BEGIN { print e - s }')
+    rm -rf "$work"/c[0-9]*
+    cratio="$(ratio "$w1" "$cn" "$n")×"
+  fi
+  s=$(now); sha256sum "$p" > /dev/null; h1=$(awk -v s="$s" -v e="$(now)" 'BEGIN { print e - s }')
+  s=$(now)
+  for i in $(seq 1 "$n"); do sha256sum "$p" > /dev/null & done
+  wait
+  hn=$(awk -v s="$s" -v e="$(now)" 'BEGIN { print e - s }')
+  printf "| %s | %.2f | %.2f | %.2f | %.2f | %.2f | %s× | %s× | %s | %s× | %s× |\n" "$round" "$w1" "$wn" "$p1" "$pn" "$cn" \
+    "$(ratio "$w1" "$wn")" "$(ratio "$p1" "$pn" "$n")" "$cratio" "$(ratio "$w1" "$pn")" "$(ratio "$h1" "$hn" "$n")"
+done
+exit $status
