@@ -23,42 +23,45 @@ status=0
 split -n "l/$n" -d -a 2 "$corpus" "$work/piece-"
 pieces=("$work"/piece-*)
 now() { date +%s.%N; }
-build() {  # INPUT OUT THREADS: quiet build, fails loudly
+since() { awk -v s="$1" -v e="$(now)" 'BEGIN { print e - s }'; }
+build() {  # INPUT OUT THREADS: quiet build; on failure its log's end and status 1
   rm -rf "$2"
-  "$bin" build --input "$1" --out "$2" --partitions 4 --threads "$3" --quiet > "$2.log" 2>&1 || { status=1; tail -3 "$2.log" >&2; }
+  "$bin" build --input "$1" --out "$2" --partitions 4 --threads "$3" --quiet > "$2.log" 2>&1 || { tail -3 "$2.log" >&2; return 1; }
+}
+together() {  # INPUT... OUT_PREFIX: one-thread builds of every input at once; status 1 if any failed
+  local prefix=${!#} pids=() i=0 failed=0
+  for input in "${@:1:$#-1}"; do build "$input" "$prefix$i" 1 & pids+=($!); i=$((i + 1)); done
+  for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
+  return $failed
 }
 ratio() { awk -v a="$1" -v b="$2" -v m="${3:-1}" 'BEGIN { printf "%.2f", m * a / b }'; }
 copies=${COPIES:-0}
 echo "| round | whole/1 s | whole/$n s | piece/1 s | pieces×$n s | copies×$n s | build $n/1 | ceiling $n×piece/pieces | ceiling $n×whole/copies | sharded whole/pieces | sha256 $n×one/all |"
 echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 for round in $(seq "$rounds"); do
-  s=$(now); build "$corpus" "$work/whole1" 1; w1=$(awk -v s="$s" -v e="$(now)" 'BEGIN { print e - s }')
-  s=$(now); build "$corpus" "$work/wholen" "$n"; wn=$(awk -v s="$s" -v e="$(now)" 'BEGIN { print e - s }')
+  s=$(now); build "$corpus" "$work/whole1" 1 || status=1; w1=$(since "$s")
+  s=$(now); build "$corpus" "$work/wholen" "$n" || status=1; wn=$(since "$s")
   d1=$("$bin" digest "$work/whole1" | md5sum) dn=$("$bin" digest "$work/wholen" | md5sum)
   [ "$d1" = "$dn" ] || { echo "digest at $n threads differs from 1 thread's" >&2; status=1; }
   rm -rf "$work/whole1" "$work/wholen"
   p=${pieces[$(( (round - 1) % n ))]}
-  s=$(now); build "$p" "$work/piece" 1; p1=$(awk -v s="$s" -v e="$(now)" 'BEGIN { print e - s }')
+  s=$(now); build "$p" "$work/piece" 1 || status=1; p1=$(since "$s")
   rm -rf "$work/piece"
-  s=$(now)
-  for i in $(seq 0 $((n - 1))); do build "${pieces[$i]}" "$work/p$i" 1 & done
-  wait
-  pn=$(awk -v s="$s" -v e="$(now)" 'BEGIN { print e - s }')
+  s=$(now); together "${pieces[@]}" "$work/p" || status=1; pn=$(since "$s")
   rm -rf "$work"/p[0-9]*
   cn=0 cratio=—
   if [ "$copies" = 1 ]; then
-    s=$(now)
-    for i in $(seq 0 $((n - 1))); do build "$corpus" "$work/c$i" 1 & done
-    wait
-    cn=$(awk -v s="$s" -v e="$(now)" 'BEGIN { print e - s }')
+    copy_inputs=()
+    for i in $(seq "$n"); do copy_inputs+=("$corpus"); done
+    s=$(now); together "${copy_inputs[@]}" "$work/c" || status=1; cn=$(since "$s")
     rm -rf "$work"/c[0-9]*
     cratio="$(ratio "$w1" "$cn" "$n")×"
   fi
-  s=$(now); sha256sum "$p" > /dev/null; h1=$(awk -v s="$s" -v e="$(now)" 'BEGIN { print e - s }')
+  s=$(now); sha256sum "$p" > /dev/null; h1=$(since "$s")
   s=$(now)
-  for i in $(seq 1 "$n"); do sha256sum "$p" > /dev/null & done
+  for i in $(seq "$n"); do sha256sum "$p" > /dev/null & done
   wait
-  hn=$(awk -v s="$s" -v e="$(now)" 'BEGIN { print e - s }')
+  hn=$(since "$s")
   printf "| %s | %.2f | %.2f | %.2f | %.2f | %.2f | %s× | %s× | %s | %s× | %s× |\n" "$round" "$w1" "$wn" "$p1" "$pn" "$cn" \
     "$(ratio "$w1" "$wn")" "$(ratio "$p1" "$pn" "$n")" "$cratio" "$(ratio "$w1" "$pn")" "$(ratio "$h1" "$hn" "$n")"
 done
