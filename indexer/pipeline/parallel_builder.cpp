@@ -536,8 +536,8 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
     // much as they work); with fewer threads than partitions, the threads move their ranges in.
     const size_t movers = merge_threads / parts;
     // The partitions' databases created side by side: each open writes and syncs its first files, and
-    // one after another they had taken 170 ms with every back-end thread waiting (16 threads, 4
-    // partitions, development VM).
+    // one after another they had kept every back-end thread waiting (62-84 ms for 4 partitions on
+    // the development VM, 25-38 side by side).
     assemblies.resize(parts);
     run_parallel_tasks(parts, threads, [&](size_t p) { assemblies[p] = std::make_unique<PartitionAssembly>(partition_dirs[p], movers); });
     // The partitions' documents first: each is one long task (a pass over its part of the spill),
