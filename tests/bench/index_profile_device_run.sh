@@ -4,6 +4,9 @@
 # .device-carry/perf/, unpacked to /opt/perf) and GNU time; per thread count the phases, CPU seconds,
 # the top symbols, and (perf_phases.py) each phase's busy threads and top symbols, into $OUT. Binaries from
 # .device-carry/sched/bin.tar.gz (.device-bin/); INDEXER: an unstripped warp-indexer for symbol names.
+# The packages (Debian 12, `apt-get download` into .device-carry/perf/): linux-perf libbabeltrace1
+# libopencsd1 libperl5.36 libpython3.11 libslang2 libunwind8 libdw1 libelf1 libnuma1 libglib2.0-0
+# libpcre2-8-0 libbz2-1.0 libcrypt1 libexpat1 libuuid1 time (the GPU machine lacks libglib-2.0).
 # usage: tests/bench/index_profile_device_run.sh [THREADS,...] [MEGABYTES]
 set -uo pipefail
 threads=${1:-1,16} megabytes=${2:-2048}
