@@ -20,7 +20,7 @@ corpus=$1 bin=$2 n=${3:-16} rounds=${4:-2}
 work=$(mktemp -d)  # under TMPDIR
 trap 'rm -rf "$work"' EXIT
 status=0
-split -n "l/$n" -d -a 2 "$corpus" "$work/piece-"
+split -n "l/$n" -d -a 3 "$corpus" "$work/piece-"
 pieces=("$work"/piece-*)
 now() { date +%s.%N; }
 since() { awk -v s="$1" -v e="$(now)" 'BEGIN { print e - s }'; }
