@@ -4,13 +4,15 @@
 #     .serve-bench (this one), one after the other, so the two tables compare;
 #  2. with TUNE=FILE, edge_tuning.sh over the configurations in FILE (one per line) for the binaries
 #     in .serve-bench, TUNE_SECONDS (5) per load;
+#  2b. with AB=N, N rounds of edge_tuning.sh's default configuration for .serve-bench/before and
+#     .serve-bench in turn (overhead, CPU and context switches per query, side by side);
 #  3. with FUZZ_RUNS=N, the long fuzz runs of the targets in .serve-bench/fuzz/ (too slow for a
 #     million executions on the 2-core development machine): JOBS processes per target sharing one
 #     corpus, N/JOBS executions each; a crash fails the run and its input lands in $OUT.
 # .serve-bench holds stripped warp-leaf, warp-broker and http_load, index/ (the default corpus in
 # 2 partitions), words.txt, and fuzz/; it may come packed as .device-carry/serve-bench.tar.gz.
 # Runtime libraries from .device-debs when present.
-# usage: [EDGE=0] [TUNE=FILE] [FUZZ_RUNS=1000000] [JOBS=14] [FUZZ_SECONDS=540] tests/bench/edge_device_run.sh [SECONDS] [IDLE]
+# usage: [EDGE=0] [TUNE=FILE] [AB=ROUNDS] [FUZZ_RUNS=1000000] [JOBS=14] [FUZZ_SECONDS=540] tests/bench/edge_device_run.sh [SECONDS] [IDLE]
 set -uo pipefail
 out=${OUT:-/tmp/warp-edge-out}
 mkdir -p /opt/deps "$out"
@@ -32,6 +34,15 @@ fi
 if [ -n "${TUNE:-}" ]; then
   mapfile -t configs < "$TUNE"
   bash tests/bench/edge_tuning.sh .serve-bench .serve-bench/index .serve-bench/words.txt "${TUNE_SECONDS:-5}" "${configs[@]}"
+fi
+if [ -n "${AB:-}" ]; then
+  for round in $(seq "$AB"); do
+    for dir in .serve-bench/before .serve-bench; do
+      label=$([ "$dir" = .serve-bench ] && echo "this build" || echo before)
+      bash tests/bench/edge_tuning.sh "$dir" .serve-bench/index .serve-bench/words.txt "${TUNE_SECONDS:-5}" "$label, round $round;;;" |
+        grep -v "^|---\|^| config\|^$"
+    done
+  done
 fi
 if [ -n "${FUZZ_RUNS:-}" ]; then
   jobs=${JOBS:-14}
