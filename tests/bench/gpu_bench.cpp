@@ -397,9 +397,19 @@ void device_table(const IndexView& view, const std::vector<std::vector<std::stri
         ones.push_back(run(timed, clients, [&](const Query& q) { one.search(q); }));
         alls.push_back(run(timed, clients, [&](const Query& q) { all.search(q); }));
       }
-      const auto median = [](std::vector<Timing> t) {
-        std::sort(t.begin(), t.end(), [](const Timing& a, const Timing& b) { return a.qps < b.qps; });
-        return t[t.size() / 2];
+      // Each figure's own median (q/s, p50, p99), not the latencies of the run whose q/s is the median.
+      const auto median = [](const std::vector<Timing>& t) {
+        const auto of = [&t](double Timing::*field) {
+          std::vector<double> v;
+          for (const Timing& x : t) v.push_back(x.*field);
+          std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+          return v[v.size() / 2];
+        };
+        Timing m = t.front();
+        m.qps = of(&Timing::qps);
+        m.p50 = of(&Timing::p50);
+        m.p99 = of(&Timing::p99);
+        return m;
       };
       const Timing t1 = median(ones), tn = median(alls);
       const std::vector<uint64_t> after = all.answered();
