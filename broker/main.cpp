@@ -5,7 +5,10 @@
 #include <memory>
 #include <optional>
 
+#include <prometheus/gauge.h>
+
 #include "broker/search_api.hpp"
+#include "common/util/cpu_wake_latency.hpp"
 #include "common/util/flags.hpp"
 #include "common/util/service.hpp"
 #include "common/util/status.hpp"
@@ -33,13 +36,18 @@ int run(int argc, char** argv) {
       .value("max-k", "1000", "largest k accepted")
       .value("max-query-bytes", "16384", "longest query text q accepted, in bytes")
       .value("max-terms", "1024", "most distinct analyzed terms a query may have")
-      .value("curve-keys", "", "CurveZMQ to the leaves: a directory with broker.key and leaf.pub (warp-indexer keys)");
+      .value("curve-keys", "", "CurveZMQ to the leaves: a directory with broker.key and leaf.pub (warp-indexer keys)")
+      .value("cpu-wake-latency-us", "", "hold a PM QoS request that idle CPUs wake within this many µs (0: they poll) while serving; needs write access to /dev/cpu_dma_latency");
   flags.parse(argc, argv);
   if (flags.help_requested()) return std::printf("%s", flags.help_text().c_str()), 0;
   const auto [host, port] = warp::http::parse_host_port(flags.get("listen"), "--listen");
   warp::install_stop_handlers();
 
   auto registry = std::make_shared<prometheus::Registry>();
+  const auto wake_latency = warp::request_cpu_wake_latency(flags.get("cpu-wake-latency-us"), "warp-broker");
+  prometheus::BuildGauge().Name("warpsearch_broker_cpu_wake_latency_request_held")
+      .Help("1 while this process holds its --cpu-wake-latency-us request, else 0").Register(*registry).Add({})
+      .Set(wake_latency && wake_latency->held() ? 1 : 0);
   warp::DiscoveryOptions discovery;
   discovery.dns_server = flags.get("dns-server");
   discovery.refresh = std::chrono::milliseconds(std::max<uint64_t>(100, flags.count("dns-refresh-ms")));

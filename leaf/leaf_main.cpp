@@ -6,6 +6,7 @@
 
 #include "common/http/http_server.hpp"
 #include "common/metrics/metrics_text.hpp"
+#include "common/util/cpu_wake_latency.hpp"
 #include "common/util/flags.hpp"
 #include "common/util/service.hpp"
 #include "common/util/status.hpp"
@@ -42,7 +43,8 @@ int run(int argc, char** argv) {
       .value("inline-max-postings", "20000",
              "CPU searches over at most this many postings are answered on the request thread, without a worker hand-off (0: none)")
       .value("processor", "auto", "cpu, gpu, or auto (where a GPU is usable: the CPU+GPU scheduler chooses per query; else the CPU)")
-      .value("curve-keys", "", "CurveZMQ: a directory with leaf.key, the allowed broker*.pub and indexer.pub (warp-indexer keys)");
+      .value("curve-keys", "", "CurveZMQ: a directory with leaf.key, the allowed broker*.pub and indexer.pub (warp-indexer keys)")
+      .value("cpu-wake-latency-us", "", "hold a PM QoS request that idle CPUs wake within this many µs (0: they poll) while serving; needs write access to /dev/cpu_dma_latency");
   warp::gpu::declare_gpu_flags(flags);
   warp::sched::declare_scheduler_flags(flags);
   flags.parse(argc, argv);
@@ -53,6 +55,10 @@ int run(int argc, char** argv) {
   warp::install_stop_handlers();
 
   auto registry = std::make_shared<prometheus::Registry>();
+  const auto wake_latency = warp::request_cpu_wake_latency(flags.get("cpu-wake-latency-us"), "warp-leaf");
+  prometheus::BuildGauge().Name("warpsearch_leaf_cpu_wake_latency_request_held")
+      .Help("1 while this process holds its --cpu-wake-latency-us request, else 0").Register(*registry).Add({})
+      .Set(wake_latency && wake_latency->held() ? 1 : 0);
   const warp::transfer::CurveConfig curve = warp::transfer::load_curve_config(flags.get("curve-keys"), "leaf", "broker");
   warp::LeafOptions leaf_options{flags.get("listen"), flags.count("workers"), 256, curve, flags.count("inline-max-postings"), {}};
   if (processor == "auto") {  // one line saying which processors this leaf will use, and why
