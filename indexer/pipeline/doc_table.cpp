@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "common/util/byte_io.hpp"
+#include "common/util/parallel_tasks.hpp"
 #include "common/util/status.hpp"
 
 namespace warp::pipeline {
@@ -95,7 +96,28 @@ void DocTable::read_records(const Chunk& chunk, const std::function<void(DocId, 
   std::fclose(in);
 }
 
-void DocTable::finish(const std::vector<InputSplit>& splits, ReadReport& report) {
+namespace {
+
+// `pairs` sorted, on up to `threads` threads: scattered into 256 buckets by the hash's top byte
+// (which orders the buckets), each bucket then sorted on its own. The same array as std::sort's.
+void sort_by_hash(std::vector<std::pair<uint64_t, DocId>>& pairs, size_t threads) {
+  if (threads <= 1 || pairs.size() < 1024) return std::sort(pairs.begin(), pairs.end());
+  constexpr size_t kBuckets = 256;
+  std::vector<size_t> start(kBuckets + 1, 0);
+  for (const auto& pair : pairs) ++start[(pair.first >> 56) + 1];
+  for (size_t b = 0; b < kBuckets; ++b) start[b + 1] += start[b];
+  std::vector<std::pair<uint64_t, DocId>> scattered(pairs.size());
+  std::vector<size_t> next(start.begin(), start.end() - 1);
+  for (const auto& pair : pairs) scattered[next[pair.first >> 56]++] = pair;
+  run_parallel_tasks(kBuckets, threads, [&](size_t b) {
+    std::sort(scattered.begin() + static_cast<std::ptrdiff_t>(start[b]), scattered.begin() + static_cast<std::ptrdiff_t>(start[b + 1]));
+  });
+  pairs.swap(scattered);
+}
+
+}  // namespace
+
+void DocTable::finish(const std::vector<InputSplit>& splits, ReadReport& report, size_t threads) {
   if (std::fflush(spill_) != 0) throw Error("cannot write " + spill_path_ + " (disk full?)");
   std::sort(chunks_.begin(), chunks_.end(), [](const Chunk& a, const Chunk& b) { return a.split != b.split ? a.split < b.split : a.seq < b.seq; });
   const size_t total = lengths_.size();
@@ -115,7 +137,7 @@ void DocTable::finish(const std::vector<InputSplit>& splits, ReadReport& report)
     std::vector<DocId> provisional_at(total);
     for (DocId p = 0; p < total; ++p) by_hash[p] = {id_hashes_[p], position[p]}, provisional_at[position[p]] = p;
     std::vector<uint64_t>().swap(id_hashes_);
-    std::sort(by_hash.begin(), by_hash.end());
+    sort_by_hash(by_hash, threads);
     std::unordered_map<DocId, std::string> candidates;  // provisional id → external id
     for (size_t i = 0; i + 1 < by_hash.size(); ++i) {
       if (by_hash[i].first == by_hash[i + 1].first) {

@@ -39,8 +39,9 @@ class DocTable {
   uint64_t documents() const;  // registered so far
   uint64_t memory_bytes() const;  // of the per-document arrays
 
-  // After the last chunk: final docIDs, duplicates dropped. `splits` for the error places.
-  void finish(const std::vector<InputSplit>& splits, ReadReport& report);
+  // After the last chunk: final docIDs, duplicates dropped. `splits` for the error places; the ids'
+  // hashes are ordered on up to `threads` threads.
+  void finish(const std::vector<InputSplit>& splits, ReadReport& report, size_t threads = 1);
   // By provisional id: the final docID, or kDropped.
   const std::vector<DocId>& final_ids() const { return final_of_; }
   uint64_t kept() const { return kept_; }

@@ -495,27 +495,13 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
     const auto parsed = Clock::now();
     report.parse_seconds = seconds_since(start);
 
-    docs.finish(splits, read);
-    report.documents = docs.kept();
-    const std::vector<DocId> span_starts = split_taker.span_starts(docs.split_starts());
-    report.merge_seconds = seconds_since(parsed);
-    if (docs.kept() == 0) {
-      clean_up();
-      return report;
-    }
-
-    // The partitions: boundaries balanced by postings, collection statistics, one encoder each.
-    const auto encode_start = Clock::now();
+    // The final docIDs (duplicates resolved) on one thread while the others prepare the back end,
+    // which needs only the runs and the directories: its term ranges and the partitions'
+    // databases. One after the other they had been the build's serial gap between its phases.
+    std::future<void> finishing = std::async(std::launch::async, [&] { docs.finish(splits, read, threads); });
     const uint32_t parts = options.build.partitions;
-    const std::vector<DocId> bounds = balanced_boundaries(docs.distinct(), parts);
-    uint64_t total_length = 0;
-    for (uint32_t length : docs.lengths()) total_length += length;
-    const CollectionStats stats{docs.kept(), total_length};
-    std::vector<PartitionEncoder> encoders;
     std::vector<std::string> partition_dirs;
     for (uint32_t p = 0; p < parts; ++p) {
-      const PartitionMeta meta = partition_meta(options.build, p, bounds, stats);
-      encoders.emplace_back(meta, std::span<const uint32_t>(docs.lengths()).subspan(bounds[p], bounds[p + 1] - bounds[p]));
       partition_dirs.push_back((fs::path(out_dir) / partition_dir_name(p)).string());
       if (fs::exists(partition_dirs.back())) throw Error("partition " + partition_dirs.back() + " already exists; refusing to overwrite it");
       fs::create_directories(partition_dirs.back());
@@ -540,6 +526,27 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
     // the development VM, 25-38 side by side).
     assemblies.resize(parts);
     run_parallel_tasks(parts, threads, [&](size_t p) { assemblies[p] = std::make_unique<PartitionAssembly>(partition_dirs[p], movers); });
+    finishing.get();  // rethrows what finish() threw
+    report.documents = docs.kept();
+    const std::vector<DocId> span_starts = split_taker.span_starts(docs.split_starts());
+    report.merge_seconds = seconds_since(parsed);
+    if (docs.kept() == 0) {
+      assemblies.clear();  // closed before their directories go
+      clean_up();
+      return report;
+    }
+
+    // The partitions: boundaries balanced by postings, collection statistics, one encoder each.
+    const auto encode_start = Clock::now();
+    const std::vector<DocId> bounds = balanced_boundaries(docs.distinct(), parts);
+    uint64_t total_length = 0;
+    for (uint32_t length : docs.lengths()) total_length += length;
+    const CollectionStats stats{docs.kept(), total_length};
+    std::vector<PartitionEncoder> encoders;
+    for (uint32_t p = 0; p < parts; ++p) {
+      const PartitionMeta meta = partition_meta(options.build, p, bounds, stats);
+      encoders.emplace_back(meta, std::span<const uint32_t>(docs.lengths()).subspan(bounds[p], bounds[p + 1] - bounds[p]));
+    }
     // The partitions' documents first: each is one long task (a pass over its part of the spill),
     // which last had left the other threads idle at the end of the phase.
     run_parallel_tasks(parts + ranges, merge_threads, [&](size_t task) {
