@@ -85,8 +85,9 @@ class PartitionAssembly {
   std::unique_ptr<State> state_;
 };
 
-// Writes DIR/WARP-CHECKSUMS for the files there now (write_partition calls it last).
-void seal_partition(const std::string& dir);
+// Writes DIR/WARP-CHECKSUMS for the files there now (write_partition calls it last), reading the
+// files on up to `threads` threads.
+void seal_partition(const std::string& dir, size_t threads = 1);
 // What DIR/WARP-CHECKSUMS lists: file name -> (size, CRC-32); empty if it cannot be read. Not a
 // verification (open_partition does that): for a writer that has just sealed the partition and
 // needs the same checksums again.
