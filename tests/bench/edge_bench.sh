@@ -14,11 +14,9 @@ pids=()
 cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$work"; }
 trap cleanup EXIT
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
-for i in 0 1 2 3; do
-  "$bin/warp-leaf" --index "$index" --partitions $((i / 2)) --listen tcp://127.0.0.1:$((5801 + i)) \
-    --http 127.0.0.1:$((9301 + i)) --workers 4 2> "$work/leaf$i.log" &
-  pids+=($!)
-done
+# shellcheck source=tests/bench/edge_cluster.sh
+. "$(dirname "$0")/edge_cluster.sh"
+start_edge_leaves "$bin" "$index" "$work"
 scrape() { python3 "$(dirname "$0")/edge_metrics.py" scrape "$1" 9301 9302 9303 9304; }
 echo "| broker | load | connections | idle connections | answers | q/s | p50 ms | p90 ms | p99 ms | max ms | not 200 | errors |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
@@ -32,10 +30,7 @@ for broker in warp-broker warp-broker-before; do
   "$bin/$broker" --listen 127.0.0.1:$port --partition 0=tcp://127.0.0.1:5801,tcp://127.0.0.1:5802 \
     --partition 1=tcp://127.0.0.1:5803,tcp://127.0.0.1:5804 "${extra[@]}" 2> "$work/$broker.log" &
   bpid=$!
-  for _ in $(seq 300); do
-    python3 -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$port/readyz', timeout=1)" 2>/dev/null && break
-    sleep 0.1
-  done
+  wait_edge_ready $port
   "$bin/http_load" --address 127.0.0.1:$port --words "$words" --connections 16 --seconds 2 > /dev/null  # warm-up
   before=$(scrape $port)
   "$bin/http_load" --address 127.0.0.1:$port --words "$words" --connections 16 --seconds "$seconds" --label "$broker | uncached"

@@ -19,19 +19,11 @@ bin=.serve-bench work=$(mktemp -d) pids=()
 stop_all() { for p in "${pids[@]}"; do { kill -9 "$p"; wait "$p"; } 2>/dev/null; done; pids=(); }
 trap 'stop_all; rm -rf "$work"' EXIT
 ulimit -n 65536
-for i in 0 1 2 3; do
-  "$bin/warp-leaf" --index "$bin/index" --partitions $((i / 2)) --listen tcp://127.0.0.1:$((5801 + i)) \
-    --http 127.0.0.1:$((9301 + i)) --workers 4 2> "$work/leaf$i.log" &
-  pids+=($!)
-done
-# shellcheck disable=SC2086
-"$bin/warp-broker" --listen 127.0.0.1:8181 --partition 0=tcp://127.0.0.1:5801,tcp://127.0.0.1:5802 \
-  --partition 1=tcp://127.0.0.1:5803,tcp://127.0.0.1:5804 --max-connections 20000 $broker_flags 2> "$work/broker.log" &
-pids+=($!)
-for _ in $(seq 300); do
-  python3 -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8181/readyz', timeout=1)" 2>/dev/null && break
-  sleep 0.1
-done
+# shellcheck source=tests/bench/edge_cluster.sh
+. "$(dirname "$0")/edge_cluster.sh"
+start_edge_leaves "$bin" "$bin/index" "$work"
+start_edge_broker "$bin" "$work" "$broker_flags"
+wait_edge_ready || exit 1
 "$bin/http_load" --address 127.0.0.1:8181 --words "$bin/words.txt" --connections "$connections" --seconds 2 > /dev/null
 "$bin/http_load" --address 127.0.0.1:8181 --words "$bin/words.txt" --connections "$connections" --seconds 9 \
   --label "profiled | uncached" > "$out/load.txt" &

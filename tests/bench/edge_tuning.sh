@@ -12,6 +12,8 @@ set -uo pipefail
 bin=$1 index=$2 words=$3 seconds=$4
 shift 4
 here=$(dirname "$0")
+# shellcheck source=tests/bench/edge_cluster.sh
+. "$here/edge_cluster.sh"
 work=$(mktemp -d)
 pids=()
 stop_all() { for p in "${pids[@]}"; do { kill -9 "$p"; wait "$p"; } 2>/dev/null; done; pids=(); }
@@ -22,24 +24,14 @@ switches() { for p in "${pids[@]}"; do cat /proc/"$p"/task/*/status; done 2>/dev
 loads=() overheads=()
 for config in "$@"; do
   IFS=';' read -r label broker_flags placement leaf_flags load_flags <<< "$config"
-  leaf_pin=() broker_pin=() client_pin=()
+  LEAF_PIN=() BROKER_PIN=() client_pin=()
   if [ -n "$placement" ]; then
     IFS='/' read -r leaf_cpus broker_cpus client_cpus <<< "$placement"
-    leaf_pin=(taskset -c "$leaf_cpus") broker_pin=(taskset -c "$broker_cpus") client_pin=(taskset -c "$client_cpus")
+    LEAF_PIN=(taskset -c "$leaf_cpus") BROKER_PIN=(taskset -c "$broker_cpus") client_pin=(taskset -c "$client_cpus")
   fi
-  # shellcheck disable=SC2086  # the flags are words
-  for i in 0 1 2 3; do
-    "${leaf_pin[@]}" "$bin/warp-leaf" --index "$index" --partitions $((i / 2)) --listen tcp://127.0.0.1:$((5801 + i)) \
-      --http 127.0.0.1:$((9301 + i)) --workers 4 $leaf_flags 2> "$work/leaf$i.log" &
-    pids+=($!)
-  done
-  "${broker_pin[@]}" "$bin/warp-broker" --listen 127.0.0.1:8181 --partition 0=tcp://127.0.0.1:5801,tcp://127.0.0.1:5802 \
-    --partition 1=tcp://127.0.0.1:5803,tcp://127.0.0.1:5804 --max-connections 20000 $broker_flags 2> "$work/broker.log" &
-  pids+=($!)
-  for _ in $(seq 300); do
-    python3 -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8181/readyz', timeout=1)" 2>/dev/null && break
-    sleep 0.1
-  done
+  start_edge_leaves "$bin" "$index" "$work" "$leaf_flags"
+  start_edge_broker "$bin" "$work" "$broker_flags"
+  wait_edge_ready
   "${client_pin[@]}" "$bin/http_load" --address 127.0.0.1:8181 --words "$words" --connections 16 --seconds 2 > /dev/null
   for connections in 1 16 64; do
     before=$(python3 "$here/edge_metrics.py" scrape 8181 9301 9302 9303 9304) switched=$(switches)

@@ -1,0 +1,35 @@
+# Sourced by the edge benchmarks: the cluster they load, on this machine over loopback. 4 leaves
+# (2 partitions x 2 replicas, ZeroMQ on 5801-5804, HTTP on 9301-9304) and a broker on 8181; each
+# process id is appended to the caller's `pids`. LEAF_PIN / BROKER_PIN (arrays, optional): a
+# command to start them under, such as `taskset -c 0-5`.
+# usage: start_edge_leaves BIN INDEX LOG_DIR [LEAF FLAGS]; start_edge_broker BIN LOG_DIR [BROKER FLAGS];
+#        wait_edge_ready [PORT]
+
+start_edge_leaves() {
+  local bin=$1 index=$2 logs=$3 flags=${4:-} i
+  for i in 0 1 2 3; do
+    # shellcheck disable=SC2086  # the flags are words
+    "${LEAF_PIN[@]}" "$bin/warp-leaf" --index "$index" --partitions $((i / 2)) --listen tcp://127.0.0.1:$((5801 + i)) \
+      --http 127.0.0.1:$((9301 + i)) --workers 4 $flags 2> "$logs/leaf$i.log" &
+    pids+=($!)
+  done
+}
+
+start_edge_broker() {
+  local bin=$1 logs=$2 flags=${3:-}
+  # shellcheck disable=SC2086
+  "${BROKER_PIN[@]}" "$bin/warp-broker" --listen 127.0.0.1:8181 --partition 0=tcp://127.0.0.1:5801,tcp://127.0.0.1:5802 \
+    --partition 1=tcp://127.0.0.1:5803,tcp://127.0.0.1:5804 --max-connections 20000 $flags 2> "$logs/broker.log" &
+  pids+=($!)
+}
+
+# Until the broker's /readyz answers 200 (every partition has a ready replica), at most 30 s.
+wait_edge_ready() {
+  local port=${1:-8181}
+  for _ in $(seq 300); do
+    python3 -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$port/readyz', timeout=1)" 2>/dev/null && return 0
+    sleep 0.1
+  done
+  echo "edge cluster: the broker on port $port was not ready within 30 s" >&2
+  return 1
+}
