@@ -19,7 +19,6 @@ inline constexpr const char* kCpuLatencyDevice = "/dev/cpu_dma_latency";
 
 class CpuWakeLatencyRequest {
  public:
-  CpuWakeLatencyRequest() = default;  // holds nothing
   // Asks for `microseconds` (>= 0); where the device cannot be opened (not root, a container
   // without it) nothing is held and error() says why.
   explicit CpuWakeLatencyRequest(int32_t microseconds);
