@@ -81,7 +81,7 @@ struct PipelineReport {
   uint64_t gpu_fallbacks = 0;    // GPU batches with a hash collision, indexed on the CPU instead
   uint64_t chunk_bytes = 0;
   double parse_seconds = 0;   // reading, parsing and indexing, until the last run is written
-  double merge_seconds = 0;   // final docIDs and duplicates
+  double merge_seconds = 0;   // final docIDs and duplicates, beside the back end's term ranges and databases
   double encode_seconds = 0;  // k-way merge of the runs, encoding, SST files moved into the partitions
   double write_seconds = 0;   // meta rows, documents, checksums, manifest
   std::vector<BuiltSummary> partitions;  // empty when the inputs held no document

@@ -2,7 +2,8 @@
 # On the GPU machine: where the serving path's CPU goes under load. The edge benchmark's cluster
 # (4 leaves: 2 partitions x 2 replicas, the broker, http_load, all on this machine) under
 # CONNECTIONS uncached connections, with `perf record -a` over the middle of the run: CPU by
-# thread and library, the top symbols (kernel included), and the system calls made per query.
+# thread and library, the top symbols (kernel included), and the system calls of one second by
+# thread and number (per query: divide by http_load's sendmsg calls, one a request).
 # perf comes as Debian packages in .device-carry/perf/ (see index_profile_device_run.sh).
 # usage: tests/bench/edge_profile_device_run.sh [CONNECTIONS] [BROKER FLAGS]
 set -uo pipefail
