@@ -65,8 +65,8 @@ int run(int argc, char** argv) {
     std::string why;
     if (warp::gpu::gpu_available(&why)) {
       leaf_options.scheduler = warp::sched::scheduler_options_from(flags, true);
-      std::fprintf(stderr, "warp-leaf: --processor auto: GPU and CPU processors, the scheduler choosing per query (%zu CPU threads, %zu GPU streams)\n",
-                   leaf_options.scheduler->core.cpu_workers, leaf_options.scheduler->core.gpu_streams);
+      std::fprintf(stderr, "warp-leaf: --processor auto: GPU and CPU processors, the scheduler choosing per query (%zu CPU threads, %zu GPU streams driven by %zu threads)\n",
+                   leaf_options.scheduler->core.cpu_workers, leaf_options.scheduler->core.gpu_streams, leaf_options.scheduler->gpu_threads);
     } else {
       std::fprintf(stderr, "warp-leaf: --processor auto: no usable GPU (%s); every query on the CPU\n", why.c_str());
     }

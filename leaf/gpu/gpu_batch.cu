@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
 #include <deque>
 #include <future>
 #include <mutex>
@@ -261,8 +263,28 @@ struct BatchExecutor::Buffers {
   }
 };
 
+// WARP_GPU_HOST_TIMES set: each executor prints, when destroyed, its host time a batch in preparing
+// the queries (scoring, lists), launching phases and reading their answers (what a GPU driver
+// thread spends a batch, polling aside).
+struct BatchExecutor::HostTimes {
+  bool on = std::getenv("WARP_GPU_HOST_TIMES") != nullptr;
+  double prepare = 0, launch = 0, finish = 0;
+  uint64_t batches = 0, phases = 0;
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point mark() const { return on ? Clock::now() : Clock::time_point{}; }
+  void add(double& into, Clock::time_point since) const {
+    if (on) into += std::chrono::duration<double>(Clock::now() - since).count();
+  }
+  ~HostTimes() {
+    if (!on || batches == 0) return;
+    const double b = static_cast<double>(batches);
+    std::fprintf(stderr, "batch executor host time a batch: prepare %.1f µs, launches %.1f µs, answers read %.1f µs; %.2f phases a batch, %llu batches\n",
+                 prepare / b * 1e6, launch / b * 1e6, finish / b * 1e6, static_cast<double>(phases) / b, static_cast<unsigned long long>(batches));
+  }
+};
+
 BatchExecutor::BatchExecutor(const DeviceIndex& device, const BatchOptions& options)
-    : device_(device), options_(options), buffers_(std::make_unique<Buffers>()) {
+    : device_(device), options_(options), buffers_(std::make_unique<Buffers>()), host_times_(std::make_unique<HostTimes>()) {
   options_.max_queries = std::max<size_t>(1, options_.max_queries);
   Buffers& b = *buffers_;
   const size_t queries = options_.max_queries;
@@ -309,8 +331,6 @@ BatchExecutor::BatchExecutor(const DeviceIndex& device, const BatchOptions& opti
   }
 }
 
-BatchExecutor::~BatchExecutor() = default;
-
 size_t BatchExecutor::cost(const Query& query) const {
   size_t shortest = SIZE_MAX, total = 0;
   for (const std::string& term : query.terms) {  // repeats count again: an estimate
@@ -342,93 +362,208 @@ void merge_piece(QueryResult& into, QueryResult&& piece, size_t k) {
 
 }  // namespace
 
-std::vector<QueryResult> BatchExecutor::run(std::span<const Query> queries) {
-  std::vector<QueryResult> results(queries.size());
-  const IndexView& index = device_.host();
-  struct Unpin {
-    Buffers& b;
-    const DeviceIndex& device;
-    ~Unpin() {
-      cudaStreamSynchronize(b.stream);
-      device.release(b.pins);
-    }
-  } unpin{*buffers_, device_};
-  std::vector<Prepared> and_pieces, or_batch;
+// The queries of start() and where their phases stand: AND batches first (known at the start),
+// then OR batches (known once every AND answer is in).
+struct BatchExecutor::Job {
+  std::span<const Query> queries;
+  std::vector<QueryResult> results;
+  std::vector<Prepared> prepared;
   std::vector<size_t> and_or;  // AND+OR queries, by index: to OR when AND finds fewer than k
-  std::vector<Prepared> prepared(queries.size());
-  for (size_t i = 0; i < queries.size(); ++i) {
-    const Query& query = queries[i];
-    if (query.k > kMaxTopK) throw Error("k must be at most " + std::to_string(kMaxTopK));
-    Prepared& p = prepared[i];
-    p.index = i;
-    p.query = &query;
-    const QueryScoring scoring = score_query(query, index);
-    p.score_of_unit = scoring.score_of_unit;
-    for (size_t t = 0; t < scoring.terms.size(); ++t) {
-      DeviceList list;
-      const TermInfo* info = nullptr;
-      if (!device_.acquire(scoring.terms[t].text, list, &info, buffers_->stream, buffers_->pins)) {
-        p.missing_term = true;
-        continue;
+  std::vector<std::vector<Prepared>> and_batches, or_batches;
+  size_t next_and = 0, next_or = 0;
+  bool or_planned = false;
+  double between_phases_seconds = 0;
+  enum class Phase { kNone, kAnd, kOr } in_flight = Phase::kNone;
+  AndLaunch and_launched;
+  std::vector<QueryResult> and_answers;  // of the AND batch in flight, merged into results after
+  std::vector<OrTileQuery> or_queries;   // of the OR batch in flight
+  OrTiles::Launched or_launched;
+  bool done = false;
+};
+
+BatchExecutor::~BatchExecutor() {
+  if (job_) abandon();  // a batch still running: its stream drained before the buffers go
+}
+
+std::vector<QueryResult> BatchExecutor::run(std::span<const Query> queries) {
+  start(queries);
+  while (!poll()) WARP_CUDA_CHECK(cudaStreamSynchronize(buffers_->stream));
+  return take_results();
+}
+
+void BatchExecutor::start(std::span<const Query> queries) {
+  if (job_) throw Error("a batch executor runs one batch at a time");
+  job_ = std::make_unique<Job>();
+  Job& job = *job_;
+  job.queries = queries;
+  const auto prepare_since = host_times_->mark();
+  try {
+    job.results.resize(queries.size());
+    const IndexView& index = device_.host();
+    std::vector<Prepared> and_pieces;
+    job.prepared.resize(queries.size());
+    for (size_t i = 0; i < queries.size(); ++i) {
+      const Query& query = queries[i];
+      if (query.k > kMaxTopK) throw Error("k must be at most " + std::to_string(kMaxTopK));
+      Prepared& p = job.prepared[i];
+      p.index = i;
+      p.query = &query;
+      const QueryScoring scoring = score_query(query, index);
+      p.score_of_unit = scoring.score_of_unit;
+      for (size_t t = 0; t < scoring.terms.size(); ++t) {
+        DeviceList list;
+        const TermInfo* info = nullptr;
+        if (!device_.acquire(scoring.terms[t].text, list, &info, buffers_->stream, buffers_->pins)) {
+          p.missing_term = true;
+          continue;
+        }
+        p.lists.push_back({list, scoring.scoring[t].unit_weight, scoring.scoring[t].bound_scale});
+        p.blocks_total += list.block_count;
       }
-      p.lists.push_back({list, scoring.scoring[t].unit_weight, scoring.scoring[t].bound_scale});
-      p.blocks_total += list.block_count;
+      std::stable_sort(p.lists.begin(), p.lists.end(), [](const auto& a, const auto& b) { return a.list.count < b.list.count; });
+      if (query.mode == QueryMode::kOr) continue;
+      job.results[i].stats.blocks_total = p.blocks_total;
+      if (query.mode == QueryMode::kAndOr) job.and_or.push_back(i);
+      // The shortest list in pieces of at most piece_blocks blocks, each its own candidates.
+      const bool and_possible = !p.missing_term && !p.lists.empty();
+      const DeviceList* shortest = and_possible ? &p.lists[0].list : nullptr;
+      const uint32_t blocks = and_possible ? shortest->block_count : 0;
+      uint32_t first = 0;
+      if (blocks > buffers_->piece_blocks) ++splits_.and_split, splits_.and_pieces += (blocks + buffers_->piece_blocks - 1) / buffers_->piece_blocks;
+      do {
+        Prepared piece = p;
+        piece.first_block = first;
+        const uint32_t piece_blocks = static_cast<uint32_t>(std::min<size_t>(blocks - first, buffers_->piece_blocks));
+        piece.candidate_slots = piece_blocks * (and_possible ? shortest->block_size : 0);
+        piece.candidates = and_possible ? std::min(piece.candidate_slots, shortest->count - first * shortest->block_size) : 0;
+        and_pieces.push_back(std::move(piece));
+        first += piece_blocks;
+      } while (first < blocks);
     }
-    std::stable_sort(p.lists.begin(), p.lists.end(), [](const auto& a, const auto& b) { return a.list.count < b.list.count; });
-    if (query.mode == QueryMode::kOr) continue;
-    results[i].stats.blocks_total = p.blocks_total;
-    if (query.mode == QueryMode::kAndOr) and_or.push_back(i);
-    // The shortest list in pieces of at most piece_blocks blocks, each its own candidates.
-    const bool and_possible = !p.missing_term && !p.lists.empty();
-    const DeviceList* shortest = and_possible ? &p.lists[0].list : nullptr;
-    const uint32_t blocks = and_possible ? shortest->block_count : 0;
-    uint32_t first = 0;
-    if (blocks > buffers_->piece_blocks) ++splits_.and_split, splits_.and_pieces += (blocks + buffers_->piece_blocks - 1) / buffers_->piece_blocks;
-    do {
-      Prepared piece = p;
-      piece.first_block = first;
-      const uint32_t piece_blocks = static_cast<uint32_t>(std::min<size_t>(blocks - first, buffers_->piece_blocks));
-      piece.candidate_slots = piece_blocks * (and_possible ? shortest->block_size : 0);
-      piece.candidates = and_possible ? std::min(piece.candidate_slots, shortest->count - first * shortest->block_size) : 0;
-      and_pieces.push_back(std::move(piece));
-      first += piece_blocks;
-    } while (first < blocks);
+    // AND pieces in batches that fit the candidate arrays; each piece's answer is merged into its
+    // query's when its batch is in.
+    uint32_t candidate_slots = 0;
+    for (Prepared& piece : and_pieces) {
+      if (job.and_batches.empty() || job.and_batches.back().size() == options_.max_queries ||
+          candidate_slots + piece.candidate_slots > buffers_->candidate_capacity) {
+        job.and_batches.emplace_back();
+        candidate_slots = 0;
+      }
+      piece.candidate_offset = candidate_slots;
+      candidate_slots += piece.candidate_slots;
+      job.and_batches.back().push_back(std::move(piece));
+    }
+    host_times_->add(host_times_->prepare, prepare_since);
+    ++host_times_->batches;
+    if (!launch_next()) job.done = true;
+  } catch (...) {
+    abandon();
+    throw;
   }
-  // AND pieces in batches that fit the candidate arrays; each piece's answer merged into its query's.
-  std::vector<Prepared> batch;
-  uint32_t candidate_slots = 0;
-  auto run_batch = [&] {
-    if (batch.empty()) return;
-    std::vector<QueryResult> answers(batch.size());
-    run_and(batch, answers);
-    for (size_t q = 0; q < batch.size(); ++q) merge_piece(results[batch[q].index], std::move(answers[q]), batch[q].query->k);
-    batch.clear();
-    candidate_slots = 0;
-  };
-  for (Prepared& piece : and_pieces) {
-    if (batch.size() == options_.max_queries || candidate_slots + piece.candidate_slots > buffers_->candidate_capacity) run_batch();
-    piece.candidate_offset = candidate_slots;
-    candidate_slots += piece.candidate_slots;
-    batch.push_back(std::move(piece));
+}
+
+bool BatchExecutor::poll() {
+  if (!job_) throw Error("a batch executor polled without a batch");
+  Job& job = *job_;
+  if (job.done) return true;
+  try {
+    const auto since = std::chrono::steady_clock::now();
+    if (job.in_flight != Job::Phase::kNone) {
+      const cudaError_t state = cudaStreamQuery(buffers_->stream);
+      if (state == cudaErrorNotReady) return false;
+      WARP_CUDA_CHECK(state);
+      finish_phase();
+    }
+    if (launch_next()) {
+      job.between_phases_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
+      return false;
+    }
+    job.done = true;
+    return true;
+  } catch (...) {
+    abandon();
+    throw;
   }
-  run_batch();
-  // OR queries, and AND+OR queries whose AND found fewer than k, in batches of max_queries.
-  for (size_t i = 0; i < queries.size(); ++i) {
-    if (queries[i].mode == QueryMode::kOr) or_batch.push_back(std::move(prepared[i]));
-  }
-  for (size_t i : and_or) {
-    if (results[i].hits.size() < queries[i].k) or_batch.push_back(std::move(prepared[i]));
-  }
-  for (size_t from = 0; from < or_batch.size(); from += options_.max_queries) {
-    std::vector<Prepared> part(std::make_move_iterator(or_batch.begin() + from),
-                               std::make_move_iterator(or_batch.begin() + std::min(or_batch.size(), from + options_.max_queries)));
-    run_or(part, results);
-  }
+}
+
+std::vector<QueryResult> BatchExecutor::take_results() {
+  if (!job_ || !job_->done) throw Error("a batch executor's results taken before its batch was done");
+  std::vector<QueryResult> results = std::move(job_->results);
+  between_phases_seconds_ = job_->between_phases_seconds;
+  device_.release(buffers_->pins);  // the stream is idle: the last phase finished
+  job_.reset();
   return results;
 }
 
-// AND over a batch of pieces; results[q] gets piece q's answer (hits, matches, blocks decoded).
-void BatchExecutor::run_and(std::vector<Prepared>& batch, std::vector<QueryResult>& results) {
+void BatchExecutor::abandon() {
+  cudaStreamSynchronize(buffers_->stream);
+  device_.release(buffers_->pins);
+  job_.reset();
+}
+
+bool BatchExecutor::launch_next() {
+  const auto since = host_times_->mark();
+  struct Timed {
+    BatchExecutor::HostTimes& times;
+    BatchExecutor::HostTimes::Clock::time_point since;
+    ~Timed() { times.add(times.launch, since); }
+  } timed{*host_times_, since};
+  Job& job = *job_;
+  job.in_flight = Job::Phase::kNone;
+  if (job.next_and < job.and_batches.size()) {
+    std::vector<Prepared>& batch = job.and_batches[job.next_and];
+    job.and_launched = launch_and(batch);
+    job.in_flight = Job::Phase::kAnd;
+    return true;
+  }
+  if (!job.or_planned) {
+    // OR queries, and AND+OR queries whose AND found fewer than k, in batches of max_queries.
+    job.or_planned = true;
+    std::vector<Prepared> or_queries;
+    for (size_t i = 0; i < job.queries.size(); ++i) {
+      if (job.queries[i].mode == QueryMode::kOr) or_queries.push_back(std::move(job.prepared[i]));
+    }
+    for (size_t i : job.and_or) {
+      if (job.results[i].hits.size() < job.queries[i].k) or_queries.push_back(std::move(job.prepared[i]));
+    }
+    for (size_t from = 0; from < or_queries.size(); from += options_.max_queries) {
+      job.or_batches.emplace_back(std::make_move_iterator(or_queries.begin() + from),
+                                  std::make_move_iterator(or_queries.begin() + std::min(or_queries.size(), from + options_.max_queries)));
+    }
+  }
+  while (job.next_or < job.or_batches.size()) {
+    if (launch_or(job.or_batches[job.next_or], job.results)) {
+      job.in_flight = Job::Phase::kOr;
+      return true;
+    }
+    ++job.next_or;  // answered already
+  }
+  return false;
+}
+
+void BatchExecutor::finish_phase() {
+  const auto since = host_times_->mark();
+  ++host_times_->phases;
+  struct Timed {
+    BatchExecutor::HostTimes& times;
+    BatchExecutor::HostTimes::Clock::time_point since;
+    ~Timed() { times.add(times.finish, since); }
+  } timed{*host_times_, since};
+  Job& job = *job_;
+  if (job.in_flight == Job::Phase::kAnd) {
+    std::vector<Prepared>& batch = job.and_batches[job.next_and++];
+    std::vector<QueryResult> answers(batch.size());
+    finish_and(batch, job.and_launched, answers);
+    for (size_t q = 0; q < batch.size(); ++q) merge_piece(job.results[batch[q].index], std::move(answers[q]), batch[q].query->k);
+  } else if (job.in_flight == Job::Phase::kOr) {
+    finish_or(job.or_batches[job.next_or++], job.results);
+  }
+  job.in_flight = Job::Phase::kNone;
+}
+
+// AND over a batch of pieces, launched: every stage and the copies back on the stream.
+BatchExecutor::AndLaunch BatchExecutor::launch_and(std::vector<Prepared>& batch) {
+
   Buffers& b = *buffers_;
   const uint32_t doc_begin = device_.host().meta.doc_begin;
   const size_t n = batch.size();
@@ -549,7 +684,16 @@ void BatchExecutor::run_and(std::vector<Prepared>& batch, std::vector<QueryResul
   }
   WARP_CUDA_CHECK(cudaMemcpyAsync(b.host_counters, b.counters, n * sizeof(Counters), cudaMemcpyDeviceToHost, b.stream));
   WARP_CUDA_CHECK(cudaMemcpyAsync(b.host_matches, b.matches, n * sizeof(unsigned long long), cudaMemcpyDeviceToHost, b.stream));
-  WARP_CUDA_CHECK(cudaStreamSynchronize(b.stream));
+  return {n, row_stride, batched_topk};
+}
+
+// An AND batch's answers, once its stream finished: results[q] gets piece q's (hits, matches,
+// blocks decoded).
+void BatchExecutor::finish_and(std::vector<Prepared>& batch, const AndLaunch& launched, std::vector<QueryResult>& results) {
+  Buffers& b = *buffers_;
+  const size_t n = launched.queries;
+  const uint32_t row_stride = launched.row_stride;
+  const bool batched_topk = launched.batched_topk;
   for (size_t q = 0; q < n; ++q) {
     const Prepared& p = batch[q];
     QueryResult& result = results[q];
@@ -578,11 +722,13 @@ void BatchExecutor::run_and(std::vector<Prepared>& batch, std::vector<QueryResul
   }
 }
 
-void BatchExecutor::run_or(std::vector<Prepared>& batch, std::vector<QueryResult>& results) {
+// An OR batch launched (tiles: every stage and the copy back); false when it was answered here
+// already (no documents; dense OR, which waits for its selections).
+bool BatchExecutor::launch_or(std::vector<Prepared>& batch, std::vector<QueryResult>& results) {
   Buffers& b = *buffers_;
   const uint32_t doc_count = device_.host().doc_count();
   const size_t n = batch.size();
-  if (doc_count == 0) return;
+  if (doc_count == 0) return false;
   WARP_CUDA_CHECK(cudaMemsetAsync(b.counters, 0, n * sizeof(Counters), b.stream));
   for (size_t q = 0; q < n; ++q) {
     QueryResult& result = results[batch[q].index];
@@ -595,30 +741,38 @@ void BatchExecutor::run_or(std::vector<Prepared>& batch, std::vector<QueryResult
   }
   if (tiles()) {
     // One launch per stage for the whole batch (or_tiles.hpp).
-    std::vector<OrTileQuery> queries(n);
-    for (size_t q = 0; q < n; ++q) queries[q] = {batch[q].lists, static_cast<uint32_t>(batch[q].query->k)};
-    std::vector<OrTileAnswer> answers = b.or_tiles->run(queries, {b.or_keys, b.key_row, &b.topk}, b.stream);
-    for (size_t q = 0; q < n; ++q) {
-      if (answers[q].keys > b.key_row) {
-        answers[q] = b.or_tiles->run_alone(queries[q], answers[q].keys, b.stream);
-        ++splits_.or_alone;
-      }
-      QueryResult& result = results[batch[q].index];
-      result.hits = std::move(answers[q].hits);
-      to_scores(result.hits, batch[q].score_of_unit);
-      result.stats.blocks_decoded += answers[q].blocks_decoded;
-      result.stats.postings_decoded += answers[q].postings_decoded;
-    }
-    return;
-  } else {
-    run_or_dense(batch, results);
+    Job& job = *job_;
+    job.or_queries.resize(n);
+    for (size_t q = 0; q < n; ++q) job.or_queries[q] = {batch[q].lists, static_cast<uint32_t>(batch[q].query->k)};
+    job.or_launched = b.or_tiles->launch(job.or_queries, {b.or_keys, b.key_row, &b.topk}, b.stream);
+    return true;
   }
+  run_or_dense(batch, results);
   WARP_CUDA_CHECK(cudaMemcpyAsync(b.host_counters, b.counters, n * sizeof(Counters), cudaMemcpyDeviceToHost, b.stream));
   WARP_CUDA_CHECK(cudaStreamSynchronize(b.stream));
   for (size_t q = 0; q < n; ++q) {
     QueryResult& result = results[batch[q].index];
     result.stats.blocks_decoded += b.host_counters[q].blocks_decoded;
     result.stats.postings_decoded += b.host_counters[q].postings_decoded;
+  }
+  return false;
+}
+
+// An OR tiles batch's answers, once its stream finished.
+void BatchExecutor::finish_or(std::vector<Prepared>& batch, std::vector<QueryResult>& results) {
+  Buffers& b = *buffers_;
+  Job& job = *job_;
+  std::vector<OrTileAnswer> answers = b.or_tiles->collect(job.or_queries, {b.or_keys, b.key_row, &b.topk}, job.or_launched, b.stream);
+  for (size_t q = 0; q < batch.size(); ++q) {
+    if (answers[q].keys > b.key_row) {
+      answers[q] = b.or_tiles->run_alone(job.or_queries[q], answers[q].keys, b.stream);
+      ++splits_.or_alone;
+    }
+    QueryResult& result = results[batch[q].index];
+    result.hits = std::move(answers[q].hits);
+    to_scores(result.hits, batch[q].score_of_unit);
+    result.stats.blocks_decoded += answers[q].blocks_decoded;
+    result.stats.postings_decoded += answers[q].postings_decoded;
   }
 }
 

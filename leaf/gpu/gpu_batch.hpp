@@ -51,6 +51,22 @@ class BatchExecutor {
 
   // Answers every query (in order); queries are split into batches that fit the buffers.
   std::vector<QueryResult> run(std::span<const Query> queries);
+  // run() without waiting, for a host thread that drives several executors: start() prepares the
+  // queries (kept by the caller until the results are taken) and launches the first phase (an AND
+  // batch, or an OR batch once every AND answer is in: AND+OR queries that found fewer than k join
+  // the OR batches); poll() checks the stream without waiting and, when it finished the phase in
+  // flight, reads that phase's answers and launches the next; true once every query is answered,
+  // then take_results(). A rare fallback (an AND query's top-k alone, an OR query again with a
+  // larger row, dense OR) still waits inside poll(). A throw leaves the executor idle.
+  void start(std::span<const Query> queries);
+  bool poll();
+  std::vector<QueryResult> take_results();
+  // Host seconds the last batch spent in polls that finished a phase and launched the next.
+  double between_phases_seconds() const { return between_phases_seconds_; }
+  // Drops the batch in progress, if any (its stream drained, its lists released).
+  void cancel() {
+    if (job_) abandon();
+  }
   // The effort a query adds to a batch.
   size_t cost(const Query& query) const;
   // AND queries that ran as more than one piece, OR queries that ran again alone with a key row of
@@ -64,14 +80,29 @@ class BatchExecutor {
  private:
   struct Buffers;
   struct Prepared;
-  void run_and(std::vector<Prepared>& batch, std::vector<QueryResult>& results);
-  void run_or(std::vector<Prepared>& batch, std::vector<QueryResult>& results);
+  struct Job;  // the queries of start() and where their phases stand
+  struct HostTimes;  // WARP_GPU_HOST_TIMES: host time a batch, printed at destruction
+  struct AndLaunch {
+    size_t queries = 0;
+    uint32_t row_stride = 2;
+    bool batched_topk = false;
+  };
+  bool launch_next();  // false: no phase left
+  void finish_phase();
+  void abandon();      // after a throw: the stream drained, the lists released, no job
+  AndLaunch launch_and(std::vector<Prepared>& batch);
+  void finish_and(std::vector<Prepared>& batch, const AndLaunch& launched, std::vector<QueryResult>& results);
+  bool launch_or(std::vector<Prepared>& batch, std::vector<QueryResult>& results);  // false: answered already (dense OR)
+  void finish_or(std::vector<Prepared>& batch, std::vector<QueryResult>& results);
   void run_or_dense(std::vector<Prepared>& batch, std::vector<QueryResult>& results);
   bool tiles() const { return options_.or_method != OrMethod::kDenseAccumulators && options_.topk == TopkMethod::kBucketSelect; }
 
   const DeviceIndex& device_;
   BatchOptions options_;
   std::unique_ptr<Buffers> buffers_;
+  std::unique_ptr<Job> job_;
+  std::unique_ptr<HostTimes> host_times_;
+  double between_phases_seconds_ = 0;
   Splits splits_;
 };
 

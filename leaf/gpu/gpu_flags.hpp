@@ -43,7 +43,7 @@ inline void declare_gpu_flags(Flags& flags) {
       .value("gpu-devices", "0", "GPU: CUDA devices to use, e.g. 0,1; partitions spread over them (partition id mod count)")
       .value("gpu-replicas", "1", "GPU: devices per partition; more than 1 replicates a partition's index on several, each search to the least busy")
       .value("gpu-memory-budget-mb", "0", "GPU: MiB of posting lists kept on the GPU per partition (LRU by term); 0: all")
-      .value("gpu-wait", "spin", "GPU: how a host thread waits for its stream: spin (a core busy per waiting thread), yield, or block (asleep until the GPU signals; frees those cores for --processor auto's CPU threads)");
+      .value("gpu-wait", "spin", "GPU: how a host thread waits for its stream: spin (a core busy per waiting thread), yield, or block (asleep until the GPU signals); --processor auto's GPU drivers poll their batches instead, whatever this says");
 }
 
 inline GpuSettings gpu_settings_from(const Flags& flags) {

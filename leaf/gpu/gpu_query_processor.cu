@@ -164,29 +164,74 @@ GpuQueryProcessor::GpuQueryProcessor(const IndexView& index, GpuProcessorOptions
   }
 }
 
+BatchExecutor* GpuQueryProcessor::take_executor() const {
+  std::unique_lock<std::mutex> lock(mutex_);
+  executor_freed_.wait(lock, [&] { return !free_executors_.empty(); });
+  BatchExecutor* executor = free_executors_.back();
+  free_executors_.pop_back();
+  return executor;
+}
+
+void GpuQueryProcessor::give_back(BatchExecutor* executor) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  free_executors_.push_back(executor);
+  executor_freed_.notify_one();
+}
+
 std::vector<QueryResult> GpuQueryProcessor::search_batch(std::span<const Query> queries) const {
   if (executors_.empty()) return QueryProcessor::search_batch(queries);  // the lanes, one by one
   DeviceSelect select(options_.device);
   for (const Query& query : queries) {
     if (query.k > kMaxTopK) throw Error("k must be at most " + std::to_string(kMaxTopK));
   }
-  BatchExecutor* executor;
-  {
-    std::unique_lock<std::mutex> lock(mutex_);
-    executor_freed_.wait(lock, [&] { return !free_executors_.empty(); });
-    executor = free_executors_.back();
-    free_executors_.pop_back();
-  }
   struct Return {
     const GpuQueryProcessor* self;
     BatchExecutor* executor;
-    ~Return() {
-      std::lock_guard<std::mutex> lock(self->mutex_);
-      self->free_executors_.push_back(executor);
-      self->executor_freed_.notify_one();
+    ~Return() { self->give_back(executor); }
+  } give_back{this, take_executor()};
+  return give_back.executor->run(queries);
+}
+
+// A batch on one of the processor's executors, returned to the pool when the run ends (answered,
+// failed, or dropped unfinished: the executor then drains its stream).
+class GpuQueryProcessor::ExecutorRun final : public BatchRun {
+ public:
+  ExecutorRun(const GpuQueryProcessor& processor, std::span<const Query> queries)
+      : processor_(processor), executor_(processor.take_executor()) {
+    DeviceSelect select(processor_.options_.device);
+    try {
+      executor_->start(queries);
+    } catch (...) {
+      processor_.give_back(executor_);
+      throw;
     }
-  } give_back{this, executor};
-  return executor->run(queries);
+  }
+  ~ExecutorRun() override {
+    cudaSetDevice(processor_.options_.device);
+    executor_->cancel();  // nothing to do once the results are taken
+    processor_.give_back(executor_);
+  }
+  bool poll() override {
+    if (done_) return true;
+    DeviceSelect select(processor_.options_.device);
+    done_ = executor_->poll();
+    return done_;
+  }
+  std::vector<QueryResult> take() override { return executor_->take_results(); }
+  double between_phases_seconds() const override { return executor_->between_phases_seconds(); }
+
+ private:
+  const GpuQueryProcessor& processor_;
+  BatchExecutor* executor_;
+  bool done_ = false;
+};
+
+std::unique_ptr<BatchRun> GpuQueryProcessor::start_batch(std::span<const Query> queries) const {
+  if (executors_.empty()) return QueryProcessor::start_batch(queries);  // answered on the lanes
+  for (const Query& query : queries) {
+    if (query.k > kMaxTopK) throw Error("k must be at most " + std::to_string(kMaxTopK));
+  }
+  return std::make_unique<ExecutorRun>(*this, queries);
 }
 
 GpuQueryProcessor::~GpuQueryProcessor() {

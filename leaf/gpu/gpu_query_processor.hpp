@@ -51,6 +51,8 @@ class GpuQueryProcessor final : public QueryProcessor {
   std::string_view name() const override { return "gpu"; }
   QueryResult search(const Query& query) const override;
   std::vector<QueryResult> search_batch(std::span<const Query> queries) const override;
+  // On a free batch executor (waits for one only when every executor is running a batch).
+  std::unique_ptr<BatchRun> start_batch(std::span<const Query> queries) const override;
   DeviceMemoryStats device_memory() const override;
   const DeviceIndex& device_index() const { return device_; }
 
@@ -61,6 +63,9 @@ class GpuQueryProcessor final : public QueryProcessor {
     explicit DeviceSelect(int device);
   };
   struct Lane;
+  class ExecutorRun;
+  BatchExecutor* take_executor() const;
+  void give_back(BatchExecutor* executor) const;
   QueryResult search_and(Lane& lane, const QueryScoring& scoring, size_t k) const;
   QueryResult search_or(Lane& lane, const QueryScoring& scoring, size_t k) const;
   bool or_tiles() const { return options_.or_method != OrMethod::kDenseAccumulators && options_.topk == TopkMethod::kBucketSelect; }

@@ -54,6 +54,34 @@ std::vector<QueryResult> ReplicatedGpuProcessor::search_batch(std::span<const Qu
   return replicas_[i]->search_batch(queries);
 }
 
+namespace {
+// A replica's run that keeps the replica's in-flight count raised until it ends.
+class ReplicaRun final : public BatchRun {
+ public:
+  ReplicaRun(std::unique_ptr<BatchRun> run, std::atomic<size_t>& in_flight, std::atomic<uint64_t>& answered, size_t queries)
+      : run_(std::move(run)), landed_{in_flight, answered, queries} {}
+  bool poll() override { return run_->poll(); }
+  std::vector<QueryResult> take() override { return run_->take(); }
+  double between_phases_seconds() const override { return run_->between_phases_seconds(); }
+
+ private:
+  std::unique_ptr<BatchRun> run_;
+  Landed landed_;
+};
+}  // namespace
+
+std::unique_ptr<BatchRun> ReplicatedGpuProcessor::start_batch(std::span<const Query> queries) const {
+  const size_t i = pick(queries.size());
+  std::unique_ptr<BatchRun> run;
+  try {
+    run = replicas_[i]->start_batch(queries);
+  } catch (...) {
+    Landed landed{in_flight_[i], answered_[i], queries.size()};
+    throw;
+  }
+  return std::make_unique<ReplicaRun>(std::move(run), in_flight_[i], answered_[i], queries.size());
+}
+
 DeviceMemoryStats ReplicatedGpuProcessor::device_memory() const {
   DeviceMemoryStats total;
   for (const auto& replica : replicas_) {

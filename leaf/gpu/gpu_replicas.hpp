@@ -18,6 +18,7 @@ class ReplicatedGpuProcessor final : public QueryProcessor {
   std::string_view name() const override { return "gpu"; }
   QueryResult search(const Query& query) const override;
   std::vector<QueryResult> search_batch(std::span<const Query> queries) const override;
+  std::unique_ptr<BatchRun> start_batch(std::span<const Query> queries) const override;
   DeviceMemoryStats device_memory() const override;
   // Queries each replica has answered so far.
   std::vector<uint64_t> answered() const;

@@ -244,10 +244,17 @@ void OrTiles::grow_staging(size_t lists) {
 }
 
 std::vector<OrTileAnswer> OrTiles::run(std::span<const OrTileQuery> queries, const OrTileRows& rows, cudaStream_t stream) {
+  const Launched launched = launch(queries, rows, stream);
+  if (launched.any) WARP_CUDA_CHECK(cudaStreamSynchronize(stream));
+  return collect(queries, rows, launched, stream);
+}
+
+OrTiles::Launched OrTiles::launch(std::span<const OrTileQuery> queries, const OrTileRows& rows, cudaStream_t stream) {
   Buffers& b = *buffers_;
   const size_t n = queries.size();
   if (n > max_queries_) throw Error("too many queries for one OR tiles run");
-  std::vector<OrTileAnswer> answers(n);
+  Launched launched;
+  launched.queries = n;
   const uint32_t doc_begin = device_.host().meta.doc_begin, doc_count = device_.host().doc_count();
   size_t list_total = 0;
   for (const OrTileQuery& query : queries) list_total += query.lists.size();
@@ -274,7 +281,7 @@ std::vector<OrTileAnswer> OrTiles::run(std::span<const OrTileQuery> queries, con
     max_k = std::max(max_k, queries[i].k);
     any = any || (!queries[i].lists.empty() && queries[i].k > 0);
   }
-  if (!any || doc_count == 0) return answers;
+  if (!any || doc_count == 0) return launched;
   const uint32_t result_stride = kHeader + std::min(max_k, kSortCapacity);
   const uint32_t qn = static_cast<uint32_t>(n);
   times_->mark(0, stream);
@@ -330,7 +337,21 @@ std::vector<OrTileAnswer> OrTiles::run(std::span<const OrTileQuery> queries, con
   WARP_CUDA_CHECK_LAUNCH();
   times_->mark(5, stream);
   WARP_CUDA_CHECK(cudaMemcpyAsync(b.host_results, b.results, n * result_stride * sizeof(uint64_t), cudaMemcpyDeviceToHost, stream));
-  WARP_CUDA_CHECK(cudaStreamSynchronize(stream));
+  launched.any = true;
+  launched.result_stride = result_stride;
+  launched.key_stride = key_stride;
+  return launched;
+}
+
+std::vector<OrTileAnswer> OrTiles::collect(std::span<const OrTileQuery> queries, const OrTileRows& rows, const Launched& launched,
+                                           cudaStream_t stream) {
+  Buffers& b = *buffers_;
+  const size_t n = launched.queries;
+  std::vector<OrTileAnswer> answers(n);
+  if (!launched.any) return answers;
+  const uint32_t result_stride = launched.result_stride;
+  const size_t key_stride = launched.key_stride;
+  uint64_t* const candidate_keys = rows.keys;
   times_->add(n);
   for (size_t i = 0; i < n; ++i) {
     const uint64_t* row = b.host_results + i * result_stride;

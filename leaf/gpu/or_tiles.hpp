@@ -76,6 +76,18 @@ class OrTiles {
   // candidates outgrow its row gets no hits and its `keys` > rows.row: it must run again with a
   // row of that many keys (run_alone).
   std::vector<OrTileAnswer> run(std::span<const OrTileQuery> queries, const OrTileRows& rows, cudaStream_t stream);
+  // run() in two halves, for a caller that does other work while the stream runs: launch() enqueues
+  // every stage and the copy back; collect(), once the stream has finished them, reads the answers
+  // (with the same queries and rows). One launch in flight per OrTiles.
+  struct Launched {
+    size_t queries = 0;
+    bool any = false;  // false: nothing was launched (no query with lists and k)
+    uint32_t result_stride = 0;
+    size_t key_stride = 0;
+  };
+  Launched launch(std::span<const OrTileQuery> queries, const OrTileRows& rows, cudaStream_t stream);
+  std::vector<OrTileAnswer> collect(std::span<const OrTileQuery> queries, const OrTileRows& rows, const Launched& launched,
+                                    cudaStream_t stream);
   // One query with a key row and a selection of `keys` keys, allocated for this call and freed.
   OrTileAnswer run_alone(const OrTileQuery& query, size_t keys, cudaStream_t stream);
 

@@ -1,6 +1,7 @@
 // The query-processor interface that the CPU processor and the GPU processor both implement, over
 // the same IndexView, so tests run both on one query and compare.
 #pragma once
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -46,6 +47,20 @@ struct DeviceMemoryStats {
   uint64_t list_cache_hits = 0, list_cache_misses = 0, list_cache_evictions = 0;
 };
 
+// A batch being answered asynchronously (start_batch): poll() until it returns true, then take()
+// the answers, in the order of the queries. Driven by one thread at a time.
+class BatchRun {
+ public:
+  virtual ~BatchRun() = default;
+  // Advances the run when its device has finished the work in flight (launching what comes next);
+  // true once every answer is ready. Never waits. Throws what search_batch would.
+  virtual bool poll() = 0;
+  virtual std::vector<QueryResult> take() = 0;
+  // Seconds of host work in the polls that finished one of the run's phases and launched the next
+  // (not the last one's; 0 where not measured).
+  virtual double between_phases_seconds() const { return 0; }
+};
+
 class QueryProcessor {
  public:
   virtual ~QueryProcessor() = default;
@@ -58,6 +73,11 @@ class QueryProcessor {
     for (const Query& query : queries) results.push_back(search(query));
     return results;
   }
+  // search_batch without waiting: a GPU processor with batch executors launches the batch's first
+  // phase and returns, so that one host thread keeps several batches in flight (the scheduler's
+  // GPU driver). `queries` must outlive the run. By default the batch is answered here, and the
+  // run is ready at once.
+  virtual std::unique_ptr<BatchRun> start_batch(std::span<const Query> queries) const;
   virtual DeviceMemoryStats device_memory() const { return {}; }
 };
 

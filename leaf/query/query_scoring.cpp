@@ -1,5 +1,6 @@
 // A query's scoring on one partition, shared by the CPU and GPU processors so both weigh and
-// bound every term with the same float operations (the "one ranking" invariant, DESIGN.md).
+// bound every term with the same float operations (the "one ranking" invariant, DESIGN.md); and
+// the interface's default asynchronous batch.
 #include <algorithm>
 
 #include "common/util/status.hpp"
@@ -33,6 +34,23 @@ QueryScoring score_query(const Query& query, const IndexView& index) {
 
 void units_to_scores(std::vector<Hit>& hits, const QueryScoring& scoring) {
   for (Hit& hit : hits) hit.score *= scoring.score_of_unit;
+}
+
+namespace {
+// The default start_batch's run: answered before it is returned.
+class AnsweredRun final : public BatchRun {
+ public:
+  explicit AnsweredRun(std::vector<QueryResult> results) : results_(std::move(results)) {}
+  bool poll() override { return true; }
+  std::vector<QueryResult> take() override { return std::move(results_); }
+
+ private:
+  std::vector<QueryResult> results_;
+};
+}  // namespace
+
+std::unique_ptr<BatchRun> QueryProcessor::start_batch(std::span<const Query> queries) const {
+  return std::make_unique<AnsweredRun>(search_batch(queries));
 }
 
 }  // namespace warp

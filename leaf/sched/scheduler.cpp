@@ -4,6 +4,7 @@
 #include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
+#include <pthread.h>
 
 #include <algorithm>
 #include <atomic>
@@ -53,7 +54,9 @@ struct Metrics {
         gpu_usable(prometheus::BuildGauge().Name("warpsearch_leaf_scheduler_gpu_usable")
                        .Help("1 while the scheduler sends queries to the GPU").Register(r).Add({})),
         gpu_failures(prometheus::BuildCounter().Name("warpsearch_leaf_scheduler_gpu_failures_total")
-                         .Help("GPU runs that failed (their queries were answered on the CPU)").Register(r).Add({})) {
+                         .Help("GPU runs that failed (their queries were answered on the CPU)").Register(r).Add({})),
+        driver_busy(prometheus::BuildCounter().Name("warpsearch_leaf_scheduler_gpu_driver_busy_seconds_total")
+                        .Help("Host work of the GPU driver threads (starting batches, their phases, answering them), polling excluded").Register(r).Add({})) {
     for (QueueId q : {QueueId::kCpu, QueueId::kGpu, QueueId::kFlexible}) depth[static_cast<size_t>(q)] = &depth_family.Add({{"queue", to_string(q)}});
     for (Processor p : {Processor::kCpu, Processor::kGpu}) {
       const size_t i = static_cast<size_t>(p);
@@ -85,6 +88,7 @@ struct Metrics {
   prometheus::Histogram& batch_size;
   prometheus::Gauge& gpu_usable;
   prometheus::Counter& gpu_failures;
+  prometheus::Counter& driver_busy;
   std::array<prometheus::Gauge*, 3> depth{};
   std::array<std::array<prometheus::Counter*, 3>, 2> queries{};
   std::array<prometheus::Counter*, 2> steals{}, urgent{}, predicted{}, measured{}, lock_wait{};
@@ -126,6 +130,8 @@ struct Scheduler::State {
     double arrival;
   };
   std::vector<Incoming> inbox, draining;  // draining: the swapped-out inbox, reused
+  // Whether the inbox holds queries (a hint read without the lock by GPU drivers polling runs).
+  std::atomic<bool> inbox_filled{false};
   // A parked thread sleeps on its own condition variable until woken with a token, or for 2 ms
   // (a steal may become worthwhile, or a deadline near, without any new arrival).
   struct Parker {
@@ -140,6 +146,13 @@ struct Scheduler::State {
   // Nanoseconds threads waited for `mutex` after a run or a wake-up, by processor: the
   // scheduler's own cost to the cores, in warpsearch_leaf_scheduler_lock_wait_seconds_total.
   std::array<std::atomic<uint64_t>, 2> lock_wait_ns{};
+  // Nanoseconds GPU drivers spent on host work (starting runs, their phases' host work, answering
+  // them), not polling: what a driver thread's core gives the GPU.
+  std::atomic<uint64_t> driver_busy_ns{0};
+  void add_driver_busy(double seconds) {
+    driver_busy_ns += static_cast<uint64_t>(seconds * 1e9);
+    if (metrics) metrics->driver_busy.Increment(seconds);
+  }
   std::atomic<uint64_t> next_id{1};
   std::atomic<bool> stop{false};
   bool gpu_failure_logged = false;
@@ -173,7 +186,10 @@ struct Scheduler::State {
   std::vector<Parker*> unpark_for_queued();
   static void unpark(const std::vector<Parker*>& parkers);
   void park(Parker& self, Processor p, std::unique_lock<SpinMutex>& lock);
-  void loop(Processor p);
+  void cpu_loop();
+  struct Flight;
+  void gpu_loop(size_t slots);
+  void answer_gpu_run(Flight& flight, std::vector<QueryResult>&& results, Clock::time_point end);
   std::vector<double> run_on_cpu(const Dispatch& run, std::vector<Pending>& work);
   void fail_expired(std::unique_lock<SpinMutex>& lock);
   void gpu_failed(Dispatch& run, std::vector<Pending>& work, const std::string& why, std::unique_lock<SpinMutex>& lock);
@@ -186,6 +202,7 @@ std::vector<Scheduler::State::Parker*> Scheduler::State::drain() {
     std::lock_guard<SpinMutex> handoff(handoff_mutex);
     if (inbox.empty()) return {};
     draining.swap(inbox);
+    inbox_filled.store(false, std::memory_order_relaxed);
   }
   for (Incoming& in : draining) {
     Job job;
@@ -312,10 +329,12 @@ void Scheduler::State::gpu_failed(Dispatch& run, std::vector<Pending>& work, con
   lock.lock();
 }
 
-void Scheduler::State::loop(Processor p) {
+// A CPU worker: takes a run (one query, or a few short ones), answers it, and so on; parks when
+// there is nothing to take.
+void Scheduler::State::cpu_loop() {
+  constexpr Processor p = Processor::kCpu;
   Parker self;
   std::unique_lock<SpinMutex> lock(mutex);
-  const size_t pi = static_cast<size_t>(p);
   for (;;) {
     const std::vector<Parker*> woken = drain();
     Dispatch run = core.take(p, now());
@@ -327,8 +346,7 @@ void Scheduler::State::loop(Processor p) {
         lock.lock();
         continue;
       }
-      // A lost GPU takes nothing more; at the end, a thread leaves once nothing is left.
-      if (p == Processor::kGpu && !core.gpu_usable()) return;
+      // At the end, a thread leaves once nothing is left.
       if (stop && core.waiting() == 0) {
         std::lock_guard<SpinMutex> handoff(handoff_mutex);
         if (inbox.empty()) return;
@@ -346,62 +364,153 @@ void Scheduler::State::loop(Processor p) {
     update_gauges();
     lock.unlock();
     unpark(woken);
-    if (p == Processor::kCpu) {
-      const std::vector<double> each = run_on_cpu(run, work);
-      double total = 0;
-      for (double t : each) total += t;
-      relock(lock, p);
-      core.finished(run, total, each);
-      update_gauges();
-      continue;
-    }
-    std::vector<QueryResult> results;
-    const auto start = Clock::now();
-    try {
-      if (work.size() == 1) {
-        results.push_back(work[0].target.gpu->search(work[0].query));
-      } else {
-        std::vector<Query> queries;
-        for (const Pending& w : work) queries.push_back(w.query);
-        results = work[0].target.gpu->search_batch(queries);
-      }
-    } catch (const std::exception& e) {
-      gpu_failed(run, work, e.what(), lock);
-      continue;
-    }
-    const auto end = Clock::now();
-    const double seconds_taken = std::chrono::duration<double>(end - start).count();
-    // Answers first, outside the lock; then one lock both records the run and takes the next.
-    size_t late = 0;
-    for (size_t i = 0; i < work.size(); ++i) {
-      late += end > work[i].deadline;
-      Outcome outcome;
-      outcome.result = std::move(results[i]);
-      outcome.processor = p;
-      outcome.queue = run.jobs[i].queue;
-      outcome.seconds = seconds_taken;
-      outcome.predicted = run.predicted;
-      outcome.batch = run.jobs.size();
-      outcome.stolen = run.jobs[i].stolen;
-      outcome.urgent = run.jobs[i].urgent;
-      work[i].done(std::move(outcome));
-    }
-    if (metrics) {  // prometheus-cpp's own locks: outside the scheduler's
-      metrics->predicted[pi]->Increment(run.predicted);
-      metrics->measured[pi]->Increment(seconds_taken);
-      metrics->ratio[pi]->Observe(seconds_taken / run.predicted);
-      if (p == Processor::kGpu) metrics->batch_size.Observe(static_cast<double>(run.jobs.size()));
-      for (const Job& job : run.jobs) {
-        metrics->queries[pi][static_cast<size_t>(job.queue)]->Increment();
-        if (job.stolen) metrics->steals[pi]->Increment();
-        if (job.urgent) metrics->urgent[pi]->Increment();
-      }
-      if (late > 0) metrics->late->Increment(static_cast<double>(late));
-    }
+    const std::vector<double> each = run_on_cpu(run, work);
+    double total = 0;
+    for (double t : each) total += t;
     relock(lock, p);
-    core.finished(run, seconds_taken);
+    core.finished(run, total, each);
     update_gauges();
   }
+}
+
+// A GPU run in flight: its queries, and the batch started on the GPU processor.
+struct Scheduler::State::Flight {
+  Dispatch run;
+  std::vector<Pending> work;
+  std::vector<Query> queries;  // what the batch reads until it is answered
+  std::unique_ptr<BatchRun> batch;
+  Clock::time_point start;
+};
+
+// A GPU driver: keeps up to `slots` runs in flight. Under the lock it takes runs while a slot is
+// free; outside it starts them (the batch's first phase launched, nothing waited for) and polls
+// every run in flight, answering each as it completes, until one completes or a free slot has
+// work to take (new arrivals, or 20 µs passed: queued work, a steal or an urgent query may be due
+// without any arrival). With nothing in flight and nothing to take it parks like a CPU thread.
+void Scheduler::State::gpu_loop(size_t slots) {
+  constexpr auto kRetake = std::chrono::microseconds(20);
+  Parker self;
+  std::vector<std::unique_ptr<Flight>> flights, started;
+  std::unique_lock<SpinMutex> lock(mutex);
+  for (;;) {
+    std::vector<Parker*> woken = drain();
+    while (flights.size() + started.size() < slots) {
+      Dispatch run = core.take(Processor::kGpu, now());
+      if (run.jobs.empty()) break;
+      auto flight = std::make_unique<Flight>();
+      for (const Job& job : run.jobs) {
+        auto it = pending.find(job.id);
+        flight->work.push_back(std::move(it->second));
+        pending.erase(it);
+      }
+      flight->run = std::move(run);
+      started.push_back(std::move(flight));
+    }
+    fail_expired(lock);
+    if (flights.empty() && started.empty()) {
+      if (!woken.empty()) {
+        lock.unlock();
+        unpark(woken);
+        lock.lock();
+        continue;
+      }
+      if (!core.gpu_usable()) return;  // a lost GPU takes nothing more
+      if (stop && core.waiting() == 0) {
+        std::lock_guard<SpinMutex> handoff(handoff_mutex);
+        if (inbox.empty()) return;
+        continue;
+      }
+      park(self, Processor::kGpu, lock);
+      continue;
+    }
+    if (!started.empty()) update_gauges();
+    lock.unlock();
+    unpark(woken);
+    const auto busy_since = Clock::now();
+    for (auto& flight : started) {
+      for (const Pending& w : flight->work) flight->queries.push_back(w.query);
+      flight->start = Clock::now();
+      try {
+        flight->batch = flight->work[0].target.gpu->start_batch(flight->queries);
+        flights.push_back(std::move(flight));
+      } catch (const std::exception& e) {
+        gpu_failed(flight->run, flight->work, e.what(), lock);
+        lock.unlock();
+      }
+    }
+    started.clear();
+    const auto polling_since = Clock::now();
+    add_driver_busy(std::chrono::duration<double>(polling_since - busy_since).count());
+    for (bool completed = false; !flights.empty() && !completed;) {
+      for (size_t i = 0; i < flights.size();) {
+        Flight& flight = *flights[i];
+        bool ready = false;
+        const auto poll_start = Clock::now();
+        try {
+          ready = flight.batch->poll();
+          if (ready) {
+            std::vector<QueryResult> results = flight.batch->take();
+            answer_gpu_run(flight, std::move(results), Clock::now());
+            // The run's host work: its last phase's answers read, answered, and its phases before.
+            add_driver_busy(std::chrono::duration<double>(Clock::now() - poll_start).count() + flight.batch->between_phases_seconds());
+          }
+        } catch (const std::exception& e) {
+          flight.batch.reset();  // its executor drained and returned before the queries go back
+          gpu_failed(flight.run, flight.work, e.what(), lock);
+          lock.unlock();
+          ready = true;
+        }
+        if (!ready) {
+          ++i;
+          continue;
+        }
+        flights.erase(flights.begin() + static_cast<std::ptrdiff_t>(i));
+        completed = true;
+      }
+      if (flights.size() < slots &&
+          (inbox_filled.load(std::memory_order_relaxed) || Clock::now() - polling_since >= kRetake)) {
+        break;
+      }
+    }
+    relock(lock, Processor::kGpu);
+  }
+}
+
+// Without the lock, then with it: a GPU run's answers delivered, its metrics, and its time to the
+// GPU's model.
+void Scheduler::State::answer_gpu_run(Flight& flight, std::vector<QueryResult>&& results, Clock::time_point end) {
+  const Dispatch& run = flight.run;
+  const double seconds_taken = std::chrono::duration<double>(end - flight.start).count();
+  size_t late = 0;
+  for (size_t i = 0; i < flight.work.size(); ++i) {
+    late += end > flight.work[i].deadline;
+    Outcome outcome;
+    outcome.result = std::move(results[i]);
+    outcome.processor = Processor::kGpu;
+    outcome.queue = run.jobs[i].queue;
+    outcome.seconds = seconds_taken;
+    outcome.predicted = run.predicted;
+    outcome.batch = run.jobs.size();
+    outcome.stolen = run.jobs[i].stolen;
+    outcome.urgent = run.jobs[i].urgent;
+    flight.work[i].done(std::move(outcome));
+  }
+  if (metrics) {  // prometheus-cpp's own locks: outside the scheduler's
+    metrics->predicted[1]->Increment(run.predicted);
+    metrics->measured[1]->Increment(seconds_taken);
+    metrics->ratio[1]->Observe(seconds_taken / run.predicted);
+    metrics->batch_size.Observe(static_cast<double>(run.jobs.size()));
+    for (const Job& job : run.jobs) {
+      metrics->queries[1][static_cast<size_t>(job.queue)]->Increment();
+      if (job.stolen) metrics->steals[1]->Increment();
+      if (job.urgent) metrics->urgent[1]->Increment();
+    }
+    if (late > 0) metrics->late->Increment(static_cast<double>(late));
+  }
+  std::unique_lock<SpinMutex> lock(mutex, std::defer_lock);
+  relock(lock, Processor::kGpu);
+  core.finished(run, seconds_taken);
+  update_gauges();
 }
 
 // Without the lock: a CPU run's queries one after another, each answered as soon as it is done.
@@ -449,8 +558,22 @@ Scheduler::Scheduler(SchedulerOptions options, std::shared_ptr<prometheus::Regis
     state_->update_gauges();
   }
   const CoreOptions& core = state_->core.options();
-  for (size_t i = 0; i < core.cpu_workers; ++i) state_->threads.emplace_back([this] { state_->loop(Processor::kCpu); });
-  for (size_t i = 0; i < core.gpu_streams; ++i) state_->threads.emplace_back([this] { state_->loop(Processor::kGpu); });
+  // Named for top and perf (`perf report --sort comm`): the CPU's workers and the GPU's drivers.
+  for (size_t i = 0; i < core.cpu_workers; ++i) {
+    state_->threads.emplace_back([this] {
+      pthread_setname_np(pthread_self(), "warp-sched-cpu");
+      state_->cpu_loop();
+    });
+  }
+  // The streams shared among the drivers: thread i keeps streams / threads of them busy, or one more.
+  const size_t drivers = gpu_driver_threads(core.gpu_streams, options.gpu_threads);
+  for (size_t i = 0; i < drivers; ++i) {
+    const size_t slots = core.gpu_streams / drivers + (i < core.gpu_streams % drivers ? 1 : 0);
+    state_->threads.emplace_back([this, slots] {
+      pthread_setname_np(pthread_self(), "warp-sched-gpu");
+      state_->gpu_loop(slots);
+    });
+  }
 }
 
 Scheduler::~Scheduler() {
@@ -483,6 +606,7 @@ void Scheduler::submit(const Target& target, Query query, Clock::time_point dead
     std::lock_guard<SpinMutex> handoff(state_->handoff_mutex);
     if (state_->stop) throw Error("scheduler: stopping");
     state_->inbox.push_back({id, Pending{target, std::move(query), std::move(done), deadline}, features, arrival});
+    state_->inbox_filled.store(true, std::memory_order_relaxed);
     if (state_->waking[0] + state_->waking[1] == 0) {
       const Policy policy = state_->core.options().policy;  // fixed at construction
       auto& gpu = state_->parked[1];
@@ -517,6 +641,8 @@ CoreCounters Scheduler::counters() const {
 }
 
 const CoreOptions& Scheduler::options() const { return state_->core.options(); }
+
+double Scheduler::gpu_driver_busy_seconds() const { return static_cast<double>(state_->driver_busy_ns) * 1e-9; }
 
 double Scheduler::lock_wait_seconds(Processor p) const { return static_cast<double>(state_->lock_wait_ns[static_cast<size_t>(p)]) * 1e-9; }
 
@@ -559,11 +685,13 @@ void Scheduler::calibrate(const Target& target) {
     state_->core.model(Processor::kCpu).observe(features[i], t);
   }
   if (target.gpu == nullptr || !state_->core.gpu_usable()) return;
-  target.gpu->search(queries[0]);  // the first GPU query pays for lazy set-up: not a sample
+  // Every GPU run goes through search_batch's path (start_batch), a lone query too.
+  const auto alone = [&](size_t i) { return std::span<const Query>(&queries[i], 1); };
+  target.gpu->search_batch(alone(0));  // the first GPU query pays for lazy set-up: not a sample
   spent = 0;
   const size_t batch = state_->core.options().batch_max;
   for (size_t i = 0; i < queries.size() && spent < budget; ++i) {
-    const double t = timed([&] { target.gpu->search(queries[i]); });
+    const double t = timed([&] { target.gpu->search_batch(alone(i)); });
     spent += t;
     // And batches of a few sizes, for the fixed cost and the queries' shares of a batch.
     std::span<const Query> span;

@@ -1,12 +1,14 @@
 // The leaf's CPU+GPU scheduler at run time (Ding et al. 2009 §9): the decisions of ScheduleCore
 // (three queues, stealing, deadlines, batches) driven by real processors. CPU worker threads (all
-// the leaf's cores by default) each run one query at a time; GPU dispatcher threads (one per
-// stream) each run a batch at a time (a lone query on the GPU's single-query path, several through
-// its PARA batch path). Every run's measured time refines the processor's cost model. Queries are
+// the leaf's cores by default) each run one query at a time (or a few short ones in a row); GPU
+// driver threads each keep up to their share of the GPU's streams busy with batches (PARA) started
+// without waiting (QueryProcessor::start_batch) and poll them, so that a few host threads feed
+// every stream and the other cores stay with the CPU's threads. Every run's measured time refines the processor's cost model. Queries are
 // submitted with a completion callback, so no thread waits per query; `search` is the blocking
 // form for tools and tests. A GPU that fails at run time is given up: its queries and everything
 // queued go to the CPU, with one log line and a metric; no query fails for it.
 #pragma once
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -22,10 +24,20 @@ class Registry;
 namespace warp::sched {
 
 struct SchedulerOptions {
-  CoreOptions core;                 // core.cpu_workers: CPU threads; core.gpu_streams: GPU threads
+  CoreOptions core;                 // core.cpu_workers: CPU threads; core.gpu_streams: GPU runs at once
+  // Host threads driving the GPU's runs (0: one per stream), each keeping its share of the
+  // streams' runs in flight (QueryProcessor::start_batch) and polling them: a thread that waited
+  // for each run took a core from the CPU's threads per stream.
+  size_t gpu_threads = 0;
   double calibration_seconds = 1;   // start-up calibration per processor, on synthetic queries
   uint64_t seed = 1;                // of the calibration queries
 };
+
+// GPU driver threads for `gpu_streams` streams: `wanted` (0: one per stream), at most one per stream.
+inline size_t gpu_driver_threads(size_t gpu_streams, size_t wanted) {
+  if (gpu_streams == 0) return 0;
+  return std::clamp<size_t>(wanted == 0 ? gpu_streams : wanted, 1, gpu_streams);
+}
 
 // Where a query runs: the partition's index and its processors (gpu null: CPU only). Queries of
 // the same `gpu` processor may share a batch. `keep` holds whatever must outlive the query (the
@@ -72,6 +84,8 @@ class Scheduler {
   const CoreOptions& options() const;
   // Seconds `p`'s threads have waited for the scheduler's lock (after runs and wake-ups).
   double lock_wait_seconds(Processor p) const;
+  // Seconds the GPU driver threads spent on host work (not polling), summed over the threads.
+  double gpu_driver_busy_seconds() const;
 
  private:
   struct State;

@@ -11,20 +11,19 @@
 
 namespace warp::sched {
 
-// CPU query threads beside `gpu_streams` GPU streams: every core but one for the leaf's front end
-// and, where the streams' host threads spin while they wait for their batches (`--gpu-wait spin`,
-// CUDA's default on a machine with more cores than contexts), one per stream. With a CPU thread on
-// every core as well as spinning stream threads, batches were launched late and the scheduler fell
-// below the GPU alone (H100, mixed load: 14k q/s with 16 CPU threads, 39k with 13; RESULTS.md).
-// Stream threads that sleep (`--gpu-wait block`) leave those cores to the CPU's threads.
-inline size_t default_cpu_workers(size_t gpu_streams, bool streams_sleep = false,
-                                  size_t cores = std::max<size_t>(1, std::thread::hardware_concurrency())) {
-  const size_t reserved = gpu_streams == 0 ? 0 : streams_sleep ? 1 : gpu_streams + 1;
+// CPU query threads beside `gpu_drivers` GPU driver threads: every core but one for the leaf's
+// front end and one per driver (a driver polls its batches while any is in flight: a busy core).
+// With a CPU thread on every core as well as busy GPU threads, batches were launched late and the
+// scheduler fell below the GPU alone (H100, mixed load: 14k q/s with 16 CPU threads, 39k with 13;
+// RESULTS.md).
+inline size_t default_cpu_workers(size_t gpu_drivers, size_t cores = std::max<size_t>(1, std::thread::hardware_concurrency())) {
+  const size_t reserved = gpu_drivers == 0 ? 0 : gpu_drivers + 1;
   return cores > reserved ? cores - reserved : 1;
 }
 
 inline void declare_scheduler_flags(Flags& flags) {
-  flags.value("scheduler-cpu-threads", "0", "--processor auto: CPU query threads of the scheduler (0: every core but one for the front end and, unless --gpu-wait block, one per GPU stream)")
+  flags.value("scheduler-cpu-threads", "0", "--processor auto: CPU query threads of the scheduler (0: every core but one for the front end and one per GPU driver thread)")
+      .value("scheduler-gpu-threads", "2", "--processor auto: host threads driving the GPU's batch streams, each keeping its share of the streams busy (0: one per stream)")
       .value("scheduler-batch-ms", "10", "--processor auto: a GPU batch grows while its predicted time stays under this")
       .value("scheduler-cpu-run-max", "8", "--processor auto: queries a CPU thread takes at once while more wait than there are CPU threads (1: one at a time)")
       .value("scheduler-prefer-ratio", "1.5", "--processor auto: how much faster a processor must be to own a query, at balanced load")
@@ -40,8 +39,8 @@ inline SchedulerOptions scheduler_options_from(const Flags& flags, bool gpu) {
   // GPUs run their batches at once.
   const size_t devices = gpu ? gpu::parse_gpu_devices(flags.get("gpu-devices")).size() : 0;
   options.core.gpu_streams = gpu ? std::max<size_t>(1, flags.count("gpu-batch-streams")) * devices : 0;
-  const bool streams_sleep = gpu && gpu::parse_gpu_wait(flags.get("gpu-wait")) == gpu::GpuWait::kBlock;
-  options.core.cpu_workers = threads > 0 ? threads : default_cpu_workers(options.core.gpu_streams, streams_sleep);
+  options.gpu_threads = gpu_driver_threads(options.core.gpu_streams, flags.count("scheduler-gpu-threads"));
+  options.core.cpu_workers = threads > 0 ? threads : default_cpu_workers(options.gpu_threads);
   options.core.batch_max = std::max<size_t>(1, flags.count("gpu-batch-max"));
   options.core.batch_seconds = flags.number("scheduler-batch-ms") / 1e3;
   options.core.prefer_ratio = std::max(1.0, flags.number("scheduler-prefer-ratio"));

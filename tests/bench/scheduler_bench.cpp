@@ -141,6 +141,7 @@ struct RateResult {
   long preempted = 0, faults = 0, compaction_stalls = 0;
   // Seconds each processor's threads waited for the scheduler's lock.
   double lock_wait[2] = {0, 0};
+  double driver_busy = 0, gpu_batches = 0;  // the GPU drivers' host work; GPU runs (Σ 1/batch over parts)
   // Where a window's p99 is above 20 ms: its worst span in 5 ms bins (stall_timeline).
   std::string stall;
 };
@@ -230,6 +231,7 @@ RateResult run_rate(sched::Scheduler& scheduler, const std::vector<sched::Target
   PlatformProbe probe;
   const ProcessCounters before = ProcessCounters::now();
   const double lock_wait_before[2] = {scheduler.lock_wait_seconds(sched::Processor::kCpu), scheduler.lock_wait_seconds(sched::Processor::kGpu)};
+  const double driver_busy_before = scheduler.gpu_driver_busy_seconds();
   const Clock::time_point start = Clock::now() + std::chrono::milliseconds(5);
   const auto seconds_since = [&](Clock::time_point when) { return std::chrono::duration<double>(when - start).count(); };
   for (size_t i = 0; i < count; ++i) {
@@ -267,7 +269,10 @@ RateResult run_rate(sched::Scheduler& scheduler, const std::vector<sched::Target
           r.longest_run[p] = std::max(r.longest_run[p], outcome.seconds);
           ++r.answered[p];
           if (slot == long_slot) r.ran_long[p] += outcome.seconds, ++r.answered_long[p];
-          if (outcome.processor == sched::Processor::kGpu) r.batch_sum += static_cast<double>(outcome.batch), ++r.batched_parts;
+          if (outcome.processor == sched::Processor::kGpu) {
+            r.batch_sum += static_cast<double>(outcome.batch), ++r.batched_parts;
+            r.gpu_batches += 1.0 / static_cast<double>(outcome.batch);
+          }
         }
         if (--remaining[i] == 0) {
           finish[i] = seconds_since(Clock::now());
@@ -286,6 +291,7 @@ RateResult run_rate(sched::Scheduler& scheduler, const std::vector<sched::Target
   for (sched::Processor p : {sched::Processor::kCpu, sched::Processor::kGpu}) {
     r.lock_wait[static_cast<size_t>(p)] = scheduler.lock_wait_seconds(p) - lock_wait_before[static_cast<size_t>(p)];
   }
+  r.driver_busy = scheduler.gpu_driver_busy_seconds() - driver_busy_before;
   r.rate = rate;
   r.queries = count;
   std::vector<double> delays(count);
@@ -364,12 +370,13 @@ int run(int argc, char** argv) {
       .value("refine", "0", "bisections between the last rate within 50 ms p99 and the next")
       .value("cpu-threads", "0", "CPU threads (0: every core for the CPU-only policy, the leaf's default for the others)")
       .value("gpu-streams", "2", "GPU streams")
+      .value("gpu-threads", "2", "host threads driving the GPU streams (the leaf's --scheduler-gpu-threads; 0: one per stream)")
       .value("batch-max", "16", "queries per GPU batch at most")
       .value("cpu-run-max", "8", "queries a CPU thread takes at once while the queues are deep (the leaf's --scheduler-cpu-run-max)")
       .value("dominance", "0", "queries this many times cheaper in capacity on one processor join its queue (the leaf's --scheduler-dominance; 0: off)")
       .value("gpu-devices", "0", "CUDA devices (the leaf's --gpu-devices): partitions spread over them")
       .value("gpu-replicas", "1", "devices per partition (the leaf's --gpu-replicas)")
-      .value("gpu-wait", "spin", "how the streams' host threads wait for the GPU (the leaf's --gpu-wait: spin, yield, block)")
+      .value("gpu-wait", "spin", "how a host thread waits for a stream where it does (the leaf's --gpu-wait: spin, yield, block; the scheduler's drivers poll)")
       .value("calibration-ms", "1500", "calibration per processor and partition")
       .value("out", "scheduler_bench.csv", "CSV of every rate's figures")
       .value("cpu-cost-seconds", "0", "> 0: instead of the ladders, each load's searches on the CPU processor for this long by each of --cpu-cost-threads' thread counts, and the mean time of a search per thread (what a CPU thread's capacity for the load is made of; with --policies cpu, no GPU needed)")
@@ -498,10 +505,11 @@ int run(int argc, char** argv) {
       sched::SchedulerOptions options;
       const size_t threads = flags.count("cpu-threads");
       options.core.gpu_streams = have_gpu ? flags.count("gpu-streams") * gpu_settings.devices.size() : 0;  // per device
+      options.gpu_threads = sched::gpu_driver_threads(options.core.gpu_streams, flags.count("gpu-threads"));
       // The CPU alone gets every core; with the GPU, the leaf's default (cores for its streams).
       options.core.cpu_workers = threads > 0                 ? threads
                                  : policy == Policy::kCpuOnly ? std::thread::hardware_concurrency()
-                                                              : sched::default_cpu_workers(options.core.gpu_streams, gpu_settings.wait == gpu::GpuWait::kBlock);
+                                                              : sched::default_cpu_workers(options.gpu_threads);
       options.core.batch_max = flags.count("batch-max");
       options.core.cpu_run_max = std::max<size_t>(1, flags.count("cpu-run-max"));
       options.core.dominance = std::max(0.0, flags.number("dominance"));
@@ -562,7 +570,7 @@ int run(int argc, char** argv) {
         const CoreCounters c = scheduler.counters();
         std::fprintf(stderr,
                      "%s %s %.0f q/s: mean %.2f ms p99 %.2f ms missed %zu gpu %.0f%% | measured/predicted cpu %.2f gpu %.2f, "
-                     "gpu batch %.1f | lag mean %.2f max %.2f ms, submit %.1f µs; cpu wait %.2f run %.2f ms, gpu wait %.2f run %.2f ms; long-list searches cpu %zu (%.2f ms) gpu %zu, short-list cpu %zu (%.3f ms) gpu %zu | lock wait a query cpu %.1f gpu %.1f µs | so far: queued cpu %llu gpu %llu flexible %llu, steals cpu %llu gpu %llu, urgent %llu, by advantage cpu %llu gpu %llu | machine:%s\n",
+                     "gpu batch %.1f | lag mean %.2f max %.2f ms, submit %.1f µs; cpu wait %.2f run %.2f ms, gpu wait %.2f run %.2f ms; long-list searches cpu %zu (%.2f ms) gpu %zu, short-list cpu %zu (%.3f ms) gpu %zu | lock wait a query cpu %.1f gpu %.1f µs, gpu driver host work %.1f µs a run | so far: queued cpu %llu gpu %llu flexible %llu, steals cpu %llu gpu %llu, urgent %llu, by advantage cpu %llu gpu %llu | machine:%s\n",
                      load.name.c_str(), name.c_str(), rate, r.mean * 1e3, r.p99 * 1e3, r.missed, r.parts ? 100.0 * r.gpu_parts / r.parts : 0,
                      r.predicted[0] > 0 ? r.measured[0] / r.predicted[0] : 0, r.predicted[1] > 0 ? r.measured[1] / r.predicted[1] : 0,
                      r.batched_parts ? r.batch_sum / r.batched_parts : 0, r.lag_mean * 1e3, r.lag_max * 1e3, r.submit_mean * 1e6,
@@ -572,7 +580,7 @@ int run(int argc, char** argv) {
                      r.answered[0] - r.answered_long[0],
                      r.answered[0] > r.answered_long[0] ? (r.ran[0] - r.ran_long[0]) / (r.answered[0] - r.answered_long[0]) * 1e3 : 0,
                      r.answered[1] - r.answered_long[1],
-                     r.answered[0] ? r.lock_wait[0] / r.answered[0] * 1e6 : 0, r.answered[1] ? r.lock_wait[1] / r.answered[1] * 1e6 : 0, (unsigned long long)c.enqueued[0], (unsigned long long)c.enqueued[1],
+                     r.answered[0] ? r.lock_wait[0] / r.answered[0] * 1e6 : 0, r.answered[1] ? r.lock_wait[1] / r.answered[1] * 1e6 : 0, r.gpu_batches > 0 ? r.driver_busy / r.gpu_batches * 1e6 : 0, (unsigned long long)c.enqueued[0], (unsigned long long)c.enqueued[1],
                      (unsigned long long)c.enqueued[2], (unsigned long long)c.steals[0], (unsigned long long)c.steals[1],
                      (unsigned long long)(c.urgent[0] + c.urgent[1]), (unsigned long long)c.dominant[0], (unsigned long long)c.dominant[1], machine.c_str());
         for (const RateResult& w : windows) {

@@ -369,6 +369,66 @@ TEST(GpuBatching, ExecutorRunsAMixedSpanInOrder) {
   }
 }
 
+// Three executors driven from one thread without waiting (start, then poll each in turn), as the
+// scheduler's GPU driver does: their phases interleave on three streams (AND batches, then OR and
+// AND+OR fallbacks; pieces and small key rows for the rarer paths), every answer is the CPU's, and
+// an executor takes its next batch once it gave its results.
+TEST(GpuBatching, ExecutorsPolledFromOneThreadGiveTheCpusAnswers) {
+  WARP_REQUIRE_GPU();
+  const uint64_t seed = testing::test_seed() + 34;
+  const Collection c = random_collection("bp128", seed, 1);
+  const IndexView& view = c.partitions[0].view;
+  gpu::DeviceIndex device(view);
+  CpuQueryProcessor cpu(view);
+  std::vector<std::unique_ptr<gpu::BatchExecutor>> executors;
+  for (size_t i = 0; i < 3; ++i) {
+    executors.push_back(std::make_unique<gpu::BatchExecutor>(
+        device, gpu::BatchOptions{.threshold = 5000, .max_queries = 4, .and_piece_slots = i == 2 ? size_t{512} : size_t{1} << 22,
+                                  .or_key_row = i == 2 ? size_t{16} : size_t{1} << 20}));
+  }
+  std::vector<Query> queries;
+  for (size_t q = 0; q < c.queries.size(); ++q) {
+    queries.push_back({c.queries[q], static_cast<QueryMode>(q % 3), q % 2 ? size_t{10} : size_t{300}});
+  }
+  // Spans of 7 queries dealt to the executors in turn; each polled until done, then given the next.
+  constexpr size_t kSpan = 7;
+  std::vector<QueryResult> results(queries.size());
+  std::vector<size_t> running(executors.size(), SIZE_MAX);
+  size_t next = 0, polls = 0, finished = 0;
+  while (finished < queries.size()) {
+    for (size_t e = 0; e < executors.size(); ++e) {
+      if (running[e] == SIZE_MAX) {
+        if (next >= queries.size()) continue;
+        running[e] = next;
+        executors[e]->start(std::span<const Query>(queries).subspan(next, std::min(kSpan, queries.size() - next)));
+        next += kSpan;
+      }
+      ++polls;
+      if (!executors[e]->poll()) continue;
+      std::vector<QueryResult> answers = executors[e]->take_results();
+      for (size_t i = 0; i < answers.size(); ++i) results[running[e] + i] = std::move(answers[i]);
+      finished += answers.size();
+      running[e] = SIZE_MAX;
+    }
+  }
+  for (size_t q = 0; q < queries.size(); ++q) {
+    const QueryResult expected = cpu.search(queries[q]);
+    ASSERT_TRUE(testing::identical_hits(expected.hits, results[q].hits)) << "query " << q << " mode " << to_string(queries[q].mode) << " seed " << seed;
+    if (queries[q].mode != QueryMode::kOr) {
+      ASSERT_EQ(expected.and_matches, results[q].and_matches) << "query " << q << " seed " << seed;
+    }
+  }
+  EXPECT_GT(polls, queries.size() / kSpan) << "every batch answered at its first poll: nothing ran asynchronously";
+  EXPECT_THROW(executors[0]->take_results(), Error);  // nothing started
+  executors[0]->start(std::span<const Query>(queries).first(3));
+  EXPECT_THROW(executors[0]->start(std::span<const Query>(queries).first(3)), Error);  // one batch at a time
+  executors[0]->cancel();  // dropped unfinished: the executor is free again
+  executors[0]->start(std::span<const Query>(queries).first(3));
+  while (!executors[0]->poll()) {
+  }
+  EXPECT_EQ(executors[0]->take_results().size(), 3u);
+}
+
 // Batch memory sized by the work: with pieces of two blocks and rows of 16 keys, AND queries run
 // as pieces of their shortest list (answers merged) and OR queries that keep more candidates run
 // again alone; every answer, its scores and AND's match count stay the CPU's.
@@ -489,7 +549,8 @@ TEST(GpuReplicas, PartitionsSpreadOverDevicesAndReplicasTakeTheNext) {
   for (const char* bad : {"", "0,", "a", "1;2", "-1", ",0"}) EXPECT_THROW(gpu::parse_gpu_devices(bad), Error) << bad;
 }
 
-// The leaf's scheduler over the real CPU and GPU processors, 8 clients at once: every answer equals
+// The leaf's scheduler over the real CPU and GPU processors, 8 clients at once, one GPU driver
+// thread for three streams: every answer equals
 // the CPU processor's whichever processor (or GPU batch) gave it; once with the scheduler's own
 // choices, once with every query on the GPU so that its batches are exercised under load.
 TEST(GpuScheduler, AnswersMatchTheCpuUnderConcurrentLoad) {
@@ -499,13 +560,14 @@ TEST(GpuScheduler, AnswersMatchTheCpuUnderConcurrentLoad) {
   const IndexView& view = c.partitions[0].view;
   CpuQueryProcessor cpu(view);
   gpu::GpuProcessorOptions gpu_options;
-  gpu_options.batch_executors = 2;
+  gpu_options.batch_executors = 3;
   gpu::GpuQueryProcessor gpu(view, gpu_options);
   for (sched::Policy policy : {sched::Policy::kScheduler, sched::Policy::kGpuOnly}) {
     sched::SchedulerOptions options;
     options.core.policy = policy;
     options.core.cpu_workers = 8;
-    options.core.gpu_streams = 2;
+    options.core.gpu_streams = 3;
+    options.gpu_threads = 1;  // one driver keeps the three streams' batches in flight
     options.core.batch_max = 8;
     options.calibration_seconds = 0.2;
     sched::Scheduler scheduler(options);

@@ -297,14 +297,14 @@ TEST(SchedulerFlags, DominanceIsOffOrAtLeastOne) {
   EXPECT_THROW(options_for("-1"), Error);
 }
 
-// --gpu-wait reaches the GPU settings, and sleeping stream threads leave their cores to the CPU's
-// default thread count (every core but the front end's).
-TEST(SchedulerFlags, GpuWaitSetsTheSettingsAndTheDefaultCpuThreads) {
-  const auto parsed = [](std::string value) {
+// --gpu-wait reaches the GPU settings; the CPU's default thread count leaves a core to each GPU
+// driver thread (they poll their batches whatever --gpu-wait says) and one to the front end.
+TEST(SchedulerFlags, GpuWaitSetsTheSettingsAndDriversTheDefaultCpuThreads) {
+  const auto parsed = [](std::string value, std::string drivers = "2") {
     auto flags = std::make_unique<Flags>("scheduler_test");
     declare_scheduler_flags(*flags);
     gpu::declare_gpu_flags(*flags);
-    std::vector<std::string> args = {"scheduler_test", "--gpu-wait", value, "--gpu-batch-streams", "3"};
+    std::vector<std::string> args = {"scheduler_test", "--gpu-wait", value, "--gpu-batch-streams", "3", "--scheduler-gpu-threads", drivers};
     std::vector<char*> argv;
     for (std::string& arg : args) argv.push_back(arg.data());
     flags->parse(static_cast<int>(argv.size()), argv.data());
@@ -315,12 +315,16 @@ TEST(SchedulerFlags, GpuWaitSetsTheSettingsAndTheDefaultCpuThreads) {
   EXPECT_EQ(gpu::gpu_settings_from(*parsed("block")).wait, gpu::GpuWait::kBlock);
   EXPECT_THROW(gpu::gpu_settings_from(*parsed("nap")), Error);
   const size_t cores = std::max<size_t>(1, std::thread::hardware_concurrency());
-  EXPECT_EQ(scheduler_options_from(*parsed("block"), true).core.cpu_workers, std::max<size_t>(1, cores - 1));
-  EXPECT_EQ(scheduler_options_from(*parsed("spin"), true).core.cpu_workers, cores > 4 ? cores - 4 : 1);
-  EXPECT_EQ(default_cpu_workers(3, false, 16), 12u);  // the H100 host: 3 spinning streams, the front end
-  EXPECT_EQ(default_cpu_workers(3, true, 16), 15u);
-  EXPECT_EQ(default_cpu_workers(0, false, 16), 16u);  // no GPU: every core
-  EXPECT_EQ(default_cpu_workers(3, false, 2), 1u);
+  EXPECT_EQ(scheduler_options_from(*parsed("block"), true).core.cpu_workers, cores > 3 ? cores - 3 : 1);
+  EXPECT_EQ(scheduler_options_from(*parsed("spin"), true).gpu_threads, 2u);
+  EXPECT_EQ(scheduler_options_from(*parsed("spin", "0"), true).gpu_threads, 3u);  // one per stream
+  EXPECT_EQ(scheduler_options_from(*parsed("spin", "9"), true).gpu_threads, 3u);  // at most one per stream
+  EXPECT_EQ(scheduler_options_from(*parsed("spin", "0"), true).core.cpu_workers, cores > 4 ? cores - 4 : 1);
+  EXPECT_EQ(scheduler_options_from(*parsed("spin", "1"), false).gpu_threads, 0u);  // no GPU
+  EXPECT_EQ(default_cpu_workers(3, 16), 12u);  // the H100 host: 3 drivers, the front end
+  EXPECT_EQ(default_cpu_workers(1, 16), 14u);
+  EXPECT_EQ(default_cpu_workers(0, 16), 16u);  // no GPU: every core
+  EXPECT_EQ(default_cpu_workers(3, 2), 1u);
 }
 
 TEST(ScheduleCore, AQueryNearItsDeadlineGoesFirst) {
@@ -814,6 +818,90 @@ TEST(Scheduler, AGpuThatFailsLosesNoQuery) {
   options.calibration_seconds = 0;
   Scheduler scheduler(options);
   const Target target{&view, &cpu, &failing, nullptr};
+  expect_answers_equal_cpu(scheduler, target, c, cpu);
+  EXPECT_FALSE(scheduler.gpu_usable());
+}
+
+// A stand-in GPU whose batches take `delay` each and run side by side, as batches on several
+// streams do: start_batch returns at once, poll() says ready once the delay has passed. It counts
+// the runs in flight at once; batch number `healthy` + 1 fails when polled (-1: none fails).
+class DelayedBatchProcessor final : public QueryProcessor {
+ public:
+  DelayedBatchProcessor(const QueryProcessor& inner, std::chrono::microseconds delay, int healthy = -1)
+      : inner_(inner), delay_(delay), healthy_(healthy) {}
+  std::string_view name() const override { return "gpu"; }
+  QueryResult search(const Query& query) const override { return inner_.search(query); }
+  std::unique_ptr<BatchRun> start_batch(std::span<const Query> queries) const override {
+    return std::make_unique<Run>(*this, inner_.search_batch(queries), healthy_.fetch_sub(1) == 0);
+  }
+  size_t most_in_flight() const { return most_in_flight_; }
+
+ private:
+  class Run final : public BatchRun {
+   public:
+    Run(const DelayedBatchProcessor& owner, std::vector<QueryResult> results, bool fails)
+        : owner_(owner), results_(std::move(results)), ready_at_(std::chrono::steady_clock::now() + owner.delay_), fails_(fails) {
+      const size_t now = ++owner_.in_flight_;
+      size_t most = owner_.most_in_flight_;
+      while (now > most && !owner_.most_in_flight_.compare_exchange_weak(most, now)) {
+      }
+    }
+    ~Run() override { --owner_.in_flight_; }
+    bool poll() override {
+      if (std::chrono::steady_clock::now() < ready_at_) return false;
+      if (fails_) throw Error("simulated GPU failure in a batch");
+      return true;
+    }
+    std::vector<QueryResult> take() override { return std::move(results_); }
+
+   private:
+    const DelayedBatchProcessor& owner_;
+    std::vector<QueryResult> results_;
+    std::chrono::steady_clock::time_point ready_at_;
+    bool fails_;
+  };
+  const QueryProcessor& inner_;
+  std::chrono::microseconds delay_;
+  mutable std::atomic<int> healthy_;
+  mutable std::atomic<size_t> in_flight_{0}, most_in_flight_{0};
+};
+
+// One driver thread keeps every stream's batch in flight: the runs overlap (four at once from one
+// thread), and every answer is the CPU processor's.
+TEST(Scheduler, OneGpuDriverKeepsSeveralBatchesInFlight) {
+  const Collection c = random_collection(testing::test_seed() + 4);
+  const IndexView& view = c.partitions[0].view;
+  CpuQueryProcessor cpu(view), inner(view);
+  DelayedBatchProcessor gpu(inner, std::chrono::microseconds(3000));
+  SchedulerOptions options;
+  options.core = two_processors(Policy::kGpuOnly);
+  options.core.gpu_streams = 4;
+  options.core.batch_max = 2;  // 8 clients: batches of two, four of them in flight
+  options.gpu_threads = 1;
+  options.calibration_seconds = 0;
+  Scheduler scheduler(options);
+  const Target target{&view, &cpu, &gpu, nullptr};
+  expect_answers_equal_cpu(scheduler, target, c, cpu);
+  EXPECT_EQ(gpu.most_in_flight(), 4u) << "one driver, four streams";
+  EXPECT_GT(scheduler.gpu_driver_busy_seconds(), 0.0);
+  EXPECT_EQ(scheduler.counters().enqueued[0], 0u);
+}
+
+// A batch that fails while in flight (its poll throws): its queries and every later one are
+// answered on the CPU; the other batches in flight on the same driver are answered as they finish.
+TEST(Scheduler, ABatchThatFailsInFlightLosesNoQuery) {
+  const Collection c = random_collection(testing::test_seed() + 5);
+  const IndexView& view = c.partitions[0].view;
+  CpuQueryProcessor cpu(view), inner(view);
+  DelayedBatchProcessor gpu(inner, std::chrono::microseconds(1000), 10);
+  SchedulerOptions options;
+  options.core = two_processors(Policy::kGpuOnly);
+  options.core.gpu_streams = 4;
+  options.core.batch_max = 2;
+  options.gpu_threads = 1;
+  options.calibration_seconds = 0;
+  Scheduler scheduler(options);
+  const Target target{&view, &cpu, &gpu, nullptr};
   expect_answers_equal_cpu(scheduler, target, c, cpu);
   EXPECT_FALSE(scheduler.gpu_usable());
 }
