@@ -729,7 +729,6 @@ bool BatchExecutor::launch_or(std::vector<Prepared>& batch, std::vector<QueryRes
   const uint32_t doc_count = device_.host().doc_count();
   const size_t n = batch.size();
   if (doc_count == 0) return false;
-  WARP_CUDA_CHECK(cudaMemsetAsync(b.counters, 0, n * sizeof(Counters), b.stream));
   for (size_t q = 0; q < n; ++q) {
     QueryResult& result = results[batch[q].index];
     if (batch[q].query->mode == QueryMode::kAndOr) {
@@ -747,6 +746,7 @@ bool BatchExecutor::launch_or(std::vector<Prepared>& batch, std::vector<QueryRes
     job.or_launched = b.or_tiles->launch(job.or_queries, {b.or_keys, b.key_row, &b.topk}, b.stream);
     return true;
   }
+  WARP_CUDA_CHECK(cudaMemsetAsync(b.counters, 0, n * sizeof(Counters), b.stream));  // the tiles count in their scratch
   run_or_dense(batch, results);
   WARP_CUDA_CHECK(cudaMemcpyAsync(b.host_counters, b.counters, n * sizeof(Counters), cudaMemcpyDeviceToHost, b.stream));
   WARP_CUDA_CHECK(cudaStreamSynchronize(b.stream));

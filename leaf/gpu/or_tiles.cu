@@ -50,6 +50,17 @@ Staged carve_staging(char* base, size_t queries, size_t lists) {
   return s;
 }
 
+// Zeroes a run's accumulators: the queries' scratch, the sparse lists' slice maxima, the rounds'
+// work-list counts.
+__global__ void zero_run_kernel(uint32_t* scratch, size_t scratch_words, uint32_t* sparse_maxima, size_t sparse_words,
+                                uint32_t* round_totals, uint32_t rounds) {
+  const size_t stride = size_t{gridDim.x} * blockDim.x;
+  const size_t first = size_t{blockIdx.x} * blockDim.x + threadIdx.x;
+  for (size_t i = first; i < scratch_words; i += stride) scratch[i] = 0;
+  for (size_t i = first; i < sparse_words; i += stride) sparse_maxima[i] = 0;
+  if (first < rounds) round_totals[first] = 0;
+}
+
 struct OrTiles::Buffers {
   uint32_t tiles = 0, slices = 0, sparse_capacity = 0, first_capacity = 0, persistent_128 = 0, persistent_256 = 0;
   char* inputs = nullptr;       // device copy of the staging area
@@ -65,7 +76,19 @@ struct OrTiles::Buffers {
   uint64_t* staging = nullptr;
   uint64_t* results = nullptr;
   uint64_t* host_results = nullptr;
+  // A run's launches as one CUDA graph (unless WARP_GPU_GRAPHS=0): captured each run, the
+  // instantiated graph of its shape (sparse lists or none, block size) updated with the new
+  // parameters and launched with one call instead of a dozen. The launches were most of a GPU
+  // driver thread's host work a batch; this took 11-28% off them and never lowered a rate
+  // (RESULTS.md, thirtieth session).
+  bool graphs = std::getenv("WARP_GPU_GRAPHS") == nullptr || std::string(std::getenv("WARP_GPU_GRAPHS")) != "0";
+  cudaGraphExec_t graph_execs[2][2] = {};  // [sparse lists][block size 256]
   ~Buffers() {
+    for (auto& row : graph_execs) {
+      for (cudaGraphExec_t exec : row) {
+        if (exec != nullptr) cudaGraphExecDestroy(exec);
+      }
+    }
     for (void* p : {(void*)inputs, (void*)sparse_maxima, (void*)sparse.docs, (void*)sparse.scores, (void*)sparse.tile_start, (void*)slice_bounds, (void*)scratch, (void*)bounds, (void*)first_tiles,
                     (void*)second_tiles, (void*)second_total, (void*)staging, (void*)results}) {
       cudaFree(p);
@@ -218,7 +241,7 @@ OrTiles::OrTiles(const DeviceIndex& device, size_t max_queries, size_t max_lists
   device_alloc(b.bounds, q * b.tiles);
   device_alloc(b.first_tiles, q * b.first_capacity);
   device_alloc(b.second_tiles, q * b.tiles);
-  device_alloc(b.second_total, 1);
+  device_alloc(b.second_total, kRounds);
   device_alloc(b.staging, q * kSortCapacity);
   device_alloc(b.results, q * (kHeader + kSortCapacity));
   WARP_CUDA_CHECK(cudaMallocHost(&b.host_results, q * (kHeader + kSortCapacity) * sizeof(uint64_t)));
@@ -284,13 +307,35 @@ OrTiles::Launched OrTiles::launch(std::span<const OrTileQuery> queries, const Or
   if (!any || doc_count == 0) return launched;
   const uint32_t result_stride = kHeader + std::min(max_k, kSortCapacity);
   const uint32_t qn = static_cast<uint32_t>(n);
+  // Captured into a graph when graphs are on; the capture ends (and is discarded) however the
+  // launches below end.
+  struct Capture {
+    cudaStream_t stream;
+    bool on;
+    cudaGraph_t end() {
+      cudaGraph_t graph = nullptr;
+      on = false;
+      WARP_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+      return graph;
+    }
+    ~Capture() {
+      if (!on) return;
+      cudaGraph_t graph = nullptr;
+      cudaStreamEndCapture(stream, &graph);
+      if (graph != nullptr) cudaGraphDestroy(graph);
+    }
+  } capture{stream, b.graphs && !times_->on};
+  if (capture.on) WARP_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
   times_->mark(0, stream);
-  WARP_CUDA_CHECK(cudaMemsetAsync(b.scratch, 0, n * sizeof(QueryScratch), stream));
-  WARP_CUDA_CHECK(cudaMemsetAsync(b.second_total, 0, sizeof(uint32_t), stream));
+  // One launch zeroes what a run accumulates into (each call costs the host microseconds: a
+  // batch's launches were most of a GPU driver thread's work, RESULTS.md).
+  const size_t scratch_words = n * sizeof(QueryScratch) / sizeof(uint32_t), sparse_words = size_t{sparse} * b.slices;
+  zero_run_kernel<<<static_cast<uint32_t>(std::min<size_t>(512, (scratch_words + sparse_words + 1023) / 1024)), 256, 0, stream>>>(
+      reinterpret_cast<uint32_t*>(b.scratch), scratch_words, b.sparse_maxima, sparse_words, b.second_total, kRounds);
+  WARP_CUDA_CHECK_LAUNCH();
   WARP_CUDA_CHECK(cudaMemcpyAsync(b.inputs, b.host_inputs, host.bytes, cudaMemcpyHostToDevice, stream));
   const float* norms = device_.length_norms();
   if (sparse > 0) {
-    WARP_CUDA_CHECK(cudaMemsetAsync(b.sparse_maxima, 0, size_t{sparse} * b.slices * sizeof(uint32_t), stream));
     if (block_size == 256) {
       sparse_maxima_kernel<256><<<sparse_blocks, 256, 0, stream>>>(dev.sparse, sparse, norms, doc_begin, b.slices, b.sparse_maxima, b.sparse, b.scratch);
     } else {
@@ -317,17 +362,17 @@ OrTiles::Launched OrTiles::launch(std::span<const OrTileQuery> queries, const Or
   const std::vector<uint32_t> rounds = plan_rounds(b.first_capacity, b.tiles);
   times_->rounds = rounds.size();
   for (uint32_t round = 0; round < rounds.size(); ++round) {
-    if (round > 0) WARP_CUDA_CHECK(cudaMemsetAsync(b.second_total, 0, sizeof(uint32_t), stream));
+    uint32_t* const round_total = b.second_total + round;  // each round's own count, zeroed at the start
     theta_kernel<<<qn, kPlanThreads, 0, stream>>>(dev.queries, b.bounds, round, rounds[round], b.tiles, candidate_keys,
-                                                  key_stride, b.second_tiles, b.second_total, b.scratch);
+                                                  key_stride, b.second_tiles, round_total, b.scratch);
     WARP_CUDA_CHECK_LAUNCH();
     if (round == 0) times_->mark(3, stream);
     if (block_size == 256) {
       second_pass_kernel<256><<<b.persistent_256, 256, 0, stream>>>(dev.queries, in, dev.weights, norms, b.second_tiles,
-                                                                    b.second_total, candidate_keys, key_stride, staged_, kStageOptions, b.scratch);
+                                                                    round_total, candidate_keys, key_stride, staged_, kStageOptions, b.scratch);
     } else {
       second_pass_kernel<128><<<b.persistent_128, 128, 0, stream>>>(dev.queries, in, dev.weights, norms, b.second_tiles,
-                                                                    b.second_total, candidate_keys, key_stride, staged_, kStageOptions, b.scratch);
+                                                                    round_total, candidate_keys, key_stride, staged_, kStageOptions, b.scratch);
     }
     WARP_CUDA_CHECK_LAUNCH();
   }
@@ -337,6 +382,23 @@ OrTiles::Launched OrTiles::launch(std::span<const OrTileQuery> queries, const Or
   WARP_CUDA_CHECK_LAUNCH();
   times_->mark(5, stream);
   WARP_CUDA_CHECK(cudaMemcpyAsync(b.host_results, b.results, n * result_stride * sizeof(uint64_t), cudaMemcpyDeviceToHost, stream));
+  if (capture.on) {
+    cudaGraph_t graph = capture.end();
+    cudaGraphExec_t& exec = b.graph_execs[sparse > 0][block_size == 256];
+    if (exec != nullptr) {
+      cudaGraphExecUpdateResultInfo info{};
+      if (cudaGraphExecUpdate(exec, graph, &info) != cudaSuccess) {  // another shape: instantiated anew
+        cudaGetLastError();
+        cudaGraphExecDestroy(exec);
+        exec = nullptr;
+      }
+    }
+    cudaError_t made = exec == nullptr ? cudaGraphInstantiate(&exec, graph, 0) : cudaSuccess;
+    if (made != cudaSuccess) exec = nullptr;
+    cudaGraphDestroy(graph);
+    WARP_CUDA_CHECK(made);
+    WARP_CUDA_CHECK(cudaGraphLaunch(exec, stream));
+  }
   launched.any = true;
   launched.result_stride = result_stride;
   launched.key_stride = key_stride;

@@ -6,6 +6,10 @@
 #include <prometheus/registry.h>
 #include <pthread.h>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -24,6 +28,12 @@ namespace warp::sched {
 namespace {
 
 using prometheus::Labels;
+
+void cpu_pause() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#endif
+}
 
 // The warpsearch_leaf_scheduler_* metrics (registered once per registry: prometheus-cpp returns the
 // family already there when a second scheduler registers it again).
@@ -389,6 +399,7 @@ struct Scheduler::State::Flight {
 // without any arrival). With nothing in flight and nothing to take it parks like a CPU thread.
 void Scheduler::State::gpu_loop(size_t slots) {
   constexpr auto kRetake = std::chrono::microseconds(20);
+  constexpr int kPollPauses = 32;
   Parker self;
   std::vector<std::unique_ptr<Flight>> flights, started;
   std::unique_lock<SpinMutex> lock(mutex);
@@ -470,6 +481,11 @@ void Scheduler::State::gpu_loop(size_t slots) {
       if (flights.size() < slots &&
           (inbox_filled.load(std::memory_order_relaxed) || Clock::now() - polling_since >= kRetake)) {
         break;
+      }
+      if (!completed) {
+        // Nothing finished: a pause (1-5 µs) before the next sweep, so that the drivers' polls
+        // (calls into the CUDA driver, under its locks) crowd the other drivers' launches less.
+        for (int i = 0; i < kPollPauses; ++i) cpu_pause();
       }
     }
     relock(lock, Processor::kGpu);

@@ -300,11 +300,12 @@ TEST(SchedulerFlags, DominanceIsOffOrAtLeastOne) {
 // --gpu-wait reaches the GPU settings; the CPU's default thread count leaves a core to each GPU
 // driver thread (they poll their batches whatever --gpu-wait says) and one to the front end.
 TEST(SchedulerFlags, GpuWaitSetsTheSettingsAndDriversTheDefaultCpuThreads) {
-  const auto parsed = [](std::string value, std::string drivers = "2") {
+  const auto parsed = [](std::string value, std::string drivers = "") {
     auto flags = std::make_unique<Flags>("scheduler_test");
     declare_scheduler_flags(*flags);
     gpu::declare_gpu_flags(*flags);
-    std::vector<std::string> args = {"scheduler_test", "--gpu-wait", value, "--gpu-batch-streams", "3", "--scheduler-gpu-threads", drivers};
+    std::vector<std::string> args = {"scheduler_test", "--gpu-wait", value, "--gpu-batch-streams", "3"};
+    if (!drivers.empty()) args.insert(args.end(), {"--scheduler-gpu-threads", drivers});
     std::vector<char*> argv;
     for (std::string& arg : args) argv.push_back(arg.data());
     flags->parse(static_cast<int>(argv.size()), argv.data());
@@ -315,8 +316,10 @@ TEST(SchedulerFlags, GpuWaitSetsTheSettingsAndDriversTheDefaultCpuThreads) {
   EXPECT_EQ(gpu::gpu_settings_from(*parsed("block")).wait, gpu::GpuWait::kBlock);
   EXPECT_THROW(gpu::gpu_settings_from(*parsed("nap")), Error);
   const size_t cores = std::max<size_t>(1, std::thread::hardware_concurrency());
-  EXPECT_EQ(scheduler_options_from(*parsed("block"), true).core.cpu_workers, cores > 3 ? cores - 3 : 1);
-  EXPECT_EQ(scheduler_options_from(*parsed("spin"), true).gpu_threads, 2u);
+  EXPECT_EQ(scheduler_options_from(*parsed("spin"), true).gpu_threads, 3u);  // by default one per stream
+  EXPECT_EQ(scheduler_options_from(*parsed("block"), true).core.cpu_workers, cores > 4 ? cores - 4 : 1);
+  EXPECT_EQ(scheduler_options_from(*parsed("block", "2"), true).core.cpu_workers, cores > 3 ? cores - 3 : 1);
+  EXPECT_EQ(scheduler_options_from(*parsed("spin", "2"), true).gpu_threads, 2u);
   EXPECT_EQ(scheduler_options_from(*parsed("spin", "0"), true).gpu_threads, 3u);  // one per stream
   EXPECT_EQ(scheduler_options_from(*parsed("spin", "9"), true).gpu_threads, 3u);  // at most one per stream
   EXPECT_EQ(scheduler_options_from(*parsed("spin", "0"), true).core.cpu_workers, cores > 4 ? cores - 4 : 1);
