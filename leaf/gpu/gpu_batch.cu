@@ -275,6 +275,13 @@ struct BatchExecutor::HostTimes {
   void add(double& into, Clock::time_point since) const {
     if (on) into += std::chrono::duration<double>(Clock::now() - since).count();
   }
+  struct Scope {  // adds the time until it ends to `into`
+    Scope(const HostTimes& times, double& into) : times(times), into(into), since(times.mark()) {}
+    ~Scope() { times.add(into, since); }
+    const HostTimes& times;
+    double& into;
+    Clock::time_point since;
+  };
   ~HostTimes() {
     if (!on || batches == 0) return;
     const double b = static_cast<double>(batches);
@@ -502,12 +509,7 @@ void BatchExecutor::abandon() {
 }
 
 bool BatchExecutor::launch_next() {
-  const auto since = host_times_->mark();
-  struct Timed {
-    BatchExecutor::HostTimes& times;
-    BatchExecutor::HostTimes::Clock::time_point since;
-    ~Timed() { times.add(times.launch, since); }
-  } timed{*host_times_, since};
+  const HostTimes::Scope timed(*host_times_, host_times_->launch);
   Job& job = *job_;
   job.in_flight = Job::Phase::kNone;
   if (job.next_and < job.and_batches.size()) {
@@ -542,13 +544,8 @@ bool BatchExecutor::launch_next() {
 }
 
 void BatchExecutor::finish_phase() {
-  const auto since = host_times_->mark();
+  const HostTimes::Scope timed(*host_times_, host_times_->finish);
   ++host_times_->phases;
-  struct Timed {
-    BatchExecutor::HostTimes& times;
-    BatchExecutor::HostTimes::Clock::time_point since;
-    ~Timed() { times.add(times.finish, since); }
-  } timed{*host_times_, since};
   Job& job = *job_;
   if (job.in_flight == Job::Phase::kAnd) {
     std::vector<Prepared>& batch = job.and_batches[job.next_and++];
