@@ -23,6 +23,7 @@ void device_alloc(T*& p, size_t count) {
 // The per-run inputs (queries, lists, their weights and sparse rows, the sparse lists) are packed
 // into one pinned staging area and go over in one copy; `Staged` points into either copy.
 struct Staged {
+  RunSizes* sizes;
   EngineQuery* queries;
   DeviceList* lists;
   uint32_t* sparse_slots;  // per list: its row of sparse maxima, or kDenseList
@@ -40,6 +41,7 @@ Staged carve_staging(char* base, size_t queries, size_t lists) {
     return p;
   };
   Staged s{};
+  s.sizes = reinterpret_cast<RunSizes*>(take(sizeof(RunSizes)));
   s.queries = reinterpret_cast<EngineQuery*>(take(queries * sizeof(EngineQuery)));
   s.lists = reinterpret_cast<DeviceList*>(take(lists * sizeof(DeviceList)));
   s.sparse_slots = reinterpret_cast<uint32_t*>(take(lists * sizeof(uint32_t)));
@@ -50,10 +52,12 @@ Staged carve_staging(char* base, size_t queries, size_t lists) {
   return s;
 }
 
-// Zeroes a run's accumulators: the queries' scratch, the sparse lists' slice maxima, the rounds'
-// work-list counts.
-__global__ void zero_run_kernel(uint32_t* scratch, size_t scratch_words, uint32_t* sparse_maxima, size_t sparse_words,
+// Zeroes a run's accumulators: its queries' scratch, its sparse lists' slice maxima, the rounds'
+// work-list counts (the run's sizes from device memory: any grid covers them).
+__global__ void zero_run_kernel(const RunSizes* sizes, uint32_t* scratch, uint32_t* sparse_maxima, uint32_t slices,
                                 uint32_t* round_totals, uint32_t rounds) {
+  const size_t scratch_words = size_t{sizes->queries} * (sizeof(QueryScratch) / sizeof(uint32_t));
+  const size_t sparse_words = size_t{sizes->sparse} * slices;
   const size_t stride = size_t{gridDim.x} * blockDim.x;
   const size_t first = size_t{blockIdx.x} * blockDim.x + threadIdx.x;
   for (size_t i = first; i < scratch_words; i += stride) scratch[i] = 0;
@@ -76,19 +80,24 @@ struct OrTiles::Buffers {
   uint64_t* staging = nullptr;
   uint64_t* results = nullptr;
   uint64_t* host_results = nullptr;
-  // A run's launches as one CUDA graph (unless WARP_GPU_GRAPHS=0): captured each run, the
-  // instantiated graph of its shape (sparse lists or none, block size) updated with the new
-  // parameters and launched with one call instead of a dozen. The launches were most of a GPU
-  // driver thread's host work a batch; this took 11-28% off them and never lowered a rate
-  // (RESULTS.md, thirtieth session).
+  // A run's kernels as one CUDA graph (unless WARP_GPU_GRAPHS=0), captured once per block size
+  // with grids for the most queries and the run's sizes read from device memory: a run costs the
+  // host three calls (inputs in, the graph, answers out) instead of a dozen or more. The launches
+  // were most of a GPU driver thread's host work a batch (RESULTS.md, thirtieth session).
   bool graphs = std::getenv("WARP_GPU_GRAPHS") == nullptr || std::string(std::getenv("WARP_GPU_GRAPHS")) != "0";
-  cudaGraphExec_t graph_execs[2][2] = {};  // [sparse lists][block size 256]
-  ~Buffers() {
-    for (auto& row : graph_execs) {
-      for (cudaGraphExec_t exec : row) {
-        if (exec != nullptr) cudaGraphExecDestroy(exec);
-      }
+  cudaGraphExec_t graph_execs[2] = {};  // [block size 256]
+  const uint64_t* graph_keys = nullptr;  // the key rows the graphs were captured with
+  size_t graph_key_stride = 0;
+  uint32_t sparse_grid = 0;  // thread blocks of a graph's sparse-list kernel
+  void drop_graphs() {
+    for (cudaGraphExec_t& exec : graph_execs) {
+      if (exec != nullptr) cudaGraphExecDestroy(exec);
+      exec = nullptr;
     }
+    graph_keys = nullptr;
+  }
+  ~Buffers() {
+    drop_graphs();
     for (void* p : {(void*)inputs, (void*)sparse_maxima, (void*)sparse.docs, (void*)sparse.scores, (void*)sparse.tile_start, (void*)slice_bounds, (void*)scratch, (void*)bounds, (void*)first_tiles,
                     (void*)second_tiles, (void*)second_total, (void*)staging, (void*)results}) {
       cudaFree(p);
@@ -202,6 +211,10 @@ std::vector<uint32_t> plan_rounds(uint32_t first_tiles, uint32_t tiles) {
 // 21,383 without stages, at 0.82×, 0.82× and 0.94× its queries per second.
 constexpr StageOptions kStageOptions{.min_items = 8};
 
+// Lists a graph's staging holds (fixed places, copied whole each run: ~40 KB); runs with more
+// lists launch kernel by kernel.
+constexpr size_t kGraphLists = 128;
+
 }  // namespace
 
 OrTiles::OrTiles(const DeviceIndex& device, size_t max_queries, size_t max_lists, bool staged)
@@ -222,6 +235,7 @@ OrTiles::OrTiles(const DeviceIndex& device, size_t max_queries, size_t max_lists
   WARP_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm_256, second_pass_kernel<256>, 256, 0));
   b.persistent_128 = static_cast<uint32_t>(sms * std::max(1, per_sm_128));
   b.persistent_256 = static_cast<uint32_t>(sms * std::max(1, per_sm_256));
+  b.sparse_grid = static_cast<uint32_t>(2 * sms);
   // The first pass, whose k-th best gives θ: about four waves of the GPU over the batch, 32 to 128
   // tiles a query, at most an eighth of the partition's tiles.
   b.first_capacity = static_cast<uint32_t>(std::min<size_t>(std::clamp<size_t>(4 * sms / max_queries_, 32, 128),
@@ -253,6 +267,7 @@ OrTiles::~OrTiles() = default;
 // allocation on this path is accepted; every stream that used the old staging has synchronised.
 void OrTiles::grow_staging(size_t lists) {
   Buffers& b = *buffers_;
+  b.drop_graphs();  // they point into the staging
   const size_t input_bytes = carve_staging(nullptr, max_queries_, lists).bytes;
   char *inputs = nullptr, *host_inputs = nullptr;
   WARP_CUDA_CHECK(cudaMalloc(&inputs, input_bytes));
@@ -282,8 +297,15 @@ OrTiles::Launched OrTiles::launch(std::span<const OrTileQuery> queries, const Or
   size_t list_total = 0;
   for (const OrTileQuery& query : queries) list_total += query.lists.size();
   if (list_total > max_lists_) grow_staging(list_total);
-  const Staged host = carve_staging(b.host_inputs, n, list_total);
-  const Staged dev = carve_staging(b.inputs, n, list_total);
+  uint64_t* const candidate_keys = rows.keys;  // query i's row at candidate_keys + i * key_stride
+  const size_t key_stride = std::min<size_t>(rows.row, doc_count);
+  // The graph's staging has room for the most queries and kGraphLists lists at fixed places; a run
+  // with more lists, other rows (a query again alone) or stage timing launches kernel by kernel.
+  const bool graph = b.graphs && rows.lasting && !times_->on && list_total <= kGraphLists && list_total <= max_lists_ &&
+                     (b.graph_keys == nullptr || (b.graph_keys == candidate_keys && b.graph_key_stride == key_stride));
+  const size_t staged_queries = graph ? max_queries_ : n, staged_lists = graph ? std::min(kGraphLists, max_lists_) : list_total;
+  const Staged host = carve_staging(b.host_inputs, staged_queries, staged_lists);
+  const Staged dev = carve_staging(b.inputs, staged_queries, staged_lists);
   uint32_t lists = 0, block_size = 128, max_k = 1, sparse = 0, sparse_blocks = 0;
   bool any = false;
   for (size_t i = 0; i < n; ++i) {
@@ -306,99 +328,93 @@ OrTiles::Launched OrTiles::launch(std::span<const OrTileQuery> queries, const Or
   }
   if (!any || doc_count == 0) return launched;
   const uint32_t result_stride = kHeader + std::min(max_k, kSortCapacity);
-  const uint32_t qn = static_cast<uint32_t>(n);
-  // Captured into a graph when graphs are on; the capture ends (and is discarded) however the
-  // launches below end.
-  struct Capture {
-    cudaStream_t stream;
-    bool on;
-    cudaGraph_t end() {
-      cudaGraph_t graph = nullptr;
-      on = false;
-      WARP_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
-      return graph;
-    }
-    ~Capture() {
-      if (!on) return;
-      cudaGraph_t graph = nullptr;
-      cudaStreamEndCapture(stream, &graph);
-      if (graph != nullptr) cudaGraphDestroy(graph);
-    }
-  } capture{stream, b.graphs && !times_->on};
-  if (capture.on) WARP_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-  times_->mark(0, stream);
-  // One launch zeroes what a run accumulates into (each call costs the host microseconds: a
-  // batch's launches were most of a GPU driver thread's work, RESULTS.md).
-  const size_t scratch_words = n * sizeof(QueryScratch) / sizeof(uint32_t), sparse_words = size_t{sparse} * b.slices;
-  zero_run_kernel<<<static_cast<uint32_t>(std::min<size_t>(512, (scratch_words + sparse_words + 1023) / 1024)), 256, 0, stream>>>(
-      reinterpret_cast<uint32_t*>(b.scratch), scratch_words, b.sparse_maxima, sparse_words, b.second_total, kRounds);
-  WARP_CUDA_CHECK_LAUNCH();
+  *host.sizes = {static_cast<uint32_t>(n), sparse, sparse_blocks, result_stride};
   WARP_CUDA_CHECK(cudaMemcpyAsync(b.inputs, b.host_inputs, host.bytes, cudaMemcpyHostToDevice, stream));
+  // The run's kernels, for `qn` queries' grids and `sparse_grid` blocks over the sparse lists'
+  // blocks (0: none); the kernels read the run's own sizes from dev.sizes.
   const float* norms = device_.length_norms();
-  if (sparse > 0) {
-    if (block_size == 256) {
-      sparse_maxima_kernel<256><<<sparse_blocks, 256, 0, stream>>>(dev.sparse, sparse, norms, doc_begin, b.slices, b.sparse_maxima, b.sparse, b.scratch);
-    } else {
-      sparse_maxima_kernel<128><<<sparse_blocks, 128, 0, stream>>>(dev.sparse, sparse, norms, doc_begin, b.slices, b.sparse_maxima, b.sparse, b.scratch);
-    }
-    WARP_CUDA_CHECK_LAUNCH();
-  }
   const BoundInputs in{dev.lists, dev.sparse_slots, dev.bound_scales, b.sparse_maxima, b.slices, doc_begin, doc_count, b.sparse, b.slice_bounds};
-  tile_bound_kernel<<<dim3((b.tiles + 7) / 8, qn), 256, 0, stream>>>(dev.queries, in, b.tiles, b.bounds, b.scratch);
-  WARP_CUDA_CHECK_LAUNCH();
-  plan_kernel<<<qn, kPlanThreads, 0, stream>>>(b.bounds, b.tiles, b.first_capacity, b.first_tiles, b.scratch);
-  WARP_CUDA_CHECK_LAUNCH();
-  times_->mark(1, stream);
-  uint64_t* const candidate_keys = rows.keys;  // query i's row at candidate_keys + i * key_stride
-  const size_t key_stride = std::min<size_t>(rows.row, doc_count);
-  const dim3 first_grid(b.first_capacity, qn);
-  if (block_size == 256) {
-    first_pass_kernel<256><<<first_grid, 256, 0, stream>>>(dev.queries, in, dev.weights, norms, b.first_tiles, b.first_capacity, candidate_keys, key_stride, b.scratch);
-  } else {
-    first_pass_kernel<128><<<first_grid, 128, 0, stream>>>(dev.queries, in, dev.weights, norms, b.first_tiles, b.first_capacity, candidate_keys, key_stride, b.scratch);
-  }
-  WARP_CUDA_CHECK_LAUNCH();
-  times_->mark(2, stream);
   const std::vector<uint32_t> rounds = plan_rounds(b.first_capacity, b.tiles);
-  times_->rounds = rounds.size();
-  for (uint32_t round = 0; round < rounds.size(); ++round) {
-    uint32_t* const round_total = b.second_total + round;  // each round's own count, zeroed at the start
-    theta_kernel<<<qn, kPlanThreads, 0, stream>>>(dev.queries, b.bounds, round, rounds[round], b.tiles, candidate_keys,
-                                                  key_stride, b.second_tiles, round_total, b.scratch);
+  auto enqueue = [&](uint32_t qn, uint32_t sparse_grid) {
+    times_->mark(0, stream);
+    // One launch zeroes what a run accumulates into (each call into the CUDA runtime costs the
+    // host microseconds: a batch's launches were most of a GPU driver thread's work, RESULTS.md).
+    zero_run_kernel<<<256, 256, 0, stream>>>(dev.sizes, reinterpret_cast<uint32_t*>(b.scratch), b.sparse_maxima, b.slices,
+                                             b.second_total, kRounds);
     WARP_CUDA_CHECK_LAUNCH();
-    if (round == 0) times_->mark(3, stream);
-    if (block_size == 256) {
-      second_pass_kernel<256><<<b.persistent_256, 256, 0, stream>>>(dev.queries, in, dev.weights, norms, b.second_tiles,
-                                                                    round_total, candidate_keys, key_stride, staged_, kStageOptions, b.scratch);
-    } else {
-      second_pass_kernel<128><<<b.persistent_128, 128, 0, stream>>>(dev.queries, in, dev.weights, norms, b.second_tiles,
-                                                                    round_total, candidate_keys, key_stride, staged_, kStageOptions, b.scratch);
-    }
-    WARP_CUDA_CHECK_LAUNCH();
-  }
-  times_->mark(4, stream);
-  select_kernel<<<qn, kSortThreads, 0, stream>>>(dev.queries, candidate_keys, key_stride, b.staging, b.scratch, b.results,
-                                                 result_stride);
-  WARP_CUDA_CHECK_LAUNCH();
-  times_->mark(5, stream);
-  WARP_CUDA_CHECK(cudaMemcpyAsync(b.host_results, b.results, n * result_stride * sizeof(uint64_t), cudaMemcpyDeviceToHost, stream));
-  if (capture.on) {
-    cudaGraph_t graph = capture.end();
-    cudaGraphExec_t& exec = b.graph_execs[sparse > 0][block_size == 256];
-    if (exec != nullptr) {
-      cudaGraphExecUpdateResultInfo info{};
-      if (cudaGraphExecUpdate(exec, graph, &info) != cudaSuccess) {  // another shape: instantiated anew
-        cudaGetLastError();
-        cudaGraphExecDestroy(exec);
-        exec = nullptr;
+    if (sparse_grid > 0) {
+      if (block_size == 256) {
+        sparse_maxima_kernel<256><<<sparse_grid, 256, 0, stream>>>(dev.sparse, dev.sizes, norms, doc_begin, b.slices, b.sparse_maxima, b.sparse, b.scratch);
+      } else {
+        sparse_maxima_kernel<128><<<sparse_grid, 128, 0, stream>>>(dev.sparse, dev.sizes, norms, doc_begin, b.slices, b.sparse_maxima, b.sparse, b.scratch);
       }
+      WARP_CUDA_CHECK_LAUNCH();
     }
-    cudaError_t made = exec == nullptr ? cudaGraphInstantiate(&exec, graph, 0) : cudaSuccess;
-    if (made != cudaSuccess) exec = nullptr;
-    cudaGraphDestroy(graph);
-    WARP_CUDA_CHECK(made);
+    tile_bound_kernel<<<dim3((b.tiles + 7) / 8, qn), 256, 0, stream>>>(dev.queries, dev.sizes, in, b.tiles, b.bounds, b.scratch);
+    WARP_CUDA_CHECK_LAUNCH();
+    plan_kernel<<<qn, kPlanThreads, 0, stream>>>(dev.sizes, b.bounds, b.tiles, b.first_capacity, b.first_tiles, b.scratch);
+    WARP_CUDA_CHECK_LAUNCH();
+    times_->mark(1, stream);
+    const dim3 first_grid(b.first_capacity, qn);
+    if (block_size == 256) {
+      first_pass_kernel<256><<<first_grid, 256, 0, stream>>>(dev.queries, dev.sizes, in, dev.weights, norms, b.first_tiles, b.first_capacity, candidate_keys, key_stride, b.scratch);
+    } else {
+      first_pass_kernel<128><<<first_grid, 128, 0, stream>>>(dev.queries, dev.sizes, in, dev.weights, norms, b.first_tiles, b.first_capacity, candidate_keys, key_stride, b.scratch);
+    }
+    WARP_CUDA_CHECK_LAUNCH();
+    times_->mark(2, stream);
+    times_->rounds = rounds.size();
+    for (uint32_t round = 0; round < rounds.size(); ++round) {
+      uint32_t* const round_total = b.second_total + round;  // each round's own count, zeroed at the start
+      theta_kernel<<<qn, kPlanThreads, 0, stream>>>(dev.queries, dev.sizes, b.bounds, round, rounds[round], b.tiles, candidate_keys,
+                                                    key_stride, b.second_tiles, round_total, b.scratch);
+      WARP_CUDA_CHECK_LAUNCH();
+      if (round == 0) times_->mark(3, stream);
+      if (block_size == 256) {
+        second_pass_kernel<256><<<b.persistent_256, 256, 0, stream>>>(dev.queries, in, dev.weights, norms, b.second_tiles,
+                                                                      round_total, candidate_keys, key_stride, staged_, kStageOptions, b.scratch);
+      } else {
+        second_pass_kernel<128><<<b.persistent_128, 128, 0, stream>>>(dev.queries, in, dev.weights, norms, b.second_tiles,
+                                                                      round_total, candidate_keys, key_stride, staged_, kStageOptions, b.scratch);
+      }
+      WARP_CUDA_CHECK_LAUNCH();
+    }
+    times_->mark(4, stream);
+    select_kernel<<<qn, kSortThreads, 0, stream>>>(dev.queries, dev.sizes, candidate_keys, key_stride, b.staging, b.scratch, b.results);
+    WARP_CUDA_CHECK_LAUNCH();
+    times_->mark(5, stream);
+  };
+  if (graph) {
+    // Captured once per block size, at the most queries and a fixed grid over the sparse blocks;
+    // then every run is one launch of it.
+    cudaGraphExec_t& exec = b.graph_execs[block_size == 256];
+    if (exec == nullptr) {
+      struct Capture {  // ends (and discards) the capture however the launches end
+        cudaStream_t stream;
+        bool on = true;
+        ~Capture() {
+          if (!on) return;
+          cudaGraph_t graph = nullptr;
+          cudaStreamEndCapture(stream, &graph);
+          if (graph != nullptr) cudaGraphDestroy(graph);
+        }
+      } capture{stream};
+      WARP_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+      enqueue(static_cast<uint32_t>(max_queries_), b.sparse_grid);
+      cudaGraph_t captured = nullptr;
+      capture.on = false;
+      WARP_CUDA_CHECK(cudaStreamEndCapture(stream, &captured));
+      const cudaError_t made = cudaGraphInstantiate(&exec, captured, 0);
+      cudaGraphDestroy(captured);
+      if (made != cudaSuccess) exec = nullptr;
+      WARP_CUDA_CHECK(made);
+      b.graph_keys = candidate_keys, b.graph_key_stride = key_stride;
+    }
     WARP_CUDA_CHECK(cudaGraphLaunch(exec, stream));
+  } else {
+    enqueue(static_cast<uint32_t>(n), sparse_blocks);
   }
+  WARP_CUDA_CHECK(cudaMemcpyAsync(b.host_results, b.results, n * result_stride * sizeof(uint64_t), cudaMemcpyDeviceToHost, stream));
   launched.any = true;
   launched.result_stride = result_stride;
   launched.key_stride = key_stride;
@@ -451,7 +467,7 @@ OrTileAnswer OrTiles::run_alone(const OrTileQuery& query, size_t keys, cudaStrea
     } owned;
     WARP_CUDA_CHECK(cudaMalloc(&owned.row, keys * sizeof(uint64_t)));
     owned.selection.allocate(keys);
-    std::vector<OrTileAnswer> answers = run(std::span<const OrTileQuery>(&query, 1), {owned.row, keys, &owned.selection}, stream);
+    std::vector<OrTileAnswer> answers = run(std::span<const OrTileQuery>(&query, 1), {owned.row, keys, &owned.selection, false}, stream);
     WARP_CUDA_CHECK(cudaStreamSynchronize(stream));
     if (answers[0].keys <= keys) return std::move(answers[0]);
     if (keys == most) throw Error("an OR query kept more candidates than the partition has documents");

@@ -60,6 +60,7 @@ struct OrTileRows {
   uint64_t* keys = nullptr;
   size_t row = 0;
   TopkBuffers* fallback = nullptr;
+  bool lasting = true;  // the same rows every run (false: allocated for one run, never in a graph)
 };
 
 class OrTiles {

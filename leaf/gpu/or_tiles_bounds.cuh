@@ -21,6 +21,12 @@ constexpr uint32_t kHeader = 7;  // a result row: selected, overflow, blocks, po
 constexpr uint32_t kQueryBits = 8;   // a second-pass work item: query << 24 | tile
 constexpr uint32_t kTileMask = (1u << (32 - kQueryBits)) - 1;
 
+// A run's sizes, in device memory (copied with its inputs), so that a run's launches can be one
+// CUDA graph instantiated once: grids sized for the most queries, blocks past `queries` exit.
+struct RunSizes {
+  uint32_t queries, sparse, sparse_blocks, result_stride;
+};
+
 struct EngineQuery {
   uint32_t list_begin, list_count, k, dense_lists;  // dense: not decoded whole into the sparse postings
 };
@@ -78,17 +84,20 @@ struct SparsePostings {
 // 1a. One thread block per block of every sparse list: its postings' BM25 scores, kept in
 // SparsePostings with where each tile starts, and their maxima per slice (float bits: positive
 // floats order as integers).
+// Thread blocks loop over the sparse lists' blocks (any grid covers them).
 template <int BS>
-__global__ void __launch_bounds__(BS) sparse_maxima_kernel(const SparseList* sparse, uint32_t count, const float* norms,
+__global__ void __launch_bounds__(BS) sparse_maxima_kernel(const SparseList* sparse, const RunSizes* sizes, const float* norms,
                                                            uint32_t doc_begin, uint32_t slices, uint32_t* sparse_maxima,
                                                            SparsePostings out, QueryScratch* scratch) {
   __shared__ uint32_t index;
   __shared__ uint32_t tile_of[BS];
   __shared__ BlockDecodeStorage<BS> storage;
-  if (threadIdx.x == 0) index = task_of_block(sparse, count, blockIdx.x);
+  const uint32_t count = sizes->sparse, blocks = sizes->sparse_blocks;
+  for (uint32_t task_block = blockIdx.x; task_block < blocks; task_block += gridDim.x) {
+  if (threadIdx.x == 0) index = task_of_block(sparse, count, task_block);
   __syncthreads();
   const SparseList& task = sparse[index];
-  const uint32_t block = blockIdx.x - task.block_begin;
+  const uint32_t block = task_block - task.block_begin;
   const uint32_t n = min(static_cast<uint32_t>(BS), task.list.count - block * BS);
   uint32_t doc, freq;
   decode_postings<BS>(task.list, block, n, storage, doc, freq);
@@ -115,6 +124,8 @@ __global__ void __launch_bounds__(BS) sparse_maxima_kernel(const SparseList* spa
   if (threadIdx.x == 0) {
     atomicAdd(&scratch[task.query].counters.blocks_decoded, 1ull);
     atomicAdd(&scratch[task.query].counters.postings_decoded, static_cast<unsigned long long>(n));
+  }
+  __syncthreads();  // the shared index and tiles are the next block's
   }
 }
 
@@ -161,8 +172,9 @@ __device__ float slice_bound(const EngineQuery& q, const BoundInputs& in, uint32
 }
 
 // 1b. One warp per (tile, query), a lane per slice: the tile's bound is its best slice's.
-__global__ void tile_bound_kernel(const EngineQuery* queries, BoundInputs in, uint32_t tiles, float* bounds,
+__global__ void tile_bound_kernel(const EngineQuery* queries, const RunSizes* sizes, BoundInputs in, uint32_t tiles, float* bounds,
                                   QueryScratch* scratch) {
+  if (blockIdx.y >= sizes->queries) return;  // uniform
   const uint32_t tile = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
   if (tile >= tiles) return;  // whole warps
   const uint32_t lane = threadIdx.x & 31u;
@@ -178,8 +190,9 @@ __global__ void tile_bound_kernel(const EngineQuery* queries, BoundInputs in, ui
 // 2. One block per query: the first pass takes the `capacity` tiles of highest bound (those in
 // buckets above the capacity-th, then from its bucket while room is left); their bounds are
 // negated so the second pass skips them.
-__global__ void __launch_bounds__(kPlanThreads) plan_kernel(float* bounds, uint32_t tiles, uint32_t capacity,
+__global__ void __launch_bounds__(kPlanThreads) plan_kernel(const RunSizes* sizes, float* bounds, uint32_t tiles, uint32_t capacity,
                                                             uint32_t* first_tiles, QueryScratch* scratch) {
+  if (blockIdx.x >= sizes->queries) return;  // uniform
   QueryScratch& s = scratch[blockIdx.x];
   float* row = bounds + size_t{blockIdx.x} * tiles;
   uint32_t* first = first_tiles + size_t{blockIdx.x} * capacity;
@@ -211,12 +224,13 @@ __global__ void __launch_bounds__(kPlanThreads) plan_kernel(float* bounds, uint3
 // bound reaches θ and, with rank > 0, lies in the bucket of the rank-th best tile bound or above,
 // appended to the batch's work list and marked scored (negated); the round's figures go to the
 // query's scratch.
-__global__ void __launch_bounds__(kPlanThreads) theta_kernel(const EngineQuery* queries, float* bounds, uint32_t round,
+__global__ void __launch_bounds__(kPlanThreads) theta_kernel(const EngineQuery* queries, const RunSizes* sizes, float* bounds, uint32_t round,
                                                              uint32_t rank,
                                                              uint32_t tiles, const uint64_t* keys, size_t key_stride,
                                                              uint32_t* second_tiles, uint32_t* second_total,
                                                              QueryScratch* scratch) {
   const uint32_t qi = blockIdx.x;
+  if (qi >= sizes->queries) return;  // uniform
   QueryScratch& s = scratch[qi];
   const uint32_t k = queries[qi].k;
   __shared__ uint32_t sub[kBuckets];

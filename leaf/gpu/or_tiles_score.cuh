@@ -287,7 +287,7 @@ __device__ void score_tile(const EngineQuery& q, uint32_t query, const BoundInpu
 // shared histogram of its scores, the bucket of its k-th best, a compaction of the keys at or
 // above it); the kept buckets are added to the query's key histogram.
 template <int BS>
-__global__ void __launch_bounds__(BS) first_pass_kernel(const EngineQuery* queries, BoundInputs in, const float* weights,
+__global__ void __launch_bounds__(BS) first_pass_kernel(const EngineQuery* queries, const RunSizes* sizes, BoundInputs in, const float* weights,
                                                         const float* norms, const uint32_t* first_tiles,
                                                         uint32_t capacity, uint64_t* keys, size_t key_stride,
                                                         QueryScratch* scratch) {
@@ -302,6 +302,7 @@ __global__ void __launch_bounds__(BS) first_pass_kernel(const EngineQuery* queri
   __shared__ TilePlan plan;
   const uint32_t doc_begin = in.doc_begin, doc_count = in.doc_count;
   const uint32_t qi = blockIdx.y;
+  if (qi >= sizes->queries) return;  // uniform
   QueryScratch& s = scratch[qi];
   if (blockIdx.x >= s.first_count) return;  // uniform
   const EngineQuery q = queries[qi];
@@ -422,11 +423,12 @@ __global__ void __launch_bounds__(BS, BS == 128 ? 9 : 1) second_pass_kernel(cons
 
 // 6. One block per query: the bucket of the k-th best candidate, the keys at or above it gathered
 // and sorted in the block; the row gets [selected, overflow, blocks, postings, tiles, θ, k best keys].
-__global__ void __launch_bounds__(kSortThreads) select_kernel(const EngineQuery* queries, const uint64_t* keys,
+__global__ void __launch_bounds__(kSortThreads) select_kernel(const EngineQuery* queries, const RunSizes* sizes, const uint64_t* keys,
                                                               size_t key_stride, uint64_t* staging,
-                                                              const QueryScratch* scratch, uint64_t* results,
-                                                              uint32_t result_stride) {
+                                                              const QueryScratch* scratch, uint64_t* results) {
   const uint32_t qi = blockIdx.x;
+  if (qi >= sizes->queries) return;  // uniform
+  const uint32_t result_stride = sizes->result_stride;
   const QueryScratch& s = scratch[qi];
   const uint32_t k = queries[qi].k;
   uint64_t* out = results + size_t{qi} * result_stride;
