@@ -172,6 +172,14 @@ BatchExecutor* GpuQueryProcessor::take_executor() const {
   return executor;
 }
 
+BatchExecutor* GpuQueryProcessor::try_take_executor() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (free_executors_.empty()) return nullptr;
+  BatchExecutor* executor = free_executors_.back();
+  free_executors_.pop_back();
+  return executor;
+}
+
 void GpuQueryProcessor::give_back(BatchExecutor* executor) const {
   std::lock_guard<std::mutex> lock(mutex_);
   free_executors_.push_back(executor);
@@ -196,8 +204,8 @@ std::vector<QueryResult> GpuQueryProcessor::search_batch(std::span<const Query> 
 // failed, or dropped unfinished: the executor then drains its stream).
 class GpuQueryProcessor::ExecutorRun final : public BatchRun {
  public:
-  ExecutorRun(const GpuQueryProcessor& processor, std::span<const Query> queries)
-      : processor_(processor), executor_(processor.take_executor()) {
+  ExecutorRun(const GpuQueryProcessor& processor, BatchExecutor* executor, std::span<const Query> queries)
+      : processor_(processor), executor_(executor) {
     DeviceSelect select(processor_.options_.device);
     try {
       executor_->start(queries);
@@ -231,7 +239,12 @@ std::unique_ptr<BatchRun> GpuQueryProcessor::start_batch(std::span<const Query> 
   for (const Query& query : queries) {
     if (query.k > kMaxTopK) throw Error("k must be at most " + std::to_string(kMaxTopK));
   }
-  return std::make_unique<ExecutorRun>(*this, queries);
+  // Never waits for an executor: a driver waiting for one that only its own runs in flight would
+  // free would wait forever (more runs of one partition than its executors, e.g. partitions spread
+  // over devices). With none free the batch is answered here, on the lanes.
+  BatchExecutor* executor = try_take_executor();
+  if (executor == nullptr) return answered_run(QueryProcessor::search_batch(queries));  // the lanes, one by one
+  return std::make_unique<ExecutorRun>(*this, executor, queries);
 }
 
 GpuQueryProcessor::~GpuQueryProcessor() {

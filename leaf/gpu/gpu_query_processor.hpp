@@ -51,7 +51,7 @@ class GpuQueryProcessor final : public QueryProcessor {
   std::string_view name() const override { return "gpu"; }
   QueryResult search(const Query& query) const override;
   std::vector<QueryResult> search_batch(std::span<const Query> queries) const override;
-  // On a free batch executor (waits for one only when every executor is running a batch).
+  // On a free batch executor; with none free, answered at once on the lanes.
   std::unique_ptr<BatchRun> start_batch(std::span<const Query> queries) const override;
   DeviceMemoryStats device_memory() const override;
   const DeviceIndex& device_index() const { return device_; }
@@ -64,7 +64,8 @@ class GpuQueryProcessor final : public QueryProcessor {
   };
   struct Lane;
   class ExecutorRun;
-  BatchExecutor* take_executor() const;
+  BatchExecutor* take_executor() const;      // waits for a free one
+  BatchExecutor* try_take_executor() const;  // null when none is free
   void give_back(BatchExecutor* executor) const;
   QueryResult search_and(Lane& lane, const QueryScoring& scoring, size_t k) const;
   QueryResult search_or(Lane& lane, const QueryScoring& scoring, size_t k) const;

@@ -49,8 +49,10 @@ class AnsweredRun final : public BatchRun {
 };
 }  // namespace
 
+std::unique_ptr<BatchRun> answered_run(std::vector<QueryResult> results) { return std::make_unique<AnsweredRun>(std::move(results)); }
+
 std::unique_ptr<BatchRun> QueryProcessor::start_batch(std::span<const Query> queries) const {
-  return std::make_unique<AnsweredRun>(search_batch(queries));
+  return answered_run(search_batch(queries));
 }
 
 }  // namespace warp

@@ -405,7 +405,7 @@ void Scheduler::State::gpu_loop(size_t slots) {
   std::vector<std::unique_ptr<Flight>> flights, started;
   // Runs answered since the driver last held the lock, recorded at its next turn: one turn for
   // the runs it finished and the ones it takes (the lock, shared with every CPU thread, was where
-  // a driver's time went on short batches: 13-16 µs a query under load, RESULTS.md).
+  // a driver's time went on short batches: 4-14 µs a query under load, RESULTS.md).
   std::vector<std::pair<Dispatch, double>> finished;
   std::unique_lock<SpinMutex> lock(mutex);
   for (;;) {

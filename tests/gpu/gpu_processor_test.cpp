@@ -429,6 +429,38 @@ TEST(GpuBatching, ExecutorsPolledFromOneThreadGiveTheCpusAnswers) {
   EXPECT_EQ(executors[0]->take_results().size(), 3u);
 }
 
+// start_batch never waits for a batch executor: with the processor's one executor busy (its batch
+// not yet polled), a second batch is answered at once on the lanes; both give the CPU's answers.
+TEST(GpuBatching, AStartWithEveryExecutorBusyIsAnsweredOnTheLanes) {
+  WARP_REQUIRE_GPU();
+  const uint64_t seed = testing::test_seed() + 35;
+  const Collection c = random_collection("bp128", seed, 1);
+  const IndexView& view = c.partitions[0].view;
+  gpu::GpuProcessorOptions options;
+  options.batch_executors = 1;
+  gpu::GpuQueryProcessor gpu(view, options);
+  CpuQueryProcessor cpu(view);
+  std::vector<Query> first, second;
+  for (size_t q = 0; q < c.queries.size(); ++q) (q % 2 ? second : first).push_back({c.queries[q], static_cast<QueryMode>(q % 3), 10});
+  std::unique_ptr<BatchRun> a = gpu.start_batch(first);
+  std::unique_ptr<BatchRun> b = gpu.start_batch(second);  // the executor is a's: answered here
+  EXPECT_TRUE(b->poll());
+  while (!a->poll()) {
+  }
+  for (auto [run, queries] : {std::pair{a.get(), &first}, std::pair{b.get(), &second}}) {
+    const std::vector<QueryResult> results = run->take();
+    ASSERT_EQ(results.size(), queries->size());
+    for (size_t q = 0; q < results.size(); ++q) {
+      ASSERT_TRUE(testing::same_topk(cpu.search((*queries)[q]).hits, results[q].hits, c.reference, (*queries)[q].terms)) << "seed " << seed;
+    }
+  }
+  a.reset();  // the executor back, for the next batch
+  std::unique_ptr<BatchRun> again = gpu.start_batch(first);
+  while (!again->poll()) {
+  }
+  EXPECT_EQ(again->take().size(), first.size());
+}
+
 // Batch memory sized by the work: with pieces of two blocks and rows of 16 keys, AND queries run
 // as pieces of their shortest list (answers merged) and OR queries that keep more candidates run
 // again alone; every answer, its scores and AND's match count stay the CPU's.
