@@ -382,7 +382,6 @@ struct BatchExecutor::Job {
   double between_phases_seconds = 0;
   enum class Phase { kNone, kAnd, kOr } in_flight = Phase::kNone;
   AndLaunch and_launched;
-  std::vector<QueryResult> and_answers;  // of the AND batch in flight, merged into results after
   std::vector<OrTileQuery> or_queries;   // of the OR batch in flight
   OrTiles::Launched or_launched;
   bool done = false;

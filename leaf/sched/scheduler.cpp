@@ -388,9 +388,12 @@ void Scheduler::State::cpu_loop() {
 struct Scheduler::State::Flight {
   Dispatch run;
   std::vector<Pending> work;
-  std::vector<Query> queries;  // what the batch reads until it is answered
+  std::vector<Query> queries;  // moved out of `work` for the batch to read until it is answered
   std::unique_ptr<BatchRun> batch;
   Clock::time_point start;
+  void queries_back() {  // before the work goes back to the queues (the batch gone)
+    for (size_t i = 0; i < queries.size(); ++i) work[i].query = std::move(queries[i]);
+  }
 };
 
 // A GPU driver: keeps up to `slots` runs in flight. Under the lock it takes runs while a slot is
@@ -447,12 +450,13 @@ void Scheduler::State::gpu_loop(size_t slots) {
     unpark(woken);
     const auto busy_since = Clock::now();
     for (auto& flight : started) {
-      for (const Pending& w : flight->work) flight->queries.push_back(w.query);
+      for (Pending& w : flight->work) flight->queries.push_back(std::move(w.query));
       flight->start = Clock::now();
       try {
         flight->batch = flight->work[0].target.gpu->start_batch(flight->queries);
         flights.push_back(std::move(flight));
       } catch (const std::exception& e) {
+        flight->queries_back();
         gpu_failed(flight->run, flight->work, e.what(), lock);
         lock.unlock();
       }
@@ -475,6 +479,7 @@ void Scheduler::State::gpu_loop(size_t slots) {
           }
         } catch (const std::exception& e) {
           flight.batch.reset();  // its executor drained and returned before the queries go back
+          flight.queries_back();
           gpu_failed(flight.run, flight.work, e.what(), lock);
           lock.unlock();
           ready = true;
