@@ -309,14 +309,19 @@ void ScheduleCore::fill_batch(Dispatch& run, double now) {
   }
 }
 
-// While more queries wait for the CPU than it has threads (a free thread would take them
-// otherwise), more of them, in the CPU's own order and never stolen, while the run's predicted
-// time stays under cpu_run_seconds. On the H100 host the CPU threads had waited for the scheduler's
-// lock about as long as they searched (~110 µs a query at 43k queries/s on the default corpus, 16
-// threads) and the queue grew while half the cores were searching.
+// The taker's share of the queries waiting for the CPU among the CPU threads free to take them
+// (itself included; the busy ones come back later): more of them, in the CPU's own order and never
+// stolen, up to cpu_run_max and while the run's predicted time stays under cpu_run_seconds. So a
+// thread takes one query while others are idle, and several once every other thread is busy. On
+// the H100 host the CPU threads had waited for the scheduler's lock about as long as they searched
+// (~110 µs a query at 43k queries/s on the default corpus, 16 threads) and the queue grew while
+// half the cores were searching; runs only once more waited than there were threads (the earlier
+// rule) still left them waiting 31-44 µs a query on the H200 host near 188k queries/s, the queue
+// seldom that deep while the GPU took most of the load.
 void ScheduleCore::add_cpu_jobs(Dispatch& run, double now) {
-  const size_t waiting = depth(QueueId::kCpu) + depth(QueueId::kFlexible);
-  const size_t more = std::min(options_.cpu_run_max, 1 + waiting / options_.cpu_workers) - 1;
+  const size_t waiting = 1 + depth(QueueId::kCpu) + depth(QueueId::kFlexible);  // the run's first too
+  const size_t free_threads = options_.cpu_workers - std::min(options_.cpu_workers - 1, busy_[0]);
+  const size_t more = std::min(options_.cpu_run_max, (waiting + free_threads - 1) / free_threads) - 1;
   double total = run.jobs[0].cpu_seconds;
   for (size_t i = 0; i < more; ++i) {
     Job next;

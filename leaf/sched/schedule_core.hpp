@@ -26,10 +26,10 @@
 //   partition while the batch's predicted time stays under a cap and every member's deadline; so
 //   the batch size follows the load instead of a fixed threshold, and a lone query never waits
 //   for company.
-// - A CPU thread, while more queries wait than there are CPU threads, takes several short ones at
-//   once in the same order and answers them one after another: one turn at the scheduler's lock
-//   for several queries instead of one each, so the lock does not decide how many queries the
-//   cores answer.
+// - A CPU thread takes its share of the queries waiting for the CPU among the CPU threads free to
+//   take them (several short ones once the other threads are busy), in the same order, and answers
+//   them one after another: one turn at the scheduler's lock for several queries instead of one
+//   each, so the lock does not decide how many queries the cores answer.
 // Queries whose deadline passed before they started are set aside (expired) rather than run.
 #pragma once
 #include <array>
@@ -64,12 +64,15 @@ struct CoreOptions {
   double dominance = 0;         // belongs to a processor: this much less of its capacity (0: off)
   double aging = 4;             // in-queue order: arrival + aging × predicted time
   double urgency = 2;           // near the deadline: slack under urgency × predicted time + 1 ms
-  size_t cpu_run_max = 8;       // queries a CPU thread takes at once while the queues are deep
+  size_t cpu_run_max = 8;       // queries a CPU thread takes at once at most (its share among the free threads)
   double cpu_run_seconds = 5e-4;  // ... while their predicted time stays under this
 };
 
 struct Job {
   uint64_t id = 0;
+  // The caller's record of the query, carried as is (the run-time scheduler's queued query: owned
+  // by whoever holds the job taken from the core, so no lookup by id under its lock).
+  void* payload = nullptr;
   size_t slot = 0;  // the partition
   QueryFeatures features;
   bool cpu_only = false;  // no GPU processor for it

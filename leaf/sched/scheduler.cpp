@@ -18,7 +18,6 @@
 #include <mutex>
 #include <random>
 #include <thread>
-#include <unordered_map>
 
 #include "common/util/spin_mutex.hpp"
 #include "common/util/status.hpp"
@@ -114,6 +113,10 @@ struct Pending {
   Scheduler::Done done;
   Scheduler::Clock::time_point deadline;
 };
+// Allocated by the submitter (outside every lock), carried through the core as its job's payload,
+// freed once answered: the decisions under the lock move pointers, not queries, and allocate nothing.
+using PendingPtr = std::unique_ptr<Pending>;
+PendingPtr adopt(const Job& job) { return PendingPtr(static_cast<Pending*>(job.payload)); }
 
 size_t group_of(const Target& target) {
   return reinterpret_cast<uintptr_t>(target.gpu != nullptr ? static_cast<const void*>(target.gpu) : target.cpu);
@@ -125,7 +128,7 @@ struct Scheduler::State {
   SchedulerOptions options;
   ScheduleCore core;
   const Clock::time_point epoch = Clock::now();
-  // `mutex` guards the decisions (core, pending); `handoff_mutex` only the inbox of submitted
+  // `mutex` guards the decisions (core); `handoff_mutex` only the inbox of submitted
   // queries and the list of parked threads, held for a push or a swap. Submitting never takes
   // `mutex`: on the H100 host, with 13 CPU threads and 2 GPU streams cycling through it, a
   // submitter that blocked on it slept and waited for a wake-up each time (15-65 µs a search
@@ -135,7 +138,7 @@ struct Scheduler::State {
   SpinMutex handoff_mutex;
   struct Incoming {
     uint64_t id;
-    Pending pending;
+    PendingPtr pending;
     QueryFeatures features;
     double arrival;
   };
@@ -152,7 +155,6 @@ struct Scheduler::State {
   std::array<std::vector<Parker*>, 2> parked;  // by processor, under handoff_mutex
   // Woken and not yet back at work, by processor: each drains the inbox when it runs.
   std::array<size_t, 2> waking{};
-  std::unordered_map<uint64_t, Pending> pending;
   // Nanoseconds threads waited for `mutex` after a run or a wake-up, by processor: the
   // scheduler's own cost to the cores, in warpsearch_leaf_scheduler_lock_wait_seconds_total.
   std::array<std::atomic<uint64_t>, 2> lock_wait_ns{};
@@ -178,32 +180,64 @@ struct Scheduler::State {
     return std::chrono::duration<double>(t - epoch).count();
   }
   double now() const { return seconds(Clock::now()); }
-  void update_gauges() {  // under the mutex
+  // Under the mutex. Set at most every kGaugeEvery (each Set writes cache lines that every thread
+  // writes, while the others wait for the lock), and always (`force`) before a thread parks, so
+  // an idle scheduler shows its state.
+  static constexpr double kGaugeEvery = 1e-3;
+  double next_gauges = 0;
+  void update_gauges(bool force = false) {
     if (!metrics) return;
+    const double t = now();
+    if (!force && t < next_gauges) return;
+    next_gauges = t + kGaugeEvery;
     for (QueueId q : {QueueId::kCpu, QueueId::kGpu, QueueId::kFlexible}) metrics->depth[static_cast<size_t>(q)]->Set(static_cast<double>(core.depth(q)));
     metrics->backlog[0]->Set(core.backlog(Processor::kCpu));
     metrics->backlog[1]->Set(core.gpu_usable() ? core.backlog(Processor::kGpu) : 0);
     metrics->gpu_usable.Set(core.gpu_usable() ? 1 : 0);
   }
-  void relock(std::unique_lock<SpinMutex>& lock, Processor p) {
+  // GPU drivers waiting for `mutex`: CPU threads let them take it first. A driver's turn feeds a
+  // batch of queries to the GPU; among 11-13 CPU threads spinning for it, drivers waited 4-14 µs a
+  // query on the default corpus (H200 host), a batch's worth of GPU work for every turn.
+  std::atomic<int> drivers_waiting{0};
+  // A thread's lock waits, added to the shared counters every kWaitFlushTurns turns and before it
+  // parks (adding at every turn wrote cache lines every thread writes, under the lock).
+  static constexpr unsigned kWaitFlushTurns = 64;
+  struct LockWaits {
+    uint64_t ns = 0;
+    unsigned turns = 0;
+  };
+  void flush(LockWaits& waits, Processor p) {
+    if (waits.ns == 0) return;
+    lock_wait_ns[static_cast<size_t>(p)] += waits.ns;
+    if (metrics) metrics->lock_wait[static_cast<size_t>(p)]->Increment(static_cast<double>(waits.ns) * 1e-9);
+    waits.ns = 0;
+  }
+  void relock(std::unique_lock<SpinMutex>& lock, Processor p, LockWaits& waits) {
     const auto start = Clock::now();
-    lock.lock();
-    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
-    lock_wait_ns[static_cast<size_t>(p)] += static_cast<uint64_t>(ns);
-    if (metrics) metrics->lock_wait[static_cast<size_t>(p)]->Increment(static_cast<double>(ns) * 1e-9);
+    if (p == Processor::kGpu) {
+      drivers_waiting.fetch_add(1, std::memory_order_relaxed);
+      lock.lock();
+      drivers_waiting.fetch_sub(1, std::memory_order_relaxed);
+    } else {
+      lock.release();  // unlocked: it only lets go of the mutex, taken again below, behind the drivers
+      mutex.lock_behind(drivers_waiting);
+      lock = std::unique_lock<SpinMutex>(mutex, std::adopt_lock);
+    }
+    waits.ns += static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count());
+    if (++waits.turns % kWaitFlushTurns == 0) flush(waits, p);
   }
   std::vector<Parker*> drain();
   std::vector<Parker*> unpark_for_queued();
   static void unpark(const std::vector<Parker*>& parkers);
-  void park(Parker& self, Processor p, std::unique_lock<SpinMutex>& lock);
+  void park(Parker& self, Processor p, std::unique_lock<SpinMutex>& lock, LockWaits& waits);
   void cpu_loop();
   struct Flight;
   void gpu_loop(size_t slots);
   // Returns the run's seconds, for ScheduleCore::finished at the driver's next turn at the lock.
   double answer_gpu_run(Flight& flight, std::vector<QueryResult>&& results, Clock::time_point end);
-  std::vector<double> run_on_cpu(const Dispatch& run, std::vector<Pending>& work);
+  std::vector<double> run_on_cpu(const Dispatch& run, std::vector<PendingPtr>& work);
   void fail_expired(std::unique_lock<SpinMutex>& lock);
-  void gpu_failed(Dispatch& run, std::vector<Pending>& work, const std::string& why, std::unique_lock<SpinMutex>& lock);
+  void gpu_failed(Dispatch& run, std::vector<PendingPtr>& work, const std::string& why, std::unique_lock<SpinMutex>& lock);
 };
 
 // Under `mutex`: the submitted queries join the core's queues; returns the parked threads to wake
@@ -218,12 +252,12 @@ std::vector<Scheduler::State::Parker*> Scheduler::State::drain() {
   for (Incoming& in : draining) {
     Job job;
     job.id = in.id;
-    job.slot = group_of(in.pending.target);
+    job.slot = group_of(in.pending->target);
     job.features = in.features;
     job.arrival = in.arrival;
-    job.deadline = seconds(in.pending.deadline);
-    job.cpu_only = in.pending.target.gpu == nullptr;
-    pending.emplace(in.id, std::move(in.pending));
+    job.deadline = seconds(in.pending->deadline);
+    job.cpu_only = in.pending->target.gpu == nullptr;
+    job.payload = in.pending.release();
     core.enqueue(job);
   }
   draining.clear();
@@ -265,14 +299,16 @@ void Scheduler::State::unpark(const std::vector<Parker*>& parkers) {
 
 // With `mutex` held on entry and on return: sleeps until woken or 2 ms have passed, unless
 // queries are already waiting in the inbox.
-void Scheduler::State::park(Parker& self, Processor p, std::unique_lock<SpinMutex>& lock) {
+void Scheduler::State::park(Parker& self, Processor p, std::unique_lock<SpinMutex>& lock, LockWaits& waits) {
   const size_t pi = static_cast<size_t>(p);
   {
     std::lock_guard<SpinMutex> handoff(handoff_mutex);
     if (!inbox.empty() || stop) return;
     parked[pi].push_back(&self);
   }
+  update_gauges(/*force=*/true);
   lock.unlock();
+  flush(waits, p);
   bool woken = false;
   {
     std::unique_lock<std::mutex> own(self.mutex);
@@ -297,30 +333,25 @@ void Scheduler::State::park(Parker& self, Processor p, std::unique_lock<SpinMute
     std::lock_guard<SpinMutex> handoff(handoff_mutex);
     --waking[pi];
   }
-  relock(lock, p);
+  relock(lock, p, waits);
 }
 
 void Scheduler::State::fail_expired(std::unique_lock<SpinMutex>& lock) {
   std::vector<Job> expired = core.take_expired();
   if (expired.empty()) return;
-  std::vector<Pending> work;
-  for (const Job& job : expired) {
-    auto it = pending.find(job.id);
-    work.push_back(std::move(it->second));
-    pending.erase(it);
-  }
   if (metrics) metrics->expired->Increment(static_cast<double>(expired.size()));
   lock.unlock();
-  for (Pending& w : work) {
+  for (const Job& job : expired) {
+    const PendingPtr w = adopt(job);
     Outcome outcome;
     outcome.error = "deadline exceeded before the query started";
-    w.done(std::move(outcome));
+    w->done(std::move(outcome));
   }
   lock.lock();
 }
 
 // The GPU failed a run: no more GPU work; the run's queries go back, first in the CPU's queue.
-void Scheduler::State::gpu_failed(Dispatch& run, std::vector<Pending>& work, const std::string& why, std::unique_lock<SpinMutex>& lock) {
+void Scheduler::State::gpu_failed(Dispatch& run, std::vector<PendingPtr>& work, const std::string& why, std::unique_lock<SpinMutex>& lock) {
   lock.lock();
   core.finished(run, 0);
   core.gpu_lost();
@@ -330,10 +361,10 @@ void Scheduler::State::gpu_failed(Dispatch& run, std::vector<Pending>& work, con
   }
   if (metrics) metrics->gpu_failures.Increment();
   for (size_t i = 0; i < run.jobs.size(); ++i) {
-    pending.emplace(run.jobs[i].id, std::move(work[i]));
+    run.jobs[i].payload = work[i].release();
     core.enqueue(run.jobs[i]);
   }
-  update_gauges();
+  update_gauges(/*force=*/true);
   const std::vector<Parker*> woken = unpark_for_queued();
   lock.unlock();
   unpark(woken);
@@ -345,6 +376,8 @@ void Scheduler::State::gpu_failed(Dispatch& run, std::vector<Pending>& work, con
 void Scheduler::State::cpu_loop() {
   constexpr Processor p = Processor::kCpu;
   Parker self;
+  LockWaits waits;
+  std::vector<PendingPtr> work;
   std::unique_lock<SpinMutex> lock(mutex);
   for (;;) {
     const std::vector<Parker*> woken = drain();
@@ -363,22 +396,18 @@ void Scheduler::State::cpu_loop() {
         if (inbox.empty()) return;
         continue;
       }
-      park(self, p, lock);
+      park(self, p, lock, waits);
       continue;
     }
-    std::vector<Pending> work;
-    for (const Job& job : run.jobs) {
-      auto it = pending.find(job.id);
-      work.push_back(std::move(it->second));
-      pending.erase(it);
-    }
+    for (const Job& job : run.jobs) work.push_back(adopt(job));
     update_gauges();
     lock.unlock();
     unpark(woken);
     const std::vector<double> each = run_on_cpu(run, work);
+    work.clear();  // the answered queries freed outside the lock
     double total = 0;
     for (double t : each) total += t;
-    relock(lock, p);
+    relock(lock, p, waits);
     core.finished(run, total, each);
     update_gauges();
   }
@@ -387,12 +416,12 @@ void Scheduler::State::cpu_loop() {
 // A GPU run in flight: its queries, and the batch started on the GPU processor.
 struct Scheduler::State::Flight {
   Dispatch run;
-  std::vector<Pending> work;
+  std::vector<PendingPtr> work;
   std::vector<Query> queries;  // moved out of `work` for the batch to read until it is answered
   std::unique_ptr<BatchRun> batch;
   Clock::time_point start;
   void queries_back() {  // before the work goes back to the queues (the batch gone)
-    for (size_t i = 0; i < queries.size(); ++i) work[i].query = std::move(queries[i]);
+    for (size_t i = 0; i < queries.size(); ++i) work[i]->query = std::move(queries[i]);
   }
 };
 
@@ -405,6 +434,7 @@ void Scheduler::State::gpu_loop(size_t slots) {
   constexpr auto kRetake = std::chrono::microseconds(20);
   constexpr int kPollPauses = 32;
   Parker self;
+  LockWaits waits;
   std::vector<std::unique_ptr<Flight>> flights, started;
   // Runs answered since the driver last held the lock, recorded at its next turn: one turn for
   // the runs it finished and the ones it takes (the lock, shared with every CPU thread, was where
@@ -420,11 +450,7 @@ void Scheduler::State::gpu_loop(size_t slots) {
       Dispatch run = core.take(Processor::kGpu, now());
       if (run.jobs.empty()) break;
       auto flight = std::make_unique<Flight>();
-      for (const Job& job : run.jobs) {
-        auto it = pending.find(job.id);
-        flight->work.push_back(std::move(it->second));
-        pending.erase(it);
-      }
+      for (const Job& job : run.jobs) flight->work.push_back(adopt(job));
       flight->run = std::move(run);
       started.push_back(std::move(flight));
     }
@@ -442,7 +468,7 @@ void Scheduler::State::gpu_loop(size_t slots) {
         if (inbox.empty()) return;
         continue;
       }
-      park(self, Processor::kGpu, lock);
+      park(self, Processor::kGpu, lock, waits);
       continue;
     }
     if (!started.empty()) update_gauges();
@@ -450,10 +476,10 @@ void Scheduler::State::gpu_loop(size_t slots) {
     unpark(woken);
     const auto busy_since = Clock::now();
     for (auto& flight : started) {
-      for (Pending& w : flight->work) flight->queries.push_back(std::move(w.query));
+      for (PendingPtr& w : flight->work) flight->queries.push_back(std::move(w->query));
       flight->start = Clock::now();
       try {
-        flight->batch = flight->work[0].target.gpu->start_batch(flight->queries);
+        flight->batch = flight->work[0]->target.gpu->start_batch(flight->queries);
         flights.push_back(std::move(flight));
       } catch (const std::exception& e) {
         flight->queries_back();
@@ -501,7 +527,7 @@ void Scheduler::State::gpu_loop(size_t slots) {
         for (int i = 0; i < kPollPauses; ++i) cpu_pause();
       }
     }
-    relock(lock, Processor::kGpu);
+    relock(lock, Processor::kGpu, waits);
   }
 }
 
@@ -511,7 +537,7 @@ double Scheduler::State::answer_gpu_run(Flight& flight, std::vector<QueryResult>
   const double seconds_taken = std::chrono::duration<double>(end - flight.start).count();
   size_t late = 0;
   for (size_t i = 0; i < flight.work.size(); ++i) {
-    late += end > flight.work[i].deadline;
+    late += end > flight.work[i]->deadline;
     Outcome outcome;
     outcome.result = std::move(results[i]);
     outcome.processor = Processor::kGpu;
@@ -521,7 +547,7 @@ double Scheduler::State::answer_gpu_run(Flight& flight, std::vector<QueryResult>
     outcome.batch = run.jobs.size();
     outcome.stolen = run.jobs[i].stolen;
     outcome.urgent = run.jobs[i].urgent;
-    flight.work[i].done(std::move(outcome));
+    flight.work[i]->done(std::move(outcome));
   }
   if (metrics) {  // prometheus-cpp's own locks: outside the scheduler's
     metrics->predicted[1]->Increment(run.predicted);
@@ -540,7 +566,7 @@ double Scheduler::State::answer_gpu_run(Flight& flight, std::vector<QueryResult>
 
 // Without the lock: a CPU run's queries one after another, each answered as soon as it is done.
 // Returns each one's time.
-std::vector<double> Scheduler::State::run_on_cpu(const Dispatch& run, std::vector<Pending>& work) {
+std::vector<double> Scheduler::State::run_on_cpu(const Dispatch& run, std::vector<PendingPtr>& work) {
   std::vector<double> each;
   each.reserve(work.size());
   for (size_t i = 0; i < work.size(); ++i) {
@@ -548,13 +574,13 @@ std::vector<double> Scheduler::State::run_on_cpu(const Dispatch& run, std::vecto
     Outcome outcome;
     const auto start = Clock::now();
     try {
-      outcome.result = work[i].target.cpu->search(work[i].query);
+      outcome.result = work[i]->target.cpu->search(work[i]->query);
     } catch (const std::exception& e) {
       outcome.error = std::string("query failed: ") + e.what();
     }
     const auto end = Clock::now();
     each.push_back(std::chrono::duration<double>(end - start).count());
-    const bool late = outcome.error.empty() && end > work[i].deadline;
+    const bool late = outcome.error.empty() && end > work[i]->deadline;
     outcome.processor = Processor::kCpu;
     outcome.queue = job.queue;
     outcome.seconds = each.back();
@@ -562,7 +588,7 @@ std::vector<double> Scheduler::State::run_on_cpu(const Dispatch& run, std::vecto
     outcome.stolen = job.stolen;
     outcome.urgent = job.urgent;
     const bool answered = outcome.error.empty();
-    work[i].done(std::move(outcome));
+    work[i]->done(std::move(outcome));
     if (metrics && answered) {  // prometheus-cpp's own locks: outside the scheduler's
       metrics->predicted[0]->Increment(job.cpu_seconds);
       metrics->measured[0]->Increment(each.back());
@@ -580,7 +606,7 @@ Scheduler::Scheduler(SchedulerOptions options, std::shared_ptr<prometheus::Regis
     : state_(std::make_unique<State>(options, std::move(registry))) {
   {
     std::lock_guard<SpinMutex> lock(state_->mutex);
-    state_->update_gauges();
+    state_->update_gauges(/*force=*/true);
   }
   const CoreOptions& core = state_->core.options();
   // Named for top and perf (`perf report --sort comm`): the CPU's workers and the GPU's drivers.
@@ -622,6 +648,7 @@ void Scheduler::submit(const Target& target, Query query, Clock::time_point dead
   const QueryFeatures features = features_of(query, *target.index);  // list headers: outside any lock
   const double arrival = state_->now();
   const uint64_t id = state_->next_id++;
+  auto pending = std::make_unique<Pending>(Pending{target, std::move(query), std::move(done), deadline});
   // One parked thread is woken to drain the inbox, unless one is already on its way: a GPU stream
   // where the query can go to the GPU and a stream is idle, else a CPU thread. The drainer
   // classifies the queries and wakes the threads their queues call for, so a burst of submissions
@@ -630,7 +657,7 @@ void Scheduler::submit(const Target& target, Query query, Clock::time_point dead
   {
     std::lock_guard<SpinMutex> handoff(state_->handoff_mutex);
     if (state_->stop) throw Error("scheduler: stopping");
-    state_->inbox.push_back({id, Pending{target, std::move(query), std::move(done), deadline}, features, arrival});
+    state_->inbox.push_back({id, std::move(pending), features, arrival});
     state_->inbox_filled.store(true, std::memory_order_relaxed);
     if (state_->waking[0] + state_->waking[1] == 0) {
       const Policy policy = state_->core.options().policy;  // fixed at construction

@@ -25,7 +25,7 @@ inline void declare_scheduler_flags(Flags& flags) {
   flags.value("scheduler-cpu-threads", "0", "--processor auto: CPU query threads of the scheduler (0: every core but one for the front end and one per GPU driver thread)")
       .value("scheduler-gpu-threads", "0", "--processor auto: host threads driving the GPU's batch streams, each keeping its share of the streams' batches in flight (0, the default: one per stream; fewer leave cores to the CPU's threads where batches are long, e.g. 1 for GOV2-like lists)")
       .value("scheduler-batch-ms", "10", "--processor auto: a GPU batch grows while its predicted time stays under this")
-      .value("scheduler-cpu-run-max", "8", "--processor auto: queries a CPU thread takes at once while more wait than there are CPU threads (1: one at a time)")
+      .value("scheduler-cpu-run-max", "8", "--processor auto: queries a CPU thread takes at once at most (its share of those waiting among the free CPU threads; 1: one at a time)")
       .value("scheduler-prefer-ratio", "1.5", "--processor auto: how much faster a processor must be to own a query, at balanced load")
       .value("scheduler-dominance", "0", "--processor auto: a query this many times cheaper on one processor, in shares of each processor's capacity, joins its queue whatever the backlogs, and the other processor steals it only with workers its own work leaves free (0, the default: off; 4 is what the tests use)")
       .value("scheduler-calibration-ms", "1000", "--processor auto: start-up calibration of each processor's cost model");

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "common/index/index_builder.hpp"
+#include "common/util/spin_mutex.hpp"
 #include "common/util/status.hpp"
 #include "leaf/query/cpu_query_processor.hpp"
 #include "leaf/sched/scheduler.hpp"
@@ -444,6 +445,60 @@ TEST(ScheduleCore, UnderLoadACpuThreadTakesSeveralShortQueriesInOrder) {
   for (uint64_t i = 0; i < 2; ++i) one_at_a_time.enqueue(job(i, 1'000, 0));
   EXPECT_EQ(one_at_a_time.take(Processor::kCpu, 0.05).jobs.size(), 1u);
   EXPECT_EQ(one_at_a_time.take(Processor::kCpu, 0.05).jobs.size(), 1u);
+}
+
+// A run is the taker's share of what waits among the CPU threads free to take it: 3 queries for 4
+// free threads go one each; with 3 threads then busy, the free one takes the 5 waiting at once;
+// with all 4 free, 6 waiting give runs of 2, 2, 1 and 1 (each take leaves one thread fewer free).
+TEST(ScheduleCore, ACpuRunIsTheTakersShareAmongTheFreeThreads) {
+  CoreOptions options = two_processors(Policy::kCpuOnly);
+  options.gpu_streams = 0;
+  options.cpu_workers = 4;
+  Costs costs;
+  ScheduleCore busy(options), idle(options);
+  calibrate(busy, costs);
+  calibrate(idle, costs);
+  for (uint64_t i = 0; i < 3; ++i) busy.enqueue(job(i, 1'000, 0));
+  for (int t = 0; t < 3; ++t) EXPECT_EQ(busy.take(Processor::kCpu, 0.001).jobs.size(), 1u);
+  for (uint64_t i = 3; i < 8; ++i) busy.enqueue(job(i, 1'000, 0));
+  EXPECT_EQ(busy.take(Processor::kCpu, 0.001).jobs.size(), 5u);
+  for (uint64_t i = 0; i < 6; ++i) idle.enqueue(job(i, 1'000, 0));
+  std::vector<size_t> sizes;
+  for (Dispatch run; !(run = idle.take(Processor::kCpu, 0.001)).jobs.empty();) sizes.push_back(run.jobs.size());
+  EXPECT_EQ(sizes, (std::vector<size_t>{2, 2, 1, 1}));
+}
+
+// The scheduler's lock: CPU threads take it behind the GPU drivers (lock_behind), drivers and
+// submitters with lock(). Both exclude each other, and a thread taking it behind others still gets
+// it while they never leave (after its spins it competes like any other).
+TEST(SpinMutex, TakingItBehindOthersExcludesAndStillProgresses) {
+  SpinMutex mutex;
+  std::atomic<int> ahead{0};
+  uint64_t counter = 0;  // unsynchronised but for the mutex: a lost update shows a broken exclusion
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 20'000; ++i) {
+        if (t % 2 == 0) {
+          ahead.fetch_add(1);
+          mutex.lock();
+          ahead.fetch_sub(1);
+        } else {
+          mutex.lock_behind(ahead);
+        }
+        ++counter;
+        mutex.unlock();
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(counter, 80'000u);
+  ahead = 1;  // a taker of higher priority that never comes
+  mutex.lock_behind(ahead);
+  EXPECT_FALSE(mutex.try_lock());
+  mutex.unlock();
+  EXPECT_TRUE(mutex.try_lock());
+  mutex.unlock();
 }
 
 TEST(ScheduleCore, LosingTheGpuMovesEveryQueryToTheCpu) {
