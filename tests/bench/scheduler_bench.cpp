@@ -385,6 +385,7 @@ int run(int argc, char** argv) {
       .value("seconds", "1.5", "seconds of arrivals per rate")
       .value("repeat", "1", "windows per rate; the one with the median p99 counts (3: a lone hiccup no longer decides a rate)")
       .value("start-rate", "50", "first arrival rate, queries/s")
+      .value("stop-past-50ms", "0", "end a ladder after this many rates in a row over 50 ms p99 (0: at 500 ms or 5% missed; windows hold 100,000 queries at most, so past ~100k queries/s the backlog never reaches 500 ms)")
       .value("submitters", "2", "threads submitting the arrivals (the leaf's request threads; one alone bounded the rates near 220k queries/s)")
       .value("step", "1.4", "rate factor from one step to the next")
       .value("refine", "0", "bisections between the last rate within 50 ms p99 and the next")
@@ -516,6 +517,7 @@ int run(int argc, char** argv) {
   const double seconds = flags.number("seconds");
   const size_t repeat = std::max<size_t>(1, flags.count("repeat"));
   const size_t submitters = std::max<size_t>(1, flags.count("submitters"));
+  const size_t stop_past = flags.count("stop-past-50ms");
   for (const Load& load : loads) {
     std::map<std::string, std::map<double, double>> p99_at;  // policy's name → rate → p99 (s)
     std::printf("\n### Load: %s (%zu queries, OR top-10)\n\n", load.name.c_str(), load.queries.size());
@@ -611,11 +613,14 @@ int run(int argc, char** argv) {
       };
       double rate = flags.number("start-rate"), passed = 0, failed = 0;
       int step = 0;
+      size_t past_50ms = 0;  // consecutive rates over 50 ms
       for (; step < 40; ++step, rate *= flags.number("step")) {
         const RateResult r = measure(rate, step);
         if (r.p99 <= 0.05) passed = rate;
         else if (failed == 0 && passed > 0) failed = rate;
+        past_50ms = r.p99 <= 0.05 ? 0 : past_50ms + 1;
         if (r.p99 > 0.5 || r.missed > r.queries / 20) break;
+        if (stop_past > 0 && past_50ms >= stop_past) break;
       }
       // The ladder's steps are coarse (1.3x): between the last rate within 50 ms and the first one
       // past it, halve the gap (geometrically) --refine times, so the highest rate is known to a
