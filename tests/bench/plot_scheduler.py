@@ -18,6 +18,7 @@ styles = {"cpu": "tab:blue", "gpu": "tab:green", "best-serial": "tab:gray", "sch
 others = iter(["tab:olive", "tab:purple", "tab:orange", "tab:brown", "tab:cyan", "tab:pink"])
 for policy in dict.fromkeys(r["policy"] for r in rows):  # one colour per policy, p99 and mean alike
     styles.setdefault(policy, next(others, None))
+first_policies = set()
 for ax, load in zip(axes[0], loads):
     series = defaultdict(list)
     for r in rows:
@@ -37,7 +38,10 @@ for ax, load in zip(axes[0], loads):
     ax.set_ylabel("delay (ms)")
     ax.set_title(load)
     ax.grid(True, which="both", lw=0.3)
-axes[0][0].legend(fontsize=7, ncol=2)
+    if ax is axes[0][0] or set(series) != first_policies:  # a legend wherever the policies differ
+        ax.legend(fontsize=7, ncol=2)
+    if ax is axes[0][0]:
+        first_policies = set(series)
 fig.tight_layout()
 fig.savefig(sys.argv[2], dpi=110)
 print("wrote", sys.argv[2])
