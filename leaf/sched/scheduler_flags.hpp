@@ -27,7 +27,7 @@ inline void declare_scheduler_flags(Flags& flags) {
       .value("scheduler-batch-ms", "10", "--processor auto: a GPU batch grows while its predicted time stays under this")
       .value("scheduler-cpu-run-max", "8", "--processor auto: queries a CPU thread takes at once at most (its share of those waiting among the free CPU threads; 1: one at a time)")
       .value("scheduler-prefer-ratio", "1.5", "--processor auto: how much faster a processor must be to own a query, at balanced load")
-      .value("scheduler-dominance", "0", "--processor auto: a query this many times cheaper on one processor, in shares of each processor's capacity, joins its queue whatever the backlogs, and the other processor steals it only with workers its own work leaves free (0, the default: off; 4 is what the tests use)")
+      .value("scheduler-dominance", "4", "--processor auto: a query this many times cheaper on one processor, in shares of each processor's capacity, joins its queue whatever the backlogs, and the other processor steals it only with workers its own work leaves free (0: off)")
       .value("scheduler-calibration-ms", "1000", "--processor auto: start-up calibration of each processor's cost model");
 }
 

@@ -394,7 +394,7 @@ int run(int argc, char** argv) {
       .value("gpu-threads", "0", "host threads driving the GPU streams (the leaf's --scheduler-gpu-threads; 0: one per stream)")
       .value("batch-max", "16", "queries per GPU batch at most")
       .value("cpu-run-max", "8", "queries a CPU thread takes at once at most (the leaf's --scheduler-cpu-run-max)")
-      .value("dominance", "0", "queries this many times cheaper in capacity on one processor join its queue (the leaf's --scheduler-dominance; 0: off)")
+      .value("dominance", "4", "queries this many times cheaper in capacity on one processor join its queue (the leaf's --scheduler-dominance; 0: off)")
       .value("gpu-devices", "0", "CUDA devices (the leaf's --gpu-devices): partitions spread over them")
       .value("gpu-replicas", "1", "devices per partition (the leaf's --gpu-replicas)")
       .value("gpu-wait", "spin", "how a host thread waits for a stream where it does (the leaf's --gpu-wait: spin, yield, block; the scheduler's drivers poll)")

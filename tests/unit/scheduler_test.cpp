@@ -286,12 +286,14 @@ TEST(SchedulerFlags, DominanceIsOffOrAtLeastOne) {
     Flags flags("scheduler_test");
     declare_scheduler_flags(flags);
     gpu::declare_gpu_flags(flags);
-    std::vector<std::string> args = {"scheduler_test", "--scheduler-dominance", value};
+    std::vector<std::string> args = {"scheduler_test"};
+    if (!value.empty()) args.insert(args.end(), {"--scheduler-dominance", value});
     std::vector<char*> argv;
     for (std::string& arg : args) argv.push_back(arg.data());
     flags.parse(static_cast<int>(argv.size()), argv.data());
     return scheduler_options_from(flags, false);
   };
+  EXPECT_EQ(options_for("").core.dominance, 4);  // the default: what the GPU machine measured best
   EXPECT_EQ(options_for("0").core.dominance, 0);
   EXPECT_EQ(options_for("4").core.dominance, 4);
   EXPECT_THROW(options_for("0.5"), Error);
