@@ -241,9 +241,11 @@ std::unique_ptr<BatchRun> GpuQueryProcessor::start_batch(std::span<const Query> 
   }
   // Never waits for an executor: a driver waiting for one that only its own runs in flight would
   // free would wait forever (more runs of one partition than its executors, e.g. partitions spread
-  // over devices). With none free the batch is answered here, on the lanes.
+  // over devices). With none free the batch is answered on the lanes, one query after another, on
+  // a thread of its own: answered on the caller's, it held the driver from polling its other runs
+  // for as long.
   BatchExecutor* executor = try_take_executor();
-  if (executor == nullptr) return answered_run(QueryProcessor::search_batch(queries));  // the lanes, one by one
+  if (executor == nullptr) return run_on_thread([this, queries] { return QueryProcessor::search_batch(queries); });
   return std::make_unique<ExecutorRun>(*this, executor, queries);
 }
 

@@ -1,6 +1,7 @@
 // The query-processor interface that the CPU processor and the GPU processor both implement, over
 // the same IndexView, so tests run both on one query and compare.
 #pragma once
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -63,6 +64,9 @@ class BatchRun {
 
 // A run whose answers are already there (poll() is true at once).
 std::unique_ptr<BatchRun> answered_run(std::vector<QueryResult> results);
+// A run answered by `work` on a thread of its own, so that the caller keeps polling its other runs
+// meanwhile (dropped unfinished, it waits for the thread).
+std::unique_ptr<BatchRun> run_on_thread(std::function<std::vector<QueryResult>()> work);
 
 class QueryProcessor {
  public:

@@ -2,6 +2,8 @@
 // bound every term with the same float operations (the "one ranking" invariant, DESIGN.md); and
 // the interface's default asynchronous batch.
 #include <algorithm>
+#include <chrono>
+#include <future>
 
 #include "common/util/status.hpp"
 #include "leaf/query/query_processor.hpp"
@@ -47,7 +49,19 @@ class AnsweredRun final : public BatchRun {
  private:
   std::vector<QueryResult> results_;
 };
+
+class ThreadRun final : public BatchRun {
+ public:
+  explicit ThreadRun(std::function<std::vector<QueryResult>()> work) : answers_(std::async(std::launch::async, std::move(work))) {}
+  bool poll() override { return answers_.wait_for(std::chrono::seconds(0)) == std::future_status::ready; }
+  std::vector<QueryResult> take() override { return answers_.get(); }  // rethrows the work's failure
+
+ private:
+  std::future<std::vector<QueryResult>> answers_;  // its destructor waits for the thread
+};
 }  // namespace
+
+std::unique_ptr<BatchRun> run_on_thread(std::function<std::vector<QueryResult>()> work) { return std::make_unique<ThreadRun>(std::move(work)); }
 
 std::unique_ptr<BatchRun> answered_run(std::vector<QueryResult> results) { return std::make_unique<AnsweredRun>(std::move(results)); }
 

@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <limits>
+#include <atomic>
 #include <random>
+#include <thread>
 
 #include "common/index/index_builder.hpp"
 #include "common/util/status.hpp"
@@ -212,6 +214,27 @@ TEST(TopkQueue, AQueueOfNoHitsAdmitsNothing) {
   EXPECT_EQ(one.threshold(), 2);
   EXPECT_FALSE(one.would_enter(2));  // a tie does not enter
   EXPECT_TRUE(one.would_enter(3));
+}
+
+// A run on a thread of its own (the GPU's batches when no batch executor is free): not ready while
+// its work runs, the work's answers once it is, and the work's failure from take().
+TEST(BatchRun, ARunOnAThreadOfItsOwnIsPolledWithoutWaiting) {
+  std::atomic<bool> release{false};
+  std::unique_ptr<BatchRun> run = run_on_thread([&] {
+    while (!release) std::this_thread::yield();
+    QueryResult result;
+    result.hits.push_back({7, 1.5f});
+    return std::vector<QueryResult>{result};
+  });
+  for (int i = 0; i < 100; ++i) EXPECT_FALSE(run->poll());  // the work waits for us: never ready here
+  release = true;
+  while (!run->poll()) std::this_thread::yield();
+  const std::vector<QueryResult> answers = run->take();
+  ASSERT_EQ(answers.size(), 1u);
+  EXPECT_EQ(answers[0].hits[0].doc, 7u);
+  std::unique_ptr<BatchRun> failing = run_on_thread([]() -> std::vector<QueryResult> { throw Error("lanes failed"); });
+  while (!failing->poll()) std::this_thread::yield();
+  EXPECT_THROW(failing->take(), Error);
 }
 
 TEST(CpuQueryProcessor, RejectsKAboveLimit) {
