@@ -158,6 +158,7 @@ struct Scheduler::State {
   // Nanoseconds threads waited for `mutex` after a run or a wake-up, by processor: the
   // scheduler's own cost to the cores, in warpsearch_leaf_scheduler_lock_wait_seconds_total.
   std::array<std::atomic<uint64_t>, 2> lock_wait_ns{};
+  std::array<std::atomic<uint64_t>, 2> lock_turns{};  // the turns those waits were for
   // Nanoseconds GPU drivers spent on host work (starting runs, their phases' host work, answering
   // them), not polling: what a driver thread's core gives the GPU.
   std::atomic<uint64_t> driver_busy_ns{0};
@@ -204,9 +205,11 @@ struct Scheduler::State {
   static constexpr unsigned kWaitFlushTurns = 64;
   struct LockWaits {
     uint64_t ns = 0;
-    unsigned turns = 0;
+    unsigned turns = 0, flushed_turns = 0;
   };
   void flush(LockWaits& waits, Processor p) {
+    lock_turns[static_cast<size_t>(p)] += waits.turns - waits.flushed_turns;
+    waits.flushed_turns = waits.turns;
     if (waits.ns == 0) return;
     lock_wait_ns[static_cast<size_t>(p)] += waits.ns;
     if (metrics) metrics->lock_wait[static_cast<size_t>(p)]->Increment(static_cast<double>(waits.ns) * 1e-9);
@@ -695,6 +698,8 @@ CoreCounters Scheduler::counters() const {
 const CoreOptions& Scheduler::options() const { return state_->core.options(); }
 
 double Scheduler::gpu_driver_busy_seconds() const { return static_cast<double>(state_->driver_busy_ns) * 1e-9; }
+
+uint64_t Scheduler::lock_turns(Processor p) const { return state_->lock_turns[static_cast<size_t>(p)]; }
 
 double Scheduler::lock_wait_seconds(Processor p) const { return static_cast<double>(state_->lock_wait_ns[static_cast<size_t>(p)]) * 1e-9; }
 

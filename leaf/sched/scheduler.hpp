@@ -84,6 +84,9 @@ class Scheduler {
   const CoreOptions& options() const;
   // Seconds `p`'s threads have waited for the scheduler's lock (after runs and wake-ups).
   double lock_wait_seconds(Processor p) const;
+  // Turns `p`'s threads took at the scheduler's lock after a run or a wake-up (added up every 64
+  // turns of a thread and when it parks).
+  uint64_t lock_turns(Processor p) const;
   // Seconds the GPU driver threads spent on host work (not polling), summed over the threads.
   double gpu_driver_busy_seconds() const;
 

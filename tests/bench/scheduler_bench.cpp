@@ -141,6 +141,7 @@ struct RateResult {
   long preempted = 0, faults = 0, compaction_stalls = 0;
   // Seconds each processor's threads waited for the scheduler's lock.
   double lock_wait[2] = {0, 0};
+  double lock_turns[2] = {0, 0};
   double driver_busy = 0, gpu_batches = 0;  // the GPU drivers' host work; GPU runs (Σ 1/batch over parts)
   // Where a window's p99 is above 20 ms: its worst span in 5 ms bins (stall_timeline).
   std::string stall;
@@ -230,6 +231,7 @@ RateResult run_rate(sched::Scheduler& scheduler, const std::vector<sched::Target
   PlatformProbe probe;
   const ProcessCounters before = ProcessCounters::now();
   const double lock_wait_before[2] = {scheduler.lock_wait_seconds(sched::Processor::kCpu), scheduler.lock_wait_seconds(sched::Processor::kGpu)};
+  const uint64_t lock_turns_before[2] = {scheduler.lock_turns(sched::Processor::kCpu), scheduler.lock_turns(sched::Processor::kGpu)};
   const double driver_busy_before = scheduler.gpu_driver_busy_seconds();
   const Clock::time_point start = Clock::now() + std::chrono::milliseconds(5);
   const auto seconds_since = [&](Clock::time_point when) { return std::chrono::duration<double>(when - start).count(); };
@@ -309,6 +311,7 @@ RateResult run_rate(sched::Scheduler& scheduler, const std::vector<sched::Target
   r.compaction_stalls = after.compaction_stalls - before.compaction_stalls;
   for (sched::Processor p : {sched::Processor::kCpu, sched::Processor::kGpu}) {
     r.lock_wait[static_cast<size_t>(p)] = scheduler.lock_wait_seconds(p) - lock_wait_before[static_cast<size_t>(p)];
+    r.lock_turns[static_cast<size_t>(p)] = static_cast<double>(scheduler.lock_turns(p) - lock_turns_before[static_cast<size_t>(p)]);
   }
   r.driver_busy = scheduler.gpu_driver_busy_seconds() - driver_busy_before;
   r.rate = rate;
@@ -593,7 +596,7 @@ int run(int argc, char** argv) {
         const CoreCounters c = scheduler.counters();
         std::fprintf(stderr,
                      "%s %s %.0f q/s: mean %.2f ms p99 %.2f ms missed %zu gpu %.0f%% | measured/predicted cpu %.2f gpu %.2f, "
-                     "gpu batch %.1f | lag mean %.2f max %.2f ms, submit %.1f µs; cpu wait %.2f run %.2f ms, gpu wait %.2f run %.2f ms; long-list searches cpu %zu (%.2f ms) gpu %zu, short-list cpu %zu (%.3f ms) gpu %zu | lock wait a query cpu %.1f gpu %.1f µs, gpu driver host work %.1f µs a run | so far: queued cpu %llu gpu %llu flexible %llu, steals cpu %llu gpu %llu, urgent %llu, by advantage cpu %llu gpu %llu | machine:%s\n",
+                     "gpu batch %.1f | lag mean %.2f max %.2f ms, submit %.1f µs; cpu wait %.2f run %.2f ms, gpu wait %.2f run %.2f ms; long-list searches cpu %zu (%.2f ms) gpu %zu, short-list cpu %zu (%.3f ms) gpu %zu | lock wait a query cpu %.1f gpu %.1f µs (turns a query cpu %.2f gpu %.2f), gpu driver host work %.1f µs a run | so far: queued cpu %llu gpu %llu flexible %llu, steals cpu %llu gpu %llu, urgent %llu, by advantage cpu %llu gpu %llu | machine:%s\n",
                      load.name.c_str(), name.c_str(), rate, r.mean * 1e3, r.p99 * 1e3, r.missed, r.parts ? 100.0 * r.gpu_parts / r.parts : 0,
                      r.predicted[0] > 0 ? r.measured[0] / r.predicted[0] : 0, r.predicted[1] > 0 ? r.measured[1] / r.predicted[1] : 0,
                      r.batched_parts ? r.batch_sum / r.batched_parts : 0, r.lag_mean * 1e3, r.lag_max * 1e3, r.submit_mean * 1e6,
@@ -603,7 +606,8 @@ int run(int argc, char** argv) {
                      r.answered[0] - r.answered_long[0],
                      r.answered[0] > r.answered_long[0] ? (r.ran[0] - r.ran_long[0]) / (r.answered[0] - r.answered_long[0]) * 1e3 : 0,
                      r.answered[1] - r.answered_long[1],
-                     r.answered[0] ? r.lock_wait[0] / r.answered[0] * 1e6 : 0, r.answered[1] ? r.lock_wait[1] / r.answered[1] * 1e6 : 0, r.gpu_batches > 0 ? r.driver_busy / r.gpu_batches * 1e6 : 0, (unsigned long long)c.enqueued[0], (unsigned long long)c.enqueued[1],
+                     r.answered[0] ? r.lock_wait[0] / r.answered[0] * 1e6 : 0, r.answered[1] ? r.lock_wait[1] / r.answered[1] * 1e6 : 0,
+                     r.answered[0] ? r.lock_turns[0] / r.answered[0] : 0, r.answered[1] ? r.lock_turns[1] / r.answered[1] : 0, r.gpu_batches > 0 ? r.driver_busy / r.gpu_batches * 1e6 : 0, (unsigned long long)c.enqueued[0], (unsigned long long)c.enqueued[1],
                      (unsigned long long)c.enqueued[2], (unsigned long long)c.steals[0], (unsigned long long)c.steals[1],
                      (unsigned long long)(c.urgent[0] + c.urgent[1]), (unsigned long long)c.dominant[0], (unsigned long long)c.dominant[1], machine.c_str());
         for (const RateResult& w : windows) {
