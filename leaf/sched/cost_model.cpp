@@ -48,11 +48,11 @@ CostModel::CostModel(double forgetting) : forgetting_(forgetting) {
   coefficients_[0] = 1e-4;
 }
 
-double CostModel::fitted(std::span<const QueryFeatures> run) const {
-  double t = coefficients_[0];
+double CostModel::fitted_with(const FeatureVector& coefficients, std::span<const QueryFeatures> run) {
+  double t = coefficients[0];
   for (const QueryFeatures& q : run) {
     const FeatureVector x = feature_vector(q);
-    for (size_t i = 1; i < kFeatureCount; ++i) t += coefficients_[i] * x[i];
+    for (size_t i = 1; i < kFeatureCount; ++i) t += coefficients[i] * x[i];
   }
   return std::max(t, 1e-6);
 }
@@ -78,6 +78,12 @@ double CostModel::run_time(double unscaled) const { return std::max(coefficients
 double CostModel::fixed_cost() const { return std::max(coefficients_[0], 0.0) * bias(); }
 
 void CostModel::observe(std::span<const QueryFeatures> run, double seconds) {
+  FoldedObservations folded;
+  fold(folded, coefficients_, run, seconds);
+  apply(folded);
+}
+
+void CostModel::fold(FoldedObservations& into, const FeatureVector& fit, std::span<const QueryFeatures> run, double seconds) const {
   if (run.empty() || !(seconds > 0)) return;
   FeatureVector x{};
   x[0] = 1;
@@ -87,20 +93,35 @@ void CostModel::observe(std::span<const QueryFeatures> run, double seconds) {
   }
   // Relative error, both ways: an under-prediction by 30× weighs as much as an over-prediction by
   // 30× (1/t² alone would let old observations outvote new ones after a large change).
-  const double fit = fitted(run);
-  const double reference = std::min(seconds, fit);
+  const double fitted_seconds = fitted_with(fit, run);
+  const double reference = std::min(seconds, fitted_seconds);
   const double w = 1 / (reference * reference);
-  if (observations_ >= 32) {  // once the fit has settled; over about the last 100 runs
-    measured_sum_ = measured_sum_ * 0.99 + seconds;
-    fitted_sum_ = fitted_sum_ * 0.99 + fit;
-  }
-  for (double& g : gram_) g *= forgetting_;
-  for (double& m : moment_) m *= forgetting_;
+  into.measured = into.measured * 0.99 + seconds;
+  into.fitted = into.fitted * 0.99 + fitted_seconds;
+  for (double& g : into.gram) g *= forgetting_;
+  for (double& m : into.moment) m *= forgetting_;
   for (size_t i = 0; i < kFeatureCount; ++i) {
-    moment_[i] += w * x[i] * seconds;
-    for (size_t j = 0; j < kFeatureCount; ++j) gram_[i * kFeatureCount + j] += w * x[i] * x[j];
+    into.moment[i] += w * x[i] * seconds;
+    for (size_t j = 0; j < kFeatureCount; ++j) into.gram[i * kFeatureCount + j] += w * x[i] * x[j];
   }
-  if (++observations_ % 8 == 0 || observations_ < 32) refit();
+  ++into.count;
+}
+
+void CostModel::apply(const FoldedObservations& folded) {
+  if (folded.count == 0) return;
+  const double fade = std::pow(forgetting_, static_cast<double>(folded.count));
+  for (size_t i = 0; i < gram_.size(); ++i) gram_[i] = gram_[i] * fade + folded.gram[i];
+  for (size_t i = 0; i < moment_.size(); ++i) moment_[i] = moment_[i] * fade + folded.moment[i];
+  // The bias's sums once the fit has settled (over about the last 100 runs).
+  if (observations_ >= 32) {
+    const double bias_fade = std::pow(0.99, static_cast<double>(folded.count));
+    measured_sum_ = measured_sum_ * bias_fade + folded.measured;
+    fitted_sum_ = fitted_sum_ * bias_fade + folded.fitted;
+  }
+  const uint64_t before = observations_;
+  observations_ += folded.count;
+  // Refitted every 8 observations (each of the first 32).
+  if (observations_ < 32 || observations_ / 8 != before / 8) refit();
 }
 
 // Solves (G + λI) c = m by Cholesky; λ, a small ridge, keeps features no observation has seen

@@ -37,6 +37,17 @@ using FeatureVector = std::array<double, kFeatureCount>;
 // The query's own terms of the model (element 0, the per-run fixed cost, is 0 here).
 FeatureVector feature_vector(const QueryFeatures& features);
 
+// Observations folded together away from the model (outside the scheduler's lock): the sums
+// observe() would add one observation at a time, each weighted against the same fit (a copy of the
+// model's coefficients taken with the work), so that the model itself does one fade, one addition
+// and at most one refit for all of them (CostModel::fold, CostModel::apply).
+struct FoldedObservations {
+  std::array<double, kFeatureCount * kFeatureCount> gram{};  // Σ w x xᵀ, faded as observe() fades
+  std::array<double, kFeatureCount> moment{};
+  double measured = 0, fitted = 0;  // the bias's sums, faded likewise
+  uint32_t count = 0;
+};
+
 class CostModel {
  public:
   explicit CostModel(double forgetting = 0.995);  // about the last 200 runs
@@ -53,6 +64,12 @@ class CostModel {
   // A measured run: the model is refitted every few observations.
   void observe(std::span<const QueryFeatures> run, double seconds);
   void observe(const QueryFeatures& query, double seconds) { observe(std::span(&query, 1), seconds); }
+  // The same in two steps: fold() adds a measured run to `into`, weighted against `fit` (the
+  // model's coefficients() when the work was taken), touching nothing of the model's; apply() adds
+  // what was folded as that many observe() calls would, with the fit held between them.
+  const FeatureVector& coefficients() const { return coefficients_; }
+  void fold(FoldedObservations& into, const FeatureVector& fit, std::span<const QueryFeatures> run, double seconds) const;
+  void apply(const FoldedObservations& folded);
   uint64_t observations() const { return observations_; }
   void refit();
 
@@ -67,7 +84,8 @@ class CostModel {
   // predictions up, so every prediction is scaled by this ratio of sums.
   double measured_sum_ = 0, fitted_sum_ = 0;
   double bias() const { return fitted_sum_ > 0 ? measured_sum_ / fitted_sum_ : 1; }
-  double fitted(std::span<const QueryFeatures> run) const;
+  double fitted(std::span<const QueryFeatures> run) const { return fitted_with(coefficients_, run); }
+  static double fitted_with(const FeatureVector& coefficients, std::span<const QueryFeatures> run);
 };
 
 }  // namespace warp::sched

@@ -373,7 +373,7 @@ Dispatch ScheduleCore::take(Processor p, double now) {
   return run;
 }
 
-double ScheduleCore::finished(const Dispatch& run, double seconds, std::span<const double> each) {
+double ScheduleCore::finished(const Dispatch& run, double seconds, std::span<const double> each, const FoldedObservations* folded) {
   running_seconds_[static_cast<size_t>(run.processor)] =
       std::max(0.0, running_seconds_[static_cast<size_t>(run.processor)] - run.predicted);
   if (runs_in_progress_ > 0) --runs_in_progress_;
@@ -381,6 +381,10 @@ double ScheduleCore::finished(const Dispatch& run, double seconds, std::span<con
   size_t& dominant_steals = busy_dominant_steals_[static_cast<size_t>(run.processor)];
   if (dominant_steal(run) && dominant_steals > 0) --dominant_steals;
   if (run.processor == Processor::kCpu) {  // one observation per query
+    if (folded != nullptr) {
+      model(Processor::kCpu).apply(*folded);
+      return run.predicted;
+    }
     for (size_t i = 0; i < run.jobs.size(); ++i) {
       const double t = each.size() == run.jobs.size() ? each[i]
                        : run.predicted > 0         ? seconds * run.jobs[i].cpu_seconds / run.predicted

@@ -113,8 +113,10 @@ class ScheduleCore {
   // The next run for an idle `processor`, or an empty run (no jobs) when it should stay idle.
   Dispatch take(Processor processor, double now);
   // A run ended after `seconds`: the processor's model learns from it. A CPU run of several jobs
-  // gives each job's own time in `each` (the model is per query). Returns the run's prediction.
-  double finished(const Dispatch& run, double seconds, std::span<const double> each = {});
+  // gives each job's own time in `each` (the model is per query), or `folded`: its observations
+  // already folded by the caller (CostModel::fold, outside the scheduler's lock). Returns the run's
+  // prediction.
+  double finished(const Dispatch& run, double seconds, std::span<const double> each = {}, const FoldedObservations* folded = nullptr);
   // Jobs whose deadline passed while they waited; the caller answers them with an error.
   std::vector<Job> take_expired();
   // The GPU failed: its queue and the flexible one go to the CPU; the GPU takes nothing more.

@@ -111,6 +111,38 @@ TEST(CostModel, LearnsALinearCostWithinOnePercent) {
   }
 }
 
+// Observations folded outside the scheduler's lock and applied at once teach the model what as many
+// observe() calls would, where the fit stays the same between them (here 8 observations after the
+// 40th: one refit, after the last, both ways).
+TEST(CostModel, FoldedObservationsTeachWhatObservingThemOneByOneDoes) {
+  CostModel one_by_one, folded_model;
+  Costs costs;
+  std::mt19937_64 rng(testing::test_seed() + 1);
+  const auto some_query = [&] { return or_query(std::uniform_int_distribution<uint64_t>(100, 10'000'000)(rng)); };
+  for (int i = 0; i < 40; ++i) {
+    const QueryFeatures f = some_query();
+    const double t = costs.cpu(f) * std::uniform_real_distribution<double>(0.7, 1.4)(rng);  // noisy
+    one_by_one.observe(f, t);
+    folded_model.observe(f, t);
+  }
+  FoldedObservations folded;
+  const FeatureVector fit = folded_model.coefficients();
+  for (int i = 0; i < 8; ++i) {
+    const QueryFeatures f = some_query();
+    const double t = costs.cpu(f) * std::uniform_real_distribution<double>(0.7, 1.4)(rng);
+    one_by_one.observe(f, t);
+    folded_model.fold(folded, fit, std::span(&f, 1), t);
+  }
+  EXPECT_EQ(folded_model.coefficients(), fit);  // folding leaves the model alone
+  folded_model.apply(folded);
+  EXPECT_EQ(folded_model.observations(), one_by_one.observations());
+  for (uint64_t postings : {500ull, 50'000ull, 5'000'000ull}) {
+    const QueryFeatures f = or_query(postings);
+    EXPECT_NEAR(folded_model.predict(f) / one_by_one.predict(f), 1.0, 1e-9) << postings;
+  }
+  EXPECT_NE(folded_model.coefficients(), fit);  // refitted once the eight were applied
+}
+
 TEST(CostModel, LearnsTheBatchFixedCostApartFromTheShares) {
   CostModel model;
   Costs costs;
