@@ -410,8 +410,8 @@ void Scheduler::State::cpu_loop() {
     const std::vector<double> each = run_on_cpu(run, work);
     work.clear();  // the answered queries freed outside the lock
     // The run's observations folded here, outside the lock: the model's own update was the largest
-    // part of a CPU thread's turn at the lock (CostModel::observe, 2% of the H200 host's samples at
-    // 288k queries/s on the default corpus, most of the time the lock was held for the CPU).
+    // part of a CPU thread's turn at the lock (CostModel::observe and its refits, ~3% of the H200
+    // host's samples at 288k queries/s on the default corpus; folded, +15-31%, RESULTS.md).
     // fold() reads only the model's fading factor, fixed at construction.
     FoldedObservations folded;
     double total = 0;
