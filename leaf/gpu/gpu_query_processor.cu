@@ -265,8 +265,9 @@ std::unique_ptr<QueryProcessor> make_gpu_processor(const IndexView& index, const
   options.batch.threshold = settings.batch_threshold;
   options.batch.max_queries = settings.batch_max_queries;
   options.batch.max_wait_us = settings.batch_wait_us;
-  options.batch.executors = settings.batch_streams;
-  if (settings.scheduled) options.batch_executors = settings.batch_streams;
+  const size_t streams = batch_streams_for(settings.batch_streams, settings.scheduled);
+  options.batch.executors = streams;
+  if (settings.scheduled) options.batch_executors = streams;
   const int count = gpu_device_count();
   for (int device : settings.devices) {
     if (device < 0 || device >= count) {

@@ -22,13 +22,24 @@ int gpu_device_count();
 // until the GPU signals, the core free for other threads, a wake-up's latency per wait.
 enum class GpuWait { kSpin, kYield, kBlock };
 
+// Batch streams by default: 2 for the batch queue of --processor gpu; 8 where the leaf's
+// scheduler forms the batches (--processor auto): on the H200 hosts 8 streams with 4 driver
+// threads sustained 1.2-2.1x what 2 streams did on the default corpus, the mixed log and the
+// GOV2-like preset (RESULTS.md, thirty-first session). Each stream holds a batch executor's
+// buffers per partition (about 0.8 GB on a 25M-document partition).
+inline constexpr size_t kBatchStreams = 2, kScheduledBatchStreams = 8;
+inline size_t batch_streams_for(size_t wanted, bool scheduled) {
+  return wanted > 0 ? wanted : scheduled ? kScheduledBatchStreams : kBatchStreams;
+}
+
 // How a partition's GPU query processor runs.
 struct GpuSettings {
   size_t lanes = 4;              // single-query path: queries in flight at once, a stream each
   size_t batch_threshold = 0;    // > 0: PARA batching, a batch closes at this many postings of effort
   size_t batch_max_queries = 16;
   uint32_t batch_wait_us = 500;  // the longest a query waits for its batch to fill
-  size_t batch_streams = 2;      // batches in flight at once (one's host work overlaps another's GPU work)
+  size_t batch_streams = 0;      // batches in flight at once (one's host work overlaps another's
+                                 // GPU work); 0: batch_streams_for's default
   size_t memory_budget = 0;      // bytes of posting lists on the GPU; 0 or enough: all resident,
                                  // else an LRU cache of lists by term
   std::vector<int> devices{0};   // CUDA devices; partitions spread over them (partition id mod count)

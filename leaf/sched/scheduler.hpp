@@ -33,10 +33,14 @@ struct SchedulerOptions {
   uint64_t seed = 1;                // of the calibration queries
 };
 
-// GPU driver threads for `gpu_streams` streams: `wanted` (0: one per stream), at most one per stream.
+// GPU driver threads for `gpu_streams` streams: `wanted` (0: one per stream, at most
+// kDefaultGpuDrivers), at most one per stream. With 8 streams on the H200 hosts 4 drivers did best
+// on the default corpus's short batches (1.25x 2 drivers) and as well as 1-2 on long ones, while 8
+// left too few cores to the CPU's threads (RESULTS.md).
+inline constexpr size_t kDefaultGpuDrivers = 4;
 inline size_t gpu_driver_threads(size_t gpu_streams, size_t wanted) {
   if (gpu_streams == 0) return 0;
-  return std::clamp<size_t>(wanted == 0 ? gpu_streams : wanted, 1, gpu_streams);
+  return std::clamp<size_t>(wanted == 0 ? std::min(gpu_streams, kDefaultGpuDrivers) : wanted, 1, gpu_streams);
 }
 
 // Where a query runs: the partition's index and its processors (gpu null: CPU only). Queries of

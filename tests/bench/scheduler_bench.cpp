@@ -394,7 +394,7 @@ int run(int argc, char** argv) {
       .value("refine", "0", "bisections between the last rate within 50 ms p99 and the next")
       .value("cpu-threads", "0", "CPU threads (0: every core for the CPU-only policy, the leaf's default for the others)")
       .value("gpu-streams", "2", "GPU streams")
-      .value("gpu-threads", "0", "host threads driving the GPU streams (the leaf's --scheduler-gpu-threads; 0: one per stream)")
+      .value("gpu-threads", "0", "host threads driving the GPU streams (the leaf's --scheduler-gpu-threads; 0: one per stream, at most 4)")
       .value("batch-max", "16", "queries per GPU batch at most")
       .value("cpu-run-max", "8", "queries a CPU thread takes at once at most (the leaf's --scheduler-cpu-run-max)")
       .value("dominance", "4", "queries this many times cheaper in capacity on one processor join its queue (the leaf's --scheduler-dominance; 0: off)")

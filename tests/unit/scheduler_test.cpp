@@ -360,6 +360,22 @@ TEST(SchedulerFlags, GpuWaitSetsTheSettingsAndDriversTheDefaultCpuThreads) {
   EXPECT_EQ(scheduler_options_from(*parsed("spin", "0"), true).core.cpu_workers, cores > 4 ? cores - 4 : 1);
   EXPECT_EQ(scheduler_options_from(*parsed("spin", "1"), false).gpu_threads, 0u);  // no GPU
   EXPECT_EQ(default_cpu_workers(3, 16), 12u);  // the H100 host: 3 drivers, the front end
+  // Without --gpu-batch-streams: 8 streams for the scheduler (2 for --processor gpu's batch
+  // queue), driven by 4 threads; 4 or fewer streams get a driver each.
+  Flags defaults("scheduler_test");
+  declare_scheduler_flags(defaults);
+  gpu::declare_gpu_flags(defaults);
+  std::vector<std::string> none = {"scheduler_test"};
+  std::vector<char*> none_argv{none[0].data()};
+  defaults.parse(1, none_argv.data());
+  EXPECT_EQ(scheduler_options_from(defaults, true).core.gpu_streams, 8u);
+  EXPECT_EQ(scheduler_options_from(defaults, true).gpu_threads, 4u);
+  EXPECT_EQ(gpu::gpu_settings_from(defaults).batch_streams, 0u);
+  EXPECT_EQ(gpu::batch_streams_for(0, /*scheduled=*/true), 8u);
+  EXPECT_EQ(gpu::batch_streams_for(0, /*scheduled=*/false), 2u);
+  EXPECT_EQ(gpu::batch_streams_for(3, true), 3u);
+  EXPECT_EQ(gpu_driver_threads(8, 0), 4u);
+  EXPECT_EQ(gpu_driver_threads(2, 0), 2u);
   EXPECT_EQ(default_cpu_workers(1, 16), 14u);
   EXPECT_EQ(default_cpu_workers(0, 16), 16u);  // no GPU: every core
   EXPECT_EQ(default_cpu_workers(3, 2), 1u);
