@@ -393,7 +393,7 @@ int run(int argc, char** argv) {
       .value("step", "1.4", "rate factor from one step to the next")
       .value("refine", "0", "bisections between the last rate within 50 ms p99 and the next")
       .value("cpu-threads", "0", "CPU threads (0: every core for the CPU-only policy, the leaf's default for the others)")
-      .value("gpu-streams", "2", "GPU streams")
+      .value("gpu-streams", "8", "GPU streams (the leaf's --gpu-batch-streams under the scheduler; 8, its default there)")
       .value("gpu-threads", "0", "host threads driving the GPU streams (the leaf's --scheduler-gpu-threads; 0: one per stream, at most 4)")
       .value("batch-max", "16", "queries per GPU batch at most")
       .value("cpu-run-max", "8", "queries a CPU thread takes at once at most (the leaf's --scheduler-cpu-run-max)")
