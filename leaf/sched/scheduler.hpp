@@ -1,6 +1,7 @@
 // The leaf's CPU+GPU scheduler at run time (Ding et al. 2009 §9): the decisions of ScheduleCore
-// (three queues, stealing, deadlines, batches) driven by real processors. CPU worker threads (all
-// the leaf's cores by default) each run one query at a time (or a few short ones in a row); GPU
+// (three queues, stealing, deadlines, batches) driven by real processors. CPU worker threads (by
+// default the cores the GPU drivers and the front end leave) each take a run of queries, their
+// share of those waiting among the free threads, and answer them one after another; GPU
 // driver threads each keep up to their share of the GPU's streams busy with batches (PARA) started
 // without waiting (QueryProcessor::start_batch) and poll them, so that a few host threads feed
 // every stream and the other cores stay with the CPU's threads. Every run's measured time refines the processor's cost model. Queries are

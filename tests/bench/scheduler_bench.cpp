@@ -241,55 +241,55 @@ RateResult run_rate(sched::Scheduler& scheduler, const std::vector<sched::Target
   // of two parts on the H200 host) bounded the rates near 220k queries/s, as the leaf's several
   // request threads do not.
   const auto submit_every = [&](size_t first, double& lag_sum, double& lag_max, double& submit_sum) {
-  for (size_t i = first; i < count; i += submitters) {
-    const LoadQuery& q = query_of(i);
-    remaining[i] = static_cast<int>(q.parts.size());
-    const Clock::time_point at = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(arrival[i]));
-    if (at > Clock::now() + std::chrono::microseconds(100)) std::this_thread::sleep_until(at - std::chrono::microseconds(50));
-    while (Clock::now() < at) {
-    }
-    const Clock::time_point submitted = Clock::now();
-    const double lag = std::chrono::duration<double>(submitted - at).count();
-    lag_sum += lag;
-    lag_max = std::max(lag_max, lag);
-    size_t next_part = first_part[i];
-    for (const auto& [slot, query] : q.parts) {
-      scheduler.submit(targets[slot], query, at + std::chrono::milliseconds(500), [&, i, submitted, slot, part = next_part++](sched::Outcome&& outcome) {
-        const Clock::time_point now = Clock::now();
-        const double since_submit = std::chrono::duration<double>(now - submitted).count();
-        if (outcome.error.empty()) {
-          PartRecord& record = records[part];
-          record.submitted = seconds_since(submitted), record.ended = seconds_since(now);
-          record.began = record.ended - outcome.seconds;
-          record.batch = static_cast<uint32_t>(outcome.batch);
-          record.processor = static_cast<int8_t>(outcome.processor);
-        }
-        ++parts;
-        if (!outcome.error.empty()) failed[i] = true;
-        if (outcome.error.empty() && outcome.processor == sched::Processor::kGpu) ++gpu_parts;
-        if (outcome.error.empty()) {  // a batch's times are shared by its queries
-          std::lock_guard<SpinMutex> lock(stats_mutex);
-          const size_t p = static_cast<size_t>(outcome.processor);
-          r.measured[p] += outcome.seconds / static_cast<double>(outcome.batch);
-          r.predicted[p] += outcome.predicted / static_cast<double>(outcome.batch);
-          r.waited[p] += std::max(0.0, since_submit - outcome.seconds);
-          r.ran[p] += outcome.seconds;
-          r.longest_run[p] = std::max(r.longest_run[p], outcome.seconds);
-          ++r.answered[p];
-          if (slot == long_slot) r.ran_long[p] += outcome.seconds, ++r.answered_long[p];
-          if (outcome.processor == sched::Processor::kGpu) {
-            r.batch_sum += static_cast<double>(outcome.batch), ++r.batched_parts;
-            r.gpu_batches += 1.0 / static_cast<double>(outcome.batch);
+    for (size_t i = first; i < count; i += submitters) {
+      const LoadQuery& q = query_of(i);
+      remaining[i] = static_cast<int>(q.parts.size());
+      const Clock::time_point at = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(arrival[i]));
+      if (at > Clock::now() + std::chrono::microseconds(100)) std::this_thread::sleep_until(at - std::chrono::microseconds(50));
+      while (Clock::now() < at) {
+      }
+      const Clock::time_point submitted = Clock::now();
+      const double lag = std::chrono::duration<double>(submitted - at).count();
+      lag_sum += lag;
+      lag_max = std::max(lag_max, lag);
+      size_t next_part = first_part[i];
+      for (const auto& [slot, query] : q.parts) {
+        scheduler.submit(targets[slot], query, at + std::chrono::milliseconds(500), [&, i, submitted, slot, part = next_part++](sched::Outcome&& outcome) {
+          const Clock::time_point now = Clock::now();
+          const double since_submit = std::chrono::duration<double>(now - submitted).count();
+          if (outcome.error.empty()) {
+            PartRecord& record = records[part];
+            record.submitted = seconds_since(submitted), record.ended = seconds_since(now);
+            record.began = record.ended - outcome.seconds;
+            record.batch = static_cast<uint32_t>(outcome.batch);
+            record.processor = static_cast<int8_t>(outcome.processor);
           }
-        }
-        if (--remaining[i] == 0) {
-          finish[i] = seconds_since(Clock::now());
-          ++done;
-        }
-      });
+          ++parts;
+          if (!outcome.error.empty()) failed[i] = true;
+          if (outcome.error.empty() && outcome.processor == sched::Processor::kGpu) ++gpu_parts;
+          if (outcome.error.empty()) {  // a batch's times are shared by its queries
+            std::lock_guard<SpinMutex> lock(stats_mutex);
+            const size_t p = static_cast<size_t>(outcome.processor);
+            r.measured[p] += outcome.seconds / static_cast<double>(outcome.batch);
+            r.predicted[p] += outcome.predicted / static_cast<double>(outcome.batch);
+            r.waited[p] += std::max(0.0, since_submit - outcome.seconds);
+            r.ran[p] += outcome.seconds;
+            r.longest_run[p] = std::max(r.longest_run[p], outcome.seconds);
+            ++r.answered[p];
+            if (slot == long_slot) r.ran_long[p] += outcome.seconds, ++r.answered_long[p];
+            if (outcome.processor == sched::Processor::kGpu) {
+              r.batch_sum += static_cast<double>(outcome.batch), ++r.batched_parts;
+              r.gpu_batches += 1.0 / static_cast<double>(outcome.batch);
+            }
+          }
+          if (--remaining[i] == 0) {
+            finish[i] = seconds_since(Clock::now());
+            ++done;
+          }
+        });
+      }
+      submit_sum += std::chrono::duration<double>(Clock::now() - submitted).count();
     }
-    submit_sum += std::chrono::duration<double>(Clock::now() - submitted).count();
-  }
   };
   std::vector<std::array<double, 3>> submitted_figures(submitters);  // lag sum, lag max, submit sum
   std::vector<std::thread> submitting;
