@@ -1,6 +1,7 @@
 #include "leaf/service/leaf_server.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <future>
 #include <optional>
 #include <zmq.hpp>
@@ -33,10 +34,21 @@ std::shared_ptr<const LoadedIndex> load_index(const std::string& index_dir, cons
     loaded->generation = partition->view().meta.generation;
     loaded->analyzer = partition->view().meta.analyzer_version;
     loaded->cpu.push_back(std::make_unique<CpuQueryProcessor>(partition->view()));
-    if (use_gpu) loaded->gpu.push_back(gpu::make_gpu_processor(partition->view(), settings));
     loaded->partitions.push_back(std::move(partition));
   }
   if (loaded->partitions.empty()) throw Error("index " + index_dir + " holds none of the partitions this leaf should serve");
+  if (!use_gpu) return loaded;
+  try {
+    for (const auto& partition : loaded->partitions) loaded->gpu.push_back(gpu::make_gpu_processor(partition->view(), settings));
+  } catch (const std::exception& e) {
+    if (loaded->gpu_only) throw;
+    // auto: the CPU serves what the GPU cannot (a partition too large for its memory, say), rather
+    // than the leaf refusing the generation; the processors already made free their memory here.
+    loaded->gpu.clear();
+    loaded->gpu_error = e.what();
+    std::fprintf(stderr, "warp-leaf: generation %llu: the GPU cannot serve it (%s); every query of it on the CPU\n",
+                 static_cast<unsigned long long>(loaded->generation), e.what());
+  }
   return loaded;
 }
 
@@ -96,6 +108,10 @@ LeafServer::LeafServer(LeafOptions options, std::shared_ptr<prometheus::Registry
       in_flight_gauge_(prometheus::BuildGauge().Name("warpsearch_leaf_in_flight").Help("Queries being answered").Register(*registry).Add({})),
       partitions_gauge_(prometheus::BuildGauge().Name("warpsearch_leaf_partitions").Help("Partitions served").Register(*registry).Add({})),
       generation_gauge_(prometheus::BuildGauge().Name("warpsearch_leaf_generation").Help("Generation served").Register(*registry).Add({})),
+      gpu_serving_(prometheus::BuildGauge().Name("warpsearch_leaf_gpu_serving")
+                       .Help("1 when the generation served has GPU processors, 0 when the CPU answers all of it").Register(*registry).Add({})),
+      gpu_load_failures_(prometheus::BuildCounter().Name("warpsearch_leaf_gpu_load_failures_total")
+                             .Help("Generations the GPU could not load under --processor auto, served on the CPU alone").Register(*registry).Add({})),
       gpu_bytes_(prometheus::BuildGauge().Name("warpsearch_leaf_gpu_bytes_resident").Help("Index bytes in GPU memory (lists, norms)").Register(*registry).Add({})),
       gpu_hits_(prometheus::BuildCounter().Name("warpsearch_leaf_gpu_list_cache_hits_total").Help("GPU list cache hits").Register(*registry).Add({})),
       gpu_misses_(prometheus::BuildCounter().Name("warpsearch_leaf_gpu_list_cache_misses_total").Help("GPU list cache misses (lists copied to the GPU)").Register(*registry).Add({})),
@@ -137,6 +153,8 @@ void LeafServer::swap_index(std::shared_ptr<const LoadedIndex> index) {
   }
   partitions_gauge_.Set(static_cast<double>(index->partitions.size()));
   generation_gauge_.Set(static_cast<double>(index->generation));
+  gpu_serving_.Set(index->gpu.empty() ? 0 : 1);
+  if (!index->gpu_error.empty()) gpu_load_failures_.Increment();
   std::lock_guard<std::mutex> lock(index_mutex_);
   index_ = std::move(index);
 }

@@ -39,12 +39,16 @@ struct LoadedIndex {
   std::vector<std::unique_ptr<QueryProcessor>> cpu;  // same order as partitions
   std::vector<std::unique_ptr<QueryProcessor>> gpu;  // empty without a GPU processor
   bool gpu_only = false;                             // --processor gpu
+  // --processor auto on a machine with a GPU that could not load this generation (out of memory, a
+  // device it cannot use): why. Its queries then all go to the CPU processors.
+  std::string gpu_error;
   // --processor auto with a GPU: the leaf's scheduler chooses per query (LeafOptions::scheduler).
   bool scheduled() const { return !gpu.empty() && !gpu_only; }
 };
 
 // Opens the partitions of `index_dir` whose ids are in `wanted` (all when empty) with processor
-// "cpu", "gpu" or "auto"; throws Error naming what is wrong.
+// "cpu", "gpu" or "auto"; throws Error naming what is wrong. Under "auto", a GPU that fails to
+// take the generation leaves it to the CPU (gpu_error says why, in one log line too).
 std::shared_ptr<const LoadedIndex> load_index(const std::string& index_dir, const std::vector<uint32_t>& wanted,
                                               const std::string& processor, const gpu::GpuSettings& gpu_settings);
 
@@ -113,6 +117,8 @@ class LeafServer {
   prometheus::Gauge& in_flight_gauge_;
   prometheus::Gauge& partitions_gauge_;
   prometheus::Gauge& generation_gauge_;
+  prometheus::Gauge& gpu_serving_;
+  prometheus::Counter& gpu_load_failures_;
   prometheus::Gauge& gpu_bytes_;
   prometheus::Counter& gpu_hits_;
   prometheus::Counter& gpu_misses_;

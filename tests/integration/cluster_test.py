@@ -178,6 +178,26 @@ try:
                  "(%d inline, %d by the scheduler)" % (inline, scheduled))
         print("scheduler: %d searches, %d on the GPU" % (scheduled, sum(
             leaf_counter(l[2], 'warpsearch_leaf_scheduler_queries_total{processor="gpu"') for l in leaves)))
+        # A GPU that cannot take the generation (here a device this machine lacks): under auto the
+        # leaf serves it on the CPU, says why once and counts it, rather than refusing it. Its
+        # answers, beside a healthy leaf of partition 1 behind a second broker, stay exact.
+        zmq_port, http_port = next_port(), next_port()
+        start([leaf, "--index", os.path.join(work, "cran-index2"), "--partitions", "0", "--listen", "tcp://127.0.0.1:%d" % zmq_port,
+               "--http", "127.0.0.1:%d" % http_port] + merged_flags(leaf_args, ["--gpu-devices", "7"]), "cran-gpu-fallback.log")
+        wait_until(lambda: http("http://127.0.0.1:%d/readyz" % http_port)[0] == 200, 20, "the leaf whose GPU cannot load")
+        if leaf_counter(http_port, "warpsearch_leaf_gpu_load_failures_total") != 1 or leaf_counter(http_port, "warpsearch_leaf_gpu_serving") != 0:
+            fail("a GPU that cannot load the generation: expected warpsearch_leaf_gpu_load_failures_total 1 and _gpu_serving 0")
+        if "the GPU cannot serve it" not in open(os.path.join(work, "cran-gpu-fallback.log")).read():
+            fail("a GPU that cannot load the generation: no log line saying why")
+        if leaf_counter(leaves[0][2], "warpsearch_leaf_gpu_serving") != 1:
+            fail("a leaf whose GPU loaded the generation should report warpsearch_leaf_gpu_serving 1")
+        fallback_port = next_port()
+        start([broker, "--partition", "0=tcp://127.0.0.1:%d" % zmq_port, "--partition", "1=tcp://127.0.0.1:%d" % leaves[2][1],
+               "--listen", "127.0.0.1:%d" % fallback_port, "--timeout-ms", "1000"], "cran-gpu-fallback-broker.log")
+        fallback_base = "http://127.0.0.1:%d" % fallback_port
+        wait_until(lambda: http(fallback_base + "/readyz")[0] == 200, 20, "the broker over the leaf whose GPU cannot load")
+        compare_with_single_partition(fallback_base, index1, queries[:20], "cran-gpu-fallback")
+        print("GPU unable to load the generation: served on the CPU, answers exact")
     status, body = http(base + "/search?" + urllib.parse.urlencode({"q": queries[0][1], "k": 10, "mode": "andor"}))
     if not json.loads(body)["cached"]:
         fail("a repeated query was not served from the cache")

@@ -119,8 +119,8 @@ try:
             fail("alert expression without a final comparison: " + expr)
         wait_until(lambda: query(signal_expr), 20, "data for the alert signal " + signal_expr)
         alerts += 1
-    if alerts != 6:
-        fail("expected the 6 alerts of %s, found %d expressions" % (rules, alerts))
+    if alerts != 7:
+        fail("expected the 7 alerts of %s, found %d expressions" % (rules, alerts))
     print("monitoring_test: %d panel queries and %d alert signals return data" % (panels, alerts))
 
     # Both replicas of partition 1 stop: the partition alert fires for partition 1 (for: 30s).
