@@ -64,6 +64,7 @@ leaves = dashboard("warpsearch-leaves", "Warpsearch / Leaves", "warpsearch_leaf_
         ("sum by (pod, instance) (warpsearch_leaf_in_flight{%s})" % SEL, "in flight {{pod}}{{instance}}")]),
     panel("Searches answered on the front-end thread/s", [("sum(rate(warpsearch_leaf_answered_inline_total{%s}[%s]))" % (SEL, RATE), "inline")], "reqps"),
     panel("GPU bytes resident", [("sum by (pod, instance) (warpsearch_leaf_gpu_bytes_resident{%s})" % SEL, "{{pod}}{{instance}}")], "bytes"),
+    panel("GPU serving the generation (1) or the CPU alone (0)", [("max by (pod, instance) (warpsearch_leaf_gpu_serving{%s})" % SEL, "{{pod}}{{instance}}")]),
     panel("GPU list-cache hit ratio", [("sum(rate(warpsearch_leaf_gpu_list_cache_hits_total{%s}[%s])) / clamp_min(sum(rate(warpsearch_leaf_gpu_list_cache_hits_total{%s}[%s])) + sum(rate(warpsearch_leaf_gpu_list_cache_misses_total{%s}[%s])), 1e-9)" % (SEL, RATE, SEL, RATE, SEL, RATE), "hit ratio")], "percentunit"),
     panel("Generation per leaf", [("max by (pod, instance) (warpsearch_leaf_generation{%s})" % SEL, "{{pod}}{{instance}}")]),
     panel("Generations behind the indexer", [('scalar(max(warpsearch_indexer_generation{namespace=~"$namespace"})) - max by (pod, instance) (warpsearch_leaf_generation{%s})' % SEL, "{{pod}}{{instance}}")]),
