@@ -1,24 +1,14 @@
 #!/usr/bin/env bash
 # On the GPU machine: where the CPU processor's searches spend their time, with no scheduler:
 # `scheduler_bench --policies cpu --cpu-cost-seconds` (each load's searches on N threads at once)
-# under `perf record`, for each thread count. Prepared as scheduler_profile_device_run.sh is
-# (binaries in .device-carry/sched/bin.tar.gz, an unstripped benchmark as
-# .device-bin/scheduler_bench_sym if there is one, perf from .device-carry/perf/). Reports in $OUT.
+# under `perf record`, for each thread count. What it needs carried: device_perf_env.sh (and, for
+# the default corpus, .device-carry/sched/gcide.jsonl.gz). Reports in $OUT.
 # usage: tests/bench/cpu_search_profile_device_run.sh LOAD THREADS,... [SECONDS]
 set -uo pipefail
 load=${1:?usage: cpu_search_profile_device_run.sh LOAD THREADS,... [SECONDS]} counts=${2:?threads} seconds=${3:-6}
 out=${OUT:-/tmp/warp-cpu-profile}
-mkdir -p "$out" /opt/perf /opt/deps
-[ -f .device-carry/sched/bin.tar.gz ] && tar -xzf .device-carry/sched/bin.tar.gz
-for f in .device-debs/*.deb; do dpkg -x "$f" /opt/deps; done
-for f in .device-carry/perf/*.deb; do dpkg -x "$f" /opt/perf; done
-export LD_LIBRARY_PATH=/opt/deps/usr/lib/x86_64-linux-gnu:/opt/deps/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
-perf_libs=/opt/perf/usr/lib/x86_64-linux-gnu:/opt/perf/lib/x86_64-linux-gnu:$LD_LIBRARY_PATH
-perf() { LD_LIBRARY_PATH=$perf_libs /opt/perf/usr/bin/perf "$@"; }
-bench=.device-bin/scheduler_bench
-[ -x .device-bin/scheduler_bench_sym ] && bench=.device-bin/scheduler_bench_sym
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+# shellcheck source=tests/bench/device_perf_env.sh
+. "$(dirname "$0")/device_perf_env.sh"
 index=()
 if [ "$load" != gov2 ]; then
   gunzip -c .device-carry/sched/gcide.jsonl.gz > "$work/gcide.jsonl"

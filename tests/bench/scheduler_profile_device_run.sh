@@ -11,17 +11,8 @@ set -uo pipefail
 rate=${1:?usage: scheduler_profile_device_run.sh RATE [flags...]}
 shift
 out=${OUT:-/tmp/warp-sched-profile}
-mkdir -p "$out" /opt/perf /opt/deps
-[ -f .device-carry/sched/bin.tar.gz ] && tar -xzf .device-carry/sched/bin.tar.gz
-for f in .device-debs/*.deb; do dpkg -x "$f" /opt/deps; done
-for f in .device-carry/perf/*.deb; do dpkg -x "$f" /opt/perf; done
-export LD_LIBRARY_PATH=/opt/deps/usr/lib/x86_64-linux-gnu:/opt/deps/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
-perf_libs=/opt/perf/usr/lib/x86_64-linux-gnu:/opt/perf/lib/x86_64-linux-gnu:$LD_LIBRARY_PATH
-perf() { LD_LIBRARY_PATH=$perf_libs /opt/perf/usr/bin/perf "$@"; }
-bench=.device-bin/scheduler_bench
-[ -x .device-bin/scheduler_bench_sym ] && bench=.device-bin/scheduler_bench_sym
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+# shellcheck source=tests/bench/device_perf_env.sh
+. "$(dirname "$0")/device_perf_env.sh"
 gunzip -c .device-carry/sched/gcide.jsonl.gz > "$work/gcide.jsonl"
 .device-bin/warp-indexer build --input "$work/gcide.jsonl" --out "$work/gcide" --partitions 2 --quiet
 # One rate, ten windows (a window holds 100,000 queries at most: a third of a second at 300k/s),
