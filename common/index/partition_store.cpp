@@ -580,6 +580,9 @@ std::unique_ptr<Partition> open_partition(const std::string& dir, const OpenOpti
   std::unique_ptr<rocksdb::Iterator> lexicon(db->NewIterator(read, handles[kLexicon]));
   std::unique_ptr<rocksdb::Iterator> postings(db->NewIterator(read, handles[kPostings]));
   postings->SeekToFirst();
+  // Grown term by term, the lexicon's rehashes were a tenth of an open; the count is the meta row's,
+  // so a damaged one is not trusted beyond 2^24 terms (the map grows past that as before).
+  view.lexicon.reserve(std::min<uint64_t>(term_count, uint64_t{1} << 24));
   for (lexicon->SeekToFirst(); lexicon->Valid(); lexicon->Next(), postings->Next()) {
     const std::string term = lexicon->key().ToString();
     if (!postings->Valid() || postings->key() != lexicon->key()) {

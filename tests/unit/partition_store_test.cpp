@@ -295,6 +295,36 @@ TEST_F(PartitionStoreTest, RefusesAnyChangedFileBeforeRocksDbReadsIt) {
   expect_refused(part(0), "no WARP-CHECKSUMS");
 }
 
+// open_index opens the partitions side by side: a damaged one among them is still refused by name,
+// whichever finishes first, and nothing half-open is returned.
+TEST_F(PartitionStoreTest, ADamagedPartitionAmongSeveralIsRefusedByName) {
+  fs::path sst;
+  for (const auto& entry : fs::directory_iterator(part(1))) {
+    if (entry.path().extension() == ".sst" && fs::file_size(entry.path()) > 0) sst = entry.path();
+  }
+  ASSERT_FALSE(sst.empty());
+  const auto at = static_cast<std::streamoff>(fs::file_size(sst) / 2);
+  std::fstream f(sst, std::ios::in | std::ios::out | std::ios::binary);
+  char c = 0;
+  f.seekg(at);
+  f.get(c);
+  f.seekp(at);
+  f.put(static_cast<char>(c ^ 0x10));
+  f.close();
+  for (int round = 0; round < 5; ++round) {
+    try {
+      open_index(dir_.string());
+      FAIL() << "a damaged partition was opened";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("part-0001"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("checksum mismatch in file " + sst.filename().string()), std::string::npos) << e.what();
+    }
+  }
+  OpenOptions others;
+  others.partitions = {0, 2};
+  EXPECT_EQ(open_index(dir_.string(), others).size(), 2u);  // the others alone open
+}
+
 TEST_F(PartitionStoreTest, RefusesMissingPiecesAndForeignDirectories) {
   EXPECT_THROW(open_partition((dir_ / "nope").string()), Error);
   EXPECT_THROW(open_index(fs::temp_directory_path().string()), Error);
