@@ -43,6 +43,7 @@ int run(int argc, char** argv) {
       .value("inline-max-postings", "20000",
              "CPU searches over at most this many postings are answered on the request thread, without a worker hand-off (0: none)")
       .value("processor", "auto", "cpu, gpu, or auto (where a GPU is usable: the CPU+GPU scheduler chooses per query; else the CPU)")
+      .value("gpu-generations", "2", "with --follow and --processor auto: generations on the GPU at once; 2: a new one loads beside the one served (on the CPU first where the GPU cannot hold both), 1: the one served frees the GPU first")
       .value("curve-keys", "", "CurveZMQ: a directory with leaf.key, the allowed broker*.pub and indexer.pub (warp-indexer keys)")
       .value("cpu-wake-latency-us", "", "hold a PM QoS request that idle CPUs wake within this many µs (0: they poll) while serving; needs write access to /dev/cpu_dma_latency");
   warp::gpu::declare_gpu_flags(flags);
@@ -91,8 +92,11 @@ int run(int argc, char** argv) {
     server.swap_index(warp::load_index(flags.get("index"), partitions, processor, warp::gpu::gpu_settings_from(flags)));
   } else {
     if (flags.get("root").empty()) throw warp::Error("--follow needs --root");
+    const size_t gpu_generations = flags.count("gpu-generations");
+    if (gpu_generations != 1 && gpu_generations != 2) throw warp::Error("--gpu-generations must be 1 or 2");
     follower = std::make_unique<warp::GenerationFollower>(
-        warp::FollowOptions{flags.get("follow"), flags.get("root"), partitions, processor, warp::gpu::gpu_settings_from(flags), curve},
+        warp::FollowOptions{flags.get("follow"), flags.get("root"), partitions, processor, warp::gpu::gpu_settings_from(flags), curve,
+                            gpu_generations},
         server);
   }
   std::fprintf(stderr, "warp-leaf: serving on %s, http on %s:%u\n", server.endpoint().c_str(), host.c_str(), http.port());

@@ -19,6 +19,11 @@ struct FollowOptions {
   std::string processor = "cpu";
   gpu::GpuSettings gpu;
   transfer::CurveConfig curve;  // enabled: announcements and files over CURVE (DIR/indexer.pub)
+  // --processor auto: generations whose GPU processors may exist at once. 2: a new generation is
+  // loaded on the GPU beside the one served; 1: the one served gives the GPU up first. Either way, a
+  // new generation the GPU cannot take beside the old one is served on the CPU until the old one's
+  // last query is answered, then loaded again with the GPU.
+  size_t gpu_generations = 2;
 };
 
 class GenerationFollower {
@@ -28,6 +33,9 @@ class GenerationFollower {
 
  private:
   void run();
+  // Serves the generation in `dir` (announced as `generation`): loaded and swapped in, by way of
+  // the CPU where the GPU must first be freed by the generation served now.
+  void take(const std::string& dir, uint64_t generation);
   FollowOptions options_;
   LeafServer& server_;
   std::atomic<bool> stop_{false};

@@ -143,7 +143,7 @@ LeafServer::~LeafServer() {
   for (auto& thread : threads_) thread.join();
 }
 
-void LeafServer::swap_index(std::shared_ptr<const LoadedIndex> index) {
+void LeafServer::swap_index(std::shared_ptr<const LoadedIndex> index, bool count_gpu_error) {
   if (scheduler_ && index->scheduled() && !scheduler_calibrated_.exchange(true)) {
     // Before the first GPU generation serves: each processor's cost model from synthetic queries.
     const auto start = std::chrono::steady_clock::now();
@@ -154,7 +154,7 @@ void LeafServer::swap_index(std::shared_ptr<const LoadedIndex> index) {
   partitions_gauge_.Set(static_cast<double>(index->partitions.size()));
   generation_gauge_.Set(static_cast<double>(index->generation));
   gpu_serving_.Set(index->gpu.empty() ? 0 : 1);
-  if (!index->gpu_error.empty()) gpu_load_failures_.Increment();
+  if (count_gpu_error && !index->gpu_error.empty()) gpu_load_failures_.Increment();
   std::lock_guard<std::mutex> lock(index_mutex_);
   index_ = std::move(index);
 }

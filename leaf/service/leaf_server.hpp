@@ -67,7 +67,10 @@ class LeafServer {
  public:
   LeafServer(LeafOptions options, std::shared_ptr<prometheus::Registry> registry);
   ~LeafServer();
-  void swap_index(std::shared_ptr<const LoadedIndex> index);  // hot swap to a new generation
+  // Hot swap to a new generation. `count_gpu_error`: false where the caller will load the
+  // generation again with the GPU (GenerationFollower), so a GPU that could not take it beside the
+  // old one is not counted as a failure.
+  void swap_index(std::shared_ptr<const LoadedIndex> index, bool count_gpu_error = true);
   std::shared_ptr<const LoadedIndex> index() const;
   bool ready() const { return index() != nullptr; }
   const std::string& endpoint() const { return endpoint_; }

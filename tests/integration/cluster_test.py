@@ -298,12 +298,15 @@ try:
     pub, fetch = next_port(), next_port()
     start([indexer, "serve", "--input", inputs, "--root", os.path.join(work, "published"), "--partitions", "2",
            "--publish", "tcp://127.0.0.1:%d" % pub, "--fetch", "tcp://127.0.0.1:%d" % fetch, "--rescan", "1"], "indexer.log")
-    endpoints = []
+    endpoints, follower_http = [], []
     for i in range(2):
         zmq_port, http_port = next_port(), next_port()
+        # Follower 1 frees the GPU before it loads a new generation there (on a GPU machine).
         start([leaf, "--follow", "tcp://127.0.0.1:%d" % pub, "--root", os.path.join(work, "leaf%d" % i), "--partitions",
-               str(i), "--listen", "tcp://127.0.0.1:%d" % zmq_port, "--http", "127.0.0.1:%d" % http_port], "follower%d.log" % i)
+               str(i), "--listen", "tcp://127.0.0.1:%d" % zmq_port, "--http", "127.0.0.1:%d" % http_port]
+              + (["--gpu-generations", "1"] if i == 1 else []), "follower%d.log" % i)
         endpoints.append(zmq_port)
+        follower_http.append(http_port)
     broker_port = next_port()
     base = "http://127.0.0.1:%d" % broker_port
     start([broker, "--partition", "0=tcp://127.0.0.1:%d" % endpoints[0], "--partition", "1=tcp://127.0.0.1:%d" % endpoints[1],
@@ -334,6 +337,19 @@ try:
         t.join()
     if errors:
         fail("%d of %d requests failed during the generation swap: %s" % (len(errors), answered[0], errors[:2]))
+    if gpu_leaves:
+        # --gpu-generations 1: generation 2 served on the CPU until generation 1 let the GPU go, then
+        # on the GPU again, and not counted as a GPU that could not load it.
+        wait_until(lambda: leaf_counter(follower_http[1], "warpsearch_leaf_gpu_serving") == 1
+                   and leaf_counter(follower_http[1], "warpsearch_leaf_generation") == 2, 40, "follower 1 on the GPU with generation 2")
+        log1 = open(os.path.join(work, "follower1.log")).read()
+        if "generation 2 on the CPU until generation 1 frees the GPU" not in log1:
+            fail("--gpu-generations 1: no line saying generation 2 waited on the CPU for the GPU:\n" + log1[-2000:])
+        if leaf_counter(follower_http[1], "warpsearch_leaf_gpu_load_failures_total") != 0:
+            fail("--gpu-generations 1: a generation loaded after the GPU was freed counted as a GPU failure")
+        if "on the CPU until" in open(os.path.join(work, "follower0.log")).read():
+            fail("the default (--gpu-generations 2) should load generation 2 beside generation 1 on this GPU")
+        print("--gpu-generations 1: generation 2 on the CPU until generation 1 freed the GPU, then on the GPU")
     print("cluster_test: all checks passed")
 finally:
     h.cleanup()
