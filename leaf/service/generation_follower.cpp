@@ -21,8 +21,8 @@ void GenerationFollower::run() {
   while (!stop_) {
     const auto announcement = subscriber.next(std::chrono::milliseconds(500));
     if (!announcement) continue;
-    const auto current = server_.index();
-    if (current && current->generation >= announcement->generation) continue;
+    // Not held past this check: take() may wait for the generation served to be released.
+    if (const auto current = server_.index(); current && current->generation >= announcement->generation) continue;
     try {
       transfer::FetchStats stats;
       transfer::FetchOptions fetch;

@@ -345,11 +345,14 @@ try:
         log1 = open(os.path.join(work, "follower1.log")).read()
         if "generation 2 on the CPU until generation 1 frees the GPU" not in log1:
             fail("--gpu-generations 1: no line saying generation 2 waited on the CPU for the GPU:\n" + log1[-2000:])
+        if "still holds the GPU" in log1:  # released once its queries ended, not after the 30 s bound
+            fail("--gpu-generations 1: generation 1 was never released:\n" + log1[-2000:])
         if leaf_counter(follower_http[1], "warpsearch_leaf_gpu_load_failures_total") != 0:
             fail("--gpu-generations 1: a generation loaded after the GPU was freed counted as a GPU failure")
         if "on the CPU until" in open(os.path.join(work, "follower0.log")).read():
             fail("the default (--gpu-generations 2) should load generation 2 beside generation 1 on this GPU")
-        print("--gpu-generations 1: generation 2 on the CPU until generation 1 freed the GPU, then on the GPU")
+        print("--gpu-generations 1: generation 2 on the CPU until generation 1 freed the GPU, then on the GPU: "
+              + " | ".join(l for l in log1.splitlines() if "generation 2" in l))
     print("cluster_test: all checks passed")
 finally:
     h.cleanup()
