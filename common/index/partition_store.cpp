@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <exception>
@@ -133,6 +134,7 @@ void SstRows::put(std::string_view key, std::string_view value) {
   // postings are covered by each list's CRC in the lexicon and by the files' checksums.
   if (family_ == Family::kLexicon || family_ == Family::kDocuments) done_.crc = crc32_of(value, crc32_of(key, done_.crc));
   done_.bytes += key.size() + value.size();
+  done_.value_bytes += value.size();
   if (family_ == Family::kPostings) {  // PartitionAssembly finds a range's ingested file by them
     if (done_.rows == 0) done_.first_key.assign(key);
     done_.last_key.assign(key);
@@ -187,6 +189,7 @@ struct PartitionAssembly::State {
   std::exception_ptr failure;  // the first move that failed; the rest are skipped
   std::vector<std::thread> movers;
   size_t seal_threads = 1;  // reading the files for their checksums at the end: as many as movers
+  std::atomic<uint64_t> list_bytes{0};  // every range's postings values: the meta row list_words
 
   void move_in(const SstRows::Done& lexicon, const SstRows::Done& postings);
   void run() {
@@ -249,6 +252,7 @@ PartitionAssembly::~PartitionAssembly() {
 }
 
 void PartitionAssembly::add_terms(const SstRows::Done& lexicon, const SstRows::Done& postings) {
+  state_->list_bytes += postings.value_bytes;
   if (state_->movers.empty()) return state_->move_in(lexicon, postings);
   {
     std::lock_guard<std::mutex> lock(state_->mutex);
@@ -317,6 +321,7 @@ void PartitionAssembly::finish(const PartitionMeta& meta, uint64_t term_count, c
       {"total_length", std::to_string(meta.stats.total_length)},
       {"posting_count", std::to_string(meta.posting_count)},
       {"term_count", std::to_string(term_count)},
+      {"list_words", std::to_string(state_->list_bytes.load() / 4)},
       {"doc_lengths", lengths},
       {"content_crc", std::to_string(crc)}};
   std::sort(meta_rows.begin(), meta_rows.end());
@@ -570,6 +575,17 @@ std::unique_ptr<Partition> open_partition(const std::string& dir, const OpenOpti
   // Grown term by term, the lexicon's rehashes were a tenth of an open; the count is the meta row's,
   // so a damaged one is not trusted beyond 2^24 terms (the map grows past that as before).
   view.lexicon.reserve(std::min<uint64_t>(term_count, uint64_t{1} << 24));
+  // The lists' words in all (partitions written before the meta row list_words grow the vector as
+  // they go): grown list by list, each doubling of the arena held the old and the new copy at once,
+  // twice the lists' size, for every partition opening side by side. Trusted no further than four
+  // bytes of list for every byte of the partition's files.
+  if (has_meta_field("list_words")) {
+    uint64_t file_bytes = 0;
+    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+      if (entry.is_regular_file()) file_bytes += entry.file_size();
+    }
+    view.postings.reserve(std::min<uint64_t>(number("list_words"), file_bytes) + kReadPaddingWords);
+  }
   std::vector<const std::pair<const std::string, TermInfo>*> in_order;  // the map's entries as read
   in_order.reserve(std::min<uint64_t>(term_count, uint64_t{1} << 24));
   for (lexicon->SeekToFirst(); lexicon->Valid(); lexicon->Next(), postings->Next()) {

@@ -35,6 +35,7 @@ class SstRows {
     std::string path;  // empty when no row was written (no file)
     uint32_t crc = 0;  // CRC-32 of the rows' keys and values, back to back, in order (lexicon and documents only)
     uint64_t bytes = 0, rows = 0;
+    uint64_t value_bytes = 0;          // of the values alone (postings: the lists' words × 4)
     std::string first_key, last_key;  // of the rows written (postings only)
   };
   SstRows(Family family, std::string path);

@@ -96,6 +96,8 @@ TEST_F(PartitionStoreTest, RoundTripKeepsEverything) {
     EXPECT_EQ(loaded.doc_lengths, original.doc_lengths);
     EXPECT_EQ(loaded.external_ids, original.external_ids);
     EXPECT_EQ(loaded.lexicon.size(), original.lexicon.size());
+    // The meta row list_words reserved the lists' arena exactly: no growth, no slack.
+    EXPECT_EQ(loaded.postings.capacity(), loaded.postings.size());
     for (const auto& [term, info] : original.lexicon) {
       const TermInfo* other = loaded.find(term);
       ASSERT_NE(other, nullptr) << term;
@@ -293,6 +295,23 @@ TEST_F(PartitionStoreTest, RefusesAnyChangedFileBeforeRocksDbReadsIt) {
   fs::remove(fs::path(part(0)) / "000999.sst");
   fs::remove(list);
   expect_refused(part(0), "no WARP-CHECKSUMS");
+}
+
+// A list_words that cannot be right (partitions written before the row have none: the arena grows
+// as it reads) changes how the arena is sized, never what it holds.
+TEST_F(PartitionStoreTest, AWrongListWordsRowOnlySizesTheArena) {
+  const IndexView& original = built_[0].view;
+  for (const char* words : {"0", "12", "99999999999999"}) {
+    put_raw(part(0), "meta", "list_words", words);
+    auto partition = open_partition(part(0));
+    const IndexView& loaded = partition->view();
+    ASSERT_EQ(loaded.lexicon.size(), original.lexicon.size());
+    for (const auto& [term, info] : original.lexicon) {
+      const TermInfo* other = loaded.find(term);
+      ASSERT_NE(other, nullptr) << term;
+      ASSERT_EQ(decode_posting_list(loaded.list(term, *other)).size(), decode_posting_list(original.list(term, info)).size()) << words;
+    }
+  }
 }
 
 // open_index opens the partitions side by side: a damaged one among them is still refused by name,
