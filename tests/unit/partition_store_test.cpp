@@ -190,6 +190,16 @@ void put_raw(const std::string& dir, const std::string& family, const std::strin
   seal_partition(dir);  // self-consistent files with the wrong content: the deeper checks must catch it
 }
 
+// XORs the byte at `at` of `file` with `mask` (twice: restored).
+void flip_bits(const fs::path& file, std::streamoff at, char mask) {
+  std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+  char c = 0;
+  f.seekg(at);
+  f.get(c);
+  f.seekp(at);
+  f.put(static_cast<char>(c ^ mask));
+}
+
 void expect_refused(const std::string& dir, const std::string& needle) {
   try {
     open_partition(dir);
@@ -261,19 +271,10 @@ TEST_F(PartitionStoreTest, RefusesAnyChangedFileBeforeRocksDbReadsIt) {
     const fs::path file = fs::path(part(0)) / name;
     const uintmax_t size = fs::file_size(file);
     if (size == 0) continue;
-    std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
     const auto at = static_cast<std::streamoff>(size / 2);
-    char c = 0;
-    f.seekg(at);
-    f.get(c);
-    f.seekp(at);
-    f.put(static_cast<char>(c ^ 0x01));
-    f.close();
+    flip_bits(file, at, 0x01);
     expect_refused(part(0), "checksum mismatch in file " + name);
-    f.open(file, std::ios::in | std::ios::out | std::ios::binary);  // restored: opens again
-    f.seekp(at);
-    f.put(c);
-    f.close();
+    flip_bits(file, at, 0x01);  // restored: opens again
     EXPECT_NO_THROW(open_partition(part(0)));
   }
   // The list itself: cut short (an entry and the end line gone), or a file it does not name.
@@ -322,14 +323,7 @@ TEST_F(PartitionStoreTest, ADamagedPartitionAmongSeveralIsRefusedByName) {
     if (entry.path().extension() == ".sst" && fs::file_size(entry.path()) > 0) sst = entry.path();
   }
   ASSERT_FALSE(sst.empty());
-  const auto at = static_cast<std::streamoff>(fs::file_size(sst) / 2);
-  std::fstream f(sst, std::ios::in | std::ios::out | std::ios::binary);
-  char c = 0;
-  f.seekg(at);
-  f.get(c);
-  f.seekp(at);
-  f.put(static_cast<char>(c ^ 0x10));
-  f.close();
+  flip_bits(sst, static_cast<std::streamoff>(fs::file_size(sst) / 2), 0x10);
   for (int round = 0; round < 5; ++round) {
     try {
       open_index(dir_.string());
