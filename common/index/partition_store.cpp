@@ -382,7 +382,8 @@ bool checksummed(const std::string& name) {
   return name != kChecksumsName && name != "LOCK" && name.rfind("LOG", 0) != 0;
 }
 
-void verify_files(const std::string& dir) {
+// Returns the listed files' bytes in all.
+uint64_t verify_files(const std::string& dir) {
   namespace fs = std::filesystem;
   std::ifstream in(fs::path(dir) / kChecksumsName);
   if (!in) {
@@ -416,6 +417,7 @@ void verify_files(const std::string& dir) {
     uint32_t crc = 0;
   };
   std::vector<Listed> listed;
+  uint64_t file_bytes = 0;
   for (const std::string& line : lines) {
     std::istringstream fields(line);
     Listed file;
@@ -432,6 +434,7 @@ void verify_files(const std::string& dir) {
                   " says " + std::to_string(size) + " (truncated?)");
     }
     listed.push_back(std::move(file));
+    file_bytes += size;
   }
   // The files' CRCs side by side (a one-partition leaf had read them one after another), the first
   // mismatch in the list's order reported.
@@ -443,6 +446,7 @@ void verify_files(const std::string& dir) {
   }
   if (listed.empty()) throw damaged("no files listed");
   if (!listed_names.empty()) throw Error("partition " + dir + ": file " + *listed_names.begin() + " is not in " + kChecksumsName);
+  return file_bytes;
 }
 
 }  // namespace
@@ -491,7 +495,7 @@ std::map<std::string, std::pair<uint64_t, uint32_t>> sealed_checksums(const std:
 
 std::unique_ptr<Partition> open_partition(const std::string& dir, const OpenOptions& options) {
   if (!std::filesystem::is_directory(dir)) throw Error("partition " + dir + ": no such directory");
-  verify_files(dir);
+  const uint64_t file_bytes = verify_files(dir);
   rocksdb::DBOptions db_options;
   db_options.max_open_files = 64;
   // A partition holds one SST file per column family (ingested): opening them needs no pool of 16
@@ -589,10 +593,6 @@ std::unique_ptr<Partition> open_partition(const std::string& dir, const OpenOpti
   // twice the lists' size, for every partition opening side by side. Trusted no further than four
   // bytes of list for every byte of the partition's files.
   if (has_meta_field("list_words")) {
-    uint64_t file_bytes = 0;
-    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-      if (entry.is_regular_file()) file_bytes += entry.file_size();
-    }
     view.postings.reserve(std::min<uint64_t>(number("list_words"), file_bytes) + kReadPaddingWords);
   }
   std::vector<const std::pair<const std::string, TermInfo>*> in_order;  // the map's entries as read
