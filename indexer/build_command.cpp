@@ -72,6 +72,15 @@ int run_build_command(const BuildCommandOptions& options) {
                   options.pipeline.gpu_indexers, report.gpu_speed, report.gpu_seconds, static_cast<unsigned long long>(report.gpu_fallbacks));
     gpu_line = text;
   }
+  if (options.pipeline.gpu_analysis) {
+    char text[240];
+    std::snprintf(text, sizeof text, "; GPU analysis: %llu documents (%llu on the CPU: bytes outside ASCII), %llu tokens, %llu missed by its table, %.1f s on the GPU",
+                  static_cast<unsigned long long>(report.gpu_analysis_documents),
+                  static_cast<unsigned long long>(report.gpu_analysis_cpu_documents),
+                  static_cast<unsigned long long>(report.gpu_analysis_tokens), static_cast<unsigned long long>(report.gpu_analysis_misses),
+                  report.gpu_analysis_seconds);
+    gpu_line += text;
+  }
   uint64_t postings = 0, list_bytes = 0;
   for (const pipeline::BuiltSummary& p : report.partitions) postings += p.meta.posting_count, list_bytes += p.list_bytes;
   std::fprintf(stderr,

@@ -43,7 +43,8 @@ void add_build_flags(warp::Flags& flags) {
       .value("gpu-indexers", "0", "GPU indexer threads besides the CPU indexers (0: none; needs a CUDA GPU)")
       .value("gpu-device", "0", "the CUDA device of the GPU indexers")
       .value("gpu-speed", "0", "collections a GPU indexer takes, in CPU indexers' shares (0: measured on a sample)")
-      .value("gpu-hash-bits", "64", "testing only: hash bits of the GPU indexers (fewer: collisions, CPU fallback)");
+      .value("gpu-hash-bits", "64", "testing only: hash bits of the GPU indexers (fewer: collisions, CPU fallback)")
+      .boolean("gpu-analysis", "the parsers' tokenizing and stem lookups on the GPU (--gpu-device; not with --stopwords english)");
 }
 
 void read_build_flags(const warp::Flags& flags, warp::BuildOptions& build, warp::pipeline::PipelineOptions& pipeline) {
@@ -67,6 +68,7 @@ void read_build_flags(const warp::Flags& flags, warp::BuildOptions& build, warp:
   pipeline.gpu_device = static_cast<int>(flags.count("gpu-device"));
   pipeline.gpu_speed = flags.number("gpu-speed");
   pipeline.gpu_hash_bits = static_cast<unsigned>(flags.count("gpu-hash-bits"));
+  pipeline.gpu_analysis = flags.is_set("gpu-analysis");
 }
 
 int build(int argc, char** argv) {

@@ -48,6 +48,10 @@ class Analyzer {
   // between documents; nothing else empties the cache meanwhile. Ids below stable_stems() stay
   // valid across trims too.
   void analyze_stems(std::string_view text, std::vector<uint32_t>& stems);
+  // The stem id of a token tokenized and folded elsewhere (the GPU analysis's misses): what
+  // analyze_stems() gives for it. Only for a token within the length cap, and not a stop word
+  // where they are removed.
+  uint32_t folded_stem_id(std::string_view folded_token) { return stem_id(folded_token, StemCache::hash(folded_token)); }
   std::string_view stem(uint32_t id) const {
     if (shared_ == nullptr) return cache_.stem(id);
     return id < shared_base_ ? shared_->stem(id) : cache_.stem(id - shared_base_);

@@ -26,6 +26,7 @@
 #include "common/util/checksum.hpp"
 #include "common/util/parallel_tasks.hpp"
 #include "common/util/status.hpp"
+#include "indexer/gpu/gpu_analyzer.hpp"
 #include "indexer/pipeline/doc_table.hpp"
 #include "indexer/pipeline/final_order.hpp"
 #include "indexer/pipeline/indexers.hpp"
@@ -40,6 +41,7 @@ using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 constexpr uint32_t kNoCollection = 0xFFFFFFFFu;
+
 
 // Collections to indexers by sampled token counts, heaviest first onto the indexer with the least
 // load for its speed (`speed`: 1 for a CPU indexer, the measured ratio for a GPU indexer).
@@ -252,6 +254,9 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
   // up to one piece queued for each of them: about 9 chunks a parser, a quarter of the budget;
   // 3 where every parser indexes its own chunks alone (no pieces).
   const bool pieces_flow = !parsers_index || gpu_indexers > 0;
+  if (options.gpu_analysis && options.build.analyzer.remove_stopwords) {
+    throw Error("--gpu-analysis does not remove stop words: build without --stopwords english, or without --gpu-analysis");
+  }
   const uint64_t chunk_bytes = options.chunk_bytes ? options.chunk_bytes : std::clamp<uint64_t>(budget / (36 * parsers), 64u << 10, 4u << 20);
   // Stem caches, a quarter of the budget at most: one shared by every parser (a power of two of
   // tokens, 2^12 to 2^21, mapped as it fills), each parser's own for the words it misses once that
@@ -270,7 +275,10 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
   const uint64_t shared_cap = parsers > 1 ? 1u << 21 : 1u << 20;
   SharedStemCache shared_stems(std::bit_floor(
       std::clamp<uint64_t>(stem_cache_bytes / (SharedStemCache::kEntryBytes + stem_array_bytes), 1u << 12, shared_cap)));
-  const uint64_t in_flight = (pieces_flow ? 9 : 3) * parsers * chunk_bytes + parsers * own_stem_cache * Analyzer::kStemCacheEntryBytes +
+  // With the GPU's analysis, a parser holds its chunk's text again (pinned) and 8 bytes a token
+  // (offset and stem id, at most one token per two bytes): 5 chunks more.
+  const uint64_t in_flight = ((pieces_flow ? 9 : 3) + (options.gpu_analysis ? 5 : 0)) * parsers * chunk_bytes +
+                             parsers * own_stem_cache * Analyzer::kStemCacheEntryBytes +
                              shared_stems.memory_bytes();
   report.chunk_bytes = chunk_bytes;
 
@@ -297,6 +305,18 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
   };
   try {
     DocTable docs(spill_dir + "/documents");
+    // The GPU's token table for the parsers' analysis: the CUDA context is made (a few hundred ms)
+    // while the parsers analyze their first chunks on the CPU; each takes the GPU once it is ready.
+    std::shared_future<std::shared_ptr<GpuTokenTable>> gpu_tokens;
+    if (options.gpu_analysis) {
+      std::string why;
+      if (!gpu_analysis_available(options.gpu_device, &why)) throw Error("no GPU analysis: " + why);
+      gpu_tokens = std::async(std::launch::async, [&, tokens = shared_stems.capacity()] {
+                     return std::make_shared<GpuTokenTable>(options.gpu_device, tokens);
+                   }).share();
+    }
+    std::atomic<uint64_t> gpu_documents{0}, gpu_cpu_documents{0}, gpu_misses{0}, gpu_tokens_taken{0};
+    std::atomic<double> gpu_analysis_seconds{0};
     // Collections to indexers by a sample's token counts (no sample when one slot takes them all);
     // with GPU indexers the sample also measures how much faster a GPU indexer is, and it takes
     // that many times a CPU indexer's share.
@@ -386,6 +406,10 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
           std::vector<SourceDocument> chunk;
           std::vector<uint32_t> lengths, distinct;
           uint64_t epoch = analyzer.stem_cache_epoch();
+          std::shared_ptr<GpuTokenTable> gpu_table;
+          std::unique_ptr<GpuAnalyzer> gpu;
+          std::string folded;
+          uint64_t on_gpu = 0, on_cpu = 0, misses = 0, tokens_taken = 0;
           for (std::optional<size_t> next; !failed && (next = split_taker.next(t));) {
             const size_t s = *next;
             SplitReader reader(splits[s]);
@@ -401,6 +425,18 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
               bytes_read += reader.bytes_read() - before;
               if (chunk.empty()) break;
               const DocId base = docs.add_chunk(s, seq, chunk);
+              if (options.gpu_analysis && gpu == nullptr &&
+                  (options.gpu_analysis_from_start || gpu_tokens.wait_for(std::chrono::seconds(0)) == std::future_status::ready)) {
+                gpu_table = gpu_tokens.get();
+                gpu = std::make_unique<GpuAnalyzer>(*gpu_table, options.build.analyzer.max_token_bytes);
+              }
+              if (gpu != nullptr) {
+                gpu->begin_chunk();
+                for (const SourceDocument& d : chunk) gpu->add_document(d.title, d.body);
+                gpu->run();
+                tokens_taken += gpu->tokens();
+              }
+              uint32_t next_token = 0;
               std::vector<Piece> out(slots);
               lengths.clear(), distinct.clear();
               for (size_t d = 0; d < chunk.size(); ++d) {
@@ -410,8 +446,13 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
                   epoch = analyzer.stem_cache_epoch();
                 }
                 stems.clear();
-                analyzer.analyze_stems(chunk[d].title, stems);
-                analyzer.analyze_stems(chunk[d].body, stems);
+                if (gpu != nullptr && take_document_stems(*gpu, d, next_token, analyzer, stems, folded, misses)) {
+                  ++on_gpu;
+                } else {
+                  if (gpu != nullptr) ++on_cpu;
+                  analyzer.analyze_stems(chunk[d].title, stems);
+                  analyzer.analyze_stems(chunk[d].body, stems);
+                }
                 if (count.size() < analyzer.stem_count()) count.resize(analyzer.stem_count(), 0);
                 if (!own_takes_all) collection_of.resize(analyzer.stem_count(), kNoCollection);
                 touched.clear();
@@ -454,6 +495,11 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
             }
             docs.end_split(s, reader.lines(), std::move(reader.rejections()), reader.rejected());
           }
+          if (gpu != nullptr) {
+            gpu_documents += on_gpu, gpu_cpu_documents += on_cpu, gpu_misses += misses, gpu_tokens_taken += tokens_taken;
+            gpu_analysis_seconds.fetch_add(gpu->gpu_seconds());
+            gpu.reset();
+          }
           if (own != nullptr && !failed) {
             own->spill();
             std::lock_guard<std::mutex> lock(parser_runs_mutex);
@@ -479,6 +525,7 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
     for (auto& queue : pieces) queue->close();
     for (auto& t : indexer_threads) t.join();
     if (failure) std::rethrow_exception(failure);
+    if (options.gpu_analysis) gpu_tokens.get();  // a GPU that failed to start, even if no parser waited for it
     std::vector<RunInfo> runs = std::move(parser_runs);
     for (auto& indexer : indexer_state) {
       if (indexer == nullptr) continue;
@@ -491,6 +538,11 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
     ::malloc_trim(0);  // the parse phase's freed heap back to the system before the back end
     report.runs_written = runs_written;
     report.runs_merged = runs.size();
+    report.gpu_analysis_documents = gpu_documents;
+    report.gpu_analysis_cpu_documents = gpu_cpu_documents;
+    report.gpu_analysis_tokens = gpu_tokens_taken;
+    report.gpu_analysis_misses = gpu_misses;
+    report.gpu_analysis_seconds = gpu_analysis_seconds;
     read.bytes = bytes_read;
     const auto parsed = Clock::now();
     report.parse_seconds = seconds_since(start);

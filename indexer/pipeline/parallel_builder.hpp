@@ -52,6 +52,8 @@ struct PipelineOptions {
   int gpu_device = 0;
   double gpu_speed = 0;                 // a GPU indexer's share in CPU indexers (0: measured on a sample)
   unsigned gpu_hash_bits = 64;          // tests only: fewer bits, hash collisions, the CPU fallback
+  bool gpu_analysis = false;            // the parsers' tokenizing and stem lookups on the GPU (gpu_analyzer.hpp)
+  bool gpu_analysis_from_start = false; // tests: parsers wait for the GPU instead of analyzing on the CPU until it is up
   uint64_t split_bytes = 0;             // bytes per split of a large file (0: input / 4 parsers, 1–64 MiB)
   uint64_t chunk_bytes = 0;             // input bytes a parser analyzes at a time (0: from the budget)
   std::string spill_dir;                // run files and the document spill (created, removed at the end)
@@ -79,6 +81,10 @@ struct PipelineReport {
   double gpu_speed = 0;          // a GPU indexer's share, in CPU indexers
   double gpu_seconds = 0;        // GPU indexers' device work and copies, summed
   uint64_t gpu_fallbacks = 0;    // GPU batches with a hash collision, indexed on the CPU instead
+  // --gpu-analysis: documents analyzed on the GPU (the others held bytes outside ASCII), their
+  // chunks' tokens, the tokens the GPU's table missed, device work and copies summed over parsers.
+  uint64_t gpu_analysis_documents = 0, gpu_analysis_cpu_documents = 0, gpu_analysis_tokens = 0, gpu_analysis_misses = 0;
+  double gpu_analysis_seconds = 0;
   uint64_t chunk_bytes = 0;
   double parse_seconds = 0;   // reading, parsing and indexing, until the last run is written
   double merge_seconds = 0;   // final docIDs and duplicates, beside the back end's term ranges and databases

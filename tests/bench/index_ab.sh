@@ -3,7 +3,8 @@
 # machine starts does not enter the comparison. Each LABEL=BINARY builds CORPUS at every thread
 # count ROUNDS times (in the order binary, binary, ... within a round); prints real, user and sys
 # seconds, the build's phases and runs, and checks every build's digest against the first one's.
-# usage: tests/bench/index_ab.sh CORPUS THREADS(1,16) ROUNDS LABEL=BINARY...
+# A pair may carry build flags after the binary, in one argument: 'gpu=bin/warp-indexer --gpu-analysis'.
+# usage: tests/bench/index_ab.sh CORPUS THREADS(1,16) ROUNDS LABEL=BINARY[ FLAGS]...
 set -uo pipefail
 corpus=$1 threads=$2 rounds=$3
 shift 3
@@ -19,10 +20,12 @@ echo "|---|---:|---:|---:|---:|---:|---:|---:|---|"
 for round in $(seq "$rounds"); do
   for t in ${threads//,/ }; do
     for pair in "$@"; do
-      label=${pair%%=*} bin=${pair#*=}
+      label=${pair%%=*}
+      read -ra cmd <<< "${pair#*=}"
+      bin=${cmd[0]}
       rm -rf "$work/index"
       start=$(date +%s.%N)
-      "$bin" build --input "$corpus" --out "$work/index" --partitions 4 --threads "$t" --quiet > "$work/log" 2>&1 || { status=1; tail -3 "$work/log"; continue; }
+      "$bin" build "${cmd[@]:1}" --input "$corpus" --out "$work/index" --partitions 4 --threads "$t" --quiet > "$work/log" 2>&1 || { status=1; tail -3 "$work/log"; continue; }
       end=$(date +%s.%N)
       read -r cu cs < <(awk '{print $16, $17}' /proc/$$/stat)
       summary=$(grep "^wrote" "$work/log" | tail -1)

@@ -1,11 +1,14 @@
 // The GPU indexers (Wei & JaJa 2010 §III.D–E, sort-based on the device): the inverter against a
 // reference inversion of random batches, hash collisions detected, and whole builds with GPU
 // indexers identical row for row to the CPU-only build — with small budgets (many GPU batches),
-// several GPU indexers, and a hash cut to a few bits so batches fall back to the CPU. Skips where
-// no CUDA GPU is usable.
+// several GPU indexers, and a hash cut to a few bits so batches fall back to the CPU. The parsers'
+// GPU analysis (gpu_analyzer.hpp): its stems against the CPU analyzer's on random text, and builds
+// with it identical to the CPU-only build. Skips where no CUDA GPU is usable.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -13,6 +16,9 @@
 
 #include "common/index/index_files.hpp"
 #include "common/index/partition_store.hpp"
+#include "common/analysis/analyzer.hpp"
+#include "common/analysis/shared_stem_cache.hpp"
+#include "indexer/gpu/gpu_analyzer.hpp"
 #include "indexer/gpu/gpu_inverter.hpp"
 #include "indexer/pipeline/parallel_builder.hpp"
 #include "indexer/pipeline/trie_collections.hpp"
@@ -121,6 +127,102 @@ TEST(GpuInverter, HashCollisionsAreDetected) {
   EXPECT_TRUE(batch.collision);
 }
 
+// Random text: words of a vocabulary (mixed case, digits, lengths up to 80 bytes: past the GPU
+// table's 24 and the analyzer's cap of 64), punctuation between them, and now and then a word
+// outside ASCII, which sends its whole document to the CPU.
+std::string random_text(std::mt19937_64& rng, const std::vector<std::string>& vocabulary, size_t words) {
+  static const char* const kSeparators[] = {" ", "  ", ", ", ". ", "-", "\n", "\t", "'", "/", "(", ") ", "_", "\"", "\0"};
+  static const char* const kOther[] = {"caf\xC3\xA9", "\xCE\x9B\xCF\x8C\xCE\xB3\xCE\xBF\xCF\x82", "na\xC3\xAFve", "\xE2\x80\x94", "\xFF"};
+  std::string text;
+  for (size_t w = 0; w < words; ++w) {
+    if (rng() % 400 == 0) {
+      text += kOther[rng() % 5];
+    } else {
+      text += vocabulary[rng() % vocabulary.size()];
+    }
+    const char* separator = kSeparators[rng() % 14];
+    text.append(separator, separator[0] == '\0' ? 1 : std::strlen(separator));
+  }
+  return text;
+}
+
+std::vector<std::string> random_vocabulary(std::mt19937_64& rng, size_t words) {
+  std::vector<std::string> vocabulary;
+  const std::string letters = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  for (size_t i = 0; i < words; ++i) {
+    size_t size = 1 + rng() % 12;
+    if (rng() % 20 == 0) size = 20 + rng() % 61;  // about the slot's 24 bytes and the cap's 64
+    std::string word;
+    for (size_t k = 0; k < size; ++k) word += letters[rng() % (k < 3 ? 26 : letters.size())];
+    if (rng() % 3 == 0) word += "ing";
+    vocabulary.push_back(word);
+  }
+  return vocabulary;
+}
+
+// The GPU's stems, with its misses answered on the CPU as the parsers do, are the CPU analyzer's,
+// document by document: while the GPU's table is empty, as it learns, with the shared stem cache
+// frozen (the analyzer's own ids), for a small length cap, and for documents outside ASCII.
+TEST(GpuAnalysis, StemsAreTheCpuAnalyzersAndTheTableLearns) {
+  WARP_REQUIRE_GPU();
+  std::mt19937_64 rng(testing::test_seed());
+  for (const size_t max_token : {size_t{64}, size_t{5}}) {
+    for (const size_t shared_tokens : {size_t{1} << 16, size_t{256}}) {
+      const std::string context = "cap " + std::to_string(max_token) + ", shared cache of " + std::to_string(shared_tokens);
+      AnalyzerConfig config;
+      config.max_token_bytes = max_token;
+      Analyzer reference(config), analyzer(config);
+      SharedStemCache shared(shared_tokens);
+      analyzer.limit_stem_cache(1024);  // emptied now and then, as in a build
+      analyzer.share_stem_cache(&shared);
+      pipeline::GpuTokenTable table(0, shared.capacity());
+      pipeline::GpuAnalyzer gpu(table, max_token);
+      const std::vector<std::string> vocabulary = random_vocabulary(rng, 3000);
+      uint64_t first_misses = 0, last_misses = 0, tokens = 0;
+      const int chunks = 6;
+      for (int c = 0; c < chunks; ++c) {
+        std::vector<std::pair<std::string, std::string>> docs;
+        const size_t count = 1 + rng() % 300;
+        for (size_t d = 0; d < count; ++d) docs.emplace_back(random_text(rng, vocabulary, rng() % 6), random_text(rng, vocabulary, rng() % 120));
+        gpu.begin_chunk();
+        for (const auto& [title, body] : docs) gpu.add_document(title, body);
+        gpu.run();
+        ASSERT_EQ(gpu.documents(), docs.size());
+        uint32_t next = 0;
+        uint64_t misses = 0;
+        std::string folded;
+        std::vector<uint32_t> stems;
+        for (size_t d = 0; d < docs.size(); ++d) {
+          analyzer.trim_stem_cache();
+          std::vector<std::string> expected = reference.analyze(docs[d].first);
+          reference.analyze(docs[d].second, expected);
+          const bool ascii = std::all_of(docs[d].first.begin(), docs[d].first.end(), [](char ch) { return (ch & 0x80) == 0; }) &&
+                             std::all_of(docs[d].second.begin(), docs[d].second.end(), [](char ch) { return (ch & 0x80) == 0; });
+          ASSERT_EQ(gpu.non_ascii(d), !ascii) << context << ", document " << d;
+          stems.clear();
+          ASSERT_EQ(pipeline::take_document_stems(gpu, d, next, analyzer, stems, folded, misses), ascii);
+          if (!ascii) continue;
+          std::vector<std::string> got;
+          for (uint32_t id : stems) got.emplace_back(analyzer.stem(id));
+          ASSERT_EQ(got, expected) << context << ", chunk " << c << ", document " << d << ": " << docs[d].second.substr(0, 200);
+        }
+        ASSERT_EQ(next, gpu.tokens()) << context;
+        tokens += gpu.tokens();
+        if (c == 0) first_misses = misses;
+        last_misses = misses;
+      }
+      // The table learns: with room for the vocabulary, its last chunk misses far less than its first.
+      if (shared_tokens > vocabulary.size() * 2 && max_token == 64) {
+        EXPECT_GT(first_misses, 0u) << context;
+        EXPECT_LT(last_misses * 4, first_misses) << context << ": the GPU's table does not learn";
+      }
+      std::printf("%s: %llu tokens, misses in the first chunk %llu, in the last %llu, %.3f s on the GPU\n", context.c_str(),
+                  static_cast<unsigned long long>(tokens), static_cast<unsigned long long>(first_misses),
+                  static_cast<unsigned long long>(last_misses), gpu.gpu_seconds());
+    }
+  }
+}
+
 class GpuIndexerBuild : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -184,6 +286,51 @@ TEST_F(GpuIndexerBuild, PartitionsAreTheCpuBuildsRowForRow) {
                 static_cast<unsigned long long>(report.runs_written), report.gpu_speed, report.gpu_seconds,
                 static_cast<unsigned long long>(report.gpu_fallbacks));
   }
+}
+
+// Builds with the parsers' analysis on the GPU give the CPU build's partitions: thread counts,
+// budgets small enough to freeze the shared stem cache (the analyzer's own ids) and spill many
+// runs, with GPU indexers beside it, and (in the default corpus) documents outside ASCII.
+TEST_F(GpuIndexerBuild, GpuAnalysisGivesTheCpuBuildsPartitions) {
+  WARP_REQUIRE_GPU();
+  std::mt19937_64 rng(testing::test_seed());
+  const std::vector<std::string> inputs = {testing::shared_data_dir() + "/cranfield/docs.jsonl",
+                                           testing::shared_data_dir() + "/cisi/docs.jsonl"};
+  pipeline::PipelineOptions options;
+  options.build.partitions = 3;
+  options.threads = 4;
+  pipeline::PipelineReport report;
+  const auto cpu = build(inputs, options, report);
+  ASSERT_FALSE(cpu.empty());
+  struct Variant {
+    size_t threads, gpu_indexers;
+    uint64_t budget;
+  };
+  options.gpu_analysis = true;
+  options.gpu_analysis_from_start = true;  // these builds would end before the GPU is up
+  for (const Variant& v : {Variant{4, 0, 2ull << 30}, Variant{1, 0, 2ull << 30}, Variant{7, 0, 1}, Variant{3, 1, 8u << 20}}) {
+    options.threads = v.threads;
+    options.gpu_indexers = v.gpu_indexers;
+    options.memory_budget = v.budget;
+    options.chunk_bytes = (8 + rng() % 64) << 10;
+    const std::string context = std::to_string(v.threads) + " threads, " + std::to_string(v.gpu_indexers) + " GPU indexers, budget " +
+                                std::to_string(v.budget) + ", chunks of " + std::to_string(options.chunk_bytes) + " bytes";
+    EXPECT_EQ(build(inputs, options, report), cpu) << context;
+    EXPECT_GT(report.gpu_analysis_documents, 0u) << context << ": the GPU analyzed nothing";
+    EXPECT_GT(report.gpu_analysis_tokens, report.gpu_analysis_misses) << context;
+    EXPECT_EQ(report.gpu_analysis_documents + report.gpu_analysis_cpu_documents, 2860u) << context << ": every document analyzed";
+    std::printf("%s: %llu documents on the GPU, %llu on the CPU, %llu tokens, %llu misses, %.3f s on the GPU\n", context.c_str(),
+                static_cast<unsigned long long>(report.gpu_analysis_documents),
+                static_cast<unsigned long long>(report.gpu_analysis_cpu_documents),
+                static_cast<unsigned long long>(report.gpu_analysis_tokens),
+                static_cast<unsigned long long>(report.gpu_analysis_misses), report.gpu_analysis_seconds);
+  }
+  // As a build runs it: the parsers on the CPU until the GPU is up, then on the GPU.
+  options.gpu_analysis_from_start = false;
+  options.threads = 4;
+  options.memory_budget = 2ull << 30;
+  options.gpu_indexers = 0;
+  EXPECT_EQ(build(inputs, options, report), cpu) << "parsers taking the GPU once it is up";
 }
 
 }  // namespace

@@ -13,7 +13,9 @@
 #include <thread>
 
 #include "indexer/document_reader.hpp"
+#include "indexer/gpu/gpu_analyzer.hpp"
 #include "common/util/huge_pages.hpp"
+#include "common/util/status.hpp"
 #include "common/index/index_files.hpp"
 #include "common/index/partition_store.hpp"
 #include "indexer/pipeline/final_order.hpp"
@@ -168,6 +170,34 @@ TEST_F(PipelineTest, ThreadCountsSplitsAndBudgetsGiveIdenticalPartitions) {
 // Every split is read once; a thread first reads its own contiguous range front to back, then takes
 // the last split of the thread with the most bytes left. A thread's range: the splits whose middle
 // byte lies in its equal share of the bytes.
+// --gpu-analysis refused with a clear error where it cannot run, leaving nothing behind: with stop
+// words removed (a rule it does not apply), and without a usable GPU (its builds are checked
+// against the CPU's in tests/gpu/gpu_indexer_test.cpp).
+TEST_F(PipelineTest, GpuAnalysisRefusedWhereItCannotRun) {
+  const std::vector<std::string> inputs = {testing::shared_data_dir() + "/cranfield/docs.jsonl"};
+  pipeline::PipelineOptions options;
+  options.gpu_analysis = true;
+  options.spill_dir = path("runs");
+  const auto refused = [&](const std::string& words) {
+    ReadReport read;
+    try {
+      pipeline::build_index(inputs, options, path("out"), read);
+      ADD_FAILURE() << "built";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
+    }
+    EXPECT_FALSE(fs::exists(path("out/manifest.json")));
+    EXPECT_FALSE(fs::exists(path("out/part-0000")));
+    EXPECT_FALSE(fs::exists(options.spill_dir));
+  };
+  options.build.analyzer.remove_stopwords = true;
+  refused("does not remove stop words");
+  options.build.analyzer.remove_stopwords = false;
+  std::string why;
+  if (pipeline::gpu_analysis_available(0, &why)) GTEST_SKIP() << "a GPU is usable here: its builds are gpu_indexer_test's";
+  refused("no GPU analysis");
+}
+
 TEST(SplitTaker, ContiguousRangesFirstThenTheBackOfTheLargestRemainder) {
   std::mt19937_64 rng(testing::test_seed());
   for (int round = 0; round < 50; ++round) {

@@ -1,0 +1,330 @@
+#include "indexer/gpu/gpu_analyzer.hpp"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <bit>
+#include <chrono>
+#include <cstring>
+#include <cub/device/device_select.cuh>
+#include <thrust/iterator/counting_iterator.h>
+
+#include "common/util/cuda_check.cuh"
+#include "common/util/status.hpp"
+
+namespace warp::pipeline {
+namespace {
+
+// A table slot: the token's 24 bytes zero-padded (tokens hold no zero byte, so the padding marks
+// the end), its stem id, and a tag from the hash (odd; 0 empty, kBusy while being written).
+struct alignas(32) Slot {
+  unsigned tag;
+  unsigned stem;
+  unsigned long long w[3];
+};
+static_assert(sizeof(Slot) == 32);
+constexpr unsigned kBusy = 2;
+
+constexpr int kThreads = 256;
+unsigned blocks_for(size_t n) { return static_cast<unsigned>(std::max<size_t>((n + kThreads - 1) / kThreads, 1)); }
+
+__device__ __forceinline__ bool is_token_byte(unsigned char c) {
+  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+__device__ __forceinline__ unsigned long long token_hash(unsigned long long w0, unsigned long long w1, unsigned long long w2) {
+  constexpr unsigned long long kMul = 0x9E3779B97F4A7C15ull;
+  unsigned long long h = (w0 ^ 0x2545F4914F6CDD1Dull) * kMul;
+  h ^= h >> 29;
+  h = (h ^ w1) * kMul;
+  h ^= h >> 29;
+  h = (h ^ w2) * kMul;
+  return h ^ (h >> 32);
+}
+__device__ __forceinline__ unsigned tag_of(unsigned long long h) { return static_cast<unsigned>(h >> 32) | 1u; }
+
+// Per byte: whether a token starts there; a byte outside ASCII marks its document for the CPU.
+__global__ void mark_tokens(const unsigned char* text, uint32_t n, const uint32_t* doc_begin, uint32_t docs,
+                            unsigned char* starts, unsigned char* non_ascii) {
+  const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const unsigned char c = text[i];
+  starts[i] = is_token_byte(c) && (i == 0 || !is_token_byte(text[i - 1]));
+  if (c < 0x80) return;
+  uint32_t lo = 0, hi = docs;  // the last document whose begin is <= i
+  while (hi - lo > 1) {
+    const uint32_t mid = (lo + hi) / 2;
+    if (doc_begin[mid] <= i) {
+      lo = mid;
+    } else {
+      hi = mid;
+    }
+  }
+  non_ascii[lo] = 1;
+}
+
+// Per token: its end, the length cap, the folded bytes and the table's stem id (or a miss).
+__global__ void look_up_tokens(const unsigned char* text, uint32_t n, const uint32_t* starts, const int* count,
+                               uint32_t max_token_bytes, const Slot* slots, unsigned long long mask, uint32_t* values) {
+  const uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
+  if (t >= static_cast<uint32_t>(*count)) return;
+  const uint32_t begin = starts[t];
+  uint32_t end = begin;
+  unsigned long long w[3] = {0, 0, 0};
+  while (end < n && is_token_byte(text[end])) {
+    const uint32_t k = end - begin;
+    if (k < GpuAnalyzer::kSlotTokenBytes) {
+      unsigned char c = text[end];
+      if (c >= 'A' && c <= 'Z') c += 32;
+      w[k / 8] |= static_cast<unsigned long long>(c) << (8 * (k % 8));
+    }
+    ++end;
+  }
+  const uint32_t size = end - begin;
+  if (size > max_token_bytes) {
+    values[t] = GpuAnalyzer::kDropped;
+    return;
+  }
+  uint32_t value = GpuAnalyzer::kMiss;
+  if (size <= GpuAnalyzer::kSlotTokenBytes) {
+    const unsigned long long h = token_hash(w[0], w[1], w[2]);
+    const unsigned tag = tag_of(h);
+    for (unsigned long long i = h & mask, probes = 0; probes <= mask; i = (i + 1) & mask, ++probes) {
+      const volatile Slot& slot = slots[i];
+      const unsigned seen = slot.tag;
+      if (seen == 0 || seen == kBusy) break;  // a slot being written: a miss, which the CPU answers
+      if (seen != tag) continue;
+      __threadfence();  // the slot's words were written before its tag
+      if (slot.w[0] == w[0] && slot.w[1] == w[1] && slot.w[2] == w[2]) {
+        value = slot.stem;
+        break;
+      }
+    }
+  }
+  values[t] = value;
+}
+
+// Tokens the CPU stemmed: four words each (the token's 24 bytes, then its id).
+__global__ void insert_tokens(const unsigned long long* learned, uint32_t n, Slot* slots, unsigned long long mask,
+                              unsigned* count, unsigned capacity) {
+  const uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
+  if (t >= n) return;
+  const unsigned long long w0 = learned[4 * t], w1 = learned[4 * t + 1], w2 = learned[4 * t + 2];
+  const unsigned stem = static_cast<unsigned>(learned[4 * t + 3]);
+  const unsigned long long h = token_hash(w0, w1, w2);
+  const unsigned tag = tag_of(h);
+  for (unsigned long long i = h & mask, probes = 0; probes <= mask; i = (i + 1) & mask, ++probes) {
+    Slot& slot = slots[i];
+    const unsigned seen = atomicCAS(&slot.tag, 0u, kBusy);
+    if (seen == 0) {
+      if (atomicAdd(count, 1u) >= capacity) {  // full: leave the slot empty again
+        atomicExch(&slot.tag, 0u);
+        return;
+      }
+      slot.stem = stem;
+      slot.w[0] = w0, slot.w[1] = w1, slot.w[2] = w2;
+      __threadfence();
+      atomicExch(&slot.tag, tag);
+      return;
+    }
+    if (seen == kBusy) return;  // another parser is writing this slot, maybe this very token: learnt again later
+    if (seen != tag) continue;
+    __threadfence();
+    const volatile Slot& held = slot;
+    if (held.w[0] == w0 && held.w[1] == w1 && held.w[2] == w2) return;  // already there
+  }
+}
+
+// A device array that only grows.
+template <typename T>
+struct DeviceArray {
+  T* data = nullptr;
+  size_t capacity = 0;
+  void reserve(size_t n) {
+    if (n <= capacity) return;
+    if (data != nullptr) cudaFree(data);
+    data = nullptr;
+    capacity = std::max<size_t>(n, capacity + capacity / 2);
+    WARP_CUDA_CHECK(cudaMalloc(&data, capacity * sizeof(T)));
+  }
+  ~DeviceArray() {
+    if (data != nullptr) cudaFree(data);
+  }
+};
+
+// Pinned host memory that only grows (its contents are not kept).
+template <typename T>
+void reserve_pinned(T*& data, size_t& capacity, size_t n) {
+  if (n <= capacity) return;
+  if (data != nullptr) cudaFreeHost(data);
+  data = nullptr;
+  capacity = std::max<size_t>(n, capacity + capacity / 2);
+  WARP_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&data), capacity * sizeof(T), cudaHostAllocDefault));
+}
+
+}  // namespace
+
+bool gpu_analysis_available(int device, std::string* why) {
+  int count = 0;
+  const cudaError_t status = cudaGetDeviceCount(&count);
+  if (status != cudaSuccess) {
+    if (why != nullptr) *why = cudaGetErrorString(status);
+    cudaGetLastError();
+    return false;
+  }
+  if (device < 0 || device >= count) {
+    if (why != nullptr) *why = "no CUDA device " + std::to_string(device) + " (" + std::to_string(count) + " present)";
+    return false;
+  }
+  return true;
+}
+
+GpuTokenTable::GpuTokenTable(int device, size_t tokens) : device_(device) {
+  std::string why;
+  if (!gpu_analysis_available(device, &why)) throw Error("no GPU analysis: " + why);
+  slots_ = std::bit_ceil(std::max<size_t>(2 * tokens, 1024));
+  WARP_CUDA_CHECK(cudaSetDevice(device));
+  WARP_CUDA_CHECK(cudaMalloc(&slots_data_, slots_ * sizeof(Slot)));
+  WARP_CUDA_CHECK(cudaMemset(slots_data_, 0, slots_ * sizeof(Slot)));
+  WARP_CUDA_CHECK(cudaMalloc(&count_, sizeof(unsigned)));
+  WARP_CUDA_CHECK(cudaMemset(count_, 0, sizeof(unsigned)));
+}
+
+GpuTokenTable::~GpuTokenTable() {
+  cudaSetDevice(device_);
+  if (slots_data_ != nullptr) cudaFree(slots_data_);
+  if (count_ != nullptr) cudaFree(count_);
+}
+
+struct GpuAnalyzer::State {
+  cudaStream_t stream = nullptr;
+  DeviceArray<unsigned char> text, start_flags, non_ascii, temp;
+  DeviceArray<uint32_t> doc_begin, starts, values;
+  DeviceArray<int> count;
+  DeviceArray<unsigned long long> learned;
+  size_t flags_capacity = 0, tokens_capacity = 0, values_capacity = 0;
+  int* count_host = nullptr;
+  ~State() {
+    if (stream != nullptr) cudaStreamDestroy(stream);
+    if (count_host != nullptr) cudaFreeHost(count_host);
+  }
+};
+
+GpuAnalyzer::GpuAnalyzer(GpuTokenTable& table, size_t max_token_bytes)
+    : state_(std::make_unique<State>()), table_(table), max_token_bytes_(max_token_bytes) {
+  WARP_CUDA_CHECK(cudaSetDevice(table.device()));
+  WARP_CUDA_CHECK(cudaStreamCreateWithFlags(&state_->stream, cudaStreamNonBlocking));
+  WARP_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&state_->count_host), sizeof(int), cudaHostAllocDefault));
+  state_->count.reserve(1);
+}
+
+GpuAnalyzer::~GpuAnalyzer() {
+  cudaSetDevice(table_.device());
+  if (state_->stream != nullptr) cudaStreamSynchronize(state_->stream);
+  for (void* p : {static_cast<void*>(text_), static_cast<void*>(flags_), static_cast<void*>(starts_), static_cast<void*>(values_)}) {
+    if (p != nullptr) cudaFreeHost(p);
+  }
+}
+
+void GpuAnalyzer::grow_text(size_t bytes) {
+  if (bytes <= text_capacity_) return;
+  const size_t capacity = std::max<size_t>(bytes, text_capacity_ * 2);
+  char* grown = nullptr;
+  WARP_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&grown), capacity, cudaHostAllocDefault));
+  if (text_size_ > 0) std::memcpy(grown, text_, text_size_);
+  if (text_ != nullptr) cudaFreeHost(text_);
+  text_ = grown;
+  text_capacity_ = capacity;
+}
+
+void GpuAnalyzer::begin_chunk() {
+  text_size_ = 0;
+  doc_begin_.assign(1, 0);
+  tokens_ = 0;
+}
+
+// Title and body each end with a separator, so no token runs from one into the next.
+void GpuAnalyzer::add_document(std::string_view title, std::string_view body) {
+  const size_t size = text_size_ + title.size() + body.size() + 2;
+  if (size >= (size_t{1} << 31)) throw Error("GPU analysis: a chunk of 2 GiB or more");
+  grow_text(size);
+  char* out = text_ + text_size_;
+  std::memcpy(out, title.data(), title.size());
+  out[title.size()] = '\n';
+  std::memcpy(out + title.size() + 1, body.data(), body.size());
+  out[title.size() + 1 + body.size()] = '\n';
+  text_size_ = size;
+  doc_begin_.push_back(static_cast<uint32_t>(size));
+}
+
+void GpuAnalyzer::learn(std::string_view token, uint32_t stem_id) {
+  // A chunk's first sight of many words repeats them: at most kMaxLearned a run (the most frequent
+  // come first), the others learnt when missed again.
+  if (token.empty() || token.size() > kSlotTokenBytes || learned_.size() >= 4 * kMaxLearned) return;
+  uint64_t w[3] = {0, 0, 0};
+  std::memcpy(w, token.data(), token.size());  // little-endian, as the device packs them
+  learned_.insert(learned_.end(), {w[0], w[1], w[2], stem_id});
+}
+
+void GpuAnalyzer::run() {
+  const auto start = std::chrono::steady_clock::now();
+  State& s = *state_;
+  tokens_ = 0;
+  const uint32_t docs = static_cast<uint32_t>(documents());
+  if (docs == 0) return;
+  WARP_CUDA_CHECK(cudaSetDevice(table_.device()));
+  cudaStream_t stream = s.stream;
+  const uint32_t n = static_cast<uint32_t>(text_size_);
+  const unsigned long long mask = table_.slots() - 1;
+  auto* slots = static_cast<Slot*>(table_.device_slots());
+
+  if (!learned_.empty()) {  // the tokens learned since the last chunk first, so this one finds them
+    s.learned.reserve(learned_.size());
+    WARP_CUDA_CHECK(cudaMemcpyAsync(s.learned.data, learned_.data(), learned_.size() * sizeof(uint64_t), cudaMemcpyHostToDevice, stream));
+    const uint32_t count = static_cast<uint32_t>(learned_.size() / 4);
+    insert_tokens<<<blocks_for(count), kThreads, 0, stream>>>(s.learned.data, count, slots, mask, table_.device_count(),
+                                                               static_cast<unsigned>(table_.capacity()));
+    WARP_CUDA_CHECK_LAUNCH();
+  }
+
+  s.text.reserve(n);
+  s.start_flags.reserve(n);
+  s.doc_begin.reserve(docs + 1);
+  s.non_ascii.reserve(docs);
+  reserve_pinned(flags_, s.flags_capacity, docs);
+  WARP_CUDA_CHECK(cudaMemcpyAsync(s.text.data, text_, n, cudaMemcpyHostToDevice, stream));
+  WARP_CUDA_CHECK(cudaMemcpyAsync(s.doc_begin.data, doc_begin_.data(), (docs + 1) * sizeof(uint32_t), cudaMemcpyHostToDevice, stream));
+  WARP_CUDA_CHECK(cudaMemsetAsync(s.non_ascii.data, 0, docs, stream));
+  mark_tokens<<<blocks_for(n), kThreads, 0, stream>>>(s.text.data, n, s.doc_begin.data, docs, s.start_flags.data, s.non_ascii.data);
+  WARP_CUDA_CHECK_LAUNCH();
+
+  // The token starts, compacted in text order. At most one token per two bytes (a separator each).
+  const size_t most = n / 2 + 1;
+  s.starts.reserve(most);
+  s.values.reserve(most);
+  size_t temp_bytes = 0;
+  thrust::counting_iterator<uint32_t> positions(0);
+  WARP_CUDA_CHECK(cub::DeviceSelect::Flagged(nullptr, temp_bytes, positions, s.start_flags.data, s.starts.data, s.count.data, n, stream));
+  s.temp.reserve(std::max<size_t>(temp_bytes, 1));
+  temp_bytes = s.temp.capacity;
+  WARP_CUDA_CHECK(cub::DeviceSelect::Flagged(s.temp.data, temp_bytes, positions, s.start_flags.data, s.starts.data, s.count.data, n, stream));
+  look_up_tokens<<<blocks_for(most), kThreads, 0, stream>>>(reinterpret_cast<const unsigned char*>(s.text.data), n, s.starts.data,
+                                                             s.count.data, static_cast<uint32_t>(max_token_bytes_), slots, mask, s.values.data);
+  WARP_CUDA_CHECK_LAUNCH();
+  WARP_CUDA_CHECK(cudaMemcpyAsync(s.count_host, s.count.data, sizeof(int), cudaMemcpyDeviceToHost, stream));
+  WARP_CUDA_CHECK(cudaMemcpyAsync(flags_, s.non_ascii.data, docs, cudaMemcpyDeviceToHost, stream));
+  WARP_CUDA_CHECK(cudaStreamSynchronize(stream));
+  learned_.clear();  // on the device now
+
+  tokens_ = static_cast<uint32_t>(*s.count_host);
+  reserve_pinned(starts_, s.tokens_capacity, tokens_);
+  reserve_pinned(values_, s.values_capacity, tokens_);
+  if (tokens_ > 0) {
+    WARP_CUDA_CHECK(cudaMemcpyAsync(starts_, s.starts.data, tokens_ * sizeof(uint32_t), cudaMemcpyDeviceToHost, stream));
+    WARP_CUDA_CHECK(cudaMemcpyAsync(values_, s.values.data, tokens_ * sizeof(uint32_t), cudaMemcpyDeviceToHost, stream));
+    WARP_CUDA_CHECK(cudaStreamSynchronize(stream));
+  }
+  gpu_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace warp::pipeline

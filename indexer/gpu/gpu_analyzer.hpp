@@ -1,0 +1,116 @@
+// The parsers' text analysis on the GPU (`warp-indexer build --gpu-analysis`): what
+// Analyzer::analyze_stems does to ASCII text — tokens of [0-9A-Za-z], folded to lower case, the
+// length cap, and each token's stem id from the stem cache — done for a whole chunk at once on the
+// device, against a GPU table of the tokens the shared stem cache has already stemmed.
+//
+// At 16 threads the analysis and the shared stem cache were ~38% of the parse's CPU (RESULTS.md,
+// twenty-eighth and thirty-second sessions): memory-bound lookups into a table of hundreds of MB,
+// slower per thread the more threads share it. The GPU does them with its own memory; what it
+// cannot answer stays on the CPU, so the stems are exactly the CPU analyzer's:
+// - a document with any byte outside ASCII is analyzed on the CPU, whole (case folding of other
+//   scripts, the tokenizer's classes);
+// - a token the table does not hold yet (first sight; longer than a slot's 24 bytes) comes back as
+//   kMiss with its offset: the parser looks it up or stems it on the CPU (Analyzer::folded_stem_id)
+//   and, where the id is the shared cache's, teaches the table (learn), so it is found next time.
+// Analyzers without stop-word removal only (stop words are a per-token rule the GPU does not apply).
+//
+// Host-only header; builds without CUDA get a stub whose constructors throw.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace warp {
+class Analyzer;
+}
+
+namespace warp::pipeline {
+
+// Folded token → stem id, on the device: insert-only open addressing, shared by every parser's
+// GpuAnalyzer (each inserts and looks up on its own stream; a slot still being written reads as a
+// miss). Holds at most `tokens` tokens (half its slots), 32 bytes a slot.
+class GpuTokenTable {
+ public:
+  GpuTokenTable(int device, size_t tokens);  // throws Error where no GPU is usable
+  ~GpuTokenTable();
+  GpuTokenTable(const GpuTokenTable&) = delete;
+  GpuTokenTable& operator=(const GpuTokenTable&) = delete;
+  int device() const { return device_; }
+  size_t slots() const { return slots_; }
+  size_t capacity() const { return slots_ / 2; }
+  void* device_slots() const { return slots_data_; }
+  unsigned* device_count() const { return count_; }
+
+ private:
+  int device_ = 0;
+  size_t slots_ = 0;
+  void* slots_data_ = nullptr;
+  unsigned* count_ = nullptr;  // tokens inserted (inserts stop at capacity())
+};
+
+// One parser's: its stream, its pinned staging and its device buffers. Not thread-safe.
+class GpuAnalyzer {
+ public:
+  static constexpr uint32_t kMiss = 0xFFFFFFFFu;     // look this token up on the CPU
+  static constexpr uint32_t kDropped = 0xFFFFFFFEu;  // longer than the length cap: no term
+  static constexpr size_t kSlotTokenBytes = 24;      // longer tokens are always misses
+  static constexpr size_t kMaxLearned = size_t{1} << 16;  // tokens taught to the table a run
+
+  GpuAnalyzer(GpuTokenTable& table, size_t max_token_bytes);
+  ~GpuAnalyzer();
+  GpuAnalyzer(const GpuAnalyzer&) = delete;
+  GpuAnalyzer& operator=(const GpuAnalyzer&) = delete;
+
+  // A chunk: documents added one by one (their title and body, analyzed as two texts), then run().
+  void begin_chunk();
+  void add_document(std::string_view title, std::string_view body);
+  size_t documents() const { return doc_begin_.size() - 1; }
+  // Teaches the table a token's shared stem id (applied on the device before the next run).
+  void learn(std::string_view folded_token, uint32_t stem_id);
+  // Analyzes the chunk on the device; the results below are valid until the next begin_chunk().
+  void run();
+
+  // The chunk's text as staged (a document's bytes from doc_begin(d) to doc_begin(d + 1)).
+  const char* text() const { return text_; }
+  uint32_t doc_begin(size_t doc) const { return doc_begin_[doc]; }
+  // Whether document `doc` holds a byte outside ASCII: its tokens below are to be ignored.
+  bool non_ascii(size_t doc) const { return flags_[doc] != 0; }
+  // The chunk's tokens in text order: each one's offset in text() and its stem id, kMiss or kDropped.
+  uint32_t tokens() const { return tokens_; }
+  const uint32_t* token_starts() const { return starts_; }
+  const uint32_t* token_values() const { return values_; }
+  // Device work and copies, summed over runs; tokens looked up and found.
+  double gpu_seconds() const { return gpu_seconds_; }
+
+ private:
+  void grow_text(size_t bytes);
+  struct State;
+  std::unique_ptr<State> state_;
+  GpuTokenTable& table_;
+  size_t max_token_bytes_;
+  char* text_ = nullptr;  // pinned
+  size_t text_size_ = 0, text_capacity_ = 0;
+  std::vector<uint32_t> doc_begin_{0};
+  std::vector<uint64_t> learned_;  // four words a token: its 24 bytes zero-padded, then its id
+  uint8_t* flags_ = nullptr;       // pinned, per document
+  uint32_t* starts_ = nullptr;     // pinned, per token
+  uint32_t* values_ = nullptr;
+  uint32_t tokens_ = 0;
+  double gpu_seconds_ = 0;
+};
+
+// Document `doc`'s stem ids from the GPU's analysis of its chunk, appended to `stems`; `next` is
+// the chunk's first token not yet taken (every token of the document is passed over). A token the
+// GPU missed is looked up (or stemmed) by `analyzer`, and the GPU's table learns it where its id is
+// the shared cache's (`misses` counts them). False, and no stem, for a document with bytes outside
+// ASCII: the caller analyzes it on the CPU. (indexer/pipeline/gpu_stems.cpp)
+bool take_document_stems(GpuAnalyzer& gpu, size_t doc, uint32_t& next, Analyzer& analyzer, std::vector<uint32_t>& stems,
+                         std::string& folded, uint64_t& misses);
+
+// True when this build has CUDA and `device` exists; else false with the reason in `why`.
+bool gpu_analysis_available(int device, std::string* why = nullptr);
+
+}  // namespace warp::pipeline

@@ -1,0 +1,31 @@
+// The GPU analysis for builds without CUDA: never available.
+#include "common/util/status.hpp"
+#include "indexer/gpu/gpu_analyzer.hpp"
+
+namespace warp::pipeline {
+
+struct GpuAnalyzer::State {};
+
+bool gpu_analysis_available(int, std::string* why) {
+  if (why != nullptr) *why = "this build has no CUDA (nvcc was not found or WARP_ENABLE_CUDA=OFF)";
+  return false;
+}
+
+GpuTokenTable::GpuTokenTable(int device, size_t) : device_(device) {
+  std::string why;
+  gpu_analysis_available(device, &why);
+  throw Error("no GPU analysis: " + why);
+}
+GpuTokenTable::~GpuTokenTable() = default;
+
+GpuAnalyzer::GpuAnalyzer(GpuTokenTable& table, size_t max_token_bytes) : table_(table), max_token_bytes_(max_token_bytes) {
+  throw Error("no GPU analysis: this build has no CUDA");
+}
+GpuAnalyzer::~GpuAnalyzer() = default;
+void GpuAnalyzer::grow_text(size_t) {}
+void GpuAnalyzer::begin_chunk() {}
+void GpuAnalyzer::add_document(std::string_view, std::string_view) {}
+void GpuAnalyzer::learn(std::string_view, uint32_t) {}
+void GpuAnalyzer::run() { throw Error("no GPU analysis: this build has no CUDA"); }
+
+}  // namespace warp::pipeline
