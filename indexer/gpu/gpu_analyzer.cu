@@ -266,8 +266,8 @@ void GpuAnalyzer::learn(std::string_view token, uint32_t stem_id) {
   learned_.insert(learned_.end(), {w[0], w[1], w[2], stem_id});
 }
 
-void GpuAnalyzer::run() {
-  const auto start = std::chrono::steady_clock::now();
+void GpuAnalyzer::start() {
+  const auto began = std::chrono::steady_clock::now();
   State& s = *state_;
   tokens_ = 0;
   const uint32_t docs = static_cast<uint32_t>(documents());
@@ -313,6 +313,17 @@ void GpuAnalyzer::run() {
   WARP_CUDA_CHECK_LAUNCH();
   WARP_CUDA_CHECK(cudaMemcpyAsync(s.count_host, s.count.data, sizeof(int), cudaMemcpyDeviceToHost, stream));
   WARP_CUDA_CHECK(cudaMemcpyAsync(flags_, s.non_ascii.data, docs, cudaMemcpyDeviceToHost, stream));
+  started_ = true;
+  gpu_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+}
+
+void GpuAnalyzer::finish() {
+  if (!started_) return;
+  started_ = false;
+  const auto began = std::chrono::steady_clock::now();
+  State& s = *state_;
+  cudaStream_t stream = s.stream;
+  WARP_CUDA_CHECK(cudaSetDevice(table_.device()));
   WARP_CUDA_CHECK(cudaStreamSynchronize(stream));
   learned_.clear();  // on the device now
 
@@ -324,7 +335,7 @@ void GpuAnalyzer::run() {
     WARP_CUDA_CHECK(cudaMemcpyAsync(values_, s.values.data, tokens_ * sizeof(uint32_t), cudaMemcpyDeviceToHost, stream));
     WARP_CUDA_CHECK(cudaStreamSynchronize(stream));
   }
-  gpu_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  gpu_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
 }
 
 }  // namespace warp::pipeline

@@ -70,8 +70,15 @@ class GpuAnalyzer {
   size_t documents() const { return doc_begin_.size() - 1; }
   // Teaches the table a token's shared stem id (applied on the device before the next run).
   void learn(std::string_view folded_token, uint32_t stem_id);
-  // Analyzes the chunk on the device; the results below are valid until the next begin_chunk().
-  void run();
+  // Analyzes the chunk on the device: start() queues the work, finish() waits for it (the caller
+  // may do other work between them, but not touch this analyzer); run() does both. The results
+  // below are valid after finish() until the next begin_chunk().
+  void start();
+  void finish();
+  void run() {
+    start();
+    finish();
+  }
 
   // The chunk's text as staged (a document's bytes from doc_begin(d) to doc_begin(d + 1)).
   const char* text() const { return text_; }
@@ -82,7 +89,7 @@ class GpuAnalyzer {
   uint32_t tokens() const { return tokens_; }
   const uint32_t* token_starts() const { return starts_; }
   const uint32_t* token_values() const { return values_; }
-  // Device work and copies, summed over runs; tokens looked up and found.
+  // Seconds spent in start() and finish() (device work and copies not overlapped), summed.
   double gpu_seconds() const { return gpu_seconds_; }
 
  private:
@@ -99,6 +106,7 @@ class GpuAnalyzer {
   uint32_t* starts_ = nullptr;     // pinned, per token
   uint32_t* values_ = nullptr;
   uint32_t tokens_ = 0;
+  bool started_ = false;
   double gpu_seconds_ = 0;
 };
 

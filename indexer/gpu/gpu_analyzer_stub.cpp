@@ -26,6 +26,7 @@ void GpuAnalyzer::grow_text(size_t) {}
 void GpuAnalyzer::begin_chunk() {}
 void GpuAnalyzer::add_document(std::string_view, std::string_view) {}
 void GpuAnalyzer::learn(std::string_view, uint32_t) {}
-void GpuAnalyzer::run() { throw Error("no GPU analysis: this build has no CUDA"); }
+void GpuAnalyzer::start() { throw Error("no GPU analysis: this build has no CUDA"); }
+void GpuAnalyzer::finish() {}
 
 }  // namespace warp::pipeline

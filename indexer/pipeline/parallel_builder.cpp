@@ -309,8 +309,6 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
     // while the parsers analyze their first chunks on the CPU; each takes the GPU once it is ready.
     std::shared_future<std::shared_ptr<GpuTokenTable>> gpu_tokens;
     if (options.gpu_analysis) {
-      std::string why;
-      if (!gpu_analysis_available(options.gpu_device, &why)) throw Error("no GPU analysis: " + why);
       gpu_tokens = std::async(std::launch::async, [&, tokens = shared_stems.capacity()] {
                      return std::make_shared<GpuTokenTable>(options.gpu_device, tokens);
                    }).share();
@@ -424,7 +422,6 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
               }
               bytes_read += reader.bytes_read() - before;
               if (chunk.empty()) break;
-              const DocId base = docs.add_chunk(s, seq, chunk);
               if (options.gpu_analysis && gpu == nullptr &&
                   (options.gpu_analysis_from_start || gpu_tokens.wait_for(std::chrono::seconds(0)) == std::future_status::ready)) {
                 gpu_table = gpu_tokens.get();
@@ -433,7 +430,11 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
               if (gpu != nullptr) {
                 gpu->begin_chunk();
                 for (const SourceDocument& d : chunk) gpu->add_document(d.title, d.body);
-                gpu->run();
+                gpu->start();
+              }
+              const DocId base = docs.add_chunk(s, seq, chunk);  // while the GPU analyzes the chunk
+              if (gpu != nullptr) {
+                gpu->finish();
                 tokens_taken += gpu->tokens();
               }
               uint32_t next_token = 0;

@@ -7,6 +7,7 @@
 # The packages (Debian 12, `apt-get download` into .device-carry/perf/): linux-perf libbabeltrace1
 # libopencsd1 libperl5.36 libpython3.11 libslang2 libunwind8 libdw1 libelf1 libnuma1 libglib2.0-0
 # libpcre2-8-0 libbz2-1.0 libcrypt1 libexpat1 libuuid1 time (the GPU machine lacks libglib-2.0).
+# BUILD_FLAGS: more flags for every build (e.g. --gpu-analysis); LABEL: a suffix for the output files.
 # usage: tests/bench/index_profile_device_run.sh [THREADS,...] [MEGABYTES]
 set -uo pipefail
 threads=${1:-1,16} megabytes=${2:-2048}
@@ -25,15 +26,16 @@ work=$(mktemp -d)
 cat "$work/synthetic.jsonl" > /dev/null
 for t in ${threads//,/ }; do
   rm -rf "$work/index"
+  t_label=$t${LABEL:+-$LABEL}
   /usr/bin/time -f "threads $t: %e s real, %U s user, %S s sys, %F major %R minor faults, %c involuntary %w voluntary switches, %M KiB peak" \
-    -o "$out/time-$t.txt" env LD_LIBRARY_PATH="$perf_libs" /opt/perf/usr/bin/perf record -e cpu-clock -F 2000 -o "$work/perf-$t.data" -- \
-    "${INDEXER:-.device-bin/warp-indexer}" build --input "$work/synthetic.jsonl" --out "$work/index" --partitions 4 --threads "$t" --quiet \
-    > "$out/build-$t.log" 2>&1
-  cat "$out/time-$t.txt"; tail -1 "$out/build-$t.log" | sed 's/.*partition(s), //'
-  perf report -i "$work/perf-$t.data" --no-children --sort sym --stdio 2>/dev/null | grep -v "^#" | grep "%" | head -60 > "$out/symbols-$t.txt"
-  perf report -i "$work/perf-$t.data" --no-children --sort comm,dso --stdio 2>/dev/null | grep -v "^#" | grep "%" | head -20 > "$out/dso-$t.txt"
-  perf script -F tid,time,ip,sym -i "$work/perf-$t.data" 2>/dev/null | python3 tests/bench/perf_phases.py "$out/build-$t.log" 2000 \
-    > "$out/phases-$t.txt" 2>&1
-  rm -f "$work/perf-$t.data"
+    -o "$out/time-$t_label.txt" env LD_LIBRARY_PATH="$perf_libs" /opt/perf/usr/bin/perf record -e cpu-clock -F 2000 -o "$work/perf-$t_label.data" -- \
+    "${INDEXER:-.device-bin/warp-indexer}" build --input "$work/synthetic.jsonl" --out "$work/index" --partitions 4 --threads "$t" ${BUILD_FLAGS:-} --quiet \
+    > "$out/build-$t_label.log" 2>&1
+  cat "$out/time-$t_label.txt"; tail -1 "$out/build-$t_label.log" | sed 's/.*partition(s), //'
+  perf report -i "$work/perf-$t_label.data" --no-children --sort sym --stdio 2>/dev/null | grep -v "^#" | grep "%" | head -60 > "$out/symbols-$t_label.txt"
+  perf report -i "$work/perf-$t_label.data" --no-children --sort comm,dso --stdio 2>/dev/null | grep -v "^#" | grep "%" | head -20 > "$out/dso-$t_label.txt"
+  perf script -F tid,time,ip,sym -i "$work/perf-$t_label.data" 2>/dev/null | python3 tests/bench/perf_phases.py "$out/build-$t_label.log" 2000 \
+    > "$out/phases-$t_label.txt" 2>&1
+  rm -f "$work/perf-$t_label.data"
 done
 rm -rf "$work"
