@@ -11,6 +11,8 @@
 
 #include "common/util/cuda_check.cuh"
 #include "common/util/status.hpp"
+#include "indexer/gpu/device_array.cuh"
+#include "indexer/gpu/gpu_inverter.hpp"
 
 namespace warp::pipeline {
 namespace {
@@ -135,23 +137,6 @@ __global__ void insert_tokens(const unsigned long long* learned, uint32_t n, Slo
   }
 }
 
-// A device array that only grows.
-template <typename T>
-struct DeviceArray {
-  T* data = nullptr;
-  size_t capacity = 0;
-  void reserve(size_t n) {
-    if (n <= capacity) return;
-    if (data != nullptr) cudaFree(data);
-    data = nullptr;
-    capacity = std::max<size_t>(n, capacity + capacity / 2);
-    WARP_CUDA_CHECK(cudaMalloc(&data, capacity * sizeof(T)));
-  }
-  ~DeviceArray() {
-    if (data != nullptr) cudaFree(data);
-  }
-};
-
 // Pinned host memory that only grows (its contents are not kept).
 template <typename T>
 void reserve_pinned(T*& data, size_t& capacity, size_t n) {
@@ -164,20 +149,7 @@ void reserve_pinned(T*& data, size_t& capacity, size_t n) {
 
 }  // namespace
 
-bool gpu_analysis_available(int device, std::string* why) {
-  int count = 0;
-  const cudaError_t status = cudaGetDeviceCount(&count);
-  if (status != cudaSuccess) {
-    if (why != nullptr) *why = cudaGetErrorString(status);
-    cudaGetLastError();
-    return false;
-  }
-  if (device < 0 || device >= count) {
-    if (why != nullptr) *why = "no CUDA device " + std::to_string(device) + " (" + std::to_string(count) + " present)";
-    return false;
-  }
-  return true;
-}
+bool gpu_analysis_available(int device, std::string* why) { return gpu_inverter_available(device, why); }
 
 GpuTokenTable::GpuTokenTable(int device, size_t tokens) : device_(device) {
   std::string why;

@@ -1,15 +1,13 @@
 // The GPU analysis for builds without CUDA: never available.
 #include "common/util/status.hpp"
 #include "indexer/gpu/gpu_analyzer.hpp"
+#include "indexer/gpu/gpu_inverter.hpp"
 
 namespace warp::pipeline {
 
 struct GpuAnalyzer::State {};
 
-bool gpu_analysis_available(int, std::string* why) {
-  if (why != nullptr) *why = "this build has no CUDA (nvcc was not found or WARP_ENABLE_CUDA=OFF)";
-  return false;
-}
+bool gpu_analysis_available(int device, std::string* why) { return gpu_inverter_available(device, why); }
 
 GpuTokenTable::GpuTokenTable(int device, size_t) : device_(device) {
   std::string why;

@@ -9,26 +9,10 @@
 
 #include "common/util/cuda_check.cuh"
 #include "common/util/status.hpp"
+#include "indexer/gpu/device_array.cuh"
 
 namespace warp::pipeline {
 namespace {
-
-// A device array that only grows.
-template <typename T>
-struct DeviceArray {
-  T* data = nullptr;
-  size_t capacity = 0;
-  void reserve(size_t n) {
-    if (n <= capacity) return;
-    if (data != nullptr) cudaFree(data);
-    data = nullptr;
-    capacity = std::max<size_t>(n, capacity + capacity / 2);
-    WARP_CUDA_CHECK(cudaMalloc(&data, capacity * sizeof(T)));
-  }
-  ~DeviceArray() {
-    if (data != nullptr) cudaFree(data);
-  }
-};
 
 constexpr int kThreads = 256;
 unsigned blocks_for(size_t n) { return static_cast<unsigned>((n + kThreads - 1) / kThreads); }

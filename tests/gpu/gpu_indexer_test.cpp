@@ -243,6 +243,15 @@ class GpuIndexerBuild : public ::testing::Test {
     }
     return lines;
   }
+  static std::vector<std::string> cranfield_and_cisi() {
+    return {testing::shared_data_dir() + "/cranfield/docs.jsonl", testing::shared_data_dir() + "/cisi/docs.jsonl"};
+  }
+  // The CPU-only build the others are compared with: 3 partitions, 4 threads (set in `options`).
+  std::vector<std::string> cpu_build(pipeline::PipelineOptions& options, pipeline::PipelineReport& report) {
+    options.build.partitions = 3;
+    options.threads = 4;
+    return build(cranfield_and_cisi(), options, report);
+  }
   fs::path dir_;
   int next_ = 0;
 };
@@ -250,13 +259,10 @@ class GpuIndexerBuild : public ::testing::Test {
 TEST_F(GpuIndexerBuild, PartitionsAreTheCpuBuildsRowForRow) {
   WARP_REQUIRE_GPU();
   std::mt19937_64 rng(testing::test_seed());
-  const std::vector<std::string> inputs = {testing::shared_data_dir() + "/cranfield/docs.jsonl",
-                                           testing::shared_data_dir() + "/cisi/docs.jsonl"};
   pipeline::PipelineOptions options;
-  options.build.partitions = 3;
-  options.threads = 4;
   pipeline::PipelineReport report;
-  const auto cpu = build(inputs, options, report);
+  const std::vector<std::string> inputs = cranfield_and_cisi();
+  const auto cpu = cpu_build(options, report);
   ASSERT_FALSE(cpu.empty());
   struct Variant {
     size_t gpu_indexers, cpu_indexers;
@@ -290,17 +296,14 @@ TEST_F(GpuIndexerBuild, PartitionsAreTheCpuBuildsRowForRow) {
 
 // Builds with the parsers' analysis on the GPU give the CPU build's partitions: thread counts,
 // budgets small enough to freeze the shared stem cache (the analyzer's own ids) and spill many
-// runs, with GPU indexers beside it, and (in the default corpus) documents outside ASCII.
+// runs, with GPU indexers beside it. (Documents outside ASCII: the analysis test above.)
 TEST_F(GpuIndexerBuild, GpuAnalysisGivesTheCpuBuildsPartitions) {
   WARP_REQUIRE_GPU();
   std::mt19937_64 rng(testing::test_seed());
-  const std::vector<std::string> inputs = {testing::shared_data_dir() + "/cranfield/docs.jsonl",
-                                           testing::shared_data_dir() + "/cisi/docs.jsonl"};
   pipeline::PipelineOptions options;
-  options.build.partitions = 3;
-  options.threads = 4;
   pipeline::PipelineReport report;
-  const auto cpu = build(inputs, options, report);
+  const std::vector<std::string> inputs = cranfield_and_cisi();
+  const auto cpu = cpu_build(options, report);
   ASSERT_FALSE(cpu.empty());
   struct Variant {
     size_t threads, gpu_indexers;
