@@ -80,6 +80,9 @@ int run_build_command(const BuildCommandOptions& options) {
                   static_cast<unsigned long long>(report.gpu_analysis_tokens), static_cast<unsigned long long>(report.gpu_analysis_misses),
                   report.gpu_analysis_seconds);
     gpu_line += text;
+    if (!report.gpu_analysis_failure.empty()) {
+      gpu_line += "; the GPU analysis failed during the build (" + report.gpu_analysis_failure + ") and the CPU analyzed the rest";
+    }
   }
   uint64_t postings = 0, list_bytes = 0;
   for (const pipeline::BuiltSummary& p : report.partitions) postings += p.meta.posting_count, list_bytes += p.list_bytes;

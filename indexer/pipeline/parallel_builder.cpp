@@ -315,6 +315,11 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
     }
     std::atomic<uint64_t> gpu_documents{0}, gpu_cpu_documents{0}, gpu_misses{0}, gpu_tokens_taken{0};
     std::atomic<double> gpu_analysis_seconds{0};
+    // A GPU that fails during the build (a CUDA error, out of memory) leaves the rest of the
+    // analysis to the CPU: every parser drops it, the first failure's reason is reported.
+    std::atomic<bool> gpu_failed{false};
+    std::mutex gpu_failure_mutex;
+    std::string gpu_failure;
     // Collections to indexers by a sample's token counts (no sample when one slot takes them all);
     // with GPU indexers the sample also measures how much faster a GPU indexer is, and it takes
     // that many times a CPU indexer's share.
@@ -407,7 +412,15 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
           std::shared_ptr<GpuTokenTable> gpu_table;
           std::unique_ptr<GpuAnalyzer> gpu;
           std::string folded;
-          uint64_t on_gpu = 0, on_cpu = 0, misses = 0, tokens_taken = 0;
+          uint64_t on_gpu = 0, on_cpu = 0, misses = 0, tokens_taken = 0, gpu_chunks = 0;
+          const auto drop_gpu = [&](const char* why) {
+            if (why != nullptr && !gpu_failed.exchange(true)) {
+              std::lock_guard<std::mutex> lock(gpu_failure_mutex);
+              gpu_failure = why;
+            }
+            if (gpu != nullptr) gpu_analysis_seconds.fetch_add(gpu->gpu_seconds());
+            gpu.reset();
+          };
           for (std::optional<size_t> next; !failed && (next = split_taker.next(t));) {
             const size_t s = *next;
             SplitReader reader(splits[s]);
@@ -422,20 +435,36 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
               }
               bytes_read += reader.bytes_read() - before;
               if (chunk.empty()) break;
-              if (options.gpu_analysis && gpu == nullptr &&
+              if (gpu_failed) drop_gpu(nullptr);
+              if (options.gpu_analysis && gpu == nullptr && !gpu_failed &&
                   (options.gpu_analysis_from_start || gpu_tokens.wait_for(std::chrono::seconds(0)) == std::future_status::ready)) {
-                gpu_table = gpu_tokens.get();
-                gpu = std::make_unique<GpuAnalyzer>(*gpu_table, options.build.analyzer.max_token_bytes);
+                gpu_table = gpu_tokens.get();  // no GPU at all: the build fails with the reason
+                try {
+                  gpu = std::make_unique<GpuAnalyzer>(*gpu_table, options.build.analyzer.max_token_bytes);
+                } catch (const std::exception& e) {
+                  drop_gpu(e.what());
+                }
               }
-              if (gpu != nullptr) {
-                gpu->begin_chunk();
-                for (const SourceDocument& d : chunk) gpu->add_document(d.title, d.body);
-                gpu->start();
+              try {
+                if (gpu != nullptr) {
+                  if (options.gpu_analysis_fail_after > 0 && gpu_chunks++ == options.gpu_analysis_fail_after) {
+                    throw Error("a GPU failure simulated by a test");
+                  }
+                  gpu->begin_chunk();
+                  for (const SourceDocument& d : chunk) gpu->add_document(d.title, d.body);
+                  gpu->start();
+                }
+              } catch (const std::exception& e) {
+                drop_gpu(e.what());
               }
               const DocId base = docs.add_chunk(s, seq, chunk);  // while the GPU analyzes the chunk
-              if (gpu != nullptr) {
-                gpu->finish();
-                tokens_taken += gpu->tokens();
+              try {
+                if (gpu != nullptr) {
+                  gpu->finish();
+                  tokens_taken += gpu->tokens();
+                }
+              } catch (const std::exception& e) {
+                drop_gpu(e.what());
               }
               uint32_t next_token = 0;
               std::vector<Piece> out(slots);
@@ -496,11 +525,8 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
             }
             docs.end_split(s, reader.lines(), std::move(reader.rejections()), reader.rejected());
           }
-          if (gpu != nullptr) {
-            gpu_documents += on_gpu, gpu_cpu_documents += on_cpu, gpu_misses += misses, gpu_tokens_taken += tokens_taken;
-            gpu_analysis_seconds.fetch_add(gpu->gpu_seconds());
-            gpu.reset();
-          }
+          gpu_documents += on_gpu, gpu_cpu_documents += on_cpu, gpu_misses += misses, gpu_tokens_taken += tokens_taken;
+          drop_gpu(nullptr);
           if (own != nullptr && !failed) {
             own->spill();
             std::lock_guard<std::mutex> lock(parser_runs_mutex);
@@ -541,6 +567,7 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
     report.runs_merged = runs.size();
     report.gpu_analysis_documents = gpu_documents;
     report.gpu_analysis_cpu_documents = gpu_cpu_documents;
+    report.gpu_analysis_failure = gpu_failure;
     report.gpu_analysis_tokens = gpu_tokens_taken;
     report.gpu_analysis_misses = gpu_misses;
     report.gpu_analysis_seconds = gpu_analysis_seconds;

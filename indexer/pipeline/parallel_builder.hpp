@@ -54,6 +54,7 @@ struct PipelineOptions {
   unsigned gpu_hash_bits = 64;          // tests only: fewer bits, hash collisions, the CPU fallback
   bool gpu_analysis = false;            // the parsers' tokenizing and stem lookups on the GPU (gpu_analyzer.hpp)
   bool gpu_analysis_from_start = false; // tests: parsers wait for the GPU instead of analyzing on the CPU until it is up
+  size_t gpu_analysis_fail_after = 0;   // tests: a parser's GPU fails after this many chunks (0: never)
   uint64_t split_bytes = 0;             // bytes per split of a large file (0: input / 4 parsers, 1–64 MiB)
   uint64_t chunk_bytes = 0;             // input bytes a parser analyzes at a time (0: from the budget)
   std::string spill_dir;                // run files and the document spill (created, removed at the end)
@@ -85,6 +86,7 @@ struct PipelineReport {
   // chunks' tokens, the tokens the GPU's table missed, device work and copies summed over parsers.
   uint64_t gpu_analysis_documents = 0, gpu_analysis_cpu_documents = 0, gpu_analysis_tokens = 0, gpu_analysis_misses = 0;
   double gpu_analysis_seconds = 0;
+  std::string gpu_analysis_failure;  // why the GPU stopped analyzing during the build (the CPU went on)
   uint64_t chunk_bytes = 0;
   double parse_seconds = 0;   // reading, parsing and indexing, until the last run is written
   double merge_seconds = 0;   // final docIDs and duplicates, beside the back end's term ranges and databases
