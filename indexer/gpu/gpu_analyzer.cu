@@ -6,6 +6,8 @@
 #include <bit>
 #include <chrono>
 #include <cstring>
+#include <cub/device/device_radix_sort.cuh>
+#include <cub/device/device_run_length_encode.cuh>
 #include <cub/device/device_select.cuh>
 #include <thrust/iterator/counting_iterator.h>
 
@@ -106,6 +108,48 @@ __global__ void look_up_tokens(const unsigned char* text, uint32_t n, const uint
   values[t] = value;
 }
 
+__global__ void apply_patches(const uint32_t* patches, uint32_t n, uint32_t* values) {
+  const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) values[patches[2 * i]] = patches[2 * i + 1];
+}
+
+// Per token: (stem id << doc_bits | its document), or `left` (above every such key) for a token
+// left to the CPU (dropped, a miss not patched: an own-cache stem, a document outside ASCII),
+// which sorts last. Keys of few bits take few radix passes.
+__global__ void make_posting_keys(const uint32_t* values, const uint32_t* starts, const int* count, const uint32_t* doc_begin,
+                                  uint32_t docs, const unsigned char* non_ascii, int doc_bits, unsigned long long left,
+                                  unsigned long long* keys) {
+  const uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
+  if (t >= static_cast<uint32_t>(*count)) return;
+  const uint32_t at = starts[t];
+  uint32_t lo = 0, hi = docs;
+  while (hi - lo > 1) {
+    const uint32_t mid = (lo + hi) / 2;
+    if (doc_begin[mid] <= at) {
+      lo = mid;
+    } else {
+      hi = mid;
+    }
+  }
+  const uint32_t value = values[t];
+  keys[t] = value < GpuAnalyzer::kDropped && non_ascii[lo] == 0 ? (static_cast<unsigned long long>(value) << doc_bits) | lo : left;
+}
+
+// Per distinct (stem, document): its document's distinct count, and its key rewritten as (stem id
+// << 32 | document), ~0 for the tokens left to the CPU.
+__global__ void count_distinct(unsigned long long* keys, const int* runs, int doc_bits, unsigned long long left, uint32_t* distinct) {
+  const uint32_t r = blockIdx.x * blockDim.x + threadIdx.x;
+  if (r >= static_cast<uint32_t>(*runs)) return;
+  const unsigned long long key = keys[r];
+  if (key == left) {
+    keys[r] = ~0ull;
+    return;
+  }
+  const uint32_t doc = static_cast<uint32_t>(key & ((1ull << doc_bits) - 1));
+  atomicAdd(&distinct[doc], 1u);
+  keys[r] = ((key >> doc_bits) << 32) | doc;
+}
+
 // Tokens the CPU stemmed: four words each (the token's 24 bytes, then its id).
 __global__ void insert_tokens(const unsigned long long* learned, uint32_t n, Slot* slots, unsigned long long mask,
                               unsigned* count, unsigned capacity) {
@@ -173,8 +217,10 @@ struct GpuAnalyzer::State {
   DeviceArray<unsigned char> text, start_flags, non_ascii, temp;
   DeviceArray<uint32_t> doc_begin, starts, values;
   DeviceArray<int> count;
-  DeviceArray<unsigned long long> learned;
-  size_t flags_capacity = 0, tokens_capacity = 0, values_capacity = 0;
+  DeviceArray<unsigned long long> learned, keys, sorted_keys, run_keys;
+  DeviceArray<uint32_t> patches, run_counts, distinct;
+  DeviceArray<int> runs;
+  size_t flags_capacity = 0, tokens_capacity = 0, values_capacity = 0, keys_capacity = 0, freqs_capacity = 0, distinct_capacity = 0;
   int* count_host = nullptr;
   ~State() {
     if (stream != nullptr) cudaStreamDestroy(stream);
@@ -193,7 +239,8 @@ GpuAnalyzer::GpuAnalyzer(GpuTokenTable& table, size_t max_token_bytes)
 GpuAnalyzer::~GpuAnalyzer() {
   cudaSetDevice(table_.device());
   if (state_->stream != nullptr) cudaStreamSynchronize(state_->stream);
-  for (void* p : {static_cast<void*>(text_), static_cast<void*>(flags_), static_cast<void*>(starts_), static_cast<void*>(values_)}) {
+  for (void* p : {static_cast<void*>(text_), static_cast<void*>(flags_), static_cast<void*>(starts_), static_cast<void*>(values_),
+                  static_cast<void*>(posting_keys_), static_cast<void*>(posting_freqs_), static_cast<void*>(doc_distinct_)}) {
     if (p != nullptr) cudaFreeHost(p);
   }
 }
@@ -213,6 +260,8 @@ void GpuAnalyzer::begin_chunk() {
   text_size_ = 0;
   doc_begin_.assign(1, 0);
   tokens_ = 0;
+  patches_.clear();
+  postings_ = 0;
 }
 
 // Title and body each end with a separator, so no token runs from one into the next.
@@ -307,6 +356,88 @@ void GpuAnalyzer::finish() {
     WARP_CUDA_CHECK(cudaMemcpyAsync(values_, s.values.data, tokens_ * sizeof(uint32_t), cudaMemcpyDeviceToHost, stream));
     WARP_CUDA_CHECK(cudaStreamSynchronize(stream));
   }
+  gpu_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+}
+
+void GpuAnalyzer::reserve(size_t text_bytes) {
+  State& s = *state_;
+  WARP_CUDA_CHECK(cudaSetDevice(table_.device()));
+  const size_t most = text_bytes / 2 + 1, docs = text_bytes / 8 + 1;
+  s.text.reserve(text_bytes);
+  s.start_flags.reserve(text_bytes);
+  for (auto* a : {&s.starts, &s.values, &s.run_counts}) a->reserve(most);
+  for (auto* a : {&s.keys, &s.sorted_keys, &s.run_keys}) a->reserve(most);
+  s.doc_begin.reserve(docs + 1);
+  s.non_ascii.reserve(docs);
+  s.distinct.reserve(docs);
+  s.runs.reserve(1);
+  size_t select_bytes = 0, sort_bytes = 0, encode_bytes = 0;
+  thrust::counting_iterator<uint32_t> positions(0);
+  WARP_CUDA_CHECK(cub::DeviceSelect::Flagged(nullptr, select_bytes, positions, s.start_flags.data, s.starts.data, s.count.data,
+                                             text_bytes, s.stream));
+  WARP_CUDA_CHECK(cub::DeviceRadixSort::SortKeys(nullptr, sort_bytes, s.keys.data, s.sorted_keys.data, most, 0, 64, s.stream));
+  WARP_CUDA_CHECK(cub::DeviceRunLengthEncode::Encode(nullptr, encode_bytes, s.sorted_keys.data, s.run_keys.data, s.run_counts.data,
+                                                     s.runs.data, most, s.stream));
+  s.temp.reserve(std::max({select_bytes, sort_bytes, encode_bytes, size_t{1}}));
+  // The host's pinned arrays grow as chunks need them (reserved here too, they had raised a
+  // 16-thread build's peak RSS by ~280 MiB); the staging text is sized now.
+  grow_text(text_bytes);
+}
+
+void GpuAnalyzer::invert(uint32_t stem_bound) {
+  const auto began = std::chrono::steady_clock::now();
+  State& s = *state_;
+  postings_ = 0;
+  const uint32_t docs = static_cast<uint32_t>(documents());
+  if (tokens_ == 0 || docs == 0) return;
+  WARP_CUDA_CHECK(cudaSetDevice(table_.device()));
+  cudaStream_t stream = s.stream;
+  if (!patches_.empty()) {
+    const uint32_t n = static_cast<uint32_t>(patches_.size() / 2);
+    s.patches.reserve(patches_.size());
+    WARP_CUDA_CHECK(cudaMemcpyAsync(s.patches.data, patches_.data(), patches_.size() * sizeof(uint32_t), cudaMemcpyHostToDevice, stream));
+    apply_patches<<<blocks_for(n), kThreads, 0, stream>>>(s.patches.data, n, s.values.data);
+    WARP_CUDA_CHECK_LAUNCH();
+  }
+  s.keys.reserve(tokens_);
+  s.sorted_keys.reserve(tokens_);
+  s.run_keys.reserve(tokens_);
+  s.run_counts.reserve(tokens_);
+  s.distinct.reserve(docs);
+  s.runs.reserve(1);
+  const int doc_bits = std::max(1, static_cast<int>(std::bit_width(docs - 1)));
+  const int key_bits = doc_bits + static_cast<int>(std::bit_width(std::max<uint32_t>(stem_bound, 1))) + 1;
+  if (key_bits > 64) throw Error("GPU analysis: stem ids and documents do not fit a 64-bit key");
+  const unsigned long long left = key_bits == 64 ? ~0ull : (1ull << key_bits) - 1;
+  make_posting_keys<<<blocks_for(tokens_), kThreads, 0, stream>>>(s.values.data, s.starts.data, s.count.data, s.doc_begin.data, docs,
+                                                                    s.non_ascii.data, doc_bits, left, s.keys.data);
+  WARP_CUDA_CHECK_LAUNCH();
+  size_t sort_bytes = 0, encode_bytes = 0;
+  WARP_CUDA_CHECK(cub::DeviceRadixSort::SortKeys(nullptr, sort_bytes, s.keys.data, s.sorted_keys.data, tokens_, 0, key_bits, stream));
+  WARP_CUDA_CHECK(cub::DeviceRunLengthEncode::Encode(nullptr, encode_bytes, s.sorted_keys.data, s.run_keys.data, s.run_counts.data,
+                                                     s.runs.data, tokens_, stream));
+  s.temp.reserve(std::max(sort_bytes, encode_bytes));
+  sort_bytes = encode_bytes = s.temp.capacity;
+  WARP_CUDA_CHECK(cub::DeviceRadixSort::SortKeys(s.temp.data, sort_bytes, s.keys.data, s.sorted_keys.data, tokens_, 0, key_bits, stream));
+  WARP_CUDA_CHECK(cub::DeviceRunLengthEncode::Encode(s.temp.data, encode_bytes, s.sorted_keys.data, s.run_keys.data,
+                                                     s.run_counts.data, s.runs.data, tokens_, stream));
+  WARP_CUDA_CHECK(cudaMemsetAsync(s.distinct.data, 0, docs * sizeof(uint32_t), stream));
+  count_distinct<<<blocks_for(tokens_), kThreads, 0, stream>>>(s.run_keys.data, s.runs.data, doc_bits, left, s.distinct.data);
+  WARP_CUDA_CHECK_LAUNCH();
+  reserve_pinned(doc_distinct_, s.distinct_capacity, docs);
+  WARP_CUDA_CHECK(cudaMemcpyAsync(s.count_host, s.runs.data, sizeof(int), cudaMemcpyDeviceToHost, stream));
+  WARP_CUDA_CHECK(cudaMemcpyAsync(doc_distinct_, s.distinct.data, docs * sizeof(uint32_t), cudaMemcpyDeviceToHost, stream));
+  WARP_CUDA_CHECK(cudaStreamSynchronize(stream));
+  size_t runs = static_cast<size_t>(*s.count_host);
+  reserve_pinned(posting_keys_, s.keys_capacity, std::max<size_t>(runs, 1));
+  reserve_pinned(posting_freqs_, s.freqs_capacity, std::max<size_t>(runs, 1));
+  if (runs > 0) {
+    WARP_CUDA_CHECK(cudaMemcpyAsync(posting_keys_, s.run_keys.data, runs * sizeof(uint64_t), cudaMemcpyDeviceToHost, stream));
+    WARP_CUDA_CHECK(cudaMemcpyAsync(posting_freqs_, s.run_counts.data, runs * sizeof(uint32_t), cudaMemcpyDeviceToHost, stream));
+    WARP_CUDA_CHECK(cudaStreamSynchronize(stream));
+    if (posting_keys_[runs - 1] == ~0ull) --runs;  // the tokens left to the CPU
+  }
+  postings_ = runs;
   gpu_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
 }
 

@@ -26,5 +26,7 @@ void GpuAnalyzer::add_document(std::string_view, std::string_view) {}
 void GpuAnalyzer::learn(std::string_view, uint32_t) {}
 void GpuAnalyzer::start() { throw Error("no GPU analysis: this build has no CUDA"); }
 void GpuAnalyzer::finish() {}
+void GpuAnalyzer::reserve(size_t) {}
+void GpuAnalyzer::invert(uint32_t) { throw Error("no GPU analysis: this build has no CUDA"); }
 
 }  // namespace warp::pipeline

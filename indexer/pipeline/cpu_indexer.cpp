@@ -188,6 +188,20 @@ class CpuIndexer final : public ParserIndexer {
     }
   }
 
+  void add_sorted_postings(const Analyzer& analyzer, DocId base, const uint64_t* keys, const uint32_t* freqs, size_t n) override {
+    analyzer_ = &analyzer;
+    if (shared_lists_.get() == nullptr && analyzer.shared_stem_capacity() > 0) {
+      shared_lists_ = ZeroedTable<PostingArena::List>(analyzer.shared_stem_capacity());
+    }
+    for (size_t i = 0; i < n; ++i) {
+      if (i + kAhead < n) arena_.prefetch_tail(shared_lists_[keys[i + kAhead] >> 32]);
+      const uint32_t stem = static_cast<uint32_t>(keys[i] >> 32);
+      PostingArena::List& list = shared_lists_[stem];
+      if (list.empty()) shared_touched_.push_back(stem);
+      arena_.append(list, {base + static_cast<DocId>(keys[i] & 0xFFFFFFFFu), freqs[i]});
+    }
+  }
+
   void end_chunk() override {
     if (held() > context_.share()) spill();
   }

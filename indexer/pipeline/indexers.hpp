@@ -67,6 +67,10 @@ class ParserIndexer : public Indexer {
   // A document's postings: `stems` (ids of `analyzer`'s stem cache in its current epoch, each
   // once) with their frequencies `freqs`.
   virtual void add_document(const Analyzer& analyzer, DocId doc, std::span<const uint32_t> stems, std::span<const uint32_t> freqs) = 0;
+  // A chunk's postings of shared stems inverted elsewhere (the GPU analysis): `keys` (stem id <<
+  // 32 | docID − `base`) sorted, with their frequencies. The lists are add_document's for the same
+  // postings; a stem's are appended together.
+  virtual void add_sorted_postings(const Analyzer& analyzer, DocId base, const uint64_t* keys, const uint32_t* freqs, size_t n) = 0;
   // Spills when it holds more than its share; called between chunks.
   virtual void end_chunk() = 0;
   // Memory it holds per stem of the shared stem cache (a list's entry by stem id), outside its share.

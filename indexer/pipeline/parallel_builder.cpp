@@ -412,6 +412,7 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
           std::shared_ptr<GpuTokenTable> gpu_table;
           std::unique_ptr<GpuAnalyzer> gpu;
           std::string folded;
+          std::vector<uint8_t> on_device;  // per document of the chunk: its shared stems inverted on the device
           uint64_t on_gpu = 0, on_cpu = 0, misses = 0, tokens_taken = 0, gpu_chunks = 0;
           const auto drop_gpu = [&](const char* why) {
             if (why != nullptr && !gpu_failed.exchange(true)) {
@@ -441,18 +442,20 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
                 gpu_table = gpu_tokens.get();  // no GPU at all: the build fails with the reason
                 try {
                   gpu = std::make_unique<GpuAnalyzer>(*gpu_table, options.build.analyzer.max_token_bytes);
+                  gpu->reserve(chunk_bytes + chunk_bytes / 4);
                 } catch (const std::exception& e) {
                   drop_gpu(e.what());
                 }
               }
               try {
                 if (gpu != nullptr) {
-                  if (options.gpu_analysis_fail_after > 0 && gpu_chunks++ == options.gpu_analysis_fail_after) {
+                  if (!own_takes_all && options.gpu_analysis_fail_after > 0 && gpu_chunks == options.gpu_analysis_fail_after) {
                     throw Error("a GPU failure simulated by a test");
                   }
                   gpu->begin_chunk();
                   for (const SourceDocument& d : chunk) gpu->add_document(d.title, d.body);
                   gpu->start();
+                  ++gpu_chunks;
                 }
               } catch (const std::exception& e) {
                 drop_gpu(e.what());
@@ -467,6 +470,11 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
                 drop_gpu(e.what());
               }
               uint32_t next_token = 0;
+              // Where the parser's own indexer takes every collection, the device inverts the
+              // chunk's shared stems too (GpuAnalyzer::invert): the loop below indexes only the
+              // analyzer's own stems and the documents outside ASCII.
+              const bool device_inverts = gpu != nullptr && own_takes_all;
+              on_device.clear();
               std::vector<Piece> out(slots);
               lengths.clear(), distinct.clear();
               for (size_t d = 0; d < chunk.size(); ++d) {
@@ -476,23 +484,29 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
                   epoch = analyzer.stem_cache_epoch();
                 }
                 stems.clear();
-                if (gpu != nullptr && take_document_stems(*gpu, d, next_token, analyzer, stems, folded, misses)) {
+                uint32_t length = 0;
+                const bool by_gpu = device_inverts ? take_document_tokens(*gpu, d, next_token, analyzer, stems, length, folded, misses)
+                                                   : gpu != nullptr && take_document_stems(*gpu, d, next_token, analyzer, stems, folded, misses);
+                if (by_gpu) {
                   ++on_gpu;
                 } else {
                   if (gpu != nullptr) ++on_cpu;
                   analyzer.analyze_stems(chunk[d].title, stems);
                   analyzer.analyze_stems(chunk[d].body, stems);
                 }
+                if (!(device_inverts && by_gpu)) length = static_cast<uint32_t>(stems.size());
+                if (device_inverts) on_device.push_back(by_gpu);
                 if (count.size() < analyzer.stem_count()) count.resize(analyzer.stem_count(), 0);
                 if (!own_takes_all) collection_of.resize(analyzer.stem_count(), kNoCollection);
                 touched.clear();
                 for (uint32_t id : stems) {
                   if (count[id]++ == 0) touched.push_back(id);
                 }
-                lengths.push_back(static_cast<uint32_t>(stems.size()));
+                lengths.push_back(length);
                 distinct.push_back(static_cast<uint32_t>(touched.size()));
                 const DocId doc = base + static_cast<DocId>(d);
                 if (own_takes_all) {  // the parser's own indexer takes every collection
+                  if (touched.empty()) continue;
                   freqs.clear();
                   for (uint32_t id : touched) freqs.push_back(std::exchange(count[id], 0));
                   own->add_document(analyzer, doc, touched, freqs);
@@ -515,6 +529,38 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
                   count[id] = 0;
                 }
                 if (!own_stems.empty()) own->add_document(analyzer, doc, own_stems, freqs);
+              }
+              if (device_inverts) {
+                std::string why;
+                try {
+                  if (options.gpu_analysis_fail_after > 0 && gpu_chunks == options.gpu_analysis_fail_after + 1) {
+                    throw Error("a GPU failure simulated by a test");
+                  }
+                  gpu->invert(static_cast<uint32_t>(analyzer.shared_stem_capacity()));
+                  own->add_sorted_postings(analyzer, base, gpu->posting_keys(), gpu->posting_freqs(), gpu->postings());
+                  for (size_t d = 0; d < chunk.size(); ++d) distinct[d] += on_device[d] ? gpu->doc_distinct()[d] : 0;
+                } catch (const std::exception& e) {
+                  why = e.what();
+                }
+                if (!why.empty()) {  // the CPU indexes the shared stems the device was to, from the tokens' ids
+                  const uint32_t* starts = gpu->token_starts();
+                  const uint32_t* values = gpu->token_values();
+                  uint32_t t = 0;
+                  for (size_t d = 0; d < chunk.size(); ++d) {
+                    stems.clear();
+                    for (const uint32_t end = gpu->doc_begin(d + 1); t < gpu->tokens() && starts[t] < end; ++t) {
+                      if (on_device[d] && values[t] < GpuAnalyzer::kDropped) stems.push_back(values[t]);
+                    }
+                    touched.clear(), freqs.clear();
+                    for (uint32_t id : stems) {
+                      if (count[id]++ == 0) touched.push_back(id);
+                    }
+                    for (uint32_t id : touched) freqs.push_back(std::exchange(count[id], 0));
+                    if (!touched.empty()) own->add_document(analyzer, base + static_cast<DocId>(d), touched, freqs);
+                    distinct[d] += static_cast<uint32_t>(touched.size());
+                  }
+                  drop_gpu(why.c_str());
+                }
               }
               docs.set_counts(base, lengths, distinct);
               chunk.clear();

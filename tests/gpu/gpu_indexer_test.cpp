@@ -335,14 +335,20 @@ TEST_F(GpuIndexerBuild, GpuAnalysisGivesTheCpuBuildsPartitions) {
   options.gpu_indexers = 0;
   EXPECT_EQ(build(inputs, options, report), cpu) << "parsers taking the GPU once it is up";
   EXPECT_TRUE(report.gpu_analysis_failure.empty()) << report.gpu_analysis_failure;
-  // The GPU failing during the build: the CPU analyzes the rest, the same partitions, the reason kept.
+  // The GPU failing during the build: the CPU analyzes the rest, the same partitions, the reason
+  // kept. Where the device inverts (no GPU indexers), the failure comes at a chunk's inversion, after
+  // its analysis; with a GPU indexer, at a chunk's start.
   options.gpu_analysis_from_start = true;
   options.gpu_analysis_fail_after = 2;
   options.chunk_bytes = 16u << 10;
-  EXPECT_EQ(build(inputs, options, report), cpu) << "a GPU failing after two chunks";
-  EXPECT_NE(report.gpu_analysis_failure.find("simulated"), std::string::npos) << report.gpu_analysis_failure;
-  EXPECT_GT(report.gpu_analysis_documents, 0u);
-  EXPECT_LT(report.gpu_analysis_documents + report.gpu_analysis_cpu_documents, 2860u) << "documents after the failure are the CPU's alone";
+  for (const size_t gpu_indexers : {0, 1}) {
+    options.gpu_indexers = gpu_indexers;
+    const std::string context = "a GPU failing after two chunks, " + std::to_string(gpu_indexers) + " GPU indexers";
+    EXPECT_EQ(build(inputs, options, report), cpu) << context;
+    EXPECT_NE(report.gpu_analysis_failure.find("simulated"), std::string::npos) << context << ": " << report.gpu_analysis_failure;
+    EXPECT_GT(report.gpu_analysis_documents, 0u) << context;
+    EXPECT_LT(report.gpu_analysis_documents + report.gpu_analysis_cpu_documents, 2860u) << context << ": documents after the failure are the CPU's alone";
+  }
 }
 
 }  // namespace
