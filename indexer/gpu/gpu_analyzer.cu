@@ -47,6 +47,20 @@ __device__ __forceinline__ unsigned long long token_hash(unsigned long long w0, 
 }
 __device__ __forceinline__ unsigned tag_of(unsigned long long h) { return static_cast<unsigned>(h >> 32) | 1u; }
 
+// The document holding byte `at`: the last of the `docs` whose begin is at or before it.
+__device__ __forceinline__ uint32_t document_of(const uint32_t* doc_begin, uint32_t docs, uint32_t at) {
+  uint32_t lo = 0, hi = docs;
+  while (hi - lo > 1) {
+    const uint32_t mid = (lo + hi) / 2;
+    if (doc_begin[mid] <= at) {
+      lo = mid;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo;
+}
+
 // Per byte: whether a token starts there; a byte outside ASCII marks its document for the CPU.
 __global__ void mark_tokens(const unsigned char* text, uint32_t n, const uint32_t* doc_begin, uint32_t docs,
                             unsigned char* starts, unsigned char* non_ascii) {
@@ -55,16 +69,7 @@ __global__ void mark_tokens(const unsigned char* text, uint32_t n, const uint32_
   const unsigned char c = text[i];
   starts[i] = is_token_byte(c) && (i == 0 || !is_token_byte(text[i - 1]));
   if (c < 0x80) return;
-  uint32_t lo = 0, hi = docs;  // the last document whose begin is <= i
-  while (hi - lo > 1) {
-    const uint32_t mid = (lo + hi) / 2;
-    if (doc_begin[mid] <= i) {
-      lo = mid;
-    } else {
-      hi = mid;
-    }
-  }
-  non_ascii[lo] = 1;
+  non_ascii[document_of(doc_begin, docs, i)] = 1;
 }
 
 // Per token: its end, the length cap, the folded bytes and the table's stem id (or a miss).
@@ -121,16 +126,7 @@ __global__ void make_posting_keys(const uint32_t* values, const uint32_t* starts
                                   unsigned long long* keys) {
   const uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
   if (t >= static_cast<uint32_t>(*count)) return;
-  const uint32_t at = starts[t];
-  uint32_t lo = 0, hi = docs;
-  while (hi - lo > 1) {
-    const uint32_t mid = (lo + hi) / 2;
-    if (doc_begin[mid] <= at) {
-      lo = mid;
-    } else {
-      hi = mid;
-    }
-  }
+  const uint32_t lo = document_of(doc_begin, docs, starts[t]);
   const uint32_t value = values[t];
   keys[t] = value < GpuAnalyzer::kDropped && non_ascii[lo] == 0 ? (static_cast<unsigned long long>(value) << doc_bits) | lo : left;
 }
