@@ -34,6 +34,10 @@ IndexerMetrics::IndexerMetrics(std::shared_ptr<prometheus::Registry> registry, c
       build_rate(gauge(*registry, "warpsearch_indexer_build_bytes_per_second", "Input bytes per second of the build in progress")),
       build_eta(gauge(*registry, "warpsearch_indexer_build_eta_seconds", "Estimated seconds until the build in progress has read its input")),
       build_documents(gauge(*registry, "warpsearch_indexer_build_documents", "Documents read by the build in progress")),
+      gpu_documents(counter(*registry, "warpsearch_indexer_gpu_analysis_documents_total", "Documents analyzed on the GPU (--gpu-analysis)")),
+      gpu_tokens(counter(*registry, "warpsearch_indexer_gpu_analysis_tokens_total", "Tokens of the chunks analyzed on the GPU")),
+      gpu_misses(counter(*registry, "warpsearch_indexer_gpu_analysis_misses_total", "Tokens the GPU's table missed, looked up on the CPU")),
+      gpu_failures(counter(*registry, "warpsearch_indexer_gpu_analysis_failures_total", "Builds in which the GPU analysis failed and the CPU analyzed the rest")),
       registry_(std::move(registry)) {
   if (bind_address.empty()) return;
   try {

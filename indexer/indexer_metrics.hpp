@@ -33,6 +33,12 @@ class IndexerMetrics {
   prometheus::Gauge& build_rate;          // warpsearch_indexer_build_bytes_per_second
   prometheus::Gauge& build_eta;           // warpsearch_indexer_build_eta_seconds
   prometheus::Gauge& build_documents;     // warpsearch_indexer_build_documents
+  // --gpu-analysis, summed over builds: documents the GPU analyzed, their chunks' tokens, tokens its
+  // table missed (looked up on the CPU), builds in which it failed and the CPU went on.
+  prometheus::Counter& gpu_documents;     // warpsearch_indexer_gpu_analysis_documents_total
+  prometheus::Counter& gpu_tokens;        // warpsearch_indexer_gpu_analysis_tokens_total
+  prometheus::Counter& gpu_misses;        // warpsearch_indexer_gpu_analysis_misses_total
+  prometheus::Counter& gpu_failures;      // warpsearch_indexer_gpu_analysis_failures_total
 
  private:
   std::shared_ptr<prometheus::Registry> registry_;

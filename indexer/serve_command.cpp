@@ -120,6 +120,13 @@ int run_serve_command(const ServeOptions& options) {
       metrics.replaced.Increment(static_cast<double>(read.replaced));
       metrics.runs_written.Increment(static_cast<double>(report.runs_written));
       metrics.runs_merged.Increment(static_cast<double>(report.runs_merged));
+      metrics.gpu_documents.Increment(static_cast<double>(report.gpu_analysis_documents));
+      metrics.gpu_tokens.Increment(static_cast<double>(report.gpu_analysis_tokens));
+      metrics.gpu_misses.Increment(static_cast<double>(report.gpu_analysis_misses));
+      if (!report.gpu_analysis_failure.empty()) {
+        metrics.gpu_failures.Increment();
+        log_line("the GPU analysis failed during the build (" + report.gpu_analysis_failure + "); the CPU analyzed the rest");
+      }
       built_once = true;
       if (report.partitions.empty()) {
         log_line("no documents in the inputs; nothing published");

@@ -32,6 +32,10 @@ wait_for 30 test -f "$work/root/gen-000001/manifest.json" || fail "generation 1 
 scrape > "$work/metrics.txt" || fail "metrics scrape"
 grep -q '^warpsearch_indexer_generations_published_total 1' "$work/metrics.txt" || fail "generations metric"
 grep -q '^warpsearch_indexer_documents_total 1400' "$work/metrics.txt" || fail "documents metric"
+# Without --gpu-analysis its counters are exported, at zero.
+for name in documents tokens misses failures; do
+  grep -q "^warpsearch_indexer_gpu_analysis_${name}_total 0$" "$work/metrics.txt" || fail "gpu analysis $name metric"
+done
 fetch_counted() { scrape | grep -q '^warpsearch_indexer_fetch_requests_total [1-9]'; }
 wait_for 10 fetch_counted || fail "fetch metric"
 

@@ -79,6 +79,10 @@ indexer = dashboard("warpsearch-indexer", "Warpsearch / Indexer", "warpsearch_in
     panel("Last build time", [("max(warpsearch_indexer_last_build_seconds{%s})" % SEL, "seconds")], "s"),
     panel("Generation published", [("max(warpsearch_indexer_generation{%s})" % SEL, "generation")]),
     panel("File chunks fetched by leaves/s", [("sum(rate(warpsearch_indexer_fetch_requests_total{%s}[%s]))" % (SEL, RATE), "chunks/s")]),
+    panel("GPU analysis: documents/s, table misses/s, failed builds", [
+        ("sum(rate(warpsearch_indexer_gpu_analysis_documents_total{%s}[%s]))" % (SEL, RATE), "documents/s on the GPU"),
+        ("sum(rate(warpsearch_indexer_gpu_analysis_misses_total{%s}[%s]))" % (SEL, RATE), "tokens missed/s (CPU)"),
+        ("sum(increase(warpsearch_indexer_gpu_analysis_failures_total{%s}[1h]))" % SEL, "builds the GPU failed (1 h)")]),
 ])
 
 here = os.path.dirname(os.path.abspath(__file__))
