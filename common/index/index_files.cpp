@@ -130,8 +130,10 @@ std::vector<std::unique_ptr<Partition>> open_index(const std::string& path, cons
   // one's time to start, and as long to take each new generation).
   partitions.resize(partition_dirs.size());
   const size_t cores = std::max<size_t>(1, std::thread::hardware_concurrency());
-  run_parallel_tasks(partition_dirs.size(), std::min(partition_dirs.size(), cores),
-                     [&](size_t i) { partitions[i] = open_partition(partition_dirs[i], options); });
+  const size_t at_once = std::min(partition_dirs.size(), cores);
+  OpenOptions each = options;  // the cores shared: each partition's term ranges on its share
+  if (each.threads == 0) each.threads = std::max<size_t>(1, cores / std::max<size_t>(at_once, 1));
+  run_parallel_tasks(partition_dirs.size(), at_once, [&](size_t i) { partitions[i] = open_partition(partition_dirs[i], each); });
   if (partitions.empty()) throw Error("index " + path + ": the manifest lists none of the partitions asked for");
   if (!options.partitions.empty() && partitions.size() != options.partitions.size()) {
     throw Error("index " + path + ": some of the partitions asked for are not in the manifest");

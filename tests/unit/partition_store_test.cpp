@@ -96,7 +96,7 @@ TEST_F(PartitionStoreTest, RoundTripKeepsEverything) {
     EXPECT_EQ(loaded.doc_lengths, original.doc_lengths);
     EXPECT_EQ(loaded.external_ids, original.external_ids);
     EXPECT_EQ(loaded.lexicon.size(), original.lexicon.size());
-    // The meta row list_words reserved the lists' arena exactly: no growth, no slack.
+    // The lists' arena sized exactly (from the lexicon's words, before any list is read): no growth, no slack.
     EXPECT_EQ(loaded.postings.capacity(), loaded.postings.size());
     for (const auto& [term, info] : original.lexicon) {
       const TermInfo* other = loaded.find(term);
@@ -298,9 +298,9 @@ TEST_F(PartitionStoreTest, RefusesAnyChangedFileBeforeRocksDbReadsIt) {
   expect_refused(part(0), "no WARP-CHECKSUMS");
 }
 
-// A list_words that cannot be right (partitions written before the row have none: the arena grows
-// as it reads) changes how the arena is sized, never what it holds.
-TEST_F(PartitionStoreTest, AWrongListWordsRowOnlySizesTheArena) {
+// A list_words that cannot be right changes nothing: the row sized the arena of readers before the
+// lexicon's two-pass load, which sizes it from the lexicon's own words.
+TEST_F(PartitionStoreTest, AWrongListWordsRowChangesNothing) {
   const IndexView& original = built_[0].view;
   for (const char* words : {"0", "12", "99999999999999"}) {
     put_raw(part(0), "meta", "list_words", words);

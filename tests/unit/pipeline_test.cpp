@@ -170,6 +170,48 @@ TEST_F(PipelineTest, ThreadCountsSplitsAndBudgetsGiveIdenticalPartitions) {
 // Every split is read once; a thread first reads its own contiguous range front to back, then takes
 // the last split of the thread with the most bytes left. A thread's range: the splits whose middle
 // byte lies in its equal share of the bytes.
+// A partition of the parallel build holds its lexicon in one SST file per term range of the build;
+// open_partition reads those ranges side by side (two passes: the lexicon's rows, then the lists
+// into their places). What it loads is what the in-memory builder's partition, written in one
+// range, loads: every term's entry and list, the documents.
+TEST_F(PipelineTest, PartitionsOfManyTermRangesOpenAsTheBuildersDo) {
+  const std::vector<std::string> inputs = {testing::shared_data_dir() + "/cranfield/docs.jsonl",
+                                           testing::shared_data_dir() + "/cisi/docs.jsonl"};
+  pipeline::PipelineOptions options;
+  options.build.partitions = 2;
+  options.threads = 6;  // 12 term ranges
+  options.spill_dir = path("runs");
+  ReadReport read, reference_read;
+  pipeline::build_index(inputs, options, path("parallel"), read);
+  IndexBuilder builder(options.build);
+  for (const auto& doc : read_documents(inputs, reference_read)) builder.add_document(doc);
+  write_index(builder.build(), path("reference"));
+  for (uint32_t p = 0; p < 2; ++p) {
+    size_t lexicon_files = 0;
+    for (const auto& entry : fs::directory_iterator(path("parallel") + "/" + partition_dir_name(p))) {
+      lexicon_files += entry.path().extension() == ".sst";
+    }
+    ASSERT_GT(lexicon_files, 8u) << "several term ranges' files expected";
+    const auto parallel = open_partition(path("parallel") + "/" + partition_dir_name(p));
+    const auto reference = open_partition(path("reference") + "/" + partition_dir_name(p));
+    const IndexView& a = parallel->view();
+    const IndexView& b = reference->view();
+    ASSERT_EQ(a.lexicon.size(), b.lexicon.size()) << p;
+    EXPECT_EQ(a.postings.size(), b.postings.size()) << p;
+    for (const auto& [term, info] : b.lexicon) {
+      const TermInfo* other = a.find(term);
+      ASSERT_NE(other, nullptr) << term;
+      ASSERT_EQ(other->df, info.df) << term;
+      ASSERT_EQ(other->cf, info.cf) << term;
+      ASSERT_EQ(other->words, info.words) << term;
+      ASSERT_TRUE(std::equal(a.postings.begin() + other->offset, a.postings.begin() + other->offset + other->words,
+                             b.postings.begin() + info.offset)) << term;
+    }
+    EXPECT_EQ(a.doc_lengths, b.doc_lengths) << p;
+    EXPECT_EQ(a.external_ids, b.external_ids) << p;
+  }
+}
+
 // --gpu-analysis refused with a clear error where it cannot run, leaving nothing behind: with stop
 // words removed (a rule it does not apply), and without a usable GPU (its builds are checked
 // against the CPU's in tests/gpu/gpu_indexer_test.cpp).
