@@ -42,7 +42,6 @@ double seconds_since(Clock::time_point start) { return std::chrono::duration<dou
 
 constexpr uint32_t kNoCollection = 0xFFFFFFFFu;
 
-
 // Collections to indexers by sampled token counts, heaviest first onto the indexer with the least
 // load for its speed (`speed`: 1 for a CPU indexer, the measured ratio for a GPU indexer).
 std::vector<uint32_t> assign_collections(const std::vector<uint64_t>& tokens, const std::vector<double>& speed) {
@@ -275,8 +274,8 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
   const uint64_t shared_cap = parsers > 1 ? 1u << 21 : 1u << 20;
   SharedStemCache shared_stems(std::bit_floor(
       std::clamp<uint64_t>(stem_cache_bytes / (SharedStemCache::kEntryBytes + stem_array_bytes), 1u << 12, shared_cap)));
-  // With the GPU's analysis, a parser holds its chunk's text again (pinned) and 8 bytes a token
-  // (offset and stem id, at most one token per two bytes): 5 chunks more.
+  // With the GPU's analysis, a parser holds its chunk's text again (pinned), 8 bytes a token (offset
+  // and stem id) and 12 a posting of the chunk's inversion: about 5 chunks more.
   const uint64_t in_flight = ((pieces_flow ? 9 : 3) + (options.gpu_analysis ? 5 : 0)) * parsers * chunk_bytes +
                              parsers * own_stem_cache * Analyzer::kStemCacheEntryBytes +
                              shared_stems.memory_bytes();
