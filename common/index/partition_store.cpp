@@ -647,7 +647,12 @@ std::unique_ptr<Partition> open_partition(const std::string& dir, const OpenOpti
       const std::string_view key = lexicon->key().ToStringView(), value = lexicon->value().ToStringView();
       range.crc = crc32_of(value, crc32_of(key, range.crc));
       range.crc_bytes += key.size() + value.size();
-      ByteReader entry(value, "partition " + dir + ": lexicon entry '" + std::string(key) + "'");
+      // The context of a ByteReader's error is a string of its own: built for a short entry only,
+      // not for each of millions of terms.
+      constexpr size_t kEntryBytes = 4 + 8 + 4 + 4;
+      const std::string_view fields = value.size() >= kEntryBytes ? value : std::string_view();
+      ByteReader entry(fields.empty() ? value : fields,
+                       fields.empty() ? "partition " + dir + ": lexicon entry '" + std::string(key) + "'" : std::string());
       TermInfo info;
       info.df = entry.u32();
       info.cf = entry.u64();
