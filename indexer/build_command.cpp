@@ -73,9 +73,13 @@ int run_build_command(const BuildCommandOptions& options) {
     gpu_line = text;
   }
   if (options.pipeline.gpu_analysis) {
-    char text[240];
-    std::snprintf(text, sizeof text, "; GPU analysis: %llu documents (%llu on the CPU: bytes outside ASCII), %llu tokens, %llu missed by its table, %.1f s on the GPU",
+    char text[400];
+    std::snprintf(text, sizeof text,
+                  "; GPU analysis: ready after %.2f-%.2f s, %llu documents (%llu more on the CPU before it was ready, %llu for bytes "
+                  "outside ASCII), %llu tokens, %llu missed by its table, %.1f s in the parsers' GPU calls",
+                  report.gpu_analysis_ready_first, report.gpu_analysis_ready_last,
                   static_cast<unsigned long long>(report.gpu_analysis_documents),
+                  static_cast<unsigned long long>(report.gpu_analysis_early_documents),
                   static_cast<unsigned long long>(report.gpu_analysis_cpu_documents),
                   static_cast<unsigned long long>(report.gpu_analysis_tokens), static_cast<unsigned long long>(report.gpu_analysis_misses),
                   report.gpu_analysis_seconds);

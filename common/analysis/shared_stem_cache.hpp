@@ -100,7 +100,10 @@ class SharedStemCache {
   size_t token_mask_ = 0, stem_mask_ = 0;
   uint32_t token_capacity_ = 0, stem_capacity_ = 0;
   uint64_t text_capacity_ = 0;
-  std::atomic<uint32_t> next_stem_{0};  // ids handed out, kFrozen once full
+  // The counters every insert updates, on a cache line of their own: beside the masks and table
+  // pointers that every find() reads, each insert from one thread took that line from all others.
+  // (Last: the class's alignment pads its end to the line.)
+  alignas(64) std::atomic<uint32_t> next_stem_{0};  // ids handed out, kFrozen once full
   std::atomic<uint32_t> settled_{0};  // ids handed out and then published or left unused
   std::atomic<uint32_t> token_count_{0};
   std::atomic<uint64_t> text_used_{0};

@@ -217,10 +217,12 @@ struct GpuAnalyzer::State {
   DeviceArray<uint32_t> patches, run_counts, distinct;
   DeviceArray<int> runs;
   size_t flags_capacity = 0, tokens_capacity = 0, values_capacity = 0, keys_capacity = 0, freqs_capacity = 0, distinct_capacity = 0;
-  int* count_host = nullptr;
+  int* count_host = nullptr;  // pinned: the chunk's tokens
+  int* runs_host = nullptr;   // pinned: the inversion's (stem, document) runs
   ~State() {
     if (stream != nullptr) cudaStreamDestroy(stream);
     if (count_host != nullptr) cudaFreeHost(count_host);
+    if (runs_host != nullptr) cudaFreeHost(runs_host);
   }
 };
 
@@ -229,6 +231,7 @@ GpuAnalyzer::GpuAnalyzer(GpuTokenTable& table, size_t max_token_bytes)
   WARP_CUDA_CHECK(cudaSetDevice(table.device()));
   WARP_CUDA_CHECK(cudaStreamCreateWithFlags(&state_->stream, cudaStreamNonBlocking));
   WARP_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&state_->count_host), sizeof(int), cudaHostAllocDefault));
+  WARP_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&state_->runs_host), sizeof(int), cudaHostAllocDefault));
   state_->count.reserve(1);
 }
 
@@ -253,6 +256,7 @@ void GpuAnalyzer::grow_text(size_t bytes) {
 }
 
 void GpuAnalyzer::begin_chunk() {
+  if (inverting_) throw Error("GPU analysis: a chunk begun before the last one's inversion finished");
   text_size_ = 0;
   doc_begin_.assign(1, 0);
   tokens_ = 0;
@@ -375,12 +379,37 @@ void GpuAnalyzer::reserve(size_t text_bytes) {
   WARP_CUDA_CHECK(cub::DeviceRunLengthEncode::Encode(nullptr, encode_bytes, s.sorted_keys.data, s.run_keys.data, s.run_counts.data,
                                                      s.runs.data, most, s.stream));
   s.temp.reserve(std::max({select_bytes, sort_bytes, encode_bytes, size_t{1}}));
-  // The host's pinned arrays grow as chunks need them (reserved here too, they had raised a
-  // 16-thread build's peak RSS by ~280 MiB); the staging text is sized now.
+  // The host's pinned arrays: the staging text, and room for a token every 8 bytes (text holds one
+  // every 11-12 bytes; a denser chunk grows them). Sized for the most tokens a chunk can hold
+  // (one every 2 bytes), they had raised a 16-thread build's peak RSS by ~280 MiB; grown chunk by
+  // chunk, each growth's cudaFreeHost waited for the whole device.
   grow_text(text_bytes);
+  const size_t tokens = text_bytes / 8 + 1;
+  reserve_pinned(starts_, s.tokens_capacity, tokens);
+  reserve_pinned(values_, s.values_capacity, tokens);
+  reserve_pinned(posting_keys_, s.keys_capacity, tokens);
+  reserve_pinned(posting_freqs_, s.freqs_capacity, tokens);
+  reserve_pinned(flags_, s.flags_capacity, docs);
+  reserve_pinned(doc_distinct_, s.distinct_capacity, docs);
 }
 
-void GpuAnalyzer::invert(uint32_t stem_bound) {
+void GpuAnalyzer::warm_up() {
+  begin_chunk();
+  add_document("", "warm up");
+  run();
+  invert(1);
+  State& s = *state_;
+  insert_tokens<<<1, kThreads, 0, s.stream>>>(s.learned.data, 0, static_cast<Slot*>(table_.device_slots()), table_.slots() - 1,
+                                              table_.device_count(), 0);
+  WARP_CUDA_CHECK_LAUNCH();
+  apply_patches<<<1, kThreads, 0, s.stream>>>(s.patches.data, 0, s.values.data);
+  WARP_CUDA_CHECK_LAUNCH();
+  WARP_CUDA_CHECK(cudaStreamSynchronize(s.stream));
+  begin_chunk();
+  gpu_seconds_ = 0;
+}
+
+void GpuAnalyzer::start_invert(uint32_t stem_bound) {
   const auto began = std::chrono::steady_clock::now();
   State& s = *state_;
   postings_ = 0;
@@ -420,19 +449,28 @@ void GpuAnalyzer::invert(uint32_t stem_bound) {
   WARP_CUDA_CHECK(cudaMemsetAsync(s.distinct.data, 0, docs * sizeof(uint32_t), stream));
   count_distinct<<<blocks_for(tokens_), kThreads, 0, stream>>>(s.run_keys.data, s.runs.data, doc_bits, left, s.distinct.data);
   WARP_CUDA_CHECK_LAUNCH();
+  // Copied back at once, as many as there are tokens (the runs, at most that many, are counted on
+  // the device): a fifth more bytes than the runs need, and one wait instead of two.
   reserve_pinned(doc_distinct_, s.distinct_capacity, docs);
-  WARP_CUDA_CHECK(cudaMemcpyAsync(s.count_host, s.runs.data, sizeof(int), cudaMemcpyDeviceToHost, stream));
+  reserve_pinned(posting_keys_, s.keys_capacity, tokens_);
+  reserve_pinned(posting_freqs_, s.freqs_capacity, tokens_);
+  WARP_CUDA_CHECK(cudaMemcpyAsync(s.runs_host, s.runs.data, sizeof(int), cudaMemcpyDeviceToHost, stream));
   WARP_CUDA_CHECK(cudaMemcpyAsync(doc_distinct_, s.distinct.data, docs * sizeof(uint32_t), cudaMemcpyDeviceToHost, stream));
-  WARP_CUDA_CHECK(cudaStreamSynchronize(stream));
-  size_t runs = static_cast<size_t>(*s.count_host);
-  reserve_pinned(posting_keys_, s.keys_capacity, std::max<size_t>(runs, 1));
-  reserve_pinned(posting_freqs_, s.freqs_capacity, std::max<size_t>(runs, 1));
-  if (runs > 0) {
-    WARP_CUDA_CHECK(cudaMemcpyAsync(posting_keys_, s.run_keys.data, runs * sizeof(uint64_t), cudaMemcpyDeviceToHost, stream));
-    WARP_CUDA_CHECK(cudaMemcpyAsync(posting_freqs_, s.run_counts.data, runs * sizeof(uint32_t), cudaMemcpyDeviceToHost, stream));
-    WARP_CUDA_CHECK(cudaStreamSynchronize(stream));
-    if (posting_keys_[runs - 1] == ~0ull) --runs;  // the tokens left to the CPU
-  }
+  WARP_CUDA_CHECK(cudaMemcpyAsync(posting_keys_, s.run_keys.data, tokens_ * sizeof(uint64_t), cudaMemcpyDeviceToHost, stream));
+  WARP_CUDA_CHECK(cudaMemcpyAsync(posting_freqs_, s.run_counts.data, tokens_ * sizeof(uint32_t), cudaMemcpyDeviceToHost, stream));
+  inverting_ = true;
+  gpu_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+}
+
+void GpuAnalyzer::finish_invert() {
+  if (!inverting_) return;
+  inverting_ = false;
+  const auto began = std::chrono::steady_clock::now();
+  WARP_CUDA_CHECK(cudaSetDevice(table_.device()));
+  WARP_CUDA_CHECK(cudaStreamSynchronize(state_->stream));
+  size_t runs = static_cast<size_t>(*state_->runs_host);
+  if (runs > tokens_) throw Error("GPU analysis: the device counted more postings than tokens");
+  if (runs > 0 && posting_keys_[runs - 1] == ~0ull) --runs;  // the tokens left to the CPU
   postings_ = runs;
   gpu_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
 }

@@ -68,6 +68,9 @@ class GpuAnalyzer {
   // which waits for every parser's stream on the device: with them grown chunk by chunk, a 16-thread
   // build had spent 4.8 s in the GPU's calls instead of 2.1) and the staging text.
   void reserve(size_t text_bytes);
+  // Launches every kernel once on an empty chunk: CUDA loads a kernel's module at its first launch,
+  // under a lock of the context's, and sixteen parsers' first chunks had queued there.
+  void warm_up();
   // A chunk: documents added one by one (their title and body, analyzed as two texts), then run().
   void begin_chunk();
   void add_document(std::string_view title, std::string_view body);
@@ -94,7 +97,15 @@ class GpuAnalyzer {
     values_[token] = stem_id;  // token_values() then hold every shared stem (a CPU fallback reads them)
   }
   // `stem_bound`: every stem id patched or in the table is below it (the shared cache's capacity).
-  void invert(uint32_t stem_bound);
+  // start_invert() queues the work and the copies back (one wait in all, in finish_invert()); the
+  // caller may read its next chunk meanwhile, but not touch this analyzer until finish_invert().
+  // The chunk's tokens and texts stay valid until the next begin_chunk(), for a CPU fallback.
+  void start_invert(uint32_t stem_bound);
+  void finish_invert();
+  void invert(uint32_t stem_bound) {
+    start_invert(stem_bound);
+    finish_invert();
+  }
   // (stem id << 32 | document in the chunk), sorted, and each one's frequency.
   size_t postings() const { return postings_; }
   const uint64_t* posting_keys() const { return posting_keys_; }
@@ -128,7 +139,7 @@ class GpuAnalyzer {
   uint32_t* starts_ = nullptr;     // pinned, per token
   uint32_t* values_ = nullptr;
   uint32_t tokens_ = 0;
-  bool started_ = false;
+  bool started_ = false, inverting_ = false;
   std::vector<uint32_t> patches_;  // token, stem id
   uint64_t* posting_keys_ = nullptr;  // pinned
   uint32_t* posting_freqs_ = nullptr;

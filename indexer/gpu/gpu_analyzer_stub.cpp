@@ -27,6 +27,8 @@ void GpuAnalyzer::learn(std::string_view, uint32_t) {}
 void GpuAnalyzer::start() { throw Error("no GPU analysis: this build has no CUDA"); }
 void GpuAnalyzer::finish() {}
 void GpuAnalyzer::reserve(size_t) {}
-void GpuAnalyzer::invert(uint32_t) { throw Error("no GPU analysis: this build has no CUDA"); }
+void GpuAnalyzer::warm_up() {}
+void GpuAnalyzer::start_invert(uint32_t) { throw Error("no GPU analysis: this build has no CUDA"); }
+void GpuAnalyzer::finish_invert() {}
 
 }  // namespace warp::pipeline

@@ -41,6 +41,7 @@ using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 constexpr uint32_t kNoCollection = 0xFFFFFFFFu;
+constexpr size_t kGpuSetupThreads = 4;  // setting up the parsers' GPU analyzers
 
 // Collections to indexers by sampled token counts, heaviest first onto the indexer with the least
 // load for its speed (`speed`: 1 for a CPU indexer, the measured ratio for a GPU indexer).
@@ -304,15 +305,59 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
   };
   try {
     DocTable docs(spill_dir + "/documents");
-    // The GPU's token table for the parsers' analysis: the CUDA context is made (a few hundred ms)
-    // while the parsers analyze their first chunks on the CPU; each takes the GPU once it is ready.
-    std::shared_future<std::shared_ptr<GpuTokenTable>> gpu_tokens;
+    // The GPU's token table and every parser's analyzer for the parsers' analysis: the CUDA context
+    // is made (a few hundred ms), then the analyzers' streams, pinned and device buffers and kernels
+    // are set up by a few threads beside the parsers, which analyze their first chunks on the CPU;
+    // each parser takes its analyzer as soon as that one is ready. (Made by the parsers themselves,
+    // the allocations and first launches had queued on the driver's and the kernel's locks: 16
+    // threads ran at half speed for 0.3 s of a 3 s build. One after another on one thread, the last
+    // was ready 0.2 s after the first.) An analyzer that cannot be made is a GPU failure; no GPU at
+    // all fails the build.
+    struct GpuStart {
+      std::shared_ptr<GpuTokenTable> table;
+      std::vector<std::unique_ptr<GpuAnalyzer>> analyzers;  // by parser; taken by each
+      std::vector<std::string> failures;                   // by parser: why its analyzer is missing
+      std::unique_ptr<std::atomic<bool>[]> ready;          // by parser: its analyzer (or failure) is set
+      std::atomic<bool> table_failed{false};
+      std::vector<double> ready_seconds;  // by parser: when its analyzer was ready, into the build
+    } gpu_setup;
+    gpu_setup.ready_seconds.resize(parsers);
+    gpu_setup.analyzers.resize(parsers);
+    gpu_setup.failures.resize(parsers);
+    gpu_setup.ready = std::make_unique<std::atomic<bool>[]>(parsers);
+    std::shared_future<void> gpu_start;
     if (options.gpu_analysis) {
-      gpu_tokens = std::async(std::launch::async, [&, tokens = shared_stems.capacity()] {
-                     return std::make_shared<GpuTokenTable>(options.gpu_device, tokens);
-                   }).share();
+      gpu_start = std::async(std::launch::async, [&, tokens = shared_stems.capacity()] {
+        try {
+          gpu_setup.table = std::make_shared<GpuTokenTable>(options.gpu_device, tokens);
+        } catch (...) {
+          gpu_setup.table_failed = true;
+          for (size_t t = 0; t < parsers; ++t) gpu_setup.ready[t].store(true, std::memory_order_release);
+          throw;
+        }
+        const auto set_up = [&](size_t t) {
+          try {
+            auto analyzer = std::make_unique<GpuAnalyzer>(*gpu_setup.table, options.build.analyzer.max_token_bytes);
+            analyzer->reserve(chunk_bytes + chunk_bytes / 4);
+            analyzer->warm_up();
+            gpu_setup.analyzers[t] = std::move(analyzer);
+          } catch (const std::exception& e) {
+            gpu_setup.failures[t] = e.what();
+          }
+          gpu_setup.ready_seconds[t] = seconds_since(start);
+          gpu_setup.ready[t].store(true, std::memory_order_release);
+        };
+        set_up(0);  // the kernels' modules loaded once, then the others' set up four at a time
+        std::vector<std::thread> helpers;
+        for (size_t h = 0; h < std::min<size_t>(kGpuSetupThreads, parsers - 1); ++h) {
+          helpers.emplace_back([&, h] {
+            for (size_t t = 1 + h; t < parsers; t += kGpuSetupThreads) set_up(t);
+          });
+        }
+        for (std::thread& helper : helpers) helper.join();
+      }).share();
     }
-    std::atomic<uint64_t> gpu_documents{0}, gpu_cpu_documents{0}, gpu_misses{0}, gpu_tokens_taken{0};
+    std::atomic<uint64_t> gpu_documents{0}, gpu_cpu_documents{0}, gpu_early_documents{0}, gpu_misses{0}, gpu_tokens_taken{0};
     std::atomic<double> gpu_analysis_seconds{0};
     // A GPU that fails during the build (a CUDA error, out of memory) leaves the rest of the
     // analysis to the CPU: every parser drops it, the first failure's reason is reported.
@@ -408,11 +453,11 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
           std::vector<SourceDocument> chunk;
           std::vector<uint32_t> lengths, distinct;
           uint64_t epoch = analyzer.stem_cache_epoch();
-          std::shared_ptr<GpuTokenTable> gpu_table;
+          bool gpu_taken = false;
           std::unique_ptr<GpuAnalyzer> gpu;
           std::string folded;
           std::vector<uint8_t> on_device;  // per document of the chunk: its shared stems inverted on the device
-          uint64_t on_gpu = 0, on_cpu = 0, misses = 0, tokens_taken = 0, gpu_chunks = 0;
+          uint64_t on_gpu = 0, on_cpu = 0, early = 0, misses = 0, tokens_taken = 0, gpu_chunks = 0;
           const auto drop_gpu = [&](const char* why) {
             if (why != nullptr && !gpu_failed.exchange(true)) {
               std::lock_guard<std::mutex> lock(gpu_failure_mutex);
@@ -420,6 +465,61 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
             }
             if (gpu != nullptr) gpu_analysis_seconds.fetch_add(gpu->gpu_seconds());
             gpu.reset();
+          };
+          // A chunk's shared stems indexed on the CPU from its tokens' ids (still the GPU analyzer's),
+          // where the device's inversion of them failed.
+          const auto index_on_cpu = [&](DocId base, size_t documents, const std::vector<uint8_t>& device_docs,
+                                        std::vector<uint32_t>& chunk_distinct) {
+            if (count.size() < analyzer.stem_count()) count.resize(analyzer.stem_count(), 0);
+            const uint32_t* starts = gpu->token_starts();
+            const uint32_t* values = gpu->token_values();
+            uint32_t t = 0;
+            for (size_t d = 0; d < documents; ++d) {
+              stems.clear();
+              for (const uint32_t end = gpu->doc_begin(d + 1); t < gpu->tokens() && starts[t] < end; ++t) {
+                if (device_docs[d] && values[t] < GpuAnalyzer::kDropped) stems.push_back(values[t]);
+              }
+              touched.clear(), freqs.clear();
+              for (uint32_t id : stems) {
+                if (count[id]++ == 0) touched.push_back(id);
+              }
+              for (uint32_t id : touched) freqs.push_back(std::exchange(count[id], 0));
+              if (!touched.empty()) own->add_document(analyzer, base + static_cast<DocId>(d), touched, freqs);
+              chunk_distinct[d] += static_cast<uint32_t>(touched.size());
+            }
+          };
+          // The chunk whose shared stems the device is inverting, while the parser reads the next.
+          struct Inverting {
+            bool pending = false;
+            DocId base = 0;
+            size_t documents = 0;
+          } inverting;
+          std::vector<uint32_t> inverting_lengths, inverting_distinct;
+          std::vector<uint8_t> inverting_on_device;
+          // Its postings to the parser's indexer, then its counts and the indexer's end of chunk.
+          const auto finish_inversion = [&] {
+            if (!inverting.pending) return;
+            inverting.pending = false;
+            std::string why;
+            try {
+              gpu->finish_invert();
+              if (options.gpu_analysis_fail_after > 0 && gpu_chunks == options.gpu_analysis_fail_after + 1) {
+                throw Error("a GPU failure simulated by a test");
+              }
+            } catch (const std::exception& e) {
+              why = e.what();
+            }
+            if (why.empty()) {
+              own->add_sorted_postings(analyzer, inverting.base, gpu->posting_keys(), gpu->posting_freqs(), gpu->postings());
+              for (size_t d = 0; d < inverting.documents; ++d) {
+                inverting_distinct[d] += inverting_on_device[d] ? gpu->doc_distinct()[d] : 0;
+              }
+            } else {  // the CPU indexes the shared stems the device was to
+              index_on_cpu(inverting.base, inverting.documents, inverting_on_device, inverting_distinct);
+              drop_gpu(why.c_str());
+            }
+            docs.set_counts(inverting.base, inverting_lengths, inverting_distinct);
+            own->end_chunk();
           };
           for (std::optional<size_t> next; !failed && (next = split_taker.next(t));) {
             const size_t s = *next;
@@ -434,17 +534,20 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
                 chunk.push_back(std::move(doc));
               }
               bytes_read += reader.bytes_read() - before;
+              finish_inversion();  // the last chunk's, overlapped with reading this one
               if (chunk.empty()) break;
               if (gpu_failed) drop_gpu(nullptr);
-              if (options.gpu_analysis && gpu == nullptr && !gpu_failed &&
-                  (options.gpu_analysis_from_start || gpu_tokens.wait_for(std::chrono::seconds(0)) == std::future_status::ready)) {
-                gpu_table = gpu_tokens.get();  // no GPU at all: the build fails with the reason
-                try {
-                  gpu = std::make_unique<GpuAnalyzer>(*gpu_table, options.build.analyzer.max_token_bytes);
-                  gpu->reserve(chunk_bytes + chunk_bytes / 4);
-                } catch (const std::exception& e) {
-                  drop_gpu(e.what());
+              if (options.gpu_analysis && !gpu_taken && !gpu_failed) {
+                if (options.gpu_analysis_from_start) {
+                  while (!gpu_setup.ready[t].load(std::memory_order_acquire)) std::this_thread::sleep_for(std::chrono::milliseconds(1));
                 }
+                if (gpu_setup.ready[t].load(std::memory_order_acquire)) {
+                  if (gpu_setup.table_failed) std::shared_future<void>(gpu_start).get();  // no GPU at all: the build fails with the reason
+                  gpu_taken = true;
+                  gpu = std::move(gpu_setup.analyzers[t]);
+                  if (gpu == nullptr) drop_gpu(gpu_setup.failures[t].c_str());
+                }
+                if (!gpu_taken) early += chunk.size();
               }
               try {
                 if (gpu != nullptr) {
@@ -529,48 +632,33 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
                 }
                 if (!own_stems.empty()) own->add_document(analyzer, doc, own_stems, freqs);
               }
+              const size_t chunk_documents = chunk.size();
+              chunk.clear();
               if (device_inverts) {
-                std::string why;
+                // The device inverts the chunk while this parser reads its next one; the postings,
+                // the chunk's counts and the indexer's end of chunk follow then (finish_inversion).
                 try {
-                  if (options.gpu_analysis_fail_after > 0 && gpu_chunks == options.gpu_analysis_fail_after + 1) {
-                    throw Error("a GPU failure simulated by a test");
-                  }
-                  gpu->invert(static_cast<uint32_t>(analyzer.shared_stem_capacity()));
-                  own->add_sorted_postings(analyzer, base, gpu->posting_keys(), gpu->posting_freqs(), gpu->postings());
-                  for (size_t d = 0; d < chunk.size(); ++d) distinct[d] += on_device[d] ? gpu->doc_distinct()[d] : 0;
+                  gpu->start_invert(static_cast<uint32_t>(analyzer.shared_stem_capacity()));
+                  inverting = {true, base, chunk_documents};
+                  std::swap(inverting_lengths, lengths), std::swap(inverting_distinct, distinct), std::swap(inverting_on_device, on_device);
                 } catch (const std::exception& e) {
-                  why = e.what();
-                }
-                if (!why.empty()) {  // the CPU indexes the shared stems the device was to, from the tokens' ids
-                  const uint32_t* starts = gpu->token_starts();
-                  const uint32_t* values = gpu->token_values();
-                  uint32_t t = 0;
-                  for (size_t d = 0; d < chunk.size(); ++d) {
-                    stems.clear();
-                    for (const uint32_t end = gpu->doc_begin(d + 1); t < gpu->tokens() && starts[t] < end; ++t) {
-                      if (on_device[d] && values[t] < GpuAnalyzer::kDropped) stems.push_back(values[t]);
-                    }
-                    touched.clear(), freqs.clear();
-                    for (uint32_t id : stems) {
-                      if (count[id]++ == 0) touched.push_back(id);
-                    }
-                    for (uint32_t id : touched) freqs.push_back(std::exchange(count[id], 0));
-                    if (!touched.empty()) own->add_document(analyzer, base + static_cast<DocId>(d), touched, freqs);
-                    distinct[d] += static_cast<uint32_t>(touched.size());
-                  }
-                  drop_gpu(why.c_str());
+                  index_on_cpu(base, chunk_documents, on_device, distinct);
+                  drop_gpu(e.what());
                 }
               }
-              docs.set_counts(base, lengths, distinct);
-              chunk.clear();
-              if (own != nullptr) own->end_chunk();
+              if (!inverting.pending) {
+                docs.set_counts(base, lengths, distinct);
+                if (own != nullptr) own->end_chunk();
+              }
               for (size_t i = 0; i < slots; ++i) {
                 if (!out[i].entries.empty()) pieces[i]->push(std::move(out[i]));
               }
             }
             docs.end_split(s, reader.lines(), std::move(reader.rejections()), reader.rejected());
           }
-          gpu_documents += on_gpu, gpu_cpu_documents += on_cpu, gpu_misses += misses, gpu_tokens_taken += tokens_taken;
+          if (!failed) finish_inversion();
+          gpu_documents += on_gpu, gpu_cpu_documents += on_cpu, gpu_early_documents += early, gpu_misses += misses;
+          gpu_tokens_taken += tokens_taken;
           drop_gpu(nullptr);
           if (own != nullptr && !failed) {
             own->spill();
@@ -597,7 +685,7 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
     for (auto& queue : pieces) queue->close();
     for (auto& t : indexer_threads) t.join();
     if (failure) std::rethrow_exception(failure);
-    if (options.gpu_analysis) gpu_tokens.get();  // a GPU that failed to start, even if no parser waited for it
+    if (options.gpu_analysis) gpu_start.get();  // a GPU that failed to start fails the build, with its reason
     std::vector<RunInfo> runs = std::move(parser_runs);
     for (auto& indexer : indexer_state) {
       if (indexer == nullptr) continue;
@@ -612,6 +700,11 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
     report.runs_merged = runs.size();
     report.gpu_analysis_documents = gpu_documents;
     report.gpu_analysis_cpu_documents = gpu_cpu_documents;
+    report.gpu_analysis_early_documents = gpu_early_documents;
+    if (options.gpu_analysis) {
+      report.gpu_analysis_ready_first = *std::min_element(gpu_setup.ready_seconds.begin(), gpu_setup.ready_seconds.end());
+      report.gpu_analysis_ready_last = *std::max_element(gpu_setup.ready_seconds.begin(), gpu_setup.ready_seconds.end());
+    }
     report.gpu_analysis_failure = gpu_failure;
     report.gpu_analysis_tokens = gpu_tokens_taken;
     report.gpu_analysis_misses = gpu_misses;

@@ -85,7 +85,9 @@ struct PipelineReport {
   // --gpu-analysis: documents analyzed on the GPU (the others held bytes outside ASCII), their
   // chunks' tokens, the tokens the GPU's table missed, device work and copies summed over parsers.
   uint64_t gpu_analysis_documents = 0, gpu_analysis_cpu_documents = 0, gpu_analysis_tokens = 0, gpu_analysis_misses = 0;
+  uint64_t gpu_analysis_early_documents = 0;  // analyzed on the CPU before the parser's GPU analyzer was ready
   double gpu_analysis_seconds = 0;
+  double gpu_analysis_ready_first = 0, gpu_analysis_ready_last = 0;  // seconds into the build: the parsers' analyzers ready
   std::string gpu_analysis_failure;  // why the GPU stopped analyzing during the build (the CPU went on)
   uint64_t chunk_bytes = 0;
   double parse_seconds = 0;   // reading, parsing and indexing, until the last run is written

@@ -3,8 +3,8 @@
 
 The build's summary line gives the phases' lengths (parse+index, docIDs, merge+encode, write); the
 phases are laid end to end from the first sample on. For each phase: samples, the threads busy on
-average (samples / (seconds x frequency)) and its top symbols; for the back end, the busy threads
-in 100 ms steps (a phase that scales badly shows whether it is short of work or slow at it).
+average (samples / (seconds x frequency)) and its top symbols; for the parse and the back end, the
+busy threads in 100 ms steps (a phase that scales badly shows whether it is short of work or slow at it).
 usage: perf script -F tid,time,ip,sym -i perf.data | perf_phases.py BUILD.log FREQUENCY [TOP]"""
 import collections
 import re
@@ -41,24 +41,26 @@ def main():
         t += length
     per_phase = collections.defaultdict(collections.Counter)
     totals = collections.Counter()
-    steps = collections.defaultdict(collections.Counter)  # back end: 100 ms step -> tid -> samples
+    # parse+index and the back end: phase -> 100 ms step -> tid -> samples
+    steps = {0: collections.defaultdict(collections.Counter), 2: collections.defaultdict(collections.Counter)}
     for when, tid, sym in samples:
         phase = next((i for i, (lo, hi) in enumerate(bounds) if when < hi), len(bounds) - 1)
         per_phase[phase][sym] += 1
         totals[phase] += 1
-        if phase == 2:
-            steps[int((when - bounds[2][0]) * 10)][tid] += 1
+        if phase in steps:
+            steps[phase][int((when - bounds[phase][0]) * 10)][tid] += 1
     for i, name in enumerate(names):
         seconds = lengths[i]
         busy = totals[i] / (seconds * frequency) if seconds > 0 else 0
         print(f"== {name}: {seconds:.2f} s, {totals[i]} samples, {busy:.1f} threads busy on average")
         for sym, count in per_phase[i].most_common(top):
             print(f"  {count:7d} {100.0 * count / max(totals[i], 1):5.1f}%  {sym[:110]}")
-    print("== merge+encode by 100 ms: threads busy (samples / 200 per thread at 2 kHz), threads seen")
     per_step = frequency / 10
-    for step in sorted(steps):
-        counts = steps[step]
-        print(f"  {step / 10:5.1f} s  {sum(counts.values()) / per_step:5.1f} busy  {len(counts):3d} threads")
+    for phase, by_step in steps.items():
+        print(f"== {names[phase]} by 100 ms: threads busy (samples / {per_step:.0f} per thread), threads seen")
+        for step in sorted(by_step):
+            counts = by_step[step]
+            print(f"  {step / 10:5.1f} s  {sum(counts.values()) / per_step:5.1f} busy  {len(counts):3d} threads")
 
 
 if __name__ == "__main__":

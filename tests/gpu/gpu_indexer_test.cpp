@@ -322,6 +322,9 @@ TEST_F(GpuIndexerBuild, GpuAnalysisGivesTheCpuBuildsPartitions) {
     EXPECT_GT(report.gpu_analysis_documents, 0u) << context << ": the GPU analyzed nothing";
     EXPECT_GT(report.gpu_analysis_tokens, report.gpu_analysis_misses) << context;
     EXPECT_EQ(report.gpu_analysis_documents + report.gpu_analysis_cpu_documents, 2860u) << context << ": every document analyzed";
+    EXPECT_EQ(report.gpu_analysis_early_documents, 0u) << context << ": every parser waited for its GPU analyzer";
+    EXPECT_GT(report.gpu_analysis_ready_first, 0.0) << context;
+    EXPECT_GE(report.gpu_analysis_ready_last, report.gpu_analysis_ready_first) << context;
     std::printf("%s: %llu documents on the GPU, %llu on the CPU, %llu tokens, %llu misses, %.3f s on the GPU\n", context.c_str(),
                 static_cast<unsigned long long>(report.gpu_analysis_documents),
                 static_cast<unsigned long long>(report.gpu_analysis_cpu_documents),
@@ -335,6 +338,8 @@ TEST_F(GpuIndexerBuild, GpuAnalysisGivesTheCpuBuildsPartitions) {
   options.gpu_indexers = 0;
   EXPECT_EQ(build(inputs, options, report), cpu) << "parsers taking the GPU once it is up";
   EXPECT_TRUE(report.gpu_analysis_failure.empty()) << report.gpu_analysis_failure;
+  EXPECT_EQ(report.gpu_analysis_documents + report.gpu_analysis_cpu_documents + report.gpu_analysis_early_documents, 2860u)
+      << "every document counted, those analyzed before the GPU was ready too";
   // The GPU failing during the build: the CPU analyzes the rest, the same partitions, the reason
   // kept. Where the device inverts (no GPU indexers), the failure comes at a chunk's inversion, after
   // its analysis; with a GPU indexer, at a chunk's start.
