@@ -54,24 +54,35 @@ bool to_final_doc_order(std::vector<Posting>& list, std::vector<size_t>& segment
   pieces.clear();
   size_t kept = 0;
   bool in_order = true;  // the pieces as found are already in docID order
+  // The current piece's first and last docIDs and start in locals, written to `pieces` when the
+  // next one starts: kept in the piece itself, they were stored and loaded again for every posting
+  // (the list's stores may alias them).
+  DocId first = 0, last = 0;
+  size_t begin = 0;
+  bool open = false;
   for (size_t s = 0; s + 1 < segments.size(); ++s) {
     DocId limit = 0;  // where the current piece's span ends; 0: the part's first posting starts a piece
-    for (size_t i = segments[s]; i < segments[s + 1]; ++i) {
+    const size_t part_end = segments[s + 1];
+    for (size_t i = segments[s]; i < part_end; ++i) {
       const DocId doc = final_of[list[i].doc];
       if (doc == kEndDoc) continue;
-      if (doc >= limit || doc <= pieces.back().last) {
-        if (!pieces.empty()) in_order = in_order && doc > pieces.back().last;
+      if (doc >= limit || doc <= last) {
+        if (open) {
+          in_order = in_order && doc > last;
+          pieces.push_back({first, last, begin, kept});
+        }
         // The span's end matters only to the part's later postings: a part of one posting (most
         // parts of rare terms, one per run and term) skips the search.
-        const auto next_span = i + 1 == segments[s + 1] ? span_starts.end() : std::upper_bound(span_starts.begin(), span_starts.end(), doc);
+        const auto next_span = i + 1 == part_end ? span_starts.end() : std::upper_bound(span_starts.begin(), span_starts.end(), doc);
         limit = next_span == span_starts.end() ? kEndDoc : *next_span;
-        pieces.push_back({doc, doc, kept, kept});
+        first = doc, begin = kept, open = true;
       }
-      list[kept++] = {doc, list[i].freq};
-      pieces.back().last = doc;
-      pieces.back().end = kept;
+      list[kept] = {doc, list[i].freq};
+      ++kept;
+      last = doc;
     }
   }
+  if (open) pieces.push_back({first, last, begin, kept});
   list.resize(kept);
   if (in_order) return true;
   std::sort(pieces.begin(), pieces.end(), [](const ListPiece& a, const ListPiece& b) { return a.first < b.first; });

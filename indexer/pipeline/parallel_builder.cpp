@@ -171,9 +171,17 @@ RangeOutput merge_range(const std::vector<RunInfo>& runs, const std::string& lo,
   // comparisons of texts per run (a tenth of the merge's time at 16 runs, a third at 4,600). A scan of
   // every run for the smallest prefix ran as fast at 16 and at 4,600 runs, but costs every run per
   // term where runs hold few of the terms (a long-tailed vocabulary); the heap costs log2(runs).
+  // Runs holding one term pop in the order of `runs`: where that is docID order (the parsers' runs,
+  // parser by parser), a term's parts come in docID order and need no reordering afterwards
+  // (to_final_doc_order) but around the splits parsers took from others' ranges at the end; in an
+  // arbitrary order, 95-99% of the lists had had their parts sorted and copied again. (Runs cut
+  // where a parser takes another's split made every list ordered, but 12-18 more runs at 16
+  // threads cost the merge what the ordering saved.)
   std::vector<uint64_t> keys(cursors.size());
   const auto later = [&](size_t a, size_t b) {
-    return keys[a] != keys[b] ? keys[a] > keys[b] : cursors[a]->term() > cursors[b]->term();
+    if (keys[a] != keys[b]) return keys[a] > keys[b];
+    const int order = cursors[a]->term().compare(cursors[b]->term());
+    return order != 0 ? order > 0 : a > b;
   };
   std::priority_queue<size_t, std::vector<size_t>, decltype(later)> heap(later);
   for (size_t i = 0; i < cursors.size(); ++i) {
@@ -415,8 +423,10 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
         indexer_state.push_back(make_gpu_indexer(context, gpu));
       }
     }
-    std::mutex parser_runs_mutex;
-    std::vector<RunInfo> parser_runs;  // the parsers' own indexers' runs
+    // The parsers' own indexers' runs, by parser: parser t reads the t-th range of splits front to
+    // back, so taken parser by parser, each parser's in the order it wrote them, the runs are in
+    // docID order but for the splits taken from another parser's range at the end.
+    std::vector<std::vector<RunInfo>> parser_runs(parsers);
     std::vector<std::thread> indexer_threads, parser_threads;
     for (size_t i = parsers_index ? 1 : 0; i < slots; ++i) {
       indexer_threads.emplace_back([&, i] {
@@ -662,8 +672,7 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
           drop_gpu(nullptr);
           if (own != nullptr && !failed) {
             own->spill();
-            std::lock_guard<std::mutex> lock(parser_runs_mutex);
-            for (RunInfo& run : own->runs()) parser_runs.push_back(std::move(run));
+            parser_runs[t] = std::move(own->runs());
           }
         } catch (...) {  // an unreadable input: stop everything cleanly, then report it
           record_failure();
@@ -686,7 +695,10 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
     for (auto& t : indexer_threads) t.join();
     if (failure) std::rethrow_exception(failure);
     if (options.gpu_analysis) gpu_start.get();  // a GPU that failed to start fails the build, with its reason
-    std::vector<RunInfo> runs = std::move(parser_runs);
+    std::vector<RunInfo> runs;
+    for (std::vector<RunInfo>& of_parser : parser_runs) {
+      for (RunInfo& run : of_parser) runs.push_back(std::move(run));
+    }
     for (auto& indexer : indexer_state) {
       if (indexer == nullptr) continue;
       for (RunInfo& run : indexer->runs()) runs.push_back(std::move(run));
