@@ -72,7 +72,14 @@ int run_build_command(const BuildCommandOptions& options) {
                   options.pipeline.gpu_indexers, report.gpu_speed, report.gpu_seconds, static_cast<unsigned long long>(report.gpu_fallbacks));
     gpu_line = text;
   }
-  if (options.pipeline.gpu_analysis) {
+  if (options.pipeline.gpu_analysis && report.gpu_analysis_unused) {
+    char text[240];
+    std::snprintf(text, sizeof text,
+                  "; GPU analysis: not used (%.0f MiB of input a parser, under --gpu-analysis-min-mb %llu: its start-up would cost more than it saves)",
+                  static_cast<double>(report.gpu_analysis_bytes_per_parser) / (1 << 20),
+                  static_cast<unsigned long long>(options.pipeline.gpu_analysis_min_bytes >> 20));
+    gpu_line += text;
+  } else if (options.pipeline.gpu_analysis) {
     char text[400];
     std::snprintf(text, sizeof text,
                   "; GPU analysis: ready after %.2f-%.2f s, %llu documents (%llu more on the CPU before it was ready, %llu for bytes "

@@ -44,7 +44,8 @@ void add_build_flags(warp::Flags& flags) {
       .value("gpu-device", "0", "the CUDA device of the GPU indexers")
       .value("gpu-speed", "0", "collections a GPU indexer takes, in CPU indexers' shares (0: measured on a sample)")
       .value("gpu-hash-bits", "64", "testing only: hash bits of the GPU indexers (fewer: collisions, CPU fallback)")
-      .boolean("gpu-analysis", "the parsers' tokenizing and stem lookups on the GPU (--gpu-device; not with --stopwords english)");
+      .boolean("gpu-analysis", "the parsers' tokenizing and stem lookups on the GPU (--gpu-device; not with --stopwords english)")
+      .value("gpu-analysis-min-mb", "64", "MiB of input a parser below which --gpu-analysis leaves the GPU unused (its start-up costs more)");
 }
 
 void read_build_flags(const warp::Flags& flags, warp::BuildOptions& build, warp::pipeline::PipelineOptions& pipeline) {
@@ -69,6 +70,7 @@ void read_build_flags(const warp::Flags& flags, warp::BuildOptions& build, warp:
   pipeline.gpu_speed = flags.number("gpu-speed");
   pipeline.gpu_hash_bits = static_cast<unsigned>(flags.count("gpu-hash-bits"));
   pipeline.gpu_analysis = flags.is_set("gpu-analysis");
+  pipeline.gpu_analysis_min_bytes = flags.count("gpu-analysis-min-mb") << 20;
 }
 
 int build(int argc, char** argv) {

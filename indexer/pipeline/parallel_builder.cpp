@@ -333,9 +333,23 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
     gpu_setup.analyzers.resize(parsers);
     gpu_setup.failures.resize(parsers);
     gpu_setup.ready = std::make_unique<std::atomic<bool>[]>(parsers);
+    // Too little input a parser for the GPU to repay its start-up: the CPU analyzes everything,
+    // but a usable GPU is still required (the build fails without one, as it would have).
+    const uint64_t bytes_per_parser = total_file_bytes / std::max<size_t>(parsers, 1);
+    const bool gpu_unused = options.gpu_analysis && bytes_per_parser < options.gpu_analysis_min_bytes;
+    report.gpu_analysis_unused = gpu_unused;
+    report.gpu_analysis_bytes_per_parser = bytes_per_parser;
     std::shared_future<void> gpu_start;
     if (options.gpu_analysis) {
       gpu_start = std::async(std::launch::async, [&, tokens = shared_stems.capacity()] {
+        if (gpu_unused) {
+          std::string why;
+          const bool usable = gpu_analysis_available(options.gpu_device, &why);
+          gpu_setup.table_failed = !usable;
+          for (size_t t = 0; t < parsers; ++t) gpu_setup.ready[t].store(true, std::memory_order_release);
+          if (!usable) throw Error("no GPU analysis: " + why);
+          return;
+        }
         try {
           gpu_setup.table = std::make_shared<GpuTokenTable>(options.gpu_device, tokens);
         } catch (...) {
@@ -554,10 +568,12 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
                 if (gpu_setup.ready[t].load(std::memory_order_acquire)) {
                   if (gpu_setup.table_failed) std::shared_future<void>(gpu_start).get();  // no GPU at all: the build fails with the reason
                   gpu_taken = true;
-                  gpu = std::move(gpu_setup.analyzers[t]);
-                  if (gpu == nullptr) drop_gpu(gpu_setup.failures[t].c_str());
+                  if (!gpu_unused) {
+                    gpu = std::move(gpu_setup.analyzers[t]);
+                    if (gpu == nullptr) drop_gpu(gpu_setup.failures[t].c_str());
+                  }
                 }
-                if (!gpu_taken) early += chunk.size();
+                if (!gpu_taken && !gpu_unused) early += chunk.size();
               }
               try {
                 if (gpu != nullptr) {
@@ -713,7 +729,7 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
     report.gpu_analysis_documents = gpu_documents;
     report.gpu_analysis_cpu_documents = gpu_cpu_documents;
     report.gpu_analysis_early_documents = gpu_early_documents;
-    if (options.gpu_analysis) {
+    if (options.gpu_analysis && !gpu_unused) {
       report.gpu_analysis_ready_first = *std::min_element(gpu_setup.ready_seconds.begin(), gpu_setup.ready_seconds.end());
       report.gpu_analysis_ready_last = *std::max_element(gpu_setup.ready_seconds.begin(), gpu_setup.ready_seconds.end());
     }

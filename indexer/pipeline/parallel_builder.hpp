@@ -53,6 +53,10 @@ struct PipelineOptions {
   double gpu_speed = 0;                 // a GPU indexer's share in CPU indexers (0: measured on a sample)
   unsigned gpu_hash_bits = 64;          // tests only: fewer bits, hash collisions, the CPU fallback
   bool gpu_analysis = false;            // the parsers' tokenizing and stem lookups on the GPU (gpu_analyzer.hpp)
+  // Input bytes a parser below which --gpu-analysis leaves the GPU unused: the CUDA context and the
+  // analyzers take 0.3-0.6 s to be ready, and a build of a few hundred MB at 16 threads had been
+  // 0.7-0.9x as fast with them (RESULTS.md). A usable GPU is still required. 0: always used.
+  uint64_t gpu_analysis_min_bytes = uint64_t{64} << 20;
   bool gpu_analysis_from_start = false; // tests: parsers wait for the GPU instead of analyzing on the CPU until it is up
   size_t gpu_analysis_fail_after = 0;   // tests: a parser's GPU fails after this many chunks (0: never)
   uint64_t split_bytes = 0;             // bytes per split of a large file (0: input / 4 parsers, 1–64 MiB)
@@ -89,6 +93,8 @@ struct PipelineReport {
   double gpu_analysis_seconds = 0;
   double gpu_analysis_ready_first = 0, gpu_analysis_ready_last = 0;  // seconds into the build: the parsers' analyzers ready
   std::string gpu_analysis_failure;  // why the GPU stopped analyzing during the build (the CPU went on)
+  bool gpu_analysis_unused = false;  // too little input a parser (gpu_analysis_min_bytes): the CPU analyzed it all
+  uint64_t gpu_analysis_bytes_per_parser = 0;
   uint64_t chunk_bytes = 0;
   double parse_seconds = 0;   // reading, parsing and indexing, until the last run is written
   double merge_seconds = 0;   // final docIDs and duplicates, beside the back end's term ranges and databases

@@ -310,6 +310,7 @@ TEST_F(GpuIndexerBuild, GpuAnalysisGivesTheCpuBuildsPartitions) {
     uint64_t budget;
   };
   options.gpu_analysis = true;
+  options.gpu_analysis_min_bytes = 0;      // these inputs are far too small to use it otherwise
   options.gpu_analysis_from_start = true;  // these builds would end before the GPU is up
   for (const Variant& v : {Variant{4, 0, 2ull << 30}, Variant{1, 0, 2ull << 30}, Variant{7, 0, 1}, Variant{3, 1, 8u << 20}}) {
     options.threads = v.threads;
@@ -354,6 +355,16 @@ TEST_F(GpuIndexerBuild, GpuAnalysisGivesTheCpuBuildsPartitions) {
     EXPECT_GT(report.gpu_analysis_documents, 0u) << context;
     EXPECT_LT(report.gpu_analysis_documents + report.gpu_analysis_cpu_documents, 2860u) << context << ": documents after the failure are the CPU's alone";
   }
+  // Too little input a parser (under the default 64 MiB): the GPU is checked but left unused.
+  options = pipeline::PipelineOptions();
+  options.gpu_analysis = true;
+  options.build.partitions = 3;  // as cpu_build's
+  options.threads = 4;
+  EXPECT_EQ(build(inputs, options, report), cpu) << "the GPU left unused";
+  EXPECT_TRUE(report.gpu_analysis_unused);
+  EXPECT_LT(report.gpu_analysis_bytes_per_parser, uint64_t{64} << 20);
+  EXPECT_EQ(report.gpu_analysis_documents + report.gpu_analysis_cpu_documents + report.gpu_analysis_early_documents, 0u);
+  EXPECT_TRUE(report.gpu_analysis_failure.empty()) << report.gpu_analysis_failure;
 }
 
 }  // namespace
