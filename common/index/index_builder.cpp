@@ -119,19 +119,23 @@ PartitionEncoder::PartitionEncoder(const PartitionMeta& meta, std::span<const ui
   for (size_t i = 0; i < doc_lengths.size(); ++i) length_norms_[i] = bm25_length_norm(doc_lengths[i], average, meta.bm25);
 }
 
-bool PartitionEncoder::encode(std::span<const Posting> all, TermInfo& info, std::vector<uint32_t>& words, uint64_t& postings) const {
+uint64_t PartitionEncoder::collection_frequency(std::span<const Posting> all) {
+  uint64_t cf = 0;
+  for (const Posting& posting : all) cf += posting.freq;
+  return cf;
+}
+
+bool PartitionEncoder::encode(std::span<const Posting> all, uint64_t cf, TermInfo& info, std::vector<uint32_t>& words,
+                              uint64_t& postings) const {
   const auto by_doc = [](const Posting& posting, DocId d) { return posting.doc < d; };
   auto first = std::lower_bound(all.begin(), all.end(), meta_.doc_begin, by_doc);
   auto last = std::lower_bound(first, all.end(), meta_.doc_end, by_doc);
   if (first == last) return false;
-  uint64_t cf = 0;
-  for (const Posting& posting : all) cf += posting.freq;
   const float weight = bm25_term_weight(bm25_idf(all.size(), meta_.stats.doc_count), meta_.bm25);
   thread_local std::vector<Score> scores;
-  scores.clear();
-  for (auto it = first; it != last; ++it) {
-    scores.push_back(bm25_score(weight, it->freq, length_norms_[it->doc - meta_.doc_begin]));
-  }
+  scores.resize(static_cast<size_t>(last - first));
+  Score* score = scores.data();
+  for (auto it = first; it != last; ++it) *score++ = bm25_score(weight, it->freq, length_norms_[it->doc - meta_.doc_begin]);
   encode_posting_list({&*first, static_cast<size_t>(last - first)}, scores, codec_, words);
   info.df = static_cast<uint32_t>(all.size());
   info.cf = cf;

@@ -92,7 +92,13 @@ class PartitionEncoder {
   // into `words` (replaced) and fills info's df, cf and words; false when the partition holds none
   // of them. Returns the number of postings encoded in `postings`.
   // Thread-safe: one encoder per partition serves every thread of a parallel build.
-  bool encode(std::span<const Posting> all, TermInfo& info, std::vector<uint32_t>& words, uint64_t& postings) const;
+  bool encode(std::span<const Posting> all, TermInfo& info, std::vector<uint32_t>& words, uint64_t& postings) const {
+    return encode(all, collection_frequency(all), info, words, postings);
+  }
+  // The same with the term's collection frequency (its postings' frequencies summed) given: a
+  // builder encoding one list for several partitions sums them once, not once a partition.
+  bool encode(std::span<const Posting> all, uint64_t cf, TermInfo& info, std::vector<uint32_t>& words, uint64_t& postings) const;
+  static uint64_t collection_frequency(std::span<const Posting> all);
   const PartitionMeta& meta() const { return meta_; }
 
  private:

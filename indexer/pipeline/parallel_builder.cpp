@@ -205,10 +205,11 @@ RangeOutput merge_range(const std::vector<RunInfo>& runs, const std::string& lo,
     }
     to_final_doc_order(list, segments, docs.final_ids(), span_starts, scratch, pieces);
     if (list.empty()) continue;
+    const uint64_t cf = PartitionEncoder::collection_frequency(list);
     for (size_t p = 0; p < parts; ++p) {
       TermInfo info;
       uint64_t count = 0;
-      if (!encoders[p].encode(list, info, words, count)) continue;
+      if (!encoders[p].encode(list, cf, info, words, count)) continue;
       const uint32_t list_crc = crc32_of(words.data(), size_t{info.words} * 4);
       lexicon[p]->put_term(term, info, list_crc);
       postings[p]->put_list(term, words.data(), info.words);
