@@ -40,22 +40,56 @@ void unpack_dispatch(std::integer_sequence<unsigned, Bs...>, const uint32_t* in,
   table[bits - 1](in, n, out);
 }
 
+// The packing side: 32 values of B bits fill exactly B words, written once each from a 64-bit
+// accumulator whose fill is known at compile time (the generic loop below read, or-ed and wrote
+// one or two words a value, its shifts and tests computed per value: 5% of a build's back end).
+template <unsigned B>
+void pack_group32(const uint32_t* in, uint32_t* out) {
+  constexpr uint32_t mask = B >= 32 ? ~0u : ((1u << B) - 1);
+  uint64_t acc = 0;
+  unsigned filled = 0;
+#pragma GCC unroll 32
+  for (unsigned i = 0; i < 32; ++i) {
+    acc |= static_cast<uint64_t>(in[i] & mask) << filled;
+    filled += B;
+    if (filled >= 32) {
+      *out++ = static_cast<uint32_t>(acc);
+      acc >>= 32;
+      filled -= 32;
+    }
+  }
+}
+
+// Whole groups of 32 into `out` (zeroed, packed_words(n, B) words); the rest or-ed in value by value.
+template <unsigned B>
+void pack_fixed(const uint32_t* in, size_t n, uint32_t* out) {
+  size_t i = 0;
+  for (; i + 32 <= n; i += 32) pack_group32<B>(in + i, out + (i / 32) * B);
+  constexpr uint32_t mask = B >= 32 ? ~0u : ((1u << B) - 1);
+  for (; i < n; ++i) {
+    const size_t bit = i * B;
+    const size_t word = bit >> 5;
+    const unsigned offset = bit & 31;
+    const uint64_t v = static_cast<uint64_t>(in[i] & mask) << offset;
+    out[word] |= static_cast<uint32_t>(v);
+    if (offset + B > 32) out[word + 1] |= static_cast<uint32_t>(v >> 32);
+  }
+}
+
+template <unsigned... Bs>
+void pack_dispatch(std::integer_sequence<unsigned, Bs...>, const uint32_t* in, size_t n, unsigned bits, uint32_t* out) {
+  using Fn = void (*)(const uint32_t*, size_t, uint32_t*);
+  static constexpr Fn table[] = {&pack_fixed<Bs + 1>...};
+  table[bits - 1](in, n, out);
+}
+
 }  // namespace
 
 void pack_bits(const uint32_t* in, size_t n, unsigned bits, std::vector<uint32_t>& out) {
   size_t base = out.size();
   out.resize(base + packed_words(n, bits), 0);
   if (bits == 0) return;
-  uint32_t* words = out.data() + base;
-  const uint32_t mask = low_mask(bits);
-  for (size_t i = 0; i < n; ++i) {
-    size_t bit = i * bits;
-    size_t word = bit >> 5;
-    unsigned offset = bit & 31;
-    uint64_t v = static_cast<uint64_t>(in[i] & mask) << offset;
-    words[word] |= static_cast<uint32_t>(v);
-    if (offset + bits > 32) words[word + 1] |= static_cast<uint32_t>(v >> 32);
-  }
+  pack_dispatch(std::make_integer_sequence<unsigned, 32>{}, in, n, std::min(bits, 32u), out.data() + base);
 }
 
 PatchWidth cheapest_patch_width(const uint32_t* block, size_t n, unsigned per_exception_bits) {

@@ -208,16 +208,20 @@ TEST(ParaPfor, ValueAtReadsOneValueWithItsException) {
 TEST(BitPacking, PackAndExtractEveryWidth) {
   std::mt19937_64 rng(testing::test_seed());
   for (unsigned b = 0; b <= 32; ++b) {
-    std::vector<uint32_t> values(301);
-    for (auto& v : values) v = static_cast<uint32_t>(rng()) & low_mask(b);
-    std::vector<uint32_t> words;
-    pack_bits(values.data(), values.size(), b, words);
-    ASSERT_EQ(words.size(), packed_words(values.size(), b));
+    // Whole groups of 32 and a tail; bits above the width ignored; appended after what is there.
+    std::vector<uint32_t> raw(301), values(raw.size());
+    for (size_t i = 0; i < raw.size(); ++i) raw[i] = static_cast<uint32_t>(rng()), values[i] = raw[i] & low_mask(b);
+    std::vector<uint32_t> words = {0xDEADBEEFu, 0x01234567u};
+    pack_bits(raw.data(), raw.size(), b, words);
+    ASSERT_EQ(words.size(), 2 + packed_words(values.size(), b));
+    ASSERT_EQ(words[0], 0xDEADBEEFu);
+    ASSERT_EQ(words[1], 0x01234567u);
+    words.erase(words.begin(), words.begin() + 2);
     words.push_back(0);
     std::vector<uint32_t> out(values.size());
     unpack_bits(words.data(), values.size(), b, out.data());
     ASSERT_EQ(out, values) << "width " << b;
-    for (size_t i = 0; i < values.size(); i += 7) ASSERT_EQ(extract_bits(words.data(), i, b), values[i]);
+    for (size_t i = 0; i < values.size(); ++i) ASSERT_EQ(extract_bits(words.data(), i, b), values[i]) << "width " << b << ", value " << i;
   }
 }
 
