@@ -379,18 +379,19 @@ void GpuAnalyzer::reserve(size_t text_bytes) {
   WARP_CUDA_CHECK(cub::DeviceRunLengthEncode::Encode(nullptr, encode_bytes, s.sorted_keys.data, s.run_keys.data, s.run_counts.data,
                                                      s.runs.data, most, s.stream));
   s.temp.reserve(std::max({select_bytes, sort_bytes, encode_bytes, size_t{1}}));
-  // The host's pinned arrays: the staging text, and room for a token every 8 bytes (text holds one
-  // every 11-12 bytes; a denser chunk grows them). Sized for the most tokens a chunk can hold
-  // (one every 2 bytes), they had raised a 16-thread build's peak RSS by ~280 MiB; grown chunk by
-  // chunk, each growth's cudaFreeHost waited for the whole device.
+  // The host's pinned arrays: the staging text, room for a token every 8 bytes (text holds one
+  // every 11-12 bytes) and for a document every 256 (a denser chunk grows them). Sized for the
+  // most a chunk can hold (a token every 2 bytes, a document every 8), they had raised a 16-thread
+  // build's peak RSS by ~280 MiB; grown chunk by chunk, each growth's cudaFreeHost waited for the
+  // whole device.
   grow_text(text_bytes);
-  const size_t tokens = text_bytes / 8 + 1;
+  const size_t tokens = text_bytes / 8 + 1, documents = text_bytes / 256 + 1;
   reserve_pinned(starts_, s.tokens_capacity, tokens);
   reserve_pinned(values_, s.values_capacity, tokens);
   reserve_pinned(posting_keys_, s.keys_capacity, tokens);
   reserve_pinned(posting_freqs_, s.freqs_capacity, tokens);
-  reserve_pinned(flags_, s.flags_capacity, docs);
-  reserve_pinned(doc_distinct_, s.distinct_capacity, docs);
+  reserve_pinned(flags_, s.flags_capacity, documents);
+  reserve_pinned(doc_distinct_, s.distinct_capacity, documents);
 }
 
 void GpuAnalyzer::warm_up() {
