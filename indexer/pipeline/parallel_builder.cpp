@@ -41,7 +41,6 @@ using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 constexpr uint32_t kNoCollection = 0xFFFFFFFFu;
-constexpr size_t kGpuSetupThreads = 4;  // setting up the parsers' GPU analyzers
 
 // Collections to indexers by sampled token counts, heaviest first onto the indexer with the least
 // load for its speed (`speed`: 1 for a CPU indexer, the measured ratio for a GPU indexer).
@@ -316,12 +315,12 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
     DocTable docs(spill_dir + "/documents");
     // The GPU's token table and every parser's analyzer for the parsers' analysis: the CUDA context
     // is made (a few hundred ms), then the analyzers' streams, pinned and device buffers and kernels
-    // are set up by a few threads beside the parsers, which analyze their first chunks on the CPU;
-    // each parser takes its analyzer as soon as that one is ready. (Made by the parsers themselves,
-    // the allocations and first launches had queued on the driver's and the kernel's locks: 16
-    // threads ran at half speed for 0.3 s of a 3 s build. One after another on one thread, the last
-    // was ready 0.2 s after the first.) An analyzer that cannot be made is a GPU failure; no GPU at
-    // all fails the build.
+    // are set up one after another on this thread, beside the parsers, which analyze their first
+    // chunks on the CPU; each parser takes its analyzer as soon as that one is ready. (Made by the
+    // parsers themselves, the allocations and first launches had queued on the driver's and the
+    // kernel's locks: 16 threads ran at half speed for 0.3 s of a 3 s build. The last is ready
+    // ~0.2 s after the first; four threads making them were no sooner: the driver serializes them.)
+    // An analyzer that cannot be made is a GPU failure; no GPU at all fails the build.
     struct GpuStart {
       std::shared_ptr<GpuTokenTable> table;
       std::vector<std::unique_ptr<GpuAnalyzer>> analyzers;  // by parser; taken by each
@@ -370,14 +369,7 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
           gpu_setup.ready_seconds[t] = seconds_since(start);
           gpu_setup.ready[t].store(true, std::memory_order_release);
         };
-        set_up(0);  // the kernels' modules loaded once, then the others' set up four at a time
-        std::vector<std::thread> helpers;
-        for (size_t h = 0; h < std::min<size_t>(kGpuSetupThreads, parsers - 1); ++h) {
-          helpers.emplace_back([&, h] {
-            for (size_t t = 1 + h; t < parsers; t += kGpuSetupThreads) set_up(t);
-          });
-        }
-        for (std::thread& helper : helpers) helper.join();
+        for (size_t t = 0; t < parsers; ++t) set_up(t);
       }).share();
     }
     std::atomic<uint64_t> gpu_documents{0}, gpu_cpu_documents{0}, gpu_early_documents{0}, gpu_misses{0}, gpu_tokens_taken{0};

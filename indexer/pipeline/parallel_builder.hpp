@@ -54,7 +54,7 @@ struct PipelineOptions {
   unsigned gpu_hash_bits = 64;          // tests only: fewer bits, hash collisions, the CPU fallback
   bool gpu_analysis = false;            // the parsers' tokenizing and stem lookups on the GPU (gpu_analyzer.hpp)
   // Input bytes a parser below which --gpu-analysis leaves the GPU unused: the CUDA context and the
-  // analyzers take 0.3-0.6 s to be ready, and a build of a few hundred MB at 16 threads had been
+  // analyzers take 0.3-0.7 s to be ready, and a build of a few hundred MB at 16 threads had been
   // 0.7-0.9x as fast with them (RESULTS.md). A usable GPU is still required. 0: always used.
   uint64_t gpu_analysis_min_bytes = uint64_t{64} << 20;
   bool gpu_analysis_from_start = false; // tests: parsers wait for the GPU instead of analyzing on the CPU until it is up
