@@ -80,16 +80,17 @@ int run_build_command(const BuildCommandOptions& options) {
                   static_cast<unsigned long long>(options.pipeline.gpu_analysis_min_bytes >> 20));
     gpu_line += text;
   } else if (options.pipeline.gpu_analysis) {
-    char text[400];
+    char text[512];
     std::snprintf(text, sizeof text,
                   "; GPU analysis: ready after %.2f-%.2f s, %llu documents (%llu more on the CPU before it was ready, %llu for bytes "
-                  "outside ASCII), %llu tokens, %llu missed by its table, %.1f s in the parsers' GPU calls",
+                  "outside ASCII), %llu tokens, %llu missed by its table, %llu postings of the runs sorted on the GPU, %.1f s in the "
+                  "parsers' GPU calls",
                   report.gpu_analysis_ready_first, report.gpu_analysis_ready_last,
                   static_cast<unsigned long long>(report.gpu_analysis_documents),
                   static_cast<unsigned long long>(report.gpu_analysis_early_documents),
                   static_cast<unsigned long long>(report.gpu_analysis_cpu_documents),
                   static_cast<unsigned long long>(report.gpu_analysis_tokens), static_cast<unsigned long long>(report.gpu_analysis_misses),
-                  report.gpu_analysis_seconds);
+                  static_cast<unsigned long long>(report.gpu_analysis_run_postings), report.gpu_analysis_seconds);
     gpu_line += text;
     if (!report.gpu_analysis_failure.empty()) {
       gpu_line += "; the GPU analysis failed during the build (" + report.gpu_analysis_failure + ") and the CPU analyzed the rest";

@@ -43,12 +43,18 @@ class GpuTokenTable {
   size_t capacity() const { return slots_ / 2; }
   void* device_slots() const { return slots_data_; }
   unsigned* device_count() const { return count_; }
+  // By shared stem id: its term's first 8 bytes (term_prefix), written as parsers note the stems
+  // (GpuAnalyzer::note_stem); 0 for a stem not noted yet. The runs' stems are ordered by them.
+  unsigned long long* device_prefixes() const { return prefixes_; }
+  size_t stems() const { return stems_; }
 
  private:
   int device_ = 0;
   size_t slots_ = 0;
   void* slots_data_ = nullptr;
   unsigned* count_ = nullptr;  // tokens inserted (inserts stop at capacity())
+  unsigned long long* prefixes_ = nullptr;
+  size_t stems_ = 0;
 };
 
 // One parser's: its stream, its pinned staging and its device buffers. Not thread-safe.
@@ -77,6 +83,17 @@ class GpuAnalyzer {
   size_t documents() const { return doc_begin_.size() - 1; }
   // Teaches the table a token's shared stem id (applied on the device before the next run).
   void learn(std::string_view folded_token, uint32_t stem_id);
+  // A shared stem a patch or a lesson names, with its term's term_prefix: written to the table's
+  // prefixes (once per analyzer) before the lesson's insert and before the next sort_run(), both on
+  // this analyzer's stream, so that every stem of a run has its prefix when the run is sorted.
+  void note_stem(uint32_t stem_id, uint64_t prefix) {
+    if (stem_id >= table_.stems()) return;
+    uint64_t& word = noted_[stem_id / 64];
+    const uint64_t bit = uint64_t{1} << (stem_id % 64);
+    if (word & bit) return;
+    word |= bit;
+    noted_prefixes_.insert(noted_prefixes_.end(), {stem_id, prefix});
+  }
   // Analyzes the chunk on the device: start() queues the work, finish() waits for it (the caller
   // may do other work between them, but not touch this analyzer); run() does both. The results
   // below are valid after finish() until the next begin_chunk().
@@ -113,6 +130,29 @@ class GpuAnalyzer {
   // Per document of the chunk: its distinct shared stems among the postings above.
   const uint32_t* doc_distinct() const { return doc_distinct_; }
 
+  // The chunks' postings kept on the device for the parser's indexer, until its spill sorts them
+  // and takes them back in term order (a RunOnDevice, indexers.hpp; the adapter is GpuRun).
+  static constexpr size_t kRunFetch = size_t{1} << 19;  // postings a fetch_run() at most
+  // Device room for a run of `postings` of at most `stems` distinct stems, and the pinned slice
+  // fetch_run() copies into.
+  void reserve_run(size_t postings, size_t stems);
+  size_t run_capacity() const { return run_capacity_; }
+  // After finish_invert(): the chunk's postings appended to the run with `base` added to their
+  // documents (keys then hold the docID); false, and nothing appended, where the run lacks room.
+  bool append_to_run(uint32_t base);
+  size_t run_postings() const { return run_size_; }
+  // The run sorted by (stem id, document): its distinct stems ascending and where each one's
+  // postings begin (and, last, the run's end).
+  void sort_run(std::vector<uint32_t>& stems, std::vector<uint32_t>& begins);
+  // The sorted run laid out so that stems[i]'s postings begin at out_begins[i], as (docID,
+  // frequency) pairs: 8 bytes a posting, the docID first.
+  void order_run(const std::vector<uint32_t>& out_begins);
+  // `count` (at most kRunFetch) pairs from `from` of that layout; valid until the next call.
+  const uint32_t* fetch_run(size_t from, size_t count);
+  // After sort_run(): the stems' indexes ordered by their prefixes (the table's), and those prefixes.
+  void order_run_stems(std::vector<uint32_t>& by_prefix, std::vector<uint64_t>& prefixes);
+  void clear_run() { run_size_ = 0; }
+
   // The chunk's text as staged (a document's bytes from doc_begin(d) to doc_begin(d + 1)).
   const char* text() const { return text_; }
   uint32_t doc_begin(size_t doc) const { return doc_begin_[doc]; }
@@ -135,6 +175,9 @@ class GpuAnalyzer {
   size_t text_size_ = 0, text_capacity_ = 0;
   std::vector<uint32_t> doc_begin_{0};
   std::vector<uint64_t> learned_;  // four words a token: its 24 bytes zero-padded, then its id
+  std::vector<uint64_t> noted_;           // by stem id, a bit: its prefix written (or queued)
+  std::vector<uint64_t> noted_prefixes_;  // queued: stem id, prefix
+  void write_noted_prefixes();
   uint8_t* flags_ = nullptr;       // pinned, per document
   uint32_t* starts_ = nullptr;     // pinned, per token
   uint32_t* values_ = nullptr;
@@ -145,6 +188,9 @@ class GpuAnalyzer {
   uint32_t* posting_freqs_ = nullptr;
   uint32_t* doc_distinct_ = nullptr;
   size_t postings_ = 0;
+  uint32_t stem_bound_ = 1;  // of the last inversion: every stem id is below it
+  size_t run_size_ = 0, run_capacity_ = 0, run_distinct_ = 0;
+  uint32_t* run_fetched_ = nullptr;  // pinned: kRunFetch pairs
   double gpu_seconds_ = 0;
 };
 

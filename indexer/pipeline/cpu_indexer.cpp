@@ -1,7 +1,9 @@
 #include <algorithm>
 #include <bit>
+#include <cstring>
 #include <memory>
 
+#include "common/util/status.hpp"
 #include "indexer/pipeline/indexers.hpp"
 #include "indexer/pipeline/term_btree.hpp"
 
@@ -202,6 +204,26 @@ class CpuIndexer final : public ParserIndexer {
     }
   }
 
+  void add_device_postings(const Analyzer& analyzer, DocId base, const uint64_t* keys, const uint32_t* freqs, size_t n) override {
+    if (device_ == nullptr) {  // failed at a spill: the parser has not dropped it yet
+      add_sorted_postings(analyzer, base, keys, freqs, n);
+      return;
+    }
+    analyzer_ = &analyzer;
+    if (shared_lists_.get() == nullptr && analyzer.shared_stem_capacity() > 0) {
+      shared_lists_ = ZeroedTable<PostingArena::List>(analyzer.shared_stem_capacity());
+    }
+    on_device_ += n;
+  }
+
+  void set_run_on_device(RunOnDevice* run) override {
+    if (run == nullptr && device_ != nullptr && on_device_ > 0) replay_device();
+    device_ = run;
+  }
+  const std::string& device_failure() const override { return device_failure_; }
+  uint64_t device_postings_written() const override { return device_postings_written_; }
+  size_t device_run_room() const override { return std::min<uint64_t>(context_.share() / 4, uint64_t{1} << 28) + 1; }
+
   void end_chunk() override {
     if (held() > context_.share()) spill();
   }
@@ -218,9 +240,45 @@ class CpuIndexer final : public ParserIndexer {
   // Everything held, as one run sorted by term, each list by docID; then a fresh start.
   // The dictionary (and the own stem → term map) outlive the run while they take at most half the
   // share: a word seen again in the next run is not inserted into the B-tree again.
+  // Postings the device holds come back from it in term order (its segments below); where it
+  // fails, its replay files them into the lists instead, for the terms not written yet.
   void spill() override {
-    if (arena_.postings() == 0) return;
-    const std::vector<uint32_t> order = term_order();
+    if (arena_.postings() == 0 && on_device_ == 0) return;
+    std::vector<uint32_t> device_stems, device_begins, by_prefix;
+    std::vector<uint64_t> prefixes;
+    if (on_device_ > 0 && device_ != nullptr) {
+      try {
+        device_->sort(device_stems, device_begins, by_prefix, prefixes);
+        if (device_begins.size() != device_stems.size() + 1 || device_begins.back() != on_device_) {
+          throw Error("GPU analysis: the device's run does not hold the postings it was given");
+        }
+        if (!by_prefix.empty() && (by_prefix.size() != device_stems.size() || prefixes.size() != by_prefix.size())) {
+          throw Error("GPU analysis: the device ordered another count of stems than it found");
+        }
+      } catch (const std::exception& e) {
+        fall_back(e.what());
+        device_stems.clear();
+      }
+    }
+    if (device_stems.empty()) by_prefix.clear(), prefixes.clear();
+    const std::vector<Ordered> order = term_order(device_stems, by_prefix, prefixes);
+    DeviceCursor from_device;
+    if (!device_stems.empty()) {
+      std::vector<uint32_t> out_begins(device_stems.size());
+      uint32_t next = 0;
+      for (const Ordered& o : order) {
+        if (o.segment != kNoSegment) {
+          out_begins[o.segment] = next;
+          next += device_begins[o.segment + 1] - device_begins[o.segment];
+        }
+      }
+      try {
+        device_->order(out_begins);
+        from_device.total = next;
+      } catch (const std::exception& e) {
+        fall_back(e.what());
+      }
+    }
     RunWriter writer(next_run_path());
     std::vector<Posting> list;
     std::string term;
@@ -230,25 +288,56 @@ class CpuIndexer final : public ParserIndexer {
     // misses; at 16 parsers, whose runs each hold most of the vocabulary, the stems' two were then
     // a third of it).
     const auto by_doc = [](const Posting& a, const Posting& b) { return a.doc < b.doc; };
+    // A term whose postings are the device's alone has no host list to look at (unless the device
+    // failed: its postings were then replayed into the lists), and is written from the fetched
+    // slice where it lies within one (sorted by document on the device).
+    const auto in_lists = [&](size_t i) { return order[i].in_lists || device_ == nullptr; };
     for (size_t i = 0; i < order.size(); ++i) {
       if (i + 2 * kAhead < order.size()) {
-        __builtin_prefetch(&list_of(order[i + 2 * kAhead]));
-        prefetch_stem_entry(order[i + 2 * kAhead]);
+        if (in_lists(i + 2 * kAhead)) __builtin_prefetch(&list_of(order[i + 2 * kAhead].ref));
+        prefetch_stem_entry(order[i + 2 * kAhead].ref);
       }
       if (i + kAhead < order.size()) {
-        arena_.prefetch_head(list_of(order[i + kAhead]));
-        prefetch_stem_text(order[i + kAhead]);
+        if (in_lists(i + kAhead)) arena_.prefetch_head(list_of(order[i + kAhead].ref));
+        prefetch_stem_text(order[i + kAhead].ref);
       }
-      PostingArena::List& entry = list_of(order[i]);
-      if (entry.empty()) continue;  // a B-tree term of an earlier run of this dictionary
-      arena_.gather(entry, list);
+      const bool device_part = order[i].segment != kNoSegment && device_ != nullptr;
+      const size_t count = device_part ? device_begins[order[i].segment + 1] - device_begins[order[i].segment] : 0;
+      if (device_part && !in_lists(i)) {
+        try {
+          const std::span<const Posting> slice = from_device.view(*device_, count);
+          if (!slice.empty()) {
+            writer.add(term_of(order[i].ref, term), slice);
+            continue;
+          }
+        } catch (const std::exception& e) {
+          fall_back_after(e.what(), order, i);
+        }
+      }
+      PostingArena::List* entry = in_lists(i) ? &list_of(order[i].ref) : nullptr;
+      list.clear();
+      if (entry != nullptr && !entry->empty()) arena_.gather(*entry, list);
+      if (order[i].segment != kNoSegment && device_ != nullptr) {
+        try {
+          from_device.take(*device_, count, list);
+        } catch (const std::exception& e) {  // the terms before this one are written: the replay files the rest
+          fall_back_after(e.what(), order, i);
+          entry = &list_of(order[i].ref);
+          list.clear();
+          arena_.gather(*entry, list);
+        }
+      }
+      if (list.empty()) continue;  // a B-tree term of an earlier run of this dictionary
       // A parser's documents come in docID order, so lists are nearly always sorted already.
       if (!std::is_sorted(list.begin(), list.end(), by_doc)) std::sort(list.begin(), list.end(), by_doc);
-      writer.add(term_of(order[i], term), list);
-      entry = PostingArena::List{};
+      writer.add(term_of(order[i].ref, term), list);
+      if (entry != nullptr) *entry = PostingArena::List{};
     }
     add_run(writer.finish());
+    if (device_ != nullptr) device_postings_written_ += from_device.total;
     shared_touched_.clear();
+    if (device_ != nullptr) device_->clear();
+    on_device_ = 0;
     const uint64_t share = context_.share();
     uint64_t dictionary = dictionary_bytes();
     if (dictionary > share / 2) {  // the dictionary too: term ids start again from 0
@@ -293,39 +382,143 @@ class CpuIndexer final : public ParserIndexer {
   // The lists of this run in the byte order of their terms: the shared stems with postings sorted
   // by their text (its first 8 bytes as one integer, the rest on a tie), merged with the B-tree's
   // terms in its own order (their text built only where there are any: once the shared cache froze).
-  std::vector<uint32_t> term_order() const {
-    std::vector<std::pair<uint64_t, uint32_t>> keyed;
-    keyed.reserve(shared_touched_.size());
-    for (size_t i = 0; i < shared_touched_.size(); ++i) {
-      if (i + 2 * kAhead < shared_touched_.size()) analyzer_->prefetch_stable_entry(shared_touched_[i + 2 * kAhead]);
-      if (i + kAhead < shared_touched_.size()) analyzer_->prefetch_stable_text(shared_touched_[i + kAhead]);
-      keyed.emplace_back(term_prefix(analyzer_->stem(shared_touched_[i])), shared_touched_[i]);
+  // `device_stems[i]` has segment i of the device's run; a stem with postings in both is one entry.
+  struct Ordered {
+    uint32_t ref;
+    uint32_t segment;  // of the device's run, or kNoSegment
+    bool in_lists;     // postings in the host's lists too
+  };
+  static constexpr uint32_t kNoSegment = 0xFFFFFFFFu;
+  struct Keyed {
+    uint64_t prefix;  // term_prefix of the stem's text
+    uint32_t stem, segment;
+  };
+  std::vector<Ordered> term_order(const std::vector<uint32_t>& device_stems, const std::vector<uint32_t>& by_prefix,
+                                  const std::vector<uint64_t>& prefixes) const {
+    std::vector<Keyed> keyed;
+    keyed.reserve(shared_touched_.size() + (by_prefix.empty() ? device_stems.size() : 0));
+    const auto add = [&](const std::vector<uint32_t>& stems, bool device) {
+      for (size_t i = 0; i < stems.size(); ++i) {
+        if (i + 2 * kAhead < stems.size()) analyzer_->prefetch_stable_entry(stems[i + 2 * kAhead]);
+        if (i + kAhead < stems.size()) analyzer_->prefetch_stable_text(stems[i + kAhead]);
+        keyed.push_back({term_prefix(analyzer_->stem(stems[i])), stems[i], device ? static_cast<uint32_t>(i) : kNoSegment});
+      }
+    };
+    add(shared_touched_, false);
+    if (by_prefix.empty()) add(device_stems, true);
+    const auto before = [this](const Keyed& a, const Keyed& b) {
+      if (a.prefix != b.prefix) return a.prefix < b.prefix;
+      if (a.stem == b.stem) return false;
+      return analyzer_->stem(a.stem) < analyzer_->stem(b.stem);
+    };
+    std::sort(keyed.begin(), keyed.end(), before);
+    if (!by_prefix.empty()) {  // the device's stems come ordered by prefix: only ties are left, then a merge
+      std::vector<Keyed> device;
+      device.reserve(by_prefix.size());
+      for (size_t k = 0; k < by_prefix.size(); ++k) device.push_back({prefixes[k], device_stems[by_prefix[k]], by_prefix[k]});
+      for (size_t k = 0; k < device.size();) {
+        size_t end = k + 1;
+        while (end < device.size() && device[end].prefix == device[k].prefix) ++end;
+        if (end - k > 1) std::sort(device.begin() + static_cast<std::ptrdiff_t>(k), device.begin() + static_cast<std::ptrdiff_t>(end), before);
+        k = end;
+      }
+      std::vector<Keyed> merged(keyed.size() + device.size());
+      std::merge(keyed.begin(), keyed.end(), device.begin(), device.end(), merged.begin(), before);
+      keyed = std::move(merged);
     }
-    std::sort(keyed.begin(), keyed.end(), [this](const auto& a, const auto& b) {
-      if (a.first != b.first) return a.first < b.first;
-      return analyzer_->stem(a.second) < analyzer_->stem(b.second);
-    });
-    std::vector<uint32_t> order;
-    order.reserve(keyed.size() + lists_.size());
-    if (lists_.empty()) {
-      for (const auto& [key, stem] : keyed) order.push_back(stem);
-      return order;
+    std::vector<Ordered> shared;
+    shared.reserve(keyed.size());
+    for (const Keyed& k : keyed) {  // a stem twice (host lists and device segment): equal, so adjacent
+      if (!shared.empty() && shared.back().ref == k.stem) {
+        if (k.segment != kNoSegment) shared.back().segment = k.segment;
+        shared.back().in_lists = true;
+        continue;
+      }
+      shared.push_back({k.stem, k.segment, k.segment == kNoSegment});
     }
+    if (lists_.empty()) return shared;
+    std::vector<Ordered> order;
+    order.reserve(shared.size() + lists_.size());
     std::vector<uint32_t> forest_order;
     forest_.in_term_order(forest_order);
     std::string a, b;
     size_t i = 0, j = 0;
-    while (i < keyed.size() || j < forest_order.size()) {
+    while (i < shared.size() || j < forest_order.size()) {
       if (j < forest_order.size() && lists_[forest_order[j]].empty()) {
         ++j;
         continue;
       }
       const bool shared_first = j == forest_order.size() ||
-          (i < keyed.size() && term_of(keyed[i].second, a) < term_of(kInForest | forest_order[j], b));
-      order.push_back(shared_first ? keyed[i++].second : kInForest | forest_order[j++]);
+          (i < shared.size() && term_of(shared[i].ref, a) < term_of(kInForest | forest_order[j], b));
+      order.push_back(shared_first ? shared[i++] : Ordered{kInForest | forest_order[j++], kNoSegment, true});
     }
     return order;
   }
+
+  // Where the spill stands in the device's ordered postings, fetched a slice at a time.
+  struct DeviceCursor {
+    size_t total = 0, next = 0;       // postings in all, the next one to take
+    size_t from = 0, buffered = 0;    // the slice fetched: its first posting and how many
+    const Posting* slice = nullptr;
+    void take(RunOnDevice& device, size_t count, std::vector<Posting>& out) {
+      if (next + count > total) throw Error("GPU analysis: the device's run holds fewer postings than its segments");
+      while (count > 0) {
+        if (next >= from + buffered) {
+          from = next, buffered = std::min(device.fetch_max(), total - next);
+          slice = device.fetch(from, buffered);
+        }
+        const size_t n = std::min(count, from + buffered - next);
+        out.insert(out.end(), slice + (next - from), slice + (next - from) + n);
+        next += n, count -= n;
+      }
+    }
+    // The next `count` postings where they lie within one fetched slice (fetching the next one if
+    // this one is used up), else none taken and an empty span: take() them instead.
+    std::span<const Posting> view(RunOnDevice& device, size_t count) {
+      if (next + count > total) throw Error("GPU analysis: the device's run holds fewer postings than its segments");
+      if (next >= from + buffered) {
+        from = next, buffered = std::min(device.fetch_max(), total - next);
+        slice = device.fetch(from, buffered);
+      }
+      if (next + count > from + buffered) return {};
+      const std::span<const Posting> view(slice + (next - from), count);
+      next += count;
+      return view;
+    }
+  };
+
+  // The device failed: the postings of its run that the spill has not written (`order` from
+  // position `at` on; all of them, by default) are replayed into the host's lists.
+  void fall_back(const char* why) { fall_back_where(why, [](uint32_t) { return true; }); }
+  void fall_back_after(const char* why, const std::vector<Ordered>& order, size_t at) {
+    std::vector<uint8_t> pending(analyzer_->shared_stem_capacity(), 0);
+    for (size_t i = at; i < order.size(); ++i) {
+      if (order[i].segment != kNoSegment) pending[order[i].ref] = 1;
+    }
+    fall_back_where(why, [&](uint32_t stem) { return pending[stem] != 0; });
+  }
+  template <typename Keep>
+  void fall_back_where(const char* why, Keep keep) {
+    if (device_failure_.empty()) device_failure_ = why;
+    RunOnDevice* device = std::exchange(device_, nullptr);
+    replay_device(*device, keep);
+  }
+  void replay_device() {
+    RunOnDevice* device = std::exchange(device_, nullptr);
+    replay_device(*device, [](uint32_t) { return true; });
+  }
+  template <typename Keep>
+  void replay_device(RunOnDevice& device, Keep keep) {
+    device.replay([&](uint32_t stem, DocId doc, TermFreq freq) {
+      if (!keep(stem)) return;
+      PostingArena::List& list = shared_lists_[stem];
+      if (list.empty()) shared_touched_.push_back(stem);
+      arena_.append(list, {doc, freq});
+    });
+    device.clear();
+    on_device_ = 0;
+  }
+
 
   // The term's id, a new one (with an empty list) if the dictionary lacks it.
   uint32_t term_id(uint32_t collection, std::string_view suffix) {
@@ -349,6 +542,11 @@ class CpuIndexer final : public ParserIndexer {
   HugeVector<uint32_t> term_of_own_;
   std::vector<uint32_t> refs_;
   uint64_t epoch_ = 0;  // of the own stem cache that term_of_own_ follows
+  // The run on the device and the postings it holds (add_device_postings).
+  RunOnDevice* device_ = nullptr;
+  uint64_t on_device_ = 0;
+  std::string device_failure_;
+  uint64_t device_postings_written_ = 0;
 };
 
 }  // namespace

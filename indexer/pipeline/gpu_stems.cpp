@@ -4,6 +4,7 @@
 
 #include "common/analysis/analyzer.hpp"
 #include "indexer/gpu/gpu_analyzer.hpp"
+#include "indexer/pipeline/run_file.hpp"
 
 namespace warp::pipeline {
 
@@ -24,7 +25,10 @@ uint32_t resolve_miss(GpuAnalyzer& gpu, uint32_t token, Analyzer& analyzer, std:
     }
   }
   const uint32_t id = analyzer.folded_stem_id(folded);
-  if (id < analyzer.stable_stems()) gpu.learn(folded, id);
+  if (id < analyzer.stable_stems()) {
+    gpu.note_stem(id, term_prefix(analyzer.stem(id)));
+    gpu.learn(folded, id);
+  }
   ++misses;
   return id;
 }

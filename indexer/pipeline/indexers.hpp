@@ -61,6 +61,32 @@ std::unique_ptr<Indexer> make_cpu_indexer(IndexerContext context);
 // a stem of the analyzer's own cache is looked up in its dictionary once per stem cache epoch and
 // run instead of once per posting (no pieces, no suffix copies). Same runs as consume() would
 // write for the same postings.
+// A run's postings of shared stems held on a device (the GPU analysis keeps each chunk's inverted
+// postings there): at a spill the device sorts them and hands them back in term order, so the host
+// neither files them into its lists one posting at a time nor gathers and sorts them again, and
+// they take none of the indexer's share of host memory. Where the device fails, replay() derives
+// the same postings on the host (the GPU analysis reads and analyzes the run's chunks again).
+// Calls but replay() throw Error on a device failure.
+class RunOnDevice {
+ public:
+  using Sink = std::function<void(uint32_t stem, DocId doc, TermFreq freq)>;
+  virtual ~RunOnDevice() = default;
+  // Sorts the run by (stem, document): its distinct stems ascending in `stems`, where each one's
+  // postings begin in `begins` (one more: the run's end); and `by_prefix`: the indexes of `stems`
+  // ordered by their terms' first 8 bytes (term_prefix), ties in any order, with those prefixes in
+  // `prefixes` (both left empty where the device does not order them: the host does).
+  virtual void sort(std::vector<uint32_t>& stems, std::vector<uint32_t>& begins, std::vector<uint32_t>& by_prefix,
+                    std::vector<uint64_t>& prefixes) = 0;
+  // Lays the stems' postings out so that stems[i]'s begin at `out_begins[i]`.
+  virtual void order(const std::vector<uint32_t>& out_begins) = 0;
+  // `count` (at most fetch_max()) postings of that layout from `from`; valid until the next call.
+  virtual const Posting* fetch(size_t from, size_t count) = 0;
+  virtual size_t fetch_max() const = 0;
+  // Every posting of the run to `sink`, derived on the host, in any order.
+  virtual void replay(const Sink& sink) = 0;
+  virtual void clear() = 0;  // an empty run
+};
+
 class ParserIndexer : public Indexer {
  public:
   using Indexer::Indexer;
@@ -71,6 +97,17 @@ class ParserIndexer : public Indexer {
   // 32 | docID − `base`) sorted, with their frequencies. The lists are add_document's for the same
   // postings; a stem's are appended together.
   virtual void add_sorted_postings(const Analyzer& analyzer, DocId base, const uint64_t* keys, const uint32_t* freqs, size_t n) = 0;
+  // The same postings, which the run on the device (set_run_on_device) now holds: only counted,
+  // unless that device failed at a spill, when they are filed as add_sorted_postings files them.
+  virtual void add_device_postings(const Analyzer& analyzer, DocId base, const uint64_t* keys, const uint32_t* freqs, size_t n) = 0;
+  // Where add_device_postings' postings are (nullptr: nowhere; what the device held is then
+  // replayed into the host's lists). A device that fails at a spill is dropped the same way, and its error kept.
+  virtual void set_run_on_device(RunOnDevice* run) = 0;
+  virtual const std::string& device_failure() const = 0;
+  virtual uint64_t device_postings_written() const = 0;  // postings its runs took from the device
+  // The postings a run on the device should have room for: as many as its share would hold at 4
+  // bytes each (the device keeps ~25 bytes a posting; a 2 GiB budget at 16 parsers: ~0.6 GB each).
+  virtual size_t device_run_room() const = 0;
   // Spills when it holds more than its share; called between chunks.
   virtual void end_chunk() = 0;
   // Memory it holds per stem of the shared stem cache (a list's entry by stem id), outside its share.

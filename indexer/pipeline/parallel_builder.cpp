@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <bit>
 #include <atomic>
 #include <chrono>
@@ -41,6 +42,51 @@ using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 constexpr uint32_t kNoCollection = 0xFFFFFFFFu;
+
+// A parser's run of shared-stem postings on its GPU analyzer, for its indexer's spills, and the
+// chunks it came from: where the device fails, they are read and analyzed again on the CPU.
+class GpuRun final : public RunOnDevice {
+ public:
+  struct Chunk {
+    size_t split = 0;
+    uint64_t first = 0;  // documents of the split before the chunk's
+    DocId base = 0;
+    std::vector<uint8_t> on_device;  // per document: its shared stems are the device's
+  };
+  using Replay = std::function<void(const std::vector<Chunk>&, const Sink&)>;
+  // `fail_step`: tests: the first spill fails at its sort (0), order (1) or first fetch (2).
+  GpuRun(GpuAnalyzer& gpu, Replay replay, int fail_step) : gpu_(gpu), replay_(std::move(replay)), fail_step_(fail_step) {}
+  void sort(std::vector<uint32_t>& stems, std::vector<uint32_t>& begins, std::vector<uint32_t>& by_prefix,
+            std::vector<uint64_t>& prefixes) override {
+    fail_if(0);
+    gpu_.sort_run(stems, begins);
+    gpu_.order_run_stems(by_prefix, prefixes);
+  }
+  void order(const std::vector<uint32_t>& out_begins) override {
+    fail_if(1);
+    gpu_.order_run(out_begins);
+  }
+  const Posting* fetch(size_t from, size_t count) override {
+    static_assert(sizeof(Posting) == 2 * sizeof(uint32_t) && offsetof(Posting, doc) == 0 && offsetof(Posting, freq) == 4);
+    fail_if(2);
+    return reinterpret_cast<const Posting*>(gpu_.fetch_run(from, count));
+  }
+  size_t fetch_max() const override { return GpuAnalyzer::kRunFetch; }
+  void replay(const Sink& sink) override { replay_(chunks, sink); }
+  void clear() override {
+    gpu_.clear_run();
+    chunks.clear();
+  }
+  std::vector<Chunk> chunks;  // in the run, in the order appended
+
+ private:
+  void fail_if(int step) {
+    if (step == fail_step_) throw Error("a GPU failure simulated by a test");
+  }
+  GpuAnalyzer& gpu_;
+  Replay replay_;
+  int fail_step_;
+};
 
 // Collections to indexers by sampled token counts, heaviest first onto the indexer with the least
 // load for its speed (`speed`: 1 for a CPU indexer, the measured ratio for a GPU indexer).
@@ -372,7 +418,8 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
         for (size_t t = 0; t < parsers; ++t) set_up(t);
       }).share();
     }
-    std::atomic<uint64_t> gpu_documents{0}, gpu_cpu_documents{0}, gpu_early_documents{0}, gpu_misses{0}, gpu_tokens_taken{0};
+    std::atomic<uint64_t> gpu_documents{0}, gpu_cpu_documents{0}, gpu_early_documents{0}, gpu_misses{0}, gpu_tokens_taken{0},
+        gpu_run_postings{0};
     std::atomic<double> gpu_analysis_seconds{0};
     // A GPU that fails during the build (a CUDA error, out of memory) leaves the rest of the
     // analysis to the CPU: every parser drops it, the first failure's reason is reported.
@@ -472,6 +519,7 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
           uint64_t epoch = analyzer.stem_cache_epoch();
           bool gpu_taken = false;
           std::unique_ptr<GpuAnalyzer> gpu;
+          std::unique_ptr<GpuRun> gpu_run;  // the indexer's run kept on `gpu`, where it has room
           std::string folded;
           std::vector<uint8_t> on_device;  // per document of the chunk: its shared stems inverted on the device
           uint64_t on_gpu = 0, on_cpu = 0, early = 0, misses = 0, tokens_taken = 0, gpu_chunks = 0;
@@ -480,8 +528,48 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
               std::lock_guard<std::mutex> lock(gpu_failure_mutex);
               gpu_failure = why;
             }
+            if (gpu_run != nullptr) {  // what the device held is filed on the host
+              own->set_run_on_device(nullptr);
+              gpu_run.reset();
+            }
             if (gpu != nullptr) gpu_analysis_seconds.fetch_add(gpu->gpu_seconds());
             gpu.reset();
+          };
+          // A failed device's run on the CPU: its chunks read and analyzed again (the GPU's stems are
+          // the CPU analyzer's), their shared stems' postings to `sink`.
+          const auto replay_chunks = [&](const std::vector<GpuRun::Chunk>& kept, const RunOnDevice::Sink& sink) {
+            std::unique_ptr<SplitReader> reader;
+            size_t reader_split = 0;
+            uint64_t position = 0;
+            SourceDocument doc;
+            std::vector<uint32_t> ids, counts, seen;
+            for (const GpuRun::Chunk& k : kept) {
+              if (reader == nullptr || reader_split != k.split || position > k.first) {
+                reader = std::make_unique<SplitReader>(splits[k.split]);
+                reader_split = k.split, position = 0;
+              }
+              for (; position < k.first + k.on_device.size(); ++position) {
+                if (!reader->next(doc)) throw Error("input " + splits[k.split].path + " changed during the build");
+                const size_t d = position - k.first;
+                if (position < k.first || !k.on_device[d]) continue;
+                analyzer.trim_stem_cache();
+                ids.clear();
+                analyzer.analyze_stems(doc.title, ids);
+                analyzer.analyze_stems(doc.body, ids);
+                const uint32_t shared = static_cast<uint32_t>(analyzer.stable_stems());
+                if (counts.size() < shared) counts.resize(shared, 0);
+                seen.clear();
+                for (uint32_t id : ids) {
+                  if (id < shared && counts[id]++ == 0) seen.push_back(id);
+                }
+                for (uint32_t id : seen) sink(id, k.base + static_cast<DocId>(d), std::exchange(counts[id], 0));
+              }
+            }
+          };
+          // The indexer's end of chunk, which may spill; a device that failed in the spill is dropped.
+          const auto end_chunk = [&] {
+            own->end_chunk();
+            if (gpu_run != nullptr && !own->device_failure().empty()) drop_gpu(own->device_failure().c_str());
           };
           // A chunk's shared stems indexed on the CPU from its tokens' ids (still the GPU analyzer's),
           // where the device's inversion of them failed.
@@ -510,6 +598,8 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
             bool pending = false;
             DocId base = 0;
             size_t documents = 0;
+            size_t split = 0;
+            uint64_t first = 0;  // documents of the split before this chunk's
           } inverting;
           std::vector<uint32_t> inverting_lengths, inverting_distinct;
           std::vector<uint8_t> inverting_on_device;
@@ -527,20 +617,33 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
               why = e.what();
             }
             if (why.empty()) {
-              own->add_sorted_postings(analyzer, inverting.base, gpu->posting_keys(), gpu->posting_freqs(), gpu->postings());
+              bool kept = false;  // on the device too, for the indexer's spill
+              try {
+                kept = gpu_run != nullptr && gpu->append_to_run(static_cast<uint32_t>(inverting.base));
+              } catch (const std::exception& e) {
+                why = e.what();
+              }
+              if (kept) {
+                gpu_run->chunks.push_back({inverting.split, inverting.first, inverting.base, inverting_on_device});
+                own->add_device_postings(analyzer, inverting.base, gpu->posting_keys(), gpu->posting_freqs(), gpu->postings());
+              } else {
+                own->add_sorted_postings(analyzer, inverting.base, gpu->posting_keys(), gpu->posting_freqs(), gpu->postings());
+              }
               for (size_t d = 0; d < inverting.documents; ++d) {
                 inverting_distinct[d] += inverting_on_device[d] ? gpu->doc_distinct()[d] : 0;
               }
+              if (!why.empty()) drop_gpu(why.c_str());
             } else {  // the CPU indexes the shared stems the device was to
               index_on_cpu(inverting.base, inverting.documents, inverting_on_device, inverting_distinct);
               drop_gpu(why.c_str());
             }
             docs.set_counts(inverting.base, inverting_lengths, inverting_distinct);
-            own->end_chunk();
+            end_chunk();
           };
           for (std::optional<size_t> next; !failed && (next = split_taker.next(t));) {
             const size_t s = *next;
             SplitReader reader(splits[s]);
+            uint64_t split_documents = 0;  // read before this chunk
             for (uint32_t seq = 0; !failed; ++seq) {
               chunk.clear();
               uint64_t text = 0;
@@ -551,6 +654,8 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
                 chunk.push_back(std::move(doc));
               }
               bytes_read += reader.bytes_read() - before;
+              const uint64_t chunk_first = split_documents;
+              split_documents += chunk.size();
               finish_inversion();  // the last chunk's, overlapped with reading this one
               if (chunk.empty()) break;
               if (gpu_failed) drop_gpu(nullptr);
@@ -564,6 +669,15 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
                   if (!gpu_unused) {
                     gpu = std::move(gpu_setup.analyzers[t]);
                     if (gpu == nullptr) drop_gpu(gpu_setup.failures[t].c_str());
+                  }
+                  if (gpu != nullptr && own_takes_all) {  // the run on the device, where it has room for one
+                    try {
+                      gpu->reserve_run(own->device_run_room() + chunk_bytes / 2, analyzer.shared_stem_capacity());
+                      gpu_run = std::make_unique<GpuRun>(*gpu, replay_chunks, options.gpu_analysis_fail_run_step);
+                      own->set_run_on_device(gpu_run.get());
+                    } catch (const std::exception&) {  // the host's lists take every posting, as without
+                      gpu_run.reset();
+                    }
                   }
                 }
                 if (!gpu_taken && !gpu_unused) early += chunk.size();
@@ -658,7 +772,7 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
                 // the chunk's counts and the indexer's end of chunk follow then (finish_inversion).
                 try {
                   gpu->start_invert(static_cast<uint32_t>(analyzer.shared_stem_capacity()));
-                  inverting = {true, base, chunk_documents};
+                  inverting = {true, base, chunk_documents, s, chunk_first};
                   std::swap(inverting_lengths, lengths), std::swap(inverting_distinct, distinct), std::swap(inverting_on_device, on_device);
                 } catch (const std::exception& e) {
                   index_on_cpu(base, chunk_documents, on_device, distinct);
@@ -667,7 +781,7 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
               }
               if (!inverting.pending) {
                 docs.set_counts(base, lengths, distinct);
-                if (own != nullptr) own->end_chunk();
+                if (own != nullptr) end_chunk();
               }
               for (size_t i = 0; i < slots; ++i) {
                 if (!out[i].entries.empty()) pieces[i]->push(std::move(out[i]));
@@ -678,10 +792,11 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
           if (!failed) finish_inversion();
           gpu_documents += on_gpu, gpu_cpu_documents += on_cpu, gpu_early_documents += early, gpu_misses += misses;
           gpu_tokens_taken += tokens_taken;
-          drop_gpu(nullptr);
+          if (own != nullptr && !failed) own->spill();  // with the run the device holds, before it goes
+          drop_gpu(gpu_run != nullptr && !own->device_failure().empty() ? own->device_failure().c_str() : nullptr);
           if (own != nullptr && !failed) {
-            own->spill();
             parser_runs[t] = std::move(own->runs());
+            gpu_run_postings += own->device_postings_written();
           }
         } catch (...) {  // an unreadable input: stop everything cleanly, then report it
           record_failure();
@@ -728,6 +843,7 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
     }
     report.gpu_analysis_failure = gpu_failure;
     report.gpu_analysis_tokens = gpu_tokens_taken;
+    report.gpu_analysis_run_postings = gpu_run_postings;
     report.gpu_analysis_misses = gpu_misses;
     report.gpu_analysis_seconds = gpu_analysis_seconds;
     read.bytes = bytes_read;

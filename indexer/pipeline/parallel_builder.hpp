@@ -59,6 +59,7 @@ struct PipelineOptions {
   uint64_t gpu_analysis_min_bytes = uint64_t{64} << 20;
   bool gpu_analysis_from_start = false; // tests: parsers wait for the GPU instead of analyzing on the CPU until it is up
   size_t gpu_analysis_fail_after = 0;   // tests: a parser's GPU fails after this many chunks (0: never)
+  int gpu_analysis_fail_run_step = -1;  // tests: a parser's first spill of a run on its GPU fails at its sort (0), order (1) or first fetch (2)
   uint64_t split_bytes = 0;             // bytes per split of a large file (0: input / 4 parsers, 1–64 MiB)
   uint64_t chunk_bytes = 0;             // input bytes a parser analyzes at a time (0: from the budget)
   std::string spill_dir;                // run files and the document spill (created, removed at the end)
@@ -90,6 +91,7 @@ struct PipelineReport {
   // chunks' tokens, the tokens the GPU's table missed, device work and copies summed over parsers.
   uint64_t gpu_analysis_documents = 0, gpu_analysis_cpu_documents = 0, gpu_analysis_tokens = 0, gpu_analysis_misses = 0;
   uint64_t gpu_analysis_early_documents = 0;  // analyzed on the CPU before the parser's GPU analyzer was ready
+  uint64_t gpu_analysis_run_postings = 0;     // written to runs in the order the GPU sorted them in (RunOnDevice)
   double gpu_analysis_seconds = 0;
   double gpu_analysis_ready_first = 0, gpu_analysis_ready_last = 0;  // seconds into the build: the parsers' analyzers ready
   std::string gpu_analysis_failure;  // why the GPU stopped analyzing during the build (the CPU went on)

@@ -326,11 +326,17 @@ TEST_F(GpuIndexerBuild, GpuAnalysisGivesTheCpuBuildsPartitions) {
     EXPECT_EQ(report.gpu_analysis_early_documents, 0u) << context << ": every parser waited for its GPU analyzer";
     EXPECT_GT(report.gpu_analysis_ready_first, 0.0) << context;
     EXPECT_GE(report.gpu_analysis_ready_last, report.gpu_analysis_ready_first) << context;
-    std::printf("%s: %llu documents on the GPU, %llu on the CPU, %llu tokens, %llu misses, %.3f s on the GPU\n", context.c_str(),
+    EXPECT_TRUE(report.gpu_analysis_failure.empty()) << context << ": " << report.gpu_analysis_failure;
+    if (v.gpu_indexers == 0) {  // the parsers' own indexers: their runs sorted on the device
+      EXPECT_GT(report.gpu_analysis_run_postings, 0u) << context << ": no run took its postings from the GPU";
+    }
+    std::printf("%s: %llu documents on the GPU, %llu on the CPU, %llu tokens, %llu misses, %llu run postings from the GPU, %.3f s on the GPU\n",
+                context.c_str(),
                 static_cast<unsigned long long>(report.gpu_analysis_documents),
                 static_cast<unsigned long long>(report.gpu_analysis_cpu_documents),
                 static_cast<unsigned long long>(report.gpu_analysis_tokens),
-                static_cast<unsigned long long>(report.gpu_analysis_misses), report.gpu_analysis_seconds);
+                static_cast<unsigned long long>(report.gpu_analysis_misses),
+                static_cast<unsigned long long>(report.gpu_analysis_run_postings), report.gpu_analysis_seconds);
   }
   // As a build runs it: the parsers on the CPU until the GPU is up, then on the GPU.
   options.gpu_analysis_from_start = false;
@@ -355,6 +361,19 @@ TEST_F(GpuIndexerBuild, GpuAnalysisGivesTheCpuBuildsPartitions) {
     EXPECT_GT(report.gpu_analysis_documents, 0u) << context;
     EXPECT_LT(report.gpu_analysis_documents + report.gpu_analysis_cpu_documents, 2860u) << context << ": documents after the failure are the CPU's alone";
   }
+  // The GPU failing at a spill of the run it holds (its sort; halfway through the spill, at its
+  // first fetch): the run's chunks are read and analyzed again on the CPU, the same partitions.
+  options.gpu_analysis_fail_after = 0;
+  options.gpu_indexers = 0;
+  for (const int step : {0, 2}) {
+    options.gpu_analysis_fail_run_step = step;
+    options.memory_budget = step == 0 ? 2ull << 30 : 8u << 20;  // one run a parser, or several
+    const std::string context = "a GPU failing at a spill's " + std::string(step == 0 ? "sort" : "first fetch");
+    EXPECT_EQ(build(inputs, options, report), cpu) << context;
+    EXPECT_NE(report.gpu_analysis_failure.find("simulated"), std::string::npos) << context << ": " << report.gpu_analysis_failure;
+    EXPECT_EQ(report.gpu_analysis_run_postings, 0u) << context << ": the failed runs' postings came from the CPU";
+  }
+  options.gpu_analysis_fail_run_step = -1;
   // Too little input a parser (under the default 64 MiB): the GPU is checked but left unused.
   options = pipeline::PipelineOptions();
   options.gpu_analysis = true;

@@ -15,10 +15,13 @@
 #include "indexer/document_reader.hpp"
 #include "indexer/gpu/gpu_analyzer.hpp"
 #include "common/util/huge_pages.hpp"
+#include "common/analysis/analyzer.hpp"
+#include "common/analysis/shared_stem_cache.hpp"
 #include "common/util/status.hpp"
 #include "common/index/index_files.hpp"
 #include "common/index/partition_store.hpp"
 #include "indexer/pipeline/final_order.hpp"
+#include "indexer/pipeline/indexers.hpp"
 #include "indexer/pipeline/parallel_builder.hpp"
 #include "indexer/pipeline/run_file.hpp"
 #include "indexer/pipeline/term_btree.hpp"
@@ -447,6 +450,168 @@ TEST(RunFile, CursorsReadExactlyTheirRangesWithAnyBuffer) {
     EXPECT_EQ(expected, end) << "seed " << seed << " trial " << trial << ": the cursor stopped early";
     if (cursor.valid()) {
       EXPECT_EQ(cursor.term(), end->first);
+    }
+  }
+  fs::remove_all(dir);
+}
+
+// A run kept on a "device" that is the host: what GpuAnalyzer's run does, by std::sort, failing
+// where a test asks (0: the sort, 1: the order, 2 + n: the n-th fetch).
+class HostRun final : public pipeline::RunOnDevice {
+ public:
+  std::vector<std::pair<uint64_t, uint32_t>> postings;  // (stem id << 32 | docID, frequency)
+  int fail_at = -1;
+  const Analyzer* orders_by = nullptr;  // set: the stems ordered by prefix too, as the GPU does
+  void sort(std::vector<uint32_t>& stems, std::vector<uint32_t>& begins, std::vector<uint32_t>& by_prefix,
+            std::vector<uint64_t>& prefixes) override {
+    fail_if(0);
+    std::sort(postings.begin(), postings.end());
+    stems.clear(), begins.clear();
+    for (size_t i = 0; i < postings.size(); ++i) {
+      if (i == 0 || postings[i].first >> 32 != postings[i - 1].first >> 32) {
+        stems.push_back(static_cast<uint32_t>(postings[i].first >> 32));
+        begins.push_back(static_cast<uint32_t>(i));
+      }
+    }
+    begins.push_back(static_cast<uint32_t>(postings.size()));
+    begins_ = begins;
+    by_prefix.clear(), prefixes.clear();
+    if (orders_by == nullptr) return;
+    for (uint32_t i = 0; i < stems.size(); ++i) by_prefix.push_back(i);
+    // Ties in an order of their own (stem id descending): the indexer must not rely on any.
+    std::sort(by_prefix.begin(), by_prefix.end(), [&](uint32_t a, uint32_t b) {
+      const uint64_t pa = pipeline::term_prefix(orders_by->stem(stems[a])), pb = pipeline::term_prefix(orders_by->stem(stems[b]));
+      return pa != pb ? pa < pb : stems[a] > stems[b];
+    });
+    for (uint32_t i : by_prefix) prefixes.push_back(pipeline::term_prefix(orders_by->stem(stems[i])));
+  }
+  void order(const std::vector<uint32_t>& out_begins) override {
+    fail_if(1);
+    laid_out_.assign(postings.size(), Posting{});
+    for (size_t j = 0; j + 1 < begins_.size(); ++j) {
+      for (uint32_t i = begins_[j]; i < begins_[j + 1]; ++i) {
+        laid_out_.at(out_begins[j] + (i - begins_[j])) = {static_cast<DocId>(postings[i].first), postings[i].second};
+      }
+    }
+  }
+  const Posting* fetch(size_t from, size_t count) override {
+    fail_if(2 + fetches_++);
+    if (count > fetch_max() || from + count > laid_out_.size()) throw Error("a fetch outside the run");
+    slice_.assign(laid_out_.begin() + static_cast<std::ptrdiff_t>(from), laid_out_.begin() + static_cast<std::ptrdiff_t>(from + count));
+    return slice_.data();
+  }
+  size_t fetch_max() const override { return 7; }  // a long list spans several fetches
+  void replay(const Sink& sink) override {
+    ++replays;
+    for (const auto& [key, freq] : postings) sink(static_cast<uint32_t>(key >> 32), static_cast<DocId>(key), freq);
+  }
+  void clear() override { postings.clear(); }
+  int replays = 0;
+
+ private:
+  void fail_if(int step) {
+    if (step == fail_at) throw Error("a device failure simulated by a test");
+  }
+  std::vector<uint32_t> begins_;
+  std::vector<Posting> laid_out_, slice_;
+  int fetches_ = 0;
+};
+
+// A parser's indexer writes the same runs whether the chunks' inverted postings are filed into its
+// lists or held on a device that sorts them at the spill, with documents the CPU analyzed mixed in
+// (the same stems in both), and wherever the device fails: sorting, ordering, or halfway through
+// the spill's fetches.
+TEST(ParserIndexer, RunsOfPostingsHeldOnADeviceAreTheHostListsRuns) {
+  const uint64_t seed = testing::test_seed();
+  std::mt19937_64 rng(seed);
+  const fs::path dir = fs::temp_directory_path() / ("warp-devicerun-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  SharedStemCache shared(1u << 14);
+  Analyzer analyzer;
+  analyzer.share_stem_cache(&shared);
+  std::vector<std::string> vocabulary;
+  for (int w = 0; w < 400; ++w) {
+    std::string word(2 + rng() % 8, 'a');
+    for (char& c : word) c = static_cast<char>('a' + rng() % 26);
+    if (w % 10 == 0) word = "interconnect" + word;  // terms whose first 8 bytes tie
+    vocabulary.push_back(word);
+  }
+  // Chunks of documents as stem ids, each document marked for the CPU or the device.
+  struct Doc {
+    std::vector<uint32_t> stems, freqs;
+    bool on_device;
+  };
+  std::vector<std::vector<Doc>> chunks(12);
+  for (auto& chunk : chunks) {
+    chunk.resize(5 + rng() % 30);
+    for (Doc& doc : chunk) {
+      std::string text;
+      const size_t words = 1 + rng() % 60;
+      for (size_t i = 0; i < words; ++i) text += vocabulary[std::min<size_t>(rng() % 400, rng() % 400)] + " ";
+      std::vector<uint32_t> stems;
+      analyzer.analyze_stems(text, stems);
+      std::map<uint32_t, uint32_t> counts;
+      for (uint32_t id : stems) ++counts[id];
+      for (const auto& [id, count] : counts) doc.stems.push_back(id), doc.freqs.push_back(count);
+      doc.on_device = rng() % 5 != 0;
+    }
+  }
+  ASSERT_EQ(analyzer.stable_stems(), shared.stems()) << "every stem should be the shared cache's";
+  const auto read = [](const pipeline::RunInfo& run) {
+    std::ifstream in(run.path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  // The runs (spilled after chunk 5 and at the end) with the device, or without where `run` is null.
+  const auto runs_of = [&](const std::string& name, HostRun* run, std::string* failure) {
+    const pipeline::IndexerContext context{0, (dir / name).string(), [] { return uint64_t{64} << 20; }, nullptr};  // no spill but ours
+    fs::create_directories(context.spill_dir);
+    const auto indexer = pipeline::make_parser_indexer(context);
+    if (run != nullptr) indexer->set_run_on_device(run);
+    for (size_t c = 0; c < chunks.size(); ++c) {
+      const DocId base = static_cast<DocId>(1000 * c);
+      std::vector<std::pair<uint64_t, uint32_t>> keyed;  // the chunk's device postings, as its inversion sorts them
+      for (size_t d = 0; d < chunks[c].size(); ++d) {
+        const Doc& doc = chunks[c][d];
+        if (!doc.on_device) {
+          indexer->add_document(analyzer, base + static_cast<DocId>(d), doc.stems, doc.freqs);
+          continue;
+        }
+        for (size_t i = 0; i < doc.stems.size(); ++i) keyed.push_back({uint64_t{doc.stems[i]} << 32 | d, doc.freqs[i]});
+      }
+      std::sort(keyed.begin(), keyed.end());
+      std::vector<uint64_t> keys;
+      std::vector<uint32_t> freqs;
+      for (const auto& [key, freq] : keyed) keys.push_back(key), freqs.push_back(freq);
+      if (run != nullptr) {
+        for (const auto& [key, freq] : keyed) run->postings.push_back({key + base, freq});
+        indexer->add_device_postings(analyzer, base, keys.data(), freqs.data(), keys.size());
+      } else {
+        indexer->add_sorted_postings(analyzer, base, keys.data(), freqs.data(), keys.size());
+      }
+      indexer->end_chunk();
+      if (c == 5) indexer->spill();
+    }
+    indexer->spill();
+    if (failure != nullptr) *failure = indexer->device_failure();
+    std::vector<std::string> contents;
+    for (const pipeline::RunInfo& info : indexer->runs()) contents.push_back(read(info));
+    return contents;
+  };
+  const std::vector<std::string> expected = runs_of("host", nullptr, nullptr);
+  ASSERT_EQ(expected.size(), 2u);
+  int ordered = 0;
+  for (const int fail_at : {-1, -1, 0, 1, 2, 3, 40, 41}) {
+    HostRun run;
+    run.fail_at = fail_at;
+    if (ordered++ % 2) run.orders_by = &analyzer;  // every other case: the stems come ordered by prefix
+    std::string failure;
+    EXPECT_EQ(runs_of("device" + std::to_string(fail_at + 1), &run, &failure), expected) << "seed " << seed << ", failing at " << fail_at;
+    if (fail_at < 0) {
+      EXPECT_EQ(failure, "") << "seed " << seed;
+      EXPECT_EQ(run.replays, 0) << "seed " << seed;
+    } else {
+      EXPECT_NE(failure.find("simulated"), std::string::npos) << "seed " << seed << ", failing at " << fail_at << ": " << failure;
+      EXPECT_EQ(run.replays, 1) << "seed " << seed << ", failing at " << fail_at;
     }
   }
   fs::remove_all(dir);
