@@ -540,10 +540,13 @@ void GpuAnalyzer::finish_invert() {
   gpu_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
 }
 
-void GpuAnalyzer::reserve_run(size_t postings, size_t stems) {
+void GpuAnalyzer::reserve_run(size_t postings, size_t stems, size_t parsers) {
   State& s = *state_;
   WARP_CUDA_CHECK(cudaSetDevice(table_.device()));
-  postings = std::max<size_t>(postings, 1);
+  size_t free_bytes = 0, total_bytes = 0;
+  WARP_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  constexpr size_t kBytesPerPosting = 2 * sizeof(unsigned long long) + 2 * sizeof(uint32_t) + 1 + 1;  // keys, frequencies, flags, sort
+  postings = std::max<size_t>(std::min(postings, total_bytes / 2 / std::max<size_t>(parsers, 1) / kBytesPerPosting), 1);
   if (postings >= (size_t{1} << 31)) throw Error("GPU analysis: a run of 2^31 postings or more");
   for (auto& a : s.kept_keys) a.reserve(postings);
   for (auto& a : s.kept_freqs) a.reserve(postings);

@@ -133,9 +133,10 @@ class GpuAnalyzer {
   // The chunks' postings kept on the device for the parser's indexer, until its spill sorts them
   // and takes them back in term order (a RunOnDevice, indexers.hpp; the adapter is GpuRun).
   static constexpr size_t kRunFetch = size_t{1} << 19;  // postings a fetch_run() at most
-  // Device room for a run of `postings` of at most `stems` distinct stems, and the pinned slice
-  // fetch_run() copies into.
-  void reserve_run(size_t postings, size_t stems);
+  // Device room for a run of `postings` of at most `stems` distinct stems (at most half the
+  // device's memory shared by `parsers`, ~26 bytes a posting), and the pinned slice fetch_run()
+  // copies into.
+  void reserve_run(size_t postings, size_t stems, size_t parsers);
   size_t run_capacity() const { return run_capacity_; }
   // After finish_invert(): the chunk's postings appended to the run with `base` added to their
   // documents (keys then hold the docID); false, and nothing appended, where the run lacks room.

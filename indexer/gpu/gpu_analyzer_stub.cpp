@@ -30,7 +30,7 @@ void GpuAnalyzer::reserve(size_t) {}
 void GpuAnalyzer::warm_up() {}
 void GpuAnalyzer::start_invert(uint32_t) { throw Error("no GPU analysis: this build has no CUDA"); }
 void GpuAnalyzer::finish_invert() {}
-void GpuAnalyzer::reserve_run(size_t, size_t) { throw Error("no GPU analysis: this build has no CUDA"); }
+void GpuAnalyzer::reserve_run(size_t, size_t, size_t) { throw Error("no GPU analysis: this build has no CUDA"); }
 bool GpuAnalyzer::append_to_run(uint32_t) { return false; }
 void GpuAnalyzer::sort_run(std::vector<uint32_t>&, std::vector<uint32_t>&) { throw Error("no GPU analysis: this build has no CUDA"); }
 void GpuAnalyzer::order_run(const std::vector<uint32_t>&) { throw Error("no GPU analysis: this build has no CUDA"); }

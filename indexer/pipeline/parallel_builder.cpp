@@ -672,7 +672,7 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
                   }
                   if (gpu != nullptr && own_takes_all) {  // the run on the device, where it has room for one
                     try {
-                      gpu->reserve_run(own->device_run_room() + chunk_bytes / 2, analyzer.shared_stem_capacity());
+                      gpu->reserve_run(own->device_run_room() + chunk_bytes / 2, analyzer.shared_stem_capacity(), parsers);
                       gpu_run = std::make_unique<GpuRun>(*gpu, replay_chunks, options.gpu_analysis_fail_run_step);
                       own->set_run_on_device(gpu_run.get());
                     } catch (const std::exception&) {  // the host's lists take every posting, as without

@@ -6,29 +6,45 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 #include "common/util/status.hpp"
 
 namespace warp::pipeline {
 namespace {
 constexpr uint64_t kSampleBytes = 64u << 10;
-}
+constexpr size_t kWriteBuffer = size_t{1} << 20;
+}  // namespace
 
-RunWriter::RunWriter(std::string path) {
+RunWriter::RunWriter(std::string path) : buffer_(new char[kWriteBuffer]) {
   info_.path = std::move(path);
-  file_ = std::fopen(info_.path.c_str(), "wb");
-  if (file_ == nullptr) throw Error("cannot create run file " + info_.path);
-  std::setvbuf(file_, nullptr, _IOFBF, 1u << 20);
+  fd_ = ::open(info_.path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd_ < 0) throw Error("cannot create run file " + info_.path + ": " + std::strerror(errno));
 }
 
 RunWriter::~RunWriter() {
-  if (file_ != nullptr) std::fclose(file_);
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void RunWriter::flush() {
+  for (size_t done = 0; done < used_;) {
+    const ssize_t wrote = ::write(fd_, buffer_.get() + done, used_ - done);
+    if (wrote < 0 && errno == EINTR) continue;
+    if (wrote <= 0) throw Error("cannot write run file " + info_.path + " (disk full?): " + std::strerror(wrote < 0 ? errno : ENOSPC));
+    done += static_cast<size_t>(wrote);
+  }
+  used_ = 0;
 }
 
 void RunWriter::write(const void* data, size_t size) {
-  // One writer per file and thread: the unlocked call skips the stream lock taken per record.
-  if (size != 0 && fwrite_unlocked(data, 1, size, file_) != size) throw Error("cannot write run file " + info_.path + " (disk full?)");
   info_.bytes += size;
+  const char* in = static_cast<const char*>(data);
+  while (size > 0) {
+    if (used_ == kWriteBuffer) flush();
+    const size_t n = std::min(size, kWriteBuffer - used_);
+    std::memcpy(buffer_.get() + used_, in, n);
+    used_ += n, in += n, size -= n;
+  }
 }
 
 void RunWriter::add(std::string_view term, std::span<const Posting> postings) {
@@ -46,10 +62,9 @@ void RunWriter::add(std::string_view term, std::span<const Posting> postings) {
 }
 
 RunInfo RunWriter::finish() {
-  const bool ok = std::fflush(file_) == 0;
-  const bool closed = std::fclose(file_) == 0;
-  file_ = nullptr;
-  if (!ok || !closed) throw Error("cannot write run file " + info_.path + " (disk full?)");
+  flush();
+  const int fd = std::exchange(fd_, -1);
+  if (::close(fd) != 0) throw Error("cannot write run file " + info_.path + " (disk full?): " + std::strerror(errno));
   return std::move(info_);
 }
 
