@@ -74,10 +74,16 @@ int run_build_command(const BuildCommandOptions& options) {
   }
   if (options.pipeline.gpu_analysis && report.gpu_analysis_unused) {
     char text[240];
-    std::snprintf(text, sizeof text,
-                  "; GPU analysis: not used (%.0f MiB of input a parser, under --gpu-analysis-min-mb %llu: its start-up would cost more than it saves)",
-                  static_cast<double>(report.gpu_analysis_bytes_per_parser) / (1 << 20),
-                  static_cast<unsigned long long>(options.pipeline.gpu_analysis_min_bytes >> 20));
+    if (report.gpu_analysis_bytes_per_parser < options.pipeline.gpu_analysis_min_bytes) {
+      std::snprintf(text, sizeof text,
+                    "; GPU analysis: not used (%.0f MiB of input a parser, under --gpu-analysis-min-mb %llu: its start-up would cost more than it saves)",
+                    static_cast<double>(report.gpu_analysis_bytes_per_parser) / (1 << 20),
+                    static_cast<unsigned long long>(options.pipeline.gpu_analysis_min_bytes >> 20));
+    } else {
+      std::snprintf(text, sizeof text,
+                    "; GPU analysis: not used (a memory budget under %llu MiB: the CUDA driver's memory would leave the parsers' lists too little of it)",
+                    static_cast<unsigned long long>(options.pipeline.gpu_analysis_min_budget >> 20));
+    }
     gpu_line += text;
   } else if (options.pipeline.gpu_analysis) {
     char text[512];

@@ -132,7 +132,7 @@ class GpuAnalyzer {
 
   // The chunks' postings kept on the device for the parser's indexer, until its spill sorts them
   // and takes them back in term order (a RunOnDevice, indexers.hpp; the adapter is GpuRun).
-  static constexpr size_t kRunFetch = size_t{1} << 19;  // postings a fetch_run() at most
+  static constexpr size_t kRunFetch = size_t{1} << 16;  // postings a fetch_run() at most (512 KiB pinned)
   // Device room for a run of `postings` of at most `stems` distinct stems (at most half the
   // device's memory shared by `parsers`, ~26 bytes a posting), and the pinned slice fetch_run()
   // copies into.

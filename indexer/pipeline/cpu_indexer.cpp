@@ -214,6 +214,15 @@ class CpuIndexer final : public ParserIndexer {
       shared_lists_ = ZeroedTable<PostingArena::List>(analyzer.shared_stem_capacity());
     }
     on_device_ += n;
+    // The run's distinct stems on the device: the spill's arrays hold ~kSpillBytesPerDeviceStem each.
+    if (device_stem_seen_.empty()) device_stem_seen_.assign((analyzer.shared_stem_capacity() + 63) / 64, 0);
+    for (size_t i = 0; i < n; ++i) {
+      const uint32_t stem = static_cast<uint32_t>(keys[i] >> 32);
+      if (i > 0 && stem == static_cast<uint32_t>(keys[i - 1] >> 32)) continue;  // a chunk's keys come by stem
+      uint64_t& word = device_stem_seen_[stem / 64];
+      const uint64_t bit = uint64_t{1} << (stem % 64);
+      if ((word & bit) == 0) word |= bit, ++device_stems_;
+    }
   }
 
   void set_run_on_device(RunOnDevice* run) override {
@@ -222,7 +231,9 @@ class CpuIndexer final : public ParserIndexer {
   }
   const std::string& device_failure() const override { return device_failure_; }
   uint64_t device_postings_written() const override { return device_postings_written_; }
-  size_t device_run_room() const override { return std::min<uint64_t>(context_.share() / 4, uint64_t{1} << 28) + 1; }
+  size_t device_run_room() const override {
+    return std::min<uint64_t>(std::max<uint64_t>(context_.share() / 4, uint64_t{1} << 24), uint64_t{1} << 28);
+  }
 
   void end_chunk() override {
     if (held() > context_.share()) spill();
@@ -231,7 +242,7 @@ class CpuIndexer final : public ParserIndexer {
   // The arena's blocks, the dictionary and per-term entries. Not the lists by shared stem id: their
   // size follows the shared stem cache's ids, not this indexer's terms, and the build counts them
   // with the parsers' other arrays by stem id (ParserIndexer::kBytesPerSharedStem).
-  uint64_t held() const { return arena_.reserved_bytes() + dictionary_bytes(); }
+  uint64_t held() const { return arena_.reserved_bytes() + dictionary_bytes() + device_stems_ * kSpillBytesPerDeviceStem; }
   uint64_t dictionary_bytes() const {
     return forest_.memory_bytes() + lists_.size() * (sizeof(PostingArena::List) + sizeof(uint32_t)) +
            (term_of_own_.capacity() + shared_touched_.capacity()) * sizeof(uint32_t);
@@ -338,6 +349,7 @@ class CpuIndexer final : public ParserIndexer {
     shared_touched_.clear();
     if (device_ != nullptr) device_->clear();
     on_device_ = 0;
+    forget_device_stems();
     const uint64_t share = context_.share();
     uint64_t dictionary = dictionary_bytes();
     if (dictionary > share / 2) {  // the dictionary too: term ids start again from 0
@@ -412,29 +424,35 @@ class CpuIndexer final : public ParserIndexer {
       return analyzer_->stem(a.stem) < analyzer_->stem(b.stem);
     };
     std::sort(keyed.begin(), keyed.end(), before);
-    if (!by_prefix.empty()) {  // the device's stems come ordered by prefix: only ties are left, then a merge
-      std::vector<Keyed> device;
-      device.reserve(by_prefix.size());
-      for (size_t k = 0; k < by_prefix.size(); ++k) device.push_back({prefixes[k], device_stems[by_prefix[k]], by_prefix[k]});
-      for (size_t k = 0; k < device.size();) {
-        size_t end = k + 1;
-        while (end < device.size() && device[end].prefix == device[k].prefix) ++end;
-        if (end - k > 1) std::sort(device.begin() + static_cast<std::ptrdiff_t>(k), device.begin() + static_cast<std::ptrdiff_t>(end), before);
-        k = end;
-      }
-      std::vector<Keyed> merged(keyed.size() + device.size());
-      std::merge(keyed.begin(), keyed.end(), device.begin(), device.end(), merged.begin(), before);
-      keyed = std::move(merged);
-    }
     std::vector<Ordered> shared;
-    shared.reserve(keyed.size());
-    for (const Keyed& k : keyed) {  // a stem twice (host lists and device segment): equal, so adjacent
+    shared.reserve(keyed.size() + by_prefix.size());
+    const auto append = [&](const Keyed& k) {  // a stem twice (host lists and device segment): equal, so adjacent
       if (!shared.empty() && shared.back().ref == k.stem) {
         if (k.segment != kNoSegment) shared.back().segment = k.segment;
         shared.back().in_lists = true;
-        continue;
+        return;
       }
       shared.push_back({k.stem, k.segment, k.segment == kNoSegment});
+    };
+    if (by_prefix.empty()) {
+      for (const Keyed& k : keyed) append(k);
+    } else {  // the device's stems come ordered by prefix: ties broken here, merged with the host's
+      const auto device = [&](size_t k) { return Keyed{prefixes[k], device_stems[by_prefix[k]], by_prefix[k]}; };
+      std::vector<Keyed> tie;
+      size_t h = 0;
+      for (size_t k = 0; k < by_prefix.size();) {
+        size_t end = k + 1;
+        while (end < by_prefix.size() && prefixes[end] == prefixes[k]) ++end;
+        tie.clear();
+        for (size_t t = k; t < end; ++t) tie.push_back(device(t));
+        if (tie.size() > 1) std::sort(tie.begin(), tie.end(), before);
+        for (const Keyed& d : tie) {
+          while (h < keyed.size() && !before(d, keyed[h])) append(keyed[h++]);  // the host's first on equal stems
+          append(d);
+        }
+        k = end;
+      }
+      while (h < keyed.size()) append(keyed[h++]);
     }
     if (lists_.empty()) return shared;
     std::vector<Ordered> order;
@@ -517,6 +535,11 @@ class CpuIndexer final : public ParserIndexer {
     });
     device.clear();
     on_device_ = 0;
+    forget_device_stems();
+  }
+  void forget_device_stems() {
+    std::fill(device_stem_seen_.begin(), device_stem_seen_.end(), 0);
+    device_stems_ = 0;
   }
 
 
@@ -542,9 +565,14 @@ class CpuIndexer final : public ParserIndexer {
   HugeVector<uint32_t> term_of_own_;
   std::vector<uint32_t> refs_;
   uint64_t epoch_ = 0;  // of the own stem cache that term_of_own_ follows
-  // The run on the device and the postings it holds (add_device_postings).
+  // The run on the device and the postings it holds (add_device_postings); its distinct stems, for
+  // which the spill's arrays take host memory (the device's stems, segments and order, 20 bytes;
+  // their places and the term order, 16): counted in held(), as the postings on the device are not.
+  static constexpr uint64_t kSpillBytesPerDeviceStem = 36;
   RunOnDevice* device_ = nullptr;
   uint64_t on_device_ = 0;
+  std::vector<uint64_t> device_stem_seen_;  // a bit by stem id
+  uint64_t device_stems_ = 0;
   std::string device_failure_;
   uint64_t device_postings_written_ = 0;
 };

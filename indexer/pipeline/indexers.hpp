@@ -106,7 +106,8 @@ class ParserIndexer : public Indexer {
   virtual const std::string& device_failure() const = 0;
   virtual uint64_t device_postings_written() const = 0;  // postings its runs took from the device
   // The postings a run on the device should have room for: as many as its share would hold at 4
-  // bytes each (the device keeps ~25 bytes a posting; a 2 GiB budget at 16 parsers: ~0.6 GB each).
+  // bytes each, and 16 million at least (the device keeps ~26 bytes a posting: 0.4-0.65 GB a parser
+  // at 16 parsers and a 2 GiB budget; GpuAnalyzer::reserve_run caps it by the device's memory).
   virtual size_t device_run_room() const = 0;
   // Spills when it holds more than its share; called between chunks.
   virtual void end_chunk() = 0;

@@ -331,7 +331,9 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
       std::clamp<uint64_t>(stem_cache_bytes / (SharedStemCache::kEntryBytes + stem_array_bytes), 1u << 12, shared_cap)));
   // With the GPU's analysis, a parser holds its chunk's text again (pinned), 8 bytes a token (offset
   // and stem id) and 12 a posting of the chunk's inversion: about 5 chunks more.
+  // (The GPU analysis: five chunks of staging a parser, and the slice its runs come back through.)
   const uint64_t in_flight = ((pieces_flow ? 9 : 3) + (options.gpu_analysis ? 5 : 0)) * parsers * chunk_bytes +
+                             (options.gpu_analysis ? parsers * GpuAnalyzer::kRunFetch * sizeof(Posting) : 0) +
                              parsers * own_stem_cache * Analyzer::kStemCacheEntryBytes +
                              shared_stems.memory_bytes();
   report.chunk_bytes = chunk_bytes;
@@ -382,7 +384,8 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
     // Too little input a parser for the GPU to repay its start-up: the CPU analyzes everything,
     // but a usable GPU is still required (the build fails without one, as it would have).
     const uint64_t bytes_per_parser = total_file_bytes / std::max<size_t>(parsers, 1);
-    const bool gpu_unused = options.gpu_analysis && bytes_per_parser < options.gpu_analysis_min_bytes;
+    const bool gpu_unused = options.gpu_analysis &&
+                            (bytes_per_parser < options.gpu_analysis_min_bytes || options.memory_budget < options.gpu_analysis_min_budget);
     report.gpu_analysis_unused = gpu_unused;
     report.gpu_analysis_bytes_per_parser = bytes_per_parser;
     std::shared_future<void> gpu_start;
@@ -460,8 +463,12 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
     };
     // An indexer's share: nine tenths of the budget (heap overheads) less what is in flight, the
     // per-document arrays and the parsers' arrays by stem id.
+    // The CUDA driver's own host memory where the GPU analysis runs (context, module images, its
+    // pools): measured ~185 MiB on the H100 host (2 GiB at a 512 MiB budget peaked at 820 MiB,
+    // against the CPU build's 635, before it was counted here).
+    const uint64_t gpu_runtime = options.gpu_analysis && !gpu_unused ? uint64_t{192} << 20 : 0;
     const auto share = [&]() -> uint64_t {
-      const uint64_t used = in_flight + docs.memory_bytes() + stem_array_bytes * shared_stems.stems();
+      const uint64_t used = in_flight + gpu_runtime + docs.memory_bytes() + stem_array_bytes * shared_stems.stems();
       const uint64_t usable = budget / 10 * 9;
       return std::max<uint64_t>(usable > used ? (usable - used) / (cpu_indexers + gpu_indexers) : 0, 64u << 10);
     };

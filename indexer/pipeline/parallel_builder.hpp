@@ -57,6 +57,10 @@ struct PipelineOptions {
   // analyzers take 0.3-0.7 s to be ready, and a build of a few hundred MB at 16 threads had been
   // 0.7-0.9x as fast with them (RESULTS.md). A usable GPU is still required. 0: always used.
   uint64_t gpu_analysis_min_bytes = uint64_t{64} << 20;
+  // A memory budget below which --gpu-analysis leaves the GPU unused: the CUDA driver's host memory
+  // (192 MiB counted) and the spill's arrays for the runs on the device leave the parsers' lists too
+  // little of a smaller one (1 GiB: 729 runs, 1.3x the CPU build's time; RESULTS.md). 0: always used.
+  uint64_t gpu_analysis_min_budget = uint64_t{1536} << 20;
   bool gpu_analysis_from_start = false; // tests: parsers wait for the GPU instead of analyzing on the CPU until it is up
   size_t gpu_analysis_fail_after = 0;   // tests: a parser's GPU fails after this many chunks (0: never)
   int gpu_analysis_fail_run_step = -1;  // tests: a parser's first spill of a run on its GPU fails at its sort (0), order (1) or first fetch (2)
@@ -95,7 +99,7 @@ struct PipelineReport {
   double gpu_analysis_seconds = 0;
   double gpu_analysis_ready_first = 0, gpu_analysis_ready_last = 0;  // seconds into the build: the parsers' analyzers ready
   std::string gpu_analysis_failure;  // why the GPU stopped analyzing during the build (the CPU went on)
-  bool gpu_analysis_unused = false;  // too little input a parser (gpu_analysis_min_bytes): the CPU analyzed it all
+  bool gpu_analysis_unused = false;  // too little input a parser or budget (gpu_analysis_min_*): the CPU analyzed it all
   uint64_t gpu_analysis_bytes_per_parser = 0;
   uint64_t chunk_bytes = 0;
   double parse_seconds = 0;   // reading, parsing and indexing, until the last run is written
