@@ -231,9 +231,7 @@ class CpuIndexer final : public ParserIndexer {
   }
   const std::string& device_failure() const override { return device_failure_; }
   uint64_t device_postings_written() const override { return device_postings_written_; }
-  size_t device_run_room() const override {
-    return std::min<uint64_t>(std::max<uint64_t>(context_.share() / 4, uint64_t{1} << 24), uint64_t{1} << 28);
-  }
+
 
   void end_chunk() override {
     if (held() > context_.share()) spill();

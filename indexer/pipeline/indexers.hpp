@@ -10,6 +10,7 @@
 // Both write the same runs for the same postings, so the partitions do not depend on which kind
 // indexed which collection.
 #pragma once
+#include <algorithm>
 #include <atomic>
 #include <functional>
 #include <memory>
@@ -108,7 +109,9 @@ class ParserIndexer : public Indexer {
   // The postings a run on the device should have room for: as many as its share would hold at 4
   // bytes each, and 16 million at least (the device keeps ~26 bytes a posting: 0.4-0.65 GB a parser
   // at 16 parsers and a 2 GiB budget; GpuAnalyzer::reserve_run caps it by the device's memory).
-  virtual size_t device_run_room() const = 0;
+  static size_t device_run_room(uint64_t share_bytes) {
+    return static_cast<size_t>(std::min<uint64_t>(std::max<uint64_t>(share_bytes / 4, uint64_t{1} << 24), uint64_t{1} << 28));
+  }
   // Spills when it holds more than its share; called between chunks.
   virtual void end_chunk() = 0;
   // Memory it holds per stem of the shared stem cache (a list's entry by stem id), outside its share.

@@ -387,6 +387,21 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
     const bool gpu_unused = options.gpu_analysis &&
                             (bytes_per_parser < options.gpu_analysis_min_bytes || options.memory_budget < options.gpu_analysis_min_budget);
     report.gpu_analysis_unused = gpu_unused;
+    // The CUDA driver's own host memory where the GPU analysis runs (context, module images, its
+    // pools): measured ~185 MiB on the H100 host (2 GiB at a 512 MiB budget peaked at 820 MiB,
+    // against the CPU build's 635, before it was counted here).
+    const uint64_t gpu_runtime = options.gpu_analysis && !gpu_unused ? uint64_t{192} << 20 : 0;
+    // Where the device inverts the chunks, each parser's run on it is sized with its analyzer, beside
+    // the parsers (on a parser's thread its allocations had waited on the driver with the others'
+    // set-up): as ParserIndexer::device_run_room() sizes it from the share at the start.
+    // An indexer's share: nine tenths of the budget (heap overheads) less what is in flight, the
+    // CUDA driver's, the per-document arrays and the parsers' arrays by stem id (`used`).
+    const auto share_besides = [&](uint64_t used) -> uint64_t {
+      used += in_flight + gpu_runtime;
+      const uint64_t usable = budget / 10 * 9;
+      return std::max<uint64_t>(usable > used ? (usable - used) / (cpu_indexers + gpu_indexers) : 0, 64u << 10);
+    };
+    const size_t device_run_postings = own_takes_all ? ParserIndexer::device_run_room(share_besides(0)) + chunk_bytes / 2 : 0;
     report.gpu_analysis_bytes_per_parser = bytes_per_parser;
     std::shared_future<void> gpu_start;
     if (options.gpu_analysis) {
@@ -411,6 +426,12 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
             auto analyzer = std::make_unique<GpuAnalyzer>(*gpu_setup.table, options.build.analyzer.max_token_bytes);
             analyzer->reserve(chunk_bytes + chunk_bytes / 4);
             analyzer->warm_up();
+            if (device_run_postings > 0) {
+              try {
+                analyzer->reserve_run(device_run_postings, tokens, parsers);
+              } catch (const std::exception&) {  // no room on the device: the host's lists take its postings
+              }
+            }
             gpu_setup.analyzers[t] = std::move(analyzer);
           } catch (const std::exception& e) {
             gpu_setup.failures[t] = e.what();
@@ -461,17 +482,8 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
       if (!failure) failure = std::current_exception();
       failed = true;
     };
-    // An indexer's share: nine tenths of the budget (heap overheads) less what is in flight, the
-    // per-document arrays and the parsers' arrays by stem id.
-    // The CUDA driver's own host memory where the GPU analysis runs (context, module images, its
-    // pools): measured ~185 MiB on the H100 host (2 GiB at a 512 MiB budget peaked at 820 MiB,
-    // against the CPU build's 635, before it was counted here).
-    const uint64_t gpu_runtime = options.gpu_analysis && !gpu_unused ? uint64_t{192} << 20 : 0;
-    const auto share = [&]() -> uint64_t {
-      const uint64_t used = in_flight + gpu_runtime + docs.memory_bytes() + stem_array_bytes * shared_stems.stems();
-      const uint64_t usable = budget / 10 * 9;
-      return std::max<uint64_t>(usable > used ? (usable - used) / (cpu_indexers + gpu_indexers) : 0, 64u << 10);
-    };
+    // An indexer's share, as the documents and the shared stems grow.
+    const auto share = [&]() -> uint64_t { return share_besides(docs.memory_bytes() + stem_array_bytes * shared_stems.stems()); };
     // Indexers with threads of their own, each behind a queue (none for the parsers' own slot).
     std::vector<std::unique_ptr<BoundedQueue<Piece>>> pieces;
     std::vector<std::unique_ptr<Indexer>> indexer_state;
@@ -677,14 +689,9 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
                     gpu = std::move(gpu_setup.analyzers[t]);
                     if (gpu == nullptr) drop_gpu(gpu_setup.failures[t].c_str());
                   }
-                  if (gpu != nullptr && own_takes_all) {  // the run on the device, where it has room for one
-                    try {
-                      gpu->reserve_run(own->device_run_room() + chunk_bytes / 2, analyzer.shared_stem_capacity(), parsers);
-                      gpu_run = std::make_unique<GpuRun>(*gpu, replay_chunks, options.gpu_analysis_fail_run_step);
-                      own->set_run_on_device(gpu_run.get());
-                    } catch (const std::exception&) {  // the host's lists take every posting, as without
-                      gpu_run.reset();
-                    }
+                  if (gpu != nullptr && own_takes_all && gpu->run_capacity() > 0) {  // its run on the device
+                    gpu_run = std::make_unique<GpuRun>(*gpu, replay_chunks, options.gpu_analysis_fail_run_step);
+                    own->set_run_on_device(gpu_run.get());
                   }
                 }
                 if (!gpu_taken && !gpu_unused) early += chunk.size();
