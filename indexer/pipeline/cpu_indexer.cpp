@@ -1,6 +1,5 @@
 #include <algorithm>
 #include <bit>
-#include <cstring>
 #include <memory>
 
 #include "common/util/status.hpp"
@@ -231,7 +230,6 @@ class CpuIndexer final : public ParserIndexer {
   }
   const std::string& device_failure() const override { return device_failure_; }
   uint64_t device_postings_written() const override { return device_postings_written_; }
-
 
   void end_chunk() override {
     if (held() > context_.share()) spill();
