@@ -617,6 +617,24 @@ TEST(ParserIndexer, RunsOfPostingsHeldOnADeviceAreTheHostListsRuns) {
   fs::remove_all(dir);
 }
 
+// A run that cannot be written (a full disk: /dev/full answers every write with ENOSPC) is an
+// error naming the file, whether the writer's buffer fills while records are added or only at
+// the end.
+TEST(RunFile, AWriteThatFailsIsAnErrorNamingTheFile) {
+  if (!fs::exists("/dev/full")) GTEST_SKIP() << "no /dev/full here to fail the writes";
+  for (const size_t postings : {size_t{10}, size_t{300000}}) {  // 80 bytes, or 2.4 MB past the 1 MiB buffer
+    const std::vector<Posting> list(postings, Posting{7, 1});
+    try {
+      pipeline::RunWriter writer("/dev/full");
+      writer.add("term", list);
+      writer.finish();
+      ADD_FAILURE() << "a run of " << postings << " postings written to /dev/full without an error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("cannot write run file /dev/full"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(MergeConcurrency, BoundedByThreadsBuffersAndOpenFiles) {
   const uint64_t gib = uint64_t{1} << 30;
   EXPECT_EQ(pipeline::merge_concurrency(2 * gib, 32, 16, 1024), 16u);
