@@ -1,15 +1,18 @@
 # Sourced by the edge benchmarks: the cluster they load, on this machine over loopback. 4 leaves
 # (2 partitions x 2 replicas, ZeroMQ on 5801-5804, HTTP on 9301-9304) and a broker on 8181; each
 # process id is appended to the caller's `pids`. LEAF_PIN / BROKER_PIN (arrays, optional): a
-# command to start them under, such as `taskset -c 0-5`.
+# command to start them under, such as `taskset -c 0-5`; LEAF_CPUS_EACH (array, optional): leaf i
+# pinned to the CPUs of its i-th entry (taskset's list form) instead.
 # usage: start_edge_leaves BIN INDEX LOG_DIR [LEAF FLAGS]; start_edge_broker BIN LOG_DIR [BROKER FLAGS];
 #        wait_edge_ready [PORT]
 
 start_edge_leaves() {
   local bin=$1 index=$2 logs=$3 flags=${4:-} i
   for i in 0 1 2 3; do
+    local pin=("${LEAF_PIN[@]}")
+    [ -n "${LEAF_CPUS_EACH[$i]:-}" ] && pin=(taskset -c "${LEAF_CPUS_EACH[$i]}")
     # shellcheck disable=SC2086  # the flags are words
-    "${LEAF_PIN[@]}" "$bin/warp-leaf" --index "$index" --partitions $((i / 2)) --listen tcp://127.0.0.1:$((5801 + i)) \
+    "${pin[@]}" "$bin/warp-leaf" --index "$index" --partitions $((i / 2)) --listen tcp://127.0.0.1:$((5801 + i)) \
       --http 127.0.0.1:$((9301 + i)) --workers 4 $flags 2> "$logs/leaf$i.log" &
     pids+=($!)
   done

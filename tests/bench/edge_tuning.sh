@@ -5,7 +5,9 @@
 # connections; the overhead is the broker's mean request time minus the leaves' mean query time
 # over each run (edge_metrics.py).
 # CONFIG is "LABEL;BROKER FLAGS;PLACEMENT;LEAF FLAGS;LOAD FLAGS": PLACEMENT empty (the kernel places
-# everything), or "LEAF_CPUS/BROKER_CPUS/CLIENT_CPUS" in taskset's list form (e.g. 0-3/4-11/12-15);
+# everything), or "LEAF_CPUS/BROKER_CPUS/CLIENT_CPUS" in taskset's list form (e.g. 0-3/4-11/12-15;
+# LEAF_CPUS as four lists joined by ':' pins each leaf on its own, e.g. 0:1:2:3; an empty part
+# leaves that side to the kernel);
 # LOAD FLAGS go to http_load (e.g. --threads 4).
 # usage: tests/bench/edge_tuning.sh BIN_DIR INDEX_DIR WORDS SECONDS CONFIG...
 set -uo pipefail
@@ -24,10 +26,13 @@ switches() { for p in "${pids[@]}"; do cat /proc/"$p"/task/*/status; done 2>/dev
 loads=() overheads=()
 for config in "$@"; do
   IFS=';' read -r label broker_flags placement leaf_flags load_flags <<< "$config"
-  LEAF_PIN=() BROKER_PIN=() client_pin=()
+  LEAF_PIN=() BROKER_PIN=() client_pin=() LEAF_CPUS_EACH=()
   if [ -n "$placement" ]; then
     IFS='/' read -r leaf_cpus broker_cpus client_cpus <<< "$placement"
-    LEAF_PIN=(taskset -c "$leaf_cpus") BROKER_PIN=(taskset -c "$broker_cpus") client_pin=(taskset -c "$client_cpus")
+    if [[ $leaf_cpus == *:* ]]; then IFS=':' read -r -a LEAF_CPUS_EACH <<< "$leaf_cpus"
+    elif [ -n "$leaf_cpus" ]; then LEAF_PIN=(taskset -c "$leaf_cpus"); fi
+    [ -n "$broker_cpus" ] && BROKER_PIN=(taskset -c "$broker_cpus")
+    [ -n "$client_cpus" ] && client_pin=(taskset -c "$client_cpus")
   fi
   start_edge_leaves "$bin" "$index" "$work" "$leaf_flags"
   start_edge_broker "$bin" "$work" "$broker_flags"

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <random>
 #include <set>
 #include <thread>
@@ -8,6 +9,7 @@
 #include "common/analysis/analyzer.hpp"
 #include "common/analysis/shared_stem_cache.hpp"
 #include "common/analysis/stem_cache.hpp"
+#include "common/analysis/token_slot.hpp"
 #include "common/analysis/utf8.hpp"
 #include "common/util/status.hpp"
 #include "tests/support/test_seed.hpp"
@@ -189,6 +191,28 @@ TEST(StemCache, PaddedHashIsTheHash) {
     for (char& c : buffer) c = static_cast<char>(rng());  // the padding's bytes must not count
     const std::string_view text(buffer.data(), buffer.size() - 8);
     ASSERT_EQ(StemCache::hash_padded(text), StemCache::hash(text)) << text.size();
+  }
+}
+
+// The slots' inline comparison against memcmp: every length a slot holds inline, the strings
+// equal and then differing at each position in turn (first, last, the middles of overlapping
+// loads), at unaligned offsets, with the bytes around them differing (nothing read past the end).
+TEST(TokenSlot, EqualShortIsMemcmpAtEveryLengthAndPosition) {
+  std::mt19937_64 random(testing::test_seed());
+  char a[64], b[64];
+  for (size_t n = 0; n <= TokenSlot::kInlineBytes; ++n) {
+    for (size_t offset = 0; offset < 8; ++offset) {
+      for (char& c : a) c = static_cast<char>(random());
+      for (char& c : b) c = static_cast<char>(~a[&c - b]);  // every byte differs from a's
+      std::memcpy(b + 1 + offset, a + offset, n);
+      EXPECT_TRUE(TokenSlot::equal_short(a + offset, b + 1 + offset, n)) << n << " " << offset;
+      for (size_t at = 0; at < n; ++at) {
+        b[1 + offset + at] ^= static_cast<char>(1 << (random() % 8));
+        EXPECT_FALSE(TokenSlot::equal_short(a + offset, b + 1 + offset, n)) << n << " " << offset << " " << at;
+        EXPECT_NE(std::memcmp(a + offset, b + 1 + offset, n), 0);
+        b[1 + offset + at] = a[offset + at];
+      }
+    }
   }
 }
 
