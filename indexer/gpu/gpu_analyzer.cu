@@ -672,8 +672,8 @@ void GpuAnalyzer::write_noted_prefixes() {
                                   s.stream));
   write_prefixes<<<blocks_for(n), kThreads, 0, s.stream>>>(s.noted.data, n, table_.device_prefixes());
   WARP_CUDA_CHECK_LAUNCH();
-  // The copy reads the host's vector when the stream gets to it: wait for it before the vector changes.
-  WARP_CUDA_CHECK(cudaStreamSynchronize(s.stream));
+  // No wait before the vector changes: a copy from pageable memory has been staged by the time
+  // cudaMemcpyAsync returns (CUDA's "API synchronization behavior"), and the kernel reads the copy.
   noted_prefixes_.clear();
 }
 
