@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "common/index/build_file_system.hpp"
 #include "common/util/checksum.hpp"
 #include "common/util/parallel_tasks.hpp"
 #include "common/util/status.hpp"
@@ -85,7 +86,9 @@ void write_manifest(const std::string& dir, const std::vector<ManifestPartition>
     out << manifest.dump(2) << "\n";
     if (!out.flush()) throw Error("index " + dir + ": cannot write the manifest");
   }
+  sync_file(tmp.string());  // the partitions are durable (seal_partition); the manifest names them
   fs::rename(tmp, fs::path(dir) / kManifestName);
+  sync_directory(dir);
 }
 
 std::vector<std::unique_ptr<Partition>> open_index(const std::string& path, const OpenOptions& options) {

@@ -22,6 +22,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/index/build_file_system.hpp"
 #include "common/util/byte_io.hpp"
 #include "common/util/checksum.hpp"
 #include "common/util/parallel_tasks.hpp"
@@ -104,7 +105,13 @@ rocksdb::EnvOptions sst_env_options() {
 }
 
 struct SstRows::Writer {
-  explicit Writer(int family) : options(rocksdb::DBOptions(), family_options(family)), writer(sst_env_options(), options) {}
+  explicit Writer(int family) : options(build_options(family)), writer(sst_env_options(), options) {}
+  // Through the build's file system: the file is synced with its partition (seal_partition).
+  static rocksdb::Options build_options(int family) {
+    rocksdb::Options options(rocksdb::DBOptions(), family_options(family));
+    options.env = build_env();
+    return options;
+  }
   rocksdb::Options options;
   rocksdb::SstFileWriter writer;
 };
@@ -231,6 +238,7 @@ PartitionAssembly::PartitionAssembly(std::string dir, size_t movers) : state_(st
   rocksdb::DBOptions options;
   options.create_if_missing = true;
   options.create_missing_column_families = true;
+  options.env = build_env();  // its syncs deferred to the seal (build_file_system.hpp)
   rocksdb::DB* raw = nullptr;
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   // No compaction but the assembly's own: one picking a range's file meanwhile would make that
@@ -478,6 +486,9 @@ void seal_partition(const std::string& dir, size_t threads) {
     if (!out.flush()) throw Error("partition " + dir + ": cannot write " + kChecksumsName);
   }
   fs::rename(staged, fs::path(dir) / kChecksumsName);
+  // Durable only now: the files were written through the build's file system, whose syncs wait
+  // for this (most of their bytes are on the disk already, their writeback started as each closed).
+  sync_partition_files(dir, threads);
 }
 
 std::map<std::string, std::pair<uint64_t, uint32_t>> sealed_checksums(const std::string& dir) {

@@ -3,6 +3,8 @@
 // parameters.
 #include <gtest/gtest.h>
 #include <rocksdb/db.h>
+#include <rocksdb/env.h>
+#include <rocksdb/file_system.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -10,6 +12,7 @@
 #include <fstream>
 #include <random>
 
+#include "common/index/build_file_system.hpp"
 #include "common/index/index_files.hpp"
 #include "common/util/checksum.hpp"
 #include "common/util/status.hpp"
@@ -349,6 +352,74 @@ TEST_F(PartitionStoreTest, RefusesMissingPiecesAndForeignDirectories) {
 // A range whose file cannot be moved in fails the assembly with the partition's name, whether the
 // move runs on the caller (no movers) or on the assembly's movers (reported by a later add_terms or
 // by finish), and the ranges queued after it neither hang nor hide the error.
+// A partition written by the builders: every file of it (RocksDB's, the SSTs, the checksum list)
+// synced by its seal, the directory too, and what it holds unchanged by the deferred syncs (the
+// round trip above reads the same partitions).
+TEST_F(PartitionStoreTest, TheSealSyncsEveryFileOfThePartition) {
+  for (int id = 0; id < 3; ++id) {
+    size_t files = 0;
+    for (const auto& entry : fs::directory_iterator(part(id))) files += entry.is_regular_file();
+    EXPECT_GT(files, 3u) << part(id);
+    EXPECT_EQ(sync_partition_files(part(id), 2), files) << part(id);
+  }
+  const fs::path missing = dir_ / "no-such-partition";
+  try {
+    sync_partition_files(missing.string(), 1);
+    ADD_FAILURE() << "no error for a missing directory";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("no-such-partition"), std::string::npos) << e.what();
+  }
+  try {
+    sync_file((dir_ / "no-such-file").string());
+    ADD_FAILURE() << "no error for a missing file";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no-such-file"), std::string::npos) << e.what();
+  }
+}
+
+// The build's file system defers syncs but passes every byte through: a file written, synced,
+// closed, reopened (as an ingestion does to sync a moved file), appended to and synced again holds
+// exactly what was written; a directory it opens syncs without error.
+TEST(BuildFileSystem, SyncsAreDeferredButEveryByteIsWritten) {
+  const fs::path dir = fs::temp_directory_path() / ("warp-build-fs-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::shared_ptr<rocksdb::FileSystem> files = build_env()->GetFileSystem();
+  ASSERT_NE(files, nullptr);
+  std::mt19937_64 rng(testing::test_seed());
+  std::string expected;
+  for (const std::string name : {"ingest-postings-0001.sst", "000012.blob"}) {  // consumed by a compaction, and kept
+    const std::string path = (dir / name).string();
+    expected.clear();
+    std::unique_ptr<rocksdb::FSWritableFile> file;
+    ASSERT_TRUE(files->NewWritableFile(path, rocksdb::FileOptions(), &file, nullptr).ok());
+    for (int part = 0; part < 3; ++part) {
+      std::string bytes(1 + rng() % 100'000, '\0');
+      for (char& c : bytes) c = static_cast<char>(rng());
+      ASSERT_TRUE(file->Append(bytes, rocksdb::IOOptions(), nullptr).ok());
+      expected += bytes;
+      ASSERT_TRUE(file->Sync(rocksdb::IOOptions(), nullptr).ok());
+    }
+    ASSERT_TRUE(file->Fsync(rocksdb::IOOptions(), nullptr).ok());
+    ASSERT_TRUE(file->Close(rocksdb::IOOptions(), nullptr).ok());
+    file.reset();
+    ASSERT_TRUE(files->ReopenWritableFile(path, rocksdb::FileOptions(), &file, nullptr).ok());
+    ASSERT_TRUE(file->Append("tail", rocksdb::IOOptions(), nullptr).ok());
+    expected += "tail";
+    ASSERT_TRUE(file->Sync(rocksdb::IOOptions(), nullptr).ok());
+    ASSERT_TRUE(file->Close(rocksdb::IOOptions(), nullptr).ok());
+    std::ifstream in(path, std::ios::binary);
+    const std::string written((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(written.size(), expected.size()) << name;
+    EXPECT_TRUE(written == expected) << name;
+  }
+  std::unique_ptr<rocksdb::FSDirectory> directory;
+  ASSERT_TRUE(files->NewDirectory(dir.string(), rocksdb::IOOptions(), &directory, nullptr).ok());
+  EXPECT_TRUE(directory->Fsync(rocksdb::IOOptions(), nullptr).ok());
+  EXPECT_EQ(sync_partition_files(dir.string(), 4), 2u);
+  fs::remove_all(dir);
+}
+
 TEST(PartitionAssembly, AFailedMoveIsReportedWithThePartition) {
   for (size_t movers : {0, 1, 3}) {
     const fs::path dir = fs::temp_directory_path() / ("warp-assembly-" + std::to_string(::getpid()) + "-" + std::to_string(movers));
