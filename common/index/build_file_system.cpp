@@ -3,17 +3,14 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <memory>
-#include <vector>
 
 #include <rocksdb/env.h>
 #include <rocksdb/file_system.h>
 
-#include "common/util/parallel_tasks.hpp"
 #include "common/util/status.hpp"
 
 namespace warp {
@@ -112,17 +109,6 @@ rocksdb::Env* build_env() {
   static const std::unique_ptr<rocksdb::Env> env =
       rocksdb::NewCompositeEnv(std::make_shared<DeferredSyncFileSystem>(rocksdb::FileSystem::Default()));
   return env.get();
-}
-
-uint64_t sync_partition_files(const std::string& dir, size_t threads) {
-  namespace fs = std::filesystem;
-  std::vector<std::string> paths;
-  for (const auto& entry : fs::directory_iterator(dir)) {
-    if (entry.is_regular_file()) paths.push_back(entry.path().string());
-  }
-  run_parallel_tasks(paths.size(), std::max<size_t>(1, threads), [&](size_t i) { sync_file(paths[i]); });
-  sync_directory(dir);  // the files' names
-  return paths.size();
 }
 
 void sync_file(const std::string& path) { sync_or_throw(path, O_RDONLY, true); }

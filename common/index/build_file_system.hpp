@@ -1,6 +1,6 @@
 // The file system RocksDB writes a partition under construction through (PartitionAssembly's
 // database, SstRows' SST files): its syncs are deferred to the seal, which makes every file of the
-// finished partition durable at once (seal_partition: sync_partition_files).
+// finished partition durable at once (seal_partition).
 //
 // A build syncs each range's postings SST when it is written, again when it is ingested, then the
 // blob and SST files its compaction makes of it, and the database's directory after each step: on
@@ -27,10 +27,5 @@ rocksdb::Env* build_env();
 // Makes a file's data durable (fdatasync), or a directory's entries (fsync); throws Error naming it.
 void sync_file(const std::string& path);
 void sync_directory(const std::string& dir);
-
-// Makes every regular file of `dir` and the directory itself durable (fdatasync each, on up to
-// `threads` threads, then fsync the directory); throws Error naming a file that cannot be synced.
-// Returns the files synced.
-uint64_t sync_partition_files(const std::string& dir, size_t threads);
 
 }  // namespace warp

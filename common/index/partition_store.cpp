@@ -460,7 +460,7 @@ uint64_t verify_files(const std::string& dir) {
 
 }  // namespace
 
-void seal_partition(const std::string& dir, size_t threads) {
+uint64_t seal_partition(const std::string& dir, size_t threads) {
   namespace fs = std::filesystem;
   std::vector<std::string> names;
   for (const auto& entry : fs::directory_iterator(dir)) {
@@ -468,10 +468,16 @@ void seal_partition(const std::string& dir, size_t threads) {
   }
   std::sort(names.begin(), names.end());
   // Reading every file is most of the build's last phase (a partition's few hundred MB of SST and
-  // blob files at zlib's CRC speed): the files side by side.
+  // blob files at zlib's CRC speed): the files side by side. Each is then made durable: they were
+  // written through the build's file system (build_file_system.hpp), whose syncs wait for this, and
+  // most of their bytes are on the disk already (their writeback started as each closed). Only then
+  // is the list written, so a listed partition's files are on the disk whatever stops the machine.
   std::vector<uint32_t> crcs(names.size());
-  run_parallel_tasks(names.size(), std::max<size_t>(1, threads),
-                     [&](size_t i) { crcs[i] = crc32_of_file((fs::path(dir) / names[i]).string()); });
+  run_parallel_tasks(names.size(), std::max<size_t>(1, threads), [&](size_t i) {
+    const std::string path = (fs::path(dir) / names[i]).string();
+    crcs[i] = crc32_of_file(path);
+    sync_file(path);
+  });
   const fs::path staged = fs::path(dir) / (std::string(kChecksumsName) + ".tmp");
   {
     std::ofstream out(staged, std::ios::trunc);
@@ -485,10 +491,10 @@ void seal_partition(const std::string& dir, size_t threads) {
     out << "end " << names.size() << ' ' << list_crc << '\n';
     if (!out.flush()) throw Error("partition " + dir + ": cannot write " + kChecksumsName);
   }
+  sync_file(staged.string());
   fs::rename(staged, fs::path(dir) / kChecksumsName);
-  // Durable only now: the files were written through the build's file system, whose syncs wait
-  // for this (most of their bytes are on the disk already, their writeback started as each closed).
-  sync_partition_files(dir, threads);
+  sync_directory(dir);
+  return names.size();
 }
 
 std::map<std::string, std::pair<uint64_t, uint32_t>> sealed_checksums(const std::string& dir) {

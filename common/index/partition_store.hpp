@@ -87,8 +87,9 @@ class PartitionAssembly {
 };
 
 // Writes DIR/WARP-CHECKSUMS for the files there now (write_partition calls it last), reading the
-// files on up to `threads` threads.
-void seal_partition(const std::string& dir, size_t threads = 1);
+// files on up to `threads` threads; each file is synced before the list is written, the list and
+// the directory after. Returns the files listed.
+uint64_t seal_partition(const std::string& dir, size_t threads = 1);
 // What DIR/WARP-CHECKSUMS lists: file name -> (size, CRC-32); empty if it cannot be read. Not a
 // verification (open_partition does that): for a writer that has just sealed the partition and
 // needs the same checksums again.

@@ -352,21 +352,30 @@ TEST_F(PartitionStoreTest, RefusesMissingPiecesAndForeignDirectories) {
 // A range whose file cannot be moved in fails the assembly with the partition's name, whether the
 // move runs on the caller (no movers) or on the assembly's movers (reported by a later add_terms or
 // by finish), and the ranges queued after it neither hang nor hide the error.
-// A partition written by the builders: every file of it (RocksDB's, the SSTs, the checksum list)
-// synced by its seal, the directory too, and what it holds unchanged by the deferred syncs (the
-// round trip above reads the same partitions).
-TEST_F(PartitionStoreTest, TheSealSyncsEveryFileOfThePartition) {
+// A partition sealed again (as the builders seal theirs): every file the list names synced before
+// it, the files listed being all of the partition's but RocksDB's lock and info logs, and the
+// list unchanged; a file or directory that cannot be synced is an error naming it.
+TEST_F(PartitionStoreTest, TheSealListsAndSyncsEveryFileOfThePartition) {
   for (int id = 0; id < 3; ++id) {
+    const fs::path list = fs::path(part(id)) / "WARP-CHECKSUMS";
+    std::ifstream before_in(list);
+    const std::string before((std::istreambuf_iterator<char>(before_in)), std::istreambuf_iterator<char>());
     size_t files = 0;
-    for (const auto& entry : fs::directory_iterator(part(id))) files += entry.is_regular_file();
+    for (const auto& entry : fs::directory_iterator(part(id))) {
+      const std::string name = entry.path().filename().string();
+      files += entry.is_regular_file() && name != "WARP-CHECKSUMS" && name != "LOCK" && name.rfind("LOG", 0) != 0;
+    }
     EXPECT_GT(files, 3u) << part(id);
-    EXPECT_EQ(sync_partition_files(part(id), 2), files) << part(id);
+    EXPECT_EQ(seal_partition(part(id), 2), files) << part(id);
+    std::ifstream after_in(list);
+    const std::string after((std::istreambuf_iterator<char>(after_in)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(after, before) << part(id);
+    EXPECT_NO_THROW(open_partition(part(id)));
   }
-  const fs::path missing = dir_ / "no-such-partition";
   try {
-    sync_partition_files(missing.string(), 1);
+    sync_directory((dir_ / "no-such-partition").string());
     ADD_FAILURE() << "no error for a missing directory";
-  } catch (const std::exception& e) {
+  } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("no-such-partition"), std::string::npos) << e.what();
   }
   try {
@@ -416,7 +425,7 @@ TEST(BuildFileSystem, SyncsAreDeferredButEveryByteIsWritten) {
   std::unique_ptr<rocksdb::FSDirectory> directory;
   ASSERT_TRUE(files->NewDirectory(dir.string(), rocksdb::IOOptions(), &directory, nullptr).ok());
   EXPECT_TRUE(directory->Fsync(rocksdb::IOOptions(), nullptr).ok());
-  EXPECT_EQ(sync_partition_files(dir.string(), 4), 2u);
+  EXPECT_NO_THROW(sync_directory(dir.string()));
   fs::remove_all(dir);
 }
 
