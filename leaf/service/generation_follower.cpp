@@ -51,13 +51,15 @@ void GenerationFollower::take(const std::string& dir, uint64_t generation) {
   }
   // The GPU holds the generation served (a GPU large enough for one generation's lists and
   // buffers, not two): the new one serves on the CPU while the old one's queries finish and free
-  // the GPU's memory, then it is loaded again, this time with the GPU.
+  // the GPU's memory, then the GPU's processors are made for it (with_gpu: its partitions and CPU
+  // processors kept, not opened again).
   std::fprintf(stderr, "warp-leaf: generation %llu on the CPU until generation %llu frees the GPU%s\n",
                static_cast<unsigned long long>(generation), static_cast<unsigned long long>(current->generation),
                beside ? (" (" + loaded->gpu_error + ")").c_str() : "");
   const std::weak_ptr<const LoadedIndex> old = current;
   const uint64_t old_generation = current->generation;
   current.reset();
+  const std::shared_ptr<const LoadedIndex> on_cpu = loaded;  // its partitions go on to the GPU's
   server_.swap_index(std::move(loaded), /*count_gpu_error=*/false);
   // Queries end at their deadlines: a few seconds at most, unless one is stuck on the GPU.
   for (int waited = 0; !old.expired() && waited < 300; ++waited) {
@@ -68,7 +70,8 @@ void GenerationFollower::take(const std::string& dir, uint64_t generation) {
     std::fprintf(stderr, "warp-leaf: generation %llu still holds the GPU after 30 s; generation %llu loads beside it\n",
                  static_cast<unsigned long long>(old_generation), static_cast<unsigned long long>(generation));
   }
-  server_.swap_index(load_index(dir, options_.partitions, options_.processor, options_.gpu));
+  // The same partitions and CPU processors, with the GPU's: not opened and checked a second time.
+  server_.swap_index(with_gpu(on_cpu, options_.gpu));
 }
 
 }  // namespace warp

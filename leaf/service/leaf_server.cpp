@@ -17,15 +17,34 @@
 
 namespace warp {
 
-std::shared_ptr<const LoadedIndex> load_index(const std::string& index_dir, const std::vector<uint32_t>& wanted,
-                                              const std::string& processor, const gpu::GpuSettings& gpu_settings) {
-  if (processor != "cpu" && processor != "gpu" && processor != "auto") throw Error("--processor must be cpu, gpu or auto");
-  const bool use_gpu = processor == "gpu" || (processor == "auto" && gpu::gpu_available());
+namespace {
+
+// GPU processors for every partition of `loaded`. Under auto, a GPU that cannot take the
+// generation (a partition too large for its memory, say) leaves it to the CPU rather than the
+// leaf refusing it; the processors already made free their memory here.
+void add_gpu_processors(LoadedIndex& loaded, const std::string& processor, const gpu::GpuSettings& gpu_settings) {
   gpu::GpuSettings settings = gpu_settings;
   if (processor == "auto") {  // the scheduler forms the GPU's batches
     settings.scheduled = true;
     settings.batch_threshold = 0;
   }
+  try {
+    for (const auto& partition : loaded.partitions) loaded.gpu.push_back(gpu::make_gpu_processor(partition->view(), settings));
+  } catch (const std::exception& e) {
+    if (loaded.gpu_only) throw;
+    loaded.gpu.clear();
+    loaded.gpu_error = e.what();
+    std::fprintf(stderr, "warp-leaf: generation %llu: the GPU cannot serve it (%s); every query of it on the CPU\n",
+                 static_cast<unsigned long long>(loaded.generation), e.what());
+  }
+}
+
+}  // namespace
+
+std::shared_ptr<const LoadedIndex> load_index(const std::string& index_dir, const std::vector<uint32_t>& wanted,
+                                              const std::string& processor, const gpu::GpuSettings& gpu_settings) {
+  if (processor != "cpu" && processor != "gpu" && processor != "auto") throw Error("--processor must be cpu, gpu or auto");
+  const bool use_gpu = processor == "gpu" || (processor == "auto" && gpu::gpu_available());
   auto loaded = std::make_shared<LoadedIndex>();
   loaded->gpu_only = processor == "gpu";
   OpenOptions open_options;
@@ -33,23 +52,26 @@ std::shared_ptr<const LoadedIndex> load_index(const std::string& index_dir, cons
   for (auto& partition : open_index(index_dir, open_options)) {
     loaded->generation = partition->view().meta.generation;
     loaded->analyzer = partition->view().meta.analyzer_version;
-    loaded->cpu.push_back(std::make_unique<CpuQueryProcessor>(partition->view()));
+    loaded->cpu.push_back(std::make_shared<CpuQueryProcessor>(partition->view()));
     loaded->partitions.push_back(std::move(partition));
   }
   if (loaded->partitions.empty()) throw Error("index " + index_dir + " holds none of the partitions this leaf should serve");
-  if (!use_gpu) return loaded;
-  try {
-    for (const auto& partition : loaded->partitions) loaded->gpu.push_back(gpu::make_gpu_processor(partition->view(), settings));
-  } catch (const std::exception& e) {
-    if (loaded->gpu_only) throw;
-    // auto: the CPU serves what the GPU cannot (a partition too large for its memory, say), rather
-    // than the leaf refusing the generation; the processors already made free their memory here.
-    loaded->gpu.clear();
-    loaded->gpu_error = e.what();
-    std::fprintf(stderr, "warp-leaf: generation %llu: the GPU cannot serve it (%s); every query of it on the CPU\n",
-                 static_cast<unsigned long long>(loaded->generation), e.what());
-  }
+  if (use_gpu) add_gpu_processors(*loaded, processor, gpu_settings);
   return loaded;
+}
+
+std::shared_ptr<const LoadedIndex> with_gpu(const std::shared_ptr<const LoadedIndex>& loaded, const gpu::GpuSettings& gpu_settings) {
+  auto again = std::make_shared<LoadedIndex>();
+  again->generation = loaded->generation;
+  again->analyzer = loaded->analyzer;
+  again->partitions = loaded->partitions;
+  again->cpu = loaded->cpu;
+  if (!gpu::gpu_available()) {
+    again->gpu_error = "no usable GPU";
+    return again;
+  }
+  add_gpu_processors(*again, "auto", gpu_settings);
+  return again;
 }
 
 struct LeafServer::Work {

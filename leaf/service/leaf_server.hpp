@@ -35,8 +35,9 @@ namespace warp {
 struct LoadedIndex {
   uint64_t generation = 0;
   std::string analyzer;
-  std::vector<std::unique_ptr<Partition>> partitions;
-  std::vector<std::unique_ptr<QueryProcessor>> cpu;  // same order as partitions
+  // Shared: the same generation with GPU processors made later (with_gpu) keeps these.
+  std::vector<std::shared_ptr<Partition>> partitions;
+  std::vector<std::shared_ptr<QueryProcessor>> cpu;  // same order as partitions
   std::vector<std::unique_ptr<QueryProcessor>> gpu;  // empty without a GPU processor
   bool gpu_only = false;                             // --processor gpu
   // --processor auto on a machine with a GPU that could not load this generation (out of memory, a
@@ -51,6 +52,12 @@ struct LoadedIndex {
 // take the generation leaves it to the CPU (gpu_error says why, in one log line too).
 std::shared_ptr<const LoadedIndex> load_index(const std::string& index_dir, const std::vector<uint32_t>& wanted,
                                               const std::string& processor, const gpu::GpuSettings& gpu_settings);
+
+// The generation of `loaded` (opened for the CPU alone) with GPU processors as --processor auto
+// makes them: its partitions and CPU processors shared, not opened again (a follower whose GPU
+// held the generation before it: the new one was served on the CPU until the GPU was freed).
+// A GPU that cannot take it, or none: gpu_error says why and the CPU goes on serving it.
+std::shared_ptr<const LoadedIndex> with_gpu(const std::shared_ptr<const LoadedIndex>& loaded, const gpu::GpuSettings& gpu_settings);
 
 struct LeafOptions {
   std::string listen = "tcp://127.0.0.1:5701";
