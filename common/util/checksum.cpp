@@ -98,7 +98,11 @@ WARP_CLMUL uint32_t crc32_folded(const unsigned char* p, size_t n, uint32_t stat
   return static_cast<uint32_t>(_mm_extract_epi32(_mm_xor_si128(x1, x2), 1));
 }
 #undef WARP_CLMUL
-const bool kHasClmul = __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1");
+// At static initialization, which may come before libgcc's own CPU probe: probe first.
+const bool kHasClmul = [] {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1");
+}();
 #endif
 
 }  // namespace
