@@ -16,10 +16,11 @@
 namespace warp {
 namespace {
 
-// The range postings SSTs (SstRows' "ingest-postings-NNNN.sst"): ingested, then compacted into
-// blob and SST files and deleted. Starting their writeback would write bytes nobody keeps.
+// The postings SSTs the builders write (a range's "ingest-postings-NNNN.sst", the in-memory
+// builder's "ingest-postings.sst"): ingested, then compacted into blob and SST files and deleted.
+// Starting their writeback would write bytes nobody keeps.
 bool consumed_by_compaction(const std::string& path) {
-  return std::filesystem::path(path).filename().string().rfind("ingest-postings-", 0) == 0;
+  return std::filesystem::path(path).filename().string().rfind("ingest-postings", 0) == 0;
 }
 
 // Starts writing a closed file's dirty pages to the disk and returns at once.
