@@ -11,7 +11,6 @@
 // partition (all but the range postings SSTs, which the compactions consume) has its writeback
 // started when it is closed (sync_file_range, no wait), so the seal's syncs find most of it written.
 #pragma once
-#include <cstdint>
 #include <string>
 
 namespace rocksdb {
