@@ -48,7 +48,30 @@ std::vector<DocId> SplitTaker::span_starts(const std::vector<DocId>& split_start
   return starts;
 }
 
-bool to_final_doc_order(std::vector<Posting>& list, std::vector<size_t>& segments, std::span<const DocId> final_of,
+FinalDocMap::FinalDocMap(std::span<const DocId> final_of) {
+  const size_t total = final_of.size();
+  for (size_t p = 0; p < total; ++p) {
+    const bool drop = final_of[p] == kEndDoc;
+    const bool continues = p > 0 && (drop ? dropped_.back() != 0 : dropped_.back() == 0 && final_of[p] == final_of[p - 1] + 1);
+    if (continues) continue;
+    first_.push_back(static_cast<DocId>(p));
+    delta_.push_back(drop ? 0 : final_of[p] - static_cast<DocId>(p));
+    dropped_.push_back(drop ? 1 : 0);
+  }
+  first_.push_back(static_cast<DocId>(total));
+  // About two coarse windows a block: block_of then steps past one block or two on average.
+  const size_t windows_wanted = 2 * blocks() + 1;
+  while ((total >> shift_) > windows_wanted) ++shift_;
+  coarse_.assign(total == 0 ? 1 : ((total - 1) >> shift_) + 1, 0);
+  size_t b = 0;
+  for (size_t k = 0; k < coarse_.size() && total > 0; ++k) {
+    const size_t p = k << shift_;
+    while (first_[b + 1] <= p) ++b;
+    coarse_[k] = static_cast<uint32_t>(b);
+  }
+}
+
+bool to_final_doc_order(std::vector<Posting>& list, std::vector<size_t>& segments, const FinalDocMap& final_of,
                         const std::vector<DocId>& span_starts, std::vector<Posting>& scratch, std::vector<ListPiece>& pieces) {
   segments.push_back(list.size());
   pieces.clear();
@@ -60,12 +83,23 @@ bool to_final_doc_order(std::vector<Posting>& list, std::vector<size_t>& segment
   DocId first = 0, last = 0;
   size_t begin = 0;
   bool open = false;
+  Posting* const at = list.data();
   for (size_t s = 0; s + 1 < segments.size(); ++s) {
     DocId limit = 0;  // where the current piece's span ends; 0: the part's first posting starts a piece
     const size_t part_end = segments[s + 1];
-    for (size_t i = segments[s]; i < part_end; ++i) {
-      const DocId doc = final_of[list[i].doc];
-      if (doc == kEndDoc) continue;
+    size_t i = segments[s];
+    while (i < part_end) {
+      // The posting's block: the part's postings after it that rise within the block (and the
+      // current span) map by the same delta, with no lookup.
+      const DocId p = at[i].doc;
+      const size_t b = final_of.block_of(p);
+      const DocId block_end = final_of.end(b);
+      if (final_of.dropped(b)) {
+        for (DocId prev = p; ++i < part_end && at[i].doc < block_end && at[i].doc > prev;) prev = at[i].doc;
+        continue;
+      }
+      const DocId delta = final_of.delta(b);
+      const DocId doc = p + delta;
       if (doc >= limit || doc <= last) {
         if (open) {
           in_order = in_order && doc > last;
@@ -77,9 +111,15 @@ bool to_final_doc_order(std::vector<Posting>& list, std::vector<size_t>& segment
         limit = next_span == span_starts.end() ? kEndDoc : *next_span;
         first = doc, begin = kept, open = true;
       }
-      list[kept] = {doc, list[i].freq};
-      ++kept;
-      last = doc;
+      // Provisional ids below `stop` are in the block and map below the span's end.
+      const uint64_t stop = std::min<uint64_t>(block_end, uint64_t{p} + (limit - doc));
+      at[kept++] = {doc, at[i].freq};
+      DocId prev = p;
+      for (++i; i < part_end && at[i].doc < stop && at[i].doc > prev; ++i) {
+        prev = at[i].doc;
+        at[kept++] = {prev + delta, at[i].freq};
+      }
+      last = prev + delta;
     }
   }
   if (open) pieces.push_back({first, last, begin, kept});

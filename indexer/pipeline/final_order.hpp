@@ -49,14 +49,48 @@ struct ListPiece {
   size_t begin, end;
 };
 
+// Provisional → final docIDs as blocks: a block is a stretch of provisional ids whose final ids
+// are consecutive (a chunk, or the part of one between dropped documents), or a stretch of dropped
+// ids. A build has about one block per chunk, a few hundred, so the map stays in the L1 cache
+// where the final id of each posting, looked up by provisional id in the DocTable's array (2 MiB at
+// 525,000 documents), had been a cache miss a posting: 41% of to_final_doc_order's samples on one
+// load, 12% of the back end's at 16 threads on the H100 host.
+class FinalDocMap {
+ public:
+  // `final_of`: by provisional id, the final docID or kEndDoc (dropped).
+  explicit FinalDocMap(std::span<const DocId> final_of);
+  size_t blocks() const { return first_.size() - 1; }
+  // The block holding provisional id `p` (< the ids mapped).
+  size_t block_of(DocId p) const {
+    size_t b = coarse_[p >> shift_];
+    while (first_[b + 1] <= p) ++b;
+    return b;
+  }
+  DocId end(size_t b) const { return first_[b + 1]; }  // the first provisional id after block b
+  bool dropped(size_t b) const { return dropped_[b] != 0; }
+  // final = provisional + delta (modulo 2^32) within a kept block b.
+  DocId delta(size_t b) const { return delta_[b]; }
+  DocId final_of(DocId p) const {
+    const size_t b = block_of(p);
+    return dropped(b) ? kEndDoc : p + delta_[b];
+  }
+
+ private:
+  std::vector<DocId> first_;  // by block, its first provisional id; one more: the end
+  std::vector<DocId> delta_;  // by block
+  std::vector<uint8_t> dropped_;  // by block
+  std::vector<uint32_t> coarse_;  // by p >> shift_: the block holding that provisional id
+  unsigned shift_ = 0;
+};
+
 // A term's postings from several runs, `segments` giving where each run's part starts (changed),
-// to final docIDs (`final_of`: by provisional id, kEndDoc for a dropped document) in docID order,
+// to final docIDs (`final_of`: FinalDocMap of the provisional ids) in docID order,
 // dropped documents left out. `span_starts` as SplitTaker gives them. Each part is cut where it
 // enters another span or goes back in docID order; the pieces have disjoint docID ranges when a
 // span's documents were read by one thread in order, and are then ordered by their first docID
 // and copied. Pieces that overlap (no build makes them) are sorted as a whole instead: returns
 // false then.
-bool to_final_doc_order(std::vector<Posting>& list, std::vector<size_t>& segments, std::span<const DocId> final_of,
+bool to_final_doc_order(std::vector<Posting>& list, std::vector<size_t>& segments, const FinalDocMap& final_of,
                         const std::vector<DocId>& span_starts, std::vector<Posting>& scratch, std::vector<ListPiece>& pieces);
 
 }  // namespace warp::pipeline
