@@ -49,6 +49,9 @@ std::shared_ptr<rocksdb::TableFactory> table_factory_with_cache() {
 rocksdb::ColumnFamilyOptions family_options(int family, const std::shared_ptr<rocksdb::TableFactory>& tables = nullptr) {
   rocksdb::ColumnFamilyOptions options;
   if (tables) options.table_factory = tables;
+  // LZ4 for the other families' rows (terms and their statistics, document records): RocksDB's
+  // default, Snappy, was 4% of a 16-thread build's back end and 13% of its document phase.
+  options.compression = rocksdb::kLZ4Compression;
   if (family == kPostings) {
     options.enable_blob_files = true;  // long lists live in blob files, out of the LSM tree
     options.min_blob_size = 4096;

@@ -59,15 +59,16 @@ FinalDocMap::FinalDocMap(std::span<const DocId> final_of) {
     dropped_.push_back(drop ? 1 : 0);
   }
   first_.push_back(static_cast<DocId>(total));
-  // About two coarse windows a block: block_of then steps past one block or two on average.
-  const size_t windows_wanted = 2 * blocks() + 1;
+  const size_t windows_wanted = 8 * blocks() + 1;
   while ((total >> shift_) > windows_wanted) ++shift_;
-  coarse_.assign(total == 0 ? 1 : ((total - 1) >> shift_) + 1, 0);
+  windows_.assign(total == 0 ? 1 : ((total - 1) >> shift_) + 1, 0);
+  window_block_.assign(windows_.size(), 0);
   size_t b = 0;
-  for (size_t k = 0; k < coarse_.size() && total > 0; ++k) {
-    const size_t p = k << shift_;
+  for (size_t w = 0; w < windows_.size() && total > 0; ++w) {
+    const size_t p = w << shift_;
     while (first_[b + 1] <= p) ++b;
-    coarse_[k] = static_cast<uint32_t>(b);
+    windows_[w] = dropped_[b] ? p : uint64_t{delta_[b]} << 32 | first_[b + 1];
+    window_block_[w] = static_cast<uint32_t>(b);
   }
 }
 
@@ -83,23 +84,12 @@ bool to_final_doc_order(std::vector<Posting>& list, std::vector<size_t>& segment
   DocId first = 0, last = 0;
   size_t begin = 0;
   bool open = false;
-  Posting* const at = list.data();
   for (size_t s = 0; s + 1 < segments.size(); ++s) {
     DocId limit = 0;  // where the current piece's span ends; 0: the part's first posting starts a piece
     const size_t part_end = segments[s + 1];
-    size_t i = segments[s];
-    while (i < part_end) {
-      // The posting's block: the part's postings after it that rise within the block (and the
-      // current span) map by the same delta, with no lookup.
-      const DocId p = at[i].doc;
-      const size_t b = final_of.block_of(p);
-      const DocId block_end = final_of.end(b);
-      if (final_of.dropped(b)) {
-        for (DocId prev = p; ++i < part_end && at[i].doc < block_end && at[i].doc > prev;) prev = at[i].doc;
-        continue;
-      }
-      const DocId delta = final_of.delta(b);
-      const DocId doc = p + delta;
+    for (size_t i = segments[s]; i < part_end; ++i) {
+      const DocId doc = final_of.final_of(list[i].doc);
+      if (doc == kEndDoc) continue;
       if (doc >= limit || doc <= last) {
         if (open) {
           in_order = in_order && doc > last;
@@ -111,15 +101,9 @@ bool to_final_doc_order(std::vector<Posting>& list, std::vector<size_t>& segment
         limit = next_span == span_starts.end() ? kEndDoc : *next_span;
         first = doc, begin = kept, open = true;
       }
-      // Provisional ids below `stop` are in the block and map below the span's end.
-      const uint64_t stop = std::min<uint64_t>(block_end, uint64_t{p} + (limit - doc));
-      at[kept++] = {doc, at[i].freq};
-      DocId prev = p;
-      for (++i; i < part_end && at[i].doc < stop && at[i].doc > prev; ++i) {
-        prev = at[i].doc;
-        at[kept++] = {prev + delta, at[i].freq};
-      }
-      last = prev + delta;
+      list[kept] = {doc, list[i].freq};
+      ++kept;
+      last = doc;
     }
   }
   if (open) pieces.push_back({first, last, begin, kept});
