@@ -140,7 +140,7 @@ int run_serve_command(const ServeOptions& options) {
         metrics.generation.Set(static_cast<double>(generation));
         metrics.build_seconds.Set(seconds);
         char line[256];
-        std::snprintf(line, sizeof line, "published generation %llu: %llu documents, %zu partitions, %.1f s",
+        std::snprintf(line, sizeof line, "published generation %llu: %llu documents, %zu partitions, %.2f s",
                       static_cast<unsigned long long>(generation), static_cast<unsigned long long>(read.documents),
                       report.partitions.size(), seconds);
         log_line(line);
