@@ -48,31 +48,7 @@ std::vector<DocId> SplitTaker::span_starts(const std::vector<DocId>& split_start
   return starts;
 }
 
-FinalDocMap::FinalDocMap(std::span<const DocId> final_of) {
-  const size_t total = final_of.size();
-  for (size_t p = 0; p < total; ++p) {
-    const bool drop = final_of[p] == kEndDoc;
-    const bool continues = p > 0 && (drop ? dropped_.back() != 0 : dropped_.back() == 0 && final_of[p] == final_of[p - 1] + 1);
-    if (continues) continue;
-    first_.push_back(static_cast<DocId>(p));
-    delta_.push_back(drop ? 0 : final_of[p] - static_cast<DocId>(p));
-    dropped_.push_back(drop ? 1 : 0);
-  }
-  first_.push_back(static_cast<DocId>(total));
-  const size_t windows_wanted = 8 * blocks() + 1;
-  while ((total >> shift_) > windows_wanted) ++shift_;
-  windows_.assign(total == 0 ? 1 : ((total - 1) >> shift_) + 1, 0);
-  window_block_.assign(windows_.size(), 0);
-  size_t b = 0;
-  for (size_t w = 0; w < windows_.size() && total > 0; ++w) {
-    const size_t p = w << shift_;
-    while (first_[b + 1] <= p) ++b;
-    windows_[w] = dropped_[b] ? p : uint64_t{delta_[b]} << 32 | first_[b + 1];
-    window_block_[w] = static_cast<uint32_t>(b);
-  }
-}
-
-bool to_final_doc_order(std::vector<Posting>& list, std::vector<size_t>& segments, const FinalDocMap& final_of,
+bool to_final_doc_order(std::vector<Posting>& list, std::vector<size_t>& segments, std::span<const DocId> final_of,
                         const std::vector<DocId>& span_starts, std::vector<Posting>& scratch, std::vector<ListPiece>& pieces) {
   segments.push_back(list.size());
   pieces.clear();
@@ -88,7 +64,7 @@ bool to_final_doc_order(std::vector<Posting>& list, std::vector<size_t>& segment
     DocId limit = 0;  // where the current piece's span ends; 0: the part's first posting starts a piece
     const size_t part_end = segments[s + 1];
     for (size_t i = segments[s]; i < part_end; ++i) {
-      const DocId doc = final_of.final_of(list[i].doc);
+      const DocId doc = final_of[list[i].doc];
       if (doc == kEndDoc) continue;
       if (doc >= limit || doc <= last) {
         if (open) {

@@ -49,48 +49,14 @@ struct ListPiece {
   size_t begin, end;
 };
 
-// Provisional → final docIDs as blocks: a block is a stretch of provisional ids whose final ids
-// are consecutive (a chunk, or the part of one between dropped documents), or a stretch of dropped
-// ids. The ids are looked up in windows of 2^shift ids, about eight a block: a window's entry gives
-// the delta (final − provisional) of the block it starts in and where that block ends, so an id
-// maps with one load from a table of a few kilobytes and an add; ids past their window's first
-// block (in about one window in eight) step through the blocks after it. Looked up by provisional id in the
-// DocTable's array (2 MiB at 525,000 documents), the final id of a posting had been a cache miss:
-// 41% of to_final_doc_order's samples on one load, 12% of the back end's at 16 threads on the H100
-// host.
-class FinalDocMap {
- public:
-  // `final_of`: by provisional id, the final docID or kEndDoc (dropped).
-  explicit FinalDocMap(std::span<const DocId> final_of);
-  size_t blocks() const { return first_.size() - 1; }
-  // `p` below the ids mapped: its final docID, or kEndDoc.
-  DocId final_of(DocId p) const {
-    const uint64_t entry = windows_[p >> shift_];
-    if (p < static_cast<uint32_t>(entry)) [[likely]] return p + static_cast<DocId>(entry >> 32);
-    size_t b = window_block_[p >> shift_];  // past the window's first block: the next ones
-    while (first_[b + 1] <= p) ++b;
-    return dropped_[b] ? kEndDoc : p + delta_[b];
-  }
-
- private:
-  std::vector<DocId> first_;  // by block, its first provisional id; one more: the end
-  std::vector<DocId> delta_;  // by block; kEndDoc is a valid delta (p maps to p − 1)
-  std::vector<uint8_t> dropped_;  // by block
-  // By window: the delta of the block its first id is in << 32 | that block's end (the window's
-  // first id where that block is dropped).
-  std::vector<uint64_t> windows_;
-  std::vector<uint32_t> window_block_;  // by window: the block its first id is in
-  unsigned shift_ = 0;
-};
-
 // A term's postings from several runs, `segments` giving where each run's part starts (changed),
-// to final docIDs (`final_of`: FinalDocMap of the provisional ids) in docID order,
+// to final docIDs (`final_of`: by provisional id, kEndDoc for a dropped document) in docID order,
 // dropped documents left out. `span_starts` as SplitTaker gives them. Each part is cut where it
 // enters another span or goes back in docID order; the pieces have disjoint docID ranges when a
 // span's documents were read by one thread in order, and are then ordered by their first docID
 // and copied. Pieces that overlap (no build makes them) are sorted as a whole instead: returns
 // false then.
-bool to_final_doc_order(std::vector<Posting>& list, std::vector<size_t>& segments, const FinalDocMap& final_of,
+bool to_final_doc_order(std::vector<Posting>& list, std::vector<size_t>& segments, std::span<const DocId> final_of,
                         const std::vector<DocId>& span_starts, std::vector<Posting>& scratch, std::vector<ListPiece>& pieces);
 
 }  // namespace warp::pipeline

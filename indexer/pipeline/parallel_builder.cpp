@@ -196,7 +196,7 @@ struct RangeOutput {
 };
 
 RangeOutput merge_range(const std::vector<RunInfo>& runs, const std::string& lo, const std::string* hi, size_t buffer_bytes,
-                        const FinalDocMap& final_of, const std::vector<DocId>& span_starts, const std::vector<PartitionEncoder>& encoders,
+                        const DocTable& docs, const std::vector<DocId>& span_starts, const std::vector<PartitionEncoder>& encoders,
                         const std::vector<std::string>& partition_dirs, size_t range) {
   const size_t parts = encoders.size();
   RangeOutput out;
@@ -248,7 +248,7 @@ RangeOutput merge_range(const std::vector<RunInfo>& runs, const std::string& lo,
       cursors[c]->take(list);
       if (cursors[c]->valid()) keys[c] = term_prefix(cursors[c]->term()), heap.push(c);
     }
-    to_final_doc_order(list, segments, final_of, span_starts, scratch, pieces);
+    to_final_doc_order(list, segments, docs.final_ids(), span_starts, scratch, pieces);
     if (list.empty()) continue;
     const uint64_t cf = PartitionEncoder::collection_frequency(list);
     for (size_t p = 0; p < parts; ++p) {
@@ -898,7 +898,6 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
     finishing.get();  // rethrows what finish() threw
     report.documents = docs.kept();
     const std::vector<DocId> span_starts = split_taker.span_starts(docs.split_starts());
-    const FinalDocMap final_of(docs.final_ids());
     report.merge_seconds = seconds_since(parsed);
     if (docs.kept() == 0) {
       assemblies.clear();  // closed before their directories go
@@ -924,7 +923,7 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
         task -= parts;
         const std::string lo = task == 0 ? std::string() : range_bounds[task - 1];
         const std::string* hi = task + 1 < ranges ? &range_bounds[task] : nullptr;
-        range_outputs[task] = merge_range(runs, lo, hi, buffer_bytes, final_of, span_starts, encoders, partition_dirs, task);
+        range_outputs[task] = merge_range(runs, lo, hi, buffer_bytes, docs, span_starts, encoders, partition_dirs, task);
         // To the partitions' movers (long lists to blob files) while this thread encodes the next range.
         for (uint32_t p = 0; p < parts; ++p) assemblies[p]->add_terms(range_outputs[task].lexicon[p], range_outputs[task].postings[p]);
         return;

@@ -9,7 +9,6 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <numeric>
 #include <random>
 #include <thread>
 
@@ -323,42 +322,6 @@ TEST(SplitTaker, SpansBreakWhereTheReaderOrItsOrderChanges) {
 // as read, runs spilled at random points, documents dropped) come out as the reference: the
 // postings of the term's kept documents by final docID, from pieces that never overlap. Parts that overlap in docID order within
 // one span (no build makes them) are sorted instead.
-// The block map gives every provisional id's final docID: blocks of consecutive final ids (a
-// dropped document ends one), dropped stretches, ids mapping below themselves (delta 2^32 - 1).
-TEST(FinalDocOrder, TheBlockMapGivesEveryProvisionalIdsFinalId) {
-  std::mt19937_64 rng(testing::test_seed());
-  for (int round = 0; round < 300; ++round) {
-    const size_t documents = rng() % 5000;
-    // Chunks of provisional ids handed to random places of the input, some documents dropped.
-    std::vector<std::pair<DocId, DocId>> chunks;  // provisional first, count
-    for (DocId p = 0; p < documents;) {
-      const DocId count = std::min<DocId>(static_cast<DocId>(documents) - p, 1 + rng() % (round % 3 == 0 ? 4 : 300));
-      chunks.push_back({p, count});
-      p += count;
-    }
-    std::vector<size_t> input_order(chunks.size());
-    std::iota(input_order.begin(), input_order.end(), 0);
-    if (round % 4 != 0) std::shuffle(input_order.begin(), input_order.end(), rng);
-    std::vector<DocId> final_of(documents, kEndDoc);
-    DocId next = 0;
-    size_t runs_of_consecutive = 0;
-    for (size_t c : input_order) {
-      for (DocId i = 0; i < chunks[c].second; ++i) {
-        if (round % 5 == 0 || rng() % 13 != 0) final_of[chunks[c].first + i] = next++;
-      }
-    }
-    for (size_t p = 0; p < documents; ++p) {
-      const bool drop = final_of[p] == kEndDoc;
-      if (p == 0 || drop != (final_of[p - 1] == kEndDoc) || (!drop && final_of[p] != final_of[p - 1] + 1)) ++runs_of_consecutive;
-    }
-    const pipeline::FinalDocMap map(final_of);
-    EXPECT_EQ(map.blocks(), runs_of_consecutive) << "round " << round;
-    for (DocId p = 0; p < documents; ++p) {
-      ASSERT_EQ(map.final_of(p), final_of[p]) << "round " << round << " provisional " << p;
-    }
-  }
-}
-
 TEST(FinalDocOrder, PiecesOfEveryRunGiveTheListInDocIdOrder) {
   std::mt19937_64 rng(testing::test_seed());
   std::vector<Posting> list, scratch;
@@ -419,21 +382,18 @@ TEST(FinalDocOrder, PiecesOfEveryRunGiveTheListInDocIdOrder) {
       }
     }
     std::sort(expected.begin(), expected.end());
-    const pipeline::FinalDocMap map(final_of);
-    for (DocId p = 0; p < documents; ++p) ASSERT_EQ(map.final_of(p), final_of[p]) << "round " << round << " provisional " << p;
-    EXPECT_TRUE(pipeline::to_final_doc_order(list, segments, map, spans, scratch, pieces)) << "round " << round << ": pieces overlapped";
+    EXPECT_TRUE(pipeline::to_final_doc_order(list, segments, final_of, spans, scratch, pieces)) << "round " << round << ": pieces overlapped";
     ASSERT_EQ(list.size(), expected.size()) << "round " << round;
     for (size_t i = 0; i < list.size(); ++i) {
       ASSERT_EQ(list[i].doc, expected[i]) << "round " << round << " at " << i;
     }
   }
-  // One block of provisional ids (identity) across three spans: each part is still cut at the
-  // spans, so the pieces stay disjoint and are ordered without a sort.
-  const pipeline::FinalDocMap one_block(std::vector<DocId>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
-  EXPECT_EQ(one_block.blocks(), 1u);
+  // One part across three spans: it is cut where it enters each span, so the pieces stay disjoint
+  // from the other part's and are ordered without a sort.
+  const std::vector<DocId> ten{0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
   list = {{0, 1}, {1, 1}, {7, 1}, {8, 1}, {3, 2}, {4, 2}, {5, 2}};
   segments = {0, 4};
-  EXPECT_TRUE(pipeline::to_final_doc_order(list, segments, one_block, {0, 3, 6}, scratch, pieces));
+  EXPECT_TRUE(pipeline::to_final_doc_order(list, segments, ten, {0, 3, 6}, scratch, pieces));
   ASSERT_EQ(list.size(), 7u);
   const std::vector<DocId> in_order{0, 1, 3, 4, 5, 7, 8};
   for (size_t i = 0; i < list.size(); ++i) EXPECT_EQ(list[i].doc, in_order[i]);
@@ -442,7 +402,7 @@ TEST(FinalDocOrder, PiecesOfEveryRunGiveTheListInDocIdOrder) {
   const std::vector<DocId> identity{0, 1, 2, 3, 4, 5};
   list = {{0, 1}, {2, 1}, {4, 1}, {1, 2}, {3, 2}, {5, 2}};
   segments = {0, 3};
-  EXPECT_FALSE(pipeline::to_final_doc_order(list, segments, pipeline::FinalDocMap(identity), {0}, scratch, pieces));
+  EXPECT_FALSE(pipeline::to_final_doc_order(list, segments, identity, {0}, scratch, pieces));
   ASSERT_EQ(list.size(), 6u);
   for (size_t i = 0; i < 6; ++i) EXPECT_EQ(list[i].doc, i);
   EXPECT_EQ(list[1].freq, 2u);
