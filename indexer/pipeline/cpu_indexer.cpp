@@ -25,8 +25,8 @@ namespace {
 // its entry instead (head: the docID, tail: the frequency): on a long-tailed vocabulary most of a
 // parser's lists hold one or two postings, and a first slice of three slots for one posting had
 // made the arena 1.5-1.9 times its postings' bytes at 16 threads, so parsers spilled sooner than
-// one thread does. A spill empties the arena but keeps the blocks its share still allows, so the
-// next run reuses the same memory: no heap fragmentation from millions of small vectors, and the
+// one thread does. A spill empties the arena but keeps the blocks its share still allows (none
+// where a device holds the parser's postings), so the next run reuses the same memory: no heap fragmentation from millions of small vectors, and the
 // memory held (whole blocks) is counted exactly.
 class PostingArena {
  public:
@@ -355,7 +355,12 @@ class CpuIndexer final : public ParserIndexer {
       term_of_own_.clear();
       dictionary = dictionary_bytes();
     }
-    arena_.clear(share > dictionary ? share - dictionary : 0);
+    // A parser whose postings go to a device keeps none of the arena's blocks: after its first run
+    // (the documents it analyzed before its device was ready) its lists take only the words the
+    // device missed. Blocks kept up to its share were counted as held, so it spilled again each
+    // time its device run reached a few hundred thousand stems: 4 GiB of text at 16 threads made 45
+    // spills instead of 6-7 and 61 runs instead of 22 (RESULTS.md, thirty-seventh session).
+    arena_.clear(device_ != nullptr ? 0 : share > dictionary ? share - dictionary : 0);
   }
 
  private:

@@ -627,6 +627,69 @@ TEST(ParserIndexer, RunsOfPostingsHeldOnADeviceAreTheHostListsRuns) {
   fs::remove_all(dir);
 }
 
+// A parser whose postings go to a device spills once for the documents it analyzed itself before
+// the device was ready, and then not again until the device's distinct stems fill its share: the
+// arena's blocks are not kept past that spill, where, counted as held, they had made it spill
+// every few chunks.
+TEST(ParserIndexer, ADeviceRunAfterTheHostsFirstRunSpillsOnlyWhenItsStemsFillTheShare) {
+  const uint64_t seed = testing::test_seed();
+  std::mt19937_64 rng(seed);
+  const fs::path dir = fs::temp_directory_path() / ("warp-devicespill-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  SharedStemCache shared(1u << 16);
+  Analyzer analyzer;
+  analyzer.share_stem_cache(&shared);
+  std::string text;
+  for (int w = 0; w < 20000; ++w) {
+    std::string word = "w";
+    for (int v = w; v > 0; v /= 26) word += static_cast<char>('a' + v % 26);
+    text += word + "x ";
+  }
+  std::vector<uint32_t> stems;
+  analyzer.analyze_stems(text, stems);
+  std::sort(stems.begin(), stems.end());
+  stems.erase(std::unique(stems.begin(), stems.end()), stems.end());
+  ASSERT_GT(stems.size(), 19000u);
+  constexpr uint64_t kShare = uint64_t{2} << 20;
+  const pipeline::IndexerContext context{0, dir.string(), [] { return kShare; }, nullptr};
+  const auto indexer = pipeline::make_parser_indexer(context);
+  HostRun run;
+  indexer->set_run_on_device(&run);
+  // Before the device: 3,000 documents of 100 stems on the CPU (2.4 MB of postings, past the share).
+  DocId doc = 0;
+  for (int d = 0; d < 3000; ++d, ++doc) {
+    std::vector<uint32_t> ids(100), freqs(100, 1);
+    for (uint32_t& id : ids) id = stems[rng() % stems.size()];
+    std::sort(ids.begin(), ids.end());
+    ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+    freqs.resize(ids.size());
+    indexer->add_document(analyzer, doc, ids, freqs);
+    if (d % 100 == 99) indexer->end_chunk();
+  }
+  const size_t host_runs = indexer->runs().size();
+  ASSERT_GE(host_runs, 1u) << "the CPU's documents past the share should have been spilled";
+  // Then twelve chunks on the device, 2,000 distinct stems each: 12,000 stems at most at 36 bytes,
+  // well within the share.
+  for (int c = 0; c < 12; ++c) {
+    const DocId base = doc;
+    std::vector<uint64_t> keys;
+    std::vector<uint32_t> freqs;
+    for (int i = 0; i < 2000; ++i) keys.push_back(uint64_t{stems[(c * 1000 + i) % stems.size()]} << 32 | static_cast<uint32_t>(i % 50));
+    std::sort(keys.begin(), keys.end());
+    keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+    freqs.assign(keys.size(), 2);
+    for (size_t i = 0; i < keys.size(); ++i) run.postings.push_back({keys[i] + base, freqs[i]});
+    indexer->add_device_postings(analyzer, base, keys.data(), freqs.data(), keys.size());
+    indexer->end_chunk();
+    doc += 50;
+  }
+  EXPECT_EQ(indexer->runs().size(), host_runs) << "seed " << seed << ": the device's chunks should not have spilled";
+  indexer->spill();
+  EXPECT_EQ(indexer->runs().size(), host_runs + 1);
+  EXPECT_EQ(indexer->device_failure(), "");
+  fs::remove_all(dir);
+}
+
 // A run that cannot be written (a full disk: /dev/full answers every write with ENOSPC) is an
 // error naming the file, whether the writer's buffer fills while records are added or only at
 // the end.
