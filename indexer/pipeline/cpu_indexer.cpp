@@ -358,8 +358,8 @@ class CpuIndexer final : public ParserIndexer {
     // A parser whose postings go to a device keeps none of the arena's blocks: after its first run
     // (the documents it analyzed before its device was ready) its lists take only the words the
     // device missed. Blocks kept up to its share were counted as held, so it spilled again each
-    // time its device run reached a few hundred thousand stems: 4 GiB of text at 16 threads made 45
-    // spills instead of 6-7 and 61 runs instead of 22 (RESULTS.md, thirty-seventh session).
+    // time its device run reached a few hundred thousand stems (4 GiB of text at 16 threads: 17-33
+    // spills and 33-49 runs before, 2-17 and 18-33 after; RESULTS.md, thirty-seventh session).
     arena_.clear(device_ != nullptr ? 0 : share > dictionary ? share - dictionary : 0);
   }
 
