@@ -26,8 +26,9 @@ namespace {
 // parser's lists hold one or two postings, and a first slice of three slots for one posting had
 // made the arena 1.5-1.9 times its postings' bytes at 16 threads, so parsers spilled sooner than
 // one thread does. A spill empties the arena but keeps the blocks its share still allows (none
-// where a device holds the parser's postings), so the next run reuses the same memory: no heap fragmentation from millions of small vectors, and the
-// memory held (whole blocks) is counted exactly.
+// where a device holds the parser's postings), so the next run reuses the same memory: no heap
+// fragmentation from millions of small vectors, and the memory held (whole blocks) is counted
+// exactly.
 class PostingArena {
  public:
   explicit PostingArena(uint64_t share_bytes)
