@@ -7,11 +7,9 @@
 
 #include <filesystem>
 
-#include "common/index/index_files.hpp"
-#include "indexer/document_reader.hpp"
 #include "leaf/gpu/gpu_runtime.hpp"
 #include "leaf/service/leaf_server.hpp"
-#include "tests/support/shared_data.hpp"
+#include "tests/support/cranfield_index.hpp"
 
 namespace warp {
 namespace {
@@ -32,13 +30,7 @@ std::vector<std::vector<std::pair<DocId, Score>>> answers(const LoadedIndex& ind
 TEST(LeafIndex, TheGpusGenerationSharesTheCpuOnesPartitionsAndProcessors) {
   const fs::path dir = fs::temp_directory_path() / ("warp-leaf-index-" + std::to_string(::getpid()));
   fs::remove_all(dir);
-  ReadReport report;
-  BuildOptions options;
-  options.partitions = 3;
-  options.generation = 4;
-  IndexBuilder builder(options);
-  for (const auto& doc : read_documents({testing::shared_data_dir() + "/cranfield/docs.jsonl"}, report)) builder.add_document(doc);
-  write_index(builder.build(), dir.string());
+  testing::write_cranfield_index(dir.string(), /*partitions=*/3, /*generation=*/4);
 
   const std::vector<Query> queries = {{{"boundari", "layer"}, QueryMode::kOr, 10},
                                       {{"flow", "wing", "pressur"}, QueryMode::kAnd, 5},

@@ -12,7 +12,7 @@
 #include "indexer/document_reader.hpp"
 #include "indexer/publisher.hpp"
 #include "leaf/query/index_searcher.hpp"
-#include "tests/support/shared_data.hpp"
+#include "tests/support/cranfield_index.hpp"
 
 namespace warp {
 namespace {
@@ -24,14 +24,8 @@ class TransferTest : public ::testing::Test {
     dir_ = fs::temp_directory_path() / ("warp-transfer-" + std::to_string(::getpid()) + "-" +
                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
-    ReadReport report;
-    BuildOptions options;
-    options.partitions = 2;
-    options.generation = 1;
-    IndexBuilder builder(options);
-    for (const auto& doc : read_documents({testing::shared_data_dir() + "/cranfield/docs.jsonl"}, report)) builder.add_document(doc);
     fs::create_directories(dir_ / "published");
-    write_index(builder.build(), (dir_ / "published" / "gen-000001.tmp").string());
+    testing::write_cranfield_index((dir_ / "published" / "gen-000001.tmp").string(), /*partitions=*/2, /*generation=*/1);
     fs::rename(dir_ / "published" / "gen-000001.tmp", dir_ / "published" / "gen-000001");
   }
   void TearDown() override { fs::remove_all(dir_); }
