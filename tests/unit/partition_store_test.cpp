@@ -349,13 +349,10 @@ TEST_F(PartitionStoreTest, RefusesMissingPiecesAndForeignDirectories) {
   EXPECT_THROW(write_index(built_, dir_.string()), Error);  // never overwrites
 }
 
-// A range whose file cannot be moved in fails the assembly with the partition's name, whether the
-// move runs on the caller (no movers) or on the assembly's movers (reported by a later add_terms or
-// by finish), and the ranges queued after it neither hang nor hide the error.
-// A partition sealed again (as the builders seal theirs): every file the list names synced before
-// it, the files listed being all of the partition's but RocksDB's lock and info logs, and the
-// list unchanged; a file or directory that cannot be synced is an error naming it.
-TEST_F(PartitionStoreTest, TheSealListsAndSyncsEveryFileOfThePartition) {
+// A partition sealed again (as the builders seal theirs) lists all of its files but RocksDB's lock
+// and info logs, the list unchanged, its syncs passing (that they reach the disk is not observable
+// here); a file or directory that cannot be synced is an error naming it.
+TEST_F(PartitionStoreTest, TheSealListsEveryFileOfThePartitionAndItsSyncsPass) {
   for (int id = 0; id < 3; ++id) {
     const fs::path list = fs::path(part(id)) / "WARP-CHECKSUMS";
     std::ifstream before_in(list);
@@ -429,6 +426,9 @@ TEST(BuildFileSystem, SyncsAreDeferredButEveryByteIsWritten) {
   fs::remove_all(dir);
 }
 
+// A range whose file cannot be moved in fails the assembly with the partition's name, whether the
+// move runs on the caller (no movers) or on the assembly's movers (reported by a later add_terms or
+// by finish), and the ranges queued after it neither hang nor hide the error.
 TEST(PartitionAssembly, AFailedMoveIsReportedWithThePartition) {
   for (size_t movers : {0, 1, 3}) {
     const fs::path dir = fs::temp_directory_path() / ("warp-assembly-" + std::to_string(::getpid()) + "-" + std::to_string(movers));
