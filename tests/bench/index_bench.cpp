@@ -2,9 +2,11 @@
 // `warp-indexer build --threads N` for each N of --threads, side by side with Xapian indexing the
 // same documents (TermGenerator, English stemming: parse + stem + index, like ours; single-threaded,
 // on the corpora no larger than --xapian-max-mb), each run in its own process so its peak RSS is its
-// own. --csv writes the rows for tests/bench/plot_index_scaling.py.
+// own: the command line's whole run, the CUDA context's creation included where the GPU is used.
+// --csv writes the rows for tests/bench/plot_index_scaling.py.
 // usage: index_bench --indexer build/indexer/warp-indexer --corpus FILE.jsonl [--corpus ...]
-//                    [--threads 1,2] [--gpu-indexers 0,1] [--budget-mb 2048] [--xapian-max-mb 500] [--csv FILE]
+//                    [--threads 1,2] [--gpu-indexers 0,1] [--gpu-analysis] [--budget-mb 2048]
+//                    [--xapian-max-mb 500] [--csv FILE]
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -78,6 +80,7 @@ int main(int argc, char** argv) {
       .value("work", "/tmp/warp-index-bench", "scratch directory")
       .value("threads", "1,2", "warp-indexer --threads values, comma-separated")
       .value("gpu-indexers", "0", "warp-indexer --gpu-indexers values, comma-separated (0: CPU indexers only)")
+      .boolean("gpu-analysis", "every warp-indexer build with --gpu-analysis (the parsers' analysis on the GPU; engine warp+gpu-analysis)")
       .value("budget-mb", "2048", "warp-indexer --memory-budget")
       .value("partitions", "4", "warp-indexer --partitions")
       .value("xapian-max-mb", "500", "run Xapian only on corpora up to this size (it indexes at about 1.5 MB/s)")
@@ -98,6 +101,8 @@ int main(int argc, char** argv) {
     };
     thread_counts = split_list(flags.get("threads"));
     const std::vector<std::string> gpu_counts = split_list(flags.get("gpu-indexers"));
+    const bool gpu_analysis = flags.is_set("gpu-analysis");
+    bool failed = false;
     std::FILE* csv = flags.get("csv").empty() ? nullptr : std::fopen(flags.get("csv").c_str(), "w");
     if (csv != nullptr) std::fprintf(csv, "corpus,engine,threads,seconds,mb_per_s,peak_rss_mb\n");
     std::printf("| corpus | MB | documents | engine | threads | seconds | MB/s | documents/s | peak RSS MB | warp/xapian |\n");
@@ -135,20 +140,28 @@ int main(int argc, char** argv) {
           const Run warp = in_child([&] {
             execl(indexer.c_str(), indexer.c_str(), "build", "--input", corpus.c_str(), "--out", out.c_str(), "--threads",
                   threads.c_str(), "--memory-budget", budget.c_str(), "--partitions", partitions.c_str(), "--gpu-indexers",
-                  gpus.c_str(), "--quiet", static_cast<char*>(nullptr));
+                  gpus.c_str(), "--quiet", gpu_analysis ? "--gpu-analysis" : static_cast<char*>(nullptr), static_cast<char*>(nullptr));
             return 127;
           });
-          if (!warp.ok) std::fprintf(stderr, "warp-indexer failed on %s\n", corpus.c_str());
-          const std::string engine = gpus == "0" ? "warp" : "warp+" + gpus + "gpu";
-          row(engine.c_str(), threads.c_str(), warp, with_xapian ? xapian.seconds / warp.seconds : 0);
+          std::string engine = gpus == "0" ? "warp" : "warp+" + gpus + "gpu";
+          if (gpu_analysis) engine += "+gpu-analysis";
+          if (!warp.ok) {  // no row: a failed build's seconds are not a throughput
+            std::fprintf(stderr, "index_bench: warp-indexer (%s, %s threads) failed on %s\n", engine.c_str(), threads.c_str(), corpus.c_str());
+            failed = true;
+            continue;
+          }
+          row(engine.c_str(), threads.c_str(), warp, with_xapian && xapian.ok ? xapian.seconds / warp.seconds : 0);
         }
       }
-      if (with_xapian) {
-        if (!xapian.ok) std::fprintf(stderr, "xapian failed on %s\n", corpus.c_str());
+      if (with_xapian && !xapian.ok) {
+        std::fprintf(stderr, "index_bench: xapian failed on %s\n", corpus.c_str());
+        failed = true;
+      } else if (with_xapian) {
         row("xapian", "1", xapian, 0);
       }
       fs::remove_all(work);
     }
+    return failed ? 1 : 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "index_bench: %s\n", e.what());
     return 1;

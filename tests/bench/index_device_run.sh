@@ -6,9 +6,11 @@
 # corpus 4× the budget), and the scaling plot. Everything lands in $OUT.
 # The whole run is longer than one device call allows (10 minutes), so it comes in two parts:
 #   --part cpu   Xapian and the CPU-only builds at every thread count (index_bench.csv)
-#   --part gpu   the builds with GPU indexers (--gpu-indexers 1,2 at 8 and 16 threads), the bounded
-#                build; rows appended to tests/bench/plots/index_bench.csv (part cpu's CSV, copied
-#                there between the calls), then the plot from all of it
+#   --part gpu   the builds with the parsers' analysis on the GPU (--gpu-analysis at 8 and 16
+#                threads) and with two GPU indexers (Wei & JaJa's, at 16), the bounded build; rows
+#                appended to tests/bench/plots/index_bench.csv (part cpu's CSV, copied there between
+#                the calls), then the plot from all of it
+# (--part all, both in one call, takes about 4 minutes on the H100 host.)
 # usage: tests/bench/index_device_run.sh [--part cpu|gpu|all] [--threads 1,2,4,8,16] [--synthetic-mb 2048]
 set -uo pipefail
 threads=1,2,4,8,16
@@ -47,8 +49,10 @@ if [ "$part" != gpu ]; then
 fi
 if [ "$part" != cpu ]; then
   [ "$part" = gpu ] && cp tests/bench/plots/index_bench.csv "$out/index_bench.csv"
-  bench "$out/gpu.csv" --threads "$gpu_threads" --gpu-indexers 1,2 | tee "$out/index_bench_gpu.md"
+  bench "$out/gpu.csv" --threads "$gpu_threads" --gpu-analysis | tee "$out/index_bench_gpu.md"
   tail -n +2 "$out/gpu.csv" >> "$out/index_bench.csv"
+  bench "$out/gpu-indexers.csv" --threads 16 --gpu-indexers 2 | tee -a "$out/index_bench_gpu.md"
+  tail -n +2 "$out/gpu-indexers.csv" >> "$out/index_bench.csv"
   # A corpus four times the budget, at 16 threads: peak RSS against the budget.
   .device-bin/warp-indexer build --input "$work/synthetic-2g.jsonl" --out "$work/bounded" --partitions 4 --threads 16 \
     --memory-budget 512 --quiet 2>&1 | tee "$out/bounded.log" | tail -1

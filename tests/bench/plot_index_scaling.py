@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Indexing scaling plot from index_bench --csv: MB/s against threads per corpus (warp-indexer, CPU
-indexers only as solid lines, with GPU indexers as dotted ones), Xapian's single-thread figure as a
-marker, and linear scaling from one thread as a dashed line.
+indexers only as solid lines), Xapian's single-thread figure as a
+marker, and linear scaling from one thread as a dashed line; builds with the parsers' analysis on
+the GPU (--gpu-analysis) dotted, with GPU indexers dash-dotted.
 usage: plot_index_scaling.py BENCH.csv OUT.png"""
 import csv, sys
 from collections import defaultdict
@@ -9,6 +10,15 @@ from collections import defaultdict
 import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+
+
+
+def gpu_label(engine):
+    """warp+2gpu: 2 GPU indexers; warp+gpu-analysis: the parsers' analysis on the GPU."""
+    parts = engine.split("+")[1:]
+    words = ["--gpu-analysis" if p == "gpu-analysis" else "%s GPU indexers" % p[:-3] for p in parts]
+    return ", ".join(words)
+
 
 rows = list(csv.DictReader(open(sys.argv[1])))
 warp = defaultdict(list)
@@ -35,8 +45,12 @@ for i, (corpus, points) in enumerate(sorted(warp.items())):
     for (gpu_corpus, engine), gpu_points in sorted(gpu.items()):
         if gpu_corpus == corpus:
             gpu_points.sort()
-            ax.plot([t for t, _ in gpu_points], [v for _, v in gpu_points], "s:", color=color,
-                    label="%s (%s GPU indexers), %s" % ("warp-indexer", engine[5:-3], corpus))
+            ax.plot([t for t, _ in gpu_points], [v for _, v in gpu_points], "s:" if "analysis" in engine else "^-.",
+                    color=color, label="warp-indexer (%s), %s" % (gpu_label(engine), corpus))
+# Xapian on a corpus without warp-indexer rows (the default corpus once, where the scaling runs on it
+# repeated): a marker of its own.
+for corpus in sorted(set(xapian) - set(warp)):
+    ax.plot([1], [xapian[corpus]], "kx", markersize=9, label="Xapian (1 thread), " + corpus)
 ax.set_xscale("log", base=2)
 ax.set_yscale("log")
 ax.set_xlabel("threads (--threads)")
