@@ -115,7 +115,9 @@ QueueId ScheduleCore::enqueue(Job job) {
     job.cpu_over_gpu = cpu_share / std::max(gpu_share, 1e-12);
     switch (options_.policy) {
       case Policy::kScheduler:
-        if (belongs_to_other(job, Processor::kCpu)) {
+        if (job.gpu_only) {
+          q = QueueId::kGpu;
+        } else if (belongs_to_other(job, Processor::kCpu)) {
           q = QueueId::kGpu;
           ++counters_.dominant[1];
         } else if (belongs_to_other(job, Processor::kGpu)) {
@@ -174,6 +176,7 @@ std::vector<Job> ScheduleCore::take_expired() { return std::exchange(expired_, {
 // before the other processor, busy with its backlog, could start it.
 bool ScheduleCore::steal_worthwhile(const Job& job, Processor taker) const {
   if (taker == Processor::kGpu && (!gpu_usable() || job.cpu_only)) return false;
+  if (taker == Processor::kCpu && job.gpu_only && gpu_usable()) return false;
   return predicted(job, taker) < backlog(other(taker));
 }
 

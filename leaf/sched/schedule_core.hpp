@@ -76,6 +76,7 @@ struct Job {
   size_t slot = 0;  // the partition
   QueryFeatures features;
   bool cpu_only = false;  // no GPU processor for it
+  bool gpu_only = false;  // the GPU's queue, never stolen by the CPU while the GPU is usable
   double arrival = 0, deadline = 0;  // seconds on the caller's clock
   // Set on enqueue: predicted seconds on the CPU, the query's share of a GPU batch (without the
   // batch's fixed cost), and the queue.

@@ -260,6 +260,7 @@ std::vector<Scheduler::State::Parker*> Scheduler::State::drain() {
     job.arrival = in.arrival;
     job.deadline = seconds(in.pending->deadline);
     job.cpu_only = in.pending->target.gpu == nullptr;
+    job.gpu_only = in.pending->target.gpu_only;
     job.payload = in.pending.release();
     core.enqueue(job);
   }

@@ -46,12 +46,14 @@ inline size_t gpu_driver_threads(size_t gpu_streams, size_t wanted) {
 
 // Where a query runs: the partition's index and its processors (gpu null: CPU only). Queries of
 // the same `gpu` processor may share a batch. `keep` holds whatever must outlive the query (the
-// generation the processors belong to).
+// generation the processors belong to). `gpu_only`: never the CPU's while the GPU is usable (the
+// benchmark's "splitgpu", a mixed log's short searches all on the GPU; the leaf never sets it).
 struct Target {
   const IndexView* index = nullptr;
   const QueryProcessor* cpu = nullptr;
   const QueryProcessor* gpu = nullptr;
   std::shared_ptr<const void> keep;
+  bool gpu_only = false;
 };
 
 struct Outcome {

@@ -7,9 +7,9 @@
 // lists), and a mixed log (their queries interleaved, half from each, on one leaf holding both).
 // Every answer of every policy is the processors' own, so each scheduled answer is also checked
 // against the CPU processor's on a sample. Prints markdown tables and writes a CSV for the plot
-// (tests/bench/plot_scheduler.py). Needs a GPU. Also: the policy "split" (the scheduler with the
-// default corpus's searches kept on the CPU), and --cpu-cost-seconds (a load's CPU search time with
-// N threads searching, no scheduler).
+// (tests/bench/plot_scheduler.py). Needs a GPU. Also: the policies "split" and "splitgpu" (the
+// scheduler with the default corpus's searches kept on the CPU, or on the GPU), and
+// --cpu-cost-seconds (a load's CPU search time with N threads searching, no scheduler).
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -384,7 +384,7 @@ int run(int argc, char** argv) {
       .value("gov2-docs", "25205179", "documents of the GOV2-like preset")
       .value("queries", "1000", "queries per load")
       .value("loads", "gov2,default,mixed", "loads to run")
-      .value("policies", "cpu,gpu,best-serial,scheduler", "policies to run; also split: the scheduler with the default corpus's searches kept on the CPU (the GOV2-like ones go by its rules), the split a mixed log's bound assumes")
+      .value("policies", "cpu,gpu,best-serial,scheduler", "policies to run; also split: the scheduler with the default corpus's searches kept on the CPU (the GOV2-like ones go by its rules); splitgpu: the default corpus's searches kept on the GPU (the split the mixed log's bound assumed: the CPU's threads left to the long-list searches)")
       .value("seconds", "1.5", "seconds of arrivals per rate")
       .value("repeat", "1", "windows per rate; the one with the median p99 counts (3: a lone hiccup no longer decides a rate)")
       .value("start-rate", "50", "first arrival rate, queries/s")
@@ -512,10 +512,12 @@ int run(int argc, char** argv) {
   csv << "load,policy,rate,mean_ms,p99_ms,missed,queries,gpu_share,hiccup_ms,steal_pct\n";
   std::vector<Policy> policies;
   std::stringstream policy_names(flags.get("policies"));
-  std::vector<bool> pinned;  // per policy: "split", the default corpus's searches on the CPU alone
+  // Per policy: "split", the default corpus's searches on the CPU alone; "splitgpu", on the GPU alone.
+  std::vector<bool> pinned, gpu_pinned;
   for (std::string name; std::getline(policy_names, name, ',');) {
-    pinned.push_back(name == "split");
-    policies.push_back(name == "split" ? Policy::kScheduler : sched::parse_policy(name));
+    pinned.push_back(name == "split" || name == "splitgpu");
+    policies.push_back(name == "split" || name == "splitgpu" ? Policy::kScheduler : sched::parse_policy(name));
+    gpu_pinned.push_back(name == "splitgpu");
   }
   const double seconds = flags.number("seconds");
   const size_t repeat = std::max<size_t>(1, flags.count("repeat"));
@@ -527,7 +529,7 @@ int run(int argc, char** argv) {
     std::printf("| policy | highest rate, p99 ≤ 50 ms (q/s) | highest rate, none past 500 ms (q/s) | p99 at the rates below (ms) |\n|---|---:|---:|---|\n");
     for (size_t pi = 0; pi < policies.size(); ++pi) {
       const Policy policy = policies[pi];
-      const std::string name = pinned[pi] ? "split" : policy_name(policy);
+      const std::string name = gpu_pinned[pi] ? "splitgpu" : pinned[pi] ? "split" : policy_name(policy);
       sched::SchedulerOptions options;
       const size_t threads = flags.count("cpu-threads");
       options.core.gpu_streams = have_gpu ? flags.count("gpu-streams") * gpu_settings.devices.size() : 0;  // per device
@@ -544,8 +546,9 @@ int run(int argc, char** argv) {
       sched::Scheduler scheduler(options);
       std::vector<sched::Target> targets;
       for (size_t slot = 0; slot < slots.size(); ++slot) {
-        const bool cpu_only = pinned[pi] && slot != gov2_slot;
+        const bool cpu_only = pinned[pi] && !gpu_pinned[pi] && slot != gov2_slot;
         targets.push_back({slots[slot].view, slots[slot].cpu.get(), cpu_only ? nullptr : slots[slot].gpu.get(), nullptr});
+        targets.back().gpu_only = gpu_pinned[pi] && slot != gov2_slot;
       }
       std::vector<size_t> used;
       for (const LoadQuery& q : load.queries) {

@@ -551,6 +551,34 @@ TEST(SpinMutex, TakingItBehindOthersExcludesAndStillProgresses) {
   mutex.unlock();
 }
 
+// A query pinned to the GPU (Target::gpu_only: the benchmark's "splitgpu") joins the GPU's queue
+// whatever its costs say, and an idle CPU never steals it, however long the GPU's backlog; once the
+// GPU is lost, the CPU answers it.
+TEST(ScheduleCore, AQueryPinnedToTheGpuIsNeverTheCpusUntilTheGpuIsLost) {
+  CoreOptions options = two_processors();
+  options.cpu_workers = 1;
+  Costs costs;
+  {
+    ScheduleCore control(options);
+    calibrate(control, costs);
+    EXPECT_EQ(control.enqueue(job(1, 5'000, 0)), QueueId::kCpu);  // unpinned: the CPU's
+  }
+  ScheduleCore core(options);
+  calibrate(core, costs);
+  for (uint64_t id = 1; id <= 40; ++id) {
+    Job pinned = job(id, 5'000, 0);
+    pinned.gpu_only = true;
+    EXPECT_EQ(core.enqueue(pinned), QueueId::kGpu) << id;
+  }
+  EXPECT_TRUE(core.take(Processor::kCpu, 0).jobs.empty());
+  EXPECT_TRUE(core.take(Processor::kCpu, 10).jobs.empty());  // ten seconds on: still not a steal
+  EXPECT_EQ(core.counters().steals[0], 0u);
+  core.gpu_lost();
+  const Dispatch run = core.take(Processor::kCpu, 10);
+  ASSERT_FALSE(run.jobs.empty());
+  EXPECT_TRUE(run.jobs[0].gpu_only);
+}
+
 TEST(ScheduleCore, LosingTheGpuMovesEveryQueryToTheCpu) {
   ScheduleCore core(two_processors());
   Costs costs;
