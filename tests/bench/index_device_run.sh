@@ -10,7 +10,7 @@
 #                threads) and with two GPU indexers (Wei & JaJa's, at 16), the bounded build; rows
 #                appended to tests/bench/plots/index_bench.csv (part cpu's CSV, copied there between
 #                the calls), then the plot from all of it
-# (--part all, both in one call, takes about 4 minutes on the H100 host.)
+# (--part all, both in one call, takes about three minutes on the H100 host.)
 # usage: tests/bench/index_device_run.sh [--part cpu|gpu|all] [--threads 1,2,4,8,16] [--synthetic-mb 2048]
 set -uo pipefail
 threads=1,2,4,8,16
