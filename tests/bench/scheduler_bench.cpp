@@ -512,12 +512,13 @@ int run(int argc, char** argv) {
   csv << "load,policy,rate,mean_ms,p99_ms,missed,queries,gpu_share,hiccup_ms,steal_pct\n";
   std::vector<Policy> policies;
   std::stringstream policy_names(flags.get("policies"));
-  // Per policy: "split", the default corpus's searches on the CPU alone; "splitgpu", on the GPU alone.
-  std::vector<bool> pinned, gpu_pinned;
+  // Per policy, where the scheduler's default-corpus searches are pinned: "split" on the CPU alone,
+  // "splitgpu" on the GPU alone (the GOV2-like ones by its rules); empty for the other policies.
+  std::vector<std::string> pinned_to;
   for (std::string name; std::getline(policy_names, name, ',');) {
-    pinned.push_back(name == "split" || name == "splitgpu");
-    policies.push_back(name == "split" || name == "splitgpu" ? Policy::kScheduler : sched::parse_policy(name));
-    gpu_pinned.push_back(name == "splitgpu");
+    const bool split = name == "split" || name == "splitgpu";
+    pinned_to.push_back(split ? name : "");
+    policies.push_back(split ? Policy::kScheduler : sched::parse_policy(name));
   }
   const double seconds = flags.number("seconds");
   const size_t repeat = std::max<size_t>(1, flags.count("repeat"));
@@ -529,7 +530,7 @@ int run(int argc, char** argv) {
     std::printf("| policy | highest rate, p99 ≤ 50 ms (q/s) | highest rate, none past 500 ms (q/s) | p99 at the rates below (ms) |\n|---|---:|---:|---|\n");
     for (size_t pi = 0; pi < policies.size(); ++pi) {
       const Policy policy = policies[pi];
-      const std::string name = gpu_pinned[pi] ? "splitgpu" : pinned[pi] ? "split" : policy_name(policy);
+      const std::string name = pinned_to[pi].empty() ? policy_name(policy) : pinned_to[pi];
       sched::SchedulerOptions options;
       const size_t threads = flags.count("cpu-threads");
       options.core.gpu_streams = have_gpu ? flags.count("gpu-streams") * gpu_settings.devices.size() : 0;  // per device
@@ -546,9 +547,10 @@ int run(int argc, char** argv) {
       sched::Scheduler scheduler(options);
       std::vector<sched::Target> targets;
       for (size_t slot = 0; slot < slots.size(); ++slot) {
-        const bool cpu_only = pinned[pi] && !gpu_pinned[pi] && slot != gov2_slot;
+        const bool default_corpus = slot != gov2_slot;
+        const bool cpu_only = default_corpus && pinned_to[pi] == "split";
         targets.push_back({slots[slot].view, slots[slot].cpu.get(), cpu_only ? nullptr : slots[slot].gpu.get(), nullptr});
-        targets.back().gpu_only = gpu_pinned[pi] && slot != gov2_slot;
+        targets.back().gpu_only = default_corpus && pinned_to[pi] == "splitgpu";
       }
       std::vector<size_t> used;
       for (const LoadQuery& q : load.queries) {
