@@ -9,7 +9,8 @@
 // against the CPU processor's on a sample. Prints markdown tables and writes a CSV for the plot
 // (tests/bench/plot_scheduler.py). Needs a GPU. Also: the policies "split" and "splitgpu" (the
 // scheduler with the default corpus's searches kept on the CPU, or on the GPU), and
-// --cpu-cost-seconds (a load's CPU search time with N threads searching, no scheduler).
+// --cpu-cost-seconds (a load's CPU search time with N threads searching, no scheduler) and
+// --cpu-cost-per-query (each query's CPU time, and where a load's time concentrates).
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -378,6 +379,64 @@ void print_targets(const std::string& load, const std::map<std::string, std::map
               cpu_p99 * 1e3, scheduler_p99 > 0 ? cpu_p99 / scheduler_p99 : 0);
 }
 
+// Each query of each load searched on the CPU processor alone, one thread, warm (the best of three
+// runs), into a CSV: its terms' document frequencies, its time and what it decoded. On stdout, where
+// a load's CPU time concentrates: the costliest queries' share, and the mean by number of terms
+// (what a faster CPU search for the scheduler's long-list queries has to take on).
+void cpu_cost_per_query(const std::vector<Load>& loads, const std::vector<Slot>& slots, const std::string& path) {
+  std::ofstream csv(path);
+  if (!csv) throw Error("cannot write " + path);
+  csv << "load,query,part,terms,dfs,postings,us,blocks_decoded,blocks_total,postings_decoded\n";
+  for (const Load& load : loads) {
+    std::vector<double> costs;                 // per query, its parts summed
+    std::map<size_t, std::pair<size_t, double>> by_terms;  // terms → queries, µs
+    for (size_t i = 0; i < load.queries.size(); ++i) {
+      double query_us = 0;
+      size_t terms = 0;
+      for (size_t part = 0; part < load.queries[i].parts.size(); ++part) {
+        const auto& [slot, query] = load.queries[i].parts[part];
+        double best = 1e300;
+        QueryResult result;
+        for (int run = 0; run < 3; ++run) {
+          const auto start = Clock::now();
+          result = slots[slot].cpu->search(query);
+          best = std::min(best, std::chrono::duration<double, std::micro>(Clock::now() - start).count());
+        }
+        std::string dfs;
+        uint64_t postings = 0;
+        for (const std::string& term : query.terms) {
+          const TermInfo* info = slots[slot].view->find(term);
+          const uint32_t df = info != nullptr ? info->df : 0;
+          dfs += (dfs.empty() ? "" : " ") + std::to_string(df);
+          postings += df;
+        }
+        csv << load.name << ',' << i << ',' << part << ',' << query.terms.size() << ',' << dfs << ',' << postings << ','
+            << best << ',' << result.stats.blocks_decoded << ',' << result.stats.blocks_total << ','
+            << result.stats.postings_decoded << '\n';
+        query_us += best;
+        terms = std::max(terms, query.terms.size());
+      }
+      costs.push_back(query_us);
+      by_terms[terms].first += 1, by_terms[terms].second += query_us;
+    }
+    double total = 0;
+    for (double c : costs) total += c;
+    std::sort(costs.begin(), costs.end(), std::greater<>());
+    std::printf("%s: %zu queries, %.1f µs a query on one thread (warm, best of 3)", load.name.c_str(), costs.size(), total / static_cast<double>(costs.size()));
+    for (const double top : {0.01, 0.1, 0.5}) {
+      const size_t n = std::max<size_t>(1, static_cast<size_t>(top * static_cast<double>(costs.size())));
+      double sum = 0;
+      for (size_t k = 0; k < n && k < costs.size(); ++k) sum += costs[k];
+      std::printf("; costliest %.0f%%: %.0f%% of the time", top * 100, 100 * sum / total);
+    }
+    std::printf("\n");
+    for (const auto& [terms, entry] : by_terms) {
+      std::printf("  %zu term(s): %zu queries, %.1f µs each, %.0f%% of the time\n", terms, entry.first,
+                  entry.second / static_cast<double>(entry.first), 100 * entry.second / total);
+    }
+  }
+}
+
 int run(int argc, char** argv) {
   Flags flags("usage: scheduler_bench --index DIR [--gov2-docs N] [--loads gov2,default,mixed] [--out FILE.csv]");
   flags.value("index", "", "the default corpus's index directory (its partitions)")
@@ -404,7 +463,8 @@ int run(int argc, char** argv) {
       .value("calibration-ms", "1500", "calibration per processor and partition")
       .value("out", "scheduler_bench.csv", "CSV of every rate's figures")
       .value("cpu-cost-seconds", "0", "> 0: instead of the ladders, each load's searches on the CPU processor for this long by each of --cpu-cost-threads' thread counts, and the mean time of a search per thread (what a CPU thread's capacity for the load is made of; with --policies cpu, no GPU needed)")
-      .value("cpu-cost-threads", "1", "--cpu-cost-seconds: threads searching at once, e.g. 1,12,16 (each count in turn)");
+      .value("cpu-cost-threads", "1", "--cpu-cost-seconds: threads searching at once, e.g. 1,12,16 (each count in turn)")
+      .value("cpu-cost-per-query", "", "a CSV file: instead of the ladders, every query of each load on the CPU processor alone (one thread, warm, best of 3), with its terms' document frequencies and what it decoded; where the time concentrates on stdout (with --policies cpu, no GPU needed)");
   flags.parse(argc, argv);
   if (flags.help_requested()) return std::printf("%s", flags.help_text().c_str()), 0;
   gpu::GpuSettings gpu_settings;
@@ -478,6 +538,10 @@ int run(int argc, char** argv) {
     loads.push_back(std::move(load));
   }
 
+  if (!flags.get("cpu-cost-per-query").empty()) {
+    cpu_cost_per_query(loads, slots, flags.get("cpu-cost-per-query"));
+    return 0;
+  }
   if (const double seconds = flags.number("cpu-cost-seconds"); seconds > 0) {
     std::vector<size_t> counts;  // threads searching at once
     std::stringstream list(flags.get("cpu-cost-threads"));
