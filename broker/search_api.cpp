@@ -182,7 +182,9 @@ void SearchApi::search(const http::Request& request, http::Respond respond) {
       k = body["k"].get<size_t>();
     }
   } else {
-    return reply(error(405, "use GET or POST"));
+    http::Response refused = error(405, "use GET or POST");
+    refused.headers.emplace_back("Allow", "GET, HEAD, POST");  // a 405 names them (RFC 9110 §15.5.6)
+    return reply(std::move(refused));
   }
   if (q.empty()) return reply(error(400, "the query q is empty"));
   if (q.size() > options_.max_query_bytes) return reply(error(400, "the query is longer than " + std::to_string(options_.max_query_bytes) + " bytes"));

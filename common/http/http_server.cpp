@@ -104,6 +104,7 @@ class Session : public std::enable_shared_from_this<Session> {
       return shutdown();
     }
     keep_alive_ = false;
+    head_ = false;
     if (ec == beast::http::error::body_limit) return write(json_error(400, "request body too large"));
     if (ec == beast::http::error::header_limit) return write(json_error(400, "request header or URL too large"));
     if (ec) {
@@ -114,8 +115,11 @@ class Session : public std::enable_shared_from_this<Session> {
     }
     const auto& message = parser_->get();
     keep_alive_ = message.keep_alive();
+    // HEAD is GET without the body (RFC 9110 §9.3.2): the handler answers a GET, write() sends
+    // the head alone, with the Content-Length of what a GET would have got.
+    head_ = message.method() == beast::http::verb::head;
     Request request;
-    request.method = std::string(message.method_string());
+    request.method = head_ ? std::string("GET") : std::string(message.method_string());
     request.target = std::string(message.target());
     if (auto it = message.find(beast::http::field::authorization); it != message.end()) {
       request.authorization = std::string(it->value());
@@ -150,9 +154,19 @@ class Session : public std::enable_shared_from_this<Session> {
     out->set(beast::http::field::server, "warpsearch");
     for (const auto& [name, value] : response.headers) out->set(name, value);
     out->keep_alive(keep_alive_);
+    stream_.expires_after(server_->options.request_timeout);  // a client that does not read its answer
+    if (head_) {
+      beast::http::response<beast::http::empty_body> head(std::move(out->base()));
+      head.content_length(response.body.size());
+      return send(std::make_shared<beast::http::response<beast::http::empty_body>>(std::move(head)));
+    }
     out->body() = std::move(response.body);
     out->prepare_payload();
-    stream_.expires_after(server_->options.request_timeout);  // a client that does not read its answer
+    send(std::move(out));
+  }
+
+  template <class Message>
+  void send(std::shared_ptr<Message> out) {
     beast::http::async_write(stream_, *out, [self = shared_from_this(), out](beast::error_code ec, size_t) {
       if (ec == beast::error::timeout) ++self->server_->timeouts;
       if (ec || out->need_eof()) return self->shutdown();
@@ -174,6 +188,7 @@ class Session : public std::enable_shared_from_this<Session> {
   beast::flat_buffer buffer_;
   std::optional<beast::http::request_parser<beast::http::string_body>> parser_;
   bool keep_alive_ = false;
+  bool head_ = false;  // the request being answered is a HEAD
 };
 
 // The answer to a connection over the limit: 503 with Retry-After, then closed.

@@ -7,7 +7,8 @@ with both partitions' leaves stopped (SIGSTOP) and --max-in-flight 2 queries in 
 query is refused at once with 503 and Retry-After, and answers resume once the leaves continue;
 /search needs a bearer token from --auth-tokens (401 without), the file is reloaded when it
 changes; /metrics, /healthz and /readyz answer on --admin-listen without a token and not on the
-search listener; the new metrics are exported.
+search listener; HEAD answers as GET without a body, and another method on /search gets 405 with
+Allow; the new metrics are exported.
 usage: broker_edge_test.py BUILD_DIR CRANFIELD_DIR"""
 import json, os, signal, socket, subprocess, sys, threading, time
 
@@ -64,6 +65,36 @@ try:
     if http(base + "/search?q=wing", token="first-token")[0] != 401:
         fail("a removed token is still accepted")
     token = "second-token"
+
+    # 1b. HEAD is GET without a body: its head carries the length a GET's body has, and a
+    # keep-alive connection goes on with the next request (a body sent after a HEAD would be read
+    # as the start of the next answer). Other methods on /search: 405 naming the allowed ones.
+    def raw_exchange(port, requests):
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+            s.sendall(requests.encode())
+            data = b""
+            while True:
+                chunk = s.recv(65536)
+                if not chunk:
+                    return data.decode()
+                data += chunk
+    answer = raw_exchange(admin_port, "HEAD /healthz HTTP/1.1\r\nHost: t\r\n\r\n"
+                                      "GET /healthz HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+    heads = answer.split("HTTP/1.1 ")[1:]
+    get_body = json.dumps({"status": "ok"}, separators=(",", ":"))
+    if (len(heads) != 2 or not heads[0].startswith("200") or not heads[0].endswith("\r\n\r\n")
+            or "Content-Length: %d\r\n" % len(get_body) not in heads[0] or not heads[1].endswith(get_body)):
+        fail("HEAD /healthz then GET on one connection: %r" % answer)
+    answer = raw_exchange(search_port, "HEAD /search?q=wing HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer %s\r\n\r\n"
+                                       "DELETE /search HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer %s\r\n"
+                                       "Connection: close\r\n\r\n" % (token, token))
+    heads = answer.split("HTTP/1.1 ")[1:]
+    length = [line for line in heads[0].split("\r\n") if line.startswith("Content-Length: ")] if heads else []
+    if (len(heads) != 2 or not heads[0].startswith("200") or not heads[0].endswith("\r\n\r\n")
+            or not length or int(length[0].split()[1]) < 100):
+        fail("HEAD /search: a 200 head with the answer's length and no body expected, got %r" % answer)
+    if not heads[1].startswith("405") or "Allow: GET, HEAD, POST\r\n" not in heads[1]:
+        fail("DELETE /search: 405 with Allow expected, got %r" % heads[1])
 
     # 2. The admin listener needs no token; the search listener does not serve it.
     for path in ("/healthz", "/readyz", "/metrics", "/cluster"):
