@@ -217,12 +217,15 @@ struct FanOut::Worker {
       const auto left = std::chrono::duration_cast<std::chrono::microseconds>(query.deadline - Clock::now());
       search.setDeadlineMicros(static_cast<uint64_t>(std::max<int64_t>(0, left.count())));
       Socket& socket = socket_for(replica->endpoint);
+      // Taken before the send: the leaf may read the request before this thread runs again, and its
+      // time must lie within the round trip (the stages, search_api.cpp).
+      const Clock::time_point sent_at = Clock::now();
       const bool sent = socket.zmq_socket.send(zmq::message_t(), zmq::send_flags::sndmore | zmq::send_flags::dontwait) &&
                         socket.zmq_socket.send(transfer::to_frame(builder), zmq::send_flags::dontwait);
       drain_soon(replica->endpoint);
       if (sent) {
         ++replica->outstanding;
-        query.pending[partition] = {replica, Clock::now()};
+        query.pending[partition] = {replica, sent_at};
         return;
       }
       outcome.status = "error";  // no live connection: the next replica at once
@@ -240,6 +243,7 @@ struct FanOut::Worker {
     std::shared_ptr<Replica> replica = it->second.replica;
     --replica->outstanding;
     const uint32_t partition = it->first;
+    const Clock::time_point sent = it->second.sent;
     PartitionOutcome& outcome = query.result.partitions[query.slot[partition]];
     query.pending.erase(it);
     if (response.getError().size() > 0) {
@@ -248,8 +252,11 @@ struct FanOut::Worker {
       send(id, query, partition);  // another replica while time remains
       schedule(Clock::now() + query.attempt_timeout);
     } else {
-      const double ms = std::chrono::duration<double, std::milli>(Clock::now() - query.start).count();
+      const Clock::time_point now = Clock::now();
+      const double ms = std::chrono::duration<double, std::milli>(now - query.start).count();
       cluster.record_latency(*replica, ms);
+      outcome.round_trip_ms = std::chrono::duration<double, std::milli>(now - sent).count();
+      outcome.leaf_ms = static_cast<double>(response.getLeafMicros()) / 1000;
       outcome.status = "ok";
       outcome.replica = replica->endpoint;
       outcome.error.clear();

@@ -31,7 +31,9 @@ struct PartitionOutcome {
   std::string replica;             // the one that answered, or the last tried
   std::string error;
   int attempts = 0;
-  double took_ms = 0;
+  double took_ms = 0;        // from the query's start to this partition's answer
+  double round_trip_ms = 0;  // the answering attempt's, from its request sent to its reply read
+  double leaf_ms = 0;        // of that, in the leaf (its queues and search; 0 from older leaves)
   uint64_t and_matches = 0;
   std::vector<BrokerHit> hits;
 };

@@ -47,6 +47,14 @@ SearchApi::SearchApi(SearchApiOptions options, Cluster& cluster, ResultCache& ca
       latency_(prometheus::BuildHistogram().Name("warpsearch_broker_request_seconds").Help("Search latency in the broker, end to end")
                    .Register(*registry_).Add({}, latency_buckets())),
       leaf_latency_(prometheus::BuildHistogram().Name("warpsearch_broker_leaf_seconds").Help("Round trip to each leaf").Register(*registry_)),
+      stages_(prometheus::BuildHistogram().Name("warpsearch_broker_stage_seconds")
+                  .Help("An uncached full answer's time in the broker split along the partition that answered last: the broker's "
+                        "own work before that request and after its reply (broker), its round trip less the leaf's time (transport: "
+                        "both sides' ZeroMQ threads, the network, the wake-ups), the leaf's time from reading it to its reply (leaf)")
+                  .Register(*registry_)),
+      stage_broker_(stages_.Add({{"stage", "broker"}}, latency_buckets())),
+      stage_transport_(stages_.Add({{"stage", "transport"}}, latency_buckets())),
+      stage_leaf_(stages_.Add({{"stage", "leaf"}}, latency_buckets())),
       cache_hits_(prometheus::BuildCounter().Name("warpsearch_broker_cache_hits_total").Help("Result cache hits").Register(*registry_).Add({})),
       cache_misses_(prometheus::BuildCounter().Name("warpsearch_broker_cache_misses_total").Help("Result cache misses").Register(*registry_).Add({})),
       cache_evictions_(prometheus::BuildCounter().Name("warpsearch_broker_cache_evictions_total").Help("Result cache evictions").Register(*registry_).Add({})),
@@ -65,6 +73,22 @@ SearchApi::SearchApi(SearchApiOptions options, Cluster& cluster, ResultCache& ca
       fan_out_(cluster, pool, options_.zmq_io_threads) {
   cluster_.set_max_outstanding(static_cast<int>(options.max_outstanding));
   for (const char* reason : {"in_flight", "saturated"}) rejected_.Add({{"reason", reason}});  // at 0 from the start
+}
+
+// The partition that answered last bounds the answer: the broker's own time is the rest of the
+// answer's (before its request went out, after its reply came back), its round trip less the time
+// its leaf reports is the transport. Answers with a retried partition, or from leaves that report
+// no time (older ones), are left out.
+void SearchApi::observe_stages(const FanOutResult& result, double total_ms) {
+  const PartitionOutcome* last = nullptr;
+  for (const PartitionOutcome& outcome : result.partitions) {
+    if (outcome.leaf_ms <= 0 || outcome.attempts != 1) return;  // a retry's wait is no stage
+    if (last == nullptr || outcome.took_ms > last->took_ms) last = &outcome;
+  }
+  if (last == nullptr) return;
+  stage_broker_.Observe(std::max(0.0, total_ms - last->round_trip_ms) / 1000);
+  stage_transport_.Observe(std::max(0.0, last->round_trip_ms - last->leaf_ms) / 1000);
+  stage_leaf_.Observe(last->leaf_ms / 1000);
 }
 
 http::Response SearchApi::counted(const std::string& endpoint, http::Response response) {
@@ -206,8 +230,9 @@ void SearchApi::search(const http::Request& request, http::Respond respond) {
   std::string key;
   for (const QueryTerm& term : terms) key += term.text + ' ' + std::to_string(term.count) + ' ';
   key += "|" + mode_text + "|" + std::to_string(k) + "|" + std::to_string(cluster_.generation_signature());
-  const auto answer = [this, start](const std::string& core, bool cached) {
-    const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  // `ms`: the answer's time, where the caller has taken it already (its stages add up to it).
+  const auto answer = [this, start](const std::string& core, bool cached, double ms = -1) {
+    if (ms < 0) ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
     latency_.Observe(ms / 1000);
     char head[96];
     std::snprintf(head, sizeof head, R"({"took_ms":%.3f,"cached":%s,)", ms, cached ? "true" : "false");
@@ -227,7 +252,7 @@ void SearchApi::search(const http::Request& request, http::Respond respond) {
   }
   FanOutRequest fan_out_request{terms, mode, k, options_.timeout};
   // Runs on this I/O thread's loop once every partition answered or the deadline passed.
-  auto done = [this, reply, answer, key, q, terms, mode_text, k](FanOutResult result) {
+  auto done = [this, reply, answer, key, q, terms, mode_text, k, start](FanOutResult result) {
     retries_.Increment(result.retries);
     if (result.partial) partials_.Increment();
     // Keys in alphabetical order, as the answers were written before (nlohmann's objects).
@@ -255,8 +280,12 @@ void SearchApi::search(const http::Request& request, http::Respond respond) {
     for (const QueryTerm& term : terms) json.value(term.text);
     json.end_array().end_object();
     const std::string body = json.take();
-    if (!result.partial) cache_.put(key, body);  // partial answers are never cached
-    reply(answer(body, false));
+    const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+    if (!result.partial) {
+      cache_.put(key, body);  // partial answers are never cached
+      observe_stages(result, ms);
+    }
+    reply(answer(body, false, ms));
   };
   fan_out_.submit(std::move(fan_out_request), std::move(done));
 }

@@ -55,6 +55,7 @@ class SearchApi {
   http::Response counted(const std::string& endpoint, http::Response response);
   void respond_counted(const std::string& endpoint, const http::Respond& respond, http::Response response);
   http::Response refuse(const std::string& reason, const std::string& message);
+  void observe_stages(const FanOutResult& result, double total_ms);
 
   SearchApiOptions options_;
   Cluster& cluster_;
@@ -63,6 +64,9 @@ class SearchApi {
   prometheus::Family<prometheus::Counter>& requests_;
   prometheus::Histogram& latency_;
   prometheus::Family<prometheus::Histogram>& leaf_latency_;
+  // An uncached full answer's time split along the partition that answered last (README, Metrics).
+  prometheus::Family<prometheus::Histogram>& stages_;
+  prometheus::Histogram &stage_broker_, &stage_transport_, &stage_leaf_;
   // Each replica's histogram, found once (Family::Add builds and hashes a label map each call).
   prometheus::Histogram& leaf_latency(const std::string& replica);
   std::mutex leaf_latency_mutex_;

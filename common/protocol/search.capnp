@@ -49,6 +49,8 @@ struct SearchResponse {
   processor @8 :Text;
   micros @9 :UInt64;
   error @10 :Text;        # empty on success; "deadline exceeded", "no such partition", ...
+  leafMicros @11 :UInt64; # from the leaf's front end reading the request to its reply built: its
+                          # queues and the search (0 from leaves before this field)
 }
 
 struct LeafStatus {

@@ -332,7 +332,8 @@ namespace {
 
 // A search reply: the hits with their documents' identity, and how the search went.
 std::string search_reply(const LoadedIndex& index, size_t slot, uint64_t query_id, uint32_t partition_id,
-                         const QueryResult& result, std::string_view processor, double seconds) {
+                         const QueryResult& result, std::string_view processor, double seconds,
+                         std::chrono::steady_clock::time_point arrival) {
   capnp::MallocMessageBuilder builder;
   auto response = builder.initRoot<protocol::LeafReply>().initSearch();
   response.setQueryId(query_id);
@@ -356,6 +357,8 @@ std::string search_reply(const LoadedIndex& index, size_t slot, uint64_t query_i
       hit.setUrl(record->url);
     }
   }
+  const auto in_leaf = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - arrival);
+  response.setLeafMicros(static_cast<uint64_t>(std::max<int64_t>(1, in_leaf.count())));
   return flat_bytes(builder);
 }
 
@@ -426,7 +429,7 @@ std::optional<std::string> LeafServer::handle(const std::string& bytes, std::chr
         if (scheduler_ && index->scheduled() && !on_cpu_now) {
           sched::Target target{&index->partitions[slot]->view(), index->cpu[slot].get(), index->gpu[slot].get(), index};
           scheduler_->submit(target, std::move(query), arrival + budget,
-                             [this, index, slot, query_id, partition_id, deliver](sched::Outcome&& outcome) {
+                             [this, index, slot, query_id, partition_id, deliver, arrival](sched::Outcome&& outcome) {
             if (!outcome.error.empty()) {
               requests_.Add({{"kind", "deadline"}}).Increment();
               deliver(search_error(query_id, partition_id, outcome.error));
@@ -435,7 +438,7 @@ std::optional<std::string> LeafServer::handle(const std::string& bytes, std::chr
             const bool gpu = outcome.processor == sched::Processor::kGpu;
             (gpu ? latency_gpu_ : latency_cpu_).Observe(outcome.seconds);
             search_requests_.Increment();
-            deliver(search_reply(*index, slot, query_id, partition_id, outcome.result, gpu ? "gpu" : "cpu", outcome.seconds));
+            deliver(search_reply(*index, slot, query_id, partition_id, outcome.result, gpu ? "gpu" : "cpu", outcome.seconds, arrival));
           });
           return std::nullopt;
         }
@@ -445,7 +448,7 @@ std::optional<std::string> LeafServer::handle(const std::string& bytes, std::chr
         const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         (processor.name() == "gpu" ? latency_gpu_ : latency_cpu_).Observe(seconds);
         search_requests_.Increment();
-        return search_reply(*index, slot, query_id, partition_id, result, processor.name(), seconds);
+        return search_reply(*index, slot, query_id, partition_id, result, processor.name(), seconds, arrival);
       }
     }
   } catch (const std::exception& e) {

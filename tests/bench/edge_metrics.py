@@ -1,15 +1,18 @@
 #!/usr/bin/env python3
 """Sums of the broker's and the leaves' latency histograms, for the broker-overhead figure.
 
-  edge_metrics.py scrape BROKER_PORT LEAF_PORT...   -> "broker_sum broker_count leaf_sum leaf_count"
-  edge_metrics.py overhead LABEL "BEFORE" "AFTER"    -> "| LABEL | broker ms | leaf ms | overhead ms |"
+  edge_metrics.py scrape BROKER_PORT LEAF_PORT...   -> "broker_sum broker_count leaf_sum leaf_count
+                                                        stage_count broker_stage_sum transport_sum leaf_stage_sum"
+  edge_metrics.py overhead LABEL "BEFORE" "AFTER"    -> "| LABEL | broker ms | leaf ms | overhead ms | stages ms |"
   edge_metrics.py cpu ROLE=PID[,PID...]...          -> "ROLE/THREAD=TICKS ..." (CPU time of every thread)
   edge_metrics.py cpu-per-query QUERIES "BEFORE" "AFTER" -> "ROLE/THREAD µs ..." per query
   edge_metrics.py times-per-query QUERIES "BEFORE" "AFTER" -> µs per query between two lines of
                                                     bash's `times` for the children (the load generator)
 Threads are grouped into ZeroMQ's I/O threads ("ZMQbg/...") and the program's own ("main").
 Broker: warpsearch_broker_request_seconds (a query's time in the broker, end to end); leaves:
-warpsearch_leaf_query_seconds (the search itself).
+warpsearch_leaf_query_seconds (the search itself). Stages: warpsearch_broker_stage_seconds, a query's
+time split along the partition that answered last into the broker's own, the transport's and the
+leaf's (README, Metrics); "—" for a broker that does not export them.
 """
 import glob
 import os
@@ -23,6 +26,16 @@ def sums(url, name):
     s = sum(float(l.split()[-1]) for l in text.splitlines() if re.match(name + r"_sum(\{| )", l))
     c = sum(float(l.split()[-1]) for l in text.splitlines() if re.match(name + r"_count(\{| )", l))
     return s, c
+
+
+def stage_sums(url):
+    text = urllib.request.urlopen(url, timeout=5).read().decode()
+    values = {}
+    for l in text.splitlines():
+        m = re.match(r'warpsearch_broker_stage_seconds_(sum|count)\{stage="(\w+)"\} (\S+)', l)
+        if m:
+            values[(m.group(1), m.group(2))] = float(m.group(3))
+    return [values.get(("count", "leaf"), 0.0)] + [values.get(("sum", s), 0.0) for s in ("broker", "transport", "leaf")]
 
 
 def cpu(specs):
@@ -57,11 +70,16 @@ elif sys.argv[1] == "cpu-per-query":
 elif sys.argv[1] == "scrape":
     b = sums("http://127.0.0.1:%s/metrics" % sys.argv[2], "warpsearch_broker_request_seconds")
     leaves = [sums("http://127.0.0.1:%s/metrics" % p, "warpsearch_leaf_query_seconds") for p in sys.argv[3:]]
-    print(b[0], b[1], sum(x[0] for x in leaves), sum(x[1] for x in leaves))
+    stages = stage_sums("http://127.0.0.1:%s/metrics" % sys.argv[2])
+    print(b[0], b[1], sum(x[0] for x in leaves), sum(x[1] for x in leaves), *stages)
 else:
     label, before, after = sys.argv[2:5]
-    b0, c0, l0, k0 = map(float, before.split())
-    b1, c1, l1, k1 = map(float, after.split())
+    b0, c0, l0, k0, *s0 = map(float, before.split())
+    b1, c1, l1, k1, *s1 = map(float, after.split())
     broker = (b1 - b0) / (c1 - c0) * 1e3
     leaf = (l1 - l0) / (k1 - k0) * 1e3
-    print("| %s | %.3f | %.3f | %.3f |" % (label, broker, leaf, broker - leaf))
+    stages = "—"
+    if len(s0) == 4 and len(s1) == 4 and s1[0] > s0[0]:
+        n = s1[0] - s0[0]
+        stages = " / ".join("%.3f" % ((s1[i] - s0[i]) / n * 1e3) for i in (1, 2, 3))
+    print("| %s | %.3f | %.3f | %.3f | %s |" % (label, broker, leaf, broker - leaf, stages))

@@ -25,8 +25,8 @@ ulimit -n 65536
 start_edge_leaves "$bin" "$bin/index" "$work"
 start_edge_broker "$bin" "$work" "$broker_flags"
 wait_edge_ready || exit 1
-"$bin/http_load" --address 127.0.0.1:8181 --words "$bin/words.txt" --connections "$connections" --seconds 2 > /dev/null
-"$bin/http_load" --address 127.0.0.1:8181 --words "$bin/words.txt" --connections "$connections" --seconds 9 \
+"$bin/http_load" --address 127.0.0.1:8181 --words "$bin/words.txt" --connections "$connections" --seconds 2 --distinct > /dev/null
+"$bin/http_load" --address 127.0.0.1:8181 --words "$bin/words.txt" --connections "$connections" --seconds 9 --distinct \
   --label "profiled | uncached" > "$out/load.txt" &
 load=$!
 sleep 2

@@ -3,16 +3,21 @@
 # this machine over loopback (the same cluster as edge_bench.sh: 4 leaves, 2 partitions x 2
 # replicas). For each CONFIG, uncached queries (1-4 random words, OR top 10) at 1, 16 and 64
 # connections; the overhead is the broker's mean request time minus the leaves' mean query time
-# over each run (edge_metrics.py).
+# over each run (edge_metrics.py), with the broker's stages (its own time, the transport's, the
+# leaf's: warpsearch_broker_stage_seconds).
 # CONFIG is "LABEL;BROKER FLAGS;PLACEMENT;LEAF FLAGS;LOAD FLAGS": PLACEMENT empty (the kernel places
 # everything), or "LEAF_CPUS/BROKER_CPUS/CLIENT_CPUS" in taskset's list form (e.g. 0-3/4-11/12-15;
 # LEAF_CPUS as four lists joined by ':' pins each leaf on its own, e.g. 0:1:2:3; an empty part
 # leaves that side to the kernel);
-# LOAD FLAGS go to http_load (e.g. --threads 4).
+# LOAD FLAGS go to http_load (e.g. --threads 4). Queries are --distinct (each holds a term of its
+# own, so none is a cache hit; before the thirty-ninth session they were not, and the warm-up's and
+# earlier loads' queries came back as cache hits: ~40% of a 16-connection run); EDGE_DISTINCT=
+# (empty) loads as before.
 # usage: tests/bench/edge_tuning.sh BIN_DIR INDEX_DIR WORDS SECONDS CONFIG...
 set -uo pipefail
 bin=$1 index=$2 words=$3 seconds=$4
 shift 4
+distinct=${EDGE_DISTINCT---distinct}
 here=$(dirname "$0")
 # shellcheck source=tests/bench/edge_cluster.sh
 . "$here/edge_cluster.sh"
@@ -37,12 +42,12 @@ for config in "$@"; do
   start_edge_leaves "$bin" "$index" "$work" "$leaf_flags"
   start_edge_broker "$bin" "$work" "$broker_flags"
   wait_edge_ready
-  "${client_pin[@]}" "$bin/http_load" --address 127.0.0.1:8181 --words "$words" --connections 16 --seconds 2 > /dev/null
+  "${client_pin[@]}" "$bin/http_load" --address 127.0.0.1:8181 --words "$words" --connections 16 --seconds 2 $distinct > /dev/null
   for connections in 1 16 64; do
     before=$(python3 "$here/edge_metrics.py" scrape 8181 9301 9302 9303 9304) switched=$(switches)
     cpu_before=$(python3 "$here/edge_metrics.py" cpu leaf="$(IFS=,; echo "${pids[*]:0:4}")" broker="${pids[4]}")
     times > "$work/times"; client_before=$(tail -1 "$work/times")
-    row=$("${client_pin[@]}" "$bin/http_load" --address 127.0.0.1:8181 --words "$words" --connections $connections \
+    row=$("${client_pin[@]}" "$bin/http_load" --address 127.0.0.1:8181 --words "$words" --connections $connections $distinct \
       --seconds "$seconds" --label "$label | uncached" $load_flags)
     after=$(python3 "$here/edge_metrics.py" scrape 8181 9301 9302 9303 9304) switched=$(( $(switches) - switched ))
     cpu_after=$(python3 "$here/edge_metrics.py" cpu leaf="$(IFS=,; echo "${pids[*]:0:4}")" broker="${pids[4]}")
@@ -59,6 +64,6 @@ echo "| config | load | connections | idle connections | answers | q/s | p50 ms 
 echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
 printf '%s\n' "${loads[@]}"
 echo
-echo "| config | connections | broker ms per uncached query (mean) | leaf query ms (mean) | broker overhead ms | context switches per query | CPU µs per query by thread kind |"
-echo "|---|---|---|---|---|---|---|"
+echo "| config | connections | broker ms per uncached query (mean) | leaf query ms (mean) | broker overhead ms | stages ms: broker / transport / leaf | context switches per query | CPU µs per query by thread kind |"
+echo "|---|---|---|---|---|---|---|---|"
 printf '%s\n' "${overheads[@]}"

@@ -4,13 +4,15 @@
 // generator's own wake-ups, 64 threads on 16 cores, into the latencies it measures). Request
 // targets come from a file (each once, in order, shared by all connections: uncached queries), or
 // one target again and again (cached), or queries of 1-4 words drawn at random from a word list
-// (uncached with high probability); `--idle` more connections are opened first and left idle for
+// (each connection's words follow a fixed seed, so two runs repeat each other's queries and a
+// one-word query recurs within a run: answered from the broker's result cache; with `--distinct`
+// each query also holds a term of its own that no document has, and none is); `--idle` more connections are opened first and left idle for
 // the whole run. A request unanswered after 5 s counts as an error (and the connection is made
 // again). Latency runs from just before a request is written to its answer's last byte. Prints one
 // Markdown row: connections, idle connections, answers, q/s, latency p50/p90/p99/max in ms, answers
 // other than 200, errors.
 //
-//   http_load --address 127.0.0.1:8080 (--targets FILE | --target /search?q=x | --words FILE)
+//   http_load --address 127.0.0.1:8080 (--targets FILE | --target /search?q=x | --words FILE [--distinct])
 //             [--connections 16] [--threads N] [--seconds 10] [--idle 0] [--label TEXT]
 #include <utility>  // before Boost.Asio with GCC 12 in C++20
 
@@ -60,6 +62,7 @@ struct Load {
   std::vector<std::string> targets;  // sent in order once each, or targets[0] again and again
   bool repeat = false;
   std::vector<std::string> words;  // if not empty: 1-4 random words a request instead
+  std::string distinct;            // if not empty: each such query also holds the term distinct + a number of its own
   Clock::time_point end;
   std::atomic<size_t> next{0};
 };
@@ -68,7 +71,8 @@ struct Load {
 // the load's end; an error or 5 s without an answer counts and makes the connection again.
 class Connection {
  public:
-  Connection(asio::io_context& io, Load& load, uint64_t seed) : stream_(io), retry_(io), load_(load), rng_(seed) {}
+  Connection(asio::io_context& io, Load& load, uint64_t seed, size_t index)
+      : stream_(io), retry_(io), load_(load), rng_(seed), index_(index) {}
   void start() { connect(); }
   Tally& tally() { return tally_; }
 
@@ -96,6 +100,7 @@ class Connection {
       target = "/search?k=10&q=";
       const int n = std::uniform_int_distribution<int>(1, 4)(rng_);
       for (int w = 0; w < n; ++w) target += (w ? "+" : "") + load_.words[rng_() % load_.words.size()];
+      if (!load_.distinct.empty()) target += "+" + load_.distinct + std::to_string(index_) + "x" + std::to_string(sent_count_++);
       return true;
     }
     if (load_.repeat) return target = load_.targets[0], true;
@@ -127,6 +132,8 @@ class Connection {
   asio::steady_timer retry_;
   Load& load_;
   std::mt19937_64 rng_;
+  size_t index_;            // of the connection
+  uint64_t sent_count_ = 0;  // its queries so far (--distinct)
   beast::flat_buffer buffer_;
   beast::http::request<beast::http::empty_body> request_;
   beast::http::response<beast::http::string_body> response_;
@@ -140,6 +147,7 @@ int run(int argc, char** argv) {
       .value("targets", "", "request targets, one per line, each sent once (uncached queries)")
       .value("target", "", "one request target sent again and again (cached queries)")
       .value("words", "", "a word list: each request is /search?k=10&q= 1-4 random words of it")
+      .boolean("distinct", "with --words: each query also holds a term of its own that no document has, so none is answered from the broker's result cache (without it, runs repeat each other's queries)")
       .value("connections", "16", "keep-alive connections sending")
       .value("threads", "", "event loops the connections are spread over (default: a quarter of the cores)")
       .value("seconds", "10", "how long to send")
@@ -172,6 +180,8 @@ int run(int argc, char** argv) {
   load.targets = std::move(targets);
   load.repeat = flags.get("targets").empty();
   load.words = std::move(words);
+  // A prefix of letters and digits no run shares: this run's queries repeat no earlier run's either.
+  if (flags.is_set("distinct")) load.distinct = "zq" + std::to_string(std::random_device{}() % 1000000000u) + "x";
   asio::io_context io;
   load.endpoints = tcp::resolver(io).resolve(host, std::to_string(port));
 
@@ -189,7 +199,7 @@ int run(int argc, char** argv) {
   for (size_t t = 0; t < threads; ++t) loops.push_back(std::make_unique<asio::io_context>(1));
   std::vector<std::unique_ptr<Connection>> open;
   for (size_t c = 0; c < connections; ++c) {
-    open.push_back(std::make_unique<Connection>(*loops[c % threads], load, c * 7919 + 17));
+    open.push_back(std::make_unique<Connection>(*loops[c % threads], load, c * 7919 + 17, c));
   }
   const auto start = Clock::now();
   load.end = start + std::chrono::seconds(flags.count("seconds"));

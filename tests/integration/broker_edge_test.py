@@ -8,7 +8,8 @@ query is refused at once with 503 and Retry-After, and answers resume once the l
 /search needs a bearer token from --auth-tokens (401 without), the file is reloaded when it
 changes; /metrics, /healthz and /readyz answer on --admin-listen without a token and not on the
 search listener; HEAD answers as GET without a body, and another method on /search gets 405 with
-Allow; the new metrics are exported.
+Allow; uncached answers are split into the broker's, the transport's and the leaf's stages, which
+add up to their time; the new metrics are exported.
 usage: broker_edge_test.py BUILD_DIR CRANFIELD_DIR"""
 import json, os, signal, socket, subprocess, sys, threading, time
 
@@ -95,6 +96,26 @@ try:
         fail("HEAD /search: a 200 head with the answer's length and no body expected, got %r" % answer)
     if not heads[1].startswith("405") or "Allow: GET, HEAD, POST\r\n" not in heads[1]:
         fail("DELETE /search: 405 with Allow expected, got %r" % heads[1])
+
+    # 1c. The stages of uncached answers: each of twenty distinct queries observed once in each stage
+    # (the broker's own time, the transport's, the leaf's), which add up to its time in the broker.
+    def stage_sums(text):
+        return [(metric(text, 'warpsearch_broker_stage_seconds_count{stage="%s"}' % st) or 0,
+                 metric(text, 'warpsearch_broker_stage_seconds_sum{stage="%s"}' % st) or 0) for st in ("broker", "transport", "leaf")]
+    text = http(admin + "/metrics")[1]
+    stages0, request0 = stage_sums(text), metric(text, "warpsearch_broker_request_seconds_sum")
+    for i in range(20):
+        status, body, _ = http(base + "/search?q=wing+flow+zqstage%d" % i, token=token)
+        if status != 200 or json.loads(body)["cached"] or json.loads(body)["partial"]:
+            fail("stage query %d: %d %s" % (i, status, body[:200]))
+    text = http(admin + "/metrics")[1]
+    stages1, request1 = stage_sums(text), metric(text, "warpsearch_broker_request_seconds_sum")
+    counts = [c1 - c0 for (c0, _), (c1, _) in zip(stages0, stages1)]
+    sums = [s1 - s0 for (_, s0), (_, s1) in zip(stages0, stages1)]
+    if counts != [20, 20, 20] or min(sums) <= 0:
+        fail("stages: counts %s, sums %s for 20 uncached answers" % (counts, sums))
+    if abs((request1 - request0) - sum(sums)) > 1e-6:
+        fail("stages add up to %.6f s, the answers took %.6f s" % (sum(sums), request1 - request0))
 
     # 2. The admin listener needs no token; the search listener does not serve it.
     for path in ("/healthz", "/readyz", "/metrics", "/cluster"):
