@@ -9,6 +9,8 @@
 #  3. with FUZZ_RUNS=N, the long fuzz runs of the targets in .serve-bench/fuzz/ (too slow for a
 #     million executions on the 2-core development machine): JOBS processes per target sharing one
 #     corpus, N/JOBS executions each; a crash fails the run and its input lands in $OUT.
+# The uncached loads pass http_load --distinct (EDGE_DISTINCT= to load without it): .serve-bench/before
+# needs an http_load that has it (this build's), or EDGE_DISTINCT= for both.
 # .serve-bench holds stripped warp-leaf, warp-broker and http_load, index/ (the default corpus in
 # 2 partitions), words.txt, and fuzz/; it may come packed as .device-carry/serve-bench.tar.gz.
 # Runtime libraries from .device-debs when present.
