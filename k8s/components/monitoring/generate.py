@@ -53,6 +53,8 @@ overview = dashboard("warpsearch-overview", "Warpsearch / Overview", "warpsearch
     panel("Queries in the fan-out, open HTTP connections", [
         ("sum(warpsearch_broker_in_flight{%s})" % SEL, "in flight"),
         ("sum(warpsearch_broker_http_connections{%s})" % SEL, "connections")]),
+    panel("Uncached search time by stage (mean: broker, transport, leaf)", [
+        ("sum by (stage) (rate(warpsearch_broker_stage_seconds_sum{%s}[%s])) / sum by (stage) (rate(warpsearch_broker_stage_seconds_count{%s}[%s]))" % (SEL, RATE, SEL, RATE), "{{stage}}")], "s"),
     panel("Latency per leaf (p99, broker side)", [("histogram_quantile(0.99, sum by (le, leaf) (rate(warpsearch_broker_leaf_seconds_bucket{%s}[%s])))" % (SEL, RATE), "{{leaf}}")], "s"),
 ])
 
