@@ -9,6 +9,7 @@
 # everything), or "LEAF_CPUS/BROKER_CPUS/CLIENT_CPUS" in taskset's list form (e.g. 0-3/4-11/12-15;
 # LEAF_CPUS as four lists joined by ':' pins each leaf on its own, e.g. 0:1:2:3; an empty part
 # leaves that side to the kernel);
+# EDGE_REPLICAS=N: N replicas of each partition (edge_cluster.sh; default 2).
 # LOAD FLAGS go to http_load (e.g. --threads 4). Queries are --distinct (each holds a term of its
 # own, so none is a cache hit; before the thirty-ninth session they were not, and the warm-up's and
 # earlier loads' queries came back as cache hits: ~40% of a 16-connection run); EDGE_DISTINCT=
@@ -18,6 +19,7 @@ set -uo pipefail
 bin=$1 index=$2 words=$3 seconds=$4
 shift 4
 distinct=${EDGE_DISTINCT---distinct}
+leaf_count=$((2 * ${EDGE_REPLICAS:-2}))
 here=$(dirname "$0")
 # shellcheck source=tests/bench/edge_cluster.sh
 . "$here/edge_cluster.sh"
@@ -44,13 +46,13 @@ for config in "$@"; do
   wait_edge_ready
   "${client_pin[@]}" "$bin/http_load" --address 127.0.0.1:8181 --words "$words" --connections 16 --seconds 2 $distinct > /dev/null
   for connections in 1 16 64; do
-    before=$(python3 "$here/edge_metrics.py" scrape 8181 9301 9302 9303 9304) switched=$(switches)
-    cpu_before=$(python3 "$here/edge_metrics.py" cpu leaf="$(IFS=,; echo "${pids[*]:0:4}")" broker="${pids[4]}")
+    before=$(python3 "$here/edge_metrics.py" scrape 8181 $(edge_leaf_http_ports)) switched=$(switches)
+    cpu_before=$(python3 "$here/edge_metrics.py" cpu leaf="$(IFS=,; echo "${pids[*]:0:$leaf_count}")" broker="${pids[$leaf_count]}")
     times > "$work/times"; client_before=$(tail -1 "$work/times")
     row=$("${client_pin[@]}" "$bin/http_load" --address 127.0.0.1:8181 --words "$words" --connections $connections $distinct \
       --seconds "$seconds" --label "$label | uncached" $load_flags)
-    after=$(python3 "$here/edge_metrics.py" scrape 8181 9301 9302 9303 9304) switched=$(( $(switches) - switched ))
-    cpu_after=$(python3 "$here/edge_metrics.py" cpu leaf="$(IFS=,; echo "${pids[*]:0:4}")" broker="${pids[4]}")
+    after=$(python3 "$here/edge_metrics.py" scrape 8181 $(edge_leaf_http_ports)) switched=$(( $(switches) - switched ))
+    cpu_after=$(python3 "$here/edge_metrics.py" cpu leaf="$(IFS=,; echo "${pids[*]:0:$leaf_count}")" broker="${pids[$leaf_count]}")
     times > "$work/times"; client_after=$(tail -1 "$work/times")
     loads+=("$row")
     answers=$(cut -d'|' -f6 <<< "$row")
