@@ -21,15 +21,17 @@ import sys
 import urllib.request
 
 
-def sums(url, name):
-    text = urllib.request.urlopen(url, timeout=5).read().decode()
+def fetch(url):
+    return urllib.request.urlopen(url, timeout=5).read().decode()
+
+
+def sums(text, name):
     s = sum(float(l.split()[-1]) for l in text.splitlines() if re.match(name + r"_sum(\{| )", l))
     c = sum(float(l.split()[-1]) for l in text.splitlines() if re.match(name + r"_count(\{| )", l))
     return s, c
 
 
-def stage_sums(url):
-    text = urllib.request.urlopen(url, timeout=5).read().decode()
+def stage_sums(text):
     values = {}
     for l in text.splitlines():
         m = re.match(r'warpsearch_broker_stage_seconds_(sum|count)\{stage="(\w+)"\} (\S+)', l)
@@ -68,9 +70,9 @@ elif sys.argv[1] == "cpu-per-query":
     parts = ["%s %.0f" % (k, (int(v) - int(before.get(k, 0))) / hz * 1e6 / max(queries, 1)) for k, v in sorted(after.items())]
     print(", ".join(parts))
 elif sys.argv[1] == "scrape":
-    b = sums("http://127.0.0.1:%s/metrics" % sys.argv[2], "warpsearch_broker_request_seconds")
-    leaves = [sums("http://127.0.0.1:%s/metrics" % p, "warpsearch_leaf_query_seconds") for p in sys.argv[3:]]
-    stages = stage_sums("http://127.0.0.1:%s/metrics" % sys.argv[2])
+    broker = fetch("http://127.0.0.1:%s/metrics" % sys.argv[2])  # one scrape: the request and stage sums agree
+    b, stages = sums(broker, "warpsearch_broker_request_seconds"), stage_sums(broker)
+    leaves = [sums(fetch("http://127.0.0.1:%s/metrics" % p), "warpsearch_leaf_query_seconds") for p in sys.argv[3:]]
     print(b[0], b[1], sum(x[0] for x in leaves), sum(x[1] for x in leaves), *stages)
 else:
     label, before, after = sys.argv[2:5]
