@@ -6,8 +6,8 @@
 // one target again and again (cached), or queries of 1-4 words drawn at random from a word list
 // (each connection's words follow a fixed seed, so two runs repeat each other's queries and a
 // one-word query recurs within a run: answered from the broker's result cache; with `--distinct`
-// each query also holds a term of its own that no document has, and none is); `--idle` more connections are opened first and left idle for
-// the whole run. A request unanswered after 5 s counts as an error (and the connection is made
+// each query also holds a term of its own that no document has, and none is); `--idle` more
+// connections are opened first and left idle for the whole run. A request unanswered after 5 s counts as an error (and the connection is made
 // again). Latency runs from just before a request is written to its answer's last byte. Prints one
 // Markdown row: connections, idle connections, answers, q/s, latency p50/p90/p99/max in ms, answers
 // other than 200, errors.
