@@ -1,6 +1,8 @@
 #include "broker/search_api.hpp"
 
+#include <algorithm>
 #include <map>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "broker/fan_out.hpp"
@@ -33,6 +35,93 @@ Analyzer& analyzer_for(const std::string& version) {
     current = version;
   }
   return *analyzer;
+}
+
+// A search's parameters as the client sent them, before analysis.
+struct SearchParams {
+  std::string q;
+  std::string mode = "or";
+  size_t k = 10;
+  size_t offset = 0;  // hits of the ranking skipped: a page past the first
+};
+
+constexpr const char* kSearchParams = "q, k, offset, mode";
+
+// A decimal integer from `least` to `most` (a GET parameter); nullopt otherwise.
+std::optional<size_t> parse_count(const std::string& text, size_t least, size_t most) {
+  if (text.empty() || text.size() > 9 || !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return std::nullopt;
+  }
+  const size_t value = std::stoul(text);
+  if (value < least || value > most) return std::nullopt;
+  return value;
+}
+
+// A JSON body's integer from `least` to `most`; nullopt otherwise (a float, a string, out of range).
+std::optional<size_t> json_count(const nlohmann::json& value, size_t least, size_t most) {
+  if (!value.is_number_integer()) return std::nullopt;
+  const int64_t n = value.get<int64_t>();
+  if (n < static_cast<int64_t>(least) || n > static_cast<int64_t>(most)) return std::nullopt;
+  return static_cast<size_t>(n);
+}
+
+// `params` from a GET's query string or a POST's JSON body. An unknown parameter is refused, not
+// ignored: a misspelt `offest` or `size` would otherwise return the first page as if it were the
+// one asked for (Elasticsearch refuses them the same way).
+std::optional<http::Response> read_search_params(const http::Request& request, size_t max_k, SearchParams& params) {
+  const std::string k_range = "k must be an integer from 1 to " + std::to_string(max_k);
+  const std::string offset_range = "offset must be an integer from 0 to " + std::to_string(max_k - 1);
+  if (request.method == "GET") {
+    if (!request.query_ok) return error(400, "malformed query string (bad percent-encoding)");
+    for (const auto& [name, value] : request.query) {
+      if (name == "q") {
+        params.q = value;
+      } else if (name == "mode") {
+        params.mode = value;
+      } else if (name == "k") {
+        const auto k = parse_count(value, 1, max_k);
+        if (!k) return error(400, k_range);
+        params.k = *k;
+      } else if (name == "offset") {
+        const auto offset = parse_count(value, 0, max_k - 1);
+        if (!offset) return error(400, offset_range);
+        params.offset = *offset;
+      } else {
+        return error(400, "unknown parameter '" + name + "' (accepted: " + kSearchParams + ")");
+      }
+    }
+  } else {
+    nlohmann::json body;
+    try {
+      body = nlohmann::json::parse(request.body);
+    } catch (const nlohmann::json::exception&) {
+      return error(400, "the body is not valid JSON");
+    }
+    if (!body.is_object() || !body.contains("q") || !body["q"].is_string()) return error(400, "the body needs a string \"q\"");
+    for (const auto& [name, value] : body.items()) {
+      if (name == "q") {
+        params.q = value.get<std::string>();
+      } else if (name == "mode") {
+        if (!value.is_string()) return error(400, "\"mode\" must be a string");
+        params.mode = value.get<std::string>();
+      } else if (name == "k") {
+        const auto k = json_count(value, 1, max_k);
+        if (!k) return error(400, k_range);
+        params.k = *k;
+      } else if (name == "offset") {
+        const auto offset = json_count(value, 0, max_k - 1);
+        if (!offset) return error(400, offset_range);
+        params.offset = *offset;
+      } else {
+        return error(400, "unknown field \"" + name + "\" (accepted: " + kSearchParams + ")");
+      }
+    }
+  }
+  if (params.offset + params.k > max_k) {
+    return error(400, "offset + k must be at most " + std::to_string(max_k) +
+                          " (--max-k): a page that deep costs every leaf offset + k hits");
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -171,54 +260,25 @@ prometheus::Histogram& SearchApi::leaf_latency(const std::string& replica) {
 void SearchApi::search(const http::Request& request, http::Respond respond) {
   const auto reply = [this, respond](http::Response response) { respond_counted("/search", respond, std::move(response)); };
   const auto start = Clock::now();
-  std::string q, mode_text = "or";
-  size_t k = 10;
-  if (request.method == "GET") {
-    if (!request.query_ok) return reply(error(400, "malformed query string (bad percent-encoding)"));
-    auto it = request.query.find("q");
-    if (it != request.query.end()) q = it->second;
-    if ((it = request.query.find("mode")) != request.query.end()) mode_text = it->second;
-    if ((it = request.query.find("k")) != request.query.end()) {
-      char* end = nullptr;
-      const long value = std::strtol(it->second.c_str(), &end, 10);
-      if (it->second.empty() || *end != '\0' || value < 1 || static_cast<size_t>(value) > options_.max_k) {
-        return reply(error(400, "k must be an integer from 1 to " + std::to_string(options_.max_k)));
-      }
-      k = static_cast<size_t>(value);
-    }
-  } else if (request.method == "POST") {
-    nlohmann::json body;
-    try {
-      body = nlohmann::json::parse(request.body);
-    } catch (const nlohmann::json::exception&) {
-      return reply(error(400, "the body is not valid JSON"));
-    }
-    if (!body.is_object() || !body.contains("q") || !body["q"].is_string()) return reply(error(400, "the body needs a string \"q\""));
-    q = body["q"].get<std::string>();
-    if (body.contains("mode")) {
-      if (!body["mode"].is_string()) return reply(error(400, "\"mode\" must be a string"));
-      mode_text = body["mode"].get<std::string>();
-    }
-    if (body.contains("k")) {
-      if (!body["k"].is_number_integer() || body["k"].get<int64_t>() < 1 || body["k"].get<int64_t>() > static_cast<int64_t>(options_.max_k)) {
-        return reply(error(400, "k must be an integer from 1 to " + std::to_string(options_.max_k)));
-      }
-      k = body["k"].get<size_t>();
-    }
-  } else {
+  if (request.method != "GET" && request.method != "POST") {
     http::Response refused = error(405, "use GET or POST");
     refused.headers.emplace_back("Allow", "GET, HEAD, POST");  // a 405 names them (RFC 9110 §15.5.6)
     return reply(std::move(refused));
   }
+  SearchParams params;
+  if (auto refused = read_search_params(request, options_.max_k, params)) return reply(std::move(*refused));
+  const std::string& q = params.q;
+  const size_t k = params.k, offset = params.offset;
   if (q.empty()) return reply(error(400, "the query q is empty"));
   if (q.size() > options_.max_query_bytes) return reply(error(400, "the query is longer than " + std::to_string(options_.max_query_bytes) + " bytes"));
   if (!utf8_valid(q)) return reply(error(400, "the query is not valid UTF-8"));
   QueryMode mode;
   try {
-    mode = parse_query_mode(mode_text);
+    mode = parse_query_mode(params.mode);
   } catch (const std::exception&) {
     return reply(error(400, "mode must be and, or or andor"));
   }
+  const std::string mode_text(to_string(mode));
   // Distinct terms with how often the query holds each: a term said twice weighs more (BM25's
   // query-term frequency), and the cache tells such queries apart.
   const std::vector<QueryTerm> terms = distinct_terms(Query(analyzer_for(cluster_.analyzer()).analyze_query(q), mode, k));
@@ -229,7 +289,7 @@ void SearchApi::search(const http::Request& request, http::Respond respond) {
   }
   std::string key;
   for (const QueryTerm& term : terms) key += term.text + ' ' + std::to_string(term.count) + ' ';
-  key += "|" + mode_text + "|" + std::to_string(k) + "|" + std::to_string(cluster_.generation_signature());
+  key += "|" + mode_text + "|" + std::to_string(k) + "|" + std::to_string(offset) + "|" + std::to_string(cluster_.generation_signature());
   // `ms`: the answer's time, where the caller has taken it already (its stages add up to it).
   const auto answer = [this, start](const std::string& core, bool cached, double ms = -1) {
     if (ms < 0) ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
@@ -250,9 +310,12 @@ void SearchApi::search(const http::Request& request, http::Respond respond) {
                                          " has " + std::to_string(options_.max_outstanding) +
                                          " requests outstanding (--max-outstanding); retry"));
   }
-  FanOutRequest fan_out_request{terms, mode, k, options_.timeout};
+  // A page past the first: every leaf returns its top offset + k, and the merge keeps the
+  // global top offset + k, of which the page is the last k (ties go to the lower docID, so pages
+  // tile the ranking without gaps or repeats).
+  FanOutRequest fan_out_request{terms, mode, offset + k, options_.timeout};
   // Runs on this I/O thread's loop once every partition answered or the deadline passed.
-  auto done = [this, reply, answer, key, q, terms, mode_text, k, start](FanOutResult result) {
+  auto done = [this, reply, answer, key, q, terms, mode_text, k, offset, start](FanOutResult result) {
     retries_.Increment(result.retries);
     if (result.partial) partials_.Increment();
     // Keys in alphabetical order, as the answers were written before (nlohmann's objects).
@@ -261,12 +324,14 @@ void SearchApi::search(const http::Request& request, http::Respond respond) {
     uint64_t matches = 0;
     for (const PartitionOutcome& outcome : result.partitions) matches += outcome.and_matches;
     json.key("and_matches").value(matches).key("hits").begin_array();
-    for (const BrokerHit& hit : merge_hits(result, k)) {
+    const std::vector<BrokerHit> ranked = merge_hits(result, offset + k);
+    for (size_t i = offset; i < ranked.size(); ++i) {
+      const BrokerHit& hit = ranked[i];
       json.begin_object().key("id").value(hit.id).key("score").value(static_cast<double>(hit.score));
       json.key("title").value(hit.title).key("url").value(hit.url).end_object();
     }
     json.end_array().key("k").value(static_cast<uint64_t>(k)).key("mode").value(mode_text);
-    json.key("partial").value(result.partial).key("partitions").begin_array();
+    json.key("offset").value(static_cast<uint64_t>(offset)).key("partial").value(result.partial).key("partitions").begin_array();
     for (const PartitionOutcome& outcome : result.partitions) {
       json.begin_object().key("attempts").value(outcome.attempts);
       if (!outcome.error.empty()) json.key("error").value(outcome.error);

@@ -1,4 +1,4 @@
-// The broker's HTTP API: GET /search?q=&k=&mode= and POST /search with {"q","k","mode"}, plus
+// The broker's HTTP API: GET /search?q=&k=&offset=&mode= and POST /search with {"q","k","offset","mode"}, plus
 // /healthz, /readyz, /cluster and /metrics (on the admin listener when there is one). Requests are
 // validated (400 with a JSON error), checked against the bearer tokens (401), normalized with the
 // leaves' analyzer, answered from the result cache or handed to the fan-out, whose callback

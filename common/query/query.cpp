@@ -1,6 +1,7 @@
 #include "common/query/query.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 
 #include "common/util/status.hpp"
@@ -8,9 +9,11 @@
 namespace warp {
 
 QueryMode parse_query_mode(std::string_view text) {
-  if (text == "and") return QueryMode::kAnd;
-  if (text == "or") return QueryMode::kOr;
-  if (text == "andor") return QueryMode::kAndOr;
+  std::string lower(text);  // "AND", "Or": the case is not the mode's
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (lower == "and") return QueryMode::kAnd;
+  if (lower == "or") return QueryMode::kOr;
+  if (lower == "andor") return QueryMode::kAndOr;
   throw Error("unknown query mode '" + std::string(text) + "' (use and, or or andor)");
 }
 

@@ -11,7 +11,7 @@
 namespace warp {
 
 enum class QueryMode { kAnd, kOr, kAndOr };
-QueryMode parse_query_mode(std::string_view text);  // "and" | "or" | "andor"; throws Error
+QueryMode parse_query_mode(std::string_view text);  // "and" | "or" | "andor", any case; throws Error
 std::string_view to_string(QueryMode mode);
 
 struct Query {

@@ -2,7 +2,8 @@
 """The running cluster through the real binaries on loopback: 2 partitions x 2 replicas on 4
 warp-leaf processes and a warp-broker. Checks: the cluster's top-k equals a single-partition index
 of the same documents, document for document and score for score, for every CISI request (long
-natural-language paragraphs) and Cranfield query in every mode; bad requests get 400 with a JSON error and the broker keeps serving; every
+natural-language paragraphs) and Cranfield query in every mode; pages (offset) tile the ranking;
+bad requests and unknown parameters get 400 with a JSON error and the broker keeps serving; every
 /metrics output passes a Prometheus text-format parser; kill -9 of one replica under load fails no
 request; both replicas of a partition down gives partial results within the deadline; a new
 generation published by warp-indexer serve reaches leaves following it, and the broker's cache
@@ -205,18 +206,63 @@ try:
     if status != 200 or len(json.loads(body)["hits"]) != 5:
         fail("POST /search: %d %s" % (status, body))
 
+    # Pages: offset skips that many hits of the ranking. Page 2 of 10 is ranks 10-19 of the
+    # single-partition index's top 20, by GET and by POST, and pages tile the ranking.
+    page_queries = queries[20:30]
+    qfile = os.path.join(work, "pages-q.tsv")
+    with open(qfile, "w") as f:
+        for qid, text in page_queries:
+            f.write("%s\t%s\n" % (qid, text))
+    run = os.path.join(work, "pages-run")
+    subprocess.run([search, "--index", index1, "--queries", qfile, "--mode", "or", "-k", "20", "--run", run],
+                   check=True, stderr=subprocess.DEVNULL)
+    top20 = {}
+    for line in open(run):
+        qid, _, doc, _, score, _ = line.split()
+        top20.setdefault(qid, []).append((doc, float(score)))
+    for qid, text in page_queries:
+        pages = []
+        for offset in (0, 10):
+            status, body = http(base + "/search?" + urllib.parse.urlencode({"q": text, "k": 10, "offset": offset}))
+            answer = json.loads(body)
+            if status != 200 or answer["offset"] != offset or answer["k"] != 10:
+                fail("page at offset %d of query %s: %d %s" % (offset, qid, status, body[:300]))
+            pages.append([(hit["id"], hit["score"]) for hit in answer["hits"]])
+        same_ranking(top20.get(qid, [])[:10], pages[0], "page 1 of query %s" % qid)
+        same_ranking(top20.get(qid, [])[10:20], pages[1], "page 2 of query %s" % qid)
+        status, body = http(base + "/search", json.dumps({"q": text, "k": 5, "offset": 15}).encode())
+        same_ranking(top20.get(qid, [])[15:20], [(hit["id"], hit["score"]) for hit in json.loads(body)["hits"]],
+                     "POST page at offset 15 of query %s" % qid)
+    if sum(len(hits) for hits in top20.values()) < 150:
+        fail("the page queries should have 20 hits each, or nearly: %d" % sum(len(hits) for hits in top20.values()))
+    # Past the last hit: an empty page, not an error.
+    status, body = http(base + "/search?" + urllib.parse.urlencode({"q": "aeroplane", "k": 10, "offset": 990}))
+    if status != 200 or json.loads(body)["hits"]:
+        fail("a page past the last hit: expected 200 and no hits, got %d %s" % (status, body[:300]))
+    # The mode in any case is the same query: the same cache entry, the mode named in lower case.
+    status, body = http(base + "/search?" + urllib.parse.urlencode({"q": page_queries[0][1], "k": 10, "mode": "OR"}))
+    answer = json.loads(body)
+    if status != 200 or answer["mode"] != "or" or not answer["cached"]:
+        fail("mode=OR should be or's query, answered from the cache: %d %s" % (status, body[:300]))
+
     # 3. Bad requests: 400 with a JSON error, and the broker keeps serving.
     bad = [("/search?k=10", None), ("/search?q=wing&k=0", None), ("/search?q=wing&k=abc", None),
            ("/search?q=wing&k=100000", None), ("/search?q=wing&mode=xor", None), ("/search?q=%FF%FE", None),
            ("/search?q=%ZZ", None), ("/search?q=" + "x" * 2000, None), ("/search?q=" + "y" * 17000, None),
            ("/search", b"{not json"), ("/search", b'{"q": 7}'), ("/search", b'{"q": "wing", "k": "ten"}'),
-           ("/search", b'{"q": "' + b"z" * 17000 + b'"}'), ("/search", b'{"q": "' + b"z" * 200000 + b'"}'), ("/search?q=%21%21%21", None)]
+           ("/search", b'{"q": "' + b"z" * 17000 + b'"}'), ("/search", b'{"q": "' + b"z" * 200000 + b'"}'), ("/search?q=%21%21%21", None),
+           # Unknown parameters are refused, not ignored (a misspelt offset would return page 1).
+           ("/search?q=wing&size=5", None), ("/search?q=wing&offest=10", None), ("/search", b'{"q": "wing", "from": 10}'),
+           ("/search?q=wing&offset=-1", None), ("/search?q=wing&offset=x", None), ("/search?q=wing&k=10&offset=991", None),
+           ("/search", b'{"q": "wing", "offset": 1.5}'), ("/search", b'{"q": "wing", "k": 600, "offset": 500}')]
     for path, body in bad:
         status, text = http(base + path, body)
         if status != 400:
             fail("%s: expected 400, got %d %s" % (path[:60], status, text[:200]))
         if "error" not in json.loads(text):
             fail("%s: no JSON error" % path[:60])
+        if ("size" in path or "offest" in path or b"from" in (body or b"")) and "accepted: q, k, offset, mode" not in text:
+            fail("%s: the error should name the parameters accepted: %s" % (path[:60], text[:200]))
     if http(base + "/search?q=wing")[0] != 200:
         fail("the broker stopped serving after bad requests")
 
