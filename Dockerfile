@@ -22,7 +22,7 @@ ARG CUDA_ARCH=90
 RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
       build-essential cmake ninja-build pkg-config ca-certificates \
       librocksdb-dev libzstd-dev zlib1g-dev libsnappy-dev liblz4-dev libbz2-dev libstemmer-dev \
-      nlohmann-json3-dev libsimdjson-dev libzmq3-dev cppzmq-dev capnproto libcapnp-dev prometheus-cpp-dev libboost-dev \
+      nlohmann-json3-dev libsimdjson-dev libzmq3-dev libsodium-dev cppzmq-dev capnproto libcapnp-dev prometheus-cpp-dev libboost-dev \
       libc-ares-dev libgtest-dev \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=cuda /usr/local/ /opt/toolkit/

@@ -237,6 +237,7 @@ nlohmann::json Cluster::describe() const {
       nlohmann::json entry = {{"endpoint", r->endpoint}, {"healthy", r->healthy.load()}, {"generation", r->generation.load()},
                               {"outstanding", r->outstanding.load()}, {"latency_ms", r->latency_ms}};
       if (!r->source.empty()) entry["dns"] = r->source;
+      if (r->search_port != 0) entry["search_port"] = r->search_port.load();
       replicas.push_back(entry);
     }
     for (const NameSource& source : names_) {
@@ -284,6 +285,7 @@ void Cluster::poll_status() {
         auto status = reply.getStatus();
         Replica& replica = *replicas[i];
         replica.generation = status.getGeneration();
+        replica.search_port = status.getSearchPort();
         std::lock_guard<std::mutex> lock(mutex_);
         // A replica retired meanwhile stays unhealthy.
         const bool member = std::any_of(replicas_.begin(), replicas_.end(), [&](const auto& r) { return r.get() == &replica; });

@@ -34,6 +34,7 @@ struct Replica {
   std::atomic<int> outstanding{0};
   std::atomic<bool> healthy{false};  // answered the last status request in time, ready
   std::atomic<uint64_t> generation{0};
+  std::atomic<uint16_t> search_port{0};  // its direct search path's port, from its status (0: none)
   double latency_ms = 1.0;           // EWMA of search round trips; guarded by the cluster mutex
   std::string analyzer;              // guarded by the cluster mutex
 };
@@ -69,6 +70,10 @@ class Cluster {
   // connection that hears nothing for 2 s is dropped and made anew, so a link back after an outage
   // is not stuck behind TCP's retransmission back-off), a CURVE client when Curve is on.
   void connect_leaf(zmq::socket_t& socket, const std::string& endpoint) const;
+  // Curve between broker and leaves (off: not enabled), and the leaves' public key: the direct
+  // search path's handshake uses the same keys as the sockets.
+  const transfer::CurveConfig& curve() const { return curve_; }
+  const std::string& leaf_key() const { return leaf_key_; }
   void record_latency(Replica& replica, double ms);
   bool ready() const;                    // every partition has a healthy replica
   uint64_t generation_signature() const; // changes whenever any replica's generation changes

@@ -5,11 +5,17 @@
 #include <utility>  // before Boost.Asio with GCC 12 in C++20
 
 #include <algorithm>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <cstdio>
+#include <cstring>
+#include <optional>
+#include <array>
 #include <map>
 #include <unordered_map>
 #include <zmq.hpp>
@@ -18,6 +24,7 @@
 
 #include "common/protocol/search.capnp.h"
 #include "common/transfer/capnp_frames.hpp"
+#include "common/transfer/secure_channel.hpp"
 #include "common/util/status.hpp"
 
 namespace warp {
@@ -31,6 +38,7 @@ std::atomic<uint64_t> next_query_id{1};
 struct Attempt {
   std::shared_ptr<Replica> replica;  // kept alive even if discovery retires it meanwhile
   Clock::time_point sent;
+  bool direct = false;  // over the direct search path (a lost connection moves it at once)
 };
 
 // One query in flight: its outcome per partition and the attempt each partition waits on.
@@ -64,8 +72,29 @@ struct FanOut::Worker {
     bool drain_posted = false;
   };
 
-  Worker(Cluster& cluster, asio::io_context& io, zmq::context_t& context, std::atomic<size_t>& in_flight)
-      : cluster(cluster), io(io), context(context), in_flight(in_flight), timer(io) {
+  // A connection of the direct search path to one leaf (its status names the port): frames of
+  // secure_channel.hpp, after a Curve handshake where Curve is on. Usable once connected (and
+  // handshaken); until then, and after it fails, searches to that leaf go over ZeroMQ.
+  struct DirectLink {
+    DirectLink(asio::io_context& io, std::string endpoint, asio::ip::tcp::endpoint target)
+        : endpoint(std::move(endpoint)), target(target), socket(io), reconnect(io) {}
+    std::string endpoint;  // the leaf's ZeroMQ endpoint: the replica's name
+    asio::ip::tcp::endpoint target;
+    asio::ip::tcp::socket socket;
+    asio::steady_timer reconnect;
+    std::optional<transfer::ClientHandshake> handshake;  // in progress
+    std::optional<transfer::SecureSession> session;      // Curve on, after the handshake
+    bool usable = false;
+    std::array<char, 16384> buffer;  // each link its own: reads of several may complete before any handler runs
+    std::string in;      // bytes read, not yet whole frames
+    std::string out;     // bytes a write could not take at once, being written (asio holds its address)
+    std::string queued;  // bytes to write after those
+    bool writing = false;
+  };
+
+  Worker(Cluster& cluster, asio::io_context& io, zmq::context_t& context, std::atomic<size_t>& in_flight, bool direct,
+         FanOut::Counts& counts)
+      : cluster(cluster), io(io), context(context), in_flight(in_flight), timer(io), direct(direct), sent_by_path(counts) {
     follow_membership();
   }
 
@@ -79,6 +108,9 @@ struct FanOut::Worker {
     for (auto it = sockets.begin(); it != sockets.end();) {
       it = std::find(endpoints.begin(), endpoints.end(), it->first) == endpoints.end() ? sockets.erase(it) : std::next(it);
     }
+    for (auto it = links.begin(); it != links.end();) {
+      it = std::find(endpoints.begin(), endpoints.end(), it->first) == endpoints.end() ? links.erase(it) : std::next(it);
+    }
     for (const std::string& endpoint : endpoints) socket_for(endpoint);
   }
 
@@ -89,6 +121,165 @@ struct FanOut::Worker {
       watch(socket);
     }
     return *socket;
+  }
+
+  // The direct link to `replica` when its status offers one and it is ready; null otherwise (the
+  // search goes over ZeroMQ). A link is made, or remade for a new port, on first need.
+  DirectLink* direct_link(const Replica& replica) {
+    const uint16_t port = replica.search_port;
+    if (!direct || port == 0) return nullptr;
+    auto& link = links[replica.endpoint];
+    if (!link || link->target.port() != port) {
+      // "tcp://HOST:PORT": the direct path needs HOST as an address (DNS discovery gives them).
+      const std::string rest = replica.endpoint.substr(replica.endpoint.find("://") + 3);
+      std::string host = rest.substr(0, rest.rfind(':'));
+      if (host.size() > 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
+      boost::system::error_code ec;
+      const asio::ip::address address = asio::ip::make_address(host, ec);
+      if (ec) return nullptr;
+      link = std::make_shared<DirectLink>(io, replica.endpoint, asio::ip::tcp::endpoint(address, port));
+      connect(link);
+    }
+    return link->usable ? link.get() : nullptr;
+  }
+
+  void connect(const std::shared_ptr<DirectLink>& link) {
+    link->socket.async_connect(link->target, [this, weak = std::weak_ptr<DirectLink>(link)](boost::system::error_code ec) {
+      auto link = weak.lock();
+      if (!link) return;
+      if (ec) return link_failed(link);
+      boost::system::error_code ignored;
+      link->socket.set_option(asio::ip::tcp::no_delay(true), ignored);
+      link->socket.non_blocking(true, ignored);
+      link->in.clear();
+      if (cluster.curve().enabled()) {
+        try {
+          link->handshake.emplace(cluster.curve().own, cluster.leaf_key());
+        } catch (const std::exception& e) {
+          std::fprintf(stderr, "warp-broker: direct search path to %s: %s\n", link->endpoint.c_str(), e.what());
+          return;  // stays on ZeroMQ
+        }
+        std::string hello;
+        transfer::append_stream_frame(hello, link->handshake->hello());
+        write(link, std::move(hello));
+      } else {
+        link->usable = true;
+      }
+      read(link);
+    });
+  }
+
+  // The link is closed and made again in a while; searches waiting on it go to another replica
+  // at once (a leaf that died: no need to wait for the attempt timeout).
+  void link_failed(const std::shared_ptr<DirectLink>& link) {
+    const bool was_usable = link->usable;
+    link->usable = false;
+    link->handshake.reset();
+    link->session.reset();
+    link->out.clear();
+    link->queued.clear();
+    link->writing = false;
+    boost::system::error_code ignored;
+    link->socket.close(ignored);
+    link->reconnect.expires_after(std::chrono::milliseconds(200));
+    link->reconnect.async_wait([this, weak = std::weak_ptr<DirectLink>(link)](boost::system::error_code ec) {
+      auto link = weak.lock();
+      if (ec || !link || links[link->endpoint] != link) return;
+      connect(link);
+    });
+    if (was_usable) abandon_direct(link->endpoint);
+  }
+
+  void abandon_direct(const std::string& endpoint) {
+    std::vector<std::pair<uint64_t, uint32_t>> lost;
+    for (auto& [id, query] : queries) {
+      for (const auto& [partition, attempt] : query.pending) {
+        if (attempt.direct && attempt.replica->endpoint == endpoint) lost.emplace_back(id, partition);
+      }
+    }
+    for (const auto& [id, partition] : lost) {
+      InFlight& query = queries[id];
+      auto it = query.pending.find(partition);
+      --it->second.replica->outstanding;
+      query.pending.erase(it);
+      PartitionOutcome& outcome = query.result.partitions[query.slot[partition]];
+      outcome.status = "error";
+      outcome.error = "connection to " + endpoint + " lost";
+      send(id, query, partition);
+      if (query.pending.empty()) {
+        finish(id);
+      } else {
+        schedule(Clock::now() + query.attempt_timeout);
+      }
+    }
+  }
+
+  void read(const std::shared_ptr<DirectLink>& link) {
+    link->socket.async_read_some(asio::buffer(link->buffer), [this, weak = std::weak_ptr<DirectLink>(link)](boost::system::error_code ec, size_t n) {
+      auto link = weak.lock();
+      if (!link) return;
+      if (ec) return link_failed(link);
+      link->in.append(link->buffer.data(), n);
+      size_t at = 0;
+      try {
+        while (auto body = transfer::next_stream_frame(link->in, at)) {
+          if (link->handshake) {  // the WELCOME
+            link->session = link->handshake->finish(*body);
+            link->handshake.reset();
+            if (!link->session) throw Error("the leaf's WELCOME does not prove its Curve key");
+            link->usable = true;
+            continue;
+          }
+          std::optional<std::string> opened;
+          if (link->session && !(opened = link->session->open(*body))) throw Error("a reply that does not open");
+          on_frame(opened ? std::string_view(*opened) : *body);
+        }
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "warp-broker: direct search path to %s: %s\n", link->endpoint.c_str(), e.what());
+        return link_failed(link);
+      }
+      link->in.erase(0, at);
+      if (link->socket.is_open()) read(link);  // closed meanwhile: a failed write remakes it
+    });
+  }
+
+  // A reply from either path: a LeafReply.
+  void on_frame(std::string_view body) {
+    try {
+      transfer::FrameReader reader(zmq::message_t(body.data(), body.size()));
+      const auto reply = reader.root<protocol::LeafReply>();
+      if (reply.isSearch()) on_reply(reply.getSearch());
+    } catch (const std::exception&) {
+      // malformed: counts as silence, the attempt times out
+    }
+  }
+
+  // Written at once where the socket takes it; else after what is being written, in order.
+  void write(const std::shared_ptr<DirectLink>& link, std::string frame) {
+    if (link->writing) {
+      link->queued += frame;
+      return;
+    }
+    boost::system::error_code ec;
+    const size_t written = link->socket.write_some(asio::buffer(frame), ec);
+    if (ec && ec != asio::error::would_block) return link_failed(link);
+    if (written == frame.size()) return;
+    link->out = frame.substr(written);
+    flush(link);
+  }
+
+  // Writes `out` (untouched until done), then what was queued meanwhile.
+  void flush(const std::shared_ptr<DirectLink>& link) {
+    link->writing = true;
+    asio::async_write(link->socket, asio::buffer(link->out), [this, weak = std::weak_ptr<DirectLink>(link)](boost::system::error_code ec, size_t) {
+      auto link = weak.lock();
+      if (!link || ec == asio::error::operation_aborted) return;
+      link->writing = false;
+      if (ec) return link_failed(link);
+      link->out = std::move(link->queued);
+      link->queued.clear();
+      if (!link->out.empty()) flush(link);
+    });
   }
 
   // Handlers hold the socket weakly: one closed meanwhile is skipped.
@@ -128,13 +319,7 @@ struct FanOut::Worker {
           }
           continue;
         }
-        try {
-          transfer::FrameReader reader(body);
-          const auto reply = reader.root<protocol::LeafReply>();
-          if (reply.isSearch()) on_reply(reply.getSearch());
-        } catch (const std::exception&) {
-          // malformed: counts as silence, the attempt times out
-        }
+        on_frame(std::string_view(static_cast<const char*>(body.data()), body.size()));
       }
     } catch (const std::exception& e) {  // never past the top of the loop
       std::fprintf(stderr, "warp-broker: fan-out: %s\n", e.what());
@@ -216,16 +401,29 @@ struct FanOut::Worker {
       search.setPartition(partition);
       const auto left = std::chrono::duration_cast<std::chrono::microseconds>(query.deadline - Clock::now());
       search.setDeadlineMicros(static_cast<uint64_t>(std::max<int64_t>(0, left.count())));
-      Socket& socket = socket_for(replica->endpoint);
       // Taken before the send: the leaf may read the request before this thread runs again, and its
       // time must lie within the round trip (the stages, search_api.cpp).
       const Clock::time_point sent_at = Clock::now();
-      const bool sent = socket.zmq_socket.send(zmq::message_t(), zmq::send_flags::sndmore | zmq::send_flags::dontwait) &&
-                        socket.zmq_socket.send(transfer::to_frame(builder), zmq::send_flags::dontwait);
-      drain_soon(replica->endpoint);
+      bool sent;
+      DirectLink* link = direct_link(*replica);
+      if (link != nullptr) {
+        const kj::Array<capnp::word> words = capnp::messageToFlatArray(builder);
+        const std::string_view request(reinterpret_cast<const char*>(words.asBytes().begin()), words.asBytes().size());
+        std::string frame;
+        transfer::append_stream_frame(frame, link->session ? link->session->seal(request) : std::string(request));
+        write(links[replica->endpoint], std::move(frame));
+        sent = link->usable;  // false: the write failed, and the link is remade
+        ++sent_by_path.direct;
+      } else {
+        Socket& socket = socket_for(replica->endpoint);
+        sent = socket.zmq_socket.send(zmq::message_t(), zmq::send_flags::sndmore | zmq::send_flags::dontwait) &&
+               socket.zmq_socket.send(transfer::to_frame(builder), zmq::send_flags::dontwait);
+        drain_soon(replica->endpoint);
+        ++sent_by_path.zmq;
+      }
       if (sent) {
         ++replica->outstanding;
-        query.pending[partition] = {replica, sent_at};
+        query.pending[partition] = {replica, sent_at, link != nullptr};
         return;
       }
       outcome.status = "error";  // no live connection: the next replica at once
@@ -319,9 +517,12 @@ struct FanOut::Worker {
   zmq::context_t& context;
   std::atomic<size_t>& in_flight;
   asio::steady_timer timer;
+  const bool direct;        // the direct search path where a leaf offers one
+  FanOut::Counts& sent_by_path;
   bool timer_armed = false;
   Clock::time_point timer_at;
   std::unordered_map<std::string, std::shared_ptr<Socket>> sockets;  // by endpoint
+  std::unordered_map<std::string, std::shared_ptr<DirectLink>> links;  // by the leaf's ZeroMQ endpoint
   uint64_t membership_version = 0;
   std::unordered_map<uint64_t, InFlight> queries;
 };
@@ -329,13 +530,13 @@ struct FanOut::Worker {
 // ZeroMQ I/O threads: by default one per eight event loops (at least one). Every message to or
 // from a leaf crosses one of them, and each wake-up of one costs more than the message's work, so
 // fewer, busier I/O threads carry a query for less CPU than many idle ones.
-FanOut::FanOut(Cluster& cluster, http::IoPool& pool, size_t zmq_io_threads)
+FanOut::FanOut(Cluster& cluster, http::IoPool& pool, size_t zmq_io_threads, bool direct)
     : cluster_(cluster),
       pool_(pool),
       context_(std::make_unique<zmq::context_t>(
           static_cast<int>(zmq_io_threads > 0 ? zmq_io_threads : std::max<size_t>(1, (pool.size() + 7) / 8)))) {
   for (size_t i = 0; i < pool.size(); ++i) {
-    workers_.push_back(std::make_unique<Worker>(cluster, pool.context(i), *context_, in_flight_));
+    workers_.push_back(std::make_unique<Worker>(cluster, pool.context(i), *context_, in_flight_, direct, counts_));
   }
   // Sockets to discovered replicas are connected as soon as they appear, before the status poll
   // finds them healthy, so the first query sent to one finds a live connection.

@@ -66,7 +66,9 @@ class FanOut {
  public:
   // `pool` must be stopped before the FanOut is destroyed (its loops touch the FanOut's objects).
   // `zmq_io_threads`: ZeroMQ's own I/O threads behind the sockets; 0: one per eight loops.
-  FanOut(Cluster& cluster, http::IoPool& pool, size_t zmq_io_threads = 0);
+  // `direct`: searches go over a leaf's direct search path where its status offers one (and the
+  // link is up), else over ZeroMQ.
+  FanOut(Cluster& cluster, http::IoPool& pool, size_t zmq_io_threads = 0, bool direct = true);
   ~FanOut();  // queries still in flight end without their callback
   FanOut(const FanOut&) = delete;
   FanOut& operator=(const FanOut&) = delete;
@@ -74,6 +76,12 @@ class FanOut {
   // Thread-safe; `done` runs once, on the loop that carried the query (the calling one, if a loop).
   void submit(FanOutRequest request, FanOutDone done);
   size_t in_flight() const { return in_flight_; }
+
+  // Leaf requests sent, by path.
+  struct Counts {
+    std::atomic<uint64_t> direct{0}, zmq{0};
+  };
+  const Counts& counts() const { return counts_; }
 
   struct Worker;
 
@@ -84,6 +92,7 @@ class FanOut {
   std::vector<std::unique_ptr<Worker>> workers_;  // one per loop of the pool
   std::atomic<size_t> next_worker_{0};
   std::atomic<size_t> in_flight_{0};
+  Counts counts_;
 };
 
 // The global top-k of the partitions' lists: higher score first, ties to the smaller docID.

@@ -25,6 +25,7 @@ int run(int argc, char** argv) {
       .value("auth-tokens", "", "file of bearer tokens, one per line, reloaded on change; /search then needs one (401 without)")
       .value("threads", "0", "I/O threads serving the HTTP connections and the fan-out to the leaves (0: one per core)")
       .value("zmq-io-threads", "0", "ZeroMQ I/O threads carrying the fan-out's messages (0: one per eight --threads)")
+      .value("search-path", "direct", "direct: searches over a leaf's direct search path (TCP, Curve when --curve-keys) where its status offers one, else ZeroMQ; zmq: always ZeroMQ")
       .value("max-connections", "10000", "open HTTP connections; beyond, 503 and closed")
       .value("request-timeout-ms", "10000", "time to receive a request's header and body")
       .value("idle-timeout-ms", "60000", "time a keep-alive connection may wait for its next request")
@@ -66,6 +67,11 @@ int run(int argc, char** argv) {
   options.auth = auth.get();
   options.admin_listener = !flags.get("admin-listen").empty();
   options.zmq_io_threads = flags.count("zmq-io-threads");
+  if (flags.get("search-path") != "direct" && flags.get("search-path") != "zmq") {
+    std::fprintf(stderr, "warp-broker: --search-path must be direct or zmq\n");
+    return 2;
+  }
+  options.direct_search = flags.get("search-path") == "direct";
   if (options.max_query_bytes == 0 || options.max_terms == 0) throw warp::Error("--max-query-bytes and --max-terms must be > 0");
   warp::http::IoPool pool(flags.count("threads"));
   warp::SearchApi api(options, cluster, cache, registry, pool);

@@ -149,6 +149,12 @@ SearchApi::SearchApi(SearchApiOptions options, Cluster& cluster, ResultCache& ca
       cache_evictions_(prometheus::BuildCounter().Name("warpsearch_broker_cache_evictions_total").Help("Result cache evictions").Register(*registry_).Add({})),
       cache_bytes_(prometheus::BuildGauge().Name("warpsearch_broker_cache_bytes").Help("Bytes held by the result cache").Register(*registry_).Add({})),
       retries_(prometheus::BuildCounter().Name("warpsearch_broker_fanout_retries_total").Help("Partition requests sent to another replica").Register(*registry_).Add({})),
+      sent_direct_(prometheus::BuildCounter().Name("warpsearch_broker_leaf_requests_total")
+                       .Help("Search requests sent to leaves, by path: direct (the leaves' TCP search port) or zmq").Register(*registry_)
+                       .Add({{"path", "direct"}})),
+      sent_zmq_(prometheus::BuildCounter().Name("warpsearch_broker_leaf_requests_total")
+                    .Help("Search requests sent to leaves, by path: direct (the leaves' TCP search port) or zmq").Register(*registry_)
+                    .Add({{"path", "zmq"}})),
       partials_(prometheus::BuildCounter().Name("warpsearch_broker_partial_results_total").Help("Answers missing a partition").Register(*registry_).Add({})),
       rejected_(prometheus::BuildCounter().Name("warpsearch_broker_rejected_total").Help("Searches refused at once for overload, by reason").Register(*registry_)),
       unauthorized_(prometheus::BuildCounter().Name("warpsearch_broker_unauthorized_total").Help("Requests without a valid bearer token").Register(*registry_).Add({})),
@@ -159,7 +165,7 @@ SearchApi::SearchApi(SearchApiOptions options, Cluster& cluster, ResultCache& ca
       connection_timeouts_(prometheus::BuildCounter().Name("warpsearch_broker_http_timeouts_total").Help("HTTP connections closed for a request or idle timeout").Register(*registry_).Add({})),
       replicas_(prometheus::BuildGauge().Name("warpsearch_broker_replicas").Help("Replicas known per partition, by state (healthy: ready and answering status requests)").Register(*registry_)),
       dns_failures_(prometheus::BuildCounter().Name("warpsearch_broker_dns_failures_total").Help("Replica-discovery lookups that got no answer (the replicas known were kept)").Register(*registry_).Add({})),
-      fan_out_(cluster, pool, options_.zmq_io_threads) {
+      fan_out_(cluster, pool, options_.zmq_io_threads, options_.direct_search) {
   cluster_.set_max_outstanding(static_cast<int>(options.max_outstanding));
   for (const char* reason : {"in_flight", "saturated"}) rejected_.Add({{"reason", reason}});  // at 0 from the start
 }
@@ -226,6 +232,10 @@ http::Response SearchApi::metrics() {
   cache_bytes_.Set(static_cast<double>(now.bytes));
   reported_ = now;
   in_flight_.Set(static_cast<double>(fan_out_.in_flight()));
+  const uint64_t direct = fan_out_.counts().direct, zmq = fan_out_.counts().zmq;
+  sent_direct_.Increment(static_cast<double>(direct - reported_direct_));
+  sent_zmq_.Increment(static_cast<double>(zmq - reported_zmq_));
+  reported_direct_ = direct, reported_zmq_ = zmq;
   const nlohmann::json cluster = cluster_.describe();
   for (const auto& partition : cluster["partitions"]) {
     int healthy = 0, unhealthy = 0;

@@ -35,6 +35,7 @@ struct SearchApiOptions {
   AuthTokens* auth = nullptr;      // null: /search needs no token
   bool admin_listener = false;     // health, readiness, cluster and metrics only on the admin listener
   size_t zmq_io_threads = 0;       // ZeroMQ I/O threads of the fan-out; 0: one per eight event loops
+  bool direct_search = true;       // searches over the leaves' direct search path where offered
 };
 
 class SearchApi {
@@ -76,6 +77,8 @@ class SearchApi {
   prometheus::Counter& cache_evictions_;
   prometheus::Gauge& cache_bytes_;
   prometheus::Counter& retries_;
+  prometheus::Counter &sent_direct_, &sent_zmq_;  // leaf requests by path
+  uint64_t reported_direct_ = 0, reported_zmq_ = 0;
   prometheus::Counter& partials_;
   prometheus::Family<prometheus::Counter>& rejected_;
   prometheus::Counter& unauthorized_;

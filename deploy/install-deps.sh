@@ -6,7 +6,7 @@ pkgs=(
   build-essential cmake ninja-build pkg-config git ca-certificates
   librocksdb-dev libzstd-dev zlib1g-dev libsnappy-dev liblz4-dev libbz2-dev
   libstemmer-dev nlohmann-json3-dev libsimdjson-dev
-  libzmq3-dev cppzmq-dev capnproto libcapnp-dev prometheus-cpp-dev libboost-dev
+  libzmq3-dev libsodium-dev cppzmq-dev capnproto libcapnp-dev prometheus-cpp-dev libboost-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libxapian-dev
   clang libclang-rt-dev

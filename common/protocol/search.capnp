@@ -59,6 +59,7 @@ struct LeafStatus {
   analyzer @2 :Text;
   ready @3 :Bool;
   inFlight @4 :UInt32;
+  searchPort @5 :UInt16;  # the leaf's direct search path (TCP, framed; Curve where ZeroMQ has it); 0: none
 }
 
 struct LeafReply {

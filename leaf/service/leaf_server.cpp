@@ -1,5 +1,7 @@
 #include "leaf/service/leaf_server.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <future>
@@ -14,6 +16,7 @@
 #include "common/util/status.hpp"
 #include "leaf/gpu/gpu_runtime.hpp"
 #include "leaf/query/cpu_query_processor.hpp"
+#include "leaf/service/direct_peer.hpp"
 
 namespace warp {
 
@@ -78,6 +81,7 @@ struct LeafServer::Work {
   zmq::message_t identity;
   std::string request;
   std::chrono::steady_clock::time_point arrival;
+  std::shared_ptr<DirectPeer> peer;  // set: the reply goes back over this direct-path connection
 };
 
 struct LeafServer::Queue {
@@ -154,8 +158,10 @@ LeafServer::LeafServer(LeafOptions options, std::shared_ptr<prometheus::Registry
   }
   endpoint_ = sockets_->router.get(zmq::sockopt::last_endpoint);
   if (options_.scheduler) scheduler_ = std::make_unique<sched::Scheduler>(*options_.scheduler, registry_);
+  if (!options_.search_listen.empty()) open_direct_listener();
   for (size_t i = 0; i < std::max<size_t>(1, options_.workers); ++i) threads_.emplace_back([this] { worker(); });
   threads_.emplace_back([this] { front_end(); });
+  if (tcp_listener_ >= 0) threads_.emplace_back([this] { direct_front_end(); });
 }
 
 LeafServer::~LeafServer() {
@@ -163,6 +169,7 @@ LeafServer::~LeafServer() {
   stop_ = true;
   queue_->work.close();
   for (auto& thread : threads_) thread.join();
+  if (tcp_listener_ >= 0) ::close(tcp_listener_);
 }
 
 void LeafServer::swap_index(std::shared_ptr<const LoadedIndex> index, bool count_gpu_error) {
@@ -187,6 +194,9 @@ void LeafServer::refresh_device_metrics() {
     const uint64_t refused = sockets_->zap->refused();
     curve_refused_.Increment(static_cast<double>(refused - curve_refused_reported_));
     curve_refused_reported_ = refused;
+    const uint64_t direct = search_refused_;
+    curve_refused_.Increment(static_cast<double>(direct - search_refused_reported_));
+    search_refused_reported_ = direct;
   }
   const auto index = this->index();
   if (!index) return;
@@ -284,15 +294,32 @@ void LeafServer::front_end() {
         send_reply(frames[0], *reply);
         continue;
       }
-      if (queue_->size >= options_.queue_depth) {  // refuse rather than block the front end
-        overloaded_.Increment();
-        continue;  // the broker's deadline expires and it tries another replica
-      }
-      ++queue_->size;
-      queue_depth_.Set(static_cast<double>(queue_->size));
-      queue_->work.push({std::move(frames[0]), frames[2].to_string(), arrival});
+      enqueue({std::move(frames[0]), frames[2].to_string(), arrival, nullptr});
     }
   }
+}
+
+// A full queue refuses rather than block the front end: the broker's attempt timeout moves the
+// query to another replica.
+void LeafServer::enqueue(Work work) {
+  if (queue_->size >= options_.queue_depth) {
+    overloaded_.Increment();
+    return;
+  }
+  ++queue_->size;
+  queue_depth_.Set(static_cast<double>(queue_->size));
+  queue_->work.push(std::move(work));
+}
+
+// A request of the direct search path, on its front end: answered there when small, as
+// front_end() does, else handed to a worker with its connection.
+void LeafServer::on_direct_frame(const std::shared_ptr<DirectPeer>& peer, std::string request) {
+  const auto arrival = std::chrono::steady_clock::now();
+  if (answer_inline(zmq::message_t(request.data(), request.size()))) {
+    peer->write_frame(*handle(request, arrival, {}, /*on_cpu_now=*/true));
+    return;
+  }
+  enqueue({zmq::message_t(), std::move(request), arrival, peer});
 }
 
 void LeafServer::deliver_later(std::shared_ptr<zmq::message_t> identity, const std::string& reply) {
@@ -311,6 +338,19 @@ void LeafServer::worker() {
     queue_depth_.Set(static_cast<double>(queue_->size));
     ++in_flight_;
     in_flight_gauge_.Set(in_flight_);
+    if (work->peer) {
+      std::shared_ptr<DirectPeer> peer = work->peer;
+      std::optional<std::string> reply = handle(work->request, work->arrival, [this, peer](std::string later) {
+        peer->write_frame(later);
+        --in_flight_;
+        in_flight_gauge_.Set(in_flight_);
+      });
+      if (!reply) continue;
+      --in_flight_;
+      in_flight_gauge_.Set(in_flight_);
+      peer->write_frame(*reply);
+      continue;
+    }
     auto identity = std::make_shared<zmq::message_t>(std::move(work->identity));
     std::optional<std::string> reply =
         handle(work->request, work->arrival, [this, identity](std::string later) { deliver_later(identity, later); });
@@ -387,6 +427,7 @@ std::optional<std::string> LeafServer::handle(const std::string& bytes, std::chr
       auto status = reply.initStatus();
       status.setReady(index != nullptr);
       status.setInFlight(in_flight_);
+      status.setSearchPort(search_port_);
       if (index) {
         status.setGeneration(index->generation);
         status.setAnalyzer(index->analyzer);

@@ -30,6 +30,8 @@ class message_t;
 
 namespace warp {
 
+struct DirectPeer;
+
 // The partitions a leaf serves from one generation, with their processors: always the CPU one,
 // and the GPU one when the leaf runs with --processor gpu, or auto on a machine with a GPU.
 struct LoadedIndex {
@@ -65,6 +67,9 @@ struct LeafOptions {
   size_t queue_depth = 256;  // requests waiting beyond this are refused ("overloaded")
   transfer::CurveConfig curve;  // enabled: CURVE server, brokers from the allow-list only
   uint64_t inline_max_postings = 20000;  // searches over at most this many postings: on the front end (0: none)
+  // The direct search path: searches over TCP (secure_channel.hpp's frames, Curve when `curve` is
+  // on) on HOST:PORT, beside the ROUTER; the status reply names its port. Empty: off.
+  std::string search_listen;
   // --processor auto on a machine with a GPU: the CPU+GPU scheduler answers every search of an
   // index with GPU processors (calibrated on the first such index); absent: no scheduler.
   std::optional<sched::SchedulerOptions> scheduler;
@@ -94,6 +99,12 @@ class LeafServer {
  private:
   struct Work;
   void front_end();
+  // The direct search path (leaf_direct_path.cpp): its listener, and one thread in epoll over it
+  // and every connection, answering as front_end() does.
+  void open_direct_listener();
+  void direct_front_end();
+  void on_direct_frame(const std::shared_ptr<DirectPeer>& peer, std::string request);
+  void enqueue(Work work);
   void worker();
   bool answer_inline(const zmq::message_t& frame);
   void send_reply(zmq::message_t& identity, const std::string& reply);
@@ -111,6 +122,10 @@ class LeafServer {
   struct Queue;
   std::unique_ptr<Queue> queue_;
   std::vector<std::thread> threads_;
+  int tcp_listener_ = -1;
+  uint16_t search_port_ = 0;  // bound, for the status reply
+  std::atomic<uint64_t> search_refused_{0};  // direct-path connections refused by the handshake
+  uint64_t search_refused_reported_ = 0;
   std::unique_ptr<sched::Scheduler> scheduler_;
   std::atomic<bool> scheduler_calibrated_{false};
   std::mutex completions_mutex_;  // scheduler threads share the socket below

@@ -2,7 +2,8 @@
 """The running cluster through the real binaries on loopback: 2 partitions x 2 replicas on 4
 warp-leaf processes and a warp-broker. Checks: the cluster's top-k equals a single-partition index
 of the same documents, document for document and score for score, for every CISI request (long
-natural-language paragraphs) and Cranfield query in every mode; pages (offset) tile the ranking;
+natural-language paragraphs) and Cranfield query in every mode, over the leaves' direct search path and
+over ZeroMQ alone; pages (offset) tile the ranking;
 bad requests and unknown parameters get 400 with a JSON error and the broker keeps serving; every
 /metrics output passes a Prometheus text-format parser; kill -9 of one replica under load fails no
 request; both replicas of a partition down gives partial results within the deadline; a new
@@ -74,9 +75,10 @@ def start_cluster(data_dir, tag, extra_leaf_args=()):
                        stderr=subprocess.DEVNULL)
     leaves = []
     for i in range(4):
-        zmq_port, http_port = next_port(), next_port()
+        zmq_port, http_port, search_port = next_port(), next_port(), next_port()
         p = start([leaf, "--index", os.path.join(work, tag + "-index2"), "--partitions", str(i // 2), "--listen",
-                   "tcp://127.0.0.1:%d" % zmq_port, "--http", "127.0.0.1:%d" % http_port, "--workers", "2"] + merged_flags(leaf_args, extra_leaf_args),
+                   "tcp://127.0.0.1:%d" % zmq_port, "--http", "127.0.0.1:%d" % http_port, "--workers", "2",
+                   "--search-listen", "127.0.0.1:%d" % search_port] + merged_flags(leaf_args, extra_leaf_args),
                   "%s-leaf%d.log" % (tag, i))
         leaves.append((p, zmq_port, http_port))
     broker_port = next_port()
@@ -164,6 +166,25 @@ try:
     base, leaves, broker_proc, index1 = start_cluster(data, "cran")
     queries = read_queries(data)[:60]
     compare_with_single_partition(base, index1, queries, "cranfield")
+    # The leaves offer the direct search path (--search-listen): the searches above went over it,
+    # but for the first few while the links connected. A broker told to keep to ZeroMQ answers the
+    # same, exactly.
+    def broker_requests(url, path):
+        text = http(url + "/metrics")[1]
+        return sum(float(l.split()[-1]) for l in text.splitlines()
+                   if l.startswith('warpsearch_broker_leaf_requests_total{path="%s"}' % path))
+    direct, over_zmq = broker_requests(base, "direct"), broker_requests(base, "zmq")
+    if direct < 300 or over_zmq > direct / 10:
+        fail("searches should take the direct path: %d direct, %d over ZeroMQ" % (direct, over_zmq))
+    zmq_port = next_port()
+    start([broker, "--partition", "0=tcp://127.0.0.1:%d,tcp://127.0.0.1:%d" % (leaves[0][1], leaves[1][1]),
+           "--partition", "1=tcp://127.0.0.1:%d,tcp://127.0.0.1:%d" % (leaves[2][1], leaves[3][1]),
+           "--listen", "127.0.0.1:%d" % zmq_port, "--timeout-ms", "1000", "--search-path", "zmq"], "cran-zmq-broker.log")
+    zmq_base = "http://127.0.0.1:%d" % zmq_port
+    wait_until(lambda: http(zmq_base + "/readyz")[0] == 200, 20, "the ZeroMQ-only broker ready")
+    compare_with_single_partition(zmq_base, index1, queries[:20], "cranfield-zmq")
+    if broker_requests(zmq_base, "direct") != 0 or broker_requests(zmq_base, "zmq") < 100:
+        fail("--search-path zmq should send every search over ZeroMQ")
     gpu_leaves = sum(leaf_counter(l[2], "warpsearch_leaf_gpu_bytes_resident") for l in leaves) > 0
     if not gpu_leaves:
         if sum(leaf_counter(l[2], "warpsearch_leaf_answered_inline_total") for l in leaves) < 100:

@@ -2,9 +2,12 @@
 """CurveZMQ between broker and leaf through the real binaries: keys made by `warp-indexer keys`; a
 leaf with --curve-keys answers a broker holding an allowed key; a broker whose key is not on the
 leaf's allow-list is refused (the leaf counts it in warpsearch_leaf_curve_refused_total) and never
-becomes ready; neither does a broker without Curve, nor one that expects another server key.
+becomes ready; neither does a broker without Curve, nor one that expects another server key. The
+leaf's direct search path (--search-listen) is secured by the same keys: the allowed broker's
+searches go over it, and a client that connects to it without the Curve handshake gets nothing
+back, is disconnected and counted.
 usage: curve_test.py BUILD_DIR CRANFIELD_DIR"""
-import json, os, shutil, subprocess, sys, time
+import json, os, shutil, socket, struct, subprocess, sys, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import Harness, http  # noqa: E402
@@ -18,6 +21,13 @@ work, procs, next_port, start, fail, wait_until = h.work, h.procs, h.next_port, 
 def refused(leaf_http):
     for line in http(leaf_http + "/metrics")[1].splitlines():
         if line.startswith("warpsearch_leaf_curve_refused_total "):
+            return float(line.split()[1])
+    return -1
+
+
+def broker_requests(url, path):
+    for line in http(url + "/metrics")[1].splitlines():
+        if line.startswith('warpsearch_broker_leaf_requests_total{path="%s"}' % path):
             return float(line.split()[1])
     return -1
 
@@ -43,9 +53,10 @@ try:
 
     subprocess.run([indexer, "build", "--input", os.path.join(data, "docs.jsonl"), "--out", os.path.join(work, "index"),
                     "--quiet"], check=True, stderr=subprocess.DEVNULL)
-    leaf_port, leaf_http_port = next_port(), next_port()
+    leaf_port, leaf_http_port, search_port = next_port(), next_port(), next_port()
     start([leaf, "--index", os.path.join(work, "index"), "--listen", "tcp://127.0.0.1:%d" % leaf_port,
-           "--http", "127.0.0.1:%d" % leaf_http_port, "--curve-keys", keys], "leaf.log")
+           "--http", "127.0.0.1:%d" % leaf_http_port, "--curve-keys", keys, "--search-listen", "127.0.0.1:%d" % search_port],
+          "leaf.log")
     leaf_http = "http://127.0.0.1:%d" % leaf_http_port
     wait_until(lambda: http(leaf_http + "/readyz")[0] == 200, 20, "leaf ready")
     if refused(leaf_http) != 0:
@@ -57,10 +68,37 @@ try:
     status, body = http(allowed + "/search?q=boundary+layer&k=3")
     if status != 200 or json.loads(body)["partial"] or len(json.loads(body)["hits"]) != 3:
         fail("search through Curve: %d %s" % (status, body))
+    # Its searches take the direct path once the link's handshake is done (the first may not).
+    wait_until(lambda: broker_requests(allowed, "direct") >= 0 and http(allowed + "/search?q=shock+wave+%d&k=3" % time.time_ns())[0] == 200
+               and broker_requests(allowed, "direct") >= 1, 10, "a search over the Curve-secured direct path")
+    over_direct = json.loads(http(allowed + "/search?q=heat+transfer+boundary&k=5")[1])
+    if over_direct["partial"] or len(over_direct["hits"]) != 5:
+        fail("a search over the direct path: %s" % json.dumps(over_direct))
+
+    # A client on the direct path without the handshake: disconnected with nothing, and counted.
+    before = refused(leaf_http)
+    raw = socket.create_connection(("127.0.0.1", search_port), timeout=5)
+    junk = b"\x00" * 8 + b"not a hello, a request in the clear"
+    raw.sendall(struct.pack("<I", len(junk)) + junk)
+    got = b""
+    try:
+        while True:
+            chunk = raw.recv(4096)
+            if not chunk:
+                break
+            got += chunk
+    except socket.timeout:
+        fail("the leaf kept a direct-path connection that skipped the handshake open")
+    raw.close()
+    if got:
+        fail("a client without the handshake got %d bytes from the direct path" % len(got))
+    wait_until(lambda: refused(leaf_http) >= before + 1, 10, "the leaf to count the refused direct-path client")
 
     # A key not on the allow-list: the leaf refuses it and counts it; the broker stays unready.
+    base = refused(leaf_http)
     _, stranger_url = start_broker("stranger", leaf_port, stranger)
-    wait_until(lambda: refused(leaf_http) >= 1, 20, "the leaf to refuse the stranger's key")
+    wait_until(lambda: refused(leaf_http) >= base + 1, 20, "the leaf to refuse the stranger's key")
+    wait_until(lambda: http(stranger_url + "/healthz")[0] == 200, 10, "the stranger broker to listen")
     status, body = http(stranger_url + "/search?q=boundary+layer&k=3")
     if status != 200 or not json.loads(body)["partial"] or json.loads(body)["hits"]:
         fail("a refused broker should get a partial answer without hits: %d %s" % (status, body))

@@ -2,6 +2,7 @@
 """Faults across hosts: the indexer, four leaves (2 partitions x 2 replicas, following the indexer),
 the broker and the test's own client each in a network namespace of their own, joined by veth pairs
 to a bridge in one more namespace (10.231.0.0/24). Under a steady uncached query load:
+  - (searches on the leaves' direct search path, status on ZeroMQ)
   - a leaf's link cut (link down), a leaf blackholed (iptables DROP both ways: the silent peer) and
     a leaf frozen (SIGSTOP), each then brought back: no request fails or comes back partial while a
     replica of every partition is reachable, and the broker takes the replica back;
@@ -107,7 +108,8 @@ try:
     for name in ("l0a", "l0b", "l1a", "l1b"):
         root = os.path.join(work, "root-" + name)
         proc = start_in(name, [h.leaf, "--follow", publish, "--root", root, "--partitions", name[1], "--listen",
-                               "tcp://%s:5701" % ip(name), "--http", "%s:9201" % ip(name), "--workers", "2"], name + ".log")
+                               "tcp://%s:5701" % ip(name), "--http", "%s:9201" % ip(name), "--workers", "2",
+                               "--search-listen", "%s:5702" % ip(name)], name + ".log")
         leaves[name] = (proc, root)
     start_in("broker", [h.broker, "--partition", "0=tcp://%s:5701,tcp://%s:5701" % (ip("l0a"), ip("l0b")),
                         "--partition", "1=tcp://%s:5701,tcp://%s:5701" % (ip("l1a"), ip("l1b")),
@@ -169,6 +171,11 @@ try:
     expect_complete("recovered")
     print("fault_test: partition 1 silent: %d answers, slowest %.2f s; full answers again %.1f s after recovery" %
           (len(during), slowest, time.time() - recovered_at))
+    # The leaves offer the direct search path (--search-listen): the faults above were survived on it.
+    sent = {l.split('"')[1]: float(l.split()[-1]) for l in http(base + "/metrics")[1].splitlines()
+            if l.startswith("warpsearch_broker_leaf_requests_total{")}
+    if sent.get("direct", 0) < 10 * max(1, sent.get("zmq", 0)):
+        fail("the searches should have gone over the direct path: %s" % sent)
 
     # A generation transfer cut in the middle. l0a's link is throttled (tbf on the bridge's side:
     # only what l0a receives), a new input is published, and when l0a's partial directory appears its

@@ -1,0 +1,39 @@
+// One broker connection of the leaf's direct search path (LeafOptions::search_listen): frames of
+// common/transfer/secure_channel.hpp, sealed after a Curve handshake where the leaf has Curve on.
+// The front end reads it; replies are written by the front end, the workers and the scheduler's
+// threads, one whole frame at a time under the mutex.
+#pragma once
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "common/transfer/secure_channel.hpp"
+
+namespace warp {
+
+struct DirectPeer {
+  explicit DirectPeer(int fd, bool secure) : fd(fd), secure(secure) {}
+  ~DirectPeer();
+  DirectPeer(const DirectPeer&) = delete;
+  DirectPeer& operator=(const DirectPeer&) = delete;
+
+  // A reply: sealed once the session is secure. A broker that takes nothing for a second, or a
+  // connection that failed, marks the peer broken and later frames are dropped (the broker's
+  // deadline moves the query to another replica).
+  void write_frame(std::string_view body);
+  // A frame as it is (the handshake's WELCOME).
+  void write_plain(std::string_view body);
+
+  const int fd;
+  const bool secure;                                // Curve on: the first frame must be a HELLO
+  std::optional<transfer::SecureSession> session;   // set by the front end after the handshake
+  std::string in;                                   // bytes read, not yet whole frames
+  std::mutex write_mutex;
+  bool broken = false;                              // guarded by write_mutex
+
+ private:
+  void send_locked(const std::string& frame);
+};
+
+}  // namespace warp

@@ -1,0 +1,188 @@
+// The leaf's direct search path: searches over TCP beside the ZeroMQ ROUTER, the same requests and
+// replies (Cap'n Proto LeafRequest/LeafReply) in secure_channel.hpp's frames. Why it exists: a
+// ZeroMQ message crosses two I/O-thread hops a side, and on the GPU machine a fan-out round trip
+// costs 2.2-3x one over plain TCP at every concurrency (RESULTS.md, fortieth session); status
+// polls and generation transfers stay on ZeroMQ. With Curve on, a connection must first complete
+// the Curve handshake with a broker key of the allow-list; one that fails is closed and counted in
+// warpsearch_leaf_curve_refused_total.
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <unordered_map>
+#include <zmq.hpp>
+
+#include "common/util/status.hpp"
+#include "leaf/service/direct_peer.hpp"
+#include "leaf/service/leaf_server.hpp"
+
+namespace warp {
+
+DirectPeer::~DirectPeer() { ::close(fd); }
+
+void DirectPeer::write_frame(std::string_view body) {
+  std::lock_guard<std::mutex> lock(write_mutex);
+  if (broken) return;
+  std::string frame;
+  transfer::append_stream_frame(frame, session ? session->seal(body) : std::string(body));
+  send_locked(frame);
+}
+
+void DirectPeer::write_plain(std::string_view body) {
+  std::lock_guard<std::mutex> lock(write_mutex);
+  if (broken) return;
+  std::string frame;
+  transfer::append_stream_frame(frame, body);
+  send_locked(frame);
+}
+
+void DirectPeer::send_locked(const std::string& frame) {
+  size_t done = 0;
+  while (done < frame.size()) {
+    const ssize_t n = ::send(fd, frame.data() + done, frame.size() - done, MSG_NOSIGNAL);
+    if (n > 0) {
+      done += static_cast<size_t>(n);
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      pollfd out{fd, POLLOUT, 0};
+      if (::poll(&out, 1, 1000) <= 0) return void(broken = true);
+    } else {
+      return void(broken = true);
+    }
+  }
+}
+
+void LeafServer::open_direct_listener() {
+  const std::string& spec = options_.search_listen;
+  const size_t colon = spec.rfind(':');
+  if (colon == std::string::npos) throw Error("leaf: --search-listen takes HOST:PORT, not '" + spec + "'");
+  std::string host = spec.substr(0, colon);
+  const std::string port = spec.substr(colon + 1);
+  if (host == "*") host.clear();
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  if (const int error = ::getaddrinfo(host.empty() ? nullptr : host.c_str(), port.c_str(), &hints, &found); error != 0) {
+    throw Error("leaf: --search-listen " + spec + ": " + gai_strerror(error));
+  }
+  std::string why = "no address";
+  for (addrinfo* address = found; address != nullptr && tcp_listener_ < 0; address = address->ai_next) {
+    const int fd = ::socket(address->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    const int one = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (fd >= 0 && ::bind(fd, address->ai_addr, address->ai_addrlen) == 0 && ::listen(fd, 1024) == 0) {
+      tcp_listener_ = fd;
+    } else {
+      why = std::strerror(errno);
+      if (fd >= 0) ::close(fd);
+    }
+  }
+  ::freeaddrinfo(found);
+  if (tcp_listener_ < 0) throw Error("leaf: cannot listen on --search-listen " + spec + ": " + why);
+  sockaddr_storage bound{};
+  socklen_t size = sizeof bound;
+  ::getsockname(tcp_listener_, reinterpret_cast<sockaddr*>(&bound), &size);
+  search_port_ = ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
+                                                   : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+}
+
+void LeafServer::direct_front_end() {
+  const int poller = ::epoll_create1(EPOLL_CLOEXEC);
+  epoll_event event{};
+  event.events = EPOLLIN;
+  event.data.fd = tcp_listener_;
+  ::epoll_ctl(poller, EPOLL_CTL_ADD, tcp_listener_, &event);
+  std::unordered_map<int, std::shared_ptr<DirectPeer>> peers;
+  std::vector<epoll_event> ready(64);
+  std::vector<char> buffer(1 << 16);
+  const auto drop = [&](int fd) {
+    ::epoll_ctl(poller, EPOLL_CTL_DEL, fd, nullptr);
+    auto found = peers.find(fd);
+    {
+      std::lock_guard<std::mutex> lock(found->second->write_mutex);
+      found->second->broken = true;  // a worker still holding it writes nothing
+    }
+    peers.erase(found);  // the descriptor closes with its last holder
+  };
+  while (!stop_) {
+    const int count = ::epoll_wait(poller, ready.data(), static_cast<int>(ready.size()), 100);
+    for (int i = 0; i < count; ++i) {
+      const int fd = ready[static_cast<size_t>(i)].data.fd;
+      if (fd == tcp_listener_) {
+        for (int connection; (connection = ::accept4(tcp_listener_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0;) {
+          const int one = 1;
+          ::setsockopt(connection, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+          peers[connection] = std::make_shared<DirectPeer>(connection, options_.curve.enabled());
+          epoll_event added{};
+          added.events = EPOLLIN;
+          added.data.fd = connection;
+          ::epoll_ctl(poller, EPOLL_CTL_ADD, connection, &added);
+        }
+        continue;
+      }
+      auto found = peers.find(fd);
+      if (found == peers.end()) continue;
+      const std::shared_ptr<DirectPeer> peer = found->second;
+      bool closed = false;
+      for (;;) {
+        const ssize_t n = ::read(fd, buffer.data(), buffer.size());
+        if (n > 0) {
+          peer->in.append(buffer.data(), static_cast<size_t>(n));
+          if (static_cast<size_t>(n) < buffer.size()) break;
+        } else if (n < 0 && errno == EINTR) {
+          continue;
+        } else {
+          closed = !(n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK));
+          break;
+        }
+      }
+      size_t at = 0;
+      try {
+        while (!closed) {
+          const auto body = transfer::next_stream_frame(peer->in, at);
+          if (!body) break;
+          if (peer->secure && !peer->session) {  // the HELLO
+            auto accepted = transfer::accept_hello(*body, options_.curve.own, options_.curve.allowed);
+            if (!accepted) {
+              ++search_refused_;
+              closed = true;
+              break;
+            }
+            peer->write_plain(accepted->welcome);
+            peer->session.emplace(std::move(accepted->session));
+            continue;
+          }
+          if (peer->session) {
+            std::optional<std::string> request = peer->session->open(*body);
+            if (!request) {  // forged, altered or replayed: the connection is not to be trusted
+              malformed_.Increment();
+              closed = true;
+              break;
+            }
+            on_direct_frame(peer, std::move(*request));
+          } else {
+            on_direct_frame(peer, std::string(*body));
+          }
+        }
+      } catch (const std::exception&) {  // a frame length past the limit
+        malformed_.Increment();
+        closed = true;
+      }
+      peer->in.erase(0, at);
+      if (closed) drop(fd);
+    }
+  }
+  ::close(poller);
+}
+
+}  // namespace warp

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# On the GPU machine: the edge cluster (edge_tuning.sh: 4 leaves, 2 partitions x 2 replicas, the
+# broker, http_load with distinct queries at 1, 16 and 64 connections) with searches over the
+# leaves' direct search path and over ZeroMQ (the broker's --search-path zmq), alternating, ROUNDS
+# rounds; then, with CURVE=1, both again with Curve on (keys from warp-indexer keys).
+# .device-carry/serve-bench.tar.gz holds .serve-bench/ (warp-leaf, warp-broker, warp-indexer,
+# http_load, gcide.jsonl.gz: the default corpus); the index and the word list are made here.
+# usage: [CURVE=1] tests/bench/transport_cluster_device_run.sh [ROUNDS] [SECONDS]
+set -uo pipefail
+rounds=${1:-2} seconds=${2:-4}
+mkdir -p /opt/deps
+for f in .device-debs/*.deb; do [ -e "$f" ] && dpkg -x "$f" /opt/deps; done
+export LD_LIBRARY_PATH=/opt/deps/usr/lib/x86_64-linux-gnu:/opt/deps/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
+rm -rf .serve-bench && tar -xzf .device-carry/serve-bench.tar.gz
+nproc; lscpu | grep "Model name"; date -u
+gunzip -c .serve-bench/gcide.jsonl.gz > /tmp/gcide.jsonl
+.serve-bench/warp-indexer build --input /tmp/gcide.jsonl --out .serve-bench/index --partitions 2 --quiet
+tr -c 'a-z\n' ' ' < /tmp/gcide.jsonl | tr ' ' '\n' | awk 'length($0) > 2' | sort -u > .serve-bench/words.txt
+wc -l < .serve-bench/words.txt
+configs=()
+for round in $(seq "$rounds"); do
+  configs+=("direct path, round $round;;;;" "ZeroMQ, round $round;--search-path zmq;;;")
+done
+bash tests/bench/edge_tuning.sh .serve-bench .serve-bench/index .serve-bench/words.txt "$seconds" "${configs[@]}"
+if [ "${CURVE:-0}" = 1 ]; then
+  .serve-bench/warp-indexer keys --out /tmp/edge-keys > /dev/null
+  echo "== Curve on"
+  EDGE_CURVE=/tmp/edge-keys bash tests/bench/edge_tuning.sh .serve-bench .serve-bench/index .serve-bench/words.txt "$seconds" \
+    "direct path, Curve;;;;" "ZeroMQ, Curve;--search-path zmq;;;"
+fi
