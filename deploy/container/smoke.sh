@@ -27,7 +27,7 @@ start indexer -v "$work/input:/input:ro" -v "$work/indexer:/data" "$image" warp-
   --metrics 127.0.0.1:19101 --rescan 5
 for p in 0 1; do
   start leaf$p -v "$work/leaf$p:/data" "$image" warp-leaf --follow tcp://127.0.0.1:15601 --root /data --partitions $p \
-    --listen tcp://127.0.0.1:1570$p --http 127.0.0.1:1920$p --processor auto
+    --listen tcp://127.0.0.1:1570$p --search-listen 127.0.0.1:1571$p --http 127.0.0.1:1920$p --processor auto
 done
 start broker "$image" warp-broker --listen 127.0.0.1:18080 --partition 0=tcp://127.0.0.1:15700 --partition 1=tcp://127.0.0.1:15701
 for _ in $(seq 300); do
@@ -50,4 +50,7 @@ while IFS=$'\t' read -r qid text; do
   [ "$got" = "$(cat "$work/expected")" ] || { echo "FAIL: query $qid: broker '$got', warp-search '$(cat "$work/expected")'"; exit 1; }
   checked=$((checked + 1))
 done < ../shared/data/cranfield/queries.tsv
-echo "smoke: $checked Cranfield queries through the broker in containers equal warp-search on the same generation"
+direct=$(curl -sf http://127.0.0.1:18080/metrics | awk '/^warpsearch_broker_leaf_requests_total\{path="direct"\}/ {print int($2)}')
+[ "${direct:-0}" -ge 10 ] || { echo "FAIL: the broker sent ${direct:-0} searches over the leaves' direct search path"; exit 1; }
+echo "smoke: $checked Cranfield queries through the broker in containers equal warp-search on the same generation" \
+  "($direct leaf searches over the direct search path)"

@@ -5,8 +5,9 @@
 #                                 fetching the indexer's generation) and the broker; print the URL.
 #   deploy/local/run.sh stop      stop everything (SIGTERM, then SIGKILL after 10 s)
 #   deploy/local/run.sh status    what runs, and the broker's /cluster
-# Logs and state: data/cluster/. Ports: broker 8080, leaves 5701-5704 (HTTP 9201-9204), indexer
-# 5601 (announcements), 5602 (files), 9101 (metrics). Override the broker's with WARP_BROKER_PORT.
+# Logs and state: data/cluster/. Ports: broker 8080, leaves 5701-5704 (direct search path 5711-5714,
+# HTTP 9201-9204), indexer 5601 (announcements), 5602 (files), 9101 (metrics). Override the
+# broker's with WARP_BROKER_PORT.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 state=data/cluster
@@ -59,7 +60,8 @@ run indexer ./build/indexer/warp-indexer serve --input data/corpus --root "$stat
 for i in 1 2 3 4; do
   partition=$(( (i - 1) / 2 ))
   run "leaf$i" ./build/leaf/warp-leaf --follow tcp://127.0.0.1:5601 --root "$state/leaf$i" --partitions $partition \
-    --listen tcp://127.0.0.1:$((5700 + i)) --http 127.0.0.1:$((9200 + i)) --curve-keys "$state/keys"
+    --listen tcp://127.0.0.1:$((5700 + i)) --search-listen 127.0.0.1:$((5710 + i)) --http 127.0.0.1:$((9200 + i)) \
+    --curve-keys "$state/keys"
 done
 run broker ./build/broker/warp-broker --listen 127.0.0.1:$broker_port --curve-keys "$state/keys" \
   --partition 0=tcp://127.0.0.1:5701,tcp://127.0.0.1:5702 --partition 1=tcp://127.0.0.1:5703,tcp://127.0.0.1:5704

@@ -14,8 +14,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <cstring>
-#include <unordered_map>
 #include <zmq.hpp>
 
 #include "common/util/status.hpp"
@@ -94,45 +94,64 @@ void LeafServer::open_direct_listener() {
   ::getsockname(tcp_listener_, reinterpret_cast<sockaddr*>(&bound), &size);
   search_port_ = ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
                                                    : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
-}
-
-void LeafServer::direct_front_end() {
-  const int poller = ::epoll_create1(EPOLL_CLOEXEC);
+  for (size_t i = 0; i < std::max<size_t>(1, options_.search_threads); ++i) direct_pollers_.push_back(::epoll_create1(EPOLL_CLOEXEC));
   epoll_event event{};
   event.events = EPOLLIN;
-  event.data.fd = tcp_listener_;
-  ::epoll_ctl(poller, EPOLL_CTL_ADD, tcp_listener_, &event);
-  std::unordered_map<int, std::shared_ptr<DirectPeer>> peers;
+  event.data.ptr = nullptr;  // the listener: no peer
+  ::epoll_ctl(direct_pollers_[0], EPOLL_CTL_ADD, tcp_listener_, &event);
+}
+
+void LeafServer::close_direct_path() {
+  for (int poller : direct_pollers_) ::close(poller);
+  if (tcp_listener_ >= 0) ::close(tcp_listener_);
+  std::lock_guard<std::mutex> lock(direct_peers_mutex_);
+  direct_peers_.clear();
+}
+
+// Front end `index` of --search-threads: each waits in an epoll of its own on the connections
+// handed to it; the first also on the listener, and deals new connections out in turn (so that a
+// broker's few connections, one per event loop, spread over the threads).
+void LeafServer::direct_front_end(size_t index) {
+  const int poller = direct_pollers_[index];
   std::vector<epoll_event> ready(64);
   std::vector<char> buffer(1 << 16);
-  const auto drop = [&](int fd) {
-    ::epoll_ctl(poller, EPOLL_CTL_DEL, fd, nullptr);
-    auto found = peers.find(fd);
+  const auto drop = [&](DirectPeer* peer) {
+    ::epoll_ctl(poller, EPOLL_CTL_DEL, peer->fd, nullptr);
     {
-      std::lock_guard<std::mutex> lock(found->second->write_mutex);
-      found->second->broken = true;  // a worker still holding it writes nothing
+      std::lock_guard<std::mutex> lock(peer->write_mutex);
+      peer->broken = true;  // a worker still holding it writes nothing
     }
-    peers.erase(found);  // the descriptor closes with its last holder
+    std::lock_guard<std::mutex> lock(direct_peers_mutex_);
+    direct_peers_.erase(peer);  // the descriptor closes with its last holder
   };
   while (!stop_) {
     const int count = ::epoll_wait(poller, ready.data(), static_cast<int>(ready.size()), 100);
     for (int i = 0; i < count; ++i) {
-      const int fd = ready[static_cast<size_t>(i)].data.fd;
-      if (fd == tcp_listener_) {
+      auto* const raw = static_cast<DirectPeer*>(ready[static_cast<size_t>(i)].data.ptr);
+      if (raw == nullptr) {  // the listener
         for (int connection; (connection = ::accept4(tcp_listener_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0;) {
           const int one = 1;
           ::setsockopt(connection, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-          peers[connection] = std::make_shared<DirectPeer>(connection, options_.curve.enabled());
+          auto peer = std::make_shared<DirectPeer>(connection, options_.curve.enabled());
           epoll_event added{};
           added.events = EPOLLIN;
-          added.data.fd = connection;
-          ::epoll_ctl(poller, EPOLL_CTL_ADD, connection, &added);
+          added.data.ptr = peer.get();
+          {
+            std::lock_guard<std::mutex> lock(direct_peers_mutex_);
+            direct_peers_.emplace(peer.get(), peer);
+          }
+          ::epoll_ctl(direct_pollers_[next_direct_poller_++ % direct_pollers_.size()], EPOLL_CTL_ADD, connection, &added);
         }
         continue;
       }
-      auto found = peers.find(fd);
-      if (found == peers.end()) continue;
-      const std::shared_ptr<DirectPeer> peer = found->second;
+      std::shared_ptr<DirectPeer> peer;
+      {
+        std::lock_guard<std::mutex> lock(direct_peers_mutex_);
+        auto found = direct_peers_.find(raw);
+        if (found == direct_peers_.end()) continue;
+        peer = found->second;
+      }
+      const int fd = peer->fd;
       bool closed = false;
       for (;;) {
         const ssize_t n = ::read(fd, buffer.data(), buffer.size());
@@ -149,6 +168,14 @@ void LeafServer::direct_front_end() {
       size_t at = 0;
       try {
         while (!closed) {
+          // Before the handshake nothing but a HELLO (140 bytes) is read: a stranger cannot make
+          // the leaf hold a large frame for it.
+          if (peer->secure && !peer->session && peer->in.size() - at >= 4 &&
+              static_cast<uint8_t>(peer->in[at + 1]) + static_cast<uint8_t>(peer->in[at + 2]) + static_cast<uint8_t>(peer->in[at + 3]) != 0) {
+            ++search_refused_;
+            closed = true;
+            break;
+          }
           const auto body = transfer::next_stream_frame(peer->in, at);
           if (!body) break;
           if (peer->secure && !peer->session) {  // the HELLO
@@ -179,10 +206,9 @@ void LeafServer::direct_front_end() {
         closed = true;
       }
       peer->in.erase(0, at);
-      if (closed) drop(fd);
+      if (closed) drop(peer.get());
     }
   }
-  ::close(poller);
 }
 
 }  // namespace warp

@@ -161,7 +161,7 @@ LeafServer::LeafServer(LeafOptions options, std::shared_ptr<prometheus::Registry
   if (!options_.search_listen.empty()) open_direct_listener();
   for (size_t i = 0; i < std::max<size_t>(1, options_.workers); ++i) threads_.emplace_back([this] { worker(); });
   threads_.emplace_back([this] { front_end(); });
-  if (tcp_listener_ >= 0) threads_.emplace_back([this] { direct_front_end(); });
+  for (size_t i = 0; i < direct_pollers_.size(); ++i) threads_.emplace_back([this, i] { direct_front_end(i); });
 }
 
 LeafServer::~LeafServer() {
@@ -169,7 +169,7 @@ LeafServer::~LeafServer() {
   stop_ = true;
   queue_->work.close();
   for (auto& thread : threads_) thread.join();
-  if (tcp_listener_ >= 0) ::close(tcp_listener_);
+  close_direct_path();
 }
 
 void LeafServer::swap_index(std::shared_ptr<const LoadedIndex> index, bool count_gpu_error) {

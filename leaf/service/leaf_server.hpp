@@ -17,6 +17,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "common/index/partition_store.hpp"
@@ -70,6 +71,7 @@ struct LeafOptions {
   // The direct search path: searches over TCP (secure_channel.hpp's frames, Curve when `curve` is
   // on) on HOST:PORT, beside the ROUTER; the status reply names its port. Empty: off.
   std::string search_listen;
+  size_t search_threads = 2;  // the direct path's front ends, each serving the connections it accepted
   // --processor auto on a machine with a GPU: the CPU+GPU scheduler answers every search of an
   // index with GPU processors (calibrated on the first such index); absent: no scheduler.
   std::optional<sched::SchedulerOptions> scheduler;
@@ -102,7 +104,8 @@ class LeafServer {
   // The direct search path (leaf_direct_path.cpp): its listener, and one thread in epoll over it
   // and every connection, answering as front_end() does.
   void open_direct_listener();
-  void direct_front_end();
+  void direct_front_end(size_t index);
+  void close_direct_path();
   void on_direct_frame(const std::shared_ptr<DirectPeer>& peer, std::string request);
   void enqueue(Work work);
   void worker();
@@ -123,6 +126,10 @@ class LeafServer {
   std::unique_ptr<Queue> queue_;
   std::vector<std::thread> threads_;
   int tcp_listener_ = -1;
+  std::vector<int> direct_pollers_;            // an epoll per direct-path front end
+  std::atomic<size_t> next_direct_poller_{0};  // the front end the next connection goes to
+  std::mutex direct_peers_mutex_;              // the connections' owner, for the front ends
+  std::unordered_map<const DirectPeer*, std::shared_ptr<DirectPeer>> direct_peers_;
   uint16_t search_port_ = 0;  // bound, for the status reply
   std::atomic<uint64_t> search_refused_{0};  // direct-path connections refused by the handshake
   uint64_t search_refused_reported_ = 0;

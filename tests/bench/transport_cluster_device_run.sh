@@ -5,7 +5,8 @@
 # rounds; then, with CURVE=1, both again with Curve on (keys from warp-indexer keys).
 # .device-carry/serve-bench.tar.gz holds .serve-bench/ (warp-leaf, warp-broker, warp-indexer,
 # http_load, gcide.jsonl.gz: the default corpus); the index and the word list are made here.
-# usage: [CURVE=1] tests/bench/transport_cluster_device_run.sh [ROUNDS] [SECONDS]
+# EDGE_BENCH=1 first runs edge_bench.sh with every default (its 10,000-idle-connection probe too).
+# usage: [EDGE_BENCH=1] [OLD=1] [CURVE=1] [LOOPS="8 4"] [CURVE_ONLY=1] tests/bench/transport_cluster_device_run.sh [ROUNDS] [SECONDS]
 set -uo pipefail
 rounds=${1:-2} seconds=${2:-4}
 mkdir -p /opt/deps
@@ -17,11 +18,19 @@ gunzip -c .serve-bench/gcide.jsonl.gz > /tmp/gcide.jsonl
 .serve-bench/warp-indexer build --input /tmp/gcide.jsonl --out .serve-bench/index --partitions 2 --quiet
 tr -c 'a-z\n' ' ' < /tmp/gcide.jsonl | tr ' ' '\n' | awk 'length($0) > 2' | sort -u > .serve-bench/words.txt
 wc -l < .serve-bench/words.txt
+if [ "${EDGE_BENCH:-0}" = 1 ]; then  # the edge table with every default: uncached 16 and 64, cached, 10,000 idle
+  echo "== edge_bench.sh, defaults"
+  bash tests/bench/edge_bench.sh .serve-bench .serve-bench/index .serve-bench/words.txt "$seconds" 10000
+fi
 configs=()
 for round in $(seq "$rounds"); do
   configs+=("direct path, round $round;;;;" "ZeroMQ, round $round;--search-path zmq;;;")
+  # OLD=1: ZeroMQ as the thirty-ninth session's default ran it, a loop per core.
+  [ "${OLD:-0}" = 1 ] && configs+=("ZeroMQ, 16 loops, round $round;--search-path zmq --threads 16;;;")
+  # LOOPS="8 4": the direct path again with the broker on that many event loops (--threads).
+  for loops in ${LOOPS:-}; do configs+=("direct path, $loops loops, round $round;--threads $loops;;;"); done
 done
-bash tests/bench/edge_tuning.sh .serve-bench .serve-bench/index .serve-bench/words.txt "$seconds" "${configs[@]}"
+[ "${CURVE_ONLY:-0}" = 1 ] || bash tests/bench/edge_tuning.sh .serve-bench .serve-bench/index .serve-bench/words.txt "$seconds" "${configs[@]}"
 if [ "${CURVE:-0}" = 1 ]; then
   .serve-bench/warp-indexer keys --out /tmp/edge-keys > /dev/null
   echo "== Curve on"

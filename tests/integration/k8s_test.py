@@ -140,7 +140,7 @@ try:
                 served = {"warp-leaf": [value("--http")], "warp-broker": [value("--admin-listen") or value("--listen")],
                           "warp-indexer": [value("--metrics")]}[binary]
                 http_ports = {int(s.rsplit(":", 1)[1]) for s in served if s}
-                listen_flags = {"warp-leaf": ["--listen", "--http"], "warp-broker": ["--listen", "--admin-listen"],
+                listen_flags = {"warp-leaf": ["--listen", "--search-listen", "--http"], "warp-broker": ["--listen", "--admin-listen"],
                                 "warp-indexer": ["--publish", "--fetch", "--metrics"]}[binary]
                 listening = {int(value(f).rsplit(":", 1)[1]) for f in listen_flags if value(f)}
                 for port in ports.values():
