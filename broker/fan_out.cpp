@@ -246,7 +246,7 @@ struct FanOut::Worker {
   // A reply from either path: a LeafReply.
   void on_frame(std::string_view body) {
     try {
-      transfer::FrameReader reader(zmq::message_t(body.data(), body.size()));
+      transfer::FrameReader reader(body.data(), body.size());
       const auto reply = reader.root<protocol::LeafReply>();
       if (reply.isSearch()) on_reply(reply.getSearch());
     } catch (const std::exception&) {
@@ -385,7 +385,7 @@ struct FanOut::Worker {
       ++outcome.attempts;
       outcome.replica = replica->endpoint;
       if (outcome.attempts > 1) ++query.result.retries;
-      capnp::MallocMessageBuilder builder;
+      capnp::MallocMessageBuilder builder(64);  // a request of a few terms: not capnp's 8 KiB calloc
       auto search = builder.initRoot<protocol::LeafRequest>().initSearch();
       search.setQueryId(id);
       const std::vector<QueryTerm>& terms = query.request.terms;
@@ -460,6 +460,7 @@ struct FanOut::Worker {
       outcome.error.clear();
       outcome.took_ms = ms;
       outcome.and_matches = response.getAndMatches();
+      outcome.hits.reserve(response.getHits().size());
       for (auto hit : response.getHits()) {
         outcome.hits.push_back({hit.getDoc(), hit.getScore(), hit.getExternalId(), hit.getTitle(), hit.getUrl()});
       }
@@ -564,10 +565,12 @@ void FanOut::submit(FanOutRequest request, FanOutDone done) {
   });
 }
 
-std::vector<BrokerHit> merge_hits(const FanOutResult& result, size_t k) {
-  std::vector<BrokerHit> all;
-  for (const PartitionOutcome& outcome : result.partitions) all.insert(all.end(), outcome.hits.begin(), outcome.hits.end());
-  const auto better = [](const BrokerHit& a, const BrokerHit& b) { return a.score > b.score || (a.score == b.score && a.doc < b.doc); };
+std::vector<const BrokerHit*> merge_hits(const FanOutResult& result, size_t k) {
+  std::vector<const BrokerHit*> all;  // pointers: the hits' strings are not copied
+  for (const PartitionOutcome& outcome : result.partitions) {
+    for (const BrokerHit& hit : outcome.hits) all.push_back(&hit);
+  }
+  const auto better = [](const BrokerHit* a, const BrokerHit* b) { return a->score > b->score || (a->score == b->score && a->doc < b->doc); };
   const size_t keep = std::min(k, all.size());
   std::partial_sort(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(keep), all.end(), better);
   all.resize(keep);

@@ -96,6 +96,7 @@ class FanOut {
 };
 
 // The global top-k of the partitions' lists: higher score first, ties to the smaller docID.
-std::vector<BrokerHit> merge_hits(const FanOutResult& result, size_t k);
+// Pointers into `result`, which must outlive them.
+std::vector<const BrokerHit*> merge_hits(const FanOutResult& result, size_t k);
 
 }  // namespace warp

@@ -334,9 +334,9 @@ void SearchApi::search(const http::Request& request, http::Respond respond) {
     uint64_t matches = 0;
     for (const PartitionOutcome& outcome : result.partitions) matches += outcome.and_matches;
     json.key("and_matches").value(matches).key("hits").begin_array();
-    const std::vector<BrokerHit> ranked = merge_hits(result, offset + k);
+    const std::vector<const BrokerHit*> ranked = merge_hits(result, offset + k);
     for (size_t i = offset; i < ranked.size(); ++i) {
-      const BrokerHit& hit = ranked[i];
+      const BrokerHit& hit = *ranked[i];
       json.begin_object().key("id").value(hit.id).key("score").value(static_cast<double>(hit.score));
       json.key("title").value(hit.title).key("url").value(hit.url).end_object();
     }

@@ -41,7 +41,7 @@ int run(int argc, char** argv) {
       .value("http", "127.0.0.1:9201", "HTTP address for /metrics, /healthz, /readyz")
       .value("workers", "4", "query worker threads")
       .value("search-listen", "", "HOST:PORT of the direct search path (TCP beside --listen; Curve when --curve-keys is given): brokers search over it, status stays on ZeroMQ. Empty: off")
-      .value("search-threads", "2", "front-end threads of the direct search path, each serving the connections it accepted")
+      .value("search-threads", "1", "front-end threads of the direct search path, each serving the connections dealt to it")
       .value("inline-max-postings", "20000",
              "CPU searches over at most this many postings are answered on the request thread, without a worker hand-off (0: none)")
       .value("processor", "auto", "cpu, gpu, or auto (where a GPU is usable: the CPU+GPU scheduler chooses per query; else the CPU)")
@@ -63,7 +63,7 @@ int run(int argc, char** argv) {
       .Help("1 while this process holds its --cpu-wake-latency-us request, else 0").Register(*registry).Add({})
       .Set(wake_latency && wake_latency->held() ? 1 : 0);
   const warp::transfer::CurveConfig curve = warp::transfer::load_curve_config(flags.get("curve-keys"), "leaf", "broker");
-  warp::LeafOptions leaf_options{flags.get("listen"), flags.count("workers"), 256, curve, flags.count("inline-max-postings"), flags.get("search-listen"), 2, {}};
+  warp::LeafOptions leaf_options{flags.get("listen"), flags.count("workers"), 256, curve, flags.count("inline-max-postings"), flags.get("search-listen"), 1, {}};
   leaf_options.search_threads = std::max<size_t>(1, flags.count("search-threads"));
   if (processor == "auto") {  // one line saying which processors this leaf will use, and why
     std::string why;

@@ -28,10 +28,11 @@ inline bool recv_delimited(zmq::socket_t& socket, zmq::message_t& body) {
 // Owns the aligned copy the reader points into.
 class FrameReader {
  public:
-  explicit FrameReader(const zmq::message_t& frame) {
-    if (frame.size() % sizeof(capnp::word) != 0) throw Error("malformed message: size not a multiple of 8");
-    words_ = kj::heapArray<capnp::word>(frame.size() / sizeof(capnp::word));
-    std::memcpy(words_.begin(), frame.data(), frame.size());
+  explicit FrameReader(const zmq::message_t& frame) : FrameReader(frame.data(), frame.size()) {}
+  FrameReader(const void* data, size_t size) {
+    if (size % sizeof(capnp::word) != 0) throw Error("malformed message: size not a multiple of 8");
+    words_ = kj::heapArray<capnp::word>(size / sizeof(capnp::word));
+    std::memcpy(words_.begin(), data, size);
     reader_.emplace(words_.asPtr());
   }
   template <class T>

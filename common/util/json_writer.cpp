@@ -9,9 +9,21 @@ namespace warp {
 
 void append_json_string(std::string& out, std::string_view text) {
   static constexpr char kHex[] = "0123456789abcdef";
+  out.reserve(out.size() + text.size() + 2);
   out += '"';
   size_t pos = 0;
   while (pos < text.size()) {
+    // A run of bytes that need no escape, appended at once (titles are mostly such: a byte at a
+    // time was 6% of the broker's CPU under load).
+    size_t run = pos;
+    while (run < text.size()) {
+      const unsigned char b = static_cast<unsigned char>(text[run]);
+      if (b < 0x20 || b == '"' || b == '\\' || b >= 0x80) break;
+      ++run;
+    }
+    out.append(text.data() + pos, run - pos);
+    pos = run;
+    if (pos == text.size()) break;
     const unsigned char c = static_cast<unsigned char>(text[pos]);
     if (c >= 0x80) {  // a multi-byte sequence: copied if valid, else U+FFFD
       const size_t start = pos;

@@ -16,6 +16,7 @@
 #include <optional>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -71,7 +72,7 @@ struct LeafOptions {
   // The direct search path: searches over TCP (secure_channel.hpp's frames, Curve when `curve` is
   // on) on HOST:PORT, beside the ROUTER; the status reply names its port. Empty: off.
   std::string search_listen;
-  size_t search_threads = 2;  // the direct path's front ends, each serving the connections it accepted
+  size_t search_threads = 1;  // the direct path's front ends, each serving the connections dealt to it
   // --processor auto on a machine with a GPU: the CPU+GPU scheduler answers every search of an
   // index with GPU processors (calibrated on the first such index); absent: no scheduler.
   std::optional<sched::SchedulerOptions> scheduler;
@@ -109,7 +110,7 @@ class LeafServer {
   void on_direct_frame(const std::shared_ptr<DirectPeer>& peer, std::string request);
   void enqueue(Work work);
   void worker();
-  bool answer_inline(const zmq::message_t& frame);
+  bool answer_inline(std::string_view frame);
   void send_reply(zmq::message_t& identity, const std::string& reply);
   void deliver_later(std::shared_ptr<zmq::message_t> identity, const std::string& reply);
 

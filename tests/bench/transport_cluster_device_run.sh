@@ -6,7 +6,7 @@
 # .device-carry/serve-bench.tar.gz holds .serve-bench/ (warp-leaf, warp-broker, warp-indexer,
 # http_load, gcide.jsonl.gz: the default corpus); the index and the word list are made here.
 # EDGE_BENCH=1 first runs edge_bench.sh with every default (its 10,000-idle-connection probe too).
-# usage: [EDGE_BENCH=1] [OLD=1] [CURVE=1] [LOOPS="8 4"] [CURVE_ONLY=1] tests/bench/transport_cluster_device_run.sh [ROUNDS] [SECONDS]
+# usage: [EDGE_BENCH=1] [OLD=1] [CURVE=1] [LOOPS="8 4"] [FRONT_ENDS="1 4"] [CURVE_ONLY=1] tests/bench/transport_cluster_device_run.sh [ROUNDS] [SECONDS]
 set -uo pipefail
 rounds=${1:-2} seconds=${2:-4}
 mkdir -p /opt/deps
@@ -29,6 +29,8 @@ for round in $(seq "$rounds"); do
   [ "${OLD:-0}" = 1 ] && configs+=("ZeroMQ, 16 loops, round $round;--search-path zmq --threads 16;;;")
   # LOOPS="8 4": the direct path again with the broker on that many event loops (--threads).
   for loops in ${LOOPS:-}; do configs+=("direct path, $loops loops, round $round;--threads $loops;;;"); done
+  # FRONT_ENDS="1 4": the direct path again with the leaves' --search-threads at each count.
+  for n in ${FRONT_ENDS:-}; do configs+=("direct path, $n leaf front ends, round $round;;;--search-threads $n;"); done
 done
 [ "${CURVE_ONLY:-0}" = 1 ] || bash tests/bench/edge_tuning.sh .serve-bench .serve-bench/index .serve-bench/words.txt "$seconds" "${configs[@]}"
 if [ "${CURVE:-0}" = 1 ]; then
