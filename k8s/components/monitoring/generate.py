@@ -55,6 +55,7 @@ overview = dashboard("warpsearch-overview", "Warpsearch / Overview", "warpsearch
         ("sum(warpsearch_broker_http_connections{%s})" % SEL, "connections")]),
     panel("Uncached search time by stage (mean: broker, transport, leaf)", [
         ("sum by (stage) (rate(warpsearch_broker_stage_seconds_sum{%s}[%s])) / sum by (stage) (rate(warpsearch_broker_stage_seconds_count{%s}[%s]))" % (SEL, RATE, SEL, RATE), "{{stage}}")], "s"),
+    panel("Leaf search requests/s by path (direct search path, ZeroMQ)", [("sum by (path) (rate(warpsearch_broker_leaf_requests_total{%s}[%s]))" % (SEL, RATE), "{{path}}")], "reqps"),
     panel("Latency per leaf (p99, broker side)", [("histogram_quantile(0.99, sum by (le, leaf) (rate(warpsearch_broker_leaf_seconds_bucket{%s}[%s])))" % (SEL, RATE), "{{leaf}}")], "s"),
 ])
 
