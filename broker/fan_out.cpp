@@ -246,9 +246,9 @@ struct FanOut::Worker {
   // A reply from either path: a LeafReply.
   void on_frame(std::string_view body) {
     try {
-      transfer::FrameReader reader(body.data(), body.size());
-      const auto reply = reader.root<protocol::LeafReply>();
-      if (reply.isSearch()) on_reply(reply.getSearch());
+      auto reader = std::make_shared<transfer::FrameReader>(body.data(), body.size());
+      const auto reply = reader->root<protocol::LeafReply>();
+      if (reply.isSearch()) on_reply(reply.getSearch(), std::move(reader));
     } catch (const std::exception&) {
       // malformed: counts as silence, the attempt times out
     }
@@ -431,7 +431,7 @@ struct FanOut::Worker {
     }
   }
 
-  void on_reply(protocol::SearchResponse::Reader response) {
+  void on_reply(protocol::SearchResponse::Reader response, std::shared_ptr<const transfer::FrameReader> reader) {
     const uint64_t id = response.getQueryId();
     auto found = queries.find(id);
     if (found == queries.end()) return;  // a late reply to a finished query
@@ -461,9 +461,11 @@ struct FanOut::Worker {
       outcome.took_ms = ms;
       outcome.and_matches = response.getAndMatches();
       outcome.hits.reserve(response.getHits().size());
+      const auto text = [](capnp::Text::Reader t) { return std::string_view(t.cStr(), t.size()); };
       for (auto hit : response.getHits()) {
-        outcome.hits.push_back({hit.getDoc(), hit.getScore(), hit.getExternalId(), hit.getTitle(), hit.getUrl()});
+        outcome.hits.push_back({hit.getDoc(), hit.getScore(), text(hit.getExternalId()), text(hit.getTitle()), text(hit.getUrl())});
       }
+      outcome.reply = std::move(reader);  // keeps the hits' strings
     }
     if (query.pending.empty()) finish(id);
   }

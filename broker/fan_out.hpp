@@ -11,18 +11,22 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "broker/cluster.hpp"
 #include "common/index/types.hpp"
 #include "common/query/query.hpp"
+#include "common/transfer/capnp_frames.hpp"
 
 namespace warp {
 
+// A hit as its leaf's reply holds it: the strings point into that reply (PartitionOutcome::reply),
+// not copied (a query's twenty hits had been sixty allocations in the broker).
 struct BrokerHit {
   DocId doc;
   float score;
-  std::string id, title, url;
+  std::string_view id, title, url;
 };
 
 struct PartitionOutcome {
@@ -36,6 +40,7 @@ struct PartitionOutcome {
   double leaf_ms = 0;        // of that, in the leaf (its queues and search; 0 from older leaves)
   uint64_t and_matches = 0;
   std::vector<BrokerHit> hits;
+  std::shared_ptr<const transfer::FrameReader> reply;  // the reply the hits' strings point into
 };
 
 struct FanOutResult {
