@@ -198,8 +198,12 @@ struct FanOut::Worker {
       }
     }
     for (const auto& [id, partition] : lost) {
-      InFlight& query = queries[id];
+      auto found = queries.find(id);
+      if (found == queries.end()) continue;
+      InFlight& query = found->second;
       auto it = query.pending.find(partition);
+      // Gone, or already sent elsewhere by a send() above (a nested loss): nothing to move.
+      if (it == query.pending.end() || !it->second.direct || it->second.replica->endpoint != endpoint) continue;
       --it->second.replica->outstanding;
       query.pending.erase(it);
       PartitionOutcome& outcome = query.result.partitions[query.slot[partition]];
@@ -207,7 +211,12 @@ struct FanOut::Worker {
       outcome.error = "connection to " + endpoint + " lost";
       send(id, query, partition);
       if (query.pending.empty()) {
-        finish(id);
+        // Finished on the loop's next turn, not here: this may run inside send() for this very
+        // query (a leaf serving several of its partitions), which still holds it.
+        asio::post(io, [this, id] {
+          auto found = queries.find(id);
+          if (found != queries.end() && found->second.pending.empty()) finish(id);
+        });
       } else {
         schedule(Clock::now() + query.attempt_timeout);
       }
@@ -484,8 +493,10 @@ struct FanOut::Worker {
       }
       for (uint32_t partition : stale) {
         if (!cluster.has_other(partition, query.tried[partition])) continue;  // no other replica: keep waiting
-        --query.pending[partition].replica->outstanding;
-        query.pending.erase(partition);
+        auto attempt = query.pending.find(partition);
+        if (attempt == query.pending.end()) continue;  // moved meanwhile (a direct link lost by a send above)
+        --attempt->second.replica->outstanding;
+        query.pending.erase(attempt);
         send(id, query, partition);
       }
       if (query.pending.empty()) finished.push_back(id);
