@@ -25,7 +25,11 @@ warp::LeafServer* make_leaf() {
                          "heat transfer boundary", "wing boundary wave", "laminar flow layer"};
   for (int i = 0; i < 600; ++i) builder.add_document({"d" + std::to_string(i), "", texts[i % 6], texts[(i * 7) % 6]});
   warp::write_index(builder.build(), dir.string());
-  auto* leaf = new warp::LeafServer({"inproc://warp-fuzz-leaf", 1, 16, {}}, std::make_shared<prometheus::Registry>());
+  warp::LeafOptions leaf_options;
+  leaf_options.listen = "inproc://warp-fuzz-leaf";
+  leaf_options.workers = 1;
+  leaf_options.queue_depth = 16;
+  auto* leaf = new warp::LeafServer(leaf_options, std::make_shared<prometheus::Registry>());
   leaf->swap_index(warp::load_index(dir.string(), {}, "cpu", {}));
   return leaf;
 }
