@@ -213,9 +213,9 @@ struct FanOut::Worker {
       if (query.pending.empty()) {
         // Finished on the loop's next turn, not here: this may run inside send() for this very
         // query (a leaf serving several of its partitions), which still holds it.
-        asio::post(io, [this, id] {
-          auto found = queries.find(id);
-          if (found != queries.end() && found->second.pending.empty()) finish(id);
+        asio::post(io, [this, query_id = id] {  // a copy: clang cannot capture a structured binding
+          auto found = queries.find(query_id);
+          if (found != queries.end() && found->second.pending.empty()) finish(query_id);
         });
       } else {
         schedule(Clock::now() + query.attempt_timeout);
