@@ -5,18 +5,16 @@
 #include <utility>  // before Boost.Asio with GCC 12 in C++20
 
 #include <algorithm>
-#include <boost/asio/connect.hpp>
-#include <boost/asio/write.hpp>
+#include <array>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/write.hpp>
 #include <cstdio>
-#include <cstring>
-#include <optional>
-#include <array>
 #include <map>
+#include <optional>
 #include <unordered_map>
 #include <zmq.hpp>
 

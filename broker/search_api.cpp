@@ -47,30 +47,35 @@ struct SearchParams {
 
 constexpr const char* kSearchParams = "q, k, offset, mode";
 
-// A decimal integer from `least` to `most` (a GET parameter); nullopt otherwise.
-std::optional<size_t> parse_count(const std::string& text, size_t least, size_t most) {
+// A GET parameter as a whole number; nullopt when it is not one.
+std::optional<size_t> text_count(const std::string& text) {
   if (text.empty() || text.size() > 9 || !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; })) {
     return std::nullopt;
   }
-  const size_t value = std::stoul(text);
-  if (value < least || value > most) return std::nullopt;
-  return value;
+  return std::stoul(text);
 }
 
-// A JSON body's integer from `least` to `most`; nullopt otherwise (a float, a string, out of range).
-std::optional<size_t> json_count(const nlohmann::json& value, size_t least, size_t most) {
-  if (!value.is_number_integer()) return std::nullopt;
-  const int64_t n = value.get<int64_t>();
-  if (n < static_cast<int64_t>(least) || n > static_cast<int64_t>(most)) return std::nullopt;
-  return static_cast<size_t>(n);
+// A JSON body's field as a whole number; nullopt when it is not one (a float, a string, negative).
+std::optional<size_t> json_count(const nlohmann::json& value) {
+  if (!value.is_number_integer() || value.get<int64_t>() < 0) return std::nullopt;
+  return static_cast<size_t>(value.get<int64_t>());
+}
+
+// `k` or `offset` (`name`), read from either source as `count`, into `params` if in range.
+std::optional<http::Response> set_count(const std::string& name, std::optional<size_t> count, size_t max_k, SearchParams& params) {
+  const bool is_k = name == "k";
+  const size_t least = is_k ? 1 : 0, most = is_k ? max_k : max_k - 1;
+  if (!count || *count < least || *count > most) {
+    return error(400, name + " must be an integer from " + std::to_string(least) + " to " + std::to_string(most));
+  }
+  (is_k ? params.k : params.offset) = *count;
+  return std::nullopt;
 }
 
 // `params` from a GET's query string or a POST's JSON body. An unknown parameter is refused, not
 // ignored: a misspelt `offest` or `size` would otherwise return the first page as if it were the
 // one asked for (Elasticsearch refuses them the same way).
 std::optional<http::Response> read_search_params(const http::Request& request, size_t max_k, SearchParams& params) {
-  const std::string k_range = "k must be an integer from 1 to " + std::to_string(max_k);
-  const std::string offset_range = "offset must be an integer from 0 to " + std::to_string(max_k - 1);
   if (request.method == "GET") {
     if (!request.query_ok) return error(400, "malformed query string (bad percent-encoding)");
     for (const auto& [name, value] : request.query) {
@@ -78,14 +83,8 @@ std::optional<http::Response> read_search_params(const http::Request& request, s
         params.q = value;
       } else if (name == "mode") {
         params.mode = value;
-      } else if (name == "k") {
-        const auto k = parse_count(value, 1, max_k);
-        if (!k) return error(400, k_range);
-        params.k = *k;
-      } else if (name == "offset") {
-        const auto offset = parse_count(value, 0, max_k - 1);
-        if (!offset) return error(400, offset_range);
-        params.offset = *offset;
+      } else if (name == "k" || name == "offset") {
+        if (auto refused = set_count(name, text_count(value), max_k, params)) return refused;
       } else {
         return error(400, "unknown parameter '" + name + "' (accepted: " + kSearchParams + ")");
       }
@@ -104,14 +103,8 @@ std::optional<http::Response> read_search_params(const http::Request& request, s
       } else if (name == "mode") {
         if (!value.is_string()) return error(400, "\"mode\" must be a string");
         params.mode = value.get<std::string>();
-      } else if (name == "k") {
-        const auto k = json_count(value, 1, max_k);
-        if (!k) return error(400, k_range);
-        params.k = *k;
-      } else if (name == "offset") {
-        const auto offset = json_count(value, 0, max_k - 1);
-        if (!offset) return error(400, offset_range);
-        params.offset = *offset;
+      } else if (name == "k" || name == "offset") {
+        if (auto refused = set_count(name, json_count(value), max_k, params)) return refused;
       } else {
         return error(400, "unknown field \"" + name + "\" (accepted: " + kSearchParams + ")");
       }

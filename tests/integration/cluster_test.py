@@ -92,20 +92,26 @@ def start_cluster(data_dir, tag, extra_leaf_args=()):
     return base, leaves, broker_proc, os.path.join(work, tag + "-index1")
 
 
-def compare_with_single_partition(base, index1, queries, tag, post=False):
-    """Every query in every mode through the broker against warp-search on the 1-partition index."""
+def single_partition_run(index1, queries, tag, mode, k):
+    """warp-search's top k of each query on the 1-partition index: {qid: [(doc, score), ...]}."""
     qfile = os.path.join(work, tag + "-q.tsv")
     with open(qfile, "w") as f:
         for qid, text in queries:
             f.write("%s\t%s\n" % (qid, text))
+    run = os.path.join(work, "%s-run.%s" % (tag, mode))
+    subprocess.run([search, "--index", index1, "--queries", qfile, "--mode", mode, "-k", str(k), "--run", run],
+                   check=True, stderr=subprocess.DEVNULL)
+    ranking = {}
+    for line in open(run):
+        qid, _, doc, _, score, _ = line.split()
+        ranking.setdefault(qid, []).append((doc, float(score)))
+    return ranking
+
+
+def compare_with_single_partition(base, index1, queries, tag, post=False):
+    """Every query in every mode through the broker against warp-search on the 1-partition index."""
     for mode in ("and", "or", "andor"):
-        run = os.path.join(work, "%s-run.%s" % (tag, mode))
-        subprocess.run([search, "--index", index1, "--queries", qfile, "--mode", mode, "-k", "10", "--run", run],
-                       check=True, stderr=subprocess.DEVNULL)
-        expected = {}
-        for line in open(run):
-            qid, _, doc, _, score, _ = line.split()
-            expected.setdefault(qid, []).append((doc, float(score)))
+        expected = single_partition_run(index1, queries, tag, mode, 10)
         for qid, text in queries:
             if post:
                 status, body = http(base + "/search", json.dumps({"q": text, "k": 10, "mode": mode}).encode())
@@ -230,17 +236,7 @@ try:
     # Pages: offset skips that many hits of the ranking. Page 2 of 10 is ranks 10-19 of the
     # single-partition index's top 20, by GET and by POST, and pages tile the ranking.
     page_queries = queries[20:30]
-    qfile = os.path.join(work, "pages-q.tsv")
-    with open(qfile, "w") as f:
-        for qid, text in page_queries:
-            f.write("%s\t%s\n" % (qid, text))
-    run = os.path.join(work, "pages-run")
-    subprocess.run([search, "--index", index1, "--queries", qfile, "--mode", "or", "-k", "20", "--run", run],
-                   check=True, stderr=subprocess.DEVNULL)
-    top20 = {}
-    for line in open(run):
-        qid, _, doc, _, score, _ = line.split()
-        top20.setdefault(qid, []).append((doc, float(score)))
+    top20 = single_partition_run(index1, page_queries, "pages", "or", 20)
     for qid, text in page_queries:
         pages = []
         for offset in (0, 10):

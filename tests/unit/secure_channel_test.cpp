@@ -86,11 +86,14 @@ TEST(SecureChannel, PublicKeyWithoutItsSecretIsRefused) {
 TEST(SecureChannel, ServerWithoutTheExpectedSecretIsRefused) {
   Keys keys;
   ClientHandshake client(keys.client, keys.server.public_key);
-  // A server with another pair answers: its WELCOME does not open for this client.
-  auto accepted = accept_hello(client.hello(), keys.other, {keys.client.public_key});
-  if (accepted) {
-    EXPECT_FALSE(client.finish(accepted->welcome).has_value());
-  }
+  // Another pair cannot read a HELLO made for the server's key...
+  EXPECT_FALSE(accept_hello(client.hello(), keys.other, {keys.client.public_key}).has_value());
+  // ...and a WELCOME it makes (from a HELLO addressed to it) does not open for a client that
+  // expects the server's key: an impostor cannot pose as the leaf.
+  ClientHandshake addressed_to_impostor(keys.client, keys.other.public_key);
+  auto impostor = accept_hello(addressed_to_impostor.hello(), keys.other, {keys.client.public_key});
+  ASSERT_TRUE(impostor.has_value());
+  EXPECT_FALSE(client.finish(impostor->welcome).has_value());
   // A genuine WELCOME altered in any byte does not either.
   auto genuine = accept_hello(client.hello(), keys.server, {keys.client.public_key});
   ASSERT_TRUE(genuine.has_value());
