@@ -46,7 +46,7 @@ LABEL org.opencontainers.image.title="warpsearch" \
       org.opencontainers.image.revision="${REVISION}" \
       org.opencontainers.image.licenses="Apache-2.0"
 RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-      librocksdb7.8 libzmq5 libcapnp-0.9.2 libprometheus-cpp-core1.0 libprometheus-cpp-pull1.0 libstemmer0d libsimdjson14 \
+      librocksdb7.8 libzmq5 libcapnp-0.9.2 libprometheus-cpp-core1.0 libstemmer0d libsimdjson14 \
       libc-ares2 libsnappy1v5 \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --uid 10001 --user-group --home-dir /data --no-create-home warp

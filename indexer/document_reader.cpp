@@ -136,8 +136,17 @@ class RecordFields final : public nlohmann::json_sax<nlohmann::json> {
     }
     return true;
   }
+  // nlohmann quotes everything it read of the bad token ("last read: '…'"): a string missing its
+  // closing quote is the rest of the line, kilobytes in one log line. Its last kQuoted bytes say
+  // where it went wrong.
   bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override {
     error_ = e.what();
+    static constexpr std::string_view kLastRead = "last read: '";
+    static constexpr size_t kQuoted = 80;
+    const size_t quote = error_.find(kLastRead);
+    if (quote != std::string::npos && error_.size() > quote + kLastRead.size() + kQuoted + 1) {
+      error_ = error_.substr(0, quote + kLastRead.size()) + "…" + error_.substr(error_.size() - kQuoted - 1);
+    }
     return false;
   }
 

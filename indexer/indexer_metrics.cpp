@@ -1,6 +1,6 @@
 #include "indexer/indexer_metrics.hpp"
 
-#include "common/util/status.hpp"
+#include "common/metrics/metrics_text.hpp"
 
 namespace warp {
 namespace {
@@ -14,10 +14,9 @@ prometheus::Gauge& gauge(prometheus::Registry& registry, const std::string& name
 
 }  // namespace
 
-IndexerMetrics::IndexerMetrics(const std::string& bind_address)
-    : IndexerMetrics(std::make_shared<prometheus::Registry>(), bind_address) {}
+IndexerMetrics::IndexerMetrics() : IndexerMetrics(std::make_shared<prometheus::Registry>()) {}
 
-IndexerMetrics::IndexerMetrics(std::shared_ptr<prometheus::Registry> registry, const std::string& bind_address)
+IndexerMetrics::IndexerMetrics(std::shared_ptr<prometheus::Registry> registry)
     : documents(counter(*registry, "warpsearch_indexer_documents_total", "Documents indexed")),
       bytes(counter(*registry, "warpsearch_indexer_input_bytes_total", "Input bytes read (uncompressed)")),
       rejected(counter(*registry, "warpsearch_indexer_records_rejected_total", "Malformed input records skipped")),
@@ -38,14 +37,8 @@ IndexerMetrics::IndexerMetrics(std::shared_ptr<prometheus::Registry> registry, c
       gpu_tokens(counter(*registry, "warpsearch_indexer_gpu_analysis_tokens_total", "Tokens of the chunks analyzed on the GPU")),
       gpu_misses(counter(*registry, "warpsearch_indexer_gpu_analysis_misses_total", "Tokens the GPU's table missed, looked up on the CPU")),
       gpu_failures(counter(*registry, "warpsearch_indexer_gpu_analysis_failures_total", "Builds in which the GPU analysis failed and the CPU analyzed the rest")),
-      registry_(std::move(registry)) {
-  if (bind_address.empty()) return;
-  try {
-    exposer_ = std::make_unique<prometheus::Exposer>(bind_address);
-  } catch (const std::exception& e) {
-    throw Error("metrics: cannot serve on " + bind_address + ": " + e.what());
-  }
-  exposer_->RegisterCollectable(registry_);
-}
+      registry_(std::move(registry)) {}
+
+std::string IndexerMetrics::text() const { return metrics_text(*registry_); }
 
 }  // namespace warp

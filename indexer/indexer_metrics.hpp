@@ -1,7 +1,9 @@
-// The indexer's Prometheus metrics (warpsearch_indexer_…), served on /metrics by prometheus-cpp.
+// The indexer's Prometheus metrics (warpsearch_indexer_…). `warp-indexer serve` renders them on
+// /metrics of its HTTP server (serve_command.cpp), the services' own asynchronous one: prometheus-cpp's
+// server had given each connection one of its two threads, so two idle connections starved every
+// scrape after them.
 #pragma once
 #include <prometheus/counter.h>
-#include <prometheus/exposer.h>
 #include <prometheus/gauge.h>
 #include <prometheus/registry.h>
 
@@ -12,8 +14,9 @@ namespace warp {
 
 class IndexerMetrics {
  public:
-  // Serves /metrics on `bind_address` (e.g. "127.0.0.1:9101"); empty: metrics kept, not served.
-  explicit IndexerMetrics(const std::string& bind_address);
+  IndexerMetrics();
+  // The Prometheus text format of every metric.
+  std::string text() const;
 
   prometheus::Counter& documents;         // warpsearch_indexer_documents_total
   prometheus::Counter& bytes;             // warpsearch_indexer_input_bytes_total
@@ -42,9 +45,8 @@ class IndexerMetrics {
 
  private:
   std::shared_ptr<prometheus::Registry> registry_;
-  std::unique_ptr<prometheus::Exposer> exposer_;
 
-  IndexerMetrics(std::shared_ptr<prometheus::Registry> registry, const std::string& bind_address);
+  explicit IndexerMetrics(std::shared_ptr<prometheus::Registry> registry);
 };
 
 }  // namespace warp

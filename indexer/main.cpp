@@ -97,7 +97,7 @@ int serve(int argc, char** argv) {
   flags.value("root", "", "directory of the generations (gen-NNNNNN)")
       .value("publish", "tcp://127.0.0.1:5601", "ZeroMQ PUB endpoint for announcements")
       .value("fetch", "tcp://127.0.0.1:5602", "ZeroMQ ROUTER endpoint serving the files")
-      .value("metrics", "", "serve Prometheus metrics on this address, e.g. 127.0.0.1:9101")
+      .value("metrics", "", "HTTP address for /metrics, /healthz and /readyz, e.g. 127.0.0.1:9101")
       .value("rescan", "10", "seconds between checks of the inputs for changes")
       .boolean("once", "publish at most one new generation, then only serve")
       .value("curve-keys", "", "CurveZMQ: a directory with indexer.key and the allowed leaf*.pub (warp-indexer keys)");

@@ -1,12 +1,15 @@
 #include "indexer/serve_command.hpp"
 
+#include <atomic>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "common/http/http_server.hpp"
 #include "common/index/index_files.hpp"
 #include "common/transfer/fetcher.hpp"
 #include "common/util/service.hpp"
@@ -50,6 +53,31 @@ std::string read_file(const fs::path& path) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
+// What /readyz reports: ready once a generation is announced (the leaves have something to fetch),
+// and whether a build is under way.
+struct ServeState {
+  std::atomic<uint64_t> generation{0};
+  std::atomic<bool> building{false};
+};
+
+// /metrics, /healthz and /readyz on the services' own HTTP server (asynchronous: an idle connection
+// holds a socket, never a thread; HEAD answered as GET without the body).
+std::unique_ptr<http::Server> serve_http(const std::string& address, const IndexerMetrics& metrics, const ServeState& state) {
+  if (address.empty()) return nullptr;
+  const auto [host, port] = http::parse_host_port(address, "--metrics");
+  return std::make_unique<http::Server>(http::ServerOptions{host, port, 1}, [&metrics, &state](const http::Request& request) -> http::Response {
+    if (request.path == "/metrics") return {200, "text/plain; version=0.0.4", metrics.text()};
+    if (request.path == "/healthz") return {200, "application/json", R"({"status":"ok"})"};
+    if (request.path == "/readyz") {
+      const uint64_t generation = state.generation.load();
+      const std::string building = state.building.load() ? "true" : "false";
+      if (generation == 0) return {503, "application/json", R"({"ready":false,"building":)" + building + "}"};
+      return {200, "application/json", R"({"ready":true,"generation":)" + std::to_string(generation) + R"(,"building":)" + building + "}"};
+    }
+    return {404, "application/json", R"({"error":"not found: /metrics, /healthz, /readyz"})"};
+  });
+}
+
 }  // namespace
 
 int run_serve_command(const ServeOptions& options) {
@@ -63,15 +91,18 @@ int run_serve_command(const ServeOptions& options) {
       fs::remove_all(entry.path());
     }
   }
-  IndexerMetrics metrics(options.metrics_address);
+  IndexerMetrics metrics;
+  ServeState state;
+  const std::unique_ptr<http::Server> http_server = serve_http(options.metrics_address, metrics, state);
   Publisher publisher({root.string(), options.publish_endpoint, options.fetch_endpoint, 0,
                        transfer::load_curve_config(options.curve_keys, "indexer", "leaf")});
   log_line("publishing on " + publisher.publish_endpoint() + ", serving files on " + publisher.fetch_endpoint() +
-           (options.metrics_address.empty() ? "" : ", metrics on http://" + options.metrics_address + "/metrics"));
+           (http_server ? ", /metrics, /healthz and /readyz on http://" + options.metrics_address : ""));
   uint64_t latest = latest_generation(root);
   if (latest > 0) {
     publisher.announce(latest);
     metrics.generation.Set(static_cast<double>(latest));
+    state.generation = latest;
     log_line("announcing existing generation " + std::to_string(latest));
   }
   uint64_t fetches_seen = 0;
@@ -91,6 +122,7 @@ int run_serve_command(const ServeOptions& options) {
       const auto start = std::chrono::steady_clock::now();
       const fs::path tmp = root / (transfer::generation_dir_name(generation) + ".tmp");
       log_line("building generation " + std::to_string(generation));
+      state.building = true;
       pipeline::PipelineOptions pipeline_options = options.pipeline;
       pipeline_options.build = options.build;
       pipeline_options.build.generation = generation;
@@ -110,9 +142,11 @@ int run_serve_command(const ServeOptions& options) {
         report = pipeline::build_index(options.inputs, pipeline_options, tmp.string(), read, show);
       } catch (...) {
         show({});
+        state.building = false;
         throw;
       }
       show({});
+      state.building = false;
       for (const std::string& error : read.errors) log_line("rejected " + error);
       metrics.documents.Increment(static_cast<double>(read.documents));
       metrics.bytes.Increment(static_cast<double>(read.bytes));
@@ -135,6 +169,7 @@ int run_serve_command(const ServeOptions& options) {
         fs::rename(tmp, root / transfer::generation_dir_name(generation));  // complete, atomically
         publisher.announce(generation);
         latest = generation;
+        state.generation = generation;
         const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         metrics.generations.Increment();
         metrics.generation.Set(static_cast<double>(generation));

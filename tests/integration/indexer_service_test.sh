@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The indexer service through the real binary: serve publishes generations over ZeroMQ on loopback,
-# fetch downloads them, warp-search answers from them, metrics are scraped over HTTP, a changed
-# input makes a new generation, SIGTERM stops it cleanly, and kill -9 mid-build leaves nothing
-# published. usage: indexer_service_test.sh WARP_INDEXER WARP_SEARCH CRANFIELD_DIR
+# fetch downloads them, warp-search answers from them, metrics are scraped over HTTP (also past 64
+# idle connections, and by HEAD), /healthz and /readyz answer, a changed input makes a new
+# generation, SIGTERM stops it cleanly, and kill -9 mid-build leaves nothing published. usage: indexer_service_test.sh WARP_INDEXER WARP_SEARCH CRANFIELD_DIR
 set -euo pipefail
 indexer=$1 search=$2 data=$3
 work=$(mktemp -d)
@@ -18,6 +18,17 @@ wait_for() {  # wait_for SECONDS command...
   return 1
 }
 scrape() { python3 -c "import urllib.request,sys; sys.stdout.write(urllib.request.urlopen('http://$metrics/metrics', timeout=2).read().decode())"; }
+# status PATH [METHOD]: the HTTP status, then the body on the next line (any status, never a failure).
+status() {
+  python3 - "http://$metrics$1" "${2:-GET}" <<'PY'
+import sys, urllib.request, urllib.error
+try:
+    r = urllib.request.urlopen(urllib.request.Request(sys.argv[1], method=sys.argv[2]), timeout=2)
+    print(r.status); print(r.read().decode())
+except urllib.error.HTTPError as e:
+    print(e.code); print(e.read().decode())
+PY
+}
 
 mkdir -p "$work/in"
 cp "$data/docs.jsonl" "$work/in/cran.jsonl"
@@ -36,6 +47,22 @@ grep -q '^warpsearch_indexer_documents_total 1400' "$work/metrics.txt" || fail "
 for name in documents tokens misses failures; do
   grep -q "^warpsearch_indexer_gpu_analysis_${name}_total 0$" "$work/metrics.txt" || fail "gpu analysis $name metric"
 done
+[ "$(status /healthz | head -1)" = 200 ] || fail "/healthz"
+status /readyz > "$work/ready.txt"
+[ "$(head -1 "$work/ready.txt")" = 200 ] && grep -q '"generation":1' "$work/ready.txt" || fail "/readyz once generation 1 is out: $(cat "$work/ready.txt")"
+[ "$(status /metrics HEAD)" = 200 ] || fail "HEAD /metrics"
+[ "$(status /nothing | head -1)" = 404 ] || fail "an unknown path is not 404"
+# Idle connections hold sockets, never the server's threads: a scrape after 64 of them is answered
+# (prometheus-cpp's server, two threads, had stopped answering after two).
+python3 - "${metrics%:*}" "${metrics##*:}" <<'PY' || fail "a scrape behind 64 idle connections"
+import socket, sys, time, urllib.request
+idle = [socket.create_connection((sys.argv[1], int(sys.argv[2]))) for _ in range(64)]
+time.sleep(0.2)
+start = time.time()
+body = urllib.request.urlopen("http://%s:%s/metrics" % (sys.argv[1], sys.argv[2]), timeout=5).read().decode()
+assert "warpsearch_indexer_documents_total" in body, body[:200]
+print("scrape behind 64 idle connections: %.1f ms" % ((time.time() - start) * 1000))
+PY
 fetch_counted() { scrape | grep -q '^warpsearch_indexer_fetch_requests_total [1-9]'; }
 wait_for 10 fetch_counted || fail "fetch metric"
 
@@ -75,6 +102,9 @@ mid_build() { ls "$work/root2/gen-000001.runs/"run-* > /dev/null 2>&1; }
 progress_shown() { scrape > "$work/metrics2.txt" && grep -q '^warpsearch_indexer_build_bytes_per_second [1-9]' "$work/metrics2.txt"; }
 wait_for 60 progress_shown || fail "no build progress on /metrics"
 grep -q '^warpsearch_indexer_build_input_total_bytes [1-9]' "$work/metrics2.txt" || fail "no input total on /metrics"
+# Not ready while its first generation is being built.
+status /readyz > "$work/ready2.txt"
+[ "$(head -1 "$work/ready2.txt")" = 503 ] && grep -q '"building":true' "$work/ready2.txt" || fail "/readyz during the first build: $(cat "$work/ready2.txt")"
 wait_for 60 mid_build || fail "the build spilled no run file"
 kill -9 "$victim"; wait "$victim" 2>/dev/null || true
 [ ! -e "$work/root2/gen-000001" ] || fail "a generation appeared although the build was killed"

@@ -52,6 +52,28 @@ TEST(DocumentReader, SkipsCountsAndNamesMalformedRecords) {
   fs::remove_all(dir);
 }
 
+// A line cut short inside a long string (a truncated file): the error names the line and quotes
+// only the end of what was read, not the kilobytes of the unterminated string.
+TEST(DocumentReader, AnUnterminatedLongStringGivesAShortError) {
+  const fs::path dir = fs::temp_directory_path() / ("warp-json-cut-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  {
+    std::ofstream a(dir / "a.jsonl");
+    a << R"({"id":"ok","body":"kept"})" << "\n"
+      << R"({"id":"cut","body":")" << std::string(20000, 'y') << "ends here" << "\n";
+  }
+  ReadReport report;
+  const auto docs = read_documents({(dir / "a.jsonl").string()}, report);
+  ASSERT_EQ(docs.size(), 1u);
+  ASSERT_EQ(report.errors.size(), 1u);
+  const std::string& error = report.errors[0];
+  EXPECT_NE(error.find("a.jsonl:2: malformed JSON"), std::string::npos) << error.substr(0, 200);
+  EXPECT_NE(error.find("missing closing quote"), std::string::npos) << error.substr(0, 200);
+  EXPECT_NE(error.find("ends here"), std::string::npos) << error.substr(0, 200);
+  EXPECT_LT(error.size(), 400u) << error.substr(0, 200);
+  fs::remove_all(dir);
+}
+
 // JSONL records go through simdjson where it can and nlohmann's SAX parser where it cannot (or
 // to name an error): the verdicts of the two must be one. Every edge where they differ in what
 // they accept or how they read it: integers past 63 and 64 bits, floats that overflow, repeated
