@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
@@ -73,13 +74,17 @@ struct FanOut::Worker {
   // A connection of the direct search path to one leaf (its status names the port): frames of
   // secure_channel.hpp, after a Curve handshake where Curve is on. Usable once connected (and
   // handshaken); until then, and after it fails, searches to that leaf go over ZeroMQ.
+  // A replica named by host name rather than address has the name resolved (asynchronously, on the
+  // loop) before each connection, so a connection remade after a loss follows the name's address.
   struct DirectLink {
-    DirectLink(asio::io_context& io, std::string endpoint, asio::ip::tcp::endpoint target)
-        : endpoint(std::move(endpoint)), target(target), socket(io), reconnect(io) {}
+    DirectLink(asio::io_context& io, std::string endpoint, std::string host, uint16_t port)
+        : endpoint(std::move(endpoint)), host(std::move(host)), port(port), socket(io), reconnect(io), resolver(io) {}
     std::string endpoint;  // the leaf's ZeroMQ endpoint: the replica's name
-    asio::ip::tcp::endpoint target;
+    std::string host;      // its host: an address, or a name to resolve
+    uint16_t port;         // the direct path's, from the leaf's status
     asio::ip::tcp::socket socket;
     asio::steady_timer reconnect;
+    asio::ip::tcp::resolver resolver;
     std::optional<transfer::ClientHandshake> handshake;  // in progress
     std::optional<transfer::SecureSession> session;      // Curve on, after the handshake
     bool usable = false;
@@ -127,49 +132,65 @@ struct FanOut::Worker {
     const uint16_t port = replica.search_port;
     if (!direct || port == 0) return nullptr;
     auto& link = links[replica.endpoint];
-    if (!link || link->target.port() != port) {
-      // "tcp://HOST:PORT": the direct path needs HOST as an address (DNS discovery gives them).
+    if (!link || link->port != port) {
+      // "tcp://HOST:PORT" (HOST an address, [an IPv6 address] or a name): the leaf's host, the
+      // status's port.
       const std::string rest = replica.endpoint.substr(replica.endpoint.find("://") + 3);
       std::string host = rest.substr(0, rest.rfind(':'));
       if (host.size() > 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
-      boost::system::error_code ec;
-      const asio::ip::address address = asio::ip::make_address(host, ec);
-      if (ec) return nullptr;
-      link = std::make_shared<DirectLink>(io, replica.endpoint, asio::ip::tcp::endpoint(address, port));
+      link = std::make_shared<DirectLink>(io, replica.endpoint, std::move(host), port);
       connect(link);
     }
     return link->usable ? link.get() : nullptr;
   }
 
+  // Connects to the link's host: at once to an address; to a name once resolved, trying each of
+  // its addresses in turn. A name that does not resolve fails like a refused connection (retried).
   void connect(const std::shared_ptr<DirectLink>& link) {
-    link->socket.async_connect(link->target, [this, weak = std::weak_ptr<DirectLink>(link)](boost::system::error_code ec) {
+    boost::system::error_code ec;
+    const asio::ip::address address = asio::ip::make_address(link->host, ec);
+    if (!ec) {
+      link->socket.async_connect(asio::ip::tcp::endpoint(address, link->port),
+                                 [this, weak = std::weak_ptr<DirectLink>(link)](boost::system::error_code ec) { connected(weak, ec); });
+      return;
+    }
+    link->resolver.async_resolve(link->host, std::to_string(link->port), asio::ip::resolver_base::numeric_service,
+                                 [this, weak = std::weak_ptr<DirectLink>(link)](boost::system::error_code ec, asio::ip::tcp::resolver::results_type found) {
       auto link = weak.lock();
-      if (!link) return;
-      if (ec) return link_failed(link);
-      boost::system::error_code ignored;
-      link->socket.set_option(asio::ip::tcp::no_delay(true), ignored);
-      link->socket.non_blocking(true, ignored);
-      link->in.clear();
-      if (cluster.curve().enabled()) {
-        try {
-          link->handshake.emplace(cluster.curve().own, cluster.leaf_key());
-        } catch (const std::exception& e) {
-          std::fprintf(stderr, "warp-broker: direct search path to %s: %s\n", link->endpoint.c_str(), e.what());
-          return;  // stays on ZeroMQ
-        }
-        std::string hello;
-        transfer::append_stream_frame(hello, link->handshake->hello());
-        write(link, std::move(hello));
-      } else {
-        link->usable = true;
-      }
-      read(link);
+      if (!link || ec == asio::error::operation_aborted) return;
+      if (ec) return link_failed(link, kResolveRetry);  // getaddrinfo at most once a second a link
+      asio::async_connect(link->socket, found, [this, weak](boost::system::error_code ec, const asio::ip::tcp::endpoint&) { connected(weak, ec); });
     });
+  }
+
+  void connected(const std::weak_ptr<DirectLink>& weak, boost::system::error_code ec) {
+    auto link = weak.lock();
+    if (!link) return;
+    if (ec) return link_failed(link);
+    boost::system::error_code ignored;
+    link->socket.set_option(asio::ip::tcp::no_delay(true), ignored);
+    link->socket.non_blocking(true, ignored);
+    link->in.clear();
+    if (cluster.curve().enabled()) {
+      try {
+        link->handshake.emplace(cluster.curve().own, cluster.leaf_key());
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "warp-broker: direct search path to %s: %s\n", link->endpoint.c_str(), e.what());
+        return;  // stays on ZeroMQ
+      }
+      std::string hello;
+      transfer::append_stream_frame(hello, link->handshake->hello());
+      write(link, std::move(hello));
+    } else {
+      link->usable = true;
+    }
+    read(link);
   }
 
   // The link is closed and made again in a while; searches waiting on it go to another replica
   // at once (a leaf that died: no need to wait for the attempt timeout).
-  void link_failed(const std::shared_ptr<DirectLink>& link) {
+  static constexpr std::chrono::milliseconds kReconnect{200}, kResolveRetry{1000};
+  void link_failed(const std::shared_ptr<DirectLink>& link, std::chrono::milliseconds retry = kReconnect) {
     const bool was_usable = link->usable;
     link->usable = false;
     link->handshake.reset();
@@ -179,7 +200,7 @@ struct FanOut::Worker {
     link->writing = false;
     boost::system::error_code ignored;
     link->socket.close(ignored);
-    link->reconnect.expires_after(std::chrono::milliseconds(200));
+    link->reconnect.expires_after(retry);
     link->reconnect.async_wait([this, weak = std::weak_ptr<DirectLink>(link)](boost::system::error_code ec) {
       auto link = weak.lock();
       if (ec || !link || links[link->endpoint] != link) return;

@@ -191,6 +191,20 @@ try:
     compare_with_single_partition(zmq_base, index1, queries[:20], "cranfield-zmq")
     if broker_requests(zmq_base, "direct") != 0 or broker_requests(zmq_base, "zmq") < 100:
         fail("--search-path zmq should send every search over ZeroMQ")
+    # Replicas named by host name: the broker resolves "localhost" for the direct path (it had kept
+    # such replicas on ZeroMQ) and answers the same, exactly.
+    named_port = next_port()
+    start([broker, "--partition", "0=tcp://localhost:%d,tcp://localhost:%d" % (leaves[0][1], leaves[1][1]),
+           "--partition", "1=tcp://localhost:%d,tcp://localhost:%d" % (leaves[2][1], leaves[3][1]),
+           "--listen", "127.0.0.1:%d" % named_port, "--timeout-ms", "1000"], "cran-named-broker.log")
+    named_base = "http://127.0.0.1:%d" % named_port
+    wait_until(lambda: http(named_base + "/readyz")[0] == 200, 20, "the broker naming its leaves by host name")
+    compare_with_single_partition(named_base, index1, queries[:10], "cranfield-named-warmup")
+    compare_with_single_partition(named_base, index1, queries[:40], "cranfield-named")
+    direct, over_zmq = broker_requests(named_base, "direct"), broker_requests(named_base, "zmq")
+    if direct < 80:
+        fail("replicas named by host name should take the direct path: %d direct, %d over ZeroMQ" % (direct, over_zmq))
+    print("replicas named by host name: %d searches direct, %d over ZeroMQ" % (direct, over_zmq))
     gpu_leaves = sum(leaf_counter(l[2], "warpsearch_leaf_gpu_bytes_resident") for l in leaves) > 0
     if not gpu_leaves:
         if sum(leaf_counter(l[2], "warpsearch_leaf_answered_inline_total") for l in leaves) < 100:
