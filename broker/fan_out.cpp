@@ -251,10 +251,19 @@ struct FanOut::Worker {
       size_t at = 0;
       try {
         while (auto body = transfer::next_stream_frame(link->in, at)) {
-          if (link->handshake) {  // the WELCOME
-            link->session = link->handshake->finish(*body);
+          if (link->handshake && !link->handshake->welcomed()) {  // the WELCOME: the INITIATE goes back
+            const std::optional<std::string> initiate = link->handshake->welcome(*body);
+            if (!initiate) throw Error("the leaf's WELCOME does not prove its Curve key");
+            std::string frame;
+            transfer::append_stream_frame(frame, *initiate);
+            write(link, std::move(frame));
+            if (!link->socket.is_open()) return;  // the write failed: the link is remade
+            continue;
+          }
+          if (link->handshake) {  // the READY: the leaf took the INITIATE
+            link->session = link->handshake->ready(*body);
             link->handshake.reset();
-            if (!link->session) throw Error("the leaf's WELCOME does not prove its Curve key");
+            if (!link->session) throw Error("the leaf's READY does not open (the broker's key refused?)");
             link->usable = true;
             continue;
           }

@@ -1,15 +1,22 @@
 // The direct search path's framing and its Curve security (DESIGN.md, fixed points: why searches
 // may leave ZeroMQ). A stream carries frames: a 4-byte little-endian length, then the body.
 //
-// With Curve on, the same key pairs as CurveZMQ (X25519, libsodium's crypto_box) secure it, after
-// CurveZMQ's design without its cookie (a server here keeps a connection's state anyway):
-//   HELLO   client → server: "WSH1" C' C n box[C'](c → S, n)
-//   WELCOME server → client: "WSW1" n box[S'](s → C, n)
-// C, S are the long-term public keys (c, s secret), C', S' fresh ones made for the connection. The
-// server accepts C only from its allow-list, and only a holder of c can make the HELLO box, which
-// binds C' to C; only the holder of s can make the WELCOME box. Every later frame is sealed with
-// the key of C' and S' (forward secrecy: the long-term keys never encrypt data) and a nonce that
-// counts frames in each direction, so a frame replayed, dropped or reordered fails to open.
+// With Curve on, the same key pairs as CurveZMQ (X25519, libsodium's crypto_box) secure it, in
+// CurveZMQ's handshake (RFC 26) without its cookie (a server here keeps a connection's state anyway).
+// C, S are the long-term public keys (c, s secret), C', S' fresh pairs made for the connection,
+// box[X](a → B) X sealed with the secret a for the public key B, each box under a nonce of its own
+// kind (below), so no box of one step opens as another's:
+//   HELLO     client → server: "WSH2" C' n box[64 zero bytes](c' → S)       (to S, from a holder of c')
+//   WELCOME   server → client: "WSW2" n box[S'](s → C')                     (only s makes it for C')
+//   INITIATE  client → server: "WSI2" C n box[n' vouch](c' → S'),  vouch = box[C' S](c → S')
+//   READY     server → client: the first sealed frame, "WSR2"
+// The server takes C only from its allow-list, and only on a vouch: a box from c for its fresh S',
+// which a recorded handshake cannot replay. The client takes the server only on a WELCOME boxed
+// for its fresh C', which a thief of the client's own secret cannot make (a WELCOME boxed from s to
+// C, as the first version of this handshake had it, could be made with c alone, and a HELLO's box
+// sent back opened as a WELCOME). Every later frame is sealed with the key of C' and S' (forward
+// secrecy: the long-term keys never encrypt data) and a nonce that counts frames in each direction,
+// so a frame replayed, dropped or reordered fails to open.
 #pragma once
 #include <array>
 #include <cstdint>
@@ -45,25 +52,59 @@ class SecureSession {
   uint64_t sent_ = 0, received_ = 0;
 };
 
+// Handshake messages are at most this long: before its handshake is done, a server reads no longer
+// frame (a stranger cannot make it hold a large one).
+inline constexpr size_t kMaxHandshakeFrame = 255;
+
+// The client's side: hello(), then welcome() on the server's WELCOME gives the INITIATE to send,
+// then ready() on the server's first frame gives the session.
 class ClientHandshake {
  public:
   // `own`: the client's pair, `server_public`: the server's public key (Z85 both).
   ClientHandshake(const CurveKeyPair& own, const std::string& server_public);
+  ~ClientHandshake();
+  ClientHandshake(const ClientHandshake&) = delete;
+  ClientHandshake& operator=(const ClientHandshake&) = delete;
   const std::string& hello() const { return hello_; }
-  // nullopt: the WELCOME is not from the holder of the server's secret key.
-  std::optional<SecureSession> finish(std::string_view welcome) const;
+  // The INITIATE; nullopt: the WELCOME is not from the holder of the server's secret key.
+  std::optional<std::string> welcome(std::string_view welcome);
+  // The session; nullopt: not the READY (or before a WELCOME).
+  std::optional<SecureSession> ready(std::string_view ready);
+  // The WELCOME taken; the READY is next.
+  bool welcomed() const { return session_.has_value(); }
 
  private:
   std::array<uint8_t, 32> server_public_, own_public_, own_secret_, temporary_public_, temporary_secret_;
+  std::optional<SecureSession> session_;  // after the WELCOME
   std::string hello_;
 };
 
 struct ServerAccepted {
-  std::string welcome;
-  SecureSession session;
+  std::string ready;      // the READY frame to send, sealed
+  SecureSession session;  // past the READY
+  std::string client;     // the client's public key (Z85), vouched for
 };
-// nullopt: not a HELLO, a client key off the allow-list (Z85 keys), or a box that does not open.
-std::optional<ServerAccepted> accept_hello(std::string_view hello, const CurveKeyPair& own,
-                                           const std::vector<std::string>& allowed);
+
+// The server's side of one connection: hello() on the client's first frame, initiate() on its second.
+class ServerHandshake {
+ public:
+  ServerHandshake(const CurveKeyPair& own, const std::vector<std::string>& allowed);
+  ~ServerHandshake();
+  ServerHandshake(const ServerHandshake&) = delete;
+  ServerHandshake& operator=(const ServerHandshake&) = delete;
+  // The WELCOME; nullopt: not a HELLO for this server's key (or not the first message).
+  std::optional<std::string> hello(std::string_view hello);
+  // nullopt: not an INITIATE of this connection, a client key off the allow-list, or a vouch that
+  // does not open (or before a HELLO).
+  std::optional<ServerAccepted> initiate(std::string_view initiate);
+  // A HELLO answered; the INITIATE is next.
+  bool welcomed() const { return welcomed_; }
+
+ private:
+  const CurveKeyPair& own_;                  // both outlive the handshake
+  const std::vector<std::string>& allowed_;
+  bool welcomed_ = false;
+  std::array<uint8_t, 32> client_temporary_{}, temporary_public_{}, temporary_secret_{};
+};
 
 }  // namespace warp::transfer

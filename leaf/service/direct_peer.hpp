@@ -22,11 +22,12 @@ struct DirectPeer {
   // connection that failed, marks the peer broken and later frames are dropped (the broker's
   // deadline moves the query to another replica).
   void write_frame(std::string_view body);
-  // A frame as it is (the handshake's WELCOME).
+  // A frame as it is (the handshake's WELCOME, and its READY, sealed by the handshake).
   void write_plain(std::string_view body);
 
   const int fd;
-  const bool secure;                                // Curve on: the first frame must be a HELLO
+  const bool secure;                                // Curve on: the first frames must be a HELLO, then an INITIATE
+  std::optional<transfer::ServerHandshake> handshake;  // in progress (the front end's alone)
   std::optional<transfer::SecureSession> session;   // set by the front end after the handshake
   std::string in;                                   // bytes read, not yet whole frames
   std::mutex write_mutex;

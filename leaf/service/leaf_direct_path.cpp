@@ -133,6 +133,7 @@ void LeafServer::direct_front_end(size_t index) {
           const int one = 1;
           ::setsockopt(connection, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
           auto peer = std::make_shared<DirectPeer>(connection, options_.curve.enabled());
+          if (peer->secure) peer->handshake.emplace(options_.curve.own, options_.curve.allowed);
           epoll_event added{};
           added.events = EPOLLIN;
           added.data.ptr = peer.get();
@@ -168,8 +169,9 @@ void LeafServer::direct_front_end(size_t index) {
       size_t at = 0;
       try {
         while (!closed) {
-          // Before the handshake nothing but a HELLO (140 bytes) is read: a stranger cannot make
-          // the leaf hold a large frame for it.
+          // Before the handshake is done nothing longer than its messages (kMaxHandshakeFrame,
+          // 255 bytes) is read: a stranger cannot make the leaf hold a large frame for it.
+          static_assert(transfer::kMaxHandshakeFrame < 256);
           if (peer->secure && !peer->session && peer->in.size() - at >= 4 &&
               static_cast<uint8_t>(peer->in[at + 1]) + static_cast<uint8_t>(peer->in[at + 2]) + static_cast<uint8_t>(peer->in[at + 3]) != 0) {
             ++search_refused_;
@@ -178,15 +180,24 @@ void LeafServer::direct_front_end(size_t index) {
           }
           const auto body = transfer::next_stream_frame(peer->in, at);
           if (!body) break;
-          if (peer->secure && !peer->session) {  // the HELLO
-            auto accepted = transfer::accept_hello(*body, options_.curve.own, options_.curve.allowed);
-            if (!accepted) {
+          if (peer->secure && !peer->session) {  // the HELLO, then the INITIATE
+            bool refused = true;
+            if (!peer->handshake->welcomed()) {
+              if (const auto welcome = peer->handshake->hello(*body)) {
+                peer->write_plain(*welcome);
+                refused = false;
+              }
+            } else if (auto accepted = peer->handshake->initiate(*body)) {
+              peer->write_plain(accepted->ready);
+              peer->session.emplace(std::move(accepted->session));
+              peer->handshake.reset();
+              refused = false;
+            }
+            if (refused) {
               ++search_refused_;
               closed = true;
               break;
             }
-            peer->write_plain(accepted->welcome);
-            peer->session.emplace(std::move(accepted->session));
             continue;
           }
           if (peer->session) {

@@ -1,12 +1,14 @@
 // libFuzzer: bytes a client could send to a leaf's direct search path with Curve on, read as the
 // leaf's front end reads them (common/transfer/secure_channel): stream frames of any length, the
-// first taken as a HELLO, the rest opened as sealed frames. The first input byte chooses raw bytes
-// (a stranger: nothing may be accepted unless it is a genuine HELLO, which random bytes are not)
+// first taken as a HELLO, the second as an INITIATE, the rest opened as sealed frames. The first
+// input byte chooses raw bytes (a stranger: neither step may accept random bytes; where a HELLO
+// were taken, no INITIATE may be, as only a holder of an allowed secret key can make one)
 // or a genuine handshake followed by the input's pieces, each sealed by the client or sent as it
 // is, some altered: every sealed, unaltered frame must open to its bytes, in order, and nothing
 // else may open.
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "common/transfer/secure_channel.hpp"
 #include "common/util/status.hpp"
@@ -16,6 +18,7 @@ namespace {
 struct Keys {
   warp::transfer::CurveKeyPair server = warp::transfer::generate_curve_key_pair();
   warp::transfer::CurveKeyPair client = warp::transfer::generate_curve_key_pair();
+  std::vector<std::string> allowed = {client.public_key};
 };
 
 }  // namespace
@@ -27,19 +30,24 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (data[0] % 2 == 0) {  // a stranger's stream
     size_t at = 0;
     try {
-      bool first = true;
-      while (auto body = warp::transfer::next_stream_frame(input, at)) {
-        if (first && warp::transfer::accept_hello(*body, keys->server, {keys->client.public_key})) std::abort();
-        first = false;
+      warp::transfer::ServerHandshake server(keys->server, keys->allowed);
+      for (int step = 0; auto body = warp::transfer::next_stream_frame(input, at); ++step) {
+        if (step == 0 && server.hello(*body)) std::abort();
+        if (step == 1 && server.initiate(*body)) std::abort();
       }
     } catch (const warp::Error&) {  // a frame length past the limit: the leaf closes the connection
     }
     return 0;
   }
   warp::transfer::ClientHandshake client(keys->client, keys->server.public_key);
-  auto accepted = warp::transfer::accept_hello(client.hello(), keys->server, {keys->client.public_key});
+  warp::transfer::ServerHandshake handshake(keys->server, keys->allowed);
+  const auto welcome = handshake.hello(client.hello());
+  if (!welcome) std::abort();
+  const auto initiate = client.welcome(*welcome);
+  if (!initiate) std::abort();
+  auto accepted = handshake.initiate(*initiate);
   if (!accepted) std::abort();
-  auto client_session = client.finish(accepted->welcome);
+  auto client_session = client.ready(accepted->ready);
   if (!client_session) std::abort();
   warp::transfer::SecureSession& server = accepted->session;
   // Pieces of the input: [kind][length][bytes]. kind bit 0: sealed; bit 1: one byte altered.

@@ -1,8 +1,12 @@
 // The direct search path's framing and Curve handshake (common/transfer/secure_channel): frames
 // split anywhere, the handshake between keys that match, and every way it must fail: a client off
 // the allow-list, a client without the secret key of the public key it shows, a server without
-// the secret key the client expects, frames altered, replayed, reordered or from the other side.
+// the secret key the client expects, a thief of the client's secret posing as the server, a
+// recorded handshake replayed, messages out of turn, frames altered, replayed, reordered or from
+// the other side.
 #include <gtest/gtest.h>
+#include <sodium.h>
+#include <zmq.h>
 
 #include <random>
 
@@ -14,15 +18,45 @@ namespace {
 
 struct Keys {
   CurveKeyPair server = generate_curve_key_pair(), client = generate_curve_key_pair(), other = generate_curve_key_pair();
+  std::vector<std::string> allowed = {other.public_key, client.public_key};
 };
 
+// The four messages between a client and a server; the sessions of both, or what failed.
+struct HandshakeRun {
+  std::string hello, welcome, initiate, ready;
+  std::optional<SecureSession> client, server;
+};
+HandshakeRun run_handshake(const CurveKeyPair& client_keys, const std::string& server_public, const CurveKeyPair& server_keys,
+                  const std::vector<std::string>& allowed) {
+  HandshakeRun run;
+  ClientHandshake client(client_keys, server_public);
+  ServerHandshake server(server_keys, allowed);
+  run.hello = client.hello();
+  const auto welcome = server.hello(run.hello);
+  if (!welcome) return run;
+  run.welcome = *welcome;
+  const auto initiate = client.welcome(run.welcome);
+  if (!initiate) return run;
+  run.initiate = *initiate;
+  auto accepted = server.initiate(run.initiate);
+  if (!accepted) return run;
+  EXPECT_EQ(accepted->client, client_keys.public_key);
+  run.ready = accepted->ready;
+  run.server.emplace(std::move(accepted->session));
+  run.client = client.ready(run.ready);
+  return run;
+}
+
 std::pair<SecureSession, SecureSession> handshake(const Keys& keys) {
-  ClientHandshake client(keys.client, keys.server.public_key);
-  auto accepted = accept_hello(client.hello(), keys.server, {keys.other.public_key, keys.client.public_key});
-  EXPECT_TRUE(accepted.has_value());
-  auto session = client.finish(accepted->welcome);
-  EXPECT_TRUE(session.has_value());
-  return {std::move(*session), std::move(accepted->session)};
+  HandshakeRun run = run_handshake(keys.client, keys.server.public_key, keys.server, keys.allowed);
+  EXPECT_TRUE(run.client.has_value() && run.server.has_value());
+  return {std::move(*run.client), std::move(*run.server)};
+}
+
+std::array<uint8_t, 32> raw(const std::string& z85) {
+  std::array<uint8_t, 32> key{};
+  zmq_z85_decode(key.data(), z85.c_str());
+  return key;
 }
 
 TEST(StreamFrames, SplitAtEveryByteAndJoined) {
@@ -70,39 +104,120 @@ TEST(SecureChannel, BothWaysInOrder) {
 
 TEST(SecureChannel, ClientOffTheAllowListIsRefused) {
   Keys keys;
-  ClientHandshake client(keys.client, keys.server.public_key);
-  EXPECT_FALSE(accept_hello(client.hello(), keys.server, {keys.other.public_key}).has_value());
-  EXPECT_FALSE(accept_hello(client.hello(), keys.server, {}).has_value());
+  for (const std::vector<std::string>& allowed : {std::vector<std::string>{keys.other.public_key}, std::vector<std::string>{}}) {
+    const HandshakeRun run = run_handshake(keys.client, keys.server.public_key, keys.server, allowed);
+    EXPECT_FALSE(run.welcome.empty());   // the HELLO names no client
+    EXPECT_FALSE(run.initiate.empty());
+    EXPECT_TRUE(run.ready.empty());      // the INITIATE does, and is refused
+    EXPECT_FALSE(run.server.has_value());
+  }
 }
 
 TEST(SecureChannel, PublicKeyWithoutItsSecretIsRefused) {
   Keys keys;
-  // Shows the allowed client's public key, holds another secret key.
-  CurveKeyPair impostor{keys.client.public_key, keys.other.secret_key};
-  ClientHandshake client(impostor, keys.server.public_key);
-  EXPECT_FALSE(accept_hello(client.hello(), keys.server, {keys.client.public_key}).has_value());
+  // Shows the allowed client's public key, holds another secret key: its vouch does not open.
+  const CurveKeyPair impostor{keys.client.public_key, keys.other.secret_key};
+  const HandshakeRun run = run_handshake(impostor, keys.server.public_key, keys.server, {keys.client.public_key});
+  EXPECT_FALSE(run.initiate.empty());
+  EXPECT_FALSE(run.server.has_value());
 }
 
 TEST(SecureChannel, ServerWithoutTheExpectedSecretIsRefused) {
   Keys keys;
-  ClientHandshake client(keys.client, keys.server.public_key);
   // Another pair cannot read a HELLO made for the server's key...
-  EXPECT_FALSE(accept_hello(client.hello(), keys.other, {keys.client.public_key}).has_value());
+  {
+    ClientHandshake client(keys.client, keys.server.public_key);
+    ServerHandshake other(keys.other, keys.allowed);
+    EXPECT_FALSE(other.hello(client.hello()).has_value());
+  }
   // ...and a WELCOME it makes (from a HELLO addressed to it) does not open for a client that
   // expects the server's key: an impostor cannot pose as the leaf.
-  ClientHandshake addressed_to_impostor(keys.client, keys.other.public_key);
-  auto impostor = accept_hello(addressed_to_impostor.hello(), keys.other, {keys.client.public_key});
-  ASSERT_TRUE(impostor.has_value());
-  EXPECT_FALSE(client.finish(impostor->welcome).has_value());
-  // A genuine WELCOME altered in any byte does not either.
-  auto genuine = accept_hello(client.hello(), keys.server, {keys.client.public_key});
-  ASSERT_TRUE(genuine.has_value());
-  for (size_t i = 0; i < genuine->welcome.size(); i += 7) {
-    std::string altered = genuine->welcome;
-    altered[i] ^= 1;
-    EXPECT_FALSE(client.finish(altered).has_value()) << i;
+  {
+    ClientHandshake client(keys.client, keys.server.public_key);
+    ClientHandshake addressed_to_impostor(keys.client, keys.other.public_key);
+    ServerHandshake impostor(keys.other, keys.allowed);
+    const auto welcome = impostor.hello(addressed_to_impostor.hello());
+    ASSERT_TRUE(welcome.has_value());
+    EXPECT_FALSE(client.welcome(*welcome).has_value());
   }
-  EXPECT_TRUE(client.finish(genuine->welcome).has_value());
+  // A genuine WELCOME altered in any byte does not either.
+  ClientHandshake client(keys.client, keys.server.public_key);
+  ServerHandshake server(keys.server, keys.allowed);
+  const auto genuine = server.hello(client.hello());
+  ASSERT_TRUE(genuine.has_value());
+  for (size_t i = 0; i < genuine->size(); i += 3) {
+    std::string altered = *genuine;
+    altered[i] ^= 1;
+    EXPECT_FALSE(client.welcome(altered).has_value()) << i;
+  }
+  EXPECT_TRUE(client.welcome(*genuine).has_value());
+}
+
+// The first version boxed the WELCOME from the server's secret to the client's long-term key, a
+// box that the client's own secret makes as well: a thief of a broker's key could pose as any leaf
+// to it. Now the WELCOME is boxed for the connection's fresh key, and such a box does not open.
+TEST(SecureChannel, ThiefOfTheClientsSecretCannotPoseAsTheServer) {
+  Keys keys;
+  ASSERT_GE(sodium_init(), 0);
+  ClientHandshake client(keys.client, keys.server.public_key);
+  std::string forged = "WSW2";
+  uint8_t nonce[crypto_box_NONCEBYTES] = {'W', 'S', 'W', '2', '-', 'w', 'e', 'l'};
+  randombytes_buf(nonce + 8, 16);
+  forged.append(reinterpret_cast<const char*>(nonce + 8), 16);
+  uint8_t fake_public[32], fake_secret[32], boxed[crypto_box_MACBYTES + 32];
+  crypto_box_keypair(fake_public, fake_secret);
+  const auto server_public = raw(keys.server.public_key), client_secret = raw(keys.client.secret_key);
+  ASSERT_EQ(crypto_box_easy(boxed, fake_public, 32, nonce, server_public.data(), client_secret.data()), 0);
+  forged.append(reinterpret_cast<const char*>(boxed), sizeof boxed);
+  EXPECT_FALSE(client.welcome(forged).has_value());
+}
+
+TEST(SecureChannel, RecordedHandshakeReplayedIsRefused) {
+  Keys keys;
+  const HandshakeRun recorded = run_handshake(keys.client, keys.server.public_key, keys.server, keys.allowed);
+  ASSERT_TRUE(recorded.server.has_value());
+  // The HELLO replays (it proves nothing but a fresh key), the INITIATE does not: its vouch is for
+  // the other connection's server key.
+  ServerHandshake server(keys.server, keys.allowed);
+  ASSERT_TRUE(server.hello(recorded.hello).has_value());
+  EXPECT_FALSE(server.initiate(recorded.initiate).has_value());
+  // Nor does the INITIATE of another connection after a genuine HELLO of this one.
+  ClientHandshake client(keys.client, keys.server.public_key);
+  ServerHandshake second(keys.server, keys.allowed);
+  ASSERT_TRUE(second.hello(client.hello()).has_value());
+  EXPECT_FALSE(second.initiate(recorded.initiate).has_value());
+}
+
+TEST(SecureChannel, MessagesOutOfTurnAreRefused) {
+  Keys keys;
+  ClientHandshake client(keys.client, keys.server.public_key);
+  ServerHandshake server(keys.server, keys.allowed);
+  EXPECT_FALSE(client.ready("anything").has_value());       // before a WELCOME
+  EXPECT_FALSE(server.initiate(std::string(156, 'x')).has_value());  // before a HELLO
+  const auto welcome = server.hello(client.hello());
+  ASSERT_TRUE(welcome.has_value());
+  EXPECT_FALSE(server.hello(client.hello()).has_value());   // a second HELLO
+  EXPECT_FALSE(client.welcome(client.hello()).has_value()); // its own HELLO back as the WELCOME
+  const auto initiate = client.welcome(*welcome);
+  ASSERT_TRUE(initiate.has_value());
+  EXPECT_FALSE(client.welcome(*welcome).has_value());       // a second WELCOME
+  std::string altered = *initiate;
+  altered[60] ^= 1;
+  EXPECT_FALSE(server.initiate(altered).has_value());
+  EXPECT_FALSE(server.initiate(*initiate).has_value());     // one INITIATE a HELLO, the first was bad
+}
+
+TEST(SecureChannel, ReadyAlteredIsRefused) {
+  Keys keys;
+  ClientHandshake client(keys.client, keys.server.public_key);
+  ServerHandshake server(keys.server, keys.allowed);
+  const auto initiate = client.welcome(*server.hello(client.hello()));
+  ASSERT_TRUE(initiate.has_value());
+  auto accepted = server.initiate(*initiate);
+  ASSERT_TRUE(accepted.has_value());
+  std::string altered = accepted->ready;
+  altered.back() ^= 1;
+  EXPECT_FALSE(client.ready(altered).has_value());
 }
 
 TEST(SecureChannel, HelloAlteredOrTruncatedIsRefused) {
@@ -111,10 +226,13 @@ TEST(SecureChannel, HelloAlteredOrTruncatedIsRefused) {
   for (size_t i = 0; i < client.hello().size(); i += 5) {
     std::string altered = client.hello();
     altered[i] ^= 0x20;
-    EXPECT_FALSE(accept_hello(altered, keys.server, {keys.client.public_key}).has_value()) << i;
+    ServerHandshake server(keys.server, keys.allowed);
+    EXPECT_FALSE(server.hello(altered).has_value()) << i;
   }
-  EXPECT_FALSE(accept_hello(client.hello().substr(0, 100), keys.server, {keys.client.public_key}).has_value());
-  EXPECT_FALSE(accept_hello("", keys.server, {keys.client.public_key}).has_value());
+  ServerHandshake server(keys.server, keys.allowed);
+  EXPECT_FALSE(server.hello(client.hello().substr(0, 100)).has_value());
+  EXPECT_FALSE(server.hello("").has_value());
+  EXPECT_LE(client.hello().size(), kMaxHandshakeFrame);
 }
 
 TEST(SecureChannel, AlteredReplayedReorderedOrReflectedFramesFail) {
