@@ -36,6 +36,10 @@ for _ in $(seq 300); do
 done
 curl -sf http://127.0.0.1:18080/readyz > /dev/null || { for n in "${names[@]}"; do "${podman[@]}" logs "$n"; done; echo "FAIL: not ready"; exit 1; }
 echo "ready: indexer, 2 leaves and the broker, each in a container of $image"
+# The indexer's HTTP listener, as the Kubernetes probes and Prometheus use it.
+curl -sf http://127.0.0.1:19101/readyz | grep -q '"ready":true' || { echo "FAIL: the indexer's /readyz"; exit 1; }
+curl -sf http://127.0.0.1:19101/healthz > /dev/null || { echo "FAIL: the indexer's /healthz"; exit 1; }
+curl -sf http://127.0.0.1:19101/metrics | grep -q '^warpsearch_indexer_generations_published_total 1' || { echo "FAIL: the indexer's /metrics"; exit 1; }
 "${podman[@]}" logs "warp-smoke-leaf0-$tag" 2>&1 | head -3
 generation=$(ls "$work/indexer/generations" | grep -m1 '^gen-')
 checked=0

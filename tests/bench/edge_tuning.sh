@@ -5,7 +5,8 @@
 # connections; the overhead is the broker's mean request time minus the leaves' mean query time
 # over each run (edge_metrics.py), with the broker's stages (its own time, the transport's, the
 # leaf's: warpsearch_broker_stage_seconds).
-# CONFIG is "LABEL;BROKER FLAGS;PLACEMENT;LEAF FLAGS;LOAD FLAGS": PLACEMENT empty (the kernel places
+# CONFIG is "LABEL;BROKER FLAGS;PLACEMENT;LEAF FLAGS;LOAD FLAGS[;BROKER ENV[;LEAF ENV]]" (ENV: VAR=VALUE
+# words for env(1), e.g. LD_PRELOAD=/path/libjemalloc.so.2 to try another allocator): PLACEMENT empty (the kernel places
 # everything), or "LEAF_CPUS/BROKER_CPUS/CLIENT_CPUS" in taskset's list form (e.g. 0-3/4-11/12-15;
 # LEAF_CPUS as four lists joined by ':' pins each leaf on its own, e.g. 0:1:2:3; an empty part
 # leaves that side to the kernel);
@@ -32,7 +33,8 @@ ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 switches() { for p in "${pids[@]}"; do cat /proc/"$p"/task/*/status; done 2>/dev/null | awk '/ctxt_switches/ {s += $2} END {print s + 0}'; }
 loads=() overheads=()
 for config in "$@"; do
-  IFS=';' read -r label broker_flags placement leaf_flags load_flags <<< "$config"
+  broker_env="" leaf_env=""
+  IFS=';' read -r label broker_flags placement leaf_flags load_flags broker_env leaf_env <<< "$config"
   LEAF_PIN=() BROKER_PIN=() client_pin=() LEAF_CPUS_EACH=()
   if [ -n "$placement" ]; then
     IFS='/' read -r leaf_cpus broker_cpus client_cpus <<< "$placement"
@@ -41,6 +43,10 @@ for config in "$@"; do
     [ -n "$broker_cpus" ] && BROKER_PIN=(taskset -c "$broker_cpus")
     [ -n "$client_cpus" ] && client_pin=(taskset -c "$client_cpus")
   fi
+  # shellcheck disable=SC2206  # the environment is words
+  [ -n "$leaf_env" ] && LEAF_PIN=(env $leaf_env "${LEAF_PIN[@]}")
+  # shellcheck disable=SC2206
+  [ -n "$broker_env" ] && BROKER_PIN=(env $broker_env "${BROKER_PIN[@]}")
   start_edge_leaves "$bin" "$index" "$work" "$leaf_flags"
   start_edge_broker "$bin" "$work" "$broker_flags"
   wait_edge_ready
