@@ -23,7 +23,7 @@ RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq 
       build-essential cmake ninja-build pkg-config ca-certificates \
       librocksdb-dev libzstd-dev zlib1g-dev libsnappy-dev liblz4-dev libbz2-dev libstemmer-dev \
       nlohmann-json3-dev libsimdjson-dev libzmq3-dev libsodium-dev cppzmq-dev capnproto libcapnp-dev prometheus-cpp-dev libboost-dev \
-      libc-ares-dev libgtest-dev \
+      libc-ares-dev libgoogle-perftools-dev libgtest-dev \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=cuda /usr/local/ /opt/toolkit/
 COPY . /src
@@ -47,7 +47,7 @@ LABEL org.opencontainers.image.title="warpsearch" \
       org.opencontainers.image.licenses="Apache-2.0"
 RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
       librocksdb7.8 libzmq5 libcapnp-0.9.2 libprometheus-cpp-core1.0 libstemmer0d libsimdjson14 \
-      libc-ares2 libsnappy1v5 \
+      libc-ares2 libsnappy1v5 libtcmalloc-minimal4 \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --uid 10001 --user-group --home-dir /data --no-create-home warp
 COPY --from=build /out/ /usr/local/bin/

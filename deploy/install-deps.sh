@@ -13,6 +13,7 @@ pkgs=(
   dict-gcide python3 curl
   iproute2 iptables
   libc-ares-dev dnsmasq-base prometheus python3-yaml
+  libgoogle-perftools-dev
 )
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"

@@ -136,6 +136,13 @@ try:
     # Here every search with postings goes to a worker thread (--inline-max-postings 0); the Cranfield
     # cluster below answers its small queries on the leaves' front-end threads (the default).
     base, leaves, broker_proc, index1 = start_cluster(cisi, "cisi", ["--inline-max-postings", "0"])
+    # The broker runs on the malloc its build chose: tcmalloc_minimal (WARP_BROKER_TCMALLOC), but
+    # under the sanitizers (WARP_FUZZ), which bring their own.
+    cache = open(os.path.join(build, "CMakeCache.txt")).read()
+    chosen = bool(re.search(r"^WARP_BROKER_TCMALLOC:BOOL=ON$", cache, re.M)) and not re.search(r"^WARP_FUZZ:BOOL=ON$", cache, re.M)
+    if chosen != ("libtcmalloc_minimal" in open("/proc/%d/maps" % broker_proc.pid).read()):
+        fail("the broker's malloc: tcmalloc_minimal %s by its build, but %s in the running process" %
+             ("chosen" if chosen else "not chosen", "absent" if chosen else "present"))
     cisi_queries = read_queries(cisi)
     if max(len(text) for _, text in cisi_queries) <= 1024:
         fail("CISI should hold requests longer than 1 KiB")
