@@ -46,8 +46,16 @@ bool url_decode(std::string_view in, std::string& out) {
 }
 
 void parse_target(Request& request) {
-  const size_t question = request.target.find('?');
-  request.path = request.target.substr(0, question);
+  // The absolute form ("http://host:port/path?query", which a server must accept, RFC 9112 §3.2.2):
+  // the path and query after the authority.
+  size_t begin = 0;
+  if (const size_t scheme = request.target.find("://"); scheme != std::string::npos && request.target.front() != '/') {
+    begin = request.target.find_first_of("/?", scheme + 3);
+    if (begin == std::string::npos) begin = request.target.size();
+  }
+  const size_t question = request.target.find('?', begin);
+  request.path = request.target.substr(begin, question == std::string::npos ? std::string::npos : question - begin);
+  if (request.path.empty()) request.path = "/";
   request.query.clear();
   request.query_ok = true;
   if (question == std::string::npos) return;

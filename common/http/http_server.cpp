@@ -91,6 +91,28 @@ class Session : public std::enable_shared_from_this<Session> {
     parser_->body_limit(server_->options.max_body_bytes);
     // One expiry for the whole request: a client trickling bytes cannot hold the connection longer.
     stream_.expires_after(timeout);
+    beast::http::async_read_header(stream_, buffer_, *parser_, beast::bind_front_handler(&Session::on_header, shared_from_this()));
+  }
+
+  // The header is in. A client that sent "Expect: 100-continue" waits for a 100 before its body
+  // (curl, a second, then sends it anyway; others for good): it gets one, or at once the 400 its
+  // declared body's size earns. Then the body, within the same expiry.
+  void on_header(beast::error_code ec, size_t) {
+    if (ec || parser_->is_done()) return on_read(ec, 0);
+    const auto& header = parser_->get();
+    const auto expect = header.find(beast::http::field::expect);
+    if (expect == header.end() || !beast::iequals(expect->value(), "100-continue")) return read_body();
+    if (parser_->content_length() && *parser_->content_length() > server_->options.max_body_bytes) {
+      return on_read(beast::http::error::body_limit, 0);
+    }
+    auto interim = std::make_shared<beast::http::response<beast::http::empty_body>>(beast::http::status::continue_, 11);
+    beast::http::async_write(stream_, *interim, [self = shared_from_this(), interim](beast::error_code ec, size_t) {
+      if (ec) return self->on_read(ec, 0);
+      self->read_body();
+    });
+  }
+
+  void read_body() {
     beast::http::async_read(stream_, buffer_, *parser_, beast::bind_front_handler(&Session::on_read, shared_from_this()));
   }
 

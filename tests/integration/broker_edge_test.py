@@ -97,6 +97,33 @@ try:
     if not heads[1].startswith("405") or "Allow: GET, HEAD, POST\r\n" not in heads[1]:
         fail("DELETE /search: 405 with Allow expected, got %r" % heads[1])
 
+    # 1b'. "Expect: 100-continue": the 100 comes before the body is sent (a client waiting for it
+    # would otherwise stall: curl a second), then the answer; a declared body past the limit gets
+    # its 400 at once, unsent. An absolute-form target (RFC 9112 §3.2.2) is the same request.
+    body = json.dumps({"q": "wing", "k": 2})
+    with socket.create_connection(("127.0.0.1", search_port), timeout=5) as s:
+        s.sendall(("POST /search HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer %s\r\nContent-Length: %d\r\n"
+                   "Expect: 100-continue\r\nConnection: close\r\n\r\n" % (token, len(body))).encode())
+        interim = s.recv(4096).decode()
+        if not interim.startswith("HTTP/1.1 100 Continue\r\n"):
+            fail("Expect: 100-continue: a 100 before the body expected, got %r" % interim)
+        s.sendall(body.encode())
+        answer = b""
+        while chunk := s.recv(65536):
+            answer += chunk
+        if not answer.startswith(b"HTTP/1.1 200") or len(json.loads(answer.split(b"\r\n\r\n", 1)[1])["hits"]) != 2:
+            fail("Expect: 100-continue: the answer after the body: %r" % answer[:300])
+    with socket.create_connection(("127.0.0.1", search_port), timeout=5) as s:
+        s.sendall(("POST /search HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer %s\r\nContent-Length: 10000000\r\n"
+                   "Expect: 100-continue\r\n\r\n" % token).encode())
+        refused = s.recv(4096).decode()
+        if not refused.startswith("HTTP/1.1 400") or "too large" not in refused:
+            fail("Expect: 100-continue with a body past the limit: 400 at once expected, got %r" % refused)
+    answer = raw_exchange(search_port, "GET http://127.0.0.1:%d/search?q=wing&k=1 HTTP/1.1\r\nHost: t\r\n"
+                                       "Authorization: Bearer %s\r\nConnection: close\r\n\r\n" % (search_port, token))
+    if not answer.startswith("HTTP/1.1 200") or len(json.loads(answer.split("\r\n\r\n", 1)[1])["hits"]) != 1:
+        fail("an absolute-form target: %r" % answer[:300])
+
     # 1c. The stages of uncached answers: each of twenty distinct queries observed once in each stage
     # (the broker's own time, the transport's, the leaf's), which add up to its time in the broker.
     def stage_sums(text):
