@@ -15,5 +15,5 @@ for bin in "$build/tests/gpu_processor_test" "$build/tests/gpu_indexer_test" "$b
   strip -o ".device-bin/$(basename "$bin")" "$bin"
 done
 cp -r ../shared/data/cranfield ../shared/data/cisi .device-bin/
-EXTRA_DEBS="libgflags2.2 libc-ares2 libxapian30 libsimdjson14" bash ../shared/tools/device-debs.sh .device-debs
+EXTRA_DEBS="libgflags2.2 libc-ares2 libxapian30 libsimdjson14 libtcmalloc-minimal4" bash ../shared/tools/device-debs.sh .device-debs
 du -sh .device-bin .device-debs
