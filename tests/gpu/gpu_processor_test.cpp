@@ -46,7 +46,7 @@ struct Collection {
   std::vector<std::vector<std::string>> queries;
 };
 
-Collection random_collection(const std::string& codec, uint64_t seed, uint32_t partitions) {
+[[maybe_unused]] Collection random_collection(const std::string& codec, uint64_t seed, uint32_t partitions) {
   std::mt19937_64 rng(seed);
   synthetic::CollectionParams params;
   params.documents = std::uniform_int_distribution<uint32_t>(2000, 20000)(rng);
