@@ -98,10 +98,15 @@ std::vector<BuiltPartition> build_partitions(const BuildOptions& options, const 
     view.compute_length_norms();
 
     PartitionEncoder encoder(view.meta, view.doc_lengths);
+    std::vector<Posting> tops;
     for_each_term([&](const std::string& term, std::span<const Posting> all) {
       TermInfo info;
       uint64_t postings = 0;
-      if (!encoder.encode(all, info, words, postings)) return;
+      if (!encoder.encode(all, info, words, postings, &tops)) return;
+      if (!tops.empty()) {
+        info.tops = static_cast<uint32_t>(view.term_tops.size());
+        view.term_tops.insert(view.term_tops.end(), tops.begin(), tops.end());
+      }
       info.offset = view.postings.size();
       view.lexicon[term] = info;
       view.postings.insert(view.postings.end(), words.begin(), words.end());
@@ -125,8 +130,30 @@ uint64_t PartitionEncoder::collection_frequency(std::span<const Posting> all) {
   return cf;
 }
 
+void best_postings(std::span<const Posting> slice, std::span<const Score> scores, std::vector<Posting>& tops) {
+  tops.clear();
+  if (slice.size() < kTermTops) return;
+  // A min-heap of the best kTermTops (score, index) seen: the worst kept at its front.
+  // Within a slice, a smaller index is a smaller docID.
+  const auto better = [&](uint32_t a, uint32_t b) { return scores[a] > scores[b] || (scores[a] == scores[b] && a < b); };
+  std::vector<uint32_t> heap;
+  heap.reserve(kTermTops + 1);
+  for (uint32_t i = 0; i < slice.size(); ++i) {
+    if (heap.size() == kTermTops) {
+      if (!better(i, heap.front())) continue;
+      std::pop_heap(heap.begin(), heap.end(), better);
+      heap.back() = i;
+    } else {
+      heap.push_back(i);
+    }
+    std::push_heap(heap.begin(), heap.end(), better);
+  }
+  std::sort_heap(heap.begin(), heap.end(), better);
+  for (uint32_t i : heap) tops.push_back(slice[i]);
+}
+
 bool PartitionEncoder::encode(std::span<const Posting> all, uint64_t cf, TermInfo& info, std::vector<uint32_t>& words,
-                              uint64_t& postings) const {
+                              uint64_t& postings, std::vector<Posting>* tops) const {
   const auto by_doc = [](const Posting& posting, DocId d) { return posting.doc < d; };
   auto first = std::lower_bound(all.begin(), all.end(), meta_.doc_begin, by_doc);
   auto last = std::lower_bound(first, all.end(), meta_.doc_end, by_doc);
@@ -136,7 +163,9 @@ bool PartitionEncoder::encode(std::span<const Posting> all, uint64_t cf, TermInf
   scores.resize(static_cast<size_t>(last - first));
   Score* score = scores.data();
   for (auto it = first; it != last; ++it) *score++ = bm25_score(weight, it->freq, length_norms_[it->doc - meta_.doc_begin]);
-  encode_posting_list({&*first, static_cast<size_t>(last - first)}, scores, codec_, words);
+  const std::span<const Posting> slice{&*first, static_cast<size_t>(last - first)};
+  encode_posting_list(slice, scores, codec_, words);
+  if (tops != nullptr) best_postings(slice, scores, *tops);
   info.df = static_cast<uint32_t>(all.size());
   info.cf = cf;
   info.words = static_cast<uint32_t>(words.size());

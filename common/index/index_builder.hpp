@@ -92,12 +92,16 @@ class PartitionEncoder {
   // into `words` (replaced) and fills info's df, cf and words; false when the partition holds none
   // of them. Returns the number of postings encoded in `postings`.
   // Thread-safe: one encoder per partition serves every thread of a parallel build.
-  bool encode(std::span<const Posting> all, TermInfo& info, std::vector<uint32_t>& words, uint64_t& postings) const {
-    return encode(all, collection_frequency(all), info, words, postings);
+  // `tops` (optional): the slice's kTermTops best postings by score, best first (ties: the smaller
+  // docID first), or emptied where it holds fewer (index_view.hpp, TermInfo::tops).
+  bool encode(std::span<const Posting> all, TermInfo& info, std::vector<uint32_t>& words, uint64_t& postings,
+              std::vector<Posting>* tops = nullptr) const {
+    return encode(all, collection_frequency(all), info, words, postings, tops);
   }
   // The same with the term's collection frequency (its postings' frequencies summed) given: a
   // builder encoding one list for several partitions sums them once, not once a partition.
-  bool encode(std::span<const Posting> all, uint64_t cf, TermInfo& info, std::vector<uint32_t>& words, uint64_t& postings) const;
+  bool encode(std::span<const Posting> all, uint64_t cf, TermInfo& info, std::vector<uint32_t>& words, uint64_t& postings,
+              std::vector<Posting>* tops = nullptr) const;
   static uint64_t collection_frequency(std::span<const Posting> all);
   const PartitionMeta& meta() const { return meta_; }
 
@@ -106,6 +110,10 @@ class PartitionEncoder {
   const Codec& codec_;
   std::vector<float> length_norms_;
 };
+
+// `slice`'s kTermTops best postings by `scores` (one a posting), best first, ties to the smaller
+// docID; none where it holds fewer (TermInfo::tops). PartitionEncoder's, for views built otherwise.
+void best_postings(std::span<const Posting> slice, std::span<const Score> scores, std::vector<Posting>& tops);
 
 // The docID boundaries (P+1 values) that split documents into P contiguous ranges of about equal
 // postings; `weights[d]` is document d's number of postings.

@@ -3,6 +3,7 @@
 // Built by IndexBuilder or loaded from disk by open_partition; the same view either way.
 #pragma once
 #include <cstdint>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -28,11 +29,22 @@ struct PartitionMeta {
   uint64_t posting_count = 0;
 };
 
+// A term's best postings in a partition by its BM25 score alone, kTermTops of them (for a term
+// with at least that many there), best first. The k-th best of them, scored as a query scores the
+// term, is a floor under the k-th best score of any OR query holding the term, for k up to
+// kTermTops: each of those documents scores at least its score for this term. The CPU's OR starts
+// its top-k with that floor instead of nothing (leaf/query/cpu_query_processor.cpp). Written by the
+// encoder (PartitionEncoder), stored after the lexicon row's fields; partitions written before
+// have none, and an older reader skips them.
+inline constexpr uint32_t kTermTops = 10;
+inline constexpr uint32_t kNoTermTops = 0xFFFFFFFFu;
+
 struct TermInfo {
   uint32_t df = 0;          // collection-wide document frequency
   uint64_t cf = 0;          // collection-wide term frequency
   uint64_t offset = 0;      // list position in IndexView::postings, in words
   uint32_t words = 0;       // list size in words
+  uint32_t tops = kNoTermTops;  // its kTermTops best postings at IndexView::term_tops[tops], or none
 };
 
 struct IndexView {
@@ -42,10 +54,16 @@ struct IndexView {
   std::vector<uint32_t> doc_lengths;    // by doc - meta.doc_begin
   std::vector<float> length_norms;      // bm25_length_norm of each document, for meta.bm25
   std::vector<std::string> external_ids;
+  std::vector<Posting> term_tops;       // TermInfo::tops: kTermTops postings a term, best first
 
   const TermInfo* find(const std::string& term) const {
     auto it = lexicon.find(term);
     return it == lexicon.end() ? nullptr : &it->second;
+  }
+  // The term's kTermTops best postings, or an empty span.
+  std::span<const Posting> tops(const TermInfo& info) const {
+    if (info.tops == kNoTermTops) return {};
+    return {term_tops.data() + info.tops, kTermTops};
   }
   PostingListView list(const std::string& term, const TermInfo& info) const {
     return PostingListView::parse(postings.data() + info.offset, info.words, term);

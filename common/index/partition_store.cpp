@@ -153,12 +153,16 @@ void SstRows::put(std::string_view key, std::string_view value) {
   ++done_.rows;
 }
 
-void SstRows::put_term(std::string_view term, const TermInfo& info, uint32_t list_crc) {
+void SstRows::put_term(std::string_view term, const TermInfo& info, uint32_t list_crc, std::span<const Posting> tops) {
   ByteWriter entry;
   entry.u32(info.df);
   entry.u64(info.cf);
   entry.u32(info.words);
   entry.u32(list_crc);
+  if (tops.size() == kTermTops) {  // after the fields a reader of the first version reads: it skips them
+    entry.u8(static_cast<uint8_t>(tops.size()));
+    for (const Posting& top : tops) entry.u32(top.doc), entry.u32(top.freq);
+  }
   put(term, entry.take());
 }
 
@@ -373,7 +377,7 @@ void write_partition(const BuiltPartition& partition, const std::string& dir) {
   for (const auto* entry : terms) {
     const uint32_t* words = view.postings.data() + entry->second.offset;
     const uint32_t list_crc = crc32_of(words, size_t{entry->second.words} * 4);
-    lexicon.put_term(entry->first, entry->second, list_crc);
+    lexicon.put_term(entry->first, entry->second, list_crc, view.tops(entry->second));
     postings.put_list(entry->first, words, entry->second.words);
   }
   for (size_t i = 0; i < partition.documents.size(); ++i) {
@@ -630,6 +634,7 @@ std::unique_ptr<Partition> open_partition(const std::string& dir, const OpenOpti
     std::vector<std::string> terms;
     std::vector<TermInfo> infos;
     std::vector<uint32_t> list_crcs;
+    std::vector<Posting> tops;  // its terms' best postings (TermInfo::tops indexes them here first)
     uint32_t crc = 0;        // of its lexicon rows, as the content CRC chains them, from 0
     uint64_t crc_bytes = 0;  // the bytes that CRC covers
     uint64_t words = 0;      // its lists' words
@@ -678,6 +683,20 @@ std::unique_ptr<Partition> open_partition(const std::string& dir, const OpenOpti
       info.cf = entry.u64();
       info.words = entry.u32();
       range.list_crcs.push_back(entry.u32());
+      if (!entry.done()) {  // the term's best postings: checked, a damaged one must not reach a search
+        if (entry.u8() != kTermTops || entry.remaining() != kTermTops * 8) {
+          throw Error("partition " + dir + ": damaged lexicon entry of term '" + std::string(key) + "' (its best postings)");
+        }
+        info.tops = static_cast<uint32_t>(range.tops.size());
+        for (uint32_t t = 0; t < kTermTops; ++t) {
+          const DocId doc = entry.u32();
+          const TermFreq freq = entry.u32();
+          if (doc < view.meta.doc_begin || doc >= view.meta.doc_end || freq == 0) {
+            throw Error("partition " + dir + ": damaged lexicon entry of term '" + std::string(key) + "' (a best posting outside the partition)");
+          }
+          range.tops.push_back({doc, freq});
+        }
+      }
       range.words += info.words;
       range.terms.emplace_back(key);
       range.infos.push_back(info);
@@ -686,7 +705,13 @@ std::unique_ptr<Partition> open_partition(const std::string& dir, const OpenOpti
   });
   uint64_t words = 0, terms_read = 0;
   for (TermRange& range : term_ranges) {
-    for (TermInfo& info : range.infos) info.offset = words, words += info.words;
+    const uint32_t tops_before = static_cast<uint32_t>(view.term_tops.size());
+    for (TermInfo& info : range.infos) {
+      info.offset = words, words += info.words;
+      if (info.tops != kNoTermTops) info.tops += tops_before;
+    }
+    view.term_tops.insert(view.term_tops.end(), range.tops.begin(), range.tops.end());
+    range.tops = {};
     terms_read += range.terms.size();
   }
   // The lists are stored uncompressed (they are compressed already), so their words cannot exceed a

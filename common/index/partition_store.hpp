@@ -44,9 +44,10 @@ class SstRows {
   SstRows& operator=(const SstRows&) = delete;
 
   void put(std::string_view key, std::string_view value);  // keys strictly ascending (bytewise)
-  // A term's lexicon row (df, cf, list size, CRC of the list: crc32_of) and its postings row (the
-  // encoded list, `count` words).
-  void put_term(std::string_view term, const TermInfo& info, uint32_t list_crc);
+  // A term's lexicon row (df, cf, list size, CRC of the list: crc32_of, then its best postings
+  // where it has them: a count, kTermTops, and each posting's docID and frequency) and its
+  // postings row (the encoded list, `count` words).
+  void put_term(std::string_view term, const TermInfo& info, uint32_t list_crc, std::span<const Posting> tops = {});
   void put_list(std::string_view term, const uint32_t* words, uint32_t count);
   void put_document(DocId doc, const DocumentRecord& record);
   Done finish();

@@ -1,6 +1,8 @@
 #include "leaf/query/cpu_query_processor.hpp"
 
 #include <algorithm>
+#include <array>
+#include <functional>
 #include <memory>
 
 #include "common/util/status.hpp"
@@ -22,6 +24,26 @@ std::string_view or_algorithm_name(OrAlgorithm algorithm) {
     case OrAlgorithm::kTiles: return "tiles";
   }
   return "?";
+}
+
+Score or_floor(const QueryScoring& scoring, const IndexView& index, size_t k) {
+  if (k == 0 || k > kTermTops) return 0;
+  Score floor = 0;
+  std::array<Score, kTermTops> scores;
+  for (size_t i = 0; i < scoring.terms.size(); ++i) {
+    if (scoring.infos[i] == nullptr) continue;
+    const std::span<const Posting> tops = index.tops(*scoring.infos[i]);
+    if (tops.empty()) continue;
+    // Scored as PostingCursor::score() scores them: the same float operations, the same units.
+    for (size_t t = 0; t < kTermTops; ++t) {
+      scores[t] = bm25_units(scoring.scoring[i].unit_weight, tops[t].freq, index.length_norms[tops[t].doc - index.meta.doc_begin]);
+    }
+    // The k-th best of them (their order by the stored scores may differ from the query's units in
+    // the last bit; the k-th largest of these is still at most the list's k-th best).
+    std::nth_element(scores.begin(), scores.begin() + static_cast<std::ptrdiff_t>(k - 1), scores.end(), std::greater<Score>());
+    floor = std::max(floor, scores[k - 1]);
+  }
+  return floor;
 }
 
 QueryResult CpuQueryProcessor::search(const Query& query) const {
@@ -58,7 +80,7 @@ QueryResult CpuQueryProcessor::search(const Query& query) const {
     result.fell_back_to_or = true;
   }
   std::vector<PostingCursor*> cursors = open_cursors();
-  TopkQueue topk(query.k);
+  TopkQueue topk(query.k, options_.term_tops_floor ? or_floor(scoring, index_, query.k) : 0);
   if (options_.or_algorithm == OrAlgorithm::kMaxScore) {
     maxscore_query(cursors, topk);
   } else if (options_.or_algorithm == OrAlgorithm::kTiles) {

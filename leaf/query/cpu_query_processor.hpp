@@ -8,7 +8,15 @@ namespace warp {
 
 struct CpuProcessorOptions {
   OrAlgorithm or_algorithm = OrAlgorithm::kTiles;
+  // OR's top-k starts from the floor its terms' best postings give (TermInfo::tops) rather than
+  // from nothing; off only to measure what it saves (tests/bench/term_tops_bench.cpp).
+  bool term_tops_floor = true;
 };
+
+// The floor under the k-th best score of an OR query (in its score units): the largest, over its
+// terms with best postings, of the k-th best of those postings' scores for the term; 0 for k past
+// kTermTops or where no term has them. Each such posting's document scores at least that much.
+Score or_floor(const QueryScoring& scoring, const IndexView& index, size_t k);
 
 class CpuQueryProcessor final : public QueryProcessor {
  public:

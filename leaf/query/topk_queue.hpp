@@ -20,21 +20,28 @@ inline bool ranks_before(const Hit& a, const Hit& b) {
 
 class TopkQueue {
  public:
-  explicit TopkQueue(size_t k) : k_(k) { heap_.reserve(k + 1); }
+  // `floor`: a score (in units, an integer-valued float) that the k-th best is known to reach
+  // (or_floor): until k hits are in, only scores of at least `floor` enter, and bounds below it
+  // prune as a full queue's threshold would. 0: none. The answer is the same; the work less.
+  explicit TopkQueue(size_t k, Score floor = 0) : k_(k), floor_(floor) { heap_.reserve(k + 1); }
 
   // Documents arrive in increasing docID order in DAAT, so a tie with the threshold never enters:
-  // strictly greater is the exact test there. `insert` handles any order.
+  // strictly greater is the exact test there. `insert` handles any order. Below k hits the floor
+  // admits its ties (the k-th best may equal it): a score enters when above floor - 1/2.
   // (k = 0: nothing enters; the heap is empty, so its front is never read.)
   bool would_enter(Score upper_bound) const {
-    return heap_.size() < k_ || (!heap_.empty() && upper_bound > heap_.front().score);
+    if (heap_.size() < k_) return floor_ <= 0 || upper_bound > floor_ - 0.5f;
+    return !heap_.empty() && upper_bound > heap_.front().score;
   }
-  // Whether a score must beat threshold() to enter (false while the queue is not full: any enters).
-  bool full() const { return heap_.size() >= k_ && k_ > 0; }
-  Score threshold() const { return heap_.front().score; }  // only when full()
+  // Whether a score must beat threshold() to enter (false while the queue is neither full nor
+  // floored: any enters).
+  bool full() const { return k_ > 0 && (heap_.size() >= k_ || floor_ > 0); }
+  Score threshold() const { return heap_.size() >= k_ ? heap_.front().score : floor_ - 0.5f; }  // only when full()
 
   bool insert(Score score, DocId doc) {
     const Hit hit{doc, score};
     if (heap_.size() < k_) {
+      if (floor_ > 0 && score < floor_) return false;
       heap_.push_back(hit);
       std::push_heap(heap_.begin(), heap_.end(), ranks_before);
       return true;
@@ -56,6 +63,7 @@ class TopkQueue {
 
  private:
   size_t k_;
+  Score floor_;
   std::vector<Hit> heap_;  // heap_.front() is the worst kept hit
 };
 

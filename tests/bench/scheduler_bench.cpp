@@ -461,6 +461,7 @@ int run(int argc, char** argv) {
       .value("gpu-replicas", "1", "devices per partition (the leaf's --gpu-replicas)")
       .value("gpu-wait", "spin", "how a host thread waits for a stream where it does (the leaf's --gpu-wait: spin, yield, block; the scheduler's drivers poll)")
       .value("calibration-ms", "1500", "calibration per processor and partition")
+      .value("term-tops", "1", "0: the CPU's OR without the floor of its terms' best postings (TermInfo::tops), to measure it")
       .value("out", "scheduler_bench.csv", "CSV of every rate's figures")
       .value("cpu-cost-seconds", "0", "> 0: instead of the ladders, each load's searches on the CPU processor for this long by each of --cpu-cost-threads' thread counts, and the mean time of a search per thread (what a CPU thread's capacity for the load is made of; with --policies cpu, no GPU needed)")
       .value("cpu-cost-threads", "1", "--cpu-cost-seconds: threads searching at once, e.g. 1,12,16 (each count in turn)")
@@ -482,6 +483,8 @@ int run(int argc, char** argv) {
     return have_gpu ? gpu::make_gpu_processor(view, gpu_settings) : nullptr;
   };
 
+  CpuProcessorOptions cpu_options;
+  cpu_options.term_tops_floor = flags.get("term-tops") != "0";
   std::vector<Slot> slots;
   std::vector<size_t> default_slots;
   size_t gov2_slot = SIZE_MAX;
@@ -493,7 +496,7 @@ int run(int argc, char** argv) {
     partitions = open_index(flags.get("index"), {});
     for (auto& p : partitions) {
       default_slots.push_back(slots.size());
-      slots.push_back({&p->view(), std::make_unique<CpuQueryProcessor>(p->view()), gpu_processor(p->view())});
+      slots.push_back({&p->view(), std::make_unique<CpuQueryProcessor>(p->view(), cpu_options), gpu_processor(p->view())});
     }
     std::printf("default corpus: %zu partitions, %u documents\n", partitions.size(),
                 partitions.back()->view().meta.doc_end - partitions.front()->view().meta.doc_begin);
@@ -505,7 +508,7 @@ int run(int argc, char** argv) {
     const auto start = Clock::now();
     gov2 = std::make_unique<synthetic::Gov2Collection>(synthetic::make_gov2_like(params));
     gov2_slot = slots.size();
-    slots.push_back({&gov2->view, std::make_unique<CpuQueryProcessor>(gov2->view), gpu_processor(gov2->view)});
+    slots.push_back({&gov2->view, std::make_unique<CpuQueryProcessor>(gov2->view, cpu_options), gpu_processor(gov2->view)});
     std::printf("GOV2-like preset: %u documents, %.2f million postings per query, generated in %.0f s\n", params.documents,
                 gov2->postings_per_query / 1e6, std::chrono::duration<double>(Clock::now() - start).count());
   }

@@ -14,8 +14,11 @@
 
 #include "common/index/build_file_system.hpp"
 #include "common/index/index_files.hpp"
+#include "common/index/partition_store.hpp"
+#include "common/util/byte_io.hpp"
 #include "common/util/checksum.hpp"
 #include "common/util/status.hpp"
+#include "leaf/query/cpu_query_processor.hpp"
 #include "leaf/query/index_searcher.hpp"
 #include "tests/bench/synthetic_collection.hpp"
 #include "tests/support/brute_force.hpp"
@@ -106,6 +109,9 @@ TEST_F(PartitionStoreTest, RoundTripKeepsEverything) {
       ASSERT_NE(other, nullptr) << term;
       EXPECT_EQ(other->df, info.df);
       EXPECT_EQ(other->cf, info.cf);
+      const auto tops = original.tops(info), loaded_tops = loaded.tops(*other);  // the best postings (TermInfo::tops)
+      ASSERT_EQ(tops.size(), loaded_tops.size()) << term;
+      for (size_t i = 0; i < tops.size(); ++i) ASSERT_TRUE(tops[i].doc == loaded_tops[i].doc && tops[i].freq == loaded_tops[i].freq) << term;
       const auto a = decode_posting_list(original.list(term, info));
       const auto b = decode_posting_list(loaded.list(term, *other));
       ASSERT_EQ(a.size(), b.size());
@@ -211,6 +217,70 @@ void expect_refused(const std::string& dir, const std::string& needle) {
     EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find(dir), std::string::npos) << "the error names the partition: " << e.what();
   }
+}
+
+// A term's best postings (TermInfo::tops) are its list's best by BM25 alone, best first; a term
+// with fewer postings in the partition has none.
+TEST_F(PartitionStoreTest, TheBestPostingsAreTheListsBest) {
+  const IndexView& view = built_[0].view;
+  size_t with = 0;
+  for (const auto& [term, info] : view.lexicon) {
+    const auto list = decode_posting_list(view.list(term, info));
+    const auto tops = view.tops(info);
+    if (list.size() < kTermTops) {
+      EXPECT_TRUE(tops.empty()) << term;
+      continue;
+    }
+    ASSERT_EQ(tops.size(), kTermTops) << term;
+    ++with;
+    const float weight = bm25_term_weight(bm25_idf(info.df, view.meta.stats.doc_count), view.meta.bm25);
+    const auto score = [&](const Posting& p) { return bm25_score(weight, p.freq, view.length_norms[p.doc - view.meta.doc_begin]); };
+    std::vector<Score> all;
+    for (const Posting& p : list) all.push_back(score(p));
+    std::sort(all.begin(), all.end(), std::greater<Score>());
+    for (size_t i = 0; i < kTermTops; ++i) EXPECT_EQ(score(tops[i]), all[i]) << term << " rank " << i;
+  }
+  EXPECT_GT(with, 100u);
+}
+
+// A partition written before the best postings were stored (lexicon rows of four fields) opens,
+// without them, and searches as before; a best posting outside the partition is refused.
+TEST_F(PartitionStoreTest, RowsWithoutBestPostingsOpenAndDamagedOnesAreRefused) {
+  BuiltPartition older = built_[1];
+  for (auto& [term, info] : older.view.lexicon) info.tops = kNoTermTops;
+  older.view.term_tops.clear();
+  const std::string old_dir = (dir_ / "older").string();
+  write_partition(older, old_dir);
+  {
+    auto partition = open_partition(old_dir);
+    EXPECT_TRUE(partition->view().term_tops.empty());
+    const CpuQueryProcessor on_old(partition->view()), on_new(built_[1].view);
+    for (const auto& query : synthetic::generate_queries(100, 2000, 4, testing::test_seed() + 5)) {
+      const auto a = on_old.search({query, QueryMode::kOr, 10}).hits, b = on_new.search({query, QueryMode::kOr, 10}).hits;
+      ASSERT_EQ(a.size(), b.size());
+      for (size_t i = 0; i < a.size(); ++i) ASSERT_TRUE(a[i].doc == b[i].doc && a[i].score == b[i].score);
+    }
+  }
+  // A row whose best posting names a document of another partition.
+  const IndexView& view = built_[2].view;
+  const auto with_tops = std::find_if(view.lexicon.begin(), view.lexicon.end(), [](const auto& e) { return e.second.tops != kNoTermTops; });
+  ASSERT_NE(with_tops, view.lexicon.end());
+  std::vector<Posting> tops(view.tops(with_tops->second).begin(), view.tops(with_tops->second).end());
+  tops[3].doc = view.meta.doc_end + 5;
+  std::string value;
+  {
+    // The row as put_term writes it, put over the partition's own.
+    ByteWriter entry;
+    entry.u32(with_tops->second.df);
+    entry.u64(with_tops->second.cf);
+    entry.u32(with_tops->second.words);
+    entry.u32(crc32_of(view.postings.data() + with_tops->second.offset, size_t{with_tops->second.words} * 4));
+    entry.u8(kTermTops);
+    for (const Posting& top : tops) entry.u32(top.doc), entry.u32(top.freq);
+    value = entry.take();
+  }
+  put_raw(part(2), "lexicon", with_tops->first, value);
+  expect_refused(part(2), "a best posting outside the partition");
 }
 
 TEST_F(PartitionStoreTest, RefusesANewerFormatVersion) {

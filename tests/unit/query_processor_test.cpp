@@ -216,6 +216,79 @@ TEST(TopkQueue, AQueueOfNoHitsAdmitsNothing) {
   EXPECT_TRUE(one.would_enter(3));
 }
 
+// A floored queue: below k hits, scores from the floor up enter (its ties too: the k-th best may
+// equal it), lower ones neither enter nor pass would_enter, and the floor is the threshold until
+// k hits are in.
+TEST(TopkQueue, AFloorAdmitsItsTiesAndKeepsOutWhatIsBelow) {
+  TopkQueue q(3, 10);
+  EXPECT_TRUE(q.full());
+  EXPECT_FALSE(q.would_enter(9));
+  EXPECT_TRUE(q.would_enter(10));
+  EXPECT_FALSE(q.insert(9, 1));
+  EXPECT_TRUE(q.insert(10, 2));
+  EXPECT_TRUE(q.insert(15, 3));
+  EXPECT_LT(q.threshold(), 10);
+  EXPECT_GT(q.threshold(), 9);
+  EXPECT_TRUE(q.insert(12, 4));  // k hits: the worst of them is the threshold now
+  EXPECT_EQ(q.threshold(), 10);
+  EXPECT_FALSE(q.would_enter(10));
+  const std::vector<Hit> hits = q.take_sorted();
+  ASSERT_EQ(hits.size(), 3u);
+  EXPECT_EQ(hits[0].doc, 3u);
+  EXPECT_EQ(hits[2].doc, 2u);
+}
+
+// The floor of an OR query from its terms' best postings (TermInfo::tops): never above the k-th
+// best score the query has, above zero for most queries of frequent terms, and the answers of all
+// three OR algorithms with it are those without it, hit for hit, for k from 1 to past kTermTops.
+TEST(CpuQueryProcessor, TheTermsBestPostingsFloorOrWithoutChangingIt) {
+  const uint64_t seed = testing::test_seed() + 23;
+  std::mt19937_64 rng(seed);
+  synthetic::CollectionParams params;
+  params.documents = std::uniform_int_distribution<uint32_t>(3000, 20000)(rng);
+  params.vocabulary = std::uniform_int_distribution<uint32_t>(200, 3000)(rng);
+  params.mean_length = 30;
+  params.zipf_exponent = 1.0;
+  params.seed = seed;
+  BuildOptions options;
+  options.partitions = 2;
+  IndexBuilder builder(options);
+  uint32_t doc = 0;
+  synthetic::generate_collection(params, [&](const std::vector<std::string>& terms) {
+    builder.add_analyzed({"d" + std::to_string(doc++), "", "", 0}, terms);
+  });
+  const std::vector<BuiltPartition> built = builder.build();
+  const auto queries = synthetic::generate_queries(200, params.vocabulary, 4, seed + 1);
+  size_t floored = 0, searches = 0;
+  for (const BuiltPartition& part : built) {
+    ASSERT_FALSE(part.view.term_tops.empty());
+    for (OrAlgorithm algorithm : {OrAlgorithm::kTiles, OrAlgorithm::kMaxScore, OrAlgorithm::kBlockMaxWand}) {
+      const CpuQueryProcessor with(part.view, {algorithm, true}), without(part.view, {algorithm, false});
+      for (const auto& terms : queries) {
+        for (size_t k : {size_t{1}, size_t{3}, size_t{10}, size_t{11}, size_t{100}}) {
+          const Query query(terms, QueryMode::kOr, k);
+          const QueryResult a = with.search(query), b = without.search(query);
+          ASSERT_EQ(a.hits.size(), b.hits.size()) << "k " << k << " seed " << seed;
+          for (size_t i = 0; i < a.hits.size(); ++i) {
+            ASSERT_EQ(a.hits[i].doc, b.hits[i].doc) << "k " << k << " rank " << i << " seed " << seed;
+            ASSERT_EQ(a.hits[i].score, b.hits[i].score) << "k " << k << " rank " << i << " seed " << seed;
+          }
+          const QueryScoring scoring = score_query(query, part.view);
+          const Score floor = or_floor(scoring, part.view, k);
+          if (k > kTermTops) {
+            EXPECT_EQ(floor, 0);
+          } else if (b.hits.size() == k) {
+            // Hits carry BM25 scores; the floor is in the query's units.
+            EXPECT_LE(floor * scoring.score_of_unit, b.hits.back().score) << "k " << k << " seed " << seed;
+          }
+          floored += floor > 0, ++searches;
+        }
+      }
+    }
+  }
+  EXPECT_GT(floored, searches / 3) << "the floor should be there for most of these queries";
+}
+
 // A run on a thread of its own (the GPU's batches when no batch executor is free): not ready while
 // its work runs, the work's answers once it is, and the work's failure from take().
 TEST(BatchRun, ARunOnAThreadOfItsOwnIsPolledWithoutWaiting) {
