@@ -92,6 +92,8 @@ SecureSession::SecureSession(const uint8_t* shared_key, bool client)
   std::memcpy(key_.data(), shared_key, key_.size());
 }
 
+SecureSession::~SecureSession() { sodium_memzero(key_.data(), key_.size()); }
+
 namespace {
 // A frame's nonce: the sending side's letter and its frame count; never sent, both sides count.
 std::array<uint8_t, crypto_box_NONCEBYTES> frame_nonce(uint8_t side, uint64_t count) {

@@ -42,6 +42,11 @@ std::optional<std::string_view> next_stream_frame(std::string_view buffer, size_
 class SecureSession {
  public:
   SecureSession(const uint8_t* shared_key, bool client);
+  ~SecureSession();  // the key zeroed
+  SecureSession(const SecureSession&) = default;
+  SecureSession& operator=(const SecureSession&) = default;
+  SecureSession(SecureSession&&) = default;
+  SecureSession& operator=(SecureSession&&) = default;
   std::string seal(std::string_view payload);
   // nullopt: forged, altered, replayed or out of order.
   std::optional<std::string> open(std::string_view body);
