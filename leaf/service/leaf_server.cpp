@@ -370,6 +370,10 @@ std::string LeafServer::handle(const std::string& bytes, std::chrono::steady_clo
 
 namespace {
 
+// A string as Cap'n Proto text with its length: the conversion from std::string reads a C string,
+// and a title holding a NUL (JSON's \u0000 is kept) was cut there.
+capnp::Text::Reader whole_text(const std::string& text) { return capnp::Text::Reader(text.data(), text.size()); }
+
 // First segments of the replies' builders. Cap'n Proto's default, 1,024 words, is an 8 KiB calloc
 // for every message; malloc's consolidation of such chunks was a visible share of the CPU per
 // search under load. A search reply of ten hits takes about 1 KiB; a longer one grows a segment.
@@ -397,9 +401,9 @@ std::string search_reply(const LoadedIndex& index, size_t slot, uint64_t query_i
     hit.setDoc(result.hits[i].doc);
     hit.setScore(result.hits[i].score);
     if (auto record = partition.document(result.hits[i].doc)) {
-      hit.setExternalId(record->external_id);
-      hit.setTitle(record->title);
-      hit.setUrl(record->url);
+      hit.setExternalId(whole_text(record->external_id));
+      hit.setTitle(whole_text(record->title));
+      hit.setUrl(whole_text(record->url));
     }
   }
   const auto in_leaf = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - arrival);

@@ -31,7 +31,17 @@ def metric(text, name):
 
 idle = []
 try:
-    subprocess.run([indexer, "build", "--input", os.path.join(data, "docs.jsonl"), "--out", os.path.join(work, "index"),
+    # Cranfield, and documents whose fields test the answer's JSON: control characters, quotes and
+    # backslashes, a character past the BMP, U+2028, and a NUL (kept whole, where the leaf had cut
+    # the text at it).
+    odd = [{"id": "odd-ctrl", "title": "ctrl \u0001\u001f tab\tnl\nquote\" back\\ end", "body": "xyzzyquux one", "url": "http://x/\"y"},
+           {"id": "odd-nul\u0000id", "title": "nul\u0000inside", "body": "xyzzyquux two xyzzyquux", "url": "u\u0000rl"},
+           {"id": "odd-wide", "title": "emoji \U0001F600 and \u2028 sep", "body": "xyzzyquux three xyzzyquux xyzzyquux"}]
+    with open(os.path.join(work, "docs.jsonl"), "w") as out:
+        out.write(open(os.path.join(data, "docs.jsonl")).read())
+        for doc in odd:
+            out.write(json.dumps(doc) + "\n")
+    subprocess.run([indexer, "build", "--input", os.path.join(work, "docs.jsonl"), "--out", os.path.join(work, "index"),
                     "--partitions", "2", "--quiet"], check=True, stderr=subprocess.DEVNULL)
     leaves = []
     for i in range(2):
@@ -66,6 +76,14 @@ try:
     if http(base + "/search?q=wing", token="first-token")[0] != 401:
         fail("a removed token is still accepted")
     token = "second-token"
+
+    # 1a'. The odd documents' fields come back as they went in, as valid JSON.
+    status, body, _ = http(base + "/search?q=xyzzyquux&k=10", token=token)
+    got = {h["id"]: h for h in json.loads(body)["hits"]} if status == 200 else {}
+    for doc in odd:
+        hit = got.get(doc["id"])
+        if hit is None or hit["title"] != doc["title"] or hit["url"] != doc.get("url", ""):
+            fail("the fields of %r came back as %r (HTTP %d)" % (doc, hit, status))
 
     # 1b. HEAD is GET without a body: its head carries the length a GET's body has, and a
     # keep-alive connection goes on with the next request (a body sent after a HEAD would be read
