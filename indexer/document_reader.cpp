@@ -23,7 +23,7 @@ bool ends_with(const std::string& s, std::string_view suffix) {
 }
 
 bool known_extension(const std::string& name) {
-  for (std::string_view ext : {".jsonl", ".trec", ".sgml", ".trectext", ".warc", ".warc.gz"}) {
+  for (std::string_view ext : {".jsonl", ".trec", ".sgml", ".trectext", ".warc", ".jsonl.gz", ".trec.gz", ".sgml.gz", ".trectext.gz", ".warc.gz"}) {
     if (ends_with(name, ext)) return true;
   }
   return false;
@@ -302,11 +302,20 @@ class TrecReader final : public DocumentStream::FileReader {
     std::string line, record;
     uint64_t start_line = 0;
     bool inside_doc = false;
+    // A document on one line ("<DOC><DOCNO>…</DOCNO>…</DOC>") ends where it begins.
+    const auto ended_on_its_line = [&] {
+      const size_t end = record.find("</DOC>");
+      if (end == std::string::npos) return false;
+      record.resize(end);
+      inside_doc = false;
+      return true;
+    };
     if (skip_to_record_) {
       skip_to_record_ = false;
       if (!skip_to_next_doc(line)) return false;
       if (!begin_doc(line, record, start_line)) return false;
       inside_doc = true;
+      if (ended_on_its_line() && parse(record, doc, start_line)) return true;
     }
     while (read_line(line)) {
       const std::string text = trim(line);
@@ -319,11 +328,13 @@ class TrecReader final : public DocumentStream::FileReader {
           if (!skip_to_next_doc(line) || !begin_doc(line, record, start_line)) return false;
           inside_doc = true;
         }
+        if (ended_on_its_line() && parse(record, doc, start_line)) return true;
         continue;
       }
       if (text.rfind("<DOC>", 0) == 0) {  // a new document before </DOC>: the previous one is broken
         reject_line(start_line, "<DOC> without </DOC>");
         if (!begin_doc(line, record, start_line)) return false;
+        if (ended_on_its_line() && parse(record, doc, start_line)) return true;
         continue;
       }
       const size_t end = text.find("</DOC>");

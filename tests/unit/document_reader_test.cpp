@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <filesystem>
 #include <fstream>
@@ -165,6 +166,62 @@ TEST_F(FormatTest, TrecRecordsAndTheirErrors) {
   EXPECT_NE(report.errors[0].find("a.trec:8: document without <DOCNO>"), std::string::npos) << report.errors[0];
   EXPECT_NE(report.errors[1].find("a.trec:11: text outside"), std::string::npos) << report.errors[1];
   EXPECT_NE(report.errors[2].find("a.trec:17: <DOC> without </DOC>"), std::string::npos) << report.errors[2];
+}
+
+// A document on one line, as some TREC files hold them: it ends on the line it begins, whether it
+// follows a closed document, a broken one or stray text; and the split reader (a large file read
+// in parallel) agrees with the whole-file reader.
+TEST_F(FormatTest, TrecDocumentsOnOneLine) {
+  {
+    std::ofstream out(path("b.trec"));
+    out << "<DOC><DOCNO>L-1</DOCNO><TITLE>One</TITLE><TEXT>first line doc</TEXT></DOC>\n"  // 1
+        << "<DOC>\n<DOCNO>L-2</DOCNO>\nbody two\n</DOC>\n"                                  // 2-5
+        << "<DOC>\n<DOCNO>L-3</DOCNO>\nnever closed\n"                                      // 6-8: broken
+        << "<DOC><DOCNO>L-4</DOCNO>after a broken one</DOC>\n"                               // 9
+        << "stray\n"                                                                        // 10
+        << "<DOC><DOCNO>L-5</DOCNO>after stray text</DOC>\n";                                // 11
+  }
+  ReadReport report;
+  const auto docs = read_documents({path("b.trec")}, report);
+  ASSERT_EQ(docs.size(), 4u);
+  EXPECT_EQ(docs[0].external_id, "L-1");
+  EXPECT_EQ(docs[0].title, "One");
+  EXPECT_EQ(docs[0].body, "first line doc");
+  EXPECT_EQ(docs[1].external_id, "L-2");
+  EXPECT_EQ(docs[2].external_id, "L-4");
+  EXPECT_EQ(docs[2].body, "after a broken one");
+  EXPECT_EQ(docs[3].external_id, "L-5");
+  ASSERT_EQ(report.rejected, 2u);
+  EXPECT_NE(report.errors[0].find("b.trec:6: <DOC> without </DOC>"), std::string::npos) << report.errors[0];
+  EXPECT_NE(report.errors[1].find("b.trec:10: text outside"), std::string::npos) << report.errors[1];
+  // Read in splits of a few bytes, as the parallel pipeline reads it: the same documents.
+  std::vector<std::string> ids;
+  for (const InputSplit& split : plan_splits({path("b.trec")}, 40)) {
+    SplitReader reader(split);
+    for (SourceDocument doc; reader.next(doc);) ids.push_back(doc.external_id);
+  }
+  EXPECT_EQ(ids, (std::vector<std::string>{"L-1", "L-2", "L-4", "L-5"}));
+}
+
+// A directory's gzipped JSONL and TREC files are read with the rest (they had been passed over).
+TEST_F(FormatTest, GzippedFilesInADirectoryAreRead) {
+  const auto gzip_to = [&](const std::string& name, const std::string& text) {
+    gzFile out = gzopen(path(name).c_str(), "wb");
+    ASSERT_NE(out, nullptr);
+    ASSERT_EQ(gzwrite(out, text.data(), static_cast<unsigned>(text.size())), static_cast<int>(text.size()));
+    gzclose(out);
+  };
+  gzip_to("a.jsonl.gz", "{\"id\":\"gz-json\",\"body\":\"zipped\"}\n");
+  gzip_to("b.trec.gz", "<DOC>\n<DOCNO>gz-trec</DOCNO>\nzipped too\n</DOC>\n");
+  std::ofstream(path("notes.txt")) << "not an input\n";
+  const auto files = expand_input_paths({dir_.string()});
+  ASSERT_EQ(files.size(), 2u);
+  ReadReport report;
+  const auto docs = read_documents({dir_.string()}, report);
+  ASSERT_EQ(docs.size(), 2u);
+  EXPECT_EQ(docs[0].external_id, "gz-json");
+  EXPECT_EQ(docs[1].external_id, "gz-trec");
+  EXPECT_EQ(report.rejected, 0u);
 }
 
 TEST_F(FormatTest, WarcRecordsPlainAndGzipAndTheirErrors) {
