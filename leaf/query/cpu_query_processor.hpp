@@ -9,7 +9,7 @@ namespace warp {
 struct CpuProcessorOptions {
   OrAlgorithm or_algorithm = OrAlgorithm::kTiles;
   // OR's top-k starts from the floor its terms' best postings give (TermInfo::tops) rather than
-  // from nothing; off only to measure what it saves (tests/bench/term_tops_bench.cpp).
+  // from nothing; off only to measure what it saves (scheduler_bench --term-tops 0).
   bool term_tops_floor = true;
 };
 

@@ -2,6 +2,8 @@
 // A min-heap on that order; would_enter() tells whether a score can still beat the worst kept hit.
 #pragma once
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <vector>
 
 #include "common/index/types.hpp"
@@ -23,20 +25,25 @@ class TopkQueue {
   // `floor`: a score (in units, an integer-valued float) that the k-th best is known to reach
   // (or_floor): until k hits are in, only scores of at least `floor` enter, and bounds below it
   // prune as a full queue's threshold would. 0: none. The answer is the same; the work less.
-  explicit TopkQueue(size_t k, Score floor = 0) : k_(k), floor_(floor) { heap_.reserve(k + 1); }
+  explicit TopkQueue(size_t k, Score floor = 0)
+      : k_(k), floor_(floor), below_floor_(std::nextafter(floor, -std::numeric_limits<Score>::infinity())) {
+    heap_.reserve(k + 1);
+  }
 
   // Documents arrive in increasing docID order in DAAT, so a tie with the threshold never enters:
   // strictly greater is the exact test there. `insert` handles any order. Below k hits the floor
-  // admits its ties (the k-th best may equal it): a score enters when above floor - 1/2.
+  // admits its ties (the k-th best may equal it): a bound enters when above the float just below
+  // the floor, which is the floor or more (floor - 1/2 is not a float past 2^23, where scores may
+  // reach: it rounded to the floor, and kept the floor's ties out).
   // (k = 0: nothing enters; the heap is empty, so its front is never read.)
   bool would_enter(Score upper_bound) const {
-    if (heap_.size() < k_) return floor_ <= 0 || upper_bound > floor_ - 0.5f;
+    if (heap_.size() < k_) return floor_ <= 0 || upper_bound > below_floor_;
     return !heap_.empty() && upper_bound > heap_.front().score;
   }
   // Whether a score must beat threshold() to enter (false while the queue is neither full nor
   // floored: any enters).
   bool full() const { return k_ > 0 && (heap_.size() >= k_ || floor_ > 0); }
-  Score threshold() const { return heap_.size() >= k_ ? heap_.front().score : floor_ - 0.5f; }  // only when full()
+  Score threshold() const { return heap_.size() >= k_ ? heap_.front().score : below_floor_; }  // only when full()
 
   bool insert(Score score, DocId doc) {
     const Hit hit{doc, score};
@@ -63,7 +70,7 @@ class TopkQueue {
 
  private:
   size_t k_;
-  Score floor_;
+  Score floor_, below_floor_;
   std::vector<Hit> heap_;  // heap_.front() is the worst kept hit
 };
 

@@ -236,6 +236,16 @@ TEST(TopkQueue, AFloorAdmitsItsTiesAndKeepsOutWhatIsBelow) {
   ASSERT_EQ(hits.size(), 3u);
   EXPECT_EQ(hits[0].doc, 3u);
   EXPECT_EQ(hits[2].doc, 2u);
+  // Past 2^23, where units are a float's last bit apart, the floor's ties still enter (floor - 1/2
+  // rounds to an even floor there).
+  for (const Score floor : {Score(8388610), Score(8388609), Score(16777214)}) {
+    TopkQueue big(2, floor);
+    EXPECT_TRUE(big.would_enter(floor)) << floor;
+    EXPECT_FALSE(big.would_enter(floor - 1)) << floor;
+    EXPECT_TRUE(big.insert(floor, 1)) << floor;
+    EXPECT_FALSE(big.insert(floor - 1, 2)) << floor;
+    EXPECT_TRUE(floor > big.threshold() && floor - 1 <= big.threshold()) << floor;
+  }
 }
 
 // The floor of an OR query from its terms' best postings (TermInfo::tops): never above the k-th
