@@ -128,7 +128,7 @@ struct FanOut::Worker {
 
   // The direct link to `replica` when its status offers one and it is ready; null otherwise (the
   // search goes over ZeroMQ). A link is made, or remade for a new port, on first need.
-  DirectLink* direct_link(const Replica& replica) {
+  std::shared_ptr<DirectLink>* direct_link(const Replica& replica) {
     const uint16_t port = replica.search_port;
     if (!direct || port == 0) return nullptr;
     auto& link = links[replica.endpoint];
@@ -141,7 +141,7 @@ struct FanOut::Worker {
       link = std::make_shared<DirectLink>(io, replica.endpoint, std::move(host), port);
       connect(link);
     }
-    return link->usable ? link.get() : nullptr;
+    return link->usable ? &link : nullptr;
   }
 
   // Connects to the link's host: at once to an address; to a name once resolved, trying each of
@@ -442,14 +442,15 @@ struct FanOut::Worker {
       // time must lie within the round trip (the stages, search_api.cpp).
       const Clock::time_point sent_at = Clock::now();
       bool sent;
-      DirectLink* link = direct_link(*replica);
+      std::shared_ptr<DirectLink>* const link = direct_link(*replica);
       if (link != nullptr) {
+        const std::shared_ptr<DirectLink> held = *link;  // alive through a failed write's retries
         const kj::Array<capnp::word> words = capnp::messageToFlatArray(builder);
         const std::string_view request(reinterpret_cast<const char*>(words.asBytes().begin()), words.asBytes().size());
         std::string frame;
-        transfer::append_stream_frame(frame, link->session ? link->session->seal(request) : std::string(request));
-        write(links[replica->endpoint], std::move(frame));
-        sent = link->usable;  // false: the write failed, and the link is remade
+        transfer::append_stream_frame(frame, held->session ? held->session->seal(request) : std::string(request));
+        write(held, std::move(frame));
+        sent = held->usable;  // false: the write failed, and the link is remade
         ++sent_by_path.direct;
       } else {
         Socket& socket = socket_for(replica->endpoint);

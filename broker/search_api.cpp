@@ -142,12 +142,10 @@ SearchApi::SearchApi(SearchApiOptions options, Cluster& cluster, ResultCache& ca
       cache_evictions_(prometheus::BuildCounter().Name("warpsearch_broker_cache_evictions_total").Help("Result cache evictions").Register(*registry_).Add({})),
       cache_bytes_(prometheus::BuildGauge().Name("warpsearch_broker_cache_bytes").Help("Bytes held by the result cache").Register(*registry_).Add({})),
       retries_(prometheus::BuildCounter().Name("warpsearch_broker_fanout_retries_total").Help("Partition requests sent to another replica").Register(*registry_).Add({})),
-      sent_direct_(prometheus::BuildCounter().Name("warpsearch_broker_leaf_requests_total")
-                       .Help("Search requests sent to leaves, by path: direct (the leaves' TCP search port) or zmq").Register(*registry_)
-                       .Add({{"path", "direct"}})),
-      sent_zmq_(prometheus::BuildCounter().Name("warpsearch_broker_leaf_requests_total")
-                    .Help("Search requests sent to leaves, by path: direct (the leaves' TCP search port) or zmq").Register(*registry_)
-                    .Add({{"path", "zmq"}})),
+      leaf_requests_(prometheus::BuildCounter().Name("warpsearch_broker_leaf_requests_total")
+                         .Help("Search requests sent to leaves, by path: direct (the leaves' TCP search port) or zmq").Register(*registry_)),
+      sent_direct_(leaf_requests_.Add({{"path", "direct"}})),
+      sent_zmq_(leaf_requests_.Add({{"path", "zmq"}})),
       partials_(prometheus::BuildCounter().Name("warpsearch_broker_partial_results_total").Help("Answers missing a partition").Register(*registry_).Add({})),
       rejected_(prometheus::BuildCounter().Name("warpsearch_broker_rejected_total").Help("Searches refused at once for overload, by reason").Register(*registry_)),
       unauthorized_(prometheus::BuildCounter().Name("warpsearch_broker_unauthorized_total").Help("Requests without a valid bearer token").Register(*registry_).Add({})),

@@ -77,7 +77,8 @@ class SearchApi {
   prometheus::Counter& cache_evictions_;
   prometheus::Gauge& cache_bytes_;
   prometheus::Counter& retries_;
-  prometheus::Counter &sent_direct_, &sent_zmq_;  // leaf requests by path
+  prometheus::Family<prometheus::Counter>& leaf_requests_;  // by path
+  prometheus::Counter &sent_direct_, &sent_zmq_;
   uint64_t reported_direct_ = 0, reported_zmq_ = 0;
   prometheus::Counter& partials_;
   prometheus::Family<prometheus::Counter>& rejected_;

@@ -326,10 +326,17 @@ void LeafServer::deliver_later(std::shared_ptr<zmq::message_t> identity, const s
   std::lock_guard<std::mutex> lock(completions_mutex_);
   sockets_->completions.send(*identity, zmq::send_flags::sndmore);
   sockets_->completions.send(zmq::buffer(reply), zmq::send_flags::none);
+  answered();
+}
+
+void LeafServer::answered() {
   --in_flight_;
   in_flight_gauge_.Set(in_flight_);
 }
 
+// A request's answer goes back the way it came: over its direct-path connection, or to the ROUTER
+// (through this worker's PUSH socket now, or the completions socket when a scheduler thread
+// answers it later).
 void LeafServer::worker() {
   zmq::socket_t push(sockets_->context, zmq::socket_type::push);
   push.connect("inproc://replies");
@@ -338,27 +345,24 @@ void LeafServer::worker() {
     queue_depth_.Set(static_cast<double>(queue_->size));
     ++in_flight_;
     in_flight_gauge_.Set(in_flight_);
-    if (work->peer) {
-      std::shared_ptr<DirectPeer> peer = work->peer;
-      std::optional<std::string> reply = handle(work->request, work->arrival, [this, peer](std::string later) {
-        peer->write_frame(later);
-        --in_flight_;
-        in_flight_gauge_.Set(in_flight_);
-      });
-      if (!reply) continue;
-      --in_flight_;
-      in_flight_gauge_.Set(in_flight_);
-      peer->write_frame(*reply);
-      continue;
+    const std::shared_ptr<DirectPeer> peer = std::move(work->peer);
+    std::shared_ptr<zmq::message_t> identity;
+    std::function<void(std::string)> later;
+    if (peer) {
+      later = [this, peer](std::string reply) { peer->write_frame(reply), answered(); };
+    } else {
+      identity = std::make_shared<zmq::message_t>(std::move(work->identity));
+      later = [this, identity](std::string reply) { deliver_later(identity, reply); };
     }
-    auto identity = std::make_shared<zmq::message_t>(std::move(work->identity));
-    std::optional<std::string> reply =
-        handle(work->request, work->arrival, [this, identity](std::string later) { deliver_later(identity, later); });
+    const std::optional<std::string> reply = handle(work->request, work->arrival, std::move(later));
     if (!reply) continue;  // the scheduler answers it
-    --in_flight_;
-    in_flight_gauge_.Set(in_flight_);
-    push.send(*identity, zmq::send_flags::sndmore);
-    push.send(zmq::buffer(*reply), zmq::send_flags::none);
+    answered();
+    if (peer) {
+      peer->write_frame(*reply);
+    } else {
+      push.send(*identity, zmq::send_flags::sndmore);
+      push.send(zmq::buffer(*reply), zmq::send_flags::none);
+    }
   }
 }
 

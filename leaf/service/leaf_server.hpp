@@ -113,6 +113,7 @@ class LeafServer {
   bool answer_inline(std::string_view frame);
   void send_reply(zmq::message_t& identity, const std::string& reply);
   void deliver_later(std::shared_ptr<zmq::message_t> identity, const std::string& reply);
+  void answered();  // a request in flight answered
 
   LeafOptions options_;
   std::shared_ptr<prometheus::Registry> registry_;  // owns the metric families referenced below
