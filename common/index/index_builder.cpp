@@ -1,6 +1,7 @@
 #include "common/index/index_builder.hpp"
 
 #include <algorithm>
+#include <array>
 
 #include "common/util/status.hpp"
 
@@ -133,19 +134,17 @@ uint64_t PartitionEncoder::collection_frequency(std::span<const Posting> all) {
 void best_postings(std::span<const Posting> slice, std::span<const Score> scores, std::vector<Posting>& tops) {
   tops.clear();
   if (slice.size() < kTermTops) return;
-  // A min-heap of the best kTermTops (score, index) seen: the worst kept at its front.
-  // Within a slice, a smaller index is a smaller docID.
+  // A min-heap of the best kTermTops (score, index) seen: the worst kept at its front; on the
+  // stack (the back end calls this for every list of every partition). Within a slice, a smaller
+  // index is a smaller docID.
   const auto better = [&](uint32_t a, uint32_t b) { return scores[a] > scores[b] || (scores[a] == scores[b] && a < b); };
-  std::vector<uint32_t> heap;
-  heap.reserve(kTermTops + 1);
-  for (uint32_t i = 0; i < slice.size(); ++i) {
-    if (heap.size() == kTermTops) {
-      if (!better(i, heap.front())) continue;
-      std::pop_heap(heap.begin(), heap.end(), better);
-      heap.back() = i;
-    } else {
-      heap.push_back(i);
-    }
+  std::array<uint32_t, kTermTops> heap;
+  for (uint32_t i = 0; i < kTermTops; ++i) heap[i] = i;
+  std::make_heap(heap.begin(), heap.end(), better);
+  for (uint32_t i = kTermTops; i < slice.size(); ++i) {
+    if (!better(i, heap.front())) continue;
+    std::pop_heap(heap.begin(), heap.end(), better);
+    heap.back() = i;
     std::push_heap(heap.begin(), heap.end(), better);
   }
   std::sort_heap(heap.begin(), heap.end(), better);

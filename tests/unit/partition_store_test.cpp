@@ -256,9 +256,7 @@ TEST_F(PartitionStoreTest, RowsWithoutBestPostingsOpenAndDamagedOnesAreRefused) 
     EXPECT_TRUE(partition->view().term_tops.empty());
     const CpuQueryProcessor on_old(partition->view()), on_new(built_[1].view);
     for (const auto& query : synthetic::generate_queries(100, 2000, 4, testing::test_seed() + 5)) {
-      const auto a = on_old.search({query, QueryMode::kOr, 10}).hits, b = on_new.search({query, QueryMode::kOr, 10}).hits;
-      ASSERT_EQ(a.size(), b.size());
-      for (size_t i = 0; i < a.size(); ++i) ASSERT_TRUE(a[i].doc == b[i].doc && a[i].score == b[i].score);
+      ASSERT_TRUE(testing::identical_hits(on_new.search({query, QueryMode::kOr, 10}).hits, on_old.search({query, QueryMode::kOr, 10}).hits));
     }
   }
   // A row whose best posting names a document of another partition.

@@ -278,11 +278,7 @@ TEST(CpuQueryProcessor, TheTermsBestPostingsFloorOrWithoutChangingIt) {
         for (size_t k : {size_t{1}, size_t{3}, size_t{10}, size_t{11}, size_t{100}}) {
           const Query query(terms, QueryMode::kOr, k);
           const QueryResult a = with.search(query), b = without.search(query);
-          ASSERT_EQ(a.hits.size(), b.hits.size()) << "k " << k << " seed " << seed;
-          for (size_t i = 0; i < a.hits.size(); ++i) {
-            ASSERT_EQ(a.hits[i].doc, b.hits[i].doc) << "k " << k << " rank " << i << " seed " << seed;
-            ASSERT_EQ(a.hits[i].score, b.hits[i].score) << "k " << k << " rank " << i << " seed " << seed;
-          }
+          ASSERT_TRUE(testing::identical_hits(b.hits, a.hits)) << "k " << k << " seed " << seed;
           const QueryScoring scoring = score_query(query, part.view);
           const Score floor = or_floor(scoring, part.view, k);
           if (k > kTermTops) {
