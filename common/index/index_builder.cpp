@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <limits>
 
 #include "common/util/status.hpp"
 
@@ -99,15 +100,18 @@ std::vector<BuiltPartition> build_partitions(const BuildOptions& options, const 
     view.compute_length_norms();
 
     PartitionEncoder encoder(view.meta, view.doc_lengths);
-    std::vector<Posting> tops;
+    TermBests bests;
     for_each_term([&](const std::string& term, std::span<const Posting> all) {
       TermInfo info;
       uint64_t postings = 0;
-      if (!encoder.encode(all, info, words, postings, &tops)) return;
-      if (!tops.empty()) {
+      if (!encoder.encode(all, info, words, postings, &bests)) return;
+      if (!bests.tops.empty()) {
         info.tops = static_cast<uint32_t>(view.term_tops.size());
-        view.term_tops.insert(view.term_tops.end(), tops.begin(), tops.end());
+        view.term_tops.insert(view.term_tops.end(), bests.tops.begin(), bests.tops.end());
       }
+      info.ranks = static_cast<uint32_t>(view.term_rank_floors.size());
+      info.rank_count = static_cast<uint32_t>(bests.rank_floors.size());
+      view.term_rank_floors.insert(view.term_rank_floors.end(), bests.rank_floors.begin(), bests.rank_floors.end());
       info.offset = view.postings.size();
       view.lexicon[term] = info;
       view.postings.insert(view.postings.end(), words.begin(), words.end());
@@ -152,7 +156,7 @@ void best_postings(std::span<const Posting> slice, std::span<const Score> scores
 }
 
 bool PartitionEncoder::encode(std::span<const Posting> all, uint64_t cf, TermInfo& info, std::vector<uint32_t>& words,
-                              uint64_t& postings, std::vector<Posting>* tops) const {
+                              uint64_t& postings, TermBests* bests) const {
   const auto by_doc = [](const Posting& posting, DocId d) { return posting.doc < d; };
   auto first = std::lower_bound(all.begin(), all.end(), meta_.doc_begin, by_doc);
   auto last = std::lower_bound(first, all.end(), meta_.doc_end, by_doc);
@@ -164,7 +168,10 @@ bool PartitionEncoder::encode(std::span<const Posting> all, uint64_t cf, TermInf
   for (auto it = first; it != last; ++it) *score++ = bm25_score(weight, it->freq, length_norms_[it->doc - meta_.doc_begin]);
   const std::span<const Posting> slice{&*first, static_cast<size_t>(last - first)};
   encode_posting_list(slice, scores, codec_, words);
-  if (tops != nullptr) best_postings(slice, scores, *tops);
+  if (bests != nullptr) {
+    best_postings(slice, scores, bests->tops);
+    compute_rank_floors(scores, bests->rank_floors);
+  }
   info.df = static_cast<uint32_t>(all.size());
   info.cf = cf;
   info.words = static_cast<uint32_t>(words.size());

@@ -84,6 +84,12 @@ PartitionMeta partition_meta(const BuildOptions& options, uint32_t partition, st
 // scored with the partition's length norms and the collection's statistics (meta.stats), block
 // maxima included. The one encoder of both builds: the in-memory build_partitions and the
 // indexer's out-of-core back end, so their partitions are identical.
+// What the encoder keeps of a term's best in one partition besides its list, for the OR's floor.
+struct TermBests {
+  std::vector<Posting> tops;       // its kTermTops best postings (TermInfo::tops), or none
+  std::vector<Score> rank_floors;  // one for each of kRankFloors its list reaches (TermInfo::ranks)
+};
+
 class PartitionEncoder {
  public:
   // `doc_lengths`: of the partition's documents, by doc - meta.doc_begin.
@@ -92,16 +98,15 @@ class PartitionEncoder {
   // into `words` (replaced) and fills info's df, cf and words; false when the partition holds none
   // of them. Returns the number of postings encoded in `postings`.
   // Thread-safe: one encoder per partition serves every thread of a parallel build.
-  // `tops` (optional): the slice's kTermTops best postings by score, best first (ties: the smaller
-  // docID first), or emptied where it holds fewer (index_view.hpp, TermInfo::tops).
+  // `bests` (optional): the slice's best postings and rank floors (TermBests).
   bool encode(std::span<const Posting> all, TermInfo& info, std::vector<uint32_t>& words, uint64_t& postings,
-              std::vector<Posting>* tops = nullptr) const {
-    return encode(all, collection_frequency(all), info, words, postings, tops);
+              TermBests* bests = nullptr) const {
+    return encode(all, collection_frequency(all), info, words, postings, bests);
   }
   // The same with the term's collection frequency (its postings' frequencies summed) given: a
   // builder encoding one list for several partitions sums them once, not once a partition.
   bool encode(std::span<const Posting> all, uint64_t cf, TermInfo& info, std::vector<uint32_t>& words, uint64_t& postings,
-              std::vector<Posting>* tops = nullptr) const;
+              TermBests* bests = nullptr) const;
   static uint64_t collection_frequency(std::span<const Posting> all);
   const PartitionMeta& meta() const { return meta_; }
 

@@ -2,6 +2,7 @@
 // arena of 32-bit words (one upload to the GPU), document lengths and their BM25 norms.
 // Built by IndexBuilder or loaded from disk by open_partition; the same view either way.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -13,7 +14,10 @@
 
 namespace warp {
 
-inline constexpr uint32_t kFormatVersion = 1;
+// 2: lexicon rows may hold their term's rank floors (TermInfo::ranks) after its best postings,
+// which a reader of version 1 refuses. This build reads both.
+inline constexpr uint32_t kFormatVersion = 2;
+inline constexpr uint32_t kOldestFormatVersion = 1;
 
 struct PartitionMeta {
   uint32_t format_version = kFormatVersion;
@@ -39,12 +43,28 @@ struct PartitionMeta {
 inline constexpr uint32_t kTermTops = 10;
 inline constexpr uint32_t kNoTermTops = 0xFFFFFFFFu;
 
+// The same floor for larger k, from scores instead of postings: a term's rank floors are, for each
+// rank r of kRankFloors its list in the partition reaches, a score that at least r of its postings
+// reach (in the index's BM25, the units of the stored block maxima), at most 1/256 of the list's
+// maximum below its r-th best (compute_rank_floors below). The smallest rank at or past k
+// gives a floor for k past kTermTops. Computed with the index's k1 and b, and again by
+// IndexView::rescore for others. Stored after the best postings (format version 2).
+inline constexpr std::array<uint32_t, 6> kRankFloors{20, 50, 100, 200, 500, 1000};
+// A list's rank floors from its postings' scores (TermInfo::ranks): for each rank r of kRankFloors
+// the list reaches, the smallest score of the postings in the highest buckets (256 from the list's
+// maximum down) that hold r of them together. At least r postings score that much, so it is never
+// above the r-th best, and at most a bucket below it; one pass, where selecting each rank exactly
+// cost the back end a pass a rank.
+void compute_rank_floors(std::span<const Score> scores, std::vector<Score>& floors);
+
 struct TermInfo {
   uint32_t df = 0;          // collection-wide document frequency
   uint64_t cf = 0;          // collection-wide term frequency
   uint64_t offset = 0;      // list position in IndexView::postings, in words
   uint32_t words = 0;       // list size in words
   uint32_t tops = kNoTermTops;  // its kTermTops best postings at IndexView::term_tops[tops], or none
+  uint32_t ranks = 0;           // its rank floors at IndexView::term_rank_floors[ranks], rank_count of them
+  uint32_t rank_count = 0;      // (kRankFloors[i] for i < rank_count)
 };
 
 struct IndexView {
@@ -55,6 +75,7 @@ struct IndexView {
   std::vector<float> length_norms;      // bm25_length_norm of each document, for meta.bm25
   std::vector<std::string> external_ids;
   std::vector<Posting> term_tops;       // TermInfo::tops: kTermTops postings a term, best first
+  std::vector<Score> term_rank_floors;  // TermInfo::ranks: a term's floors at kRankFloors
 
   const TermInfo* find(const std::string& term) const {
     auto it = lexicon.find(term);
@@ -64,6 +85,10 @@ struct IndexView {
   std::span<const Posting> tops(const TermInfo& info) const {
     if (info.tops == kNoTermTops) return {};
     return {term_tops.data() + info.tops, kTermTops};
+  }
+  // The term's rank floors, one for each of the first kRankFloors its list reaches (maybe none).
+  std::span<const Score> rank_floors(const TermInfo& info) const {
+    return {term_rank_floors.data() + info.ranks, info.rank_count};
   }
   PostingListView list(const std::string& term, const TermInfo& info) const {
     return PostingListView::parse(postings.data() + info.offset, info.words, term);

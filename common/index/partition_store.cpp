@@ -11,6 +11,8 @@
 #include <cstring>
 #include <algorithm>
 #include <atomic>
+#include <bit>
+#include <cmath>
 #include <condition_variable>
 #include <deque>
 #include <exception>
@@ -153,7 +155,8 @@ void SstRows::put(std::string_view key, std::string_view value) {
   ++done_.rows;
 }
 
-void SstRows::put_term(std::string_view term, const TermInfo& info, uint32_t list_crc, std::span<const Posting> tops) {
+void SstRows::put_term(std::string_view term, const TermInfo& info, uint32_t list_crc, std::span<const Posting> tops,
+                       std::span<const Score> rank_floors) {
   ByteWriter entry;
   entry.u32(info.df);
   entry.u64(info.cf);
@@ -162,6 +165,10 @@ void SstRows::put_term(std::string_view term, const TermInfo& info, uint32_t lis
   if (tops.size() == kTermTops) {  // after the fields a reader of the first version reads: it skips them
     entry.u8(static_cast<uint8_t>(tops.size()));
     for (const Posting& top : tops) entry.u32(top.doc), entry.u32(top.freq);
+    if (!rank_floors.empty()) {  // format version 2
+      entry.u8(static_cast<uint8_t>(rank_floors.size()));
+      for (const Score floor : rank_floors) entry.u32(std::bit_cast<uint32_t>(floor));
+    }
   }
   put(term, entry.take());
 }
@@ -377,7 +384,7 @@ void write_partition(const BuiltPartition& partition, const std::string& dir) {
   for (const auto* entry : terms) {
     const uint32_t* words = view.postings.data() + entry->second.offset;
     const uint32_t list_crc = crc32_of(words, size_t{entry->second.words} * 4);
-    lexicon.put_term(entry->first, entry->second, list_crc, view.tops(entry->second));
+    lexicon.put_term(entry->first, entry->second, list_crc, view.tops(entry->second), view.rank_floors(entry->second));
     postings.put_list(entry->first, words, entry->second.words);
   }
   for (size_t i = 0; i < partition.documents.size(); ++i) {
@@ -581,9 +588,10 @@ std::unique_ptr<Partition> open_partition(const std::string& dir, const OpenOpti
   IndexView& view = partition->view_;
   PartitionMeta& meta = view.meta;
   meta.format_version = static_cast<uint32_t>(number("format_version"));
-  if (meta.format_version != kFormatVersion) {
-    throw Error("partition " + dir + ": format version " + std::to_string(meta.format_version) +
-                ", this build reads version " + std::to_string(kFormatVersion) + "; rebuild the index");
+  if (meta.format_version < kOldestFormatVersion || meta.format_version > kFormatVersion) {
+    throw Error("partition " + dir + ": format version " + std::to_string(meta.format_version) + ", this build reads versions " +
+                std::to_string(kOldestFormatVersion) + " to " + std::to_string(kFormatVersion) +
+                (meta.format_version > kFormatVersion ? "; upgrade this service, or rebuild the index with this build" : "; rebuild the index"));
   }
   meta.analyzer_version = meta_field("analyzer_version");
   if (!options.expected_analyzer.empty() && meta.analyzer_version != options.expected_analyzer) {
@@ -635,6 +643,7 @@ std::unique_ptr<Partition> open_partition(const std::string& dir, const OpenOpti
     std::vector<TermInfo> infos;
     std::vector<uint32_t> list_crcs;
     std::vector<Posting> tops;  // its terms' best postings (TermInfo::tops indexes them here first)
+    std::vector<Score> rank_floors;  // its terms' rank floors (TermInfo::ranks, the same)
     uint32_t crc = 0;        // of its lexicon rows, as the content CRC chains them, from 0
     uint64_t crc_bytes = 0;  // the bytes that CRC covers
     uint64_t words = 0;      // its lists' words
@@ -684,17 +693,29 @@ std::unique_ptr<Partition> open_partition(const std::string& dir, const OpenOpti
       info.words = entry.u32();
       range.list_crcs.push_back(entry.u32());
       if (!entry.done()) {  // the term's best postings: checked, a damaged one must not reach a search
-        if (entry.u8() != kTermTops || entry.remaining() != kTermTops * 8) {
-          throw Error("partition " + dir + ": damaged lexicon entry of term '" + std::string(key) + "' (its best postings)");
-        }
+        const auto damaged = [&](const char* what) {
+          return Error("partition " + dir + ": damaged lexicon entry of term '" + std::string(key) + "' (" + what + ")");
+        };
+        if (entry.u8() != kTermTops || entry.remaining() < kTermTops * 8) throw damaged("its best postings");
         info.tops = static_cast<uint32_t>(range.tops.size());
         for (uint32_t t = 0; t < kTermTops; ++t) {
           const DocId doc = entry.u32();
           const TermFreq freq = entry.u32();
-          if (doc < view.meta.doc_begin || doc >= view.meta.doc_end || freq == 0) {
-            throw Error("partition " + dir + ": damaged lexicon entry of term '" + std::string(key) + "' (a best posting outside the partition)");
-          }
+          if (doc < view.meta.doc_begin || doc >= view.meta.doc_end || freq == 0) throw damaged("a best posting outside the partition");
           range.tops.push_back({doc, freq});
+        }
+        if (!entry.done()) {  // its rank floors (format version 2): non-negative, none above the one before
+          const uint32_t count = entry.u8();
+          if (view.meta.format_version < 2 || count == 0 || count > kRankFloors.size() || entry.remaining() != count * 4) {
+            throw damaged("its rank floors");
+          }
+          info.ranks = static_cast<uint32_t>(range.rank_floors.size());
+          info.rank_count = count;
+          for (uint32_t r = 0; r < count; ++r) {
+            const Score floor = std::bit_cast<Score>(entry.u32());
+            if (!(floor >= 0) || std::isinf(floor) || (r > 0 && floor > range.rank_floors.back())) throw damaged("its rank floors");
+            range.rank_floors.push_back(floor);
+          }
         }
       }
       range.words += info.words;
@@ -706,12 +727,16 @@ std::unique_ptr<Partition> open_partition(const std::string& dir, const OpenOpti
   uint64_t words = 0, terms_read = 0;
   for (TermRange& range : term_ranges) {
     const uint32_t tops_before = static_cast<uint32_t>(view.term_tops.size());
+    const uint32_t floors_before = static_cast<uint32_t>(view.term_rank_floors.size());
     for (TermInfo& info : range.infos) {
       info.offset = words, words += info.words;
       if (info.tops != kNoTermTops) info.tops += tops_before;
+      info.ranks += floors_before;
     }
     view.term_tops.insert(view.term_tops.end(), range.tops.begin(), range.tops.end());
+    view.term_rank_floors.insert(view.term_rank_floors.end(), range.rank_floors.begin(), range.rank_floors.end());
     range.tops = {};
+    range.rank_floors = {};
     terms_read += range.terms.size();
   }
   // The lists are stored uncompressed (they are compressed already), so their words cannot exceed a

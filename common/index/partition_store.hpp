@@ -45,9 +45,11 @@ class SstRows {
 
   void put(std::string_view key, std::string_view value);  // keys strictly ascending (bytewise)
   // A term's lexicon row (df, cf, list size, CRC of the list: crc32_of, then its best postings
-  // where it has them: a count, kTermTops, and each posting's docID and frequency) and its
+  // where it has them: a count, kTermTops, and each posting's docID and frequency; then its rank
+  // floors where it has best postings and rank floors: a count and each floor's float bits) and its
   // postings row (the encoded list, `count` words).
-  void put_term(std::string_view term, const TermInfo& info, uint32_t list_crc, std::span<const Posting> tops = {});
+  void put_term(std::string_view term, const TermInfo& info, uint32_t list_crc, std::span<const Posting> tops = {},
+                std::span<const Score> rank_floors = {});
   void put_list(std::string_view term, const uint32_t* words, uint32_t count);
   void put_document(DocId doc, const DocumentRecord& record);
   Done finish();

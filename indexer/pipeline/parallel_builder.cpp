@@ -232,7 +232,8 @@ RangeOutput merge_range(const std::vector<RunInfo>& runs, const std::string& lo,
   for (size_t i = 0; i < cursors.size(); ++i) {
     if (cursors[i]->valid()) keys[i] = term_prefix(cursors[i]->term()), heap.push(i);
   }
-  std::vector<Posting> list, scratch, tops;
+  std::vector<Posting> list, scratch;
+  TermBests bests;
   std::vector<size_t> segments;  // where each run's part of the list starts
   std::vector<ListPiece> pieces;
   std::vector<uint32_t> words;
@@ -254,9 +255,9 @@ RangeOutput merge_range(const std::vector<RunInfo>& runs, const std::string& lo,
     for (size_t p = 0; p < parts; ++p) {
       TermInfo info;
       uint64_t count = 0;
-      if (!encoders[p].encode(list, cf, info, words, count, &tops)) continue;
+      if (!encoders[p].encode(list, cf, info, words, count, &bests)) continue;
       const uint32_t list_crc = crc32_of(words.data(), size_t{info.words} * 4);
-      lexicon[p]->put_term(term, info, list_crc, tops);
+      lexicon[p]->put_term(term, info, list_crc, bests.tops, bests.rank_floors);
       postings[p]->put_list(term, words.data(), info.words);
       ++out.terms[p];
       out.posting_count[p] += count;

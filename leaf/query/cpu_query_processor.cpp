@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <functional>
 #include <memory>
 
@@ -27,7 +28,20 @@ std::string_view or_algorithm_name(OrAlgorithm algorithm) {
 }
 
 Score or_floor(const QueryScoring& scoring, const IndexView& index, size_t k) {
-  if (k == 0 || k > kTermTops) return 0;
+  if (k == 0) return 0;
+  if (k > kTermTops) {  // the terms' rank floors: the first rank at or past k
+    const size_t rank = static_cast<size_t>(std::lower_bound(kRankFloors.begin(), kRankFloors.end(), k) - kRankFloors.begin());
+    Score floor = 0;
+    for (size_t i = 0; i < scoring.terms.size(); ++i) {
+      if (scoring.infos[i] == nullptr) continue;
+      const std::span<const Score> floors = index.rank_floors(*scoring.infos[i]);
+      if (rank >= floors.size()) continue;
+      // In the query's units (an integer): the stored score scaled, less far more than the few
+      // roundings by which a posting's units, before their ceil, may differ from it.
+      floor = std::max(floor, static_cast<Score>(std::floor(double{floors[rank]} * scoring.scoring[i].bound_scale * (1 - 1e-5))));
+    }
+    return floor;
+  }
   Score floor = 0;
   std::array<Score, kTermTops> scores;
   for (size_t i = 0; i < scoring.terms.size(); ++i) {

@@ -14,8 +14,10 @@ struct CpuProcessorOptions {
 };
 
 // The floor under the k-th best score of an OR query (in its score units): the largest, over its
-// terms with best postings, of the k-th best of those postings' scores for the term; 0 for k past
-// kTermTops or where no term has them. Each such posting's document scores at least that much.
+// terms with best postings, of the k-th best of those postings' scores for the term (each such
+// posting's document scores at least that much); past kTermTops, the largest of its terms' rank
+// floors at the first of kRankFloors at or past k (as many of the term's postings score at least
+// that much). 0 where no term has them.
 Score or_floor(const QueryScoring& scoring, const IndexView& index, size_t k);
 
 class CpuQueryProcessor final : public QueryProcessor {

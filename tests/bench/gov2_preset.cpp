@@ -74,7 +74,7 @@ Gov2Collection make_gov2_like(const Gov2Params& params) {
   // the term with probability df/N), frequencies 1 + geometric (mean about 2.9, GOV2's tokens per posting).
   const Codec& codec = codec_by_name(params.codec);
   std::vector<std::vector<uint32_t>> encoded(terms.size());
-  std::vector<std::vector<Posting>> tops(terms.size());  // best postings, as PartitionEncoder keeps them
+  std::vector<TermBests> bests(terms.size());  // best postings and rank floors, as PartitionEncoder keeps them
   std::vector<uint32_t> actual_df(terms.size());
   std::atomic<size_t> next{0};
   const unsigned threads = params.threads ? params.threads : std::max(1u, std::thread::hardware_concurrency());
@@ -98,17 +98,22 @@ Gov2Collection make_gov2_like(const Gov2Params& params) {
         scores.resize(postings.size());
         for (size_t j = 0; j < postings.size(); ++j) scores[j] = bm25_score(weight, postings[j].freq, view.length_norms[postings[j].doc]);
         encoded[i] = encode_posting_list(postings, scores, codec);
-        best_postings(postings, scores, tops[i]);
+        best_postings(postings, scores, bests[i].tops);
+        compute_rank_floors(scores, bests[i].rank_floors);
       }
     });
   }
   for (auto& w : workers) w.join();
   for (size_t i = 0; i < terms.size(); ++i) {
     TermInfo info{actual_df[i], 0, view.postings.size(), static_cast<uint32_t>(encoded[i].size())};
-    if (!tops[i].empty()) {
+    if (!bests[i].tops.empty()) {
       info.tops = static_cast<uint32_t>(view.term_tops.size());
-      view.term_tops.insert(view.term_tops.end(), tops[i].begin(), tops[i].end());
+      view.term_tops.insert(view.term_tops.end(), bests[i].tops.begin(), bests[i].tops.end());
     }
+    info.ranks = static_cast<uint32_t>(view.term_rank_floors.size());
+    info.rank_count = static_cast<uint32_t>(bests[i].rank_floors.size());
+    view.term_rank_floors.insert(view.term_rank_floors.end(), bests[i].rank_floors.begin(), bests[i].rank_floors.end());
+    bests[i] = {};
     view.lexicon["t" + std::to_string(terms[i].rank)] = info;
     view.postings.insert(view.postings.end(), encoded[i].begin(), encoded[i].end());
     std::vector<uint32_t>().swap(encoded[i]);

@@ -442,6 +442,7 @@ int run(int argc, char** argv) {
   flags.value("index", "", "the default corpus's index directory (its partitions)")
       .value("gov2-docs", "25205179", "documents of the GOV2-like preset")
       .value("queries", "1000", "queries per load")
+      .value("k", "10", "the OR queries' top-k")
       .value("loads", "gov2,default,mixed", "loads to run")
       .value("policies", "cpu,gpu,best-serial,scheduler", "policies to run; also split: the scheduler with the default corpus's searches kept on the CPU (the GOV2-like ones go by its rules); splitgpu: the default corpus's searches kept on the GPU (the split the mixed log's bound assumed: the CPU's threads left to the long-list searches)")
       .value("seconds", "1.5", "seconds of arrivals per rate")
@@ -492,6 +493,7 @@ int run(int argc, char** argv) {
   std::unique_ptr<synthetic::Gov2Collection> gov2;
   const std::string loads_wanted = flags.get("loads");
   const size_t query_count = flags.count("queries");
+  const size_t top_k = flags.count("k");
   if (!flags.get("index").empty()) {
     partitions = open_index(flags.get("index"), {});
     for (auto& p : partitions) {
@@ -518,7 +520,7 @@ int run(int argc, char** argv) {
     Load load{name, {}};
     if (name == "gov2" || name == "mixed") {
       if (gov2_slot == SIZE_MAX) throw Error("load " + name + " needs the GOV2-like preset");
-      for (const auto& terms : gov2->queries) load.queries.push_back({{{gov2_slot, Query(terms, QueryMode::kOr, 10)}}});
+      for (const auto& terms : gov2->queries) load.queries.push_back({{{gov2_slot, Query(terms, QueryMode::kOr, top_k)}}});
     }
     if (name == "default" || name == "mixed") {
       if (default_slots.empty()) throw Error("load " + name + " needs --index");
@@ -526,7 +528,7 @@ int run(int argc, char** argv) {
       std::vector<LoadQuery> queries;
       for (const auto& terms : raw) {
         LoadQuery q;
-        for (size_t slot : default_slots) q.parts.push_back({slot, Query(terms, QueryMode::kOr, 10)});
+        for (size_t slot : default_slots) q.parts.push_back({slot, Query(terms, QueryMode::kOr, top_k)});
         queries.push_back(std::move(q));
       }
       if (name == "default") {
@@ -593,7 +595,7 @@ int run(int argc, char** argv) {
   const size_t stop_past = flags.count("stop-past-50ms");
   for (const Load& load : loads) {
     std::map<std::string, std::map<double, double>> p99_at;  // policy's name → rate → p99 (s)
-    std::printf("\n### Load: %s (%zu queries, OR top-10)\n\n", load.name.c_str(), load.queries.size());
+    std::printf("\n### Load: %s (%zu queries, OR top-%zu)\n\n", load.name.c_str(), load.queries.size(), top_k);
     std::printf("| policy | highest rate, p99 ≤ 50 ms (q/s) | highest rate, none past 500 ms (q/s) | p99 at the rates below (ms) |\n|---|---:|---:|---|\n");
     for (size_t pi = 0; pi < policies.size(); ++pi) {
       const Policy policy = policies[pi];

@@ -112,6 +112,8 @@ TEST_F(PartitionStoreTest, RoundTripKeepsEverything) {
       const auto tops = original.tops(info), loaded_tops = loaded.tops(*other);  // the best postings (TermInfo::tops)
       ASSERT_EQ(tops.size(), loaded_tops.size()) << term;
       for (size_t i = 0; i < tops.size(); ++i) ASSERT_TRUE(tops[i].doc == loaded_tops[i].doc && tops[i].freq == loaded_tops[i].freq) << term;
+      const auto floors = original.rank_floors(info), loaded_floors = loaded.rank_floors(*other);  // TermInfo::ranks
+      ASSERT_TRUE(std::equal(floors.begin(), floors.end(), loaded_floors.begin(), loaded_floors.end())) << term;
       const auto a = decode_posting_list(original.list(term, info));
       const auto b = decode_posting_list(loaded.list(term, *other));
       ASSERT_EQ(a.size(), b.size());
@@ -137,8 +139,11 @@ TEST_F(PartitionStoreTest, IndexDirectorySearchesLikeTheReference) {
   EXPECT_EQ(searcher.external_id(2999), "doc-2999");
 }
 
+// k1 and b other than the index's: the block maxima and the rank floors are computed again for
+// them (stale floors of the index's k1 1.2 would be above these scores), and OR top-k for k from 10
+// to 1000 equals the reference's.
 TEST_F(PartitionStoreTest, OtherBm25ParametersRescoreTheBounds) {
-  const Bm25Params params{1.2f, 0.75f};
+  const Bm25Params params{0.6f, 0.9f};
   testing::BruteForceIndex reference(params);
   synthetic::CollectionParams collection;
   collection.documents = 3000;
@@ -150,9 +155,27 @@ TEST_F(PartitionStoreTest, OtherBm25ParametersRescoreTheBounds) {
   options.bm25 = {params.k1, params.b, params.k3};
   IndexSearcher searcher(open_index(dir_.string(), options));
   for (const auto& query : synthetic::generate_queries(200, 2000, 4, testing::test_seed() + 1)) {
-    ASSERT_TRUE(testing::same_topk(reference.search(query, QueryMode::kOr, 10),
-                                   searcher.search({query, QueryMode::kOr, 10}).hits, reference, query));
+    for (size_t k : {10, 100, 1000}) {
+      ASSERT_TRUE(testing::same_topk(reference.search(query, QueryMode::kOr, k),
+                                     searcher.search({query, QueryMode::kOr, k}).hits, reference, query)) << "k " << k;
+    }
   }
+  const auto partition = open_partition(part(1), options);
+  const IndexView& view = partition->view();
+  size_t with = 0;
+  std::vector<Score> scores, floors;
+  for (const auto& [term, info] : view.lexicon) {
+    const float weight = bm25_term_weight(bm25_idf(info.df, view.meta.stats.doc_count), params);
+    scores.clear();
+    for (const Posting& p : decode_posting_list(view.list(term, info))) {
+      scores.push_back(bm25_score(weight, p.freq, view.length_norms[p.doc - view.meta.doc_begin]));
+    }
+    compute_rank_floors(scores, floors);
+    const auto stored = view.rank_floors(info);
+    ASSERT_TRUE(std::equal(floors.begin(), floors.end(), stored.begin(), stored.end())) << term;
+    with += !floors.empty();
+  }
+  EXPECT_GT(with, 20u);
 }
 
 TEST_F(PartitionStoreTest, QueryTermSaturationIsStoredAndCanBeOverridden) {
@@ -243,20 +266,26 @@ TEST_F(PartitionStoreTest, TheBestPostingsAreTheListsBest) {
   EXPECT_GT(with, 100u);
 }
 
-// A partition written before the best postings were stored (lexicon rows of four fields) opens,
-// without them, and searches as before; a best posting outside the partition is refused.
+// A partition written before the best postings were stored (format version 1, lexicon rows of four
+// fields) opens, without them, and searches as before; a best posting outside the partition is refused.
 TEST_F(PartitionStoreTest, RowsWithoutBestPostingsOpenAndDamagedOnesAreRefused) {
   BuiltPartition older = built_[1];
-  for (auto& [term, info] : older.view.lexicon) info.tops = kNoTermTops;
+  older.view.meta.format_version = 1;
+  for (auto& [term, info] : older.view.lexicon) info.tops = kNoTermTops, info.rank_count = 0;
   older.view.term_tops.clear();
+  older.view.term_rank_floors.clear();
   const std::string old_dir = (dir_ / "older").string();
   write_partition(older, old_dir);
   {
     auto partition = open_partition(old_dir);
+    EXPECT_EQ(partition->view().meta.format_version, 1u);
     EXPECT_TRUE(partition->view().term_tops.empty());
+    EXPECT_TRUE(partition->view().term_rank_floors.empty());
     const CpuQueryProcessor on_old(partition->view()), on_new(built_[1].view);
     for (const auto& query : synthetic::generate_queries(100, 2000, 4, testing::test_seed() + 5)) {
-      ASSERT_TRUE(testing::identical_hits(on_new.search({query, QueryMode::kOr, 10}).hits, on_old.search({query, QueryMode::kOr, 10}).hits));
+      for (size_t k : {10, 100}) {
+        ASSERT_TRUE(testing::identical_hits(on_new.search({query, QueryMode::kOr, k}).hits, on_old.search({query, QueryMode::kOr, k}).hits));
+      }
     }
   }
   // A row whose best posting names a document of another partition.
@@ -281,9 +310,52 @@ TEST_F(PartitionStoreTest, RowsWithoutBestPostingsOpenAndDamagedOnesAreRefused) 
   expect_refused(part(2), "a best posting outside the partition");
 }
 
+// Rank floors that are not what the encoder writes are refused: too many, none, one above the one
+// before, negative, infinite, cut short, or in a partition of format version 1.
+TEST_F(PartitionStoreTest, DamagedRankFloorsAreRefused) {
+  const IndexView& view = built_[2].view;
+  const auto with_floors = std::find_if(view.lexicon.begin(), view.lexicon.end(), [](const auto& e) { return e.second.rank_count >= 2; });
+  ASSERT_NE(with_floors, view.lexicon.end());
+  const TermInfo& info = with_floors->second;
+  const auto row = [&](const std::vector<Score>& floors, size_t cut) {
+    ByteWriter entry;  // the row as put_term writes it
+    entry.u32(info.df);
+    entry.u64(info.cf);
+    entry.u32(info.words);
+    entry.u32(crc32_of(view.postings.data() + info.offset, size_t{info.words} * 4));
+    entry.u8(kTermTops);
+    for (const Posting& top : view.tops(info)) entry.u32(top.doc), entry.u32(top.freq);
+    entry.u8(static_cast<uint8_t>(floors.size()));
+    for (const Score floor : floors) entry.u32(std::bit_cast<uint32_t>(floor));
+    std::string value = entry.take();
+    return value.substr(0, value.size() - cut);
+  };
+  const std::vector<Score> good(view.rank_floors(info).begin(), view.rank_floors(info).end());
+  std::vector<std::pair<std::string, std::string>> cases;
+  cases.push_back({"seven floors", row(std::vector<Score>(kRankFloors.size() + 1, 1.0f), 0)});
+  cases.push_back({"none", row({}, 0)});
+  cases.push_back({"rising", row({good[1], good[0] + 1}, 0)});
+  cases.push_back({"negative", row({good[0], -1.0f}, 0)});
+  cases.push_back({"infinite", row({std::numeric_limits<Score>::infinity(), good[1]}, 0)});
+  cases.push_back({"cut short", row(good, 2)});
+  for (const auto& [what, value] : cases) {
+    SCOPED_TRACE(what);
+    fs::remove_all(dir_);
+    write_index(built_, dir_.string());
+    put_raw(part(2), "lexicon", with_floors->first, value);
+    expect_refused(part(2), "its rank floors");
+  }
+  // The same row, well formed, in a partition that says it is of format version 1.
+  fs::remove_all(dir_);
+  write_index(built_, dir_.string());
+  put_raw(part(2), "lexicon", with_floors->first, row(good, 0));
+  put_raw(part(2), "meta", "format_version", "1");
+  expect_refused(part(2), "its rank floors");
+}
+
 TEST_F(PartitionStoreTest, RefusesANewerFormatVersion) {
   put_raw(part(0), "meta", "format_version", "99");
-  expect_refused(part(0), "format version 99");
+  expect_refused(part(0), "format version 99, this build reads versions 1 to 2; upgrade this service");
 }
 
 TEST_F(PartitionStoreTest, RefusesChangedContent) {

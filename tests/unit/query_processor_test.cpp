@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <limits>
 #include <atomic>
+#include <map>
 #include <random>
 #include <thread>
 
@@ -248,9 +249,10 @@ TEST(TopkQueue, AFloorAdmitsItsTiesAndKeepsOutWhatIsBelow) {
   }
 }
 
-// The floor of an OR query from its terms' best postings (TermInfo::tops): never above the k-th
-// best score the query has, above zero for most queries of frequent terms, and the answers of all
-// three OR algorithms with it are those without it, hit for hit, for k from 1 to past kTermTops.
+// The floor of an OR query from its terms' best postings (TermInfo::tops) and, past kTermTops,
+// their rank floors (TermInfo::ranks): never above the k-th best score the query has, above zero
+// for most queries of frequent terms, and the answers of all three OR algorithms with it are those
+// without it, hit for hit, for k from 1 to kMaxTopK.
 TEST(CpuQueryProcessor, TheTermsBestPostingsFloorOrWithoutChangingIt) {
   const uint64_t seed = testing::test_seed() + 23;
   std::mt19937_64 rng(seed);
@@ -268,31 +270,68 @@ TEST(CpuQueryProcessor, TheTermsBestPostingsFloorOrWithoutChangingIt) {
     builder.add_analyzed({"d" + std::to_string(doc++), "", "", 0}, terms);
   });
   const std::vector<BuiltPartition> built = builder.build();
-  const auto queries = synthetic::generate_queries(200, params.vocabulary, 4, seed + 1);
-  size_t floored = 0, searches = 0;
+  const auto queries = synthetic::generate_queries(120, params.vocabulary, 4, seed + 1);
+  const std::vector<size_t> ks{1, 3, 10, 11, 20, 35, 100, 150, 1000};
+  std::map<size_t, size_t> floored;  // by k
+  size_t searches_per_k = 0;
   for (const BuiltPartition& part : built) {
     ASSERT_FALSE(part.view.term_tops.empty());
+    ASSERT_FALSE(part.view.term_rank_floors.empty());
     for (OrAlgorithm algorithm : {OrAlgorithm::kTiles, OrAlgorithm::kMaxScore, OrAlgorithm::kBlockMaxWand}) {
       const CpuQueryProcessor with(part.view, {algorithm, true}), without(part.view, {algorithm, false});
       for (const auto& terms : queries) {
-        for (size_t k : {size_t{1}, size_t{3}, size_t{10}, size_t{11}, size_t{100}}) {
+        for (size_t k : ks) {
           const Query query(terms, QueryMode::kOr, k);
           const QueryResult a = with.search(query), b = without.search(query);
           ASSERT_TRUE(testing::identical_hits(b.hits, a.hits)) << "k " << k << " seed " << seed;
           const QueryScoring scoring = score_query(query, part.view);
           const Score floor = or_floor(scoring, part.view, k);
-          if (k > kTermTops) {
-            EXPECT_EQ(floor, 0);
-          } else if (b.hits.size() == k) {
+          if (b.hits.size() == k) {
             // Hits carry BM25 scores; the floor is in the query's units.
             EXPECT_LE(floor * scoring.score_of_unit, b.hits.back().score) << "k " << k << " seed " << seed;
+          } else {
+            EXPECT_EQ(floor, 0) << "k " << k << ": fewer hits than k, yet a floor";
           }
-          floored += floor > 0, ++searches;
+          floored[k] += floor > 0;
         }
+        ++searches_per_k;
       }
     }
   }
-  EXPECT_GT(floored, searches / 3) << "the floor should be there for most of these queries";
+  for (size_t k : ks) {
+    EXPECT_GT(floored[k], k <= 100 ? searches_per_k / 3 : size_t{0}) << "the floor should be there for most of these queries at k " << k;
+  }
+}
+
+// A list's rank floors against its scores sorted: never above the r-th best, at most a 256th of
+// the largest below it, one for each rank the list reaches; on fresh random scores each run, ties
+// and zeros included.
+TEST(RankFloors, AreAtMostTheRthBestAndCloseToIt) {
+  const uint64_t seed = testing::test_seed() + 29;
+  std::mt19937_64 rng(seed);
+  std::vector<Score> floors;
+  for (int round = 0; round < 300; ++round) {
+    const size_t size = std::uniform_int_distribution<size_t>(0, 3000)(rng);
+    std::vector<Score> scores(size);
+    const int kind = round % 3;  // spread, few distinct values, a few large among small
+    for (Score& score : scores) {
+      score = kind == 0   ? std::uniform_real_distribution<float>(0, 20)(rng)
+              : kind == 1 ? static_cast<float>(std::uniform_int_distribution<int>(0, 4)(rng))
+                          : (std::uniform_int_distribution<int>(0, 99)(rng) == 0 ? 50.0f : std::uniform_real_distribution<float>(0, 1)(rng));
+    }
+    compute_rank_floors(scores, floors);
+    std::vector<Score> sorted = scores;
+    std::sort(sorted.begin(), sorted.end(), std::greater<Score>());
+    size_t expected = 0;
+    while (expected < kRankFloors.size() && kRankFloors[expected] <= size) ++expected;
+    ASSERT_EQ(floors.size(), expected) << "size " << size << " seed " << seed;
+    const Score largest = sorted.empty() ? 0 : sorted.front();
+    for (size_t r = 0; r < floors.size(); ++r) {
+      const Score best = sorted[kRankFloors[r] - 1];
+      EXPECT_LE(floors[r], best) << "rank " << kRankFloors[r] << " seed " << seed;
+      EXPECT_GE(floors[r], best - largest / 256 * 1.001f) << "rank " << kRankFloors[r] << " seed " << seed;
+    }
+  }
 }
 
 // A run on a thread of its own (the GPU's batches when no batch executor is free): not ready while
