@@ -18,6 +18,7 @@
 #include "leaf/gpu/or_tiles.hpp"
 #include "leaf/gpu/task_decode.cuh"
 #include "leaf/gpu/topk_select.cuh"
+#include "leaf/query/cpu_query_processor.hpp"
 
 namespace warp::gpu {
 namespace {
@@ -192,6 +193,7 @@ struct BatchExecutor::Prepared {
   const Query* query = nullptr;
   std::vector<QueryList> lists;  // shortest first for AND
   float score_of_unit = 1;      // the query's score units (bm25.hpp)
+  Score or_floor = 0;           // OR: where θ starts (OrTileQuery::floor)
   bool missing_term = false;
   size_t blocks_total = 0;
   uint32_t candidate_offset = 0, candidate_slots = 0;
@@ -416,6 +418,7 @@ void BatchExecutor::start(std::span<const Query> queries) {
       p.query = &query;
       const QueryScoring scoring = score_query(query, index);
       p.score_of_unit = scoring.score_of_unit;
+      if (options_.or_floor && query.mode != QueryMode::kAnd) p.or_floor = or_floor(scoring, index, query.k);
       for (size_t t = 0; t < scoring.terms.size(); ++t) {
         DeviceList list;
         const TermInfo* info = nullptr;
@@ -738,7 +741,7 @@ bool BatchExecutor::launch_or(std::vector<Prepared>& batch, std::vector<QueryRes
     // One launch per stage for the whole batch (or_tiles.hpp).
     Job& job = *job_;
     job.or_queries.resize(n);
-    for (size_t q = 0; q < n; ++q) job.or_queries[q] = {batch[q].lists, static_cast<uint32_t>(batch[q].query->k)};
+    for (size_t q = 0; q < n; ++q) job.or_queries[q] = {batch[q].lists, static_cast<uint32_t>(batch[q].query->k), batch[q].or_floor};
     job.or_launched = b.or_tiles->launch(job.or_queries, {b.or_keys, b.key_row, &b.topk}, b.stream);
     return true;
   }

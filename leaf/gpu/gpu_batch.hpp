@@ -31,6 +31,9 @@ struct BatchOptions {
   size_t executors = 2;        // batches in flight: a BatchExecutor (stream, buffers) and a dispatcher thread each
   TopkMethod topk = TopkMethod::kBucketSelect;
   OrMethod or_method = OrMethod::kTiles;
+  // OR tiles: θ never below the query's floor from its terms' best postings and rank floors
+  // (or_floor, cpu_query_processor.hpp); off only to measure it (gpu_bench --no-or-floor).
+  bool or_floor = true;
   bool search_compressed = true;
   // Memory sized by the work, not by documents × queries (25M-document partition at the defaults:
   // 0.5 GB a stream, 0.8 GB a scheduler executor; RESULTS.md): an AND query whose shortest list

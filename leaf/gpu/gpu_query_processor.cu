@@ -12,6 +12,7 @@
 #include "leaf/gpu/list_decode.cuh"
 #include "leaf/gpu/or_tiles.hpp"
 #include "leaf/gpu/topk_select.cuh"
+#include "leaf/query/cpu_query_processor.hpp"
 #include "common/util/cuda_check.cuh"
 
 namespace warp::gpu {
@@ -145,6 +146,7 @@ GpuQueryProcessor::GpuQueryProcessor(const IndexView& index, GpuProcessorOptions
   if (options.batch.threshold > 0) {
     options_.batch.topk = options.topk;
     options_.batch.or_method = options.or_method;
+    options_.batch.or_floor = options.or_floor;
     options_.batch.search_compressed = options.search_compressed;
     batcher_ = std::make_unique<Batcher>(device_, options_.batch);
     return;
@@ -156,6 +158,7 @@ GpuQueryProcessor::GpuQueryProcessor(const IndexView& index, GpuProcessorOptions
   BatchOptions batch = options_.batch;
   batch.topk = options.topk;
   batch.or_method = options.or_method;
+  batch.or_floor = options.or_floor;
   batch.search_compressed = options.search_compressed;
   batch.threshold = size_t{1} << 40;  // the caller sizes its batches: buffers for the largest AND candidates
   for (size_t i = 0; i < options.batch_executors; ++i) {
@@ -412,7 +415,7 @@ QueryResult GpuQueryProcessor::search_or(Lane& b, const QueryScoring& scoring, s
       lists.push_back({list, scoring.scoring[i].unit_weight, scoring.scoring[i].bound_scale});
     }
     if (lists.empty()) return result;
-    const OrTileQuery query{lists, static_cast<uint32_t>(k)};
+    const OrTileQuery query{lists, static_cast<uint32_t>(k), options_.or_floor ? or_floor(scoring, index, k) : 0};
     OrTileAnswer answer = std::move(b.or_tiles->run({&query, 1}, {b.topk.keys, b.topk.capacity, &b.topk}, b.stream)[0]);
     result.hits = std::move(answer.hits);
     units_to_scores(result.hits, scoring);

@@ -31,6 +31,7 @@ struct GpuProcessorOptions {
   size_t lanes = 4;
   TopkMethod topk = TopkMethod::kBucketSelect;
   OrMethod or_method = OrMethod::kTiles;
+  bool or_floor = true;  // BatchOptions::or_floor
   // AND over LRC-coded lists: search the compressed lists element-wise (Ao et al. Algorithm 1)
   // instead of selecting and decoding blocks.
   bool search_compressed = true;

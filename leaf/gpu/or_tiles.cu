@@ -1,6 +1,7 @@
 #include "leaf/gpu/or_tiles.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -309,7 +310,8 @@ OrTiles::Launched OrTiles::launch(std::span<const OrTileQuery> queries, const Or
   uint32_t lists = 0, block_size = 128, max_k = 1, sparse = 0, sparse_blocks = 0;
   bool any = false;
   for (size_t i = 0; i < n; ++i) {
-    host.queries[i] = {lists, static_cast<uint32_t>(queries[i].lists.size()), std::max<uint32_t>(1, queries[i].k), 0};
+    host.queries[i] = {lists, static_cast<uint32_t>(queries[i].lists.size()), std::max<uint32_t>(1, queries[i].k), 0,
+                       std::bit_cast<uint32_t>(std::max(queries[i].floor, Score{0}))};
     for (const auto& [list, weight, bound_scale] : queries[i].lists) {
       block_size = list.block_size;
       host.sparse_slots[lists] = kDenseList;

@@ -45,6 +45,8 @@ namespace warp::gpu {
 struct OrTileQuery {
   std::span<const QueryList> lists;  // with their BM25 weights in the query's score units
   uint32_t k = 0;
+  // A score in those units that the k-th best is known to reach (or_floor), or 0: θ starts there.
+  Score floor = 0;
 };
 
 struct OrTileAnswer {

@@ -29,6 +29,7 @@ struct RunSizes {
 
 struct EngineQuery {
   uint32_t list_begin, list_count, k, dense_lists;  // dense: not decoded whole into the sparse postings
+  uint32_t floor_bits;  // OrTileQuery::floor as float bits: θ is never below it
 };
 
 // A short list without slice maxima of its own (DeviceIndex keeps them for the long lists):
@@ -267,6 +268,9 @@ __global__ void __launch_bounds__(kPlanThreads) theta_kernel(const EngineQuery* 
       theta_bits |= sub_bucket << (31 - 2 * kBucketBits);
     }
   }
+  // The query's floor (positive floats order as their bits): a lower bound on the k-th best as
+  // much as the candidates' bucket is, often far higher in the first rounds at large k.
+  theta_bits = max(theta_bits, queries[qi].floor_bits);
   const float cut = __uint_as_float(theta_bits);
   uint32_t rank_bucket = 0, rank_above;
   if (rank > 0 && !find_rank<kPlanThreads>(s.bound_buckets, rank, rank_bucket, rank_above)) rank_bucket = 0;

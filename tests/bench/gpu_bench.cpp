@@ -210,6 +210,7 @@ size_t batch_clients = 0;       // --batch-clients (0: enough to fill every stre
 size_t timed_passes = 3;        // --passes
 std::vector<size_t> table_ks = {10, 1000};  // --ks
 gpu::OrMethod table_or_method = gpu::OrMethod::kTiles;  // --or-unstaged: kTilesUnstaged
+bool table_or_floor = true;                              // --no-or-floor: false
 
 void query_table(const IndexView& view, const std::vector<std::vector<std::string>>& raw, size_t batch_threshold) {
   const char* stage_times = std::getenv("WARP_GPU_STAGE_TIMES");
@@ -217,6 +218,7 @@ void query_table(const IndexView& view, const std::vector<std::vector<std::strin
   gpu::GpuProcessorOptions single_options;
   single_options.lanes = 1;
   single_options.or_method = table_or_method;
+  single_options.or_floor = table_or_floor;
   gpu::GpuQueryProcessor gpu_single(view, single_options);
   gpu::GpuProcessorOptions dense_options;
   dense_options.lanes = 1;
@@ -225,9 +227,11 @@ void query_table(const IndexView& view, const std::vector<std::vector<std::strin
   gpu::GpuProcessorOptions lanes_options;
   lanes_options.lanes = 8;
   lanes_options.or_method = table_or_method;
+  lanes_options.or_floor = table_or_floor;
   gpu::GpuQueryProcessor gpu_lanes(view, lanes_options);
   gpu::GpuProcessorOptions batched_options;
   batched_options.or_method = table_or_method;
+  batched_options.or_floor = table_or_floor;
   batched_options.batch = {.threshold = batch_threshold, .max_queries = batch_max_queries, .max_wait_us = 1000,
                            .executors = batch_streams};
   gpu::GpuQueryProcessor gpu_batched(view, batched_options);
@@ -463,7 +467,8 @@ int main(int argc, char** argv) {
       .value("ks", "10,1000", "k of the query tables")
       .value("devices-table", "", "GOV2-like preset: batched queries on one GPU against replicas on these, e.g. 0,1 (instead of the query table)")
       .boolean("no-intersection", "skip the intersection table")
-      .boolean("or-unstaged", "OR tiles without pass 2's MaxScore stages (A/B)");
+      .boolean("or-unstaged", "OR tiles without pass 2's MaxScore stages (A/B)")
+      .boolean("no-or-floor", "the GPU's OR tiles with θ from the candidates alone, not from the query's floor too (A/B)");
   try {
     flags.parse(argc, argv);
     if (flags.help_requested()) return std::printf("%s", flags.help_text().c_str()), 0;
@@ -472,6 +477,7 @@ int main(int argc, char** argv) {
     batch_clients = static_cast<size_t>(flags.count("batch-clients"));
     timed_passes = std::max<size_t>(1, flags.count("passes"));
     if (flags.is_set("or-unstaged")) table_or_method = gpu::OrMethod::kTilesUnstaged;
+    table_or_floor = !flags.is_set("no-or-floor");
     table_modes.clear();
     std::stringstream modes(flags.get("modes"));
     for (std::string mode; std::getline(modes, mode, ',');) table_modes.push_back(parse_query_mode(mode));

@@ -887,6 +887,45 @@ TEST(GpuGov2Preset, ScaledPresetMatchesTheCpu) {
   }
 }
 
+// The query's floor (its terms' best postings for k up to 10, their rank floors past it) as θ's
+// start: on the scaled GOV2-like preset, OR and AND+OR at k from 10 to 1,000 answer as the CPU does
+// and as the tiles without the floor do, singly and batched, and at k = 1,000, where θ from the
+// first pass's candidates alone is lowest, the log decodes fewer blocks with the floor.
+TEST(GpuOrPruning, TheQuerysFloorSkipsWorkAndChangesNoAnswer) {
+  WARP_REQUIRE_GPU();
+  synthetic::Gov2Params params;
+  params.documents = 300000;
+  params.queries = 120;
+  params.postings_per_query = 60000;
+  params.seed = testing::test_seed() + 7;
+  const synthetic::Gov2Collection c = synthetic::make_gov2_like(params);
+  ASSERT_FALSE(c.view.term_rank_floors.empty());
+  CpuQueryProcessor cpu(c.view);
+  gpu::GpuProcessorOptions without_options;
+  without_options.or_floor = false;
+  gpu::GpuQueryProcessor with(c.view), without(c.view, without_options);
+  gpu::GpuProcessorOptions batched_options;
+  batched_options.batch = {.threshold = 100000, .max_queries = 8};
+  gpu::GpuQueryProcessor batched(c.view, batched_options);
+  uint64_t blocks_with = 0, blocks_without = 0;
+  for (size_t q = 0; q < c.queries.size(); ++q) {
+    for (QueryMode mode : {QueryMode::kOr, QueryMode::kAndOr}) {
+      for (size_t k : {size_t{10}, size_t{20}, size_t{100}, size_t{1000}}) {
+        const Query query{c.queries[q], mode, k};
+        const QueryResult expected = cpu.search(query);
+        const QueryResult a = with.search(query), b = without.search(query);
+        ASSERT_TRUE(testing::identical_hits(expected.hits, a.hits)) << "query " << q << " k " << k << " seed " << params.seed;
+        ASSERT_TRUE(testing::identical_hits(expected.hits, b.hits)) << "query " << q << " k " << k << " seed " << params.seed;
+        ASSERT_TRUE(testing::identical_hits(expected.hits, batched.search(query).hits)) << "query " << q << " k " << k << " seed " << params.seed;
+        if (mode == QueryMode::kOr && k == 1000) blocks_with += a.stats.blocks_decoded, blocks_without += b.stats.blocks_decoded;
+      }
+    }
+  }
+  EXPECT_LT(blocks_with, blocks_without) << "OR top-1000 decoded " << blocks_with << " blocks with the floor, " << blocks_without << " without";
+  std::printf("OR top-1000 over %zu queries: %llu blocks decoded with the floor, %llu without\n", c.queries.size(),
+              static_cast<unsigned long long>(blocks_with), static_cast<unsigned long long>(blocks_without));
+}
+
 // Queries of 65, 200 and 1,000 terms (repeats included: query-term frequency) on every path: lanes,
 // PARA batches (several long queries in one batch, from concurrent clients), dense accumulators,
 // answers identical to the CPU's. Batches took at most 64 terms once; longer ones killed the process.
