@@ -45,17 +45,21 @@ inline constexpr uint32_t kNoTermTops = 0xFFFFFFFFu;
 
 // The same floor for larger k, from scores instead of postings: a term's rank floors are, for each
 // rank r of kRankFloors its list in the partition reaches, a score that at least r of its postings
-// reach (in the index's BM25, the units of the stored block maxima), at most 1/256 of the list's
-// maximum below its r-th best (compute_rank_floors below). The smallest rank at or past k
-// gives a floor for k past kTermTops. Computed with the index's k1 and b, and again by
-// IndexView::rescore for others. Stored after the best postings (format version 2).
+// reach (in the index's BM25, the units of the stored block maxima), within a 256th of the range
+// counted below its r-th best (compute_rank_floors below). The smallest rank at or past k gives a
+// floor for k past kTermTops. Computed with the index's k1 and b, and again by IndexView::rescore
+// for others. Stored after the best postings (format version 2).
 inline constexpr std::array<uint32_t, 6> kRankFloors{20, 50, 100, 200, 500, 1000};
-// A list's rank floors from its postings' scores (TermInfo::ranks): for each rank r of kRankFloors
-// the list reaches, the smallest score of the postings in the highest buckets (256 from the list's
-// maximum down) that hold r of them together. At least r postings score that much, so it is never
-// above the r-th best, and at most a bucket below it; one pass, where selecting each rank exactly
-// cost the back end a pass a rank.
-void compute_rank_floors(std::span<const Score> scores, std::vector<Score>& floors);
+// A list's rank floors from its postings' scores (TermInfo::ranks), never above the r-th best: one
+// pass counting the postings into 256 buckets from a low end up to the list's maximum, a rank's
+// floor the lower edge of the bucket where the count from the top reaches it. The low end is 0, or
+// with `block_maxima` (the encoded list's, of blocks of `block_size` postings; optional) and at
+// least R blocks for R the largest rank wanted, the R-th largest block maximum (R postings reach
+// it, one a block): a long list's pass then counts only the postings of the blocks reaching it,
+// about R blocks whatever its length. Each bucket's smallest score kept too, or each rank selected
+// exactly, cost the encoder 5-30 ns a posting on the development VM.
+void compute_rank_floors(std::span<const Score> scores, std::span<const Score> block_maxima, size_t block_size,
+                         std::vector<Score>& floors);
 
 struct TermInfo {
   uint32_t df = 0;          // collection-wide document frequency

@@ -99,7 +99,8 @@ Gov2Collection make_gov2_like(const Gov2Params& params) {
         for (size_t j = 0; j < postings.size(); ++j) scores[j] = bm25_score(weight, postings[j].freq, view.length_norms[postings[j].doc]);
         encoded[i] = encode_posting_list(postings, scores, codec);
         best_postings(postings, scores, bests[i].tops);
-        compute_rank_floors(scores, bests[i].rank_floors);
+        const PostingListView view = PostingListView::parse(encoded[i].data(), encoded[i].size(), std::string());
+        compute_rank_floors(scores, {view.block_max_score, view.block_count}, codec.block_size(), bests[i].rank_floors);
       }
     });
   }

@@ -170,7 +170,8 @@ TEST_F(PartitionStoreTest, OtherBm25ParametersRescoreTheBounds) {
     for (const Posting& p : decode_posting_list(view.list(term, info))) {
       scores.push_back(bm25_score(weight, p.freq, view.length_norms[p.doc - view.meta.doc_begin]));
     }
-    compute_rank_floors(scores, floors);
+    const PostingListView list = view.list(term, info);
+    compute_rank_floors(scores, {list.block_max_score, list.block_count}, list.codec->block_size(), floors);
     const auto stored = view.rank_floors(info);
     ASSERT_TRUE(std::equal(floors.begin(), floors.end(), stored.begin(), stored.end())) << term;
     with += !floors.empty();

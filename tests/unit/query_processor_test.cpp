@@ -304,14 +304,16 @@ TEST(CpuQueryProcessor, TheTermsBestPostingsFloorOrWithoutChangingIt) {
 }
 
 // A list's rank floors against its scores sorted: never above the r-th best, at most a 256th of
-// the largest below it, one for each rank the list reaches; on fresh random scores each run, ties
-// and zeros included.
+// the largest below it, one for each rank the list reaches, with block maxima and without; on fresh
+// random scores each run, ties and zeros included, lists up to 300,000 long.
 TEST(RankFloors, AreAtMostTheRthBestAndCloseToIt) {
   const uint64_t seed = testing::test_seed() + 29;
   std::mt19937_64 rng(seed);
   std::vector<Score> floors;
   for (int round = 0; round < 300; ++round) {
-    const size_t size = std::uniform_int_distribution<size_t>(0, 3000)(rng);
+    // Lists of a few postings to thousands, and some long enough for the blocks' low end.
+    const size_t size = round % 10 == 9 ? std::uniform_int_distribution<size_t>(128000, 300000)(rng)
+                                        : std::uniform_int_distribution<size_t>(0, 3000)(rng);
     std::vector<Score> scores(size);
     const int kind = round % 3;  // spread, few distinct values, a few large among small
     for (Score& score : scores) {
@@ -319,17 +321,25 @@ TEST(RankFloors, AreAtMostTheRthBestAndCloseToIt) {
               : kind == 1 ? static_cast<float>(std::uniform_int_distribution<int>(0, 4)(rng))
                           : (std::uniform_int_distribution<int>(0, 99)(rng) == 0 ? 50.0f : std::uniform_real_distribution<float>(0, 1)(rng));
     }
-    compute_rank_floors(scores, floors);
+    // Without block maxima, and with the maxima of 128-score blocks (a long list's low end).
+    std::vector<Score> maxima;
+    for (size_t b = 0; b < size; b += 128) maxima.push_back(*std::max_element(scores.begin() + b, scores.begin() + std::min(size, b + 128)));
+    std::vector<Score> with_maxima;
+    compute_rank_floors(scores, maxima, 128, with_maxima);
+    compute_rank_floors(scores, {}, 128, floors);
+    ASSERT_EQ(with_maxima.size(), floors.size());
+    floors.insert(floors.end(), with_maxima.begin(), with_maxima.end());
     std::vector<Score> sorted = scores;
     std::sort(sorted.begin(), sorted.end(), std::greater<Score>());
     size_t expected = 0;
     while (expected < kRankFloors.size() && kRankFloors[expected] <= size) ++expected;
-    ASSERT_EQ(floors.size(), expected) << "size " << size << " seed " << seed;
+    ASSERT_EQ(floors.size(), 2 * expected) << "size " << size << " seed " << seed;
     const Score largest = sorted.empty() ? 0 : sorted.front();
-    for (size_t r = 0; r < floors.size(); ++r) {
+    for (size_t i = 0; i < floors.size(); ++i) {
+      const size_t r = i % expected;
       const Score best = sorted[kRankFloors[r] - 1];
-      EXPECT_LE(floors[r], best) << "rank " << kRankFloors[r] << " seed " << seed;
-      EXPECT_GE(floors[r], best - largest / 256 * 1.001f) << "rank " << kRankFloors[r] << " seed " << seed;
+      EXPECT_LE(floors[i], best) << "rank " << kRankFloors[r] << " seed " << seed;
+      EXPECT_GE(floors[i], best - largest / 256 * 1.001f) << "rank " << kRankFloors[r] << " seed " << seed;
     }
   }
 }
