@@ -170,9 +170,12 @@ bool PartitionEncoder::encode(std::span<const Posting> all, uint64_t cf, TermInf
   encode_posting_list(slice, scores, codec_, words);
   if (bests != nullptr) {
     best_postings(slice, scores, bests->tops);
-    // The list's block maxima as encoded: a long list's floors then count only its best postings.
-    const PostingListView encoded = PostingListView::parse(words.data(), words.size(), std::string());
-    compute_rank_floors(scores, {encoded.block_max_score, encoded.block_count}, codec_.block_size(), bests->rank_floors);
+    bests->rank_floors.clear();
+    if (slice.size() >= kRankFloors[0]) {
+      // The list's block maxima as encoded: a long list's floors then count only its best postings.
+      const PostingListView encoded = PostingListView::parse(words.data(), words.size(), std::string());
+      compute_rank_floors(scores, {encoded.block_max_score, encoded.block_count}, codec_.block_size(), bests->rank_floors);
+    }
   }
   info.df = static_cast<uint32_t>(all.size());
   info.cf = cf;
