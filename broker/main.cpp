@@ -43,6 +43,11 @@ int run(int argc, char** argv) {
   flags.parse(argc, argv);
   if (flags.help_requested()) return std::printf("%s", flags.help_text().c_str()), 0;
   const auto [host, port] = warp::http::parse_host_port(flags.get("listen"), "--listen");
+  // Before anything starts (the cluster's name resolution, the listeners): a bad value is refused
+  // like every other flag's.
+  if (flags.get("search-path") != "direct" && flags.get("search-path") != "zmq") {
+    throw warp::Error("--search-path must be direct or zmq, not '" + flags.get("search-path") + "'");
+  }
   warp::install_stop_handlers();
 
   auto registry = std::make_shared<prometheus::Registry>();
@@ -68,10 +73,6 @@ int run(int argc, char** argv) {
   options.auth = auth.get();
   options.admin_listener = !flags.get("admin-listen").empty();
   options.zmq_io_threads = flags.count("zmq-io-threads");
-  if (flags.get("search-path") != "direct" && flags.get("search-path") != "zmq") {
-    std::fprintf(stderr, "warp-broker: --search-path must be direct or zmq\n");
-    return 2;
-  }
   options.direct_search = flags.get("search-path") == "direct";
   if (options.max_query_bytes == 0 || options.max_terms == 0) throw warp::Error("--max-query-bytes and --max-terms must be > 0");
   // Half the cores by default: on the GPU machine the cluster's uncached load ran with less CPU a

@@ -39,6 +39,11 @@ try:
                            capture_output=True, text=True, timeout=30)
         if r.returncode == 0 or "--cpu-wake-latency-us must be" not in r.stderr:
             h.fail("--cpu-wake-latency-us %s: exit %d, %s" % (bad, r.returncode, r.stderr))
+    # Another flag's bad value, the same way (it once exited 2 after the cluster had started).
+    r = subprocess.run([h.broker, "--partition", "0=tcp://127.0.0.1:1", "--search-path", "carrier-pigeon"],
+                       capture_output=True, text=True, timeout=30)
+    if r.returncode != 1 or "--search-path must be direct or zmq, not 'carrier-pigeon'" not in r.stderr:
+        h.fail("--search-path carrier-pigeon: exit %d, %s" % (r.returncode, r.stderr))
 
     writable = os.access(DEVICE, os.W_OK)
     baseline = in_force() if writable else None
