@@ -4,8 +4,10 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -71,9 +73,15 @@ struct TermInfo {
   uint32_t rank_count = 0;      // (kRankFloors[i] for i < rank_count)
 };
 
+// The lexicon's hash, for lookups by std::string_view as well as std::string (heterogeneous lookup).
+struct TermHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view term) const noexcept { return std::hash<std::string_view>{}(term); }
+};
+
 struct IndexView {
   PartitionMeta meta;
-  std::unordered_map<std::string, TermInfo> lexicon;
+  std::unordered_map<std::string, TermInfo, TermHash, std::equal_to<>> lexicon;
   std::vector<uint32_t> postings;       // lists back to back, then kReadPaddingWords words
   std::vector<uint32_t> doc_lengths;    // by doc - meta.doc_begin
   std::vector<float> length_norms;      // bm25_length_norm of each document, for meta.bm25
@@ -81,7 +89,8 @@ struct IndexView {
   std::vector<Posting> term_tops;       // TermInfo::tops: kTermTops postings a term, best first
   std::vector<Score> term_rank_floors;  // TermInfo::ranks: a term's floors at kRankFloors
 
-  const TermInfo* find(const std::string& term) const {
+  // Looked up by its text wherever it lives (a request's bytes too): no string is made for it.
+  const TermInfo* find(std::string_view term) const {
     auto it = lexicon.find(term);
     return it == lexicon.end() ? nullptr : &it->second;
   }
