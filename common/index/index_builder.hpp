@@ -80,16 +80,16 @@ std::vector<BuiltPartition> build_partitions(const BuildOptions& options, const 
 PartitionMeta partition_meta(const BuildOptions& options, uint32_t partition, std::span<const DocId> bounds,
                              const CollectionStats& stats);
 
-// Encodes one partition's part of each term's list: the postings in [meta.doc_begin, doc_end),
-// scored with the partition's length norms and the collection's statistics (meta.stats), block
-// maxima included. The one encoder of both builds: the in-memory build_partitions and the
-// indexer's out-of-core back end, so their partitions are identical.
 // What the encoder keeps of a term's best in one partition besides its list, for the OR's floor.
 struct TermBests {
   std::vector<Posting> tops;       // its kTermTops best postings (TermInfo::tops), or none
   std::vector<Score> rank_floors;  // one for each of kRankFloors its list reaches (TermInfo::ranks)
 };
 
+// Encodes one partition's part of each term's list: the postings in [meta.doc_begin, doc_end),
+// scored with the partition's length norms and the collection's statistics (meta.stats), block
+// maxima included. The one encoder of both builds: the in-memory build_partitions and the
+// indexer's out-of-core back end, so their partitions are identical.
 class PartitionEncoder {
  public:
   // `doc_lengths`: of the partition's documents, by doc - meta.doc_begin.

@@ -110,7 +110,7 @@ void IndexView::rescore(const Bm25Params& params) {
     // are documents, scored by each query).
     if (info.rank_count > 0) {
       compute_rank_floors(scores, block_max, block_size, floors);
-      std::copy_n(floors.begin(), info.rank_count, term_rank_floors.begin() + info.ranks);
+      std::copy_n(floors.begin(), std::min<size_t>(info.rank_count, floors.size()), term_rank_floors.begin() + info.ranks);
     }
   }
 }

@@ -786,7 +786,13 @@ std::unique_ptr<Partition> open_partition(const std::string& dir, const OpenOpti
     run_parallel_tasks(slices, range_count, [&](size_t slice) {
       try {
         for (size_t i = slice * entries.size() / slices; i < (slice + 1) * entries.size() / slices; ++i) {
-          view.list(entries[i]->first, entries[i]->second);
+          const PostingListView list = view.list(entries[i]->first, entries[i]->second);
+          // A rank floor past the list's length would claim postings it does not have.
+          const uint32_t ranks = entries[i]->second.rank_count;
+          if (ranks > 0 && kRankFloors[ranks - 1] > list.count) {
+            throw Error("partition " + dir + ": damaged lexicon entry of term '" + entries[i]->first +
+                        "' (its rank floors: more ranks than its list has postings)");
+          }
         }
       } catch (const std::exception& e) {
         errors[slice] = e.what();

@@ -346,6 +346,27 @@ TEST_F(PartitionStoreTest, DamagedRankFloorsAreRefused) {
     put_raw(part(2), "lexicon", with_floors->first, value);
     expect_refused(part(2), "its rank floors");
   }
+  // Floors for more ranks than a term's list has postings (a term of fewer than 1,000 there).
+  const auto short_list = std::find_if(view.lexicon.begin(), view.lexicon.end(), [](const auto& e) {
+    return e.second.rank_count > 0 && e.second.rank_count < kRankFloors.size();
+  });
+  ASSERT_NE(short_list, view.lexicon.end());
+  {
+    const TermInfo& other = short_list->second;
+    ByteWriter entry;
+    entry.u32(other.df);
+    entry.u64(other.cf);
+    entry.u32(other.words);
+    entry.u32(crc32_of(view.postings.data() + other.offset, size_t{other.words} * 4));
+    entry.u8(kTermTops);
+    for (const Posting& top : view.tops(other)) entry.u32(top.doc), entry.u32(top.freq);
+    entry.u8(kRankFloors.size());
+    for (size_t r = 0; r < kRankFloors.size(); ++r) entry.u32(std::bit_cast<uint32_t>(1.0f));
+    fs::remove_all(dir_);
+    write_index(built_, dir_.string());
+    put_raw(part(2), "lexicon", short_list->first, entry.take());
+    expect_refused(part(2), "more ranks than its list has postings");
+  }
   // The same row, well formed, in a partition that says it is of format version 1.
   fs::remove_all(dir_);
   write_index(built_, dir_.string());
