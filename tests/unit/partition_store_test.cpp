@@ -233,6 +233,25 @@ void flip_bits(const fs::path& file, std::streamoff at, char mask) {
   f.put(static_cast<char>(c ^ mask));
 }
 
+// A term's lexicon row as SstRows::put_term writes it (its list's CRC from the view), with the
+// best postings given and, where `floors` is given, its rank floors' count and floors (none written
+// if it is null): put over the partition's own to damage it.
+std::string lexicon_row(const IndexView& view, const TermInfo& info, std::span<const Posting> tops,
+                        const std::vector<Score>* floors = nullptr) {
+  ByteWriter entry;
+  entry.u32(info.df);
+  entry.u64(info.cf);
+  entry.u32(info.words);
+  entry.u32(crc32_of(view.postings.data() + info.offset, size_t{info.words} * 4));
+  entry.u8(static_cast<uint8_t>(tops.size()));
+  for (const Posting& top : tops) entry.u32(top.doc), entry.u32(top.freq);
+  if (floors != nullptr) {
+    entry.u8(static_cast<uint8_t>(floors->size()));
+    for (const Score floor : *floors) entry.u32(std::bit_cast<uint32_t>(floor));
+  }
+  return entry.take();
+}
+
 void expect_refused(const std::string& dir, const std::string& needle) {
   try {
     open_partition(dir);
@@ -295,19 +314,7 @@ TEST_F(PartitionStoreTest, RowsWithoutBestPostingsOpenAndDamagedOnesAreRefused) 
   ASSERT_NE(with_tops, view.lexicon.end());
   std::vector<Posting> tops(view.tops(with_tops->second).begin(), view.tops(with_tops->second).end());
   tops[3].doc = view.meta.doc_end + 5;
-  std::string value;
-  {
-    // The row as put_term writes it, put over the partition's own.
-    ByteWriter entry;
-    entry.u32(with_tops->second.df);
-    entry.u64(with_tops->second.cf);
-    entry.u32(with_tops->second.words);
-    entry.u32(crc32_of(view.postings.data() + with_tops->second.offset, size_t{with_tops->second.words} * 4));
-    entry.u8(kTermTops);
-    for (const Posting& top : tops) entry.u32(top.doc), entry.u32(top.freq);
-    value = entry.take();
-  }
-  put_raw(part(2), "lexicon", with_tops->first, value);
+  put_raw(part(2), "lexicon", with_tops->first, lexicon_row(view, with_tops->second, tops));
   expect_refused(part(2), "a best posting outside the partition");
 }
 
@@ -319,16 +326,7 @@ TEST_F(PartitionStoreTest, DamagedRankFloorsAreRefused) {
   ASSERT_NE(with_floors, view.lexicon.end());
   const TermInfo& info = with_floors->second;
   const auto row = [&](const std::vector<Score>& floors, size_t cut) {
-    ByteWriter entry;  // the row as put_term writes it
-    entry.u32(info.df);
-    entry.u64(info.cf);
-    entry.u32(info.words);
-    entry.u32(crc32_of(view.postings.data() + info.offset, size_t{info.words} * 4));
-    entry.u8(kTermTops);
-    for (const Posting& top : view.tops(info)) entry.u32(top.doc), entry.u32(top.freq);
-    entry.u8(static_cast<uint8_t>(floors.size()));
-    for (const Score floor : floors) entry.u32(std::bit_cast<uint32_t>(floor));
-    std::string value = entry.take();
+    const std::string value = lexicon_row(view, info, view.tops(info), &floors);
     return value.substr(0, value.size() - cut);
   };
   const std::vector<Score> good(view.rank_floors(info).begin(), view.rank_floors(info).end());
@@ -351,22 +349,11 @@ TEST_F(PartitionStoreTest, DamagedRankFloorsAreRefused) {
     return e.second.rank_count > 0 && e.second.rank_count < kRankFloors.size();
   });
   ASSERT_NE(short_list, view.lexicon.end());
-  {
-    const TermInfo& other = short_list->second;
-    ByteWriter entry;
-    entry.u32(other.df);
-    entry.u64(other.cf);
-    entry.u32(other.words);
-    entry.u32(crc32_of(view.postings.data() + other.offset, size_t{other.words} * 4));
-    entry.u8(kTermTops);
-    for (const Posting& top : view.tops(other)) entry.u32(top.doc), entry.u32(top.freq);
-    entry.u8(kRankFloors.size());
-    for (size_t r = 0; r < kRankFloors.size(); ++r) entry.u32(std::bit_cast<uint32_t>(1.0f));
-    fs::remove_all(dir_);
-    write_index(built_, dir_.string());
-    put_raw(part(2), "lexicon", short_list->first, entry.take());
-    expect_refused(part(2), "more ranks than its list has postings");
-  }
+  fs::remove_all(dir_);
+  write_index(built_, dir_.string());
+  const std::vector<Score> six(kRankFloors.size(), 1.0f);
+  put_raw(part(2), "lexicon", short_list->first, lexicon_row(view, short_list->second, view.tops(short_list->second), &six));
+  expect_refused(part(2), "more ranks than its list has postings");
   // The same row, well formed, in a partition that says it is of format version 1.
   fs::remove_all(dir_);
   write_index(built_, dir_.string());
