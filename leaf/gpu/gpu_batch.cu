@@ -18,7 +18,6 @@
 #include "leaf/gpu/or_tiles.hpp"
 #include "leaf/gpu/task_decode.cuh"
 #include "leaf/gpu/topk_select.cuh"
-#include "leaf/query/cpu_query_processor.hpp"
 
 namespace warp::gpu {
 namespace {

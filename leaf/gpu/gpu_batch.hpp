@@ -32,7 +32,7 @@ struct BatchOptions {
   TopkMethod topk = TopkMethod::kBucketSelect;
   OrMethod or_method = OrMethod::kTiles;
   // OR tiles: θ never below the query's floor from its terms' best postings and rank floors
-  // (or_floor, cpu_query_processor.hpp); off only to measure it (gpu_bench --no-or-floor).
+  // (or_floor, query_processor.hpp); off only to measure it (gpu_bench --no-or-floor).
   bool or_floor = true;
   bool search_compressed = true;
   // Memory sized by the work, not by documents × queries (25M-document partition at the defaults:

@@ -12,7 +12,6 @@
 #include "leaf/gpu/list_decode.cuh"
 #include "leaf/gpu/or_tiles.hpp"
 #include "leaf/gpu/topk_select.cuh"
-#include "leaf/query/cpu_query_processor.hpp"
 #include "common/util/cuda_check.cuh"
 
 namespace warp::gpu {

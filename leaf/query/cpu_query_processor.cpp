@@ -1,9 +1,6 @@
 #include "leaf/query/cpu_query_processor.hpp"
 
 #include <algorithm>
-#include <array>
-#include <cmath>
-#include <functional>
 #include <memory>
 
 #include "common/util/status.hpp"
@@ -25,39 +22,6 @@ std::string_view or_algorithm_name(OrAlgorithm algorithm) {
     case OrAlgorithm::kTiles: return "tiles";
   }
   return "?";
-}
-
-Score or_floor(const QueryScoring& scoring, const IndexView& index, size_t k) {
-  if (k == 0) return 0;
-  if (k > kTermTops) {  // the terms' rank floors: the first rank at or past k
-    const size_t rank = static_cast<size_t>(std::lower_bound(kRankFloors.begin(), kRankFloors.end(), k) - kRankFloors.begin());
-    Score floor = 0;
-    for (size_t i = 0; i < scoring.terms.size(); ++i) {
-      if (scoring.infos[i] == nullptr) continue;
-      const std::span<const Score> floors = index.rank_floors(*scoring.infos[i]);
-      if (rank >= floors.size()) continue;
-      // In the query's units (an integer): the stored score scaled, less far more than the few
-      // roundings by which a posting's units, before their ceil, may differ from it.
-      floor = std::max(floor, static_cast<Score>(std::floor(double{floors[rank]} * scoring.scoring[i].bound_scale * (1 - 1e-5))));
-    }
-    return floor;
-  }
-  Score floor = 0;
-  std::array<Score, kTermTops> scores;
-  for (size_t i = 0; i < scoring.terms.size(); ++i) {
-    if (scoring.infos[i] == nullptr) continue;
-    const std::span<const Posting> tops = index.tops(*scoring.infos[i]);
-    if (tops.empty()) continue;
-    // Scored as PostingCursor::score() scores them: the same float operations, the same units.
-    for (size_t t = 0; t < kTermTops; ++t) {
-      scores[t] = bm25_units(scoring.scoring[i].unit_weight, tops[t].freq, index.length_norms[tops[t].doc - index.meta.doc_begin]);
-    }
-    // The k-th best of them (their order by the stored scores may differ from the query's units in
-    // the last bit; the k-th largest of these is still at most the list's k-th best).
-    std::nth_element(scores.begin(), scores.begin() + static_cast<std::ptrdiff_t>(k - 1), scores.end(), std::greater<Score>());
-    floor = std::max(floor, scores[k - 1]);
-  }
-  return floor;
 }
 
 QueryResult CpuQueryProcessor::search(const Query& query) const {

@@ -8,17 +8,10 @@ namespace warp {
 
 struct CpuProcessorOptions {
   OrAlgorithm or_algorithm = OrAlgorithm::kTiles;
-  // OR's top-k starts from the floor its terms' best postings give (TermInfo::tops) rather than
-  // from nothing; off only to measure what it saves (scheduler_bench --term-tops 0).
+  // OR's top-k starts from the floor its terms' best postings and rank floors give (or_floor)
+  // rather than from nothing; off only to measure what it saves (scheduler_bench --term-tops 0).
   bool term_tops_floor = true;
 };
-
-// The floor under the k-th best score of an OR query (in its score units): the largest, over its
-// terms with best postings, of the k-th best of those postings' scores for the term (each such
-// posting's document scores at least that much); past kTermTops, the largest of its terms' rank
-// floors at the first of kRankFloors at or past k (as many of the term's postings score at least
-// that much). 0 where no term has them.
-Score or_floor(const QueryScoring& scoring, const IndexView& index, size_t k);
 
 class CpuQueryProcessor final : public QueryProcessor {
  public:

@@ -32,6 +32,13 @@ struct QueryScoring {
 };
 QueryScoring score_query(const Query& query, const IndexView& index);
 
+// The floor under the k-th best score of an OR query, where the CPU's top-k and the GPU's θ start
+// (in its score units): the largest, over its terms with best postings, of the k-th best of those
+// postings' scores for the term (each such posting's document scores at least that much); past
+// kTermTops, the largest of its terms' rank floors at the first of kRankFloors at or past k (as
+// many of the term's postings score at least that much). 0 where no term has them.
+Score or_floor(const QueryScoring& scoring, const IndexView& index, size_t k);
+
 // Unit scores of hits to BM25 scores (exact: multiplication by a power of two).
 void units_to_scores(std::vector<Hit>& hits, const QueryScoring& scoring);
 

@@ -462,7 +462,7 @@ int run(int argc, char** argv) {
       .value("gpu-replicas", "1", "devices per partition (the leaf's --gpu-replicas)")
       .value("gpu-wait", "spin", "how a host thread waits for a stream where it does (the leaf's --gpu-wait: spin, yield, block; the scheduler's drivers poll)")
       .value("calibration-ms", "1500", "calibration per processor and partition")
-      .value("term-tops", "1", "0: the CPU's OR without the floor of its terms' best postings (TermInfo::tops), to measure it")
+      .value("term-tops", "1", "0: the CPU's OR without the floor of its terms' best postings and rank floors (or_floor), to measure it")
       .value("out", "scheduler_bench.csv", "CSV of every rate's figures")
       .value("cpu-cost-seconds", "0", "> 0: instead of the ladders, each load's searches on the CPU processor for this long by each of --cpu-cost-threads' thread counts, and the mean time of a search per thread (what a CPU thread's capacity for the load is made of; with --policies cpu, no GPU needed)")
       .value("cpu-cost-threads", "1", "--cpu-cost-seconds: threads searching at once, e.g. 1,12,16 (each count in turn)")
