@@ -104,13 +104,7 @@ std::vector<BuiltPartition> build_partitions(const BuildOptions& options, const 
       TermInfo info;
       uint64_t postings = 0;
       if (!encoder.encode(all, info, words, postings, &bests)) return;
-      if (!bests.tops.empty()) {
-        info.tops = static_cast<uint32_t>(view.term_tops.size());
-        view.term_tops.insert(view.term_tops.end(), bests.tops.begin(), bests.tops.end());
-      }
-      info.ranks = static_cast<uint32_t>(view.term_rank_floors.size());
-      info.rank_count = static_cast<uint32_t>(bests.rank_floors.size());
-      view.term_rank_floors.insert(view.term_rank_floors.end(), bests.rank_floors.begin(), bests.rank_floors.end());
+      keep_term_bests(view, info, bests);
       info.offset = view.postings.size();
       view.lexicon[term] = info;
       view.postings.insert(view.postings.end(), words.begin(), words.end());
@@ -154,6 +148,26 @@ void best_postings(std::span<const Posting> slice, std::span<const Score> scores
   for (uint32_t i : heap) tops.push_back(slice[i]);
 }
 
+void select_term_bests(std::span<const Posting> slice, std::span<const Score> scores, std::span<const uint32_t> words,
+                       TermBests& bests) {
+  best_postings(slice, scores, bests.tops);
+  bests.rank_floors.clear();
+  if (slice.size() < kRankFloors[0]) return;
+  // The list's block maxima as encoded: a long list's floors then count only its best postings.
+  const PostingListView encoded = PostingListView::parse(words.data(), words.size(), std::string());
+  compute_rank_floors(scores, {encoded.block_max_score, encoded.block_count}, encoded.codec->block_size(), bests.rank_floors);
+}
+
+void keep_term_bests(IndexView& view, TermInfo& info, const TermBests& bests) {
+  if (!bests.tops.empty()) {
+    info.tops = static_cast<uint32_t>(view.term_tops.size());
+    view.term_tops.insert(view.term_tops.end(), bests.tops.begin(), bests.tops.end());
+  }
+  info.ranks = static_cast<uint32_t>(view.term_rank_floors.size());
+  info.rank_count = static_cast<uint32_t>(bests.rank_floors.size());
+  view.term_rank_floors.insert(view.term_rank_floors.end(), bests.rank_floors.begin(), bests.rank_floors.end());
+}
+
 bool PartitionEncoder::encode(std::span<const Posting> all, uint64_t cf, TermInfo& info, std::vector<uint32_t>& words,
                               uint64_t& postings, TermBests* bests) const {
   const auto by_doc = [](const Posting& posting, DocId d) { return posting.doc < d; };
@@ -167,15 +181,7 @@ bool PartitionEncoder::encode(std::span<const Posting> all, uint64_t cf, TermInf
   for (auto it = first; it != last; ++it) *score++ = bm25_score(weight, it->freq, length_norms_[it->doc - meta_.doc_begin]);
   const std::span<const Posting> slice{&*first, static_cast<size_t>(last - first)};
   encode_posting_list(slice, scores, codec_, words);
-  if (bests != nullptr) {
-    best_postings(slice, scores, bests->tops);
-    bests->rank_floors.clear();
-    if (slice.size() >= kRankFloors[0]) {
-      // The list's block maxima as encoded: a long list's floors then count only its best postings.
-      const PostingListView encoded = PostingListView::parse(words.data(), words.size(), std::string());
-      compute_rank_floors(scores, {encoded.block_max_score, encoded.block_count}, codec_.block_size(), bests->rank_floors);
-    }
-  }
+  if (bests != nullptr) select_term_bests(slice, scores, words, *bests);
   info.df = static_cast<uint32_t>(all.size());
   info.cf = cf;
   info.words = static_cast<uint32_t>(words.size());

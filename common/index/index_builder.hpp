@@ -117,8 +117,14 @@ class PartitionEncoder {
 };
 
 // `slice`'s kTermTops best postings by `scores` (one a posting), best first, ties to the smaller
-// docID; none where it holds fewer (TermInfo::tops). PartitionEncoder's, for views built otherwise.
+// docID; none where it holds fewer (TermInfo::tops).
 void best_postings(std::span<const Posting> slice, std::span<const Score> scores, std::vector<Posting>& tops);
+// The slice's TermBests from its postings' scores and its encoded list (`words`, whose block maxima
+// the rank floors start from): PartitionEncoder's, for views built otherwise.
+void select_term_bests(std::span<const Posting> slice, std::span<const Score> scores, std::span<const uint32_t> words,
+                       TermBests& bests);
+// Appends a term's bests to the view's arrays (term_tops, term_rank_floors) and points `info` at them.
+void keep_term_bests(IndexView& view, TermInfo& info, const TermBests& bests);
 
 // The docID boundaries (P+1 values) that split documents into P contiguous ranges of about equal
 // postings; `weights[d]` is document d's number of postings.

@@ -98,22 +98,14 @@ Gov2Collection make_gov2_like(const Gov2Params& params) {
         scores.resize(postings.size());
         for (size_t j = 0; j < postings.size(); ++j) scores[j] = bm25_score(weight, postings[j].freq, view.length_norms[postings[j].doc]);
         encoded[i] = encode_posting_list(postings, scores, codec);
-        best_postings(postings, scores, bests[i].tops);
-        const PostingListView view = PostingListView::parse(encoded[i].data(), encoded[i].size(), std::string());
-        compute_rank_floors(scores, {view.block_max_score, view.block_count}, codec.block_size(), bests[i].rank_floors);
+        select_term_bests(postings, scores, encoded[i], bests[i]);
       }
     });
   }
   for (auto& w : workers) w.join();
   for (size_t i = 0; i < terms.size(); ++i) {
     TermInfo info{actual_df[i], 0, view.postings.size(), static_cast<uint32_t>(encoded[i].size())};
-    if (!bests[i].tops.empty()) {
-      info.tops = static_cast<uint32_t>(view.term_tops.size());
-      view.term_tops.insert(view.term_tops.end(), bests[i].tops.begin(), bests[i].tops.end());
-    }
-    info.ranks = static_cast<uint32_t>(view.term_rank_floors.size());
-    info.rank_count = static_cast<uint32_t>(bests[i].rank_floors.size());
-    view.term_rank_floors.insert(view.term_rank_floors.end(), bests[i].rank_floors.begin(), bests[i].rank_floors.end());
+    keep_term_bests(view, info, bests[i]);
     bests[i] = {};
     view.lexicon["t" + std::to_string(terms[i].rank)] = info;
     view.postings.insert(view.postings.end(), encoded[i].begin(), encoded[i].end());
