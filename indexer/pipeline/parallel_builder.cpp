@@ -313,9 +313,10 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
     throw Error("--gpu-analysis does not remove stop words: build without --stopwords english, or without --gpu-analysis");
   }
   const uint64_t chunk_bytes = options.chunk_bytes ? options.chunk_bytes : std::clamp<uint64_t>(budget / (36 * parsers), 64u << 10, 4u << 20);
-  // Stem caches, a quarter of the budget at most: one shared by every parser (a power of two of
-  // tokens, 2^12 to 2^21, mapped as it fills), each parser's own for the words it misses once that
-  // one is full (2^10 to 2^14), and the parsers' arrays by stem id (counts and collections where
+  // Stem caches, a quarter of the budget at most: one shared by every parser (its first segment a
+  // power of two of tokens, 2^12 to 2^21, and more segments as the vocabulary outgrows it), each
+  // parser's own for the words it misses once that one is full (2^10 to 2^14), and the parsers'
+  // arrays by stem id (counts and collections where
   // pieces flow, 4 bytes each, and their indexers' lists, 12: per stem of the shared cache, per
   // parser; counted as they grow, in share() below). A word that is not cached is stemmed and its
   // term looked up in the dictionary again: per-parser caches of 2^18 tokens at 16 threads under
@@ -326,17 +327,26 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
       (sizeof(uint32_t) * (own_takes_all ? 1 : 2) + (parsers_index ? ParserIndexer::kBytesPerSharedStem : 0)) * parsers;
   const size_t own_stem_cache = std::bit_floor(std::clamp<uint64_t>(budget / (32 * parsers * Analyzer::kStemCacheEntryBytes), 1024, 1u << 14));
   const uint64_t stem_cache_bytes = budget / 4 - std::min<uint64_t>(budget / 4, parsers * own_stem_cache * Analyzer::kStemCacheEntryBytes);
-  // 2^20 tokens for one parser (what its own cache had), 2^21 for more.
+  // The first segment: 2^20 tokens for one parser (what its own cache had), 2^21 for more; a
+  // larger one had cost every corpus its pages (2^22 for one parser: +216 MiB peak RSS and 8% more
+  // time at 500,000 words, RESULTS.md). Later segments take the rest of the quarter as the
+  // vocabulary reaches them, counted then (share() below); at 5 million words a one-thread build
+  // had stemmed each of the tail's words at every occurrence, 4× slower. The GPU's analysis mirrors
+  // the first segment on the device (GpuTokenTable) and its inversion sizes arrays by it: there the
+  // cache stays one segment.
   const uint64_t shared_cap = parsers > 1 ? 1u << 21 : 1u << 20;
-  SharedStemCache shared_stems(std::bit_floor(
-      std::clamp<uint64_t>(stem_cache_bytes / (SharedStemCache::kEntryBytes + stem_array_bytes), 1u << 12, shared_cap)));
+  const uint64_t shared_most = stem_cache_bytes / (SharedStemCache::kEntryBytes + stem_array_bytes);
+  const bool shared_grows = !options.gpu_analysis && gpu_indexers == 0;
+  const uint64_t shared_first = options.stem_cache_tokens ? options.stem_cache_tokens
+                                                         : std::bit_floor(std::clamp<uint64_t>(shared_most, 1u << 12, shared_cap));
+  SharedStemCache shared_stems(shared_first, shared_grows ? shared_most : 0);
   // With the GPU's analysis, a parser holds its chunk's text again (pinned), 8 bytes a token (offset
   // and stem id) and 12 a posting of the chunk's inversion: about 5 chunks more.
   // (The GPU analysis: five chunks of staging a parser, and the slice its runs come back through.)
   const uint64_t in_flight = ((pieces_flow ? 9 : 3) + (options.gpu_analysis ? 5 : 0)) * parsers * chunk_bytes +
                              (options.gpu_analysis ? parsers * GpuAnalyzer::kRunFetch * sizeof(Posting) : 0) +
                              parsers * own_stem_cache * Analyzer::kStemCacheEntryBytes +
-                             shared_stems.memory_bytes();
+                             shared_stems.first_segment_bytes();
   report.chunk_bytes = chunk_bytes;
 
   const std::vector<std::string> files = expand_input_paths(inputs);
@@ -483,8 +493,11 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
       if (!failure) failure = std::current_exception();
       failed = true;
     };
-    // An indexer's share, as the documents and the shared stems grow.
-    const auto share = [&]() -> uint64_t { return share_besides(docs.memory_bytes() + stem_array_bytes * shared_stems.stems()); };
+    // An indexer's share, as the documents, the shared stems and the stem cache's segments grow.
+    const auto share = [&]() -> uint64_t {
+      return share_besides(docs.memory_bytes() + stem_array_bytes * shared_stems.stems() +
+                           (shared_stems.memory_bytes() - shared_stems.first_segment_bytes()));
+    };
     // Indexers with threads of their own, each behind a queue (none for the parsers' own slot).
     std::vector<std::unique_ptr<BoundedQueue<Piece>>> pieces;
     std::vector<std::unique_ptr<Indexer>> indexer_state;
@@ -864,6 +877,9 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
     read.bytes = bytes_read;
     const auto parsed = Clock::now();
     report.parse_seconds = seconds_since(start);
+    report.stem_cache_segments = shared_stems.segments();
+    report.stem_cache_stems = shared_stems.stems();
+    report.stem_cache_frozen = shared_stems.frozen();
 
     // The final docIDs (duplicates resolved) on one thread while the others prepare the back end,
     // which needs only the runs and the directories: its term ranges and the partitions'

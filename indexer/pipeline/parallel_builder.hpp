@@ -66,6 +66,7 @@ struct PipelineOptions {
   int gpu_analysis_fail_run_step = -1;  // tests: a parser's first spill of a run on its GPU fails at its sort (0), order (1) or first fetch (2)
   uint64_t split_bytes = 0;             // bytes per split of a large file (0: input / 4 parsers, 1–64 MiB)
   uint64_t chunk_bytes = 0;             // input bytes a parser analyzes at a time (0: from the budget)
+  uint64_t stem_cache_tokens = 0;       // tests: the shared stem cache's first segment (0: from the budget)
   std::string spill_dir;                // run files and the document spill (created, removed at the end)
 };
 
@@ -102,6 +103,11 @@ struct PipelineReport {
   bool gpu_analysis_unused = false;  // too little input a parser or budget (gpu_analysis_min_*): the CPU analyzed it all
   uint64_t gpu_analysis_bytes_per_parser = 0;
   uint64_t chunk_bytes = 0;
+  // The parsers' shared stem cache at the end: segments opened, stems named, and whether it froze
+  // (the words it could not hold were then cached by each parser on its own).
+  size_t stem_cache_segments = 0;
+  uint64_t stem_cache_stems = 0;
+  bool stem_cache_frozen = false;
   double parse_seconds = 0;   // reading, parsing and indexing, until the last run is written
   double merge_seconds = 0;   // final docIDs and duplicates, beside the back end's term ranges and databases
   double encode_seconds = 0;  // k-way merge of the runs, encoding, SST files moved into the partitions

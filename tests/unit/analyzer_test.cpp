@@ -143,11 +143,13 @@ TEST(Analyzer, AsciiBlocksMatchTheReferenceAtEveryOffset) {
 
 // Parsers sharing one cache that fills and freezes mid-way: each analyzer's terms stay the
 // reference's, ids from the shared cache keep their stems across the own caches' trims.
-TEST(Analyzer, ParsersSharingAStemCacheThatFreezesMatchTheReference) {
+// Parsers sharing one cache that fills and freezes mid-way (one segment, or segments opened as it
+// fills): each analyzer's terms stay the reference's, ids from the shared cache keep their stems
+// across the own caches' trims.
+void check_parsers_sharing(SharedStemCache& shared) {
   const uint64_t seed = testing::test_seed();
   AnalyzerConfig config;
   config.max_token_bytes = 40;  // long tokens (past a slot's 23 bytes) too
-  SharedStemCache shared(256);  // frozen after a few hundred words
   std::vector<std::string> failures(4);
   std::vector<std::thread> threads;
   for (size_t t = 0; t < failures.size(); ++t) {
@@ -184,6 +186,19 @@ TEST(Analyzer, ParsersSharingAStemCacheThatFreezesMatchTheReference) {
   EXPECT_LE(shared.stems(), shared.capacity());
 }
 
+TEST(Analyzer, ParsersSharingAStemCacheThatFreezesMatchTheReference) {
+  SharedStemCache shared(256);  // frozen after a few hundred words
+  check_parsers_sharing(shared);
+  EXPECT_EQ(shared.segments(), 1u);
+}
+
+TEST(Analyzer, ParsersSharingAStemCacheThatGrowsMatchTheReference) {
+  SharedStemCache shared(64, 64 + 128 + 256 + 512);  // four segments, then frozen
+  check_parsers_sharing(shared);
+  EXPECT_EQ(shared.segments(), 4u);
+  EXPECT_EQ(shared.capacity(), 960u);
+}
+
 TEST(StemCache, PaddedHashIsTheHash) {
   std::mt19937_64 rng(testing::test_seed());
   for (int i = 0; i < 5000; ++i) {
@@ -216,9 +231,10 @@ TEST(TokenSlot, EqualShortIsMemcmpAtEveryLengthAndPosition) {
   }
 }
 
-TEST(SharedStemCache, ThreadsInsertingTheSameWordsGetOneIdPerStem) {
+// Threads inserting the same words into `cache`: one id per stem, whatever thread asked first,
+// found again afterwards. Returns how many distinct stems there were.
+size_t check_one_id_per_stem(SharedStemCache& cache) {
   const uint64_t seed = testing::test_seed();
-  SharedStemCache cache(1 << 14);
   constexpr int kThreads = 4;
   // Tokens of an alphabet of 3 (many repeats across threads), some past 23 bytes; a token's stem
   // is its first half, so several tokens share one.
@@ -239,19 +255,38 @@ TEST(SharedStemCache, ThreadsInsertingTheSameWordsGetOneIdPerStem) {
     });
   }
   for (std::thread& t : threads) t.join();
-  ASSERT_FALSE(cache.frozen());
+  EXPECT_FALSE(cache.frozen());
   std::unordered_map<std::string, uint32_t> id_of_stem;
   for (const auto& [token, id] : seen[0]) {
     const std::string stem = token.substr(0, 1 + token.size() / 2);
-    ASSERT_NE(id, SharedStemCache::kMissing) << token;
-    ASSERT_EQ(cache.stem(id), stem) << token;
-    ASSERT_LT(id, cache.stems());
+    EXPECT_NE(id, SharedStemCache::kMissing) << token;
+    if (id == SharedStemCache::kMissing) break;
+    EXPECT_EQ(cache.stem(id), stem) << token;
+    EXPECT_LT(id, cache.stems());
     const auto [it, inserted] = id_of_stem.emplace(stem, id);
-    ASSERT_EQ(it->second, id) << "two ids for the stem " << stem;
-    for (int t = 1; t < kThreads; ++t) ASSERT_EQ(seen[t].at(token), id) << token;
-    ASSERT_EQ(cache.find(token, StemCache::hash(token)), id);
+    EXPECT_EQ(it->second, id) << "two ids for the stem " << stem;
+    for (int t = 1; t < kThreads; ++t) EXPECT_EQ(seen[t].at(token), id) << token;
+    EXPECT_EQ(cache.find(token, StemCache::hash(token)), id);
+    EXPECT_EQ(cache.find_stem(stem), id);
   }
-  ASSERT_EQ(cache.find("zzz", StemCache::hash("zzz")), SharedStemCache::kMissing);
+  EXPECT_EQ(cache.find("zzz", StemCache::hash("zzz")), SharedStemCache::kMissing);
+  return id_of_stem.size();
+}
+
+TEST(SharedStemCache, ThreadsInsertingTheSameWordsGetOneIdPerStem) {
+  SharedStemCache cache(1 << 14);
+  check_one_id_per_stem(cache);
+  EXPECT_EQ(cache.segments(), 1u);
+}
+
+// The same across segments opened while the threads insert: a stem first seen in an older segment
+// keeps its id there, and no two segments name one stem.
+TEST(SharedStemCache, ThreadsInsertingTheSameWordsAcrossGrowingSegmentsGetOneIdPerStem) {
+  SharedStemCache cache(64, 1 << 15);
+  const size_t stems = check_one_id_per_stem(cache);
+  EXPECT_GE(cache.segments(), 4u) << stems << " stems";
+  EXPECT_LE(cache.stems(), cache.capacity());
+  EXPECT_GE(cache.stems(), stems);  // ids lost to races stay unused
 }
 
 TEST(SharedStemCache, FreezesWhenFullAndStillFindsWhatItHolds) {
@@ -268,6 +303,59 @@ TEST(SharedStemCache, FreezesWhenFullAndStillFindsWhatItHolds) {
   for (const auto& [token, id] : held) {
     ASSERT_EQ(cache.find(token, StemCache::hash(token)), id);
     ASSERT_EQ(cache.stem(id), token);
+  }
+}
+
+// Segments of 64, 128 and 256 (a fourth of 512 would pass the 500 allowed; one of 52 would be
+// less than half the last): each opens when the last is full, its memory counted from then on;
+// ids follow on; every token is found in its segment; frozen after the third.
+TEST(SharedStemCache, OpensSegmentsAsItFillsThenFreezes) {
+  SharedStemCache cache(64, 500);
+  EXPECT_EQ(cache.capacity(), 448u);
+  EXPECT_EQ(cache.memory_bytes(), cache.first_segment_bytes());
+  std::vector<std::pair<std::string, uint32_t>> held;
+  std::vector<size_t> segments_after;
+  for (int i = 0; !cache.frozen(); ++i) {
+    const std::string token = "w" + std::to_string(i);
+    const uint32_t id = cache.insert(token, StemCache::hash(token), token);
+    if (id == SharedStemCache::kMissing) continue;
+    ASSERT_EQ(id, held.size());  // one thread: ids in order, none lost
+    held.emplace_back(token, id);
+    segments_after.push_back(cache.segments());
+  }
+  ASSERT_EQ(held.size(), 448u);
+  EXPECT_EQ(segments_after[63], 1u);
+  EXPECT_EQ(segments_after[64], 2u);
+  EXPECT_EQ(segments_after[191], 2u);
+  EXPECT_EQ(segments_after[192], 3u);
+  EXPECT_EQ(cache.memory_bytes(), 448 * SharedStemCache::kEntryBytes);
+  EXPECT_EQ(cache.stems(), 448u);
+  for (const auto& [token, id] : held) {
+    ASSERT_EQ(cache.find(token, StemCache::hash(token)), id) << token;
+    ASSERT_EQ(cache.find_stem(token), id) << token;
+    ASSERT_EQ(cache.stem(id), token);
+  }
+  // Frozen: a new stem is refused, and named nowhere.
+  EXPECT_EQ(cache.insert("new", StemCache::hash("new"), "new"), SharedStemCache::kMissing);
+  EXPECT_EQ(cache.find_stem("new"), SharedStemCache::kMissing);
+}
+
+// Many tokens of few stems: the token slots fill before the stems do, and open the next segment
+// all the same.
+TEST(SharedStemCache, FullTokenSlotsOpenTheNextSegment) {
+  SharedStemCache cache(64, 64 + 128);
+  for (int i = 0; i < 150; ++i) {
+    const std::string token = "t" + std::to_string(i);
+    const std::string stem = "s" + std::to_string(i % 5);
+    const uint32_t id = cache.insert(token, StemCache::hash(token), stem);
+    ASSERT_NE(id, SharedStemCache::kMissing) << i;
+    ASSERT_EQ(cache.stem(id), stem);
+  }
+  EXPECT_EQ(cache.segments(), 2u);
+  EXPECT_EQ(cache.stems(), 5u);
+  for (int i = 0; i < 150; ++i) {
+    const std::string token = "t" + std::to_string(i);
+    ASSERT_EQ(cache.stem(cache.find(token, StemCache::hash(token))), "s" + std::to_string(i % 5)) << token;
   }
 }
 

@@ -162,6 +162,19 @@ TEST_F(PipelineTest, ThreadCountsSplitsAndBudgetsGiveIdenticalPartitions) {
     EXPECT_EQ(pipeline({sample}, options, report, read), single) << context;
     EXPECT_GT(report.splits, 1u) << context;
   }
+  // The parsers' shared stem cache opening segments as the vocabulary fills them (64 tokens first,
+  // then 128, ...) and freezing after its eighth: ids from many segments and from the parsers' own
+  // caches, the same partitions.
+  options.threads = 4, options.parsers = 4, options.indexers = 0, options.memory_budget = 64 << 20;
+  options.stem_cache_tokens = 64;
+  EXPECT_EQ(pipeline({sample}, options, report, read), single) << "a stem cache of many segments";
+  EXPECT_EQ(report.stem_cache_segments, SharedStemCache::kMaxSegments);
+  EXPECT_TRUE(report.stem_cache_frozen);
+  options.stem_cache_tokens = 1024;  // fewer segments, not frozen
+  EXPECT_EQ(pipeline({sample}, options, report, read), single) << "a stem cache of a few segments";
+  EXPECT_GT(report.stem_cache_segments, 1u);
+  EXPECT_FALSE(report.stem_cache_frozen);
+  options.stem_cache_tokens = 0;
   // Many back-end threads moving their term ranges into the same partitions at once (each range's
   // long lists compacted to blob files while other ranges' files are ingested and compacted).
   options.threads = 16, options.parsers = 4, options.indexers = 0, options.memory_budget = 64 << 20;
