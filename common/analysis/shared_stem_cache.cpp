@@ -24,15 +24,13 @@ SharedStemCache::SharedStemCache(size_t tokens, size_t max_tokens) {
   planned_[0] = static_cast<uint32_t>(std::bit_ceil(std::clamp<size_t>(tokens, 64, kMostTokens)));
   size_t total = planned_[0];
   const size_t limit = std::min(std::max(max_tokens, total), 2 * kMostTokens);
-  // Each next segment twice the last, or what is left of the limit where that is at least half of
-  // the last (a smaller one would cost every missed lookup a probe for few words).
+  // Each next segment twice the last; the last one may be what is left of the limit, where that is
+  // at least half of the one before (a smaller one would cost every missed lookup a probe for few
+  // words).
   for (size_t s = 1; s < kMaxSegments && limit - total >= planned_[s - 1] / 2; ++s) {
     planned_[s] = static_cast<uint32_t>(std::min<size_t>(2 * size_t{planned_[s - 1]}, std::bit_floor(limit - total)));
-    if (planned_[s] < planned_[s - 1] / 2) {
-      planned_[s] = 0;
-      break;
-    }
     total += planned_[s];
+    if (planned_[s] < 2 * planned_[s - 1]) break;
   }
   stem_capacity_ = static_cast<uint32_t>(total);
   text_capacity_ = 16 * total;
