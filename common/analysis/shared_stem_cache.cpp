@@ -73,6 +73,20 @@ uint64_t SharedStemCache::add_text(std::string_view text) {
   return offset;
 }
 
+uint32_t SharedStemCache::find_in_later(std::string_view token, uint64_t h) const {
+  const size_t open = open_segments();
+  for (size_t s = 1; s < open; ++s) {
+    const uint32_t id = find_in(segments_[s], token, h);
+    if (id != kMissing) return id;
+  }
+  return kMissing;
+}
+
+void SharedStemCache::prefetch_later(uint64_t h) const {
+  const size_t open = open_segments();
+  for (size_t s = 1; s < open; ++s) __builtin_prefetch(segments_[s].tokens.get() + (h & segments_[s].token_mask));
+}
+
 uint32_t SharedStemCache::find_stem_in(const Segment& segment, std::string_view text, uint64_t h) const {
   for (size_t i = h & segment.stem_mask;; i = (i + 1) & segment.stem_mask) {
     const uint32_t slot = load_acquire(segment.stem_slots[i]);

@@ -55,29 +55,17 @@ class SharedStemCache {
   SharedStemCache& operator=(const SharedStemCache&) = delete;
 
   // The stem id of a token (its StemCache::hash given), or kMissing. Inline: the indexer's
-  // hottest lookup.
+  // hottest lookup; the first segment (the frequent words') probed before anything else is read.
   uint32_t find(std::string_view token, uint64_t h) const {
-    const uint32_t tag = TokenSlot::tag_of(h);
-    const size_t open = open_segments();
-    for (size_t s = 0; s < open; ++s) {
-      const Segment& segment = segments_[s];
-      for (size_t i = h & segment.token_mask;; i = (i + 1) & segment.token_mask) {
-        const TokenSlot& slot = segment.tokens[i];
-        uint32_t seen = std::atomic_ref<uint32_t>(const_cast<uint32_t&>(slot.tag)).load(std::memory_order_acquire);
-        if (seen == kBusy) seen = published_tag(slot);
-        if (seen == 0) break;
-        if (seen == tag && slot.holds(token, text_.get())) return slot.stem;
-      }
-    }
-    return kMissing;
+    const uint32_t id = find_in(segments_[0], token, h);
+    return id != kMissing || open_segments() == 1 ? id : find_in_later(token, h);
   }
   // Always inlined: GCC 12 at -O3 drops calls to a function that only prefetches (a "const"
-  // function whose result is unused) before it would inline them. The first segment's slot (the
-  // frequent words'), and the others' where there are others.
+  // function whose result is unused) before it would inline them. The first segment's slot, and
+  // the others' where there are others.
   [[gnu::always_inline]] void prefetch(uint64_t h) const {
     __builtin_prefetch(segments_[0].tokens.get() + (h & segments_[0].token_mask));
-    const size_t open = open_segments();
-    for (size_t s = 1; s < open; ++s) __builtin_prefetch(segments_[s].tokens.get() + (h & segments_[s].token_mask));
+    if (open_segments() > 1) prefetch_later(h);
   }
   // Records token → stem and returns the stem id, or kMissing once frozen. Two threads inserting
   // one token get one id.
@@ -134,6 +122,19 @@ class SharedStemCache {
   static constexpr uint64_t kNoRoom = ~uint64_t{0};
   static constexpr uint32_t kClosed = kMissing - 1;  // from the open segment's insert: it is closing, try the next
   static size_t segment_bytes(size_t tokens) { return tokens * kEntryBytes; }
+  // The token's stem id in one segment's slots, or kMissing.
+  uint32_t find_in(const Segment& segment, std::string_view token, uint64_t h) const {
+    const uint32_t tag = TokenSlot::tag_of(h);
+    for (size_t i = h & segment.token_mask;; i = (i + 1) & segment.token_mask) {
+      const TokenSlot& slot = segment.tokens[i];
+      uint32_t seen = std::atomic_ref<uint32_t>(const_cast<uint32_t&>(slot.tag)).load(std::memory_order_acquire);
+      if (seen == kBusy) seen = published_tag(slot);
+      if (seen == 0) return kMissing;
+      if (seen == tag && slot.holds(token, text_.get())) return slot.stem;
+    }
+  }
+  uint32_t find_in_later(std::string_view token, uint64_t h) const;  // the segments after the first
+  void prefetch_later(uint64_t h) const;
   size_t open_segments() const { return open_.load(std::memory_order_acquire); }
   // Maps segment s's tables; its ids from first_id up.
   void open_segment(size_t s, uint32_t first_id);

@@ -31,12 +31,15 @@ void write_partition(const BuiltPartition& partition, const std::string& dir);
 class SstRows {
  public:
   enum class Family { kMeta, kLexicon, kPostings, kDocuments };
+  // Postings go to two files: the lists shorter than the family's min_blob_size (`path`) and the
+  // longer ones (`long_path`), which PartitionAssembly alone compacts, to move them to blob files.
   struct Done {
     std::string path;  // empty when no row was written (no file)
     uint32_t crc = 0;  // CRC-32 of the rows' keys and values, back to back, in order (lexicon and documents only)
     uint64_t bytes = 0, rows = 0;
-    uint64_t value_bytes = 0;          // of the values alone (postings: the lists' words × 4)
-    std::string first_key, last_key;  // of the rows written (postings only)
+    uint64_t value_bytes = 0;                   // of the values alone (postings: the lists' words × 4)
+    std::string long_path;                      // postings: the long lists' file (empty: none)
+    std::string long_first_key, long_last_key;  // of the long lists' rows
   };
   SstRows(Family family, std::string path);
   ~SstRows();
@@ -58,7 +61,8 @@ class SstRows {
   struct Writer;
   Family family_;
   std::string path_;
-  std::unique_ptr<Writer> writer_;  // opened at the first row
+  std::unique_ptr<Writer> writer_;       // opened at the first row
+  std::unique_ptr<Writer> long_writer_;  // postings: opened at the first long list
   Done done_;
 };
 

@@ -127,6 +127,47 @@ TEST_F(PartitionStoreTest, RoundTripKeepsEverything) {
   }
 }
 
+// Lists of 4,096 bytes and more end in blob files (the assembly compacts their file alone), the
+// others stay rows of the LSM tree (their file is not compacted), and the partition reads back
+// every list of both.
+TEST(PartitionAssembly, LongListsGoToBlobFilesAndShortOnesStayRows) {
+  const fs::path dir = fs::temp_directory_path() / ("warp-blobs-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  std::mt19937_64 rng(testing::test_seed());
+  BuildOptions options;
+  IndexBuilder builder(options);
+  for (uint32_t doc = 0; doc < 30000; ++doc) {  // three long lists, 30,000 short ones
+    std::vector<std::string> terms = {"unique" + std::to_string(doc), "every", "even" + std::to_string(doc % 2)};
+    for (uint64_t r = rng() % 30; r > 0; --r) terms.push_back("every");  // frequencies 1-30
+    for (uint64_t r = rng() % 30; r > 0; --r) terms.push_back(terms[2]);
+    builder.add_analyzed({"d" + std::to_string(doc), "", "", 0}, terms);
+  }
+  const std::vector<BuiltPartition> built = builder.build();
+  write_index(built, dir.string());
+  const IndexView& original = built[0].view;
+  uint64_t long_bytes = 0, short_bytes = 0;
+  for (const auto& [term, info] : original.lexicon) (info.words * 4 >= 4096 ? long_bytes : short_bytes) += info.words * 4;
+  ASSERT_GT(long_bytes, 3 * 4096u);
+  ASSERT_GT(short_bytes, 100'000u);
+  uint64_t blob_bytes = 0;
+  for (const auto& entry : fs::recursive_directory_iterator(dir)) {
+    if (entry.path().extension() == ".blob") blob_bytes += entry.file_size();
+  }
+  EXPECT_GE(blob_bytes, long_bytes);
+  EXPECT_LT(blob_bytes, long_bytes + short_bytes / 2);
+  const auto partition = open_partition((dir / partition_dir_name(0)).string());
+  const IndexView& loaded = partition->view();
+  ASSERT_EQ(loaded.lexicon.size(), original.lexicon.size());
+  for (const auto& [term, info] : original.lexicon) {
+    const TermInfo* other = loaded.find(term);
+    ASSERT_NE(other, nullptr) << term;
+    ASSERT_EQ(other->words, info.words) << term;
+    ASSERT_TRUE(std::equal(loaded.postings.begin() + other->offset, loaded.postings.begin() + other->offset + other->words,
+                           original.postings.begin() + info.offset)) << term;
+  }
+  fs::remove_all(dir);
+}
+
 TEST_F(PartitionStoreTest, IndexDirectorySearchesLikeTheReference) {
   IndexSearcher searcher(open_index(dir_.string()));
   EXPECT_EQ(searcher.partitions().size(), 3u);
@@ -575,17 +616,23 @@ TEST(BuildFileSystem, SyncsAreDeferredButEveryByteIsWritten) {
   fs::remove_all(dir);
 }
 
-// A range whose file cannot be moved in fails the assembly with the partition's name, whether the
-// move runs on the caller (no movers) or on the assembly's movers (reported by a later add_terms or
-// by finish), and the ranges queued after it neither hang nor hide the error.
+// A range whose file (of short lists, or of long ones) cannot be moved in fails the assembly with
+// the partition's name, whether the move runs on the caller (no movers) or on the assembly's movers
+// (reported by a later add_terms or by finish), and the ranges queued after it neither hang nor
+// hide the error.
 TEST(PartitionAssembly, AFailedMoveIsReportedWithThePartition) {
-  for (size_t movers : {0, 1, 3}) {
+  for (size_t movers : {0, 1, 3, 10, 11, 13}) {
     const fs::path dir = fs::temp_directory_path() / ("warp-assembly-" + std::to_string(::getpid()) + "-" + std::to_string(movers));
     fs::remove_all(dir);
     fs::create_directories(dir);
     SstRows::Done missing;
-    missing.path = (dir / "no-such-range.sst").string();
-    missing.first_key = "a", missing.last_key = "b";
+    if (movers >= 10) {
+      missing.long_path = (dir / "no-such-range.sst-long").string();
+      missing.long_first_key = "a", missing.long_last_key = "b";
+      movers -= 10;
+    } else {
+      missing.path = (dir / "no-such-range.sst").string();
+    }
     try {
       PartitionAssembly assembly(dir.string(), movers);
       for (int range = 0; range < 4; ++range) assembly.add_terms({}, missing);
