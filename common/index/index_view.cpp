@@ -15,14 +15,8 @@ void compute_rank_floors(std::span<const Score> scores, std::span<const Score> b
   if (ranks == 0) return;
   const size_t rank_max = kRankFloors[ranks - 1];
   Score low = 0, largest = 0;
-  if (block_maxima.empty()) {
-    std::array<Score, 8> lanes{};  // eight maxima at once: one is a chain of dependent compares
-    size_t i = 0;
-    for (; i + 8 <= scores.size(); i += 8) {
-      for (size_t lane = 0; lane < 8; ++lane) lanes[lane] = scores[i + lane] > lanes[lane] ? scores[i + lane] : lanes[lane];
-    }
-    for (; i < scores.size(); ++i) largest = std::max(largest, scores[i]);
-    for (const Score lane : lanes) largest = std::max(largest, lane);
+  if (block_maxima.empty()) {  // the encoder and rescore pass block maxima; without, one more pass
+    largest = std::max(Score{0}, *std::max_element(scores.begin(), scores.end()));
   } else {
     largest = *std::max_element(block_maxima.begin(), block_maxima.end());
     if (block_maxima.size() >= rank_max) {

@@ -140,9 +140,9 @@ SstRows::~SstRows() = default;
 
 void SstRows::put(std::string_view key, std::string_view value) {
   const bool long_list = family_ == Family::kPostings && value.size() >= kMinBlobBytes;
+  if (long_list && done_.long_path.empty()) done_.long_path = path_ + "-long";
   std::unique_ptr<Writer>& writer = long_list ? long_writer_ : writer_;
   const std::string& path = long_list ? done_.long_path : path_;
-  if (long_list && done_.long_path.empty()) done_.long_path = path_ + "-long";
   if (!writer) {
     writer = std::make_unique<Writer>(family_index(family_));
     check(writer->writer.Open(path), path, "creating the SST file");

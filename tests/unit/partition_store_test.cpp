@@ -621,29 +621,31 @@ TEST(BuildFileSystem, SyncsAreDeferredButEveryByteIsWritten) {
 // (reported by a later add_terms or by finish), and the ranges queued after it neither hang nor
 // hide the error.
 TEST(PartitionAssembly, AFailedMoveIsReportedWithThePartition) {
-  for (size_t movers : {0, 1, 3, 10, 11, 13}) {
-    const fs::path dir = fs::temp_directory_path() / ("warp-assembly-" + std::to_string(::getpid()) + "-" + std::to_string(movers));
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-    SstRows::Done missing;
-    if (movers >= 10) {
-      missing.long_path = (dir / "no-such-range.sst-long").string();
-      missing.long_first_key = "a", missing.long_last_key = "b";
-      movers -= 10;
-    } else {
-      missing.path = (dir / "no-such-range.sst").string();
+  for (const bool long_lists : {false, true}) {
+    for (const size_t movers : {0, 1, 3}) {
+      const fs::path dir = fs::temp_directory_path() / ("warp-assembly-" + std::to_string(::getpid()) + "-" +
+                                                        std::to_string(long_lists) + std::to_string(movers));
+      fs::remove_all(dir);
+      fs::create_directories(dir);
+      SstRows::Done missing;
+      if (long_lists) {
+        missing.long_path = (dir / "no-such-range.sst-long").string();
+        missing.long_first_key = "a", missing.long_last_key = "b";
+      } else {
+        missing.path = (dir / "no-such-range.sst").string();
+      }
+      try {
+        PartitionAssembly assembly(dir.string(), movers);
+        for (int range = 0; range < 4; ++range) assembly.add_terms({}, missing);
+        assembly.finish(PartitionMeta{}, 0, {}, {}, {});
+        ADD_FAILURE() << "no error with " << movers << " movers" << (long_lists ? ", long lists' file" : "");
+      } catch (const Error& e) {
+        const std::string message = e.what();
+        EXPECT_NE(message.find("partition " + dir.string()), std::string::npos) << message;
+        EXPECT_NE(message.find("ingesting a term range"), std::string::npos) << message;
+      }
+      fs::remove_all(dir);
     }
-    try {
-      PartitionAssembly assembly(dir.string(), movers);
-      for (int range = 0; range < 4; ++range) assembly.add_terms({}, missing);
-      assembly.finish(PartitionMeta{}, 0, {}, {}, {});
-      ADD_FAILURE() << "no error with " << movers << " movers";
-    } catch (const Error& e) {
-      const std::string message = e.what();
-      EXPECT_NE(message.find("partition " + dir.string()), std::string::npos) << message;
-      EXPECT_NE(message.find("ingesting a term range"), std::string::npos) << message;
-    }
-    fs::remove_all(dir);
   }
 }
 
