@@ -107,14 +107,15 @@ int run_build_command(const BuildCommandOptions& options) {
   std::fprintf(stderr,
                "wrote %s: generation %llu, %zu partition(s), %llu documents, %llu postings, %.1f MB of lists "
                "(%s, %.2f bits/posting incl. frequencies and block metadata), %llu rejected, %llu replaced, "
-               "%zu parser, %zu indexer%s and %zu back-end threads, %zu splits, %llu runs, stem cache %llu stems in %zu segment(s)%s, "
+               "%zu parser, %zu indexer%s and %zu back-end threads, %zu splits, %llu runs, %llu postings routed, stem cache %llu stems in %zu segment(s)%s, "
                "%.1f s (parse+index %.1f, docIDs %.1f, merge+encode %.1f, write %.1f), peak RSS %.0f MiB%s\n",
                options.out_dir.c_str(), static_cast<unsigned long long>(options.build.generation), report.partitions.size(),
                static_cast<unsigned long long>(read.documents), static_cast<unsigned long long>(postings),
                list_bytes / 1e6, options.build.codec.c_str(), postings ? list_bytes * 8.0 / postings : 0.0,
                static_cast<unsigned long long>(read.rejected), static_cast<unsigned long long>(read.replaced),
                report.parsers, report.indexers, report.parsers_index ? " threads (each parser indexes its own chunks)" : "", report.backend_threads, report.splits,
-               static_cast<unsigned long long>(report.runs_written), static_cast<unsigned long long>(report.stem_cache_stems),
+               static_cast<unsigned long long>(report.runs_written), static_cast<unsigned long long>(report.routed_postings),
+               static_cast<unsigned long long>(report.stem_cache_stems),
                report.stem_cache_segments, report.stem_cache_frozen ? " (full)" : "", seconds_since(start), report.parse_seconds,
                report.merge_seconds, report.encode_seconds, report.write_seconds, peak_rss_mib(), gpu_line.c_str());
   return 0;

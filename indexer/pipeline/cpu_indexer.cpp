@@ -78,8 +78,8 @@ class PostingArena {
     if (list.state == List::kSliced) __builtin_prefetch(&at(list.head));
   }
 
+  // Appends the list's postings to `out`.
   void gather(const List& list, std::vector<Posting>& out) const {
-    out.clear();
     if (list.state == List::kInline) {
       out.push_back({list.head, list.tail});
       return;
@@ -161,14 +161,14 @@ class CpuIndexer final : public ParserIndexer {
     analyzer_ = &analyzer;
     const size_t stable = analyzer.stable_stems();
     if (shared_lists_.get() == nullptr && analyzer.shared_stem_capacity() > 0) {
-      shared_lists_ = ZeroedTable<PostingArena::List>(analyzer.shared_stem_capacity());
+      shared_lists_ = ZeroedTable<PostingArena::List>(shared_slots(analyzer.shared_stem_capacity()));
     }
     refs_.resize(stems.size());
     for (size_t i = 0; i < stems.size(); ++i) {
       const uint32_t stem = stems[i];
       if (stem < stable) {
         refs_[i] = stem;
-        __builtin_prefetch(&shared_lists_[stem]);
+        __builtin_prefetch(&shared_lists_[slot(stem, self_)]);
         continue;
       }
       const size_t own = stem - stable;
@@ -185,7 +185,7 @@ class CpuIndexer final : public ParserIndexer {
     for (const uint32_t ref : refs_) arena_.prefetch_tail(list_of(ref));
     for (size_t i = 0; i < stems.size(); ++i) {
       PostingArena::List& list = list_of(refs_[i]);
-      if (list.empty() && (refs_[i] & kInForest) == 0) shared_touched_.push_back(refs_[i]);
+      if (list.empty() && (refs_[i] & kInForest) == 0) touch_shared(refs_[i]);
       arena_.append(list, {doc, freqs[i]});
     }
   }
@@ -193,7 +193,7 @@ class CpuIndexer final : public ParserIndexer {
   void add_sorted_postings(const Analyzer& analyzer, DocId base, const uint64_t* keys, const uint32_t* freqs, size_t n) override {
     analyzer_ = &analyzer;
     if (shared_lists_.get() == nullptr && analyzer.shared_stem_capacity() > 0) {
-      shared_lists_ = ZeroedTable<PostingArena::List>(analyzer.shared_stem_capacity());
+      shared_lists_ = ZeroedTable<PostingArena::List>(shared_slots(analyzer.shared_stem_capacity()));
     }
     for (size_t i = 0; i < n; ++i) {
       if (i + kAhead < n) arena_.prefetch_tail(shared_lists_[keys[i + kAhead] >> 32]);
@@ -204,6 +204,35 @@ class CpuIndexer final : public ParserIndexer {
     }
   }
 
+  void set_routing(size_t parsers, size_t self) override {
+    row_width_ = static_cast<uint32_t>(std::max<size_t>(parsers, 1));
+    self_ = static_cast<uint32_t>(self);
+  }
+
+  void add_routed(const Analyzer& analyzer, size_t from, std::span<const RoutedPosting> postings) override {
+    analyzer_ = &analyzer;
+    if (shared_lists_.get() == nullptr && analyzer.shared_stem_capacity() > 0) {
+      shared_lists_ = ZeroedTable<PostingArena::List>(shared_slots(analyzer.shared_stem_capacity()));
+    }
+    const uint32_t producer = static_cast<uint32_t>(from);
+    // In blocks, as add_document's passes: the lists, then their tail slices, then the appends.
+    constexpr size_t kBlock = 32;
+    size_t slots[kBlock];
+    for (size_t first = 0; first < postings.size(); first += kBlock) {
+      const size_t n = std::min(postings.size() - first, kBlock);
+      for (size_t i = 0; i < n; ++i) {
+        slots[i] = slot(postings[first + i].stem, producer);
+        __builtin_prefetch(&shared_lists_[slots[i]]);
+      }
+      for (size_t i = 0; i < n; ++i) arena_.prefetch_tail(shared_lists_[slots[i]]);
+      for (size_t i = 0; i < n; ++i) {
+        PostingArena::List& list = shared_lists_[slots[i]];
+        if (list.empty()) touch_shared(postings[first + i].stem);
+        arena_.append(list, {postings[first + i].doc, postings[first + i].freq});
+      }
+    }
+  }
+
   void add_device_postings(const Analyzer& analyzer, DocId base, const uint64_t* keys, const uint32_t* freqs, size_t n) override {
     if (device_ == nullptr) {  // failed at a spill: the parser has not dropped it yet
       add_sorted_postings(analyzer, base, keys, freqs, n);
@@ -211,7 +240,7 @@ class CpuIndexer final : public ParserIndexer {
     }
     analyzer_ = &analyzer;
     if (shared_lists_.get() == nullptr && analyzer.shared_stem_capacity() > 0) {
-      shared_lists_ = ZeroedTable<PostingArena::List>(analyzer.shared_stem_capacity());
+      shared_lists_ = ZeroedTable<PostingArena::List>(shared_slots(analyzer.shared_stem_capacity()));
     }
     on_device_ += n;
     // The run's distinct stems on the device: the spill's arrays hold ~kSpillBytesPerDeviceStem each.
@@ -242,7 +271,7 @@ class CpuIndexer final : public ParserIndexer {
   uint64_t held() const { return arena_.reserved_bytes() + dictionary_bytes() + device_stems_ * kSpillBytesPerDeviceStem; }
   uint64_t dictionary_bytes() const {
     return forest_.memory_bytes() + lists_.size() * (sizeof(PostingArena::List) + sizeof(uint32_t)) +
-           (term_of_own_.capacity() + shared_touched_.capacity()) * sizeof(uint32_t);
+           (term_of_own_.capacity() + shared_touched_.capacity()) * sizeof(uint32_t) + row_touched_.capacity();
   }
 
   // Everything held, as one run sorted by term, each list by docID; then a fresh start.
@@ -300,14 +329,39 @@ class CpuIndexer final : public ParserIndexer {
     // failed: its postings were then replayed into the lists), and is written from the fetched
     // slice where it lies within one (sorted by document on the device).
     const auto in_lists = [&](size_t i) { return order[i].in_lists || device_ == nullptr; };
+    // With routing, a shared stem's lists (one per parser that read its documents) are written
+    // one after another in parser order, and its postings are in final docID order as one parser's
+    // are (a parser's own documents in order, the parsers' ranges consecutive): no sort by the
+    // provisional docIDs, which interleave the parsers' documents.
+    const auto routed_row = [&](uint32_t ref) -> PostingArena::List* {
+      return row_width_ > 1 && (ref & kInForest) == 0 ? &shared_lists_[slot(ref, 0)] : nullptr;
+    };
     for (size_t i = 0; i < order.size(); ++i) {
       if (i + 2 * kAhead < order.size()) {
-        if (in_lists(i + 2 * kAhead)) __builtin_prefetch(&list_of(order[i + 2 * kAhead].ref));
+        if (const PostingArena::List* row = routed_row(order[i + 2 * kAhead].ref)) {
+          const char* bytes = reinterpret_cast<const char*>(row);
+          for (size_t b = 0; b < row_width_ * sizeof(PostingArena::List); b += 64) __builtin_prefetch(bytes + b);
+        } else if (in_lists(i + 2 * kAhead)) {
+          __builtin_prefetch(&list_of(order[i + 2 * kAhead].ref));
+        }
         prefetch_stem_entry(order[i + 2 * kAhead].ref);
       }
       if (i + kAhead < order.size()) {
-        if (in_lists(i + kAhead)) arena_.prefetch_head(list_of(order[i + kAhead].ref));
+        if (const PostingArena::List* row = routed_row(order[i + kAhead].ref)) {
+          for (uint32_t p = 0; p < row_width_; ++p) arena_.prefetch_head(row[p]);
+        } else if (in_lists(i + kAhead)) {
+          arena_.prefetch_head(list_of(order[i + kAhead].ref));
+        }
         prefetch_stem_text(order[i + kAhead].ref);
+      }
+      if (PostingArena::List* row = routed_row(order[i].ref)) {
+        list.clear();
+        for (uint32_t p = 0; p < row_width_; ++p) {
+          if (!row[p].empty()) arena_.gather(row[p], list), row[p] = PostingArena::List{};
+        }
+        row_touched_[order[i].ref / row_width_] = 0;
+        writer.add(term_of(order[i].ref, term), list);
+        continue;
       }
       const bool device_part = order[i].segment != kNoSegment && device_ != nullptr;
       const size_t count = device_part ? device_begins[order[i].segment + 1] - device_begins[order[i].segment] : 0;
@@ -332,7 +386,7 @@ class CpuIndexer final : public ParserIndexer {
           fall_back_after(e.what(), order, i);
           entry = &list_of(order[i].ref);
           list.clear();
-          arena_.gather(*entry, list);
+          if (!entry->empty()) arena_.gather(*entry, list);
         }
       }
       if (list.empty()) continue;  // a B-tree term of an earlier run of this dictionary
@@ -372,7 +426,21 @@ class CpuIndexer final : public ParserIndexer {
   // How far ahead a walk in term order prefetches what it reads at random: an entry (a list's, a
   // stem's) twice this far, what the entry points to (a first slice, a stem's text) this far.
   static constexpr size_t kAhead = 8;
-  PostingArena::List& list_of(uint32_t ref) { return ref & kInForest ? lists_[ref & ~kInForest] : shared_lists_[ref]; }
+  PostingArena::List& list_of(uint32_t ref) { return ref & kInForest ? lists_[ref & ~kInForest] : shared_lists_[slot(ref, self_)]; }
+  // A shared stem's list of the postings parser `producer` read (with routing; else its only one).
+  size_t slot(uint32_t stem, uint32_t producer) const {
+    return row_width_ == 1 ? stem : size_t{stem / row_width_} * row_width_ + producer;
+  }
+  size_t shared_slots(size_t capacity) const { return (capacity + row_width_ - 1) / row_width_ * row_width_; }
+  // A shared stem's first posting of this run: the run writes its list(s).
+  void touch_shared(uint32_t stem) {
+    if (row_width_ > 1) {
+      const size_t row = stem / row_width_;
+      if (row_touched_.size() <= row) row_touched_.resize(std::max<size_t>(row + 1, 2 * row_touched_.size()), 0);
+      if (std::exchange(row_touched_[row], 1) != 0) return;
+    }
+    shared_touched_.push_back(stem);
+  }
   // term_of(ref) soon: a shared stem's entry, then its text (B-tree terms: nothing).
   void prefetch_stem_entry(uint32_t ref) const {
     if ((ref & kInForest) == 0) analyzer_->prefetch_stable_entry(ref);
@@ -567,6 +635,11 @@ class CpuIndexer final : public ParserIndexer {
   HugeVector<uint32_t> term_of_own_;
   std::vector<uint32_t> refs_;
   uint64_t epoch_ = 0;  // of the own stem cache that term_of_own_ follows
+  // Routing (set_routing): a shared stem's lists, one per parser that read its documents, side by
+  // side from slot stem / parsers × parsers (each parser owns the stems of its residue), and
+  // whether this run has any of them yet; without routing, one list a stem, at its id.
+  uint32_t row_width_ = 1, self_ = 0;
+  std::vector<uint8_t> row_touched_;
   // The run on the device and the postings it holds (add_device_postings); its distinct stems, for
   // which the spill's arrays take host memory (the device's stems, segments and order, 20 bytes;
   // their places and the term order, 16): counted in held(), as the postings on the device are not.

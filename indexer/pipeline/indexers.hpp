@@ -21,6 +21,7 @@
 #include "common/analysis/analyzer.hpp"
 #include "common/index/types.hpp"
 #include "indexer/pipeline/piece.hpp"
+#include "indexer/pipeline/posting_router.hpp"
 #include "indexer/pipeline/run_file.hpp"
 #include "indexer/pipeline/trie_collections.hpp"
 
@@ -112,6 +113,15 @@ class ParserIndexer : public Indexer {
   static size_t device_run_room(uint64_t share_bytes) {
     return static_cast<size_t>(std::min<uint64_t>(std::max<uint64_t>(share_bytes / 4, uint64_t{1} << 24), uint64_t{1} << 28));
   }
+  // Before any postings: this indexer's parser is `self` of `parsers` that route the shared stems'
+  // postings to their owners (PostingRouter). Its lists of shared stems are then kept per parser
+  // that read the documents, and a run writes a stem's parts parser by parser, each in that
+  // parser's docID order (the parsers read consecutive ranges of the input: final docID order,
+  // as the back end expects of a run), not sorted by the provisional docIDs.
+  virtual void set_routing(size_t parsers, size_t self) = 0;
+  // Postings of the shared stems this indexer's parser owns from parser `from`'s documents, in the
+  // order that parser read them.
+  virtual void add_routed(const Analyzer& analyzer, size_t from, std::span<const RoutedPosting> postings) = 0;
   // Spills when it holds more than its share; called between chunks.
   virtual void end_chunk() = 0;
   // Memory it holds per stem of the shared stem cache (a list's entry by stem id), outside its share.

@@ -39,6 +39,10 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
+// Postings a parser holds for other parsers before it hands them over (PostingRouter), 768 KiB:
+// often enough that its own inbox is taken every few milliseconds.
+constexpr size_t kHandOverPostings = size_t{1} << 16;
+
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 constexpr uint32_t kNoCollection = 0xFFFFFFFFu;
@@ -343,7 +347,12 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
   // With the GPU's analysis, a parser holds its chunk's text again (pinned), 8 bytes a token (offset
   // and stem id) and 12 a posting of the chunk's inversion: about 5 chunks more.
   // (The GPU analysis: five chunks of staging a parser, and the slice its runs come back through.)
-  const uint64_t in_flight = ((pieces_flow ? 9 : 3) + (options.gpu_analysis ? 5 : 0)) * parsers * chunk_bytes +
+  // Parsers that index their own chunks on the CPU hand each other the postings of the shared stems
+  // they own (posting_router.hpp): a parser hands over what it holds every kHandOverPostings, and
+  // the inboxes hold at most two of those a parser; with the buffers' spares, three a parser.
+  const bool route = own_takes_all && parsers > 1 && !options.gpu_analysis && options.route_postings;
+  const uint64_t routing_bytes = route ? 3 * parsers * kHandOverPostings * sizeof(RoutedPosting) : 0;
+  const uint64_t in_flight = ((pieces_flow ? 9 : 3) + (options.gpu_analysis ? 5 : 0)) * parsers * chunk_bytes + routing_bytes +
                              (options.gpu_analysis ? parsers * GpuAnalyzer::kRunFetch * sizeof(Posting) : 0) +
                              parsers * own_stem_cache * Analyzer::kStemCacheEntryBytes +
                              shared_stems.first_segment_bytes();
@@ -533,6 +542,7 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
       split_bytes.push_back(end - split.begin);
     }
     SplitTaker split_taker(split_bytes, parsers);
+    std::unique_ptr<PostingRouter> router = route ? std::make_unique<PostingRouter>(parsers, 2 * parsers * kHandOverPostings) : nullptr;
     std::atomic<size_t> parsers_running{parsers};
     std::mutex done_mutex;
     std::condition_variable done;
@@ -598,6 +608,20 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
                 for (uint32_t id : seen) sink(id, k.base + static_cast<DocId>(d), std::exchange(counts[id], 0));
               }
             }
+          };
+          // Postings other parsers routed to this one, between its own documents; its indexer may
+          // spill after each buffer of them.
+          const PostingRouter::Sink take_routed = [&](size_t from, std::span<const RoutedPosting> postings) {
+            own->add_routed(analyzer, from, postings);
+            own->end_chunk();
+          };
+          if (router != nullptr) own->set_routing(parsers, t);
+          // Every path out of the parse (an error too) tells the router this parser hands over no
+          // more; a build that failed waits for nothing.
+          bool finished_routing = false;
+          const auto finish_routing = [&] {
+            if (router == nullptr || std::exchange(finished_routing, true)) return;
+            router->finish(t, take_routed, failed);
           };
           // The indexer's end of chunk, which may spill; a device that failed in the spill is dropped.
           const auto end_chunk = [&] {
@@ -771,6 +795,23 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
                 if (own_takes_all) {  // the parser's own indexer takes every collection
                   if (touched.empty()) continue;
                   freqs.clear();
+                  if (router != nullptr) {  // the shared stems other parsers own go to them
+                    const size_t stable = analyzer.stable_stems();
+                    size_t kept = 0;
+                    for (const uint32_t id : touched) {
+                      const uint32_t freq = std::exchange(count[id], 0);
+                      if (id < stable && router->owner(id) != t) {
+                        router->add(t, id, doc, freq);
+                        continue;
+                      }
+                      touched[kept++] = id;
+                      freqs.push_back(freq);
+                    }
+                    touched.resize(kept);
+                    if (!touched.empty()) own->add_document(analyzer, doc, touched, freqs);
+                    if (router->held(t) >= kHandOverPostings) router->hand_over(t, take_routed, failed);
+                    continue;
+                  }
                   for (uint32_t id : touched) freqs.push_back(std::exchange(count[id], 0));
                   own->add_document(analyzer, doc, touched, freqs);
                   continue;
@@ -809,6 +850,7 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
               }
               if (!inverting.pending) {
                 docs.set_counts(base, lengths, distinct);
+                if (router != nullptr) router->hand_over(t, take_routed, failed);
                 if (own != nullptr) end_chunk();
               }
               for (size_t i = 0; i < slots; ++i) {
@@ -818,6 +860,7 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
             docs.end_split(s, reader.lines(), std::move(reader.rejections()), reader.rejected());
           }
           if (!failed) finish_inversion();
+          finish_routing();
           gpu_documents += on_gpu, gpu_cpu_documents += on_cpu, gpu_early_documents += early, gpu_misses += misses;
           gpu_tokens_taken += tokens_taken;
           if (own != nullptr && !failed) own->spill();  // with the run the device holds, before it goes
@@ -877,6 +920,8 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
     read.bytes = bytes_read;
     const auto parsed = Clock::now();
     report.parse_seconds = seconds_since(start);
+    report.routed_postings = router != nullptr ? router->routed() : 0;
+    router.reset();
     report.stem_cache_segments = shared_stems.segments();
     report.stem_cache_stems = shared_stems.stems();
     report.stem_cache_frozen = shared_stems.frozen();

@@ -67,6 +67,9 @@ struct PipelineOptions {
   uint64_t split_bytes = 0;             // bytes per split of a large file (0: input / 4 parsers, 1–64 MiB)
   uint64_t chunk_bytes = 0;             // input bytes a parser analyzes at a time (0: from the budget)
   uint64_t stem_cache_tokens = 0;       // tests: the shared stem cache's first segment (0: from the budget)
+  // Parsers that index their own chunks hand each other the postings of the shared stems each owns
+  // (posting_router.hpp); off only in tests, which compare the partitions either way.
+  bool route_postings = true;
   std::string spill_dir;                // run files and the document spill (created, removed at the end)
 };
 
@@ -108,6 +111,7 @@ struct PipelineReport {
   size_t stem_cache_segments = 0;
   uint64_t stem_cache_stems = 0;
   bool stem_cache_frozen = false;
+  uint64_t routed_postings = 0;  // handed from the parser that read them to the one owning their stem
   double parse_seconds = 0;   // reading, parsing and indexing, until the last run is written
   double merge_seconds = 0;   // final docIDs and duplicates, beside the back end's term ranges and databases
   double encode_seconds = 0;  // k-way merge of the runs, encoding, SST files moved into the partitions

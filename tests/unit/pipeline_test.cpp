@@ -6,6 +6,8 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -175,6 +177,26 @@ TEST_F(PipelineTest, ThreadCountsSplitsAndBudgetsGiveIdenticalPartitions) {
   EXPECT_GT(report.stem_cache_segments, 1u);
   EXPECT_FALSE(report.stem_cache_frozen);
   options.stem_cache_tokens = 0;
+  // Parsers routing the shared stems' postings to the parsers owning them (posting_router.hpp),
+  // each owner writing a stem's lists parser by parser: postings are handed over, and the
+  // partitions are the same with a run per chunk (many runs an owner, their parts interleaved in
+  // the back end), with a frozen stem cache's own stems beside the routed ones, and with routing off.
+  options.threads = 5, options.parsers = 5, options.indexers = 0, options.memory_budget = 64 << 20;
+  options.split_bytes = 48 << 10, options.chunk_bytes = 16 << 10;
+  EXPECT_EQ(pipeline({sample}, options, report, read), single) << "routed";
+  EXPECT_GT(report.routed_postings, 0u);
+  options.memory_budget = 1;
+  EXPECT_EQ(pipeline({sample}, options, report, read), single) << "routed, a run per chunk";
+  EXPECT_GT(report.routed_postings, 0u);
+  EXPECT_GT(report.runs_written, 5u * 4);
+  options.memory_budget = 64 << 20, options.stem_cache_tokens = 64;
+  EXPECT_EQ(pipeline({sample}, options, report, read), single) << "routed, the stem cache frozen";
+  EXPECT_TRUE(report.stem_cache_frozen);
+  EXPECT_GT(report.routed_postings, 0u);
+  options.stem_cache_tokens = 0, options.route_postings = false;
+  EXPECT_EQ(pipeline({sample}, options, report, read), single) << "not routed";
+  EXPECT_EQ(report.routed_postings, 0u);
+  options.route_postings = true;
   // Many back-end threads moving their term ranges into the same partitions at once (each range's
   // long lists compacted to blob files while other ranges' files are ingested and compacted).
   options.threads = 16, options.parsers = 4, options.indexers = 0, options.memory_budget = 64 << 20;
@@ -424,6 +446,64 @@ TEST(FinalDocOrder, PiecesOfEveryRunGiveTheListInDocIdOrder) {
 // A run's cursor reads exactly the records of its range, whatever the range and the buffer: from
 // the first term at or past `from` up to the first at or past `to`, records longer than the buffer
 // and ranges that begin or end between the run's sparse samples (one every 64 KiB) included.
+// Parsers handing each other postings through a PostingRouter whose inboxes hold few: every
+// posting reaches the parser owning its stem once, each sender's in the order it sent them, and
+// every parser's finish() returns once all have finished; a stopped build waits for nobody.
+TEST(PostingRouter, EveryPostingReachesItsOwnerOnceInItsSendersOrder) {
+  std::mt19937_64 seeds(testing::test_seed());
+  for (const size_t parsers : {2, 3, 7}) {
+    pipeline::PostingRouter router(parsers, 64);  // senders wait for room often
+    std::atomic<bool> stop{false};
+    std::atomic<uint64_t> sent{0};
+    std::vector<std::vector<std::pair<size_t, pipeline::RoutedPosting>>> received(parsers);
+    std::vector<std::thread> threads;
+    for (size_t t = 0; t < parsers; ++t) {
+      threads.emplace_back([&, t, seed = seeds()] {
+        std::mt19937_64 rng(seed);
+        const pipeline::PostingRouter::Sink sink = [&](size_t from, std::span<const pipeline::RoutedPosting> postings) {
+          for (const pipeline::RoutedPosting& p : postings) received[t].emplace_back(from, p);
+        };
+        for (uint32_t doc = 0; doc < 3000; ++doc) {
+          const uint32_t stem = static_cast<uint32_t>(rng() % 1000);
+          if (router.owner(stem) == t) continue;
+          router.add(t, stem, doc, static_cast<TermFreq>(t));
+          ++sent;
+          if (router.held(t) >= 1 + rng() % 50) router.hand_over(t, sink, stop);
+        }
+        router.finish(t, sink, stop);
+      });
+    }
+    for (std::thread& thread : threads) thread.join();
+    uint64_t total = 0;
+    for (size_t t = 0; t < parsers; ++t) {
+      std::vector<int64_t> last(parsers, -1);
+      for (const auto& [from, p] : received[t]) {
+        EXPECT_EQ(router.owner(p.stem), t);
+        EXPECT_EQ(p.freq, from);  // the sender's mark
+        EXPECT_GT(static_cast<int64_t>(p.doc), last[from]) << "sender " << from << " to " << t;
+        last[from] = p.doc;
+      }
+      total += received[t].size();
+    }
+    EXPECT_EQ(total, sent.load());
+    EXPECT_EQ(router.routed(), sent.load());
+    EXPECT_GT(total, 0u);
+  }
+  // One parser never finishes: the others' finish() returns once the build is stopped.
+  pipeline::PostingRouter router(3, 4);
+  std::atomic<bool> stop{false};
+  const pipeline::PostingRouter::Sink ignore = [](size_t, std::span<const pipeline::RoutedPosting>) {};
+  std::thread waiting([&] { router.finish(0, ignore, stop); });
+  std::thread full([&] {  // over the bound, with nobody taking its inbox
+    for (uint32_t i = 0; i < 64; ++i) router.add(1, 2 + 3 * i, i, 1);
+    router.hand_over(1, ignore, stop);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  stop = true;
+  waiting.join();
+  full.join();
+}
+
 TEST(RunFile, CursorsReadExactlyTheirRangesWithAnyBuffer) {
   const uint64_t seed = testing::test_seed();
   std::mt19937_64 rng(seed);
