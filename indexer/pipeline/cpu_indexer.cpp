@@ -207,7 +207,9 @@ class CpuIndexer final : public ParserIndexer {
   }
 
   void set_routing(size_t parsers, size_t self) override {
-    row_width_ = static_cast<uint32_t>(std::max<size_t>(parsers, 1));
+    if (parsers < 2) return;
+    row_width_ = static_cast<uint32_t>(parsers);
+    by_width_ = DivideBy(row_width_);
     self_ = static_cast<uint32_t>(self);
   }
 
@@ -408,7 +410,7 @@ class CpuIndexer final : public ParserIndexer {
   PostingArena::List& list_of(uint32_t ref) { return ref & kInForest ? lists_[ref & ~kInForest] : shared_lists_[slot(ref, self_)]; }
   // A shared stem's list of the postings parser `producer` read (with routing; else its only one).
   size_t slot(uint32_t stem, uint32_t producer) const {
-    return row_width_ == 1 ? stem : size_t{stem / row_width_} * row_width_ + producer;
+    return row_width_ == 1 ? stem : size_t{by_width_.quotient(stem)} * row_width_ + producer;
   }
   size_t shared_slots(size_t capacity) const { return (capacity + row_width_ - 1) / row_width_ * row_width_; }
   // A shared stem's first posting of this run: the run writes its list(s).
@@ -667,6 +669,7 @@ class CpuIndexer final : public ParserIndexer {
   // side from slot stem / parsers × parsers (each parser owns the stems of its residue), and
   // whether this run has any of them yet; without routing, one list a stem, at its id.
   uint32_t row_width_ = 1, self_ = 0;
+  DivideBy by_width_{2};  // by row_width_, once routing is set
   std::vector<uint8_t> row_touched_;
   // The run on the device and the postings it holds (add_device_postings); its distinct stems, for
   // which the spill's arrays take host memory (the device's stems, segments and order, 20 bytes;

@@ -7,7 +7,8 @@
 namespace warp::pipeline {
 
 PostingRouter::PostingRouter(size_t parsers, size_t max_queued)
-    : parsers_(std::max<size_t>(parsers, 1)),
+    : parsers_(std::max<size_t>(parsers, 2)),
+      by_parsers_(static_cast<uint32_t>(parsers_)),
       max_queued_(max_queued),
       outboxes_(parsers_),
       inboxes_(std::make_unique<Inbox[]>(parsers_)),

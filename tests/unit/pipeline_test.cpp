@@ -6,6 +6,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <filesystem>
@@ -446,6 +447,21 @@ TEST(FinalDocOrder, PiecesOfEveryRunGiveTheListInDocIdOrder) {
 // A run's cursor reads exactly the records of its range, whatever the range and the buffer: from
 // the first term at or past `from` up to the first at or past `to`, records longer than the buffer
 // and ranges that begin or end between the run's sparse samples (one every 64 KiB) included.
+// The routing's division by multiplications: every 32-bit id's quotient and remainder, as the
+// hardware's, for divisors of every size.
+TEST(DivideBy, QuotientAndRemainderAreTheHardwares) {
+  std::mt19937_64 rng(testing::test_seed());
+  for (int round = 0; round < 200; ++round) {
+    const uint32_t d = round < 100 ? 2 + round : 2 + static_cast<uint32_t>(rng() % (round < 150 ? 1u << 16 : UINT32_MAX - 2));
+    const pipeline::DivideBy by(d);
+    for (int i = 0; i < 2000; ++i) {
+      const uint32_t a = i < 4 ? std::array<uint32_t, 4>{0, d - 1, d, UINT32_MAX}[static_cast<size_t>(i)] : static_cast<uint32_t>(rng());
+      ASSERT_EQ(by.quotient(a), a / d) << a << " / " << d;
+      ASSERT_EQ(by.remainder(a), a % d) << a << " % " << d;
+    }
+  }
+}
+
 // Parsers handing each other postings through a PostingRouter whose inboxes hold few: every
 // posting reaches the parser owning its stem once, each sender's in the order it sent them, and
 // every parser's finish() returns once all have finished; a stopped build waits for nobody.
