@@ -74,7 +74,9 @@ class PostingRouter {
 
  private:
   using Buffer = std::vector<RoutedPosting>;
-  struct Outbox {
+  // A cache line each: add() writes `held` for every posting, and two parsers' outboxes in one
+  // line had bounced it between their cores.
+  struct alignas(64) Outbox {
     std::vector<Buffer> buffers;  // by owner
     size_t held = 0;
   };
@@ -82,7 +84,7 @@ class PostingRouter {
     size_t from;
     Buffer buffer;
   };
-  struct Inbox {
+  struct alignas(64) Inbox {
     std::mutex mutex;
     std::vector<Handed> handed;  // in the order they were handed over
   };
