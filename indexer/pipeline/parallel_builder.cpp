@@ -616,13 +616,6 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
             own->end_chunk();
           };
           if (router != nullptr) own->set_routing(parsers, t);
-          // Every path out of the parse (an error too) tells the router this parser hands over no
-          // more; a build that failed waits for nothing.
-          bool finished_routing = false;
-          const auto finish_routing = [&] {
-            if (router == nullptr || std::exchange(finished_routing, true)) return;
-            router->finish(t, take_routed, failed);
-          };
           // The indexer's end of chunk, which may spill; a device that failed in the spill is dropped.
           const auto end_chunk = [&] {
             own->end_chunk();
@@ -860,7 +853,9 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
             docs.end_split(s, reader.lines(), std::move(reader.rejections()), reader.rejected());
           }
           if (!failed) finish_inversion();
-          finish_routing();
+          // What it holds to the owners, then the others' postings until all have finished (a
+          // parser that fails stops the build: nobody waits for it).
+          if (router != nullptr) router->finish(t, take_routed, failed);
           gpu_documents += on_gpu, gpu_cpu_documents += on_cpu, gpu_early_documents += early, gpu_misses += misses;
           gpu_tokens_taken += tokens_taken;
           if (own != nullptr && !failed) own->spill();  // with the run the device holds, before it goes
