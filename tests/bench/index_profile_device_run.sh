@@ -8,6 +8,8 @@
 # libopencsd1 libperl5.36 libpython3.11 libslang2 libunwind8 libdw1 libelf1 libnuma1 libglib2.0-0
 # libpcre2-8-0 libbz2-1.0 libcrypt1 libexpat1 libuuid1 time (the GPU machine lacks libglib-2.0).
 # BUILD_FLAGS: more flags for every build (e.g. --gpu-analysis); LABEL: a suffix for the output files.
+# WHEN: a regular expression of symbols; their samples (and all samples) by tenth of a second of
+# the build, into when-THREADS.txt (is a cost spread over the build, or at its start?).
 # usage: tests/bench/index_profile_device_run.sh [THREADS,...] [MEGABYTES]
 set -uo pipefail
 threads=${1:-1,16} megabytes=${2:-2048}
@@ -36,6 +38,13 @@ for t in ${threads//,/ }; do
   perf report -i "$work/perf-$t_label.data" --no-children --sort comm,dso --stdio 2>/dev/null | grep -v "^#" | grep "%" | head -20 > "$out/dso-$t_label.txt"
   perf script -F tid,time,ip,sym -i "$work/perf-$t_label.data" 2>/dev/null | python3 tests/bench/perf_phases.py "$out/build-$t_label.log" 2000 \
     > "$out/phases-$t_label.txt" 2>&1
+  if [ -n "${WHEN:-}" ]; then
+    perf script -F time,ip,sym -i "$work/perf-$t_label.data" 2>/dev/null | awk -v re="$WHEN" '
+      $1 ~ /:$/ { t = substr($1, 1, length($1) - 1) + 0; if (start == "") start = t; b = int((t - start) * 10); all[b]++; if (b > last) last = b
+                  if ($0 ~ re) hot[b]++ }
+      END { print "tenth of a second, all samples, samples of " re; for (i = 0; i <= last; i++) printf "%d %d %d\n", i, all[i], hot[i] }' \
+      > "$out/when-$t_label.txt"
+  fi
   rm -f "$work/perf-$t_label.data"
 done
 rm -rf "$work"
