@@ -348,10 +348,12 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
   // and stem id) and 12 a posting of the chunk's inversion: about 5 chunks more.
   // (The GPU analysis: five chunks of staging a parser, and the slice its runs come back through.)
   // Parsers that index their own chunks on the CPU hand each other the postings of the shared stems
-  // they own (posting_router.hpp): a parser hands over what it holds every kHandOverPostings, and
-  // the inboxes hold at most two of those a parser; with the buffers' spares, three a parser.
+  // they own (posting_router.hpp): a parser holds up to kHandOverPostings (and a document's more)
+  // before it hands them over, the inboxes two of those a parser (and one more each from senders
+  // that handed over before they saw the bound), and emptied buffers keep their capacity: four
+  // hand-overs a parser.
   const bool route = own_takes_all && parsers > 1 && !options.gpu_analysis && options.route_postings;
-  const uint64_t routing_bytes = route ? 3 * parsers * kHandOverPostings * sizeof(RoutedPosting) : 0;
+  const uint64_t routing_bytes = route ? 4 * parsers * kHandOverPostings * sizeof(RoutedPosting) : 0;
   const uint64_t in_flight = ((pieces_flow ? 9 : 3) + (options.gpu_analysis ? 5 : 0)) * parsers * chunk_bytes + routing_bytes +
                              (options.gpu_analysis ? parsers * GpuAnalyzer::kRunFetch * sizeof(Posting) : 0) +
                              parsers * own_stem_cache * Analyzer::kStemCacheEntryBytes +
