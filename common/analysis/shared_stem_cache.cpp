@@ -18,9 +18,29 @@ uint32_t load_acquire(const uint32_t& word) {
 
 constexpr size_t kMostTokens = size_t{1} << 26;
 
+std::atomic<uint64_t> next_instance{1};
+
 }  // namespace
 
-SharedStemCache::SharedStemCache(size_t tokens, size_t max_tokens) {
+struct SharedStemCache::ThreadShare {
+  uint64_t instance = 0;
+  uint64_t text_next = 0, text_end = 0;   // its room in the text area
+  size_t token_segment = SIZE_MAX;        // the segment of its token room
+  uint32_t tokens_left = 0;
+  uint32_t settled_slot = UINT32_MAX;     // not claimed yet
+};
+
+SharedStemCache::ThreadShare& SharedStemCache::mine() const {
+  // One cache at a time per thread: another cache's (or an earlier one's at the same address)
+  // blocks are dropped, their rest unused.
+  thread_local ThreadShare share;
+  if (share.instance != instance_) share = ThreadShare{instance_};
+  return share;
+}
+
+SharedStemCache::SharedStemCache(size_t tokens, size_t max_tokens)
+    : instance_(next_instance.fetch_add(1, std::memory_order_relaxed)),
+      settled_by_thread_(std::make_unique<SettledSlot[]>(kSettledSlots)) {
   planned_[0] = static_cast<uint32_t>(std::bit_ceil(std::clamp<size_t>(tokens, 64, kMostTokens)));
   size_t total = planned_[0];
   const size_t limit = std::min(std::max(max_tokens, total), 2 * kMostTokens);
@@ -32,6 +52,7 @@ SharedStemCache::SharedStemCache(size_t tokens, size_t max_tokens) {
     total += planned_[s];
     if (planned_[s] < 2 * planned_[s - 1]) break;
   }
+  blocks_ = planned_[0] >= kBlocksFrom;
   stem_capacity_ = static_cast<uint32_t>(total);
   text_capacity_ = 16 * total;
   stems_ = ZeroedTable<StemEntry>(total);
@@ -67,6 +88,18 @@ uint32_t SharedStemCache::published_tag(const TokenSlot& slot) {
 }
 
 uint64_t SharedStemCache::add_text(std::string_view text) {
+  if (blocks_ && text.size() <= kTextBlock / 4) {
+    ThreadShare& me = mine();
+    if (me.text_end - me.text_next < text.size()) {
+      const uint64_t block = text_used_.fetch_add(kTextBlock, std::memory_order_relaxed);
+      if (block + kTextBlock > text_capacity_) return freeze(), kNoRoom;
+      me.text_next = block, me.text_end = block + kTextBlock;
+    }
+    const uint64_t offset = me.text_next;
+    me.text_next += text.size();
+    std::memcpy(text_.get() + offset, text.data(), text.size());
+    return offset;
+  }
   const uint64_t offset = text_used_.fetch_add(text.size(), std::memory_order_relaxed);
   if (offset + text.size() > text_capacity_) return freeze(), kNoRoom;
   std::memcpy(text_.get() + offset, text.data(), text.size());
@@ -106,10 +139,46 @@ uint32_t SharedStemCache::find_stem(std::string_view stem) const {
   return kMissing;
 }
 
+void SharedStemCache::settle_one() {
+  ThreadShare& me = mine();
+  if (me.settled_slot == UINT32_MAX) {
+    me.settled_slot = std::min(settled_slots_.fetch_add(1, std::memory_order_acq_rel), kSettledSlots);
+  }
+  if (me.settled_slot < kSettledSlots) {
+    settled_by_thread_[me.settled_slot].ids.fetch_add(1, std::memory_order_release);
+  } else {
+    settled_.fetch_add(1, std::memory_order_acq_rel);
+  }
+}
+
+// Each count only grows, and after a close (or the freeze) no id is handed out: a sum of them read
+// one after another that reaches the ids handed out means every one of them is settled.
+uint64_t SharedStemCache::settled() const {
+  uint64_t ids = settled_.load(std::memory_order_acquire);
+  const uint32_t slots = std::min(settled_slots_.load(std::memory_order_acquire), kSettledSlots);
+  for (uint32_t i = 0; i < slots; ++i) ids += settled_by_thread_[i].ids.load(std::memory_order_acquire);
+  return ids;
+}
+
 void SharedStemCache::wait_until_settled(uint32_t ids) const {
-  for (int spins = 0; settled_.load(std::memory_order_acquire) < ids; ++spins) {
+  for (int spins = 0; settled() < ids; ++spins) {
     if (spins > 64) std::this_thread::yield();
   }
+}
+
+bool SharedStemCache::take_token_room(Segment& segment, size_t s) {
+  if (!blocks_) return segment.token_count.fetch_add(1, std::memory_order_relaxed) < segment.token_capacity;
+  ThreadShare& me = mine();
+  if (me.token_segment == s && me.tokens_left > 0) {
+    --me.tokens_left;
+    return true;
+  }
+  // Past the capacity by at most a block a thread: the tables have twice its slots.
+  const uint32_t before = segment.token_count.fetch_add(kTokenBlock, std::memory_order_relaxed);
+  if (before >= segment.token_capacity) return false;
+  me.token_segment = s;
+  me.tokens_left = std::min(kTokenBlock, segment.token_capacity - before) - 1;
+  return true;
 }
 
 uint32_t SharedStemCache::find_or_add_stem(size_t open, std::string_view text) {
@@ -122,7 +191,7 @@ uint32_t SharedStemCache::find_or_add_stem(size_t open, std::string_view text) {
   uint32_t id = kMissing;  // one allocated by this call and not yet published
   // Every id handed out ends settled: published, or left unused (lost race, no room for its text).
   const auto settle = [&](uint32_t result) {
-    if (id != kMissing) settled_.fetch_add(1, std::memory_order_acq_rel);
+    if (id != kMissing) settle_one();
     return result;
   };
   for (size_t i = h & segment.stem_mask;; i = (i + 1) & segment.stem_mask) {
@@ -177,7 +246,7 @@ void SharedStemCache::add_token(std::string_view token, uint64_t h, uint32_t ste
   for (;;) {
     const uint64_t state = state_.load(std::memory_order_acquire);
     Segment& segment = segments_[segment_of(state)];
-    if (segment.token_count.fetch_add(1, std::memory_order_relaxed) >= segment.token_capacity) {
+    if (!take_token_room(segment, segment_of(state))) {
       if ((state & kFinal) != 0) return;  // no room anywhere: the token stays uncached
       close_segment(segment_of(state));
       continue;

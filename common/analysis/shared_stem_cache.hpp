@@ -29,6 +29,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <string_view>
 
@@ -154,6 +155,23 @@ class SharedStemCache {
   void close_segment(size_t full);
   void wait_until_settled(uint32_t ids) const;
   void freeze() { state_.fetch_or(kFinal, std::memory_order_acq_rel); }
+  // Per thread, where the first segment holds kBlocksFrom tokens or more: room in the text area
+  // and in the open segment's token count taken kTextBlock bytes and kTokenBlock tokens at a time,
+  // and ids settled on a counter of its own. At 16 parsers the first chunks bring most of the
+  // vocabulary at once, and each new stem's three read-modify-writes of one line shared by every
+  // thread (the id, its text's room, its settling) and one of the token count had been 55% of the
+  // build's CPU in its first tenth of a second (RESULTS.md). Smaller caches (tests of their limits)
+  // keep the exact counts. The ids themselves still come one at a time (a segment's close waits
+  // for every id handed out).
+  static constexpr size_t kBlocksFrom = size_t{1} << 14;
+  static constexpr uint64_t kTextBlock = 1024;
+  static constexpr uint32_t kTokenBlock = 16;
+  static constexpr uint32_t kSettledSlots = 64;  // threads past these settle on the shared count
+  struct ThreadShare;                            // a thread's blocks of this cache
+  ThreadShare& mine() const;
+  bool take_token_room(Segment& segment, size_t s);
+  void settle_one();
+  uint64_t settled() const;
 
   std::array<Segment, kMaxSegments> segments_;
   std::array<uint32_t, kMaxSegments> planned_{};  // each segment's tokens (0: never opened)
@@ -169,6 +187,13 @@ class SharedStemCache {
   std::atomic<uint32_t> settled_{0};  // ids handed out and then published or left unused
   std::atomic<uint64_t> text_used_{0};
   alignas(64) std::atomic<size_t> open_{1};  // segments published
+  const uint64_t instance_;  // tells a thread's blocks of this cache from those of an earlier one
+  bool blocks_ = false;      // kBlocksFrom
+  struct alignas(64) SettledSlot {
+    std::atomic<uint32_t> ids{0};
+  };
+  std::unique_ptr<SettledSlot[]> settled_by_thread_;  // the rest of settled_, a line a thread
+  std::atomic<uint32_t> settled_slots_{0};            // claimed so far
 };
 
 }  // namespace warp

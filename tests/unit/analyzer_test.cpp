@@ -359,6 +359,71 @@ TEST(SharedStemCache, FullTokenSlotsOpenTheNextSegment) {
   }
 }
 
+// A cache large enough that each thread takes its text room and token counts in blocks and
+// settles its ids on a count of its own (SharedStemCache::kBlocksFrom): eight threads inserting
+// words half of which all of them see (the same order: the most races) and half their own, over
+// segments that open under them (2^14, 2^15, 2^16 tokens, then frozen); then the same into one
+// segment that freezes. Each stem one id, named by every thread alike, found by token and by stem,
+// its text intact; a close waits for the ids every thread has settled.
+TEST(SharedStemCache, ThreadsTakingBlocksGetOneIdPerStemAcrossSegmentsAndAFreeze) {
+  for (const size_t most : {size_t{7} << 14, size_t{1} << 14}) {
+    SharedStemCache cache(1 << 14, most);
+    const uint64_t seed = testing::test_seed();
+    constexpr int kThreads = 8;
+    std::vector<std::unordered_map<std::string, uint32_t>> seen(kThreads);
+    std::vector<std::thread> threads;
+    const auto stem_of = [](const std::string& token) { return token.substr(0, 2 + token.size() / 2); };
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        std::mt19937_64 shared(seed), own(seed + 1 + t);
+        for (int i = 0; i < 20000; ++i) {
+          std::mt19937_64& rng = i % 2 ? own : shared;
+          std::string token(3 + rng() % 12, 'a');
+          for (char& c : token) c = static_cast<char>('a' + rng() % 26);
+          const uint64_t h = StemCache::hash(token);
+          uint32_t id = cache.find(token, h);
+          if (id == SharedStemCache::kMissing) id = cache.insert(token, h, stem_of(token));
+          seen[t][token] = id;
+        }
+      });
+    }
+    for (std::thread& thread : threads) thread.join();
+    if (most > (1 << 14)) {
+      EXPECT_GE(cache.segments(), 3u);
+    } else {
+      EXPECT_TRUE(cache.frozen());
+    }
+    cache.wait_until_settled();
+    std::unordered_map<std::string, uint32_t> id_of_stem;
+    std::unordered_map<std::string, uint32_t> id_of_token;
+    size_t named = 0;
+    for (const auto& by_thread : seen) {
+      for (const auto& [token, id] : by_thread) {
+        if (id == SharedStemCache::kMissing) continue;  // frozen before it was named
+        ++named;
+        ASSERT_LT(id, cache.stems());
+        ASSERT_EQ(cache.stem(id), stem_of(token)) << token;
+        const auto [stem_it, new_stem] = id_of_stem.emplace(stem_of(token), id);
+        ASSERT_EQ(stem_it->second, id) << "two ids for the stem " << stem_of(token);
+        const auto [token_it, new_token] = id_of_token.emplace(token, id);
+        ASSERT_EQ(token_it->second, id) << "two ids for the token " << token;
+        ASSERT_EQ(cache.find_stem(stem_of(token)), id) << token;
+        const uint32_t found = cache.find(token, StemCache::hash(token));
+        if (found != SharedStemCache::kMissing) {  // a token past the last segment's room stays uncached
+          ASSERT_EQ(found, id) << token;
+        }
+      }
+    }
+    if (most > (1 << 14)) {
+      EXPECT_GT(named, size_t{kThreads} * 10000) << "the words all threads see are named by each";
+      EXPECT_GT(id_of_stem.size(), size_t{1} << 14) << "more stems than the first segment holds";
+    } else {
+      EXPECT_GT(id_of_stem.size(), size_t{1} << 13) << "a frozen segment's stems";
+      EXPECT_LE(id_of_stem.size(), cache.capacity());
+    }
+  }
+}
+
 TEST(Analyzer, StemIdsNameTheTermsAndShareAStem) {
   Analyzer analyzer;
   std::vector<uint32_t> ids;
