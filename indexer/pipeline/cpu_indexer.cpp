@@ -160,11 +160,8 @@ class CpuIndexer final : public ParserIndexer {
       term_of_own_.clear();
       epoch_ = analyzer.stem_cache_epoch();
     }
-    analyzer_ = &analyzer;
+    feed_from(analyzer);
     const size_t stable = analyzer.stable_stems();
-    if (shared_lists_.get() == nullptr && analyzer.shared_stem_capacity() > 0) {
-      shared_lists_ = ZeroedTable<PostingArena::List>(shared_slots(analyzer.shared_stem_capacity()));
-    }
     refs_.resize(stems.size());
     for (size_t i = 0; i < stems.size(); ++i) {
       const uint32_t stem = stems[i];
@@ -193,10 +190,7 @@ class CpuIndexer final : public ParserIndexer {
   }
 
   void add_sorted_postings(const Analyzer& analyzer, DocId base, const uint64_t* keys, const uint32_t* freqs, size_t n) override {
-    analyzer_ = &analyzer;
-    if (shared_lists_.get() == nullptr && analyzer.shared_stem_capacity() > 0) {
-      shared_lists_ = ZeroedTable<PostingArena::List>(shared_slots(analyzer.shared_stem_capacity()));
-    }
+    feed_from(analyzer);
     for (size_t i = 0; i < n; ++i) {
       if (i + kAhead < n) arena_.prefetch_tail(shared_lists_[keys[i + kAhead] >> 32]);
       const uint32_t stem = static_cast<uint32_t>(keys[i] >> 32);
@@ -214,10 +208,7 @@ class CpuIndexer final : public ParserIndexer {
   }
 
   void add_routed(const Analyzer& analyzer, size_t from, std::span<const RoutedPosting> postings) override {
-    analyzer_ = &analyzer;
-    if (shared_lists_.get() == nullptr && analyzer.shared_stem_capacity() > 0) {
-      shared_lists_ = ZeroedTable<PostingArena::List>(shared_slots(analyzer.shared_stem_capacity()));
-    }
+    feed_from(analyzer);
     const uint32_t producer = static_cast<uint32_t>(from);
     // In blocks, as add_document's passes: the lists, then their tail slices, then the appends.
     constexpr size_t kBlock = 32;
@@ -242,10 +233,7 @@ class CpuIndexer final : public ParserIndexer {
       add_sorted_postings(analyzer, base, keys, freqs, n);
       return;
     }
-    analyzer_ = &analyzer;
-    if (shared_lists_.get() == nullptr && analyzer.shared_stem_capacity() > 0) {
-      shared_lists_ = ZeroedTable<PostingArena::List>(shared_slots(analyzer.shared_stem_capacity()));
-    }
+    feed_from(analyzer);
     on_device_ += n;
     // The run's distinct stems on the device: the spill's arrays hold ~kSpillBytesPerDeviceStem each.
     if (device_stem_seen_.empty()) device_stem_seen_.assign((analyzer.shared_stem_capacity() + 63) / 64, 0);
@@ -408,18 +396,23 @@ class CpuIndexer final : public ParserIndexer {
   // stem's) twice this far, what the entry points to (a first slice, a stem's text) this far.
   static constexpr size_t kAhead = 8;
   PostingArena::List& list_of(uint32_t ref) { return ref & kInForest ? lists_[ref & ~kInForest] : shared_lists_[slot(ref, self_)]; }
-  // A shared stem's list of the postings parser `producer` read (with routing; else its only one).
-  size_t slot(uint32_t stem, uint32_t producer) const {
-    return row_width_ == 1 ? stem : size_t{by_width_.quotient(stem)} * row_width_ + producer;
+  // The feeding parser's analyzer (the stems' text); on first use, the lists by shared stem id
+  // (and with routing, a byte a row) for every id the shared cache may ever hand out.
+  void feed_from(const Analyzer& analyzer) {
+    analyzer_ = &analyzer;
+    if (shared_lists_.get() != nullptr || analyzer.shared_stem_capacity() == 0) return;
+    const size_t rows = (analyzer.shared_stem_capacity() + row_width_ - 1) / row_width_;
+    shared_lists_ = ZeroedTable<PostingArena::List>(rows * row_width_);
+    if (row_width_ > 1) row_touched_.assign(rows, 0);
   }
-  size_t shared_slots(size_t capacity) const { return (capacity + row_width_ - 1) / row_width_ * row_width_; }
+  // With routing, a shared stem's lists (one per parser that read its documents) are row
+  // stem / parsers of the table; without, one list a stem, at its id.
+  size_t row(uint32_t stem) const { return row_width_ == 1 ? stem : by_width_.quotient(stem); }
+  // A shared stem's list of the postings parser `producer` read (with routing; else its only one).
+  size_t slot(uint32_t stem, uint32_t producer) const { return row_width_ == 1 ? stem : row(stem) * row_width_ + producer; }
   // A shared stem's first posting of this run: the run writes its list(s).
   void touch_shared(uint32_t stem) {
-    if (row_width_ > 1) {
-      const size_t row = stem / row_width_;
-      if (row_touched_.size() <= row) row_touched_.resize(std::max<size_t>(row + 1, 2 * row_touched_.size()), 0);
-      if (std::exchange(row_touched_[row], 1) != 0) return;
-    }
+    if (row_width_ > 1 && std::exchange(row_touched_[row(stem)], 1) != 0) return;
     shared_touched_.push_back(stem);
   }
   // term_of(ref) soon: a shared stem's entry, then its text (B-tree terms: nothing).
@@ -550,8 +543,8 @@ class CpuIndexer final : public ParserIndexer {
         if (ref & kInForest) {
           arena_.prefetch_head(list_of(ref));
         } else {
-          const PostingArena::List* row = row_of(ref);
-          for (uint32_t p = 0; p < row_width_; ++p) arena_.prefetch_head(row[p]);
+          const PostingArena::List* lists = row_of(ref);
+          for (uint32_t p = 0; p < row_width_; ++p) arena_.prefetch_head(lists[p]);
         }
         prefetch_stem_text(ref);
       }
@@ -563,11 +556,11 @@ class CpuIndexer final : public ParserIndexer {
         arena_.gather(entry, list);
         entry = PostingArena::List{};
       } else {
-        PostingArena::List* row = row_of(ref);
+        PostingArena::List* lists = row_of(ref);
         for (uint32_t p = 0; p < row_width_; ++p) {
-          if (!row[p].empty()) arena_.gather(row[p], list), row[p] = PostingArena::List{};
+          if (!lists[p].empty()) arena_.gather(lists[p], list), lists[p] = PostingArena::List{};
         }
-        row_touched_[ref / row_width_] = 0;
+        row_touched_[row(ref)] = 0;
       }
       writer.add(term_of(ref, term), list);
     }

