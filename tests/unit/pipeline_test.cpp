@@ -505,19 +505,27 @@ TEST(PostingRouter, EveryPostingReachesItsOwnerOnceInItsSendersOrder) {
     EXPECT_EQ(router.routed(), sent.load());
     EXPECT_GT(total, 0u);
   }
-  // One parser never finishes: the others' finish() returns once the build is stopped.
+  // One parser never finishes: another's finish() and a hand-over past the bound wait (for the
+  // others, for room) and return once the build is stopped.
   pipeline::PostingRouter router(3, 4);
   std::atomic<bool> stop{false};
+  std::atomic<int> returned{0};
   const pipeline::PostingRouter::Sink ignore = [](size_t, std::span<const pipeline::RoutedPosting>) {};
-  std::thread waiting([&] { router.finish(0, ignore, stop); });
+  std::thread waiting([&] {
+    router.finish(0, ignore, stop);
+    ++returned;
+  });
   std::thread full([&] {  // over the bound, with nobody taking its inbox
     for (uint32_t i = 0; i < 64; ++i) router.add(1, 2 + 3 * i, i, 1);
     router.hand_over(1, ignore, stop);
+    ++returned;
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(returned.load(), 0) << "nothing may return while a parser is still handing over";
   stop = true;
   waiting.join();
   full.join();
+  EXPECT_EQ(returned.load(), 2);
 }
 
 TEST(RunFile, CursorsReadExactlyTheirRangesWithAnyBuffer) {
