@@ -81,7 +81,7 @@ if digest(os.path.join(work, "bounded")) != expected:
 runs = int(bounded.split(" runs")[0].split()[-1])
 if runs < 4:
     fail("the bounded build should have spilled several runs: %s" % bounded)
-# The shared stem cache grew past its first segment within the budget (and froze at its end).
+# The shared stem cache grew past its first segment within the budget.
 segments = int(bounded.split(" segment(s)")[0].split()[-1])
 if segments < 2:
     fail("the bounded build's stem cache should have opened a second segment: %s" % bounded)
