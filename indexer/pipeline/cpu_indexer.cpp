@@ -80,18 +80,75 @@ class PostingArena {
     if (list.state == List::kSliced) __builtin_prefetch(&at(list.head));
   }
 
-  // Appends the list's postings to `out`.
+  // Appends the list's postings to `out`, a slice at a time.
   void gather(const List& list, std::vector<Posting>& out) const {
     if (list.state == List::kInline) {
       out.push_back({list.head, list.tail});
       return;
     }
     uint8_t level = 0;
-    for (uint32_t slice = list.head;; level = static_cast<uint8_t>(std::min<int>(level + 1, kTopLevel))) {
+    for (uint32_t slice = list.head;; level = next_level(level)) {
+      const Posting* postings = &at(slice);
       const uint32_t n = slice == list.tail ? list.used : capacity(level);
-      for (uint32_t i = 0; i < n; ++i) out.push_back(at(slice + i));
+      out.insert(out.end(), postings, postings + n);
       if (slice == list.tail) break;
-      slice = at(slice + capacity(level)).doc;
+      slice = postings[capacity(level)].doc;
+    }
+  }
+
+  // Appends the postings of `n` lists to `out`, list after list (a routed stem's lists, one per
+  // parser that read its documents). Their chains of slices are walked side by side first: each
+  // round reads the link of every list not yet at its tail and prefetches the slice it names, so
+  // the lists' cache misses overlap. One after another, each walk waited for its slices in turn,
+  // and at 16 parsers a stem's postings lie in 16 times as many, shorter chains as at one: the
+  // routed spill's gathers took 3.5 times the one-thread spill's samples for the same postings.
+  void gather_lists(const List* lists, uint32_t n, std::vector<Posting>& out) {
+    walks_.clear();
+    for (uint32_t i = 0; i < n; ++i) {
+      if (lists[i].state == List::kSliced) walks_.push_back({lists[i].head, i, 0});
+    }
+    if (walks_.size() <= 1) {
+      for (uint32_t i = 0; i < n; ++i) {
+        if (!lists[i].empty()) gather(lists[i], out);
+      }
+      return;
+    }
+    slices_.clear();
+    for (size_t live = walks_.size(); live > 0;) {
+      size_t kept = 0;
+      for (size_t w = 0; w < live; ++w) {
+        const Walk walk = walks_[w];
+        const List& list = lists[walk.list];
+        if (walk.slice == list.tail) {
+          slices_.push_back({walk.slice, list.used, walk.list});
+          continue;
+        }
+        const uint32_t size = capacity(walk.level);
+        slices_.push_back({walk.slice, size, walk.list});
+        const uint32_t next = at(walk.slice + size).doc;
+        const uint8_t level = next_level(walk.level);
+        __builtin_prefetch(&at(next));
+        if (next != list.tail) __builtin_prefetch(&at(next + capacity(level)));  // its link, read next round
+        walks_[kept++] = {next, walk.list, level};
+      }
+      live = kept;
+    }
+    // Each list's slices are in chain order among the rounds' records: grouped by list, in order.
+    firsts_.assign(n + 1, 0);
+    for (const Slice& slice : slices_) ++firsts_[slice.list + 1];
+    for (uint32_t i = 0; i < n; ++i) firsts_[i + 1] += firsts_[i];
+    by_list_.resize(slices_.size());
+    for (const Slice& slice : slices_) by_list_[firsts_[slice.list]++] = slice;
+    size_t next_slice = 0;
+    for (uint32_t i = 0; i < n; ++i) {
+      if (lists[i].state == List::kInline) {
+        out.push_back({lists[i].head, lists[i].tail});
+      } else if (lists[i].state == List::kSliced) {
+        for (; next_slice < by_list_.size() && by_list_[next_slice].list == i; ++next_slice) {
+          const Posting* postings = &at(by_list_[next_slice].slice);
+          out.insert(out.end(), postings, postings + by_list_[next_slice].size);
+        }
+      }
     }
   }
 
@@ -108,6 +165,7 @@ class PostingArena {
   uint64_t block_bytes() const { return sizeof(Posting) << block_bits_; }
   static constexpr int kTopLevel = 8;
   static uint32_t capacity(int level) { return 2u << level; }
+  static uint8_t next_level(uint8_t level) { return static_cast<uint8_t>(std::min<int>(level + 1, kTopLevel)); }
   Posting& at(uint32_t index) { return blocks_[index >> block_bits_].get()[index & ((1u << block_bits_) - 1)]; }
   const Posting& at(uint32_t index) const { return blocks_[index >> block_bits_].get()[index & ((1u << block_bits_) - 1)]; }
   // `size` consecutive slots; a slice never crosses a block.
@@ -127,6 +185,17 @@ class PostingArena {
   std::vector<std::unique_ptr<Posting, FreeHuge>> blocks_;  // of huge pages where 2 MiB
   uint32_t next_ = 0;
   uint64_t postings_ = 0;  // appended since the last clear, inline ones included
+  // gather_lists()'s scratch: the walks under way, the slices found, the slices by list.
+  struct Walk {
+    uint32_t slice, list;
+    uint8_t level;
+  };
+  struct Slice {
+    uint32_t slice, size, list;
+  };
+  std::vector<Walk> walks_;
+  std::vector<Slice> slices_, by_list_;
+  std::vector<uint32_t> firsts_;
 };
 
 static_assert(sizeof(PostingArena::List) == ParserIndexer::kBytesPerSharedStem);
@@ -557,9 +626,8 @@ class CpuIndexer final : public ParserIndexer {
         entry = PostingArena::List{};
       } else {
         PostingArena::List* lists = row_of(ref);
-        for (uint32_t p = 0; p < row_width_; ++p) {
-          if (!lists[p].empty()) arena_.gather(lists[p], list), lists[p] = PostingArena::List{};
-        }
+        arena_.gather_lists(lists, row_width_, list);
+        std::fill(lists, lists + row_width_, PostingArena::List{});
         row_touched_[row(ref)] = 0;
       }
       writer.add(term_of(ref, term), list);

@@ -10,6 +10,9 @@
 # BUILD_FLAGS: more flags for every build (e.g. --gpu-analysis); LABEL: a suffix for the output files.
 # WHEN: a regular expression of symbols; their samples (and all samples) by tenth of a second of
 # the build, into when-THREADS.txt (is a cost spread over the build, or at its start?).
+# SCRIPT=1: the samples themselves (`perf script -F tid,time,ip,sym,symoff`, gzip) into
+# script-THREADS.txt.gz, for source lines on the development machine (an INDEXER built with -g1,
+# addr2line on its copy there).
 # usage: tests/bench/index_profile_device_run.sh [THREADS,...] [MEGABYTES]
 set -uo pipefail
 threads=${1:-1,16} megabytes=${2:-2048}
@@ -44,6 +47,9 @@ for t in ${threads//,/ }; do
                   if ($0 ~ re) hot[b]++ }
       END { print "tenth of a second, all samples, samples of " re; for (i = 0; i <= last; i++) printf "%d %d %d\n", i, all[i], hot[i] }' \
       > "$out/when-$t_label.txt"
+  fi
+  if [ -n "${SCRIPT:-}" ]; then
+    perf script -F tid,time,ip,sym,symoff -i "$work/perf-$t_label.data" 2>/dev/null | gzip > "$out/script-$t_label.txt.gz"
   fi
   rm -f "$work/perf-$t_label.data"
 done
