@@ -444,9 +444,6 @@ TEST(FinalDocOrder, PiecesOfEveryRunGiveTheListInDocIdOrder) {
   EXPECT_EQ(list[1].freq, 2u);
 }
 
-// A run's cursor reads exactly the records of its range, whatever the range and the buffer: from
-// the first term at or past `from` up to the first at or past `to`, records longer than the buffer
-// and ranges that begin or end between the run's sparse samples (one every 64 KiB) included.
 // The routing's division by multiplications: every 32-bit id's quotient and remainder, as the
 // hardware's, for divisors of every size.
 TEST(DivideBy, QuotientAndRemainderAreTheHardwares) {
@@ -528,6 +525,9 @@ TEST(PostingRouter, EveryPostingReachesItsOwnerOnceInItsSendersOrder) {
   EXPECT_EQ(returned.load(), 2);
 }
 
+// A run's cursor reads exactly the records of its range, whatever the range and the buffer: from
+// the first term at or past `from` up to the first at or past `to`, records longer than the buffer
+// and ranges that begin or end between the run's sparse samples (one every 64 KiB) included.
 TEST(RunFile, CursorsReadExactlyTheirRangesWithAnyBuffer) {
   const uint64_t seed = testing::test_seed();
   std::mt19937_64 rng(seed);
