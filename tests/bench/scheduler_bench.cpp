@@ -386,7 +386,7 @@ void print_targets(const std::string& load, const std::map<std::string, std::map
 void cpu_cost_per_query(const std::vector<Load>& loads, const std::vector<Slot>& slots, const std::string& path) {
   std::ofstream csv(path);
   if (!csv) throw Error("cannot write " + path);
-  csv << "load,query,part,terms,dfs,postings,us,blocks_decoded,blocks_total,postings_decoded\n";
+  csv << "load,query,part,terms,dfs,postings,us,blocks_decoded,blocks_total,postings_decoded,text\n";
   for (const Load& load : loads) {
     std::vector<double> costs;                 // per query, its parts summed
     std::map<size_t, std::pair<size_t, double>> by_terms;  // terms → queries, µs
@@ -412,7 +412,9 @@ void cpu_cost_per_query(const std::vector<Load>& loads, const std::vector<Slot>&
         }
         csv << load.name << ',' << i << ',' << part << ',' << query.terms.size() << ',' << dfs << ',' << postings << ','
             << best << ',' << result.stats.blocks_decoded << ',' << result.stats.blocks_total << ','
-            << result.stats.postings_decoded << '\n';
+            << result.stats.postings_decoded << ',';
+        for (size_t t = 0; t < query.terms.size(); ++t) csv << (t ? " " : "") << query.terms[t];
+        csv << '\n';
         query_us += best;
         terms = std::max(terms, query.terms.size());
       }

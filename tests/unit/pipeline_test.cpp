@@ -892,6 +892,46 @@ TEST_F(PipelineTest, DuplicatesAndManyFilesMatchTheBuilder) {
   EXPECT_EQ(read.documents, expected_read.documents);
 }
 
+// Terms repeated tens of thousands of times in a document (frequencies on either side of 16 bits),
+// in lists that stay inline, fill slices or span several, through parsers that index their own
+// stems and routed ones, in many runs and in one, give the builder's partitions (an arena keeping
+// frequencies in 16 bits was tried, forty-sixth session; this checked its escape).
+TEST_F(PipelineTest, FrequenciesPastSixteenBitsMatchTheBuilder) {
+  std::mt19937_64 rng(testing::test_seed());
+  const std::vector<uint32_t> repeats = {1, 2, 65534, 65535, 65536, 70001, 131072 + static_cast<uint32_t>(rng() % 1000)};
+  {
+    std::ofstream out(path("heavy.jsonl"));
+    for (int d = 0; d < 240; ++d) {
+      std::string body;
+      // "heavy" in every document at a frequency drawn from `repeats`, "rare" in a few, and a
+      // word of each document's own.
+      const uint32_t heavy = repeats[rng() % repeats.size()];
+      body.reserve(heavy * 6 + 64);
+      for (uint32_t i = 0; i < heavy; ++i) body += "heavy ";
+      if (d % 37 == 5) {
+        for (uint32_t i = 0; i < 65535 + static_cast<uint32_t>(d); ++i) body += "rare ";
+      }
+      body += "own" + std::to_string(d);
+      out << R"({"id":"h)" << d << R"(","title":"t","body":")" << body << "\"}\n";
+    }
+  }
+  pipeline::PipelineOptions options;
+  options.build.partitions = 2;
+  ReadReport expected_read;
+  const auto expected = reference({path("heavy.jsonl")}, options.build, expected_read);
+  for (const size_t parsers : {1, 3}) {
+    for (const uint64_t budget : {uint64_t{1}, uint64_t{512} << 20}) {  // many runs, one a parser
+      options.parsers = parsers, options.indexers = 0, options.threads = parsers;
+      options.memory_budget = budget;
+      options.split_bytes = 256 << 10;
+      options.chunk_bytes = 64 << 10;
+      pipeline::PipelineReport report;
+      ReadReport read;
+      EXPECT_EQ(pipeline({path("heavy.jsonl")}, options, report, read), expected) << parsers << " parsers, budget " << budget;
+    }
+  }
+}
+
 // Malformed records in a file read in many splits are reported with their file line, as a
 // single reader reports them.
 TEST_F(PipelineTest, MalformedRecordsInSplitsKeepTheirFileLines) {
