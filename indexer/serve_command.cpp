@@ -27,14 +27,26 @@ void log_line(const std::string& text) {
   std::fflush(stderr);
 }
 
-// What the inputs are now: every file with its size and modification time.
-std::string input_fingerprint(const std::vector<std::string>& inputs) {
+// What a generation is built from, and how: every input file with its size and modification time,
+// and the settings that shape its partitions (their count, the codec, the analyzer, BM25's
+// parameters, the partition format this build writes). A generation whose inputs.json says
+// otherwise is built again: its inputs changed, or the service restarted with other settings, or
+// it was upgraded to a build that writes a newer format, whose searches use what that format
+// holds (a generation of format 1, from before the terms' best postings, had been served on after
+// an upgrade, its CPU searches twice as long).
+std::string build_fingerprint(const std::vector<std::string>& inputs, const BuildOptions& build) {
   nlohmann::json files = nlohmann::json::array();
   for (const std::string& file : expand_input_paths(inputs)) {
     files.push_back({{"path", file}, {"size", fs::file_size(file)},
                      {"mtime", fs::last_write_time(file).time_since_epoch().count()}});
   }
-  return files.dump();
+  const auto decimal = [](float value) { return std::to_string(value); };  // "inf" too, which JSON has not
+  const nlohmann::json settings = {{"format_version", kFormatVersion},
+                                   {"partitions", build.partitions},
+                                   {"codec", build.codec},
+                                   {"analyzer", build.analyzer.version()},
+                                   {"bm25", {decimal(build.bm25.k1), decimal(build.bm25.b), decimal(build.bm25.k3)}}};
+  return nlohmann::json{{"inputs", files}, {"build", settings}}.dump();
 }
 
 uint64_t latest_generation(const fs::path& root) {
@@ -110,7 +122,7 @@ int run_serve_command(const ServeOptions& options) {
   while (!stop_requested()) {
     std::string fingerprint;
     try {
-      fingerprint = input_fingerprint(options.inputs);
+      fingerprint = build_fingerprint(options.inputs, options.build);
     } catch (const std::exception& e) {  // the inputs gone or unreadable: counted as a failed build
       metrics.builds_failed.Increment();
       log_line(std::string("cannot read the inputs, retrying at the next rescan: ") + e.what());

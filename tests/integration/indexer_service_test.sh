@@ -2,7 +2,8 @@
 # The indexer service through the real binary: serve publishes generations over ZeroMQ on loopback,
 # fetch downloads them, warp-search answers from them, metrics are scraped over HTTP (also past 64
 # idle connections, and by HEAD), /healthz and /readyz answer, a changed input makes a new
-# generation, SIGTERM stops it cleanly, and kill -9 mid-build leaves nothing published. usage: indexer_service_test.sh WARP_INDEXER WARP_SEARCH CRANFIELD_DIR
+# generation, SIGTERM stops it cleanly, a restart builds again only where the inputs, the settings
+# or the format an older build wrote differ, and kill -9 mid-build leaves nothing published. usage: indexer_service_test.sh WARP_INDEXER WARP_SEARCH CRANFIELD_DIR
 set -euo pipefail
 indexer=$1 search=$2 data=$3
 work=$(mktemp -d)
@@ -80,6 +81,37 @@ wait_for 30 fetched_second || fail "generation 2 not fetched: $(cat "$work/fetch
 kill -TERM "$server"
 wait "$server" || fail "serve did not exit cleanly on SIGTERM"
 grep -q "stopping" "$work/serve.log" || fail "no stop message"
+
+# Restarts: the same inputs and settings serve the generation there; a generation an older build
+# wrote (its inputs.json only the inputs, as before the settings and format were recorded) and
+# other settings (--partitions) are built again.
+restart() {  # restart LOG [build flags]: serve on the same root in the background
+  local log=$1; shift
+  "$indexer" serve --input "$work/in" --root "$work/root" --publish "$pub" --fetch "$fetch" --rescan 1 "$@" 2> "$work/$log" &
+  server=$!; pids+=("$server")
+}
+stop() { kill -TERM "$server"; wait "$server" || fail "serve did not exit cleanly ($1)"; }
+restart restart-same.log --partitions 2
+wait_for 30 grep -q "announcing existing generation 2" "$work/restart-same.log" || fail "restart did not announce generation 2"
+sleep 3  # three rescans
+if ls "$work/root" | grep -q "gen-000003"; then fail "unchanged inputs and settings were built again"; fi
+stop "same settings"
+python3 - "$work/root/gen-000002/inputs.json" <<'PY'
+import json, sys
+recorded = json.load(open(sys.argv[1]))
+assert recorded["build"]["format_version"] >= 2 and recorded["build"]["partitions"] == 2, recorded
+json.dump(recorded["inputs"], open(sys.argv[1], "w"))  # what a build before the upgrade wrote
+PY
+restart restart-upgraded.log --partitions 2
+wait_for 30 test -f "$work/root/gen-000003/manifest.json" || fail "an older build's generation was not built again"
+python3 -c "import json,sys; m = json.load(open(sys.argv[1])); assert m['format_version'] >= 2 and len(m['partitions']) == 2, m" \
+  "$work/root/gen-000003/manifest.json" || fail "generation 3's manifest"
+stop "upgraded"
+restart restart-partitions.log --partitions 3
+wait_for 30 test -f "$work/root/gen-000004/manifest.json" || fail "other settings were not built again"
+python3 -c "import json,sys; assert len(json.load(open(sys.argv[1]))['partitions']) == 3" "$work/root/gen-000004/manifest.json" \
+  || fail "generation 4 has not 3 partitions"
+stop "other partitions"
 
 # kill -9 in the middle of a build: nothing is published; the next start cleans up and publishes.
 # The input is large enough for a build of several seconds on two cores (150,000 documents took one
