@@ -14,6 +14,10 @@
 # work sharded into N independent builds). Also `sha256sum` of a cached piece, one alone and N at
 # once (a compute-bound peer). whole/N's digest is checked against whole/1's. Builds, their runs
 # and outputs go under TMPDIR (e.g. /dev/shm, so the disk stays out of it).
+# A second table gives the CPU seconds (user + sys) of whole/1, whole/N and copies×N, and how much
+# more CPU than whole/1's each of the latter spent on the same work: whole/N ÷ whole/1 is the
+# build's extra CPU with the machine's, copies×N ÷ (N × whole/1) the machine's alone (its cores
+# slower when all are busy: frequency, caches, memory).
 # usage: [COPIES=1] tests/bench/index_ceiling.sh CORPUS BINARY [N=16] [ROUNDS=2]
 set -uo pipefail
 corpus=$1 bin=$2 n=${3:-16} rounds=${4:-2}
@@ -23,6 +27,8 @@ status=0
 split -n "l/$n" -d -a 3 "$corpus" "$work/piece-"
 pieces=("$work"/piece-*)
 now() { date +%s.%N; }
+# CPU seconds (user + sys) of this shell's finished children so far.
+cpu() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.2f", ($16 + $17) / hz }' /proc/$$/stat; }
 since() { awk -v s="$1" -v e="$(now)" 'BEGIN { print e - s }'; }
 build() {  # INPUT OUT THREADS: quiet build; on failure its log's end and status 1
   rm -rf "$2"
@@ -36,11 +42,12 @@ together() {  # INPUT... OUT_PREFIX: one-thread builds of every input at once; s
 }
 ratio() { awk -v a="$1" -v b="$2" -v m="${3:-1}" 'BEGIN { printf "%.2f", m * a / b }'; }
 copies=${COPIES:-0}
+cpu_rows=()
 echo "| round | whole/1 s | whole/$n s | piece/1 s | pieces×$n s | copies×$n s | build $n/1 | ceiling $n×piece/pieces | ceiling $n×whole/copies | sharded whole/pieces | sha256 $n×one/all |"
 echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 for round in $(seq "$rounds"); do
-  s=$(now); build "$corpus" "$work/whole1" 1 || status=1; w1=$(since "$s")
-  s=$(now); build "$corpus" "$work/wholen" "$n" || status=1; wn=$(since "$s")
+  c=$(cpu); s=$(now); build "$corpus" "$work/whole1" 1 || status=1; w1=$(since "$s"); cw1=$(awk -v a="$(cpu)" -v b="$c" 'BEGIN { print a - b }')
+  c=$(cpu); s=$(now); build "$corpus" "$work/wholen" "$n" || status=1; wn=$(since "$s"); cwn=$(awk -v a="$(cpu)" -v b="$c" 'BEGIN { print a - b }')
   d1=$("$bin" digest "$work/whole1" | md5sum) dn=$("$bin" digest "$work/wholen" | md5sum)
   [ "$d1" = "$dn" ] || { echo "digest at $n threads differs from 1 thread's" >&2; status=1; }
   rm -rf "$work/whole1" "$work/wholen"
@@ -49,11 +56,12 @@ for round in $(seq "$rounds"); do
   rm -rf "$work/piece"
   s=$(now); together "${pieces[@]}" "$work/p" || status=1; pn=$(since "$s")
   rm -rf "$work"/p[0-9]*
-  cn=0 cratio=—
+  cn=0 cratio=— ccn=— cinfl=—
   if [ "$copies" = 1 ]; then
     copy_inputs=()
     for i in $(seq "$n"); do copy_inputs+=("$corpus"); done
-    s=$(now); together "${copy_inputs[@]}" "$work/c" || status=1; cn=$(since "$s")
+    c=$(cpu); s=$(now); together "${copy_inputs[@]}" "$work/c" || status=1; cn=$(since "$s"); ccn=$(awk -v a="$(cpu)" -v b="$c" 'BEGIN { print a - b }')
+    cinfl="$(ratio "$ccn" "$cw1" "$(awk -v n="$n" 'BEGIN { print 1 / n }')")×"
     rm -rf "$work"/c[0-9]*
     cratio="$(ratio "$w1" "$cn" "$n")×"
   fi
@@ -64,5 +72,10 @@ for round in $(seq "$rounds"); do
   hn=$(since "$s")
   printf "| %s | %.2f | %.2f | %.2f | %.2f | %.2f | %s× | %s× | %s | %s× | %s× |\n" "$round" "$w1" "$wn" "$p1" "$pn" "$cn" \
     "$(ratio "$w1" "$wn")" "$(ratio "$p1" "$pn" "$n")" "$cratio" "$(ratio "$w1" "$pn")" "$(ratio "$h1" "$hn" "$n")"
+  cpu_rows+=("$(printf "| %s | %.1f | %.1f | %s | %s× | %s |" "$round" "$cw1" "$cwn" "$ccn" "$(ratio "$cwn" "$cw1")" "$cinfl")")
 done
+echo
+echo "| round | CPU s whole/1 | CPU s whole/$n | CPU s copies×$n | whole/$n ÷ whole/1 | copies×$n ÷ ($n × whole/1) |"
+echo "|---:|---:|---:|---:|---:|---:|"
+printf "%s\n" "${cpu_rows[@]}"
 exit $status
