@@ -88,11 +88,9 @@ class PostingArena {
     }
     uint8_t level = 0;
     for (uint32_t slice = list.head;; level = next_level(level)) {
-      const Posting* postings = &at(slice);
-      const uint32_t n = slice == list.tail ? list.used : capacity(level);
-      out.insert(out.end(), postings, postings + n);
+      append_slice(slice, slice == list.tail ? list.used : capacity(level), out);
       if (slice == list.tail) break;
-      slice = postings[capacity(level)].doc;
+      slice = at(slice + capacity(level)).doc;
     }
   }
 
@@ -145,8 +143,7 @@ class PostingArena {
         out.push_back({lists[i].head, lists[i].tail});
       } else if (lists[i].state == List::kSliced) {
         for (; next_slice < by_list_.size() && by_list_[next_slice].list == i; ++next_slice) {
-          const Posting* postings = &at(by_list_[next_slice].slice);
-          out.insert(out.end(), postings, postings + by_list_[next_slice].size);
+          append_slice(by_list_[next_slice].slice, by_list_[next_slice].size, out);
         }
       }
     }
@@ -166,6 +163,11 @@ class PostingArena {
   static constexpr int kTopLevel = 8;
   static uint32_t capacity(int level) { return 2u << level; }
   static uint8_t next_level(uint8_t level) { return static_cast<uint8_t>(std::min<int>(level + 1, kTopLevel)); }
+  // A slice's first `n` postings onto `out`, copied whole (a slice never crosses a block).
+  void append_slice(uint32_t slice, uint32_t n, std::vector<Posting>& out) const {
+    const Posting* postings = &at(slice);
+    out.insert(out.end(), postings, postings + n);
+  }
   Posting& at(uint32_t index) { return blocks_[index >> block_bits_].get()[index & ((1u << block_bits_) - 1)]; }
   const Posting& at(uint32_t index) const { return blocks_[index >> block_bits_].get()[index & ((1u << block_bits_) - 1)]; }
   // `size` consecutive slots; a slice never crosses a block.

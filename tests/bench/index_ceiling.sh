@@ -27,8 +27,9 @@ status=0
 split -n "l/$n" -d -a 3 "$corpus" "$work/piece-"
 pieces=("$work"/piece-*)
 now() { date +%s.%N; }
-# CPU seconds (user + sys) of this shell's finished children so far.
+# CPU seconds (user + sys) of this shell's finished children so far, and since an earlier reading.
 cpu() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.2f", ($16 + $17) / hz }' /proc/$$/stat; }
+cpu_since() { awk -v a="$(cpu)" -v b="$1" 'BEGIN { print a - b }'; }
 since() { awk -v s="$1" -v e="$(now)" 'BEGIN { print e - s }'; }
 build() {  # INPUT OUT THREADS: quiet build; on failure its log's end and status 1
   rm -rf "$2"
@@ -46,8 +47,8 @@ cpu_rows=()
 echo "| round | whole/1 s | whole/$n s | piece/1 s | pieces×$n s | copies×$n s | build $n/1 | ceiling $n×piece/pieces | ceiling $n×whole/copies | sharded whole/pieces | sha256 $n×one/all |"
 echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 for round in $(seq "$rounds"); do
-  c=$(cpu); s=$(now); build "$corpus" "$work/whole1" 1 || status=1; w1=$(since "$s"); cw1=$(awk -v a="$(cpu)" -v b="$c" 'BEGIN { print a - b }')
-  c=$(cpu); s=$(now); build "$corpus" "$work/wholen" "$n" || status=1; wn=$(since "$s"); cwn=$(awk -v a="$(cpu)" -v b="$c" 'BEGIN { print a - b }')
+  c=$(cpu); s=$(now); build "$corpus" "$work/whole1" 1 || status=1; w1=$(since "$s"); cw1=$(cpu_since "$c")
+  c=$(cpu); s=$(now); build "$corpus" "$work/wholen" "$n" || status=1; wn=$(since "$s"); cwn=$(cpu_since "$c")
   d1=$("$bin" digest "$work/whole1" | md5sum) dn=$("$bin" digest "$work/wholen" | md5sum)
   [ "$d1" = "$dn" ] || { echo "digest at $n threads differs from 1 thread's" >&2; status=1; }
   rm -rf "$work/whole1" "$work/wholen"
@@ -60,8 +61,8 @@ for round in $(seq "$rounds"); do
   if [ "$copies" = 1 ]; then
     copy_inputs=()
     for i in $(seq "$n"); do copy_inputs+=("$corpus"); done
-    c=$(cpu); s=$(now); together "${copy_inputs[@]}" "$work/c" || status=1; cn=$(since "$s"); ccn=$(awk -v a="$(cpu)" -v b="$c" 'BEGIN { print a - b }')
-    cinfl="$(ratio "$ccn" "$cw1" "$(awk -v n="$n" 'BEGIN { print 1 / n }')")×"
+    c=$(cpu); s=$(now); together "${copy_inputs[@]}" "$work/c" || status=1; cn=$(since "$s"); ccn=$(cpu_since "$c")
+    cinfl="$(ratio "$ccn" "$(awk -v c="$cw1" -v n="$n" 'BEGIN { print c * n }')")×"
     rm -rf "$work"/c[0-9]*
     cratio="$(ratio "$w1" "$cn" "$n")×"
   fi

@@ -413,10 +413,11 @@ void cpu_cost_per_query(const std::vector<Load>& loads, const std::vector<Slot>&
         csv << load.name << ',' << i << ',' << part << ',' << query.terms.size() << ',' << dfs << ',' << postings << ','
             << best << ',' << result.stats.blocks_decoded << ',' << result.stats.blocks_total << ','
             << result.stats.postings_decoded << ',';
-        std::string text;  // quoted as CSV quotes a field (a term may hold a comma or a quote)
-        for (size_t t = 0; t < query.terms.size(); ++t) text += (t ? " " : "") + query.terms[t];
-        csv << '"';
-        for (const char c : text) csv << (c == '"' ? "\"\"" : std::string(1, c));
+        csv << '"';  // the terms quoted as CSV quotes a field (a term may hold a comma or a quote)
+        for (size_t t = 0; t < query.terms.size(); ++t) {
+          if (t > 0) csv << ' ';
+          for (const char c : query.terms[t]) csv << (c == '"' ? "\"\"" : std::string_view(&c, 1));
+        }
         csv << "\"\n";
         query_us += best;
         terms = std::max(terms, query.terms.size());

@@ -892,11 +892,11 @@ TEST_F(PipelineTest, DuplicatesAndManyFilesMatchTheBuilder) {
   EXPECT_EQ(read.documents, expected_read.documents);
 }
 
-// Terms repeated tens of thousands of times in a document (frequencies on either side of 16 bits),
-// in lists that stay inline, fill slices or span several, through parsers that index their own
-// stems and routed ones, in many runs and in one, give the builder's partitions (an arena keeping
-// frequencies in 16 bits was tried, forty-sixth session; this checked its escape).
-TEST_F(PipelineTest, FrequenciesPastSixteenBitsMatchTheBuilder) {
+// Terms repeated tens of thousands of times in a document (frequencies on either side of 16 bits,
+// where a compact posting would cut them), in lists that stay inline, fill slices or span several,
+// through parsers that index their own stems and routed ones, in many runs and in one, give the
+// builder's partitions.
+TEST_F(PipelineTest, LargeTermFrequenciesMatchTheBuilder) {
   std::mt19937_64 rng(testing::test_seed());
   const std::vector<uint32_t> repeats = {1, 2, 65534, 65535, 65536, 70001, 131072 + static_cast<uint32_t>(rng() % 1000)};
   {
