@@ -124,6 +124,14 @@ void CostModel::apply(const FoldedObservations& folded) {
   if (observations_ < 32 || observations_ / 8 != before / 8) refit();
 }
 
+void CostModel::forget(double keep) {
+  keep = std::clamp(keep, 0.0, 1.0);
+  for (double& g : gram_) g *= keep;
+  for (double& m : moment_) m *= keep;
+  measured_sum_ *= keep;
+  fitted_sum_ *= keep;
+}
+
 // Solves (G + λI) c = m by Cholesky; λ, a small ridge, keeps features no observation has seen
 // (e.g. OR terms before the first OR query) at zero and the system well posed.
 void CostModel::refit() {

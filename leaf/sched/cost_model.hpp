@@ -70,6 +70,10 @@ class CostModel {
   const FeatureVector& coefficients() const { return coefficients_; }
   void fold(FoldedObservations& into, const FeatureVector& fit, std::span<const QueryFeatures> run, double seconds) const;
   void apply(const FoldedObservations& folded);
+  // Old observations weigh `keep` (0..1) of what they did, the bias's sums likewise: for evidence
+  // that the costs have moved (a probe far faster than predicted), so that the next observations
+  // correct the model in a few runs instead of the hundreds its fading takes.
+  void forget(double keep);
   uint64_t observations() const { return observations_; }
   void refit();
 

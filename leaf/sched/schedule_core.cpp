@@ -29,6 +29,12 @@ constexpr ptrdiff_t kWindow = 64;
 // is set aside at most 0.5 ms after its deadline (one that is taken meanwhile is set aside then),
 // and an urgent one is noticed within 0.25 ms of becoming urgent, against a slack of 1 ms at least.
 constexpr double kExpiryScanEvery = 0.5e-3, kUrgencyScanEvery = 0.25e-3;
+// Probes (ScheduleCore::probe): a processor idle for kProbeIdle after its last run while the other
+// has queries queued takes one of them, at most one probe in flight and one every kProbeEvery.
+// A probe back in under a quarter of its predicted time shows the model far too high: its old
+// observations then weigh half (CostModel::forget) and the next probe follows as soon as the
+// processor is idle, so that a model hundreds of times too high is right again within a few dozen.
+constexpr double kProbeIdle = 2e-3, kProbeEvery = 20e-3, kProbeSurprise = 0.25, kProbeForget = 0.5;
 // Weight of each take's sample in the average of workers busy with their processor's own work
 // (about the last 100 takes: a few ms under load).
 constexpr double kOwnBusyWeight = 0.01;
@@ -38,6 +44,7 @@ QueueId own_queue(Processor p) { return p == Processor::kCpu ? QueueId::kCpu : Q
 }  // namespace
 
 ScheduleCore::ScheduleCore(CoreOptions options) : options_(options) {
+  next_probe_ = {kProbeEvery, kProbeEvery};  // no probe before the models have seen a first load
   options_.cpu_workers = std::max<size_t>(1, options_.cpu_workers);
   options_.batch_max = std::max<size_t>(1, options_.batch_max);
   if (options_.policy == Policy::kGpuOnly && options_.gpu_streams == 0) throw Error("policy gpu needs a GPU");
@@ -51,7 +58,10 @@ size_t ScheduleCore::capacity(Processor p) const {
 // ahead of it and in progress, spread over the processor's workers (CPU threads, GPU streams).
 // Counting the work in progress even while a worker is free makes a processor look busier as its
 // load grows, so queries move to the other one before its queue forms, not after. The GPU's
-// queue counts by the queries' shares of a batch: one batch clears many.
+// queue counts by the queries' shares of a batch, plus a batch's fixed cost for every batch_max of
+// them: one batch clears many, but not for free. (Without the fixed costs, a model that put most of
+// a full batch's time into its fixed part, as full batches alone cannot tell the two apart, saw a
+// GPU queue of thousands as a backlog of a few runs.)
 // While every worker is busy, the age of the oldest query waiting for the processor bounds the
 // backlog from below: predictions assume every worker runs flat out, and when a processor drains
 // slower than its model says (its threads preempted on a full machine, memory bandwidth shared
@@ -60,7 +70,12 @@ size_t ScheduleCore::capacity(Processor p) const {
 // under 1 ms, and kept half the queries.
 double ScheduleCore::backlog(Processor p) const {
   const size_t i = static_cast<size_t>(p);
-  const double predicted = (running_seconds_[i] + queued_seconds_[i]) / static_cast<double>(capacity(p));
+  double queued = queued_seconds_[i];
+  if (p == Processor::kGpu) {
+    const size_t waiting = depth(QueueId::kGpu) + depth(QueueId::kFlexible);
+    queued += model(p).fixed_cost() * static_cast<double>((waiting + options_.batch_max - 1) / options_.batch_max);
+  }
+  const double predicted = (running_seconds_[i] + queued) / static_cast<double>(capacity(p));
   if (busy_[i] < capacity(p)) return predicted;  // a worker is free: what waits is about to start
   double waited = 0;
   for (QueueId q : {own_queue(p), QueueId::kFlexible}) {
@@ -275,6 +290,34 @@ bool ScheduleCore::pick(Processor p, double now, Job& out, bool may_steal, doubl
   return true;
 }
 
+// Without it, a processor whose model predicts far more than its runs take stops receiving queries
+// for good: nothing goes to its queue, nothing is worth stealing, and it learns only from the runs it
+// makes (the unit tests' simulation: a CPU model 300x too high kept the CPU idle for a whole second
+// at 20k q/s). On one H200 start the CPU answered no query at all at the mixed log's refine rates,
+// after rates past its capacity, while the GPU's queue waited 26-47 ms; that start's cause was not
+// established (RESULTS.md, forty-seventh session).
+bool ScheduleCore::probe(Processor p, double now, Job& out) {
+  const size_t i = static_cast<size_t>(p);
+  if (options_.policy != Policy::kScheduler || probes_in_flight_[i] > 0 || busy_[i] > 0 || now < next_probe_[i]) {
+    return false;
+  }
+  std::deque<Job>& theirs = queue(own_queue(other(p)));
+  auto best = theirs.end();
+  double best_ratio = std::numeric_limits<double>::infinity();
+  for (auto it = theirs.begin(); it != window_end(theirs); ++it) {
+    if (p == Processor::kCpu ? it->gpu_only : it->cpu_only) continue;
+    const double ratio = predicted(*it, p) / predicted(*it, other(p));
+    if (ratio < best_ratio) best_ratio = ratio, best = it;
+  }
+  if (best == theirs.end()) return false;
+  out = *best;
+  account_queued(*best, -1);
+  theirs.erase(best);
+  out.stolen = out.probe = true;
+  ++counters_.probes[i];
+  return true;
+}
+
 // More queries of the first one's partition while the batch's predicted time stays under the cap
 // (or the first query's own time, if longer) and under every member's remaining time. The
 // prediction grows by each member's term (the model is linear), not refitted over the whole batch
@@ -353,20 +396,21 @@ Dispatch ScheduleCore::take(Processor p, double now) {
   }
   Job first;
   for (;;) {  // a query past its deadline is set aside, not run (the scan above is not every take)
-    if (!pick(p, now, first)) return run;
+    if (!pick(p, now, first) && !probe(p, now, first)) return run;
     if (first.deadline >= now) break;
     set_aside(first);
   }
   run.jobs.push_back(first);
+  if (first.probe) ++probes_in_flight_[static_cast<size_t>(p)];
   if (p == Processor::kGpu) {
-    if (options_.policy != Policy::kBestOneAtATime) fill_batch(run, now);
+    if (options_.policy != Policy::kBestOneAtATime && !first.probe) fill_batch(run, now);
     if (run.jobs.size() > 1) ++counters_.batches, counters_.batched_jobs += run.jobs.size();
     std::vector<QueryFeatures> features;
     for (const Job& job : run.jobs) features.push_back(job.features);
     run.predicted = model(p).predict(features);
   } else {
     run.jobs[0].cpu_seconds = model(p).predict(first.features);
-    if (options_.policy != Policy::kBestOneAtATime && options_.cpu_run_max > 1) add_cpu_jobs(run, now);
+    if (options_.policy != Policy::kBestOneAtATime && options_.cpu_run_max > 1 && !first.probe) add_cpu_jobs(run, now);
     for (const Job& job : run.jobs) run.predicted += job.cpu_seconds;
   }
   running_seconds_[static_cast<size_t>(p)] += run.predicted;
@@ -383,6 +427,15 @@ double ScheduleCore::finished(const Dispatch& run, double seconds, std::span<con
   if (busy_[static_cast<size_t>(run.processor)] > 0) --busy_[static_cast<size_t>(run.processor)];
   size_t& dominant_steals = busy_dominant_steals_[static_cast<size_t>(run.processor)];
   if (dominant_steal(run) && dominant_steals > 0) --dominant_steals;
+  const size_t i = static_cast<size_t>(run.processor);
+  if (!run.jobs.empty() && run.jobs[0].probe) {
+    if (probes_in_flight_[i] > 0) --probes_in_flight_[i];
+    const bool surprised = seconds < kProbeSurprise * run.predicted;
+    if (surprised) model(run.processor).forget(kProbeForget);
+    next_probe_[i] = clock_ + (surprised ? 0 : kProbeEvery);
+  } else {
+    next_probe_[i] = std::max(next_probe_[i], clock_ + kProbeIdle);
+  }
   if (run.processor == Processor::kCpu) {  // one observation per query
     if (folded != nullptr) {
       model(Processor::kCpu).apply(*folded);
@@ -417,6 +470,7 @@ void ScheduleCore::gpu_lost() {
   queued_seconds_[1] = 0;
   running_seconds_[1] = 0;
   busy_[1] = 0;
+  probes_in_flight_[1] = 0;
   busy_dominant_steals_[1] = 0;
   next_urgency_scan_[0] = -std::numeric_limits<double>::infinity();
 }

@@ -12,7 +12,9 @@
 //   first: ordered by arrival + aging × predicted time on this processor, so a long query waits at
 //   most aging × its own time behind later short ones, and flexible queries are served beside the
 //   processor's own, not only when its queue runs dry); a query stolen from the other processor's
-//   queue, only when it would finish here before the other processor would even start it.
+//   queue, only when it would finish here before the other processor would even start it; and,
+//   when it has answered nothing for a while although the other processor has queries waiting, one
+//   of them as a probe, so that its model never stays wrong for want of runs to learn from.
 // - Comparative advantage (off by default until measured on the GPU machine): a query that costs
 //   one processor `dominance` times less of its capacity (its time over the processor's workers:
 //   CPU threads, GPU streams, the GPU's time as a share of a full batch) joins that processor's
@@ -86,6 +88,7 @@ struct Job {
   double cpu_over_gpu = 1;
   QueueId queue = QueueId::kCpu;
   bool stolen = false, urgent = false;  // how it was taken
+  bool probe = false;  // taken to refresh the taker's model (ScheduleCore::probe)
 };
 
 // Jobs dispatched together to one processor: for the CPU, one or several run one after another
@@ -100,6 +103,7 @@ struct CoreCounters {
   std::array<uint64_t, 2> steals{};      // taken from the other processor's queue, by taker
   std::array<uint64_t, 2> dominant{};    // joined their processor's queue by comparative advantage
   std::array<uint64_t, 2> urgent{};      // taken ahead for their deadline, by taker
+  std::array<uint64_t, 2> probes{};      // taken from the other processor's queue as probes, by taker
   std::array<uint64_t, 3> enqueued{};    // by queue
   uint64_t expired = 0;                  // deadline passed before they started
   uint64_t batches = 0, batched_jobs = 0;
@@ -148,6 +152,10 @@ class ScheduleCore {
   bool pick(Processor p, double now, Job& out, bool may_steal = true, double longest = std::numeric_limits<double>::infinity());
   void add_cpu_jobs(Dispatch& run, double now);
   bool steal_worthwhile(const Job& job, Processor taker) const;
+  // A query of the other processor's queue for `p` to run as a probe: `p` idle, kProbeIdle past its
+  // last run, no probe of its in flight, the last one kProbeEvery ago (or it came back far faster
+  // than predicted). False, taking nothing, otherwise.
+  bool probe(Processor p, double now, Job& out);
   // Whether `job` is `dominance` times cheaper, in capacity, on the processor other than `p`.
   bool belongs_to_other(const Job& job, Processor p) const;
   // A run of `p` that holds a query stolen from the other processor's dominant ones.
@@ -164,6 +172,8 @@ class ScheduleCore {
   std::array<size_t, 2> busy_dominant_steals_{};  // ... of them, runs of queries stolen against their advantage
   std::array<double, 2> own_busy_average_{};      // workers busy with the processor's own queries
   size_t runs_in_progress_ = 0;
+  std::array<double, 2> next_probe_{};    // p's next probe no sooner than this
+  std::array<size_t, 2> probes_in_flight_{};
   double clock_ = 0;  // the latest time seen (arrivals, takes)
   double next_expiry_scan_ = -std::numeric_limits<double>::infinity();
   std::array<double, 2> next_urgency_scan_{-std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity()};

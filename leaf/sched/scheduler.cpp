@@ -44,6 +44,8 @@ struct Metrics {
                            .Help("Queries answered, by processor and by the queue they waited in").Register(r)),
         steals_family(prometheus::BuildCounter().Name("warpsearch_leaf_scheduler_steals_total")
                           .Help("Queries a processor took from the other processor's queue").Register(r)),
+        probes_family(prometheus::BuildCounter().Name("warpsearch_leaf_scheduler_probes_total")
+                          .Help("Queries a processor that had answered nothing for a while took from the other's queue to refresh its cost model").Register(r)),
         urgent_family(prometheus::BuildCounter().Name("warpsearch_leaf_scheduler_urgent_total")
                           .Help("Queries taken ahead of their turn because their deadline was near").Register(r)),
         misses_family(prometheus::BuildCounter().Name("warpsearch_leaf_scheduler_deadline_misses_total")
@@ -71,6 +73,7 @@ struct Metrics {
       const size_t i = static_cast<size_t>(p);
       const std::string name = to_string(p);
       steals[i] = &steals_family.Add({{"processor", name}});
+      probes[i] = &probes_family.Add({{"processor", name}});
       urgent[i] = &urgent_family.Add({{"processor", name}});
       predicted[i] = &predicted_family.Add({{"processor", name}});
       measured[i] = &measured_family.Add({{"processor", name}});
@@ -87,6 +90,7 @@ struct Metrics {
   prometheus::Family<prometheus::Gauge>& depth_family;
   prometheus::Family<prometheus::Counter>& queries_family;
   prometheus::Family<prometheus::Counter>& steals_family;
+  prometheus::Family<prometheus::Counter>& probes_family;
   prometheus::Family<prometheus::Counter>& urgent_family;
   prometheus::Family<prometheus::Counter>& misses_family;
   prometheus::Family<prometheus::Counter>& predicted_family;
@@ -100,7 +104,7 @@ struct Metrics {
   prometheus::Counter& driver_busy;
   std::array<prometheus::Gauge*, 3> depth{};
   std::array<std::array<prometheus::Counter*, 3>, 2> queries{};
-  std::array<prometheus::Counter*, 2> steals{}, urgent{}, predicted{}, measured{}, lock_wait{};
+  std::array<prometheus::Counter*, 2> steals{}, probes{}, urgent{}, predicted{}, measured{}, lock_wait{};
   std::array<prometheus::Histogram*, 2> ratio{};
   std::array<prometheus::Gauge*, 2> backlog{};
   prometheus::Counter* expired = nullptr;
@@ -570,6 +574,7 @@ double Scheduler::State::answer_gpu_run(Flight& flight, std::vector<QueryResult>
     for (const Job& job : run.jobs) {
       metrics->queries[1][static_cast<size_t>(job.queue)]->Increment();
       if (job.stolen) metrics->steals[1]->Increment();
+      if (job.probe) metrics->probes[1]->Increment();
       if (job.urgent) metrics->urgent[1]->Increment();
     }
     if (late > 0) metrics->late->Increment(static_cast<double>(late));
@@ -608,6 +613,7 @@ std::vector<double> Scheduler::State::run_on_cpu(const Dispatch& run, std::vecto
       metrics->ratio[0]->Observe(each.back() / job.cpu_seconds);
       metrics->queries[0][static_cast<size_t>(job.queue)]->Increment();
       if (job.stolen) metrics->steals[0]->Increment();
+      if (job.probe) metrics->probes[0]->Increment();
       if (job.urgent) metrics->urgent[0]->Increment();
       if (late) metrics->late->Increment();
     }
@@ -703,6 +709,17 @@ bool Scheduler::gpu_usable() const {
 CoreCounters Scheduler::counters() const {
   std::lock_guard<SpinMutex> lock(state_->mutex);
   return state_->core.counters();
+}
+
+double Scheduler::predicted_seconds(Processor p, const QueryFeatures& features) const {
+  std::lock_guard<SpinMutex> lock(state_->mutex);
+  const CostModel& model = state_->core.model(p);
+  return p == Processor::kCpu ? model.predict(features) : model.fixed_cost() + model.predict_marginal(features);
+}
+
+double Scheduler::backlog_seconds(Processor p) const {
+  std::lock_guard<SpinMutex> lock(state_->mutex);
+  return state_->core.backlog(p);
 }
 
 const CoreOptions& Scheduler::options() const { return state_->core.options(); }

@@ -88,6 +88,10 @@ class Scheduler {
 
   bool gpu_usable() const;
   CoreCounters counters() const;
+  // What the scheduler would predict now for a query of these features on `p` alone (the GPU's: a
+  // batch's fixed cost and the query's share), and how long a query queued now for `p` would wait.
+  double predicted_seconds(Processor p, const QueryFeatures& features) const;
+  double backlog_seconds(Processor p) const;
   const CoreOptions& options() const;
   // Seconds `p`'s threads have waited for the scheduler's lock (after runs and wake-ups).
   double lock_wait_seconds(Processor p) const;

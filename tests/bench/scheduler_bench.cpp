@@ -144,6 +144,9 @@ struct RateResult {
   double lock_wait[2] = {0, 0};
   double lock_turns[2] = {0, 0};
   double driver_busy = 0, gpu_batches = 0;  // the GPU drivers' host work; GPU runs (Σ 1/batch over parts)
+  // The scheduler's predicted backlog of each processor, sampled every 2 ms while queries arrive:
+  // to set beside the waits measured (a backlog far below them misleads its decisions).
+  double backlog_mean[2] = {0, 0};
   // Where a window's p99 is above 20 ms: its worst span in 5 ms bins (stall_timeline).
   std::string stall;
 };
@@ -293,12 +296,26 @@ RateResult run_rate(sched::Scheduler& scheduler, const std::vector<sched::Target
     }
   };
   std::vector<std::array<double, 3>> submitted_figures(submitters);  // lag sum, lag max, submit sum
+  std::atomic<bool> submitting_done{false};
+  std::thread backlog_sampler([&] {
+    double sums[2] = {0, 0};
+    size_t samples = 0;
+    while (!submitting_done.load(std::memory_order_relaxed)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      sums[0] += scheduler.backlog_seconds(sched::Processor::kCpu);
+      sums[1] += scheduler.gpu_usable() ? scheduler.backlog_seconds(sched::Processor::kGpu) : 0;
+      ++samples;
+    }
+    for (size_t p = 0; p < 2; ++p) r.backlog_mean[p] = samples ? sums[p] / static_cast<double>(samples) : 0;
+  });
   std::vector<std::thread> submitting;
   for (size_t s = 1; s < submitters; ++s) {
     submitting.emplace_back([&, s] { submit_every(s, submitted_figures[s][0], submitted_figures[s][1], submitted_figures[s][2]); });
   }
   submit_every(0, submitted_figures[0][0], submitted_figures[0][1], submitted_figures[0][2]);
   for (auto& thread : submitting) thread.join();
+  submitting_done = true;
+  backlog_sampler.join();
   for (const auto& [lag_sum, lag_max, submit_sum] : submitted_figures) {
     r.lag_mean += lag_sum / static_cast<double>(count);
     r.lag_max = std::max(r.lag_max, lag_max);
@@ -674,14 +691,30 @@ int run(int argc, char** argv) {
         p99s += cell;
         if (r.missed == 0) best_deadline = std::max(best_deadline, rate);
         const CoreCounters c = scheduler.counters();
+        // The models' predictions for the load's first short-list and first long-list search (the
+        // scheduler's decisions follow them; a model far from the measured times shows here).
+        std::string models;
+        for (const bool long_list : {false, true}) {
+          for (const LoadQuery& q : load.queries) {
+            const auto it = std::find_if(q.parts.begin(), q.parts.end(), [&](const auto& part) { return (part.first == gov2_slot) == long_list; });
+            if (it == q.parts.end()) continue;
+            const sched::QueryFeatures f = sched::features_of(it->second, *slots[it->first].view);
+            char cell[128];
+            std::snprintf(cell, sizeof cell, "%s%s cpu %.3f gpu %.3f ms", models.empty() ? "" : ", ", long_list ? "long" : "short",
+                          scheduler.predicted_seconds(sched::Processor::kCpu, f) * 1e3, have_gpu ? scheduler.predicted_seconds(sched::Processor::kGpu, f) * 1e3 : 0.0);
+            models += cell;
+            break;
+          }
+        }
         std::fprintf(stderr,
                      "%s %s %.0f q/s: mean %.2f ms p99 %.2f ms missed %zu gpu %.0f%% | measured/predicted cpu %.2f gpu %.2f, "
-                     "gpu batch %.1f | lag mean %.2f max %.2f ms, submit %.1f µs; cpu wait %.2f run %.2f ms, gpu wait %.2f run %.2f ms; long-list searches cpu %zu (%.2f ms) gpu %zu, short-list cpu %zu (%.3f ms) gpu %zu | lock wait a query cpu %.1f gpu %.1f µs (turns a query cpu %.2f gpu %.2f), gpu driver host work %.1f µs a run | so far: queued cpu %llu gpu %llu flexible %llu, steals cpu %llu gpu %llu, urgent %llu, by advantage cpu %llu gpu %llu | machine:%s\n",
+                     "gpu batch %.1f | lag mean %.2f max %.2f ms, submit %.1f µs; cpu wait %.2f run %.2f ms, gpu wait %.2f run %.2f ms (backlog predicted cpu %.2f gpu %.2f ms); long-list searches cpu %zu (%.2f ms) gpu %zu, short-list cpu %zu (%.3f ms) gpu %zu | lock wait a query cpu %.1f gpu %.1f µs (turns a query cpu %.2f gpu %.2f), gpu driver host work %.1f µs a run | so far: queued cpu %llu gpu %llu flexible %llu, steals cpu %llu gpu %llu, urgent %llu, by advantage cpu %llu gpu %llu, probes cpu %llu gpu %llu | predicted alone: %s | machine:%s\n",
                      load.name.c_str(), name.c_str(), rate, r.mean * 1e3, r.p99 * 1e3, r.missed, r.parts ? 100.0 * r.gpu_parts / r.parts : 0,
                      r.predicted[0] > 0 ? r.measured[0] / r.predicted[0] : 0, r.predicted[1] > 0 ? r.measured[1] / r.predicted[1] : 0,
                      r.batched_parts ? r.batch_sum / r.batched_parts : 0, r.lag_mean * 1e3, r.lag_max * 1e3, r.submit_mean * 1e6,
                      r.answered[0] ? r.waited[0] / r.answered[0] * 1e3 : 0, r.answered[0] ? r.ran[0] / r.answered[0] * 1e3 : 0,
                      r.answered[1] ? r.waited[1] / r.answered[1] * 1e3 : 0, r.answered[1] ? r.ran[1] / r.answered[1] * 1e3 : 0,
+                     r.backlog_mean[0] * 1e3, r.backlog_mean[1] * 1e3,
                      r.answered_long[0], r.answered_long[0] ? r.ran_long[0] / r.answered_long[0] * 1e3 : 0, r.answered_long[1],
                      r.answered[0] - r.answered_long[0],
                      r.answered[0] > r.answered_long[0] ? (r.ran[0] - r.ran_long[0]) / (r.answered[0] - r.answered_long[0]) * 1e3 : 0,
@@ -689,7 +722,8 @@ int run(int argc, char** argv) {
                      r.answered[0] ? r.lock_wait[0] / r.answered[0] * 1e6 : 0, r.answered[1] ? r.lock_wait[1] / r.answered[1] * 1e6 : 0,
                      r.answered[0] ? r.lock_turns[0] / r.answered[0] : 0, r.answered[1] ? r.lock_turns[1] / r.answered[1] : 0, r.gpu_batches > 0 ? r.driver_busy / r.gpu_batches * 1e6 : 0, (unsigned long long)c.enqueued[0], (unsigned long long)c.enqueued[1],
                      (unsigned long long)c.enqueued[2], (unsigned long long)c.steals[0], (unsigned long long)c.steals[1],
-                     (unsigned long long)(c.urgent[0] + c.urgent[1]), (unsigned long long)c.dominant[0], (unsigned long long)c.dominant[1], machine.c_str());
+                     (unsigned long long)(c.urgent[0] + c.urgent[1]), (unsigned long long)c.dominant[0], (unsigned long long)c.dominant[1],
+                     (unsigned long long)c.probes[0], (unsigned long long)c.probes[1], models.c_str(), machine.c_str());
         for (const RateResult& w : windows) {
           if (!w.stall.empty()) std::fprintf(stderr, "%s\n", w.stall.c_str());
         }

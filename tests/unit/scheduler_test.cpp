@@ -1056,3 +1056,59 @@ TEST(Scheduler, AQueryPastItsDeadlineIsAnsweredWithAnError) {
 
 }  // namespace
 }  // namespace warp::sched
+
+namespace warp::sched {
+namespace {
+
+// A GPU whose batches cost mostly their fixed part (1 ms a batch, 2 µs a query): 160 queries waiting
+// are ten batches, 10 ms of the GPU's time, not the 0.3 ms their shares add up to. The backlog the
+// CPU's steals and the queue choice compare with counts them so.
+TEST(ScheduleCore, TheGpuBacklogCountsABatchsFixedCostForEveryBatchWaiting) {
+  Costs costs;
+  costs.gpu_fixed = 1e-3, costs.gpu_per_query = 2e-6, costs.gpu_per_posting = 0;
+  CoreOptions options = two_processors();
+  options.cpu_workers = 1;
+  ScheduleCore core(options);
+  calibrate(core, costs);
+  for (uint64_t id = 0; id < 160; ++id) {
+    Job j = job(id, 10'000'000, 0);
+    j.gpu_only = true;
+    core.enqueue(j);
+  }
+  ASSERT_EQ(core.depth(QueueId::kGpu), 160u);
+  const double fixed = core.model(Processor::kGpu).fixed_cost();
+  EXPECT_NEAR(fixed, costs.gpu_fixed, 0.1 * costs.gpu_fixed);
+  EXPECT_GE(core.backlog(Processor::kGpu), 10 * fixed);
+  EXPECT_LE(core.backlog(Processor::kGpu), 10 * fixed + 160 * 4e-6);
+}
+
+// A CPU model far too high (here 300×: on the H200 host the CPU's threads, preempted while the
+// machine was past its capacity, timed their searches at several times their cost) sent every
+// query to the GPU, which kept up, and gave the CPU nothing to learn from: it answered no query
+// again. Probes give it runs: its model comes back to its true costs and it takes its share.
+TEST(ScheduleCoreSimulation, AProcessorWhoseModelIsFarTooHighIsProbedBackIntoUse) {
+  const Costs costs = h100_mixed_costs();
+  CoreOptions options = two_processors(Policy::kScheduler);
+  options.cpu_workers = 11;
+  options.gpu_streams = 8;
+  options.dominance = 4;
+  ScheduleCore core(options);
+  calibrate(core, costs);
+  Costs inflated = costs;
+  inflated.cpu_fixed *= 300, inflated.cpu_per_posting *= 300;
+  for (uint64_t postings = 1000; postings <= 20'000'000; postings = postings * 11 / 10) {
+    const QueryFeatures f = or_query(postings);
+    core.model(Processor::kCpu).observe(f, inflated.cpu(f));
+  }
+  const QueryFeatures short_query = or_query(20'000);
+  ASSERT_GT(core.model(Processor::kCpu).predict(short_query), 100 * costs.cpu(short_query));
+  const SimResult sim = simulate(core, [&](double) { return costs; }, mixed_arrivals(20'000, 20'000, testing::test_seed(), 20'000, 1'000'000, 1.0));
+  const size_t cpu = sim.answered.count(Processor::kCpu) ? sim.answered.at(Processor::kCpu) : 0;
+  std::printf("after a second at 20k q/s: the CPU answered %zu of 20000 (%llu probes), predicts %.1f µs for a short query (true %.1f)\n", cpu,
+              (unsigned long long)core.counters().probes[0], core.model(Processor::kCpu).predict(short_query) * 1e6, costs.cpu(short_query) * 1e6);
+  EXPECT_NEAR(core.model(Processor::kCpu).predict(short_query) / costs.cpu(short_query), 1.0, 0.25);
+  EXPECT_GT(cpu, 2000u);
+}
+
+}  // namespace
+}  // namespace warp::sched
