@@ -7,6 +7,11 @@
 #include "common/index/posting_list.hpp"
 
 namespace warp::sched {
+namespace {
+// Observations after which the fit counts as settled: the bias's sums start, outliers are capped.
+constexpr uint64_t kSettled = 32;
+constexpr double kOutlier = 4;
+}  // namespace
 
 QueryFeatures features_of(const Query& query, const IndexView& index) {
   QueryFeatures f;
@@ -94,6 +99,13 @@ void CostModel::fold(FoldedObservations& into, const FeatureVector& fit, std::sp
   // Relative error, both ways: an under-prediction by 30× weighs as much as an over-prediction by
   // 30× (1/t² alone would let old observations outvote new ones after a large change).
   const double fitted_seconds = fitted_with(fit, run);
+  // Once the model has settled, a run counts at most kOutlier times its fitted time. A search whose
+  // thread was preempted (the H200 host past capacity has CPU runs of 10-96 ms where a short search
+  // takes ~0.05 ms) otherwise weighed as much as a correct observation with a residual hundreds of
+  // times larger: one run 250x its cost made the next refit predict 43x too much for short queries
+  // (scheduler_test), enough to send the processor nothing to learn from. A real slowdown still
+  // comes through, by up to kOutlier a refit.
+  if (observations_ >= kSettled) seconds = std::min(seconds, kOutlier * fitted_seconds);
   const double reference = std::min(seconds, fitted_seconds);
   const double w = 1 / (reference * reference);
   into.measured = into.measured * 0.99 + seconds;
@@ -113,7 +125,7 @@ void CostModel::apply(const FoldedObservations& folded) {
   for (size_t i = 0; i < gram_.size(); ++i) gram_[i] = gram_[i] * fade + folded.gram[i];
   for (size_t i = 0; i < moment_.size(); ++i) moment_[i] = moment_[i] * fade + folded.moment[i];
   // The bias's sums once the fit has settled (over about the last 100 runs).
-  if (observations_ >= 32) {
+  if (observations_ >= kSettled) {
     const double bias_fade = std::pow(0.99, static_cast<double>(folded.count));
     measured_sum_ = measured_sum_ * bias_fade + folded.measured;
     fitted_sum_ = fitted_sum_ * bias_fade + folded.fitted;

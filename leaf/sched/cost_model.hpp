@@ -7,8 +7,11 @@
 // (decoding, intersecting, scoring); the mode and k enter as interactions (AND work follows the
 // shortest list times the terms, OR work the sum of the lists, more so for a large k, which prunes
 // less). Weights 1/min(t, predicted)² make the fit minimise relative error: a 50 µs query matters
-// as much as a 50 ms one, and a model 30× too low is corrected as fast as one 30× too high. A run may hold several queries (a GPU batch): its time is modelled as one fixed cost
-// plus the sum of the queries' own costs, so the same fit learns the batch overhead.
+// as much as a 50 ms one. Once the fit has settled, a run counts at most 4× its fitted time (a
+// preempted thread's search is not its cost): a model too low rises by up to 4× a refit, one too
+// high falls as fast as its runs show. A run may hold several queries (a GPU batch): its time is
+// modelled as one fixed cost plus the sum of the queries' own costs, so the same fit learns the
+// batch overhead.
 #pragma once
 #include <array>
 #include <cstdint>
