@@ -10,7 +10,7 @@ namespace warp::sched {
 namespace {
 // Observations after which the fit counts as settled: the bias's sums start, outliers are capped.
 constexpr uint64_t kSettled = 32;
-constexpr double kOutlier = 4;
+constexpr double kOutlier = 4, kOutlierBias = 32;
 }  // namespace
 
 QueryFeatures features_of(const Query& query, const IndexView& index) {
@@ -105,10 +105,14 @@ void CostModel::fold(FoldedObservations& into, const FeatureVector& fit, std::sp
   // times larger: one run 250x its cost made the next refit predict 43x too much for short queries
   // (scheduler_test), enough to send the processor nothing to learn from. A real slowdown still
   // comes through, by up to kOutlier a refit.
+  // The bias's sums keep real long tails (searches several times their fit, whose mean the bias is
+  // there for: capped at 4x, the CPU's predictions fell and its queue waited more, H200 host) and
+  // bound only the isolated outliers.
+  const double for_bias = observations_ >= kSettled ? std::min(seconds, kOutlierBias * fitted_seconds) : seconds;
   if (observations_ >= kSettled) seconds = std::min(seconds, kOutlier * fitted_seconds);
   const double reference = std::min(seconds, fitted_seconds);
   const double w = 1 / (reference * reference);
-  into.measured = into.measured * 0.99 + seconds;
+  into.measured = into.measured * 0.99 + for_bias;
   into.fitted = into.fitted * 0.99 + fitted_seconds;
   for (double& g : into.gram) g *= forgetting_;
   for (double& m : into.moment) m *= forgetting_;
