@@ -84,11 +84,13 @@ double CostModel::fixed_cost() const { return std::max(coefficients_[0], 0.0) * 
 
 void CostModel::observe(std::span<const QueryFeatures> run, double seconds) {
   FoldedObservations folded;
-  fold(folded, coefficients_, run, seconds);
+  fold(folded, snapshot(), run, seconds);
   apply(folded);
 }
 
-void CostModel::fold(FoldedObservations& into, const FeatureVector& fit, std::span<const QueryFeatures> run, double seconds) const {
+CostModel::Snapshot CostModel::snapshot() const { return {coefficients_, observations_ >= kSettled}; }
+
+void CostModel::fold(FoldedObservations& into, const Snapshot& fit, std::span<const QueryFeatures> run, double seconds) const {
   if (run.empty() || !(seconds > 0)) return;
   FeatureVector x{};
   x[0] = 1;
@@ -98,7 +100,7 @@ void CostModel::fold(FoldedObservations& into, const FeatureVector& fit, std::sp
   }
   // Relative error, both ways: an under-prediction by 30× weighs as much as an over-prediction by
   // 30× (1/t² alone would let old observations outvote new ones after a large change).
-  const double fitted_seconds = fitted_with(fit, run);
+  const double fitted_seconds = fitted_with(fit.coefficients, run);
   // Once the model has settled, a run counts at most kOutlier times its fitted time. A search whose
   // thread was preempted (the H200 host past capacity has CPU runs of 10-96 ms where a short search
   // takes ~0.05 ms) otherwise weighed as much as a correct observation with a residual hundreds of
@@ -108,8 +110,8 @@ void CostModel::fold(FoldedObservations& into, const FeatureVector& fit, std::sp
   // The bias's sums keep real long tails (searches several times their fit, whose mean the bias is
   // there for: capped at 4x, the CPU's predictions fell and its queue waited more, H200 host) and
   // bound only the isolated outliers.
-  const double for_bias = observations_ >= kSettled ? std::min(seconds, kOutlierBias * fitted_seconds) : seconds;
-  if (observations_ >= kSettled) seconds = std::min(seconds, kOutlier * fitted_seconds);
+  const double for_bias = fit.settled ? std::min(seconds, kOutlierBias * fitted_seconds) : seconds;
+  if (fit.settled) seconds = std::min(seconds, kOutlier * fitted_seconds);
   const double reference = std::min(seconds, fitted_seconds);
   const double w = 1 / (reference * reference);
   into.measured = into.measured * 0.99 + for_bias;
@@ -137,7 +139,7 @@ void CostModel::apply(const FoldedObservations& folded) {
   const uint64_t before = observations_;
   observations_ += folded.count;
   // Refitted every 8 observations (each of the first 32).
-  if (observations_ < 32 || observations_ / 8 != before / 8) refit();
+  if (observations_ < kSettled || observations_ / 8 != before / 8) refit();
 }
 
 void CostModel::forget(double keep) {

@@ -68,10 +68,16 @@ class CostModel {
   void observe(std::span<const QueryFeatures> run, double seconds);
   void observe(const QueryFeatures& query, double seconds) { observe(std::span(&query, 1), seconds); }
   // The same in two steps: fold() adds a measured run to `into`, weighted against `fit` (the
-  // model's coefficients() when the work was taken), touching nothing of the model's; apply() adds
-  // what was folded as that many observe() calls would, with the fit held between them.
+  // model's snapshot() when the work was taken), touching and reading nothing of the model's but
+  // its fading factor, fixed at construction (so callers fold outside the scheduler's lock); apply()
+  // adds what was folded as that many observe() calls would, with the fit held between them.
+  struct Snapshot {
+    FeatureVector coefficients{};
+    bool settled = false;  // runs far above their fit are capped (fold)
+  };
   const FeatureVector& coefficients() const { return coefficients_; }
-  void fold(FoldedObservations& into, const FeatureVector& fit, std::span<const QueryFeatures> run, double seconds) const;
+  Snapshot snapshot() const;
+  void fold(FoldedObservations& into, const Snapshot& fit, std::span<const QueryFeatures> run, double seconds) const;
   void apply(const FoldedObservations& folded);
   // Old observations weigh `keep` (0..1) of what they did, the bias's sums likewise: for evidence
   // that the costs have moved (a probe far faster than predicted), so that the next observations

@@ -408,7 +408,7 @@ void Scheduler::State::cpu_loop() {
       continue;
     }
     for (const Job& job : run.jobs) work.push_back(adopt(job));
-    const FeatureVector fit = core.model(p).coefficients();  // the run's observations weighed against it
+    const CostModel::Snapshot fit = core.model(p).snapshot();  // the run's observations weighed against it
     update_gauges();
     lock.unlock();
     unpark(woken);
@@ -417,7 +417,7 @@ void Scheduler::State::cpu_loop() {
     // The run's observations folded here, outside the lock: the model's own update was the largest
     // part of a CPU thread's turn at the lock (CostModel::observe and its refits, ~3% of the H200
     // host's samples at 288k queries/s on the default corpus; folded, +15-31%, RESULTS.md).
-    // fold() reads only the model's fading factor, fixed at construction.
+    // fold() reads only the model's fading factor, fixed at construction, and the snapshot.
     FoldedObservations folded;
     double total = 0;
     for (size_t i = 0; i < each.size(); ++i) {

@@ -126,21 +126,21 @@ TEST(CostModel, FoldedObservationsTeachWhatObservingThemOneByOneDoes) {
     folded_model.observe(f, t);
   }
   FoldedObservations folded;
-  const FeatureVector fit = folded_model.coefficients();
+  const CostModel::Snapshot fit = folded_model.snapshot();
   for (int i = 0; i < 8; ++i) {
     const QueryFeatures f = some_query();
     const double t = costs.cpu(f) * std::uniform_real_distribution<double>(0.7, 1.4)(rng);
     one_by_one.observe(f, t);
     folded_model.fold(folded, fit, std::span(&f, 1), t);
   }
-  EXPECT_EQ(folded_model.coefficients(), fit);  // folding leaves the model alone
+  EXPECT_EQ(folded_model.coefficients(), fit.coefficients);  // folding leaves the model alone
   folded_model.apply(folded);
   EXPECT_EQ(folded_model.observations(), one_by_one.observations());
   for (uint64_t postings : {500ull, 50'000ull, 5'000'000ull}) {
     const QueryFeatures f = or_query(postings);
     EXPECT_NEAR(folded_model.predict(f) / one_by_one.predict(f), 1.0, 1e-9) << postings;
   }
-  EXPECT_NE(folded_model.coefficients(), fit);  // refitted once the eight were applied
+  EXPECT_NE(folded_model.coefficients(), fit.coefficients);  // refitted once the eight were applied
 }
 
 // A search whose thread was preempted (the H200 host past capacity has CPU runs of 10-96 ms where a
