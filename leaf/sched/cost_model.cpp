@@ -110,8 +110,11 @@ void CostModel::fold(FoldedObservations& into, const Snapshot& fit, std::span<co
   // The bias's sums keep real long tails (searches several times their fit, whose mean the bias is
   // there for: capped at 4x, the CPU's predictions fell and its queue waited more, H200 host) and
   // bound only the isolated outliers.
-  const double for_bias = fit.settled ? std::min(seconds, kOutlierBias * fitted_seconds) : seconds;
-  if (fit.settled) seconds = std::min(seconds, kOutlier * fitted_seconds);
+  double for_bias = seconds;
+  if (fit.settled) {
+    for_bias = std::min(seconds, kOutlierBias * fitted_seconds);
+    seconds = std::min(seconds, kOutlier * fitted_seconds);
+  }
   const double reference = std::min(seconds, fitted_seconds);
   const double w = 1 / (reference * reference);
   into.measured = into.measured * 0.99 + for_bias;

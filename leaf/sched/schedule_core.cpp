@@ -60,8 +60,8 @@ size_t ScheduleCore::capacity(Processor p) const {
 // load grows, so queries move to the other one before its queue forms, not after. The GPU's
 // queue counts by the queries' shares of a batch, plus a batch's fixed cost for every batch_max of
 // them: one batch clears many, but not for free. (Without the fixed costs, a model that put most of
-// a full batch's time into its fixed part, as full batches alone cannot tell the two apart, saw a
-// GPU queue of thousands as a backlog of a few runs.)
+// a full batch's time into its fixed part, as full batches alone cannot tell the two apart, saw
+// ten batches' worth of queries as a thirtieth of a batch: scheduler_test.)
 // While every worker is busy, the age of the oldest query waiting for the processor bounds the
 // backlog from below: predictions assume every worker runs flat out, and when a processor drains
 // slower than its model says (its threads preempted on a full machine, memory bandwidth shared
@@ -274,19 +274,28 @@ bool ScheduleCore::pick(Processor p, double now, Job& out, bool may_steal, doubl
   if (best_from != nullptr) return predicted(*best, p) <= longest && remove(*best_from, best);
   if (!may_steal) return false;
   // 3. Steal: the query of the other queue that suits this processor best, if worth it.
-  std::deque<Job>& theirs = queue(own_queue(other(p)));
-  auto steal = theirs.end();
-  double best_ratio = std::numeric_limits<double>::infinity();
-  for (auto it = theirs.begin(); it != window_end(theirs); ++it) {
-    if (!steal_worthwhile(*it, p)) continue;
-    if (belongs_to_other(*it, p) && !spare_for_dominant_steal(p)) continue;
-    const double ratio = predicted(*it, p) / predicted(*it, other(p));
-    if (ratio < best_ratio) best_ratio = ratio, steal = it;
-  }
-  if (steal == theirs.end()) return false;
-  remove(theirs, steal);
+  if (!take_from_other(p, /*probing=*/false, out)) return false;
   out.stolen = true;
   ++counters_.steals[static_cast<size_t>(p)];
+  return true;
+}
+
+bool ScheduleCore::take_from_other(Processor p, bool probing, Job& out) {
+  std::deque<Job>& theirs = queue(own_queue(other(p)));
+  auto best = theirs.end();
+  double best_ratio = std::numeric_limits<double>::infinity();
+  for (auto it = theirs.begin(); it != window_end(theirs); ++it) {
+    if (probing ? (p == Processor::kCpu ? it->gpu_only : it->cpu_only)
+                : !steal_worthwhile(*it, p) || (belongs_to_other(*it, p) && !spare_for_dominant_steal(p))) {
+      continue;
+    }
+    const double ratio = predicted(*it, p) / predicted(*it, other(p));
+    if (ratio < best_ratio) best_ratio = ratio, best = it;
+  }
+  if (best == theirs.end()) return false;
+  out = *best;
+  account_queued(*best, -1);
+  theirs.erase(best);
   return true;
 }
 
@@ -298,21 +307,9 @@ bool ScheduleCore::pick(Processor p, double now, Job& out, bool may_steal, doubl
 // established (RESULTS.md, forty-seventh session).
 bool ScheduleCore::probe(Processor p, double now, Job& out) {
   const size_t i = static_cast<size_t>(p);
-  if (options_.policy != Policy::kScheduler || probes_in_flight_[i] > 0 || busy_[i] > 0 || now < next_probe_[i]) {
-    return false;
-  }
-  std::deque<Job>& theirs = queue(own_queue(other(p)));
-  auto best = theirs.end();
-  double best_ratio = std::numeric_limits<double>::infinity();
-  for (auto it = theirs.begin(); it != window_end(theirs); ++it) {
-    if (p == Processor::kCpu ? it->gpu_only : it->cpu_only) continue;
-    const double ratio = predicted(*it, p) / predicted(*it, other(p));
-    if (ratio < best_ratio) best_ratio = ratio, best = it;
-  }
-  if (best == theirs.end()) return false;
-  out = *best;
-  account_queued(*best, -1);
-  theirs.erase(best);
+  // Idle: no run of p's in progress, so no probe either.
+  if (options_.policy != Policy::kScheduler || busy_[i] > 0 || now < next_probe_[i]) return false;
+  if (!take_from_other(p, /*probing=*/true, out)) return false;
   out.stolen = out.probe = true;
   ++counters_.probes[i];
   return true;
@@ -401,7 +398,6 @@ Dispatch ScheduleCore::take(Processor p, double now) {
     set_aside(first);
   }
   run.jobs.push_back(first);
-  if (first.probe) ++probes_in_flight_[static_cast<size_t>(p)];
   if (p == Processor::kGpu) {
     if (options_.policy != Policy::kBestOneAtATime && !first.probe) fill_batch(run, now);
     if (run.jobs.size() > 1) ++counters_.batches, counters_.batched_jobs += run.jobs.size();
@@ -429,7 +425,6 @@ double ScheduleCore::finished(const Dispatch& run, double seconds, std::span<con
   if (dominant_steal(run) && dominant_steals > 0) --dominant_steals;
   const size_t i = static_cast<size_t>(run.processor);
   if (!run.jobs.empty() && run.jobs[0].probe) {
-    if (probes_in_flight_[i] > 0) --probes_in_flight_[i];
     const bool surprised = seconds < kProbeSurprise * run.predicted;
     if (surprised) model(run.processor).forget(kProbeForget);
     next_probe_[i] = clock_ + (surprised ? 0 : kProbeEvery);
@@ -470,7 +465,6 @@ void ScheduleCore::gpu_lost() {
   queued_seconds_[1] = 0;
   running_seconds_[1] = 0;
   busy_[1] = 0;
-  probes_in_flight_[1] = 0;
   busy_dominant_steals_[1] = 0;
   next_urgency_scan_[0] = -std::numeric_limits<double>::infinity();
 }

@@ -152,10 +152,15 @@ class ScheduleCore {
   bool pick(Processor p, double now, Job& out, bool may_steal = true, double longest = std::numeric_limits<double>::infinity());
   void add_cpu_jobs(Dispatch& run, double now);
   bool steal_worthwhile(const Job& job, Processor taker) const;
-  // A query of the other processor's queue for `p` to run as a probe: `p` idle, kProbeIdle past its
-  // last run, no probe of its in flight, the last one kProbeEvery ago (or it came back far faster
-  // than predicted). False, taking nothing, otherwise.
+  // A query of the other processor's queue for `p` to run as a probe: `p` idle (so no probe of its
+  // in flight), kProbeIdle past its last run, the last probe kProbeEvery ago (or it came back far
+  // faster than predicted). False, taking nothing, otherwise.
   bool probe(Processor p, double now, Job& out);
+  // From the other processor's queue (its oldest kWindow), the query that suits `p` best against
+  // the other processor (least time on `p` over time there) among those a steal may take (worth
+  // it, and the reserve for dominant ones kept) or, `probing`, any not pinned to the other: taken
+  // out of its queue into `out`. False when there is none.
+  bool take_from_other(Processor p, bool probing, Job& out);
   // Whether `job` is `dominance` times cheaper, in capacity, on the processor other than `p`.
   bool belongs_to_other(const Job& job, Processor p) const;
   // A run of `p` that holds a query stolen from the other processor's dominant ones.
@@ -173,7 +178,6 @@ class ScheduleCore {
   std::array<double, 2> own_busy_average_{};      // workers busy with the processor's own queries
   size_t runs_in_progress_ = 0;
   std::array<double, 2> next_probe_{};    // p's next probe no sooner than this
-  std::array<size_t, 2> probes_in_flight_{};
   double clock_ = 0;  // the latest time seen (arrivals, takes)
   double next_expiry_scan_ = -std::numeric_limits<double>::infinity();
   std::array<double, 2> next_urgency_scan_{-std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity()};

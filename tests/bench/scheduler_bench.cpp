@@ -618,6 +618,18 @@ int run(int argc, char** argv) {
   const size_t stop_past = flags.count("stop-past-50ms");
   for (const Load& load : loads) {
     std::map<std::string, std::map<double, double>> p99_at;  // policy's name → rate → p99 (s)
+    // The load's first short-list and first long-list search: each rate reports the models'
+    // predictions for them (the scheduler's decisions follow them; a model far from the measured
+    // times shows there).
+    std::vector<std::pair<const char*, sched::QueryFeatures>> reference_searches;
+    for (const bool long_list : {false, true}) {
+      for (const LoadQuery& q : load.queries) {
+        const auto it = std::find_if(q.parts.begin(), q.parts.end(), [&](const auto& part) { return (part.first == gov2_slot) == long_list; });
+        if (it == q.parts.end()) continue;
+        reference_searches.emplace_back(long_list ? "long" : "short", sched::features_of(it->second, *slots[it->first].view));
+        break;
+      }
+    }
     std::printf("\n### Load: %s (%zu queries, OR top-%zu)\n\n", load.name.c_str(), load.queries.size(), top_k);
     std::printf("| policy | highest rate, p99 ≤ 50 ms (q/s) | highest rate, none past 500 ms (q/s) | p99 at the rates below (ms) |\n|---|---:|---:|---|\n");
     for (size_t pi = 0; pi < policies.size(); ++pi) {
@@ -691,20 +703,12 @@ int run(int argc, char** argv) {
         p99s += cell;
         if (r.missed == 0) best_deadline = std::max(best_deadline, rate);
         const CoreCounters c = scheduler.counters();
-        // The models' predictions for the load's first short-list and first long-list search (the
-        // scheduler's decisions follow them; a model far from the measured times shows here).
-        std::string models;
-        for (const bool long_list : {false, true}) {
-          for (const LoadQuery& q : load.queries) {
-            const auto it = std::find_if(q.parts.begin(), q.parts.end(), [&](const auto& part) { return (part.first == gov2_slot) == long_list; });
-            if (it == q.parts.end()) continue;
-            const sched::QueryFeatures f = sched::features_of(it->second, *slots[it->first].view);
-            char cell[128];
-            std::snprintf(cell, sizeof cell, "%s%s cpu %.3f gpu %.3f ms", models.empty() ? "" : ", ", long_list ? "long" : "short",
-                          scheduler.predicted_seconds(sched::Processor::kCpu, f) * 1e3, have_gpu ? scheduler.predicted_seconds(sched::Processor::kGpu, f) * 1e3 : 0.0);
-            models += cell;
-            break;
-          }
+        std::string models;  // the models' predictions for the reference searches
+        for (const auto& [kind, f] : reference_searches) {
+          char cell[128];
+          std::snprintf(cell, sizeof cell, "%s%s cpu %.3f gpu %.3f ms", models.empty() ? "" : ", ", kind,
+                        scheduler.predicted_seconds(sched::Processor::kCpu, f) * 1e3, have_gpu ? scheduler.predicted_seconds(sched::Processor::kGpu, f) * 1e3 : 0.0);
+          models += cell;
         }
         std::fprintf(stderr,
                      "%s %s %.0f q/s: mean %.2f ms p99 %.2f ms missed %zu gpu %.0f%% | measured/predicted cpu %.2f gpu %.2f, "
