@@ -36,7 +36,7 @@ bool known_extension(const std::string& name) {
 // reads the lines it can; a line it refuses, or one with an integer beyond 64 bits (a number to
 // nlohmann, an error to simdjson), or a very long one (simdjson's buffers grow to the longest
 // line), goes through nlohmann's SAX events, whose verdicts and messages the errors keep. On one
-// thread the JSON lexer and its byte-at-a-time appends were ~15% of a build (RESULTS.md).
+// thread the JSON lexer and its byte-at-a-time appends were ~15% of a build (tests/bench/results/indexing.md).
 class RecordFields final : public nlohmann::json_sax<nlohmann::json> {
  public:
   static constexpr std::array<const char*, 4> kNames = {"id", "title", "body", "url"};

@@ -204,7 +204,7 @@ constexpr std::array<char, 128> kAsciiFold = [] {
 // one as they ended left every cache miss of the stem cache (a large table, random slots) to stall
 // the tokenizer; hashed ahead, the slots of the next tokens are prefetched while one is looked up.
 // The tokenizer takes sixteen bytes at a time while they are ASCII (byte by byte it was 26–31% of a
-// parser's profile: RESULTS.md) and decodes code points only around other bytes; both
+// parser's profile: tests/bench/results/indexing.md) and decodes code points only around other bytes; both
 // write into folded_ through an offset, the tokens back to back, with 16 bytes of slack for the
 // block copies.
 void Analyzer::analyze_stems(std::string_view text, std::vector<uint32_t>& stems) {

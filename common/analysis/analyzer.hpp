@@ -39,7 +39,7 @@ class Analyzer {
     return terms;
   }
   // A query's terms: the same analysis, then English stop words dropped (measured to help on
-  // Cranfield and CISI: tests/bench/RESULTS.md) unless every term is one ("the who" keeps both).
+  // Cranfield and CISI: tests/bench/results/relevance.md) unless every term is one ("the who" keeps both).
   // Documents keep their stop words, so this needs no other index.
   std::vector<std::string> analyze_query(std::string_view text);
   const AnalyzerConfig& config() const { return config_; }

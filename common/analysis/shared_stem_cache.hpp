@@ -160,7 +160,7 @@ class SharedStemCache {
   // and ids settled on a counter of its own. At 16 parsers the first chunks bring most of the
   // vocabulary at once, and each new stem's three read-modify-writes of one line shared by every
   // thread (the id, its text's room, its settling) and one of the token count had been 55% of the
-  // build's CPU in its first tenth of a second (RESULTS.md). Smaller caches (tests of their limits)
+  // build's CPU in its first tenth of a second (tests/bench/results/indexing.md). Smaller caches (tests of their limits)
   // keep the exact counts. The ids themselves still come one at a time (a segment's close waits
   // for every id handed out).
   static constexpr size_t kBlocksFrom = size_t{1} << 14;

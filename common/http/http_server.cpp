@@ -1,6 +1,6 @@
 #include "common/http/http_server.hpp"
 
-#include <utility>  // before Boost.Asio with GCC 12 in C++20 (see ../shared/GPU.md)
+#include <utility>  // before Boost.Asio with GCC 12 in C++20 (see docs/gpu.md)
 
 #include <atomic>
 #include <boost/asio/ip/tcp.hpp>

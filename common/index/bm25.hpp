@@ -10,7 +10,7 @@
 
 namespace warp {
 
-// Defaults measured on Cranfield and CISI (tests/bench/RESULTS.md, relevance_bench): each of
+// Defaults measured on Cranfield and CISI (tests/bench/results/relevance.md, relevance_bench): each of
 // k1 1.2 / b 0.75, linear query-term frequency and query-time stop words helps on both.
 struct Bm25Params {
   float k1 = 1.2f;

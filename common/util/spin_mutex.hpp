@@ -48,7 +48,7 @@ class SpinMutex {
   // cycles). Waking a sleeper on the H100 host's virtual machine costs more than the scheduler's
   // lock is ever held; with 256 (~10 µs) its CPU threads waited 16-20 µs a query for it at
   // 74-85k mixed queries/s, with 4,096 3-10 µs, and the p99 at 85k fell from 24-90 ms to 3-7 ms
-  // (RESULTS.md, twenty-sixth session).
+  // (tests/bench/results/scheduler.md).
   static constexpr int kSpins = 4096;
   static void pause() {
 #if defined(__x86_64__) || defined(__i386__)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the image for real (after deploy/container/build.sh): warp-indexer serve, two leaves (one
 # per partition) following it and a broker, each its own container on the host network; indexes
-# Cranfield (../shared/data), queries through the broker and checks the answers against
+# Cranfield (tests/data), queries through the broker and checks the answers against
 # warp-search run from the same image on the same index; stops them. Prints what it saw.
 # usage: deploy/container/smoke.sh [IMAGE]
 set -euo pipefail
@@ -14,7 +14,7 @@ names=()
 cleanup() { for n in "${names[@]}"; do "${podman[@]}" rm -f -t 5 "$n" > /dev/null 2>&1 || true; done; rm -rf "$work"; }
 trap cleanup EXIT
 mkdir -p "$work/input" "$work/indexer" "$work/leaf0" "$work/leaf1"
-cp ../shared/data/cranfield/docs.jsonl "$work/input/cran.jsonl"
+cp tests/data/cranfield/docs.jsonl "$work/input/cran.jsonl"
 chown -R 10001:10001 "$work"
 tag=$$
 start() {  # start NAME ARGS...: a detached container
@@ -53,7 +53,7 @@ while IFS=$'\t' read -r qid text; do
     --run /dev/stdout 2> /dev/null | awk '{printf "%s ", $3}' | sed 's/ $//' > "$work/expected"
   [ "$got" = "$(cat "$work/expected")" ] || { echo "FAIL: query $qid: broker '$got', warp-search '$(cat "$work/expected")'"; exit 1; }
   checked=$((checked + 1))
-done < ../shared/data/cranfield/queries.tsv
+done < tests/data/cranfield/queries.tsv
 direct=$(curl -sf http://127.0.0.1:18080/metrics | awk '/^warpsearch_broker_leaf_requests_total\{path="direct"\}/ {print int($2)}')
 [ "${direct:-0}" -ge 10 ] || { echo "FAIL: the broker sent ${direct:-0} searches over the leaves' direct search path"; exit 1; }
 echo "smoke: $checked Cranfield queries through the broker in containers equal warp-search on the same generation" \

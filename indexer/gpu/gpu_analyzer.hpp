@@ -3,8 +3,7 @@
 // length cap, and each token's stem id from the stem cache — done for a whole chunk at once on the
 // device, against a GPU table of the tokens the shared stem cache has already stemmed.
 //
-// At 16 threads the analysis and the shared stem cache were ~38% of the parse's CPU (RESULTS.md,
-// twenty-eighth and thirty-second sessions): memory-bound lookups into a table of hundreds of MB,
+// At 16 threads the analysis and the shared stem cache were ~38% of the parse's CPU (tests/bench/results/indexing.md): memory-bound lookups into a table of hundreds of MB,
 // slower per thread the more threads share it. The GPU does them with its own memory; what it
 // cannot answer stays on the CPU, so the stems are exactly the CPU analyzer's:
 // - a document with any byte outside ASCII is analyzed on the CPU, whole (case folding of other

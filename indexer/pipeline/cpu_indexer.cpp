@@ -454,7 +454,7 @@ class CpuIndexer final : public ParserIndexer {
     // (the documents it analyzed before its device was ready) its lists take only the words the
     // device missed. Blocks kept up to its share were counted as held, so it spilled again each
     // time its device run reached a few hundred thousand stems (4 GiB of text at 16 threads: 17-33
-    // spills and 33-49 runs before, 2-17 and 18-33 after; RESULTS.md, thirty-seventh session).
+    // spills and 33-49 runs before, 2-17 and 18-33 after; tests/bench/results/indexing.md).
     arena_.clear(device_ != nullptr ? 0 : share > dictionary ? share - dictionary : 0);
   }
 

@@ -21,7 +21,7 @@ namespace warp::pipeline {
 // of the thread with the most bytes left, so the threads still finish within about one split of
 // each other. Handing out the next split to whichever thread asked had interleaved every thread's
 // parts at split granularity (256 splits at 16 threads), and merging them had been a fifth of the
-// back end's CPU (RESULTS.md).
+// back end's CPU (tests/bench/results/indexing.md).
 class SplitTaker {
  public:
   // `split_bytes`: the splits' sizes, in input order.

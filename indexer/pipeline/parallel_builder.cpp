@@ -326,7 +326,7 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
   // parser; counted as they grow, in share() below). A word that is not cached is stemmed and its
   // term looked up in the dictionary again: per-parser caches of 2^18 tokens at 16 threads under
   // 2 GiB built 2 GiB of Zipfian text (500,000 words) in 7.5-7.9 s, this shared one in 5.5-5.7 s
-  // (RESULTS.md).
+  // (tests/bench/results/indexing.md).
   const bool own_takes_all = parsers_index && slots == 1;
   const uint64_t stem_array_bytes =
       (sizeof(uint32_t) * (own_takes_all ? 1 : 2) + (parsers_index ? ParserIndexer::kBytesPerSharedStem : 0)) * parsers;
@@ -334,7 +334,7 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
   const uint64_t stem_cache_bytes = budget / 4 - std::min<uint64_t>(budget / 4, parsers * own_stem_cache * Analyzer::kStemCacheEntryBytes);
   // The first segment: 2^20 tokens for one parser (what its own cache had), 2^21 for more; a
   // larger one had cost every corpus its pages (2^22 for one parser: +216 MiB peak RSS and 8% more
-  // time at 500,000 words, RESULTS.md). Later segments take the rest of the quarter as the
+  // time at 500,000 words, tests/bench/results/indexing.md). Later segments take the rest of the quarter as the
   // vocabulary reaches them, counted then (share() below); at 5 million words a one-thread build
   // had stemmed each of the tail's words at every occurrence, 4× slower. The GPU's analysis mirrors
   // the first segment on the device (GpuTokenTable) and its inversion sizes arrays by it: there the

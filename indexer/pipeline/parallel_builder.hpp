@@ -55,11 +55,11 @@ struct PipelineOptions {
   bool gpu_analysis = false;            // the parsers' tokenizing and stem lookups on the GPU (gpu_analyzer.hpp)
   // Input bytes a parser below which --gpu-analysis leaves the GPU unused: the CUDA context and the
   // analyzers take 0.3-0.7 s to be ready, and a build of a few hundred MB at 16 threads had been
-  // 0.7-0.9x as fast with them (RESULTS.md). A usable GPU is still required. 0: always used.
+  // 0.7-0.9x as fast with them (tests/bench/results/indexing.md). A usable GPU is still required. 0: always used.
   uint64_t gpu_analysis_min_bytes = uint64_t{64} << 20;
   // A memory budget below which --gpu-analysis leaves the GPU unused: the CUDA driver's host memory
   // (192 MiB counted) and the spill's arrays for the runs on the device leave the parsers' lists too
-  // little of a smaller one (1 GiB: 729 runs, 1.3x the CPU build's time; RESULTS.md). 0: always used.
+  // little of a smaller one (1 GiB: 729 runs, 1.3x the CPU build's time; tests/bench/results/indexing.md). 0: always used.
   uint64_t gpu_analysis_min_budget = uint64_t{1536} << 20;
   bool gpu_analysis_from_start = false; // tests: parsers wait for the GPU instead of analyzing on the CPU until it is up
   size_t gpu_analysis_fail_after = 0;   // tests: a parser's GPU fails after this many chunks (0: never)

@@ -3,9 +3,9 @@
 // others to their owners, which index them between their own documents. Each parser's runs then
 // hold its share of the vocabulary, not nearly all of it: where every parser kept every stem's
 // list, sixteen parsers' runs held the vocabulary 32-44 times over, and their sorts, spills and
-// the back end's merge of them were a third of the 16-thread build's extra CPU (RESULTS.md).
+// the back end's merge of them were a third of the 16-thread build's extra CPU (tests/bench/results/indexing.md).
 // Measured: 4-8% less CPU and 3-9% less peak memory at sixteen threads, the time within the spread
-// between machine starts (RESULTS.md, forty-fourth session).
+// between machine starts (tests/bench/results/indexing.md).
 // A parser hands postings over in buffers (one per owner); an owner takes its inbox when it hands
 // over its own, so no thread waits on another but where the inboxes hold more than their bound.
 // An owner keeps a stem's postings from each parser apart (ParserIndexer::set_routing) and writes

@@ -6,7 +6,7 @@
 #include "common/codec/codec.hpp"
 #include "common/util/status.hpp"
 #include "common/util/cuda_check.cuh"
-#include "leaf/gpu/list_decode.cuh"
+#include "leaf/gpu/decode/list_decode.cuh"
 
 namespace warp::gpu {
 namespace {

@@ -8,10 +8,10 @@
 #include "common/util/status.hpp"
 #include "leaf/gpu/gpu_replicas.hpp"
 #include "leaf/gpu/gpu_runtime.hpp"
-#include "leaf/gpu/key_kernels.cuh"
-#include "leaf/gpu/list_decode.cuh"
-#include "leaf/gpu/or_tiles.hpp"
-#include "leaf/gpu/topk_select.cuh"
+#include "leaf/gpu/topk/key_kernels.cuh"
+#include "leaf/gpu/decode/list_decode.cuh"
+#include "leaf/gpu/or_tiles/or_tiles.hpp"
+#include "leaf/gpu/topk/topk_select.cuh"
 #include "common/util/cuda_check.cuh"
 
 namespace warp::gpu {

@@ -21,8 +21,8 @@
 #include <vector>
 
 #include "leaf/gpu/device_index.hpp"
-#include "leaf/gpu/gpu_batch.hpp"
-#include "leaf/gpu/topk_method.hpp"
+#include "leaf/gpu/batch/gpu_batch.hpp"
+#include "leaf/gpu/topk/topk_method.hpp"
 #include "leaf/query/query_processor.hpp"
 
 namespace warp::gpu {

@@ -25,7 +25,7 @@ enum class GpuWait { kSpin, kYield, kBlock };
 // Batch streams by default: 2 for the batch queue of --processor gpu; 8 where the leaf's
 // scheduler forms the batches (--processor auto): on the H200 hosts 8 streams with 4 driver
 // threads sustained 1.2-2.1x what 2 streams did on the default corpus, the mixed log and the
-// GOV2-like preset (RESULTS.md, thirty-first session). Each stream holds a batch executor's
+// GOV2-like preset (tests/bench/results/gpu-queries.md). Each stream holds a batch executor's
 // buffers per partition (about 0.8 GB on a 25M-document partition).
 inline constexpr size_t kBatchStreams = 2, kScheduledBatchStreams = 8;
 inline size_t batch_streams_for(size_t wanted, bool scheduled) {

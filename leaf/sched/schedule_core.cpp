@@ -304,7 +304,7 @@ bool ScheduleCore::take_from_other(Processor p, bool probing, Job& out) {
 // makes (the unit tests' simulation: a CPU model 300x too high kept the CPU idle for a whole second
 // at 20k q/s). On one H200 start the CPU answered no query at all at the mixed log's refine rates,
 // after rates past its capacity, while the GPU's queue waited 26-47 ms; that start's cause was not
-// established (RESULTS.md, forty-seventh session).
+// established (tests/bench/results/scheduler.md).
 bool ScheduleCore::probe(Processor p, double now, Job& out) {
   const size_t i = static_cast<size_t>(p);
   // Idle: no run of p's in progress, so no probe either.

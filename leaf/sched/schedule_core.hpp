@@ -23,7 +23,7 @@
 //   a long-list query to the CPU whenever the GPU's backlog is longer than its CPU time; under load
 //   that filled the CPU's threads with searches it runs 50-100x less efficiently than the GPU, its
 //   own short queries spilled to the GPU, and both processors ran each other's work (H100, mixed
-//   log: 8 of 13 CPU threads on GOV2-like queries at the limit; RESULTS.md).
+//   log: 8 of 13 CPU threads on GOV2-like queries at the limit; tests/bench/results/scheduler.md).
 // - The GPU takes batches (PARA, Ao et al. 2011): after its first query, more of the same
 //   partition while the batch's predicted time stays under a cap and every member's deadline; so
 //   the batch size follows the load instead of a fixed threshold, and a lone query never waits

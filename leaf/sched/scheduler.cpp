@@ -416,7 +416,7 @@ void Scheduler::State::cpu_loop() {
     work.clear();  // the answered queries freed outside the lock
     // The run's observations folded here, outside the lock: the model's own update was the largest
     // part of a CPU thread's turn at the lock (CostModel::observe and its refits, ~3% of the H200
-    // host's samples at 288k queries/s on the default corpus; folded, +15-31%, RESULTS.md).
+    // host's samples at 288k queries/s on the default corpus; folded, +15-31%, tests/bench/results/scheduler.md).
     // fold() reads only the model's fading factor, fixed at construction, and the snapshot.
     FoldedObservations folded;
     double total = 0;
@@ -455,7 +455,7 @@ void Scheduler::State::gpu_loop(size_t slots) {
   std::vector<std::unique_ptr<Flight>> flights, started;
   // Runs answered since the driver last held the lock, recorded at its next turn: one turn for
   // the runs it finished and the ones it takes (the lock, shared with every CPU thread, was where
-  // a driver's time went on short batches: 4-14 µs a query under load, RESULTS.md).
+  // a driver's time went on short batches: 4-14 µs a query under load, tests/bench/results/scheduler.md).
   std::vector<std::pair<Dispatch, double>> finished;
   std::unique_lock<SpinMutex> lock(mutex);
   for (;;) {

@@ -37,7 +37,7 @@ struct SchedulerOptions {
 // GPU driver threads for `gpu_streams` streams: `wanted` (0: one per stream, at most
 // kDefaultGpuDrivers), at most one per stream. With 8 streams on the H200 hosts 4 drivers did best
 // on the default corpus's short batches (1.25x 2 drivers) and as well as 1-2 on long ones, while 8
-// left too few cores to the CPU's threads (RESULTS.md).
+// left too few cores to the CPU's threads (tests/bench/results/scheduler.md).
 inline constexpr size_t kDefaultGpuDrivers = 4;
 inline size_t gpu_driver_threads(size_t gpu_streams, size_t wanted) {
   if (gpu_streams == 0) return 0;

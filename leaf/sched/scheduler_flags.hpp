@@ -15,7 +15,7 @@ namespace warp::sched {
 // front end and one per driver (a driver polls its batches while any is in flight: a busy core).
 // With a CPU thread on every core as well as busy GPU threads, batches were launched late and the
 // scheduler fell below the GPU alone (H100, mixed load: 14k q/s with 16 CPU threads, 39k with 13;
-// RESULTS.md).
+// tests/bench/results/scheduler.md).
 inline size_t default_cpu_workers(size_t gpu_drivers, size_t cores = std::max<size_t>(1, std::thread::hardware_concurrency())) {
   const size_t reserved = gpu_drivers == 0 ? 0 : gpu_drivers + 1;
   return cores > reserved ? cores - reserved : 1;

@@ -1,7 +1,7 @@
 // The leaf's direct search path: searches over TCP beside the ZeroMQ ROUTER, the same requests and
 // replies (Cap'n Proto LeafRequest/LeafReply) in secure_channel.hpp's frames. Why it exists: a
 // ZeroMQ message crosses two I/O-thread hops a side, and on the GPU machine a fan-out round trip
-// costs 2.2-3x one over plain TCP at every concurrency (RESULTS.md, fortieth session); status
+// costs 2.2-3x one over plain TCP at every concurrency (tests/bench/results/serving.md); status
 // polls and generation transfers stay on ZeroMQ. With Curve on, a connection must first complete
 // the Curve handshake with a broker key of the allow-list; one that fails is closed and counted in
 // warpsearch_leaf_curve_refused_total.

@@ -6,8 +6,8 @@
 # connection beside IDLE idle ones, and the broker's overhead per uncached query (the broker's
 # mean request time minus the leaves' mean query time, from their Prometheus histograms).
 # Uncached queries are --distinct: each holds a term of its own, so none is answered from the cache
-# (EDGE_DISTINCT= (empty) loads as before the thirty-ninth session, when the warm-up's queries came
-# back as cache hits). Prints Markdown tables; needs only the binaries and python3.
+# (EDGE_DISTINCT= (empty) loads without it, so that the warm-up's queries come back as cache hits).
+# Prints Markdown tables; needs only the binaries and python3.
 # usage: tests/bench/edge_bench.sh BIN_DIR INDEX_DIR WORDS [SECONDS] [IDLE]
 set -uo pipefail
 bin=$1 index=$2 words=$3 seconds=${4:-10} idle=${5:-10000}

@@ -12,9 +12,8 @@
 # leaves that side to the kernel);
 # EDGE_REPLICAS=N: N replicas of each partition (edge_cluster.sh; default 2).
 # LOAD FLAGS go to http_load (e.g. --threads 4). Queries are --distinct (each holds a term of its
-# own, so none is a cache hit; before the thirty-ninth session they were not, and the warm-up's and
-# earlier loads' queries came back as cache hits: ~40% of a 16-connection run); EDGE_DISTINCT=
-# (empty) loads as before.
+# own, so none is a cache hit; without it the warm-up's and earlier loads' queries come back as
+# cache hits: ~40% of a 16-connection run); EDGE_DISTINCT= (empty) loads without it.
 # usage: tests/bench/edge_tuning.sh BIN_DIR INDEX_DIR WORDS SECONDS CONFIG...
 set -uo pipefail
 bin=$1 index=$2 words=$3 seconds=$4

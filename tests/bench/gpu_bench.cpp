@@ -15,13 +15,13 @@
 #include "common/index/index_builder.hpp"
 #include "common/util/flags.hpp"
 #include "common/util/cuda_check.cuh"
-#include "leaf/gpu/gpu_batch.hpp"
-#include "leaf/gpu/gpu_decode.hpp"
+#include "leaf/gpu/batch/gpu_batch.hpp"
+#include "tests/support/gpu_decode.hpp"
 #include "leaf/gpu/gpu_flags.hpp"
 #include "leaf/gpu/gpu_replicas.hpp"
 #include "leaf/gpu/gpu_query_processor.hpp"
 #include "leaf/gpu/gpu_runtime.hpp"
-#include "leaf/gpu/intersect.hpp"
+#include "leaf/gpu/intersect/intersect.hpp"
 #include "leaf/query/cpu_query_processor.hpp"
 #include "tests/bench/bench_util.hpp"
 #include "tests/bench/gov2_preset.hpp"
@@ -239,8 +239,8 @@ void query_table(const IndexView& view, const std::vector<std::vector<std::strin
   // The GPU's blocks are compared with BlockMax-WAND's, the CPU's dynamic pruning of record.
   CpuQueryProcessor bmw_processor(view, {OrAlgorithm::kBlockMaxWand});
   const size_t cores = std::max(1u, std::thread::hardware_concurrency());
-  // Enough clients for every stream's batch and the next one forming (64 clients filled only two of
-  // three streams of 32 queries before the seventeenth session).
+  // Enough clients for every stream's batch and the next one forming (64 clients fill only two of
+  // three streams of 32 queries).
   const size_t clients = batch_clients != 0 ? batch_clients : std::max<size_t>(64, 2 * batch_max_queries * batch_streams);
   std::printf("GPU index %.0f MB resident (%.0f MB of docID-range maxima); batches close at %zu postings of work or %zu queries, %zu in flight; %zu client threads drive the batched path, 16 the 8-lane path\n\n",
               gpu_single.device_index().stats().bytes_resident / 1e6, gpu_single.device_index().stats().slice_bytes / 1e6, batch_threshold, batch_max_queries, batch_streams, clients);

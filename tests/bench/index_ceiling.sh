@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# index_ceiling: how far the machine itself lets a build scale from 1 to N threads (#13's 12×).
+# index_ceiling: how far the machine itself lets a build scale from 1 to N threads (a ceiling to quote the build's scaling against).
 # The corpus is cut into N pieces at line boundaries; then, alternating ROUNDS times:
 #   whole/1    warp-indexer build of the whole corpus, 1 thread
 #   whole/N    the same, N threads (what the issue's ratio measures)

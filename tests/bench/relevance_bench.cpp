@@ -1,12 +1,12 @@
 // relevance_bench: nDCG@10, P@10 and MAP of BM25 variants on the judged collections of
-// ../shared/data (Cranfield, CISI), OR of the query's words, top 1000, title and body together,
+// tests/data (Cranfield, CISI), OR of the query's words, top 1000, title and body together,
 // Porter2 on every term. The variants (query-term saturation k3, query-time stop words, k1/b, the
 // idf form) are scored by a brute-force BM25 over the analyzed documents, so a form the engine
 // does not implement can be measured before it is adopted; the engine's own run (CPU processor,
 // the index's and the query analysis' defaults) is printed beside the brute force of the same
 // settings.
 //
-//   relevance_bench [--data ../shared/data] [--collections cranfield,cisi]
+//   relevance_bench [--data tests/data] [--collections cranfield,cisi]
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -156,7 +156,7 @@ std::vector<std::string> split(const std::string& text) {
 
 int run(int argc, char** argv) {
   warp::Flags flags("usage: relevance_bench [--data DIR] [--collections cranfield,cisi]");
-  flags.value("data", "../shared/data", "the shared test collections")
+  flags.value("data", "tests/data", "the judged test collections (Cranfield, CISI)")
       .value("collections", "cranfield,cisi", "two collections, side by side");
   flags.parse(argc, argv);
   if (flags.help_requested()) {

@@ -22,7 +22,7 @@
 #include "indexer/gpu/gpu_inverter.hpp"
 #include "indexer/pipeline/parallel_builder.hpp"
 #include "indexer/pipeline/trie_collections.hpp"
-#include "tests/support/shared_data.hpp"
+#include "tests/support/test_data.hpp"
 #include "tests/support/test_seed.hpp"
 
 namespace warp {
@@ -247,7 +247,7 @@ class GpuIndexerBuild : public ::testing::Test {
     return lines;
   }
   static std::vector<std::string> cranfield_and_cisi() {
-    return {testing::shared_data_dir() + "/cranfield/docs.jsonl", testing::shared_data_dir() + "/cisi/docs.jsonl"};
+    return {testing::test_data_dir() + "/cranfield/docs.jsonl", testing::test_data_dir() + "/cisi/docs.jsonl"};
   }
   // The CPU-only build the others are compared with: 3 partitions, 4 threads (set in `options`).
   std::vector<std::string> cpu_build(pipeline::PipelineOptions& options, pipeline::PipelineReport& report) {

@@ -15,19 +15,19 @@
 #include "leaf/gpu/gpu_runtime.hpp"
 #include "leaf/query/cpu_query_processor.hpp"
 #include "leaf/query/query_log.hpp"
-#include "tests/support/shared_data.hpp"
+#include "tests/support/test_data.hpp"
 #include "tests/bench/gov2_preset.hpp"
 #include "tests/bench/synthetic_collection.hpp"
 #include "tests/support/brute_force.hpp"
 #include "tests/support/test_seed.hpp"
 #include "tests/support/topk_match.hpp"
 #ifdef WARP_HAVE_CUDA
-#include "leaf/gpu/gpu_batch.hpp"
-#include "leaf/gpu/gpu_decode.hpp"
+#include "leaf/gpu/batch/gpu_batch.hpp"
+#include "tests/support/gpu_decode.hpp"
 #include "leaf/gpu/gpu_flags.hpp"
 #include "leaf/gpu/gpu_query_processor.hpp"
 #include "leaf/gpu/gpu_replicas.hpp"
-#include "leaf/gpu/intersect.hpp"
+#include "leaf/gpu/intersect/intersect.hpp"
 #include "leaf/sched/scheduler.hpp"
 #endif
 
@@ -968,7 +968,7 @@ class GpuJudgedTest : public ::testing::TestWithParam<JudgedCollection> {};
 // single-query path against the reference and the batched path against the CPU, exactly.
 TEST_P(GpuJudgedTest, EveryModeAndCodecMatchesTheCpu) {
   WARP_REQUIRE_GPU();
-  const std::string dir = testing::shared_data_dir() + "/" + GetParam().name;
+  const std::string dir = testing::test_data_dir() + "/" + GetParam().name;
   ReadReport report;
   const std::vector<SourceDocument> documents = read_documents({dir + "/docs.jsonl"}, report);
   ASSERT_EQ(documents.size(), GetParam().documents);

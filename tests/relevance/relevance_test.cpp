@@ -1,4 +1,4 @@
-// Relevance on the judged collections of ../shared/data: Warpsearch's OR mode must come within
+// Relevance on the judged collections of tests/data: Warpsearch's OR mode must come within
 // 0.005 of Xapian 1.4 BM25 (k1 0.9, b 0.4, English stemming, OR, top 1000) on nDCG@10 and MAP:
 // Cranfield (short technical queries; Xapian 0.338 / 0.283) and CISI (long natural-language
 // requests with repeated words; Xapian 0.343 / 0.196). Also checks the evaluator on a
@@ -13,7 +13,7 @@
 #include "indexer/document_reader.hpp"
 #include "leaf/query/index_searcher.hpp"
 #include "leaf/query/query_log.hpp"
-#include "tests/support/shared_data.hpp"
+#include "tests/support/test_data.hpp"
 #include "tests/relevance/trec_eval.hpp"
 
 namespace warp {
@@ -39,7 +39,7 @@ struct Judged {
 // OR top 1000 through the real path: an index on disk in 2 partitions, queries analyzed as the
 // broker and warp-search analyze them, every partition searched and merged.
 relevance::Scores evaluate_collection(const std::string& name) {
-  const std::string data = testing::shared_data_dir() + "/" + name;
+  const std::string data = testing::test_data_dir() + "/" + name;
   const auto dir = std::filesystem::temp_directory_path() / ("warp-relevance-" + name + "-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   ReadReport report;
@@ -64,7 +64,7 @@ relevance::Scores evaluate_collection(const std::string& name) {
 class RelevanceTest : public ::testing::TestWithParam<Judged> {};
 
 // Within 0.005 of Xapian 1.4's BM25 (k1 0.9, b 0.4, no stop words) on nDCG@10 and MAP. Warpsearch's
-// defaults (tests/bench/RESULTS.md) score above it on both collections.
+// defaults (tests/bench/results/relevance.md) score above it on both collections.
 TEST_P(RelevanceTest, OrModeReachesXapianBm25) {
   const Judged& c = GetParam();
   const relevance::Scores scores = evaluate_collection(c.name);

@@ -1,4 +1,4 @@
-// Cranfield's documents (../shared/data) built by the in-memory builder into an index directory:
+// Cranfield's documents (tests/data) built by the in-memory builder into an index directory:
 // the index the leaf and transfer tests serve and move.
 #pragma once
 #include <cstdint>
@@ -7,7 +7,7 @@
 #include "common/index/index_builder.hpp"
 #include "common/index/index_files.hpp"
 #include "indexer/document_reader.hpp"
-#include "tests/support/shared_data.hpp"
+#include "tests/support/test_data.hpp"
 
 namespace warp::testing {
 
@@ -17,7 +17,7 @@ inline void write_cranfield_index(const std::string& dir, uint32_t partitions, u
   options.partitions = partitions;
   options.generation = generation;
   IndexBuilder builder(options);
-  for (const auto& doc : read_documents({shared_data_dir() + "/cranfield/docs.jsonl"}, report)) builder.add_document(doc);
+  for (const auto& doc : read_documents({test_data_dir() + "/cranfield/docs.jsonl"}, report)) builder.add_document(doc);
   write_index(builder.build(), dir);
 }
 

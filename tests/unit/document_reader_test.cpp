@@ -9,7 +9,7 @@
 #include "common/util/status.hpp"
 #include "indexer/document_reader.hpp"
 #include "tests/support/format_writers.hpp"
-#include "tests/support/shared_data.hpp"
+#include "tests/support/test_data.hpp"
 
 namespace warp {
 namespace {
@@ -261,7 +261,7 @@ TEST_F(FormatTest, WarcRecordsPlainAndGzipAndTheirErrors) {
 
 TEST_F(FormatTest, CranfieldInAllThreeFormatsIndexesIdentically) {
   ReadReport report;
-  const auto docs = read_documents({testing::shared_data_dir() + "/cranfield/docs.jsonl"}, report);
+  const auto docs = read_documents({testing::test_data_dir() + "/cranfield/docs.jsonl"}, report);
   ASSERT_EQ(docs.size(), 1400u);
   testing::write_trec(path("cran.trec"), docs);
   testing::write_warc(path("cran.warc.gz"), docs, true);

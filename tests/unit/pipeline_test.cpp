@@ -30,7 +30,7 @@
 #include "indexer/pipeline/term_btree.hpp"
 #include "indexer/pipeline/trie_collections.hpp"
 #include "tests/support/format_writers.hpp"
-#include "tests/support/shared_data.hpp"
+#include "tests/support/test_data.hpp"
 #include "tests/support/test_seed.hpp"
 
 namespace warp {
@@ -79,7 +79,7 @@ class PipelineTest : public ::testing::Test {
 
 TEST_F(PipelineTest, CranfieldInEveryFormatWithSpilledRunsMatchesTheBuilder) {
   ReadReport report;
-  const auto docs = read_documents({testing::shared_data_dir() + "/cranfield/docs.jsonl"}, report);
+  const auto docs = read_documents({testing::test_data_dir() + "/cranfield/docs.jsonl"}, report);
   testing::write_trec(path("cran.trec"), docs);
   testing::write_warc(path("cran.warc.gz"), docs, true);
   pipeline::PipelineOptions options;
@@ -90,7 +90,7 @@ TEST_F(PipelineTest, CranfieldInEveryFormatWithSpilledRunsMatchesTheBuilder) {
   options.split_bytes = 64 << 10;  // the JSONL and TREC files are read in pieces by the three parsers
   options.chunk_bytes = 16 << 10;
   options.memory_budget = 1;  // the smallest: runs spill to disk and are merged back
-  for (const std::string& input : {testing::shared_data_dir() + "/cranfield/docs.jsonl", path("cran.trec"), path("cran.warc.gz")}) {
+  for (const std::string& input : {testing::test_data_dir() + "/cranfield/docs.jsonl", path("cran.trec"), path("cran.warc.gz")}) {
     ReadReport expected_report;
     const auto expected = reference({input}, options.build, expected_report);  // WARC records carry URLs
     pipeline::PipelineReport pipeline_report;
@@ -214,8 +214,8 @@ TEST_F(PipelineTest, ThreadCountsSplitsAndBudgetsGiveIdenticalPartitions) {
 // into their places). What it loads is what the in-memory builder's partition, written in one
 // range, loads: every term's entry and list, the documents.
 TEST_F(PipelineTest, PartitionsOfManyTermRangesOpenAsTheBuildersDo) {
-  const std::vector<std::string> inputs = {testing::shared_data_dir() + "/cranfield/docs.jsonl",
-                                           testing::shared_data_dir() + "/cisi/docs.jsonl"};
+  const std::vector<std::string> inputs = {testing::test_data_dir() + "/cranfield/docs.jsonl",
+                                           testing::test_data_dir() + "/cisi/docs.jsonl"};
   pipeline::PipelineOptions options;
   options.build.partitions = 2;
   options.threads = 6;  // 12 term ranges
@@ -255,7 +255,7 @@ TEST_F(PipelineTest, PartitionsOfManyTermRangesOpenAsTheBuildersDo) {
 // words removed (a rule it does not apply), and without a usable GPU (its builds are checked
 // against the CPU's in tests/gpu/gpu_indexer_test.cpp).
 TEST_F(PipelineTest, GpuAnalysisRefusedWhereItCannotRun) {
-  const std::vector<std::string> inputs = {testing::shared_data_dir() + "/cranfield/docs.jsonl"};
+  const std::vector<std::string> inputs = {testing::test_data_dir() + "/cranfield/docs.jsonl"};
   pipeline::PipelineOptions options;
   options.gpu_analysis = true;
   options.spill_dir = path("runs");

@@ -16,7 +16,7 @@
 #include "leaf/query/cpu_query_processor.hpp"
 #include "leaf/query/query_log.hpp"
 #include "leaf/query/topk_queue.hpp"
-#include "tests/support/shared_data.hpp"
+#include "tests/support/test_data.hpp"
 #include "tests/bench/synthetic_collection.hpp"
 #include "tests/support/brute_force.hpp"
 #include "tests/support/test_seed.hpp"
@@ -471,7 +471,7 @@ class JudgedQueriesTest : public ::testing::TestWithParam<JudgedCollection> {};
 
 // Cranfield's short queries and CISI's long requests (repeated words), as the broker analyzes them.
 TEST_P(JudgedQueriesTest, EveryModeAndCodecMatchesBruteForce) {
-  const std::string dir = testing::shared_data_dir() + "/" + GetParam().name;
+  const std::string dir = testing::test_data_dir() + "/" + GetParam().name;
   ReadReport report;
   const std::vector<SourceDocument> documents = read_documents({dir + "/docs.jsonl"}, report);
   ASSERT_EQ(documents.size(), GetParam().documents) << "the collection is expected in " << dir;

@@ -85,7 +85,7 @@ CoreOptions two_processors(Policy policy = Policy::kScheduler) {
   return o;
 }
 
-// The H100 host's figures on its mixed log (RESULTS.md, nineteenth session): a default-corpus query
+// The H100 host's figures on its mixed log (tests/bench/results/scheduler.md): a default-corpus query
 // takes ~110 µs of a CPU thread and ~19 µs of a GPU stream in a batch, a GOV2-like one ~5 ms and
 // ~55 µs; a batch ~100 µs more; 13 CPU threads beside 2 streams. In shares of each processor's
 // capacity the short query is about even (0.7) and the long one 14 times cheaper on the GPU.
