@@ -385,9 +385,8 @@ QueryResult GpuQueryProcessor::search_and(Lane& b, const QueryScoring& scoring, 
         b.block_freqs, device_.length_norms(), doc_begin, lists[t].weight);
     WARP_CUDA_CHECK_LAUNCH();
   }
-  candidate_keys_kernel<<<grid_for(candidates), kThreads, 0, b.stream>>>(
-      candidates, b.candidate_docs, b.candidate_scores, b.topk.keys, b.topk.buckets, &b.counters->matches);
-  WARP_CUDA_CHECK_LAUNCH();
+  launch_candidate_keys(candidates, b.candidate_docs, b.candidate_scores, b.topk.keys, b.topk.buckets, &b.counters->matches,
+                        b.stream);
   b.request_counters();
   result.hits = b.topk.select(candidates, k, b.stream, options_.topk);
   units_to_scores(result.hits, scoring);
@@ -439,9 +438,7 @@ QueryResult GpuQueryProcessor::search_or(Lane& b, const QueryScoring& scoring, s
   if (options_.topk == TopkMethod::kBucketSelect) {
     result.hits = b.topk.select_accumulators(b.accumulators, doc_count, doc_begin, k, b.stream);
   } else {
-    accumulator_keys_kernel<<<grid_for(doc_count), kThreads, 0, b.stream>>>(doc_count, b.accumulators, doc_begin,
-                                                                             b.topk.keys, b.topk.buckets);
-    WARP_CUDA_CHECK_LAUNCH();
+    launch_accumulator_keys(doc_count, b.accumulators, doc_begin, b.topk.keys, b.topk.buckets, b.stream);
     result.hits = b.topk.select(doc_count, k, b.stream, options_.topk);
     WARP_CUDA_CHECK(cudaMemsetAsync(b.accumulators, 0, doc_count * sizeof(float), b.stream));
   }

@@ -1,17 +1,16 @@
+// A PARA batch's executor (Ao et al. §3.1): a batch's queries prepared, their phases launched
+// (AND rounds, then the OR tiles), polled, and their answers read back.
 #include "leaf/gpu/batch/gpu_batch.hpp"
 
 #include <algorithm>
 #include <chrono>
-#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
-#include <deque>
-#include <future>
 #include <mutex>
-#include <thread>
 
 #include "common/util/status.hpp"
 #include "common/util/cuda_check.cuh"
+#include "leaf/gpu/batch/and_kernels.cuh"
 #include "leaf/gpu/intersect/block_select.cuh"
 #include "leaf/gpu/topk/key_kernels.cuh"
 #include "leaf/gpu/decode/list_decode.cuh"
@@ -22,158 +21,7 @@
 namespace warp::gpu {
 namespace {
 
-// Block selection for every live candidate whose query has a list in this round: the block that
-// may hold its docID is marked for decoding (kProbe), or the candidate dropped past the list's end.
-__global__ void batch_select_kernel(uint32_t count, const uint32_t* docs, float* scores, const uint32_t* query_of,
-                                    const int32_t* round_task, const Task* tasks, uint8_t* masks, bool search_compressed) {
-  const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= count || scores[i] < 0) return;
-  const int32_t t = round_task[query_of[i]];
-  if (t < 0) return;
-  const Task& task = tasks[t];
-  if (search_compressed && is_lrc(task.list.codec)) return;
-  const uint32_t block = block_for_doc(task.list.block_last_docid, task.list.block_count, docs[i]);
-  if (block == task.list.block_count) {
-    scores[i] = -1;
-    return;
-  }
-  masks[task.mask_offset + block] = 1;
-}
-
-// LRC lists searched compressed (Ao et al. Algorithm 1): each candidate looks its docID up in the
-// list itself; the other lists' candidates are probed where their blocks are decoded (kProbe).
-__global__ void batch_probe_compressed_kernel(uint32_t count, const uint32_t* docs, float* scores, const uint32_t* query_of,
-                                              const int32_t* round_task, const Task* tasks, const float* norms,
-                                              uint32_t doc_begin) {
-  const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= count || scores[i] < 0) return;
-  const int32_t t = round_task[query_of[i]];
-  if (t < 0) return;
-  const Task& task = tasks[t];
-  if (!is_lrc(task.list.codec)) return;
-  const uint32_t doc = docs[i];
-  const uint32_t freq = lrc_frequency(task.list, doc);
-  if (freq == 0) {
-    scores[i] = -1;
-  } else {
-    scores[i] += bm25_units_dev(task.weight, freq, norms[doc - doc_begin]);
-  }
-}
-
-// The batched top-k of AND queries: each query's candidates are a segment of the candidate arrays.
-struct AndSelection {
-  uint32_t offset = 0, slots = 0, k = 0;  // staged by the host
-  uint32_t selected = 0, cursor = 0;      // the device's: keys at or above the threshold, keys gathered
-  uint64_t threshold = 0;
-  uint32_t refine = 0, above = 0;  // a crowded k-th bucket (kNoRefine: none) and the keys above it
-};
-constexpr uint32_t kNoRefine = 0xFFFFFFFFu;
-
-// 1. Every candidate's key; live ones counted into their query's buckets and matches. A query's
-// matches pile into a few buckets, so a warp's live lanes add to each bucket once (one atomic per
-// distinct bucket: per candidate, the atomics on a few addresses took ~0.45 ms a batch of 32
-// GOV2-like queries), and to the matches once when they are all one query's (a query's candidates
-// are one segment, so nearly every warp).
-__global__ void and_keys_kernel(uint32_t count, const uint32_t* docs, const float* scores, const uint32_t* query_of,
-                                uint64_t* keys, uint32_t* buckets, unsigned long long* matches) {
-  const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-  const bool live = i < count && scores[i] >= 0;
-  const uint32_t query = live ? query_of[i] : 0xFFFFFFFFu;
-  const uint64_t key = live ? topk_key(scores[i], docs[i]) : 0;
-  if (i < count) keys[i] = key;
-  const uint32_t live_lanes = __ballot_sync(0xFFFFFFFFu, live);
-  if (live_lanes == 0) return;  // uniform: most warps hold no match
-  const uint32_t slot = live ? query * kBuckets + key_bucket(key) : 0xFFFFFFFFu;  // query < 2^20
-  const uint32_t same_slot = __match_any_sync(0xFFFFFFFFu, slot);
-  if (live && (threadIdx.x & 31u) == static_cast<uint32_t>(__ffs(same_slot) - 1)) atomicAdd(&buckets[slot], __popc(same_slot));
-  const uint32_t leader = __ffs(live_lanes) - 1;
-  const uint32_t leader_query = __shfl_sync(0xFFFFFFFFu, query, leader);
-  if (__all_sync(0xFFFFFFFFu, !live || query == leader_query)) {
-    if ((threadIdx.x & 31u) == leader) atomicAdd(&matches[leader_query], __popc(live_lanes));
-  } else if (live) {
-    atomicAdd(&matches[query], 1ull);
-  }
-}
-
-// 2. One thread block per query: the bucket of its k-th best key, as a threshold. When more keys
-// than one block sort holds lie at or above it (scores piled in that bucket), the bucket is marked
-// for refinement (2b, 2c), as the OR tiles find θ.
-__global__ void __launch_bounds__(kBlockSelectThreads) and_threshold_kernel(AndSelection* selection, const uint32_t* buckets,
-                                                                            uint32_t* any_refine) {
-  AndSelection& s = selection[blockIdx.x];
-  if (s.slots == 0 || s.k == 0) {  // uniform
-    if (threadIdx.x == 0) s.selected = 0, s.cursor = 0, s.threshold = ~0ull, s.refine = kNoRefine;
-    return;
-  }
-  const uint32_t* counts = buckets + size_t{blockIdx.x} * kBuckets;
-  uint32_t selected;
-  const uint64_t threshold = block_threshold<kBlockSelectThreads>(counts, s.k, selected);
-  if (threadIdx.x == 0) {
-    s.selected = selected, s.cursor = 0, s.threshold = threshold, s.refine = kNoRefine;
-    if (selected > kBlockSelectCapacity && threshold > 1) {
-      const uint32_t bucket = key_bucket(threshold);
-      s.refine = bucket, s.above = selected - counts[bucket];
-      *any_refine = 1;
-    }
-  }
-}
-
-// 2b. Over every candidate (the whole grid, not a block per query: a query has up to millions):
-// the keys in their query's crowded bucket counted by their next 12 bits.
-__global__ void and_refine_count_kernel(uint32_t count, const uint64_t* keys, const uint32_t* query_of,
-                                        const AndSelection* selection, const uint32_t* any_refine, uint32_t* sub_buckets) {
-  if (*any_refine == 0) return;
-  const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= count) return;
-  const uint64_t key = keys[i];
-  if (key == 0) return;
-  const uint32_t query = query_of[i];
-  if (key_bucket(key) != selection[query].refine) return;
-  atomicAdd(&sub_buckets[size_t{query} * kBuckets + (static_cast<uint32_t>(key >> (63 - 2 * kBucketBits)) & (kBuckets - 1))], 1u);
-}
-
-// 2c. One thread block per query with a crowded bucket: the threshold moves to the sub-bucket of
-// the k-th best.
-__global__ void __launch_bounds__(kBlockSelectThreads) and_refine_threshold_kernel(AndSelection* selection,
-                                                                                   const uint32_t* sub_buckets) {
-  AndSelection& s = selection[blockIdx.x];
-  if (s.refine == kNoRefine) return;  // uniform
-  const uint32_t* sub = sub_buckets + size_t{blockIdx.x} * kBuckets;
-  uint32_t sub_bucket, sub_above;
-  find_rank<kBlockSelectThreads>(sub, s.k - s.above, sub_bucket, sub_above);
-  if (threadIdx.x == 0) {
-    s.threshold |= static_cast<uint64_t>(sub_bucket) << (63 - 2 * kBucketBits);
-    s.selected = s.above + sub_above + sub[sub_bucket];
-  }
-}
-
-// 3. Over every candidate: the keys at or above their query's threshold gathered per query (none
-// for a query with more than one block sort holds: its fallback selects again).
-__global__ void and_gather_kernel(uint32_t count, const uint64_t* keys, const uint32_t* query_of, AndSelection* selection,
-                                  uint64_t* staging) {
-  const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= count || keys[i] == 0) return;
-  AndSelection& s = selection[query_of[i]];
-  if (s.selected <= kBlockSelectCapacity && keys[i] >= s.threshold) {
-    staging[size_t{query_of[i]} * kBlockSelectCapacity + atomicAdd(&s.cursor, 1u)] = keys[i];
-  }
-}
-
-// 4. One thread block per query: its gathered keys sorted, the k best into its result row
-// [selected, overflow, keys...].
-__global__ void __launch_bounds__(kBlockSelectThreads) and_sort_kernel(const AndSelection* selection, const uint64_t* staging,
-                                                                       uint64_t* results, uint32_t stride) {
-  const AndSelection& s = selection[blockIdx.x];
-  uint64_t* row = results + size_t{blockIdx.x} * stride;
-  const bool overflow = s.selected > kBlockSelectCapacity;
-  if (threadIdx.x == 0) row[0] = s.selected, row[1] = overflow;
-  if (overflow || s.selected == 0) return;  // uniform
-  block_sort_top(staging + size_t{blockIdx.x} * kBlockSelectCapacity, min(s.selected, s.cursor), min(s.k, stride - 2), row + 2);
-}
-
-constexpr uint32_t kThreads = 256;
 constexpr size_t kRoundsStaged = 64;  // term rounds staged at start; a batch with longer queries grows them
-uint32_t grid_for(uint64_t n) { return static_cast<uint32_t>(std::max<uint64_t>(1, (n + kThreads - 1) / kThreads)); }
 
 template <class T>
 void device_alloc(T*& p, size_t count) {
@@ -629,16 +477,12 @@ BatchExecutor::AndLaunch BatchExecutor::launch_and(std::vector<Prepared>& batch)
   for (size_t r = 1; r < rounds; ++r) {
     const int32_t* device_round = b.round_task + r * stride;
     const Task* device_tasks = b.tasks + r * stride;
-    batch_select_kernel<<<grid_for(total_candidates), kThreads, 0, b.stream>>>(
-        total_candidates, b.candidate_docs, b.candidate_scores, b.candidate_query, device_round, device_tasks, b.masks,
-        options_.search_compressed);
-    WARP_CUDA_CHECK_LAUNCH();
+    launch_batch_select(total_candidates, b.candidate_docs, b.candidate_scores, b.candidate_query, device_round, device_tasks,
+                        b.masks, options_.search_compressed, b.stream);
     if (staged[r].decode) launch(r, b.masks, TaskOutput::kProbe);
     if (staged[r].compressed) {
-      batch_probe_compressed_kernel<<<grid_for(total_candidates), kThreads, 0, b.stream>>>(
-          total_candidates, b.candidate_docs, b.candidate_scores, b.candidate_query, device_round, device_tasks,
-          device_.length_norms(), doc_begin);
-      WARP_CUDA_CHECK_LAUNCH();
+      launch_batch_probe_compressed(total_candidates, b.candidate_docs, b.candidate_scores, b.candidate_query, device_round,
+                                    device_tasks, device_.length_norms(), doc_begin, b.stream);
     }
   }
   // Top-k of each query over its own candidates: batched (four launches for the whole batch, one
@@ -657,27 +501,10 @@ BatchExecutor::AndLaunch BatchExecutor::launch_and(std::vector<Prepared>& batch)
     WARP_CUDA_CHECK(cudaMemsetAsync(sub_buckets, 0, n * kBuckets * sizeof(uint32_t), b.stream));
     WARP_CUDA_CHECK(cudaMemsetAsync(b.and_refine, 0, sizeof(uint32_t), b.stream));
     WARP_CUDA_CHECK(cudaMemcpyAsync(b.and_selection, b.host_and_selection, n * sizeof(AndSelection), cudaMemcpyHostToDevice, b.stream));
-    if (total_candidates > 0) {
-      and_keys_kernel<<<grid_for(total_candidates), kThreads, 0, b.stream>>>(
-          total_candidates, b.candidate_docs, b.candidate_scores, b.candidate_query, b.topk.keys, b.and_buckets, b.matches);
-      WARP_CUDA_CHECK_LAUNCH();
-    }
-    and_threshold_kernel<<<n, kBlockSelectThreads, 0, b.stream>>>(b.and_selection, b.and_buckets, b.and_refine);
-    WARP_CUDA_CHECK_LAUNCH();
-    if (total_candidates > 0) {
-      and_refine_count_kernel<<<grid_for(total_candidates), kThreads, 0, b.stream>>>(
-          total_candidates, b.topk.keys, b.candidate_query, b.and_selection, b.and_refine, sub_buckets);
-      WARP_CUDA_CHECK_LAUNCH();
-    }
-    and_refine_threshold_kernel<<<n, kBlockSelectThreads, 0, b.stream>>>(b.and_selection, sub_buckets);
-    WARP_CUDA_CHECK_LAUNCH();
-    if (total_candidates > 0) {
-      and_gather_kernel<<<grid_for(total_candidates), kThreads, 0, b.stream>>>(total_candidates, b.topk.keys, b.candidate_query,
-                                                                                b.and_selection, b.and_staging);
-      WARP_CUDA_CHECK_LAUNCH();
-    }
-    and_sort_kernel<<<n, kBlockSelectThreads, 0, b.stream>>>(b.and_selection, b.and_staging, b.and_results, row_stride);
-    WARP_CUDA_CHECK_LAUNCH();
+    launch_and_topk(total_candidates, n, b.candidate_docs, b.candidate_scores, b.candidate_query,
+                    {b.topk.keys, b.and_buckets, sub_buckets, b.matches, b.and_selection, b.and_refine, b.and_staging,
+                     b.and_results},
+                    row_stride, b.stream);
     WARP_CUDA_CHECK(cudaMemcpyAsync(b.host_and_results, b.and_results, n * row_stride * sizeof(uint64_t), cudaMemcpyDeviceToHost, b.stream));
   }
   WARP_CUDA_CHECK(cudaMemcpyAsync(b.host_counters, b.counters, n * sizeof(Counters), cudaMemcpyDeviceToHost, b.stream));
@@ -707,10 +534,8 @@ void BatchExecutor::finish_and(std::vector<Prepared>& batch, const AndLaunch& la
       // One query's keys again (into the selection's own key array) and its selection.
       unsigned long long* matches = batched_topk ? b.matches + options_.max_queries : b.matches + q;
       b.topk.reset(b.stream);
-      candidate_keys_kernel<<<grid_for(p.candidate_slots), kThreads, 0, b.stream>>>(
-          p.candidate_slots, b.candidate_docs + p.candidate_offset, b.candidate_scores + p.candidate_offset, b.topk.keys,
-          b.topk.buckets, matches);
-      WARP_CUDA_CHECK_LAUNCH();
+      launch_candidate_keys(p.candidate_slots, b.candidate_docs + p.candidate_offset, b.candidate_scores + p.candidate_offset,
+                            b.topk.keys, b.topk.buckets, matches, b.stream);
       result.hits = b.topk.select(p.candidate_slots, p.query->k, b.stream, options_.topk);
       if (!batched_topk) {
         WARP_CUDA_CHECK(cudaMemcpy(&result.and_matches, matches, sizeof(unsigned long long), cudaMemcpyDeviceToHost));
@@ -809,8 +634,7 @@ void BatchExecutor::run_or_dense(std::vector<Prepared>& batch, std::vector<Query
       hits = b.topk.select_accumulators(accumulators, doc_count, doc_begin, k, b.stream);
     } else {
       b.topk.reset(b.stream);
-      accumulator_keys_kernel<<<grid_for(doc_count), kThreads, 0, b.stream>>>(doc_count, accumulators, doc_begin, b.topk.keys, b.topk.buckets);
-      WARP_CUDA_CHECK_LAUNCH();
+      launch_accumulator_keys(doc_count, accumulators, doc_begin, b.topk.keys, b.topk.buckets, b.stream);
       hits = b.topk.select(doc_count, k, b.stream, options_.topk);
       WARP_CUDA_CHECK(cudaMemsetAsync(accumulators, 0, doc_count * sizeof(float), b.stream));
     }
@@ -818,94 +642,6 @@ void BatchExecutor::run_or_dense(std::vector<Prepared>& batch, std::vector<Query
     results[batch[q].index].hits = std::move(hits);
   }
   b.accumulators_dirty = false;
-}
-
-struct Batcher::State {
-  struct Pending {
-    const Query* query;
-    size_t cost;
-    std::promise<QueryResult> promise;
-  };
-  State(const DeviceIndex& device, const BatchOptions& options) : options(options) {
-    for (size_t i = 0; i < std::max<size_t>(1, options.executors); ++i) {
-      executors.push_back(std::make_unique<BatchExecutor>(device, options));
-    }
-  }
-  BatchOptions options;
-  std::vector<std::unique_ptr<BatchExecutor>> executors;
-  std::mutex mutex;
-  std::condition_variable arrived;
-  std::deque<Pending> queue;
-  bool stopping = false;
-  std::vector<std::thread> dispatchers;
-
-  void dispatch_loop(BatchExecutor& executor) {
-    using Clock = std::chrono::steady_clock;
-    cudaSetDevice(options.device);  // the executor's; it was made on this device
-    std::unique_lock<std::mutex> lock(mutex);
-    while (true) {
-      arrived.wait(lock, [&] { return stopping || !queue.empty(); });
-      if (queue.empty()) return;  // stopping with nothing left
-      // Collect until the batch holds enough work, enough queries, or the first waited long enough.
-      const auto deadline = Clock::now() + std::chrono::microseconds(options.max_wait_us);
-      auto enough = [&] {
-        size_t effort = 0, count = 0;
-        for (const Pending& p : queue) {
-          effort += p.cost;
-          if (++count >= options.max_queries || effort >= options.threshold) return true;
-        }
-        return false;
-      };
-      while (!stopping && !enough() && arrived.wait_until(lock, deadline) != std::cv_status::timeout) {
-      }
-      if (queue.empty()) continue;  // another dispatcher took them
-      std::vector<Pending> batch;
-      size_t effort = 0;
-      while (!queue.empty() && batch.size() < options.max_queries && effort < options.threshold) {
-        effort += queue.front().cost;
-        batch.push_back(std::move(queue.front()));
-        queue.pop_front();
-      }
-      lock.unlock();
-      std::vector<Query> queries;
-      for (const Pending& p : batch) queries.push_back(*p.query);
-      try {
-        std::vector<QueryResult> results = executor.run(queries);
-        for (size_t i = 0; i < batch.size(); ++i) batch[i].promise.set_value(std::move(results[i]));
-      } catch (...) {
-        for (Pending& p : batch) p.promise.set_exception(std::current_exception());
-      }
-      lock.lock();
-    }
-  }
-};
-
-Batcher::Batcher(const DeviceIndex& device, const BatchOptions& options)
-    : state_(std::make_unique<State>(device, options)) {
-  for (auto& executor : state_->executors) {
-    state_->dispatchers.emplace_back([s = state_.get(), e = executor.get()] { s->dispatch_loop(*e); });
-  }
-}
-
-Batcher::~Batcher() {
-  {
-    std::lock_guard<std::mutex> lock(state_->mutex);
-    state_->stopping = true;
-  }
-  state_->arrived.notify_all();
-  for (std::thread& dispatcher : state_->dispatchers) dispatcher.join();
-}
-
-QueryResult Batcher::search(const Query& query) {
-  std::future<QueryResult> result;
-  {
-    std::lock_guard<std::mutex> lock(state_->mutex);
-    State::Pending pending{&query, state_->executors[0]->cost(query), {}};
-    result = pending.promise.get_future();
-    state_->queue.push_back(std::move(pending));
-  }
-  state_->arrived.notify_all();
-  return result.get();
 }
 
 }  // namespace warp::gpu
