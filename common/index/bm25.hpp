@@ -58,7 +58,7 @@ inline float bm25_query_factor(uint32_t qtf, float k3) {
   return std::isinf(k3) ? q : (k3 + 1.0f) * q / (k3 + q);
 }
 
-// One ranking from every processor (DESIGN.md): a query is scored in units of a power of two,
+// One ranking from every processor (docs/architecture.md): a query is scored in units of a power of two,
 // 2^-p, chosen per query so that the largest score it could give stays below 2^24 units. Each term
 // adds ceil(its BM25 in units), an integer, so every partial sum is an integer below 2^24: exactly
 // representable in a float, and float additions are exact in any order (DAAT on the CPU, atomics on

@@ -1,4 +1,4 @@
-// CurveZMQ between the services (DESIGN.md: nodes authenticate each other). Each role (indexer,
+// CurveZMQ between the services (docs/architecture.md: nodes authenticate each other). Each role (indexer,
 // leaf, broker) has a key pair, shared by its replicas; a key directory (--curve-keys DIR) holds
 // the process's own pair as ROLE.key, the public keys of the roles it connects to as ROLE.pub, and
 // its allow-list: the servers accept exactly the clients whose public key is in a file named

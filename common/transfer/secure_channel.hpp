@@ -1,4 +1,4 @@
-// The direct search path's framing and its Curve security (DESIGN.md, fixed points: why searches
+// The direct search path's framing and its Curve security (docs/adr/0001: why searches
 // may leave ZeroMQ). A stream carries frames: a 4-byte little-endian length, then the body.
 //
 // With Curve on, the same key pairs as CurveZMQ (X25519, libsodium's crypto_box) secure it, in

@@ -1,5 +1,5 @@
 // A query's scoring on one partition, shared by the CPU and GPU processors so both weigh and
-// bound every term with the same float operations (the "one ranking" invariant, DESIGN.md); and
+// bound every term with the same float operations (the "one ranking" invariant, docs/architecture.md); and
 // the interface's default asynchronous batch.
 #include <algorithm>
 #include <array>

@@ -46,7 +46,7 @@ def as_float32(value):
 
 
 def same_ranking(expected, actual, context):
-    """One ranking (DESIGN.md): the same documents in the same order with the same float scores."""
+    """One ranking (docs/architecture.md): the same documents in the same order with the same float scores."""
     if len(expected) != len(actual):
         fail("%s: %d hits, expected %d" % (context, len(actual), len(expected)))
     for rank, ((eid, escore), (aid, ascore)) in enumerate(zip(expected, actual)):

@@ -1,6 +1,6 @@
 // Compares a processor's top-k with the expected one exactly: the same documents in the same order
 // with bit-identical scores. Scores are sums of integer units (common/index/bm25.hpp), exact in any
-// order, so every processor, path and partitioning gives one ranking (DESIGN.md). On a mismatch
+// order, so every processor, path and partitioning gives one ranking (docs/architecture.md). On a mismatch
 // the message gives the reference's score of both documents.
 #pragma once
 #include <gtest/gtest.h>
