@@ -161,7 +161,7 @@ struct OrTiles::StageTimes {
     }
     if (!per_query) return;
     std::string lists;
-    for (const auto& [list, weight, scale] : query.lists) lists += " " + std::to_string(list.count);
+    for (const auto& [list, weight, scale] : query.lists) lists.append(" ").append(std::to_string(list.count));
     std::fprintf(stderr, "gpu OR tiles query: k %u lists%s | blocks %llu, pass 1 %llu%s\n", query.k, lists.c_str(),
                  static_cast<unsigned long long>(answer.blocks_decoded), static_cast<unsigned long long>(s.blocks_before_round[0]), line.c_str());
   }

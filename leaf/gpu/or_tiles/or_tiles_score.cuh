@@ -379,7 +379,7 @@ __global__ void __launch_bounds__(BS, BS == 128 ? 9 : 1) second_pass_kernel(cons
   __shared__ uint32_t live, counts[2];
   __shared__ TilePlan plan;
   __shared__ TileStages stages;
-  const uint32_t doc_begin = in.doc_begin, doc_count = in.doc_count;
+  const uint32_t doc_begin = in.doc_begin;
   const uint32_t total = *second_total;
   const uint32_t lane = threadIdx.x & 31u;
   for (uint32_t i = threadIdx.x; i < kTile; i += BS) scores[i] = 0;  // each tile leaves its live slices zeroed
