@@ -74,7 +74,8 @@ Cluster::Cluster(const std::vector<std::string>& specs, transfer::CurveConfig cu
             const auto addresses = resolver->resolve(source.name, std::chrono::milliseconds(3000));
             if (!addresses) {
               ++dns_failures_;
-              std::fprintf(stderr, "warp-broker: DNS: %s (keeping the replicas known)\n", resolver->last_error().c_str());
+              std::fprintf(stderr, "warp-broker: DNS: %s (keeping the replicas known)\n",
+                           resolver->last_error().c_str());
               continue;
             }
             std::vector<std::string> endpoints;
@@ -234,8 +235,11 @@ nlohmann::json Cluster::describe() const {
     for (const auto& r : replicas_) {
       if (r->partition != partition) continue;
       any = any || r->healthy;
-      nlohmann::json entry = {{"endpoint", r->endpoint}, {"healthy", r->healthy.load()}, {"generation", r->generation.load()},
-                              {"outstanding", r->outstanding.load()}, {"latency_ms", r->latency_ms}};
+      nlohmann::json entry = {{"endpoint", r->endpoint},
+                              {"healthy", r->healthy.load()},
+                              {"generation", r->generation.load()},
+                              {"outstanding", r->outstanding.load()},
+                              {"latency_ms", r->latency_ms}};
       if (!r->source.empty()) entry["dns"] = r->source;
       if (r->search_port != 0) entry["search_port"] = r->search_port.load();
       replicas.push_back(entry);
@@ -259,7 +263,8 @@ void Cluster::poll_status() {
     const std::vector<std::shared_ptr<Replica>> replicas = snapshot();
     std::set<std::string> current;
     for (const auto& replica : replicas) current.insert(replica->endpoint);
-    for (auto it = sockets.begin(); it != sockets.end();) it = current.count(it->first) ? std::next(it) : sockets.erase(it);
+    for (auto it = sockets.begin(); it != sockets.end();)
+      it = current.count(it->first) ? std::next(it) : sockets.erase(it);
     std::vector<zmq::socket_t*> socket_list;
     for (const auto& replica : replicas) {
       auto& socket = sockets[replica->endpoint];
@@ -288,7 +293,8 @@ void Cluster::poll_status() {
         replica.search_port = status.getSearchPort();
         std::lock_guard<std::mutex> lock(mutex_);
         // A replica retired meanwhile stays unhealthy.
-        const bool member = std::any_of(replicas_.begin(), replicas_.end(), [&](const auto& r) { return r.get() == &replica; });
+        const bool member =
+            std::any_of(replicas_.begin(), replicas_.end(), [&](const auto& r) { return r.get() == &replica; });
         replica.healthy = member && status.getReady();
         replica.analyzer = status.getAnalyzer();
         answered[i] = true;

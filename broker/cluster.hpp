@@ -30,18 +30,18 @@ namespace warp {
 struct Replica {
   uint32_t partition = 0;
   std::string endpoint;
-  std::string source;                // "" for a fixed endpoint, else the DNS name it came from
+  std::string source;  // "" for a fixed endpoint, else the DNS name it came from
   std::atomic<int> outstanding{0};
   std::atomic<bool> healthy{false};  // answered the last status request in time, ready
   std::atomic<uint64_t> generation{0};
   std::atomic<uint16_t> search_port{0};  // its direct search path's port, from its status (0: none)
-  double latency_ms = 1.0;           // EWMA of search round trips; guarded by the cluster mutex
-  std::string analyzer;              // guarded by the cluster mutex
+  double latency_ms = 1.0;               // EWMA of search round trips; guarded by the cluster mutex
+  std::string analyzer;                  // guarded by the cluster mutex
 };
 
 struct DiscoveryOptions {
-  std::string dns_server;                          // "IP:PORT"; empty: the system's resolvers
-  std::chrono::milliseconds refresh{2000};         // how often every name is resolved again
+  std::string dns_server;                   // "IP:PORT"; empty: the system's resolvers
+  std::chrono::milliseconds refresh{2000};  // how often every name is resolved again
 };
 
 class Cluster {
@@ -75,10 +75,10 @@ class Cluster {
   const transfer::CurveConfig& curve() const { return curve_; }
   const std::string& leaf_key() const { return leaf_key_; }
   void record_latency(Replica& replica, double ms);
-  bool ready() const;                    // every partition has a healthy replica
-  uint64_t generation_signature() const; // changes whenever any replica's generation changes
-  std::string analyzer() const;          // the leaves' analyzer version ("" before the first status)
-  nlohmann::json describe() const;       // for /cluster
+  bool ready() const;                     // every partition has a healthy replica
+  uint64_t generation_signature() const;  // changes whenever any replica's generation changes
+  std::string analyzer() const;           // the leaves' analyzer version ("" before the first status)
+  nlohmann::json describe() const;        // for /cluster
   uint64_t dns_failures() const { return dns_failures_; }
 
  private:

@@ -73,7 +73,8 @@ DnsResolver::~DnsResolver() {
   delete state_;
 }
 
-std::optional<std::vector<std::string>> DnsResolver::resolve(const std::string& name, std::chrono::milliseconds timeout) {
+std::optional<std::vector<std::string>> DnsResolver::resolve(const std::string& name,
+                                                             std::chrono::milliseconds timeout) {
   Lookup lookup;
   ares_addrinfo_hints hints{};
   hints.ai_family = AF_UNSPEC;

@@ -89,15 +89,21 @@ struct FanOut::Worker {
     std::optional<transfer::SecureSession> session;      // Curve on, after the handshake
     bool usable = false;
     std::array<char, 16384> buffer;  // each link its own: reads of several may complete before any handler runs
-    std::string in;      // bytes read, not yet whole frames
-    std::string out;     // bytes a write could not take at once, being written (asio holds its address)
-    std::string queued;  // bytes to write after those
+    std::string in;                  // bytes read, not yet whole frames
+    std::string out;                 // bytes a write could not take at once, being written (asio holds its address)
+    std::string queued;              // bytes to write after those
     bool writing = false;
   };
 
   Worker(Cluster& cluster, asio::io_context& io, zmq::context_t& context, std::atomic<size_t>& in_flight, bool direct,
          FanOut::Counts& counts)
-      : cluster(cluster), io(io), context(context), in_flight(in_flight), timer(io), direct(direct), sent_by_path(counts) {
+      : cluster(cluster),
+        io(io),
+        context(context),
+        in_flight(in_flight),
+        timer(io),
+        direct(direct),
+        sent_by_path(counts) {
     follow_membership();
   }
 
@@ -109,10 +115,12 @@ struct FanOut::Worker {
     membership_version = version;
     const std::vector<std::string> endpoints = cluster.endpoints();
     for (auto it = sockets.begin(); it != sockets.end();) {
-      it = std::find(endpoints.begin(), endpoints.end(), it->first) == endpoints.end() ? sockets.erase(it) : std::next(it);
+      it = std::find(endpoints.begin(), endpoints.end(), it->first) == endpoints.end() ? sockets.erase(it)
+                                                                                       : std::next(it);
     }
     for (auto it = links.begin(); it != links.end();) {
-      it = std::find(endpoints.begin(), endpoints.end(), it->first) == endpoints.end() ? links.erase(it) : std::next(it);
+      it =
+          std::find(endpoints.begin(), endpoints.end(), it->first) == endpoints.end() ? links.erase(it) : std::next(it);
     }
     for (const std::string& endpoint : endpoints) socket_for(endpoint);
   }
@@ -150,17 +158,22 @@ struct FanOut::Worker {
     boost::system::error_code ec;
     const asio::ip::address address = asio::ip::make_address(link->host, ec);
     if (!ec) {
-      link->socket.async_connect(asio::ip::tcp::endpoint(address, link->port),
-                                 [this, weak = std::weak_ptr<DirectLink>(link)](boost::system::error_code ec) { connected(weak, ec); });
+      link->socket.async_connect(
+          asio::ip::tcp::endpoint(address, link->port),
+          [this, weak = std::weak_ptr<DirectLink>(link)](boost::system::error_code ec) { connected(weak, ec); });
       return;
     }
-    link->resolver.async_resolve(link->host, std::to_string(link->port), asio::ip::resolver_base::numeric_service,
-                                 [this, weak = std::weak_ptr<DirectLink>(link)](boost::system::error_code ec, asio::ip::tcp::resolver::results_type found) {
-      auto link = weak.lock();
-      if (!link || ec == asio::error::operation_aborted) return;
-      if (ec) return link_failed(link, kResolveRetry);  // getaddrinfo at most once a second a link
-      asio::async_connect(link->socket, found, [this, weak](boost::system::error_code ec, const asio::ip::tcp::endpoint&) { connected(weak, ec); });
-    });
+    link->resolver.async_resolve(
+        link->host, std::to_string(link->port), asio::ip::resolver_base::numeric_service,
+        [this, weak = std::weak_ptr<DirectLink>(link)](boost::system::error_code ec,
+                                                       asio::ip::tcp::resolver::results_type found) {
+          auto link = weak.lock();
+          if (!link || ec == asio::error::operation_aborted) return;
+          if (ec) return link_failed(link, kResolveRetry);  // getaddrinfo at most once a second a link
+          asio::async_connect(
+              link->socket, found,
+              [this, weak](boost::system::error_code ec, const asio::ip::tcp::endpoint&) { connected(weak, ec); });
+        });
   }
 
   void connected(const std::weak_ptr<DirectLink>& weak, boost::system::error_code ec) {
@@ -243,7 +256,8 @@ struct FanOut::Worker {
   }
 
   void read(const std::shared_ptr<DirectLink>& link) {
-    link->socket.async_read_some(asio::buffer(link->buffer), [this, weak = std::weak_ptr<DirectLink>(link)](boost::system::error_code ec, size_t n) {
+    link->socket.async_read_some(asio::buffer(link->buffer), [this, weak = std::weak_ptr<DirectLink>(link)](
+                                                                 boost::system::error_code ec, size_t n) {
       auto link = weak.lock();
       if (!link) return;
       if (ec) return link_failed(link);
@@ -308,15 +322,16 @@ struct FanOut::Worker {
   // Writes `out` (untouched until done), then what was queued meanwhile.
   void flush(const std::shared_ptr<DirectLink>& link) {
     link->writing = true;
-    asio::async_write(link->socket, asio::buffer(link->out), [this, weak = std::weak_ptr<DirectLink>(link)](boost::system::error_code ec, size_t) {
-      auto link = weak.lock();
-      if (!link || ec == asio::error::operation_aborted) return;
-      link->writing = false;
-      if (ec) return link_failed(link);
-      link->out = std::move(link->queued);
-      link->queued.clear();
-      if (!link->out.empty()) flush(link);
-    });
+    asio::async_write(link->socket, asio::buffer(link->out),
+                      [this, weak = std::weak_ptr<DirectLink>(link)](boost::system::error_code ec, size_t) {
+                        auto link = weak.lock();
+                        if (!link || ec == asio::error::operation_aborted) return;
+                        link->writing = false;
+                        if (ec) return link_failed(link);
+                        link->out = std::move(link->queued);
+                        link->queued.clear();
+                        if (!link->out.empty()) flush(link);
+                      });
   }
 
   // Handlers hold the socket weakly: one closed meanwhile is skipped.
@@ -433,7 +448,9 @@ struct FanOut::Worker {
         counts.set(static_cast<unsigned>(i), terms[i].count);
       }
       const QueryMode mode = query.request.mode;
-      search.setMode(mode == QueryMode::kAnd ? protocol::Mode::AND : mode == QueryMode::kOr ? protocol::Mode::OR : protocol::Mode::AND_OR);
+      search.setMode(mode == QueryMode::kAnd  ? protocol::Mode::AND
+                     : mode == QueryMode::kOr ? protocol::Mode::OR
+                                              : protocol::Mode::AND_OR);
       search.setK(static_cast<uint32_t>(query.request.k));
       search.setPartition(partition);
       const auto left = std::chrono::duration_cast<std::chrono::microseconds>(query.deadline - Clock::now());
@@ -501,7 +518,8 @@ struct FanOut::Worker {
       outcome.hits.reserve(response.getHits().size());
       const auto text = [](capnp::Text::Reader t) { return std::string_view(t.cStr(), t.size()); };
       for (auto hit : response.getHits()) {
-        outcome.hits.push_back({hit.getDoc(), hit.getScore(), text(hit.getExternalId()), text(hit.getTitle()), text(hit.getUrl())});
+        outcome.hits.push_back(
+            {hit.getDoc(), hit.getScore(), text(hit.getExternalId()), text(hit.getTitle()), text(hit.getUrl())});
       }
       outcome.reply = std::move(reader);  // keeps the hits' strings
     }
@@ -560,11 +578,11 @@ struct FanOut::Worker {
   zmq::context_t& context;
   std::atomic<size_t>& in_flight;
   asio::steady_timer timer;
-  const bool direct;        // the direct search path where a leaf offers one
+  const bool direct;  // the direct search path where a leaf offers one
   FanOut::Counts& sent_by_path;
   bool timer_armed = false;
   Clock::time_point timer_at;
-  std::unordered_map<std::string, std::shared_ptr<Socket>> sockets;  // by endpoint
+  std::unordered_map<std::string, std::shared_ptr<Socket>> sockets;    // by endpoint
   std::unordered_map<std::string, std::shared_ptr<DirectLink>> links;  // by the leaf's ZeroMQ endpoint
   uint64_t membership_version = 0;
   std::unordered_map<uint64_t, InFlight> queries;
@@ -612,7 +630,9 @@ std::vector<const BrokerHit*> merge_hits(const FanOutResult& result, size_t k) {
   for (const PartitionOutcome& outcome : result.partitions) {
     for (const BrokerHit& hit : outcome.hits) all.push_back(&hit);
   }
-  const auto better = [](const BrokerHit* a, const BrokerHit* b) { return a->score > b->score || (a->score == b->score && a->doc < b->doc); };
+  const auto better = [](const BrokerHit* a, const BrokerHit* b) {
+    return a->score > b->score || (a->score == b->score && a->doc < b->doc);
+  };
   const size_t keep = std::min(k, all.size());
   std::partial_sort(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(keep), all.end(), better);
   all.resize(keep);

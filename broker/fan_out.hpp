@@ -2,8 +2,8 @@
 // (an IoPool shared with the HTTP server): each loop owns one DEALER socket per replica, watched
 // through ZeroMQ's ZMQ_FD, and carries every query it started as a state machine, so no thread
 // waits on ZeroMQ and a query is read, sent, answered and written on one thread. A query submitted
-// from another thread goes to a loop round-robin; its callback runs on that loop. A replica that fails, answers with an error or stays silent
-// past a third of the deadline is replaced by another replica of the same partition while time
+// from another thread goes to a loop round-robin; its callback runs on that loop. A replica that fails, answers with an
+// error or stays silent past a third of the deadline is replaced by another replica of the same partition while time
 // remains; partitions that cannot answer in time are reported, and the result is flagged partial.
 #pragma once
 #include <atomic>

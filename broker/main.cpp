@@ -18,15 +18,25 @@ namespace {
 
 int run(int argc, char** argv) {
   warp::Flags flags("usage: warp-broker --partition ID=ENDPOINT[,ENDPOINT...]... [--listen HOST:PORT] [flags]");
-  flags.value("partition", "", "a partition and its replicas: ZeroMQ endpoints and/or DNS names resolved every --dns-refresh-ms, e.g. 0=tcp://127.0.0.1:5701,tcp://127.0.0.1:5702 or 0=dns:leaf-p0.warpsearch.svc.cluster.local:5701 (repeatable)", true)
+  flags
+      .value(
+          "partition", "",
+          "a partition and its replicas: ZeroMQ endpoints and/or DNS names resolved every --dns-refresh-ms, e.g. "
+          "0=tcp://127.0.0.1:5701,tcp://127.0.0.1:5702 or 0=dns:leaf-p0.warpsearch.svc.cluster.local:5701 (repeatable)",
+          true)
       .value("dns-server", "", "DNS server IP[:PORT] for dns: replicas (default: the system's resolvers)")
       .value("dns-refresh-ms", "2000", "how often dns: replica names are resolved again")
       .value("listen", "127.0.0.1:8080", "HTTP address of the search API")
-      .value("admin-listen", "", "HTTP address for /healthz, /readyz, /cluster and /metrics, never behind a token (default: on --listen)")
-      .value("auth-tokens", "", "file of bearer tokens, one per line, reloaded on change; /search then needs one (401 without)")
-      .value("threads", "0", "I/O threads serving the HTTP connections and the fan-out to the leaves (0: half the cores)")
+      .value("admin-listen", "",
+             "HTTP address for /healthz, /readyz, /cluster and /metrics, never behind a token (default: on --listen)")
+      .value("auth-tokens", "",
+             "file of bearer tokens, one per line, reloaded on change; /search then needs one (401 without)")
+      .value("threads", "0",
+             "I/O threads serving the HTTP connections and the fan-out to the leaves (0: half the cores)")
       .value("zmq-io-threads", "0", "ZeroMQ I/O threads carrying the fan-out's messages (0: one per eight --threads)")
-      .value("search-path", "direct", "direct: searches over a leaf's direct search path (TCP, Curve when --curve-keys) where its status offers one, else ZeroMQ; zmq: always ZeroMQ")
+      .value("search-path", "direct",
+             "direct: searches over a leaf's direct search path (TCP, Curve when --curve-keys) where its status offers "
+             "one, else ZeroMQ; zmq: always ZeroMQ")
       .value("max-connections", "10000", "open HTTP connections; beyond, 503 and closed")
       .value("request-timeout-ms", "10000", "time to receive a request's header and body")
       .value("idle-timeout-ms", "60000", "time a keep-alive connection may wait for its next request")
@@ -39,7 +49,9 @@ int run(int argc, char** argv) {
       .value("max-query-bytes", "16384", "longest query text q accepted, in bytes")
       .value("max-terms", "1024", "most distinct analyzed terms a query may have")
       .value("curve-keys", "", "CurveZMQ to the leaves: a directory with broker.key and leaf.pub (warp-indexer keys)")
-      .value("cpu-wake-latency-us", "", "hold a PM QoS request that idle CPUs wake within this many µs (0: they poll) while serving; needs write access to /dev/cpu_dma_latency");
+      .value("cpu-wake-latency-us", "",
+             "hold a PM QoS request that idle CPUs wake within this many µs (0: they poll) while serving; needs write "
+             "access to /dev/cpu_dma_latency");
   flags.parse(argc, argv);
   if (flags.help_requested()) return std::printf("%s", flags.help_text().c_str()), 0;
   const auto [host, port] = warp::http::parse_host_port(flags.get("listen"), "--listen");
@@ -52,8 +64,11 @@ int run(int argc, char** argv) {
 
   auto registry = std::make_shared<prometheus::Registry>();
   const auto wake_latency = warp::request_cpu_wake_latency(flags.get("cpu-wake-latency-us"), "warp-broker");
-  prometheus::BuildGauge().Name("warpsearch_broker_cpu_wake_latency_request_held")
-      .Help("1 while this process holds its --cpu-wake-latency-us request, else 0").Register(*registry).Add({})
+  prometheus::BuildGauge()
+      .Name("warpsearch_broker_cpu_wake_latency_request_held")
+      .Help("1 while this process holds its --cpu-wake-latency-us request, else 0")
+      .Register(*registry)
+      .Add({})
       .Set(wake_latency && wake_latency->held() ? 1 : 0);
   warp::DiscoveryOptions discovery;
   discovery.dns_server = flags.get("dns-server");
@@ -74,11 +89,13 @@ int run(int argc, char** argv) {
   options.admin_listener = !flags.get("admin-listen").empty();
   options.zmq_io_threads = flags.count("zmq-io-threads");
   options.direct_search = flags.get("search-path") == "direct";
-  if (options.max_query_bytes == 0 || options.max_terms == 0) throw warp::Error("--max-query-bytes and --max-terms must be > 0");
+  if (options.max_query_bytes == 0 || options.max_terms == 0)
+    throw warp::Error("--max-query-bytes and --max-terms must be > 0");
   // Half the cores by default: on the GPU machine the cluster's uncached load ran with less CPU a
   // query and lower latency on 8 loops than on 16 (each wake-up of a loop finds more to do; README,
   // Configuration), and a broker's container sees the host's cores, not its share.
-  const size_t threads = flags.count("threads") > 0 ? flags.count("threads") : std::max(1u, std::thread::hardware_concurrency() / 2);
+  const size_t threads =
+      flags.count("threads") > 0 ? flags.count("threads") : std::max(1u, std::thread::hardware_concurrency() / 2);
   warp::http::IoPool pool(threads);
   warp::SearchApi api(options, cluster, cache, registry, pool);
 
@@ -90,9 +107,10 @@ int run(int argc, char** argv) {
   http_options.request_timeout = std::chrono::milliseconds(flags.count("request-timeout-ms"));
   http_options.idle_timeout = std::chrono::milliseconds(flags.count("idle-timeout-ms"));
   std::optional<warp::http::Server> server;
-  server.emplace(http_options, [&](const warp::http::Request& request, warp::http::Respond respond) {
-    api.handle(request, std::move(respond));
-  }, &pool);
+  server.emplace(
+      http_options,
+      [&](const warp::http::Request& request, warp::http::Respond respond) { api.handle(request, std::move(respond)); },
+      &pool);
   std::optional<warp::http::Server> admin;
   if (options.admin_listener) {
     const auto [admin_host, admin_port] = warp::http::parse_host_port(flags.get("admin-listen"), "--admin-listen");
@@ -101,7 +119,8 @@ int run(int argc, char** argv) {
   }
   api.watch_servers([&] { return server->stats(); });
   std::fprintf(stderr, "warp-broker: listening on http://%s:%u (%zu partitions, %zu I/O threads)%s%s\n", host.c_str(),
-               server->port(), cluster.partitions().size(), pool.size(), admin ? (", admin on http://" + flags.get("admin-listen")).c_str() : "",
+               server->port(), cluster.partitions().size(), pool.size(),
+               admin ? (", admin on http://" + flags.get("admin-listen")).c_str() : "",
                auth ? ", bearer tokens required" : "");
   warp::wait_for_stop();
   std::fprintf(stderr, "warp-broker: stopping\n");

@@ -49,7 +49,8 @@ constexpr const char* kSearchParams = "q, k, offset, mode";
 
 // A GET parameter as a whole number; nullopt when it is not one.
 std::optional<size_t> text_count(const std::string& text) {
-  if (text.empty() || text.size() > 9 || !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+  if (text.empty() || text.size() > 9 ||
+      !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; })) {
     return std::nullopt;
   }
   return std::stoul(text);
@@ -62,7 +63,8 @@ std::optional<size_t> json_count(const nlohmann::json& value) {
 }
 
 // `k` or `offset` (`name`), read from either source as `count`, into `params` if in range.
-std::optional<http::Response> set_count(const std::string& name, std::optional<size_t> count, size_t max_k, SearchParams& params) {
+std::optional<http::Response> set_count(const std::string& name, std::optional<size_t> count, size_t max_k,
+                                        SearchParams& params) {
   const bool is_k = name == "k";
   const size_t least = is_k ? 1 : 0, most = is_k ? max_k : max_k - 1;
   if (!count || *count < least || *count > most) {
@@ -96,7 +98,8 @@ std::optional<http::Response> read_search_params(const http::Request& request, s
     } catch (const nlohmann::json::exception&) {
       return error(400, "the body is not valid JSON");
     }
-    if (!body.is_object() || !body.contains("q") || !body["q"].is_string()) return error(400, "the body needs a string \"q\"");
+    if (!body.is_object() || !body.contains("q") || !body["q"].is_string())
+      return error(400, "the body needs a string \"q\"");
     for (const auto& [name, value] : body.items()) {
       if (name == "q") {
         params.q = value.get<std::string>();
@@ -125,37 +128,110 @@ SearchApi::SearchApi(SearchApiOptions options, Cluster& cluster, ResultCache& ca
       cluster_(cluster),
       cache_(cache),
       registry_(std::move(registry)),
-      requests_(prometheus::BuildCounter().Name("warpsearch_broker_requests_total").Help("HTTP requests by endpoint and status").Register(*registry_)),
-      latency_(prometheus::BuildHistogram().Name("warpsearch_broker_request_seconds").Help("Search latency in the broker, end to end")
-                   .Register(*registry_).Add({}, latency_buckets())),
-      leaf_latency_(prometheus::BuildHistogram().Name("warpsearch_broker_leaf_seconds").Help("Round trip to each leaf").Register(*registry_)),
-      stages_(prometheus::BuildHistogram().Name("warpsearch_broker_stage_seconds")
-                  .Help("An uncached full answer's time in the broker split along the partition that answered last: the broker's "
-                        "own work before that request and after its reply (broker), its round trip less the leaf's time (transport: "
-                        "both sides' ZeroMQ threads, the network, the wake-ups), the leaf's time from reading it to its reply (leaf)")
+      requests_(prometheus::BuildCounter()
+                    .Name("warpsearch_broker_requests_total")
+                    .Help("HTTP requests by endpoint and status")
+                    .Register(*registry_)),
+      latency_(prometheus::BuildHistogram()
+                   .Name("warpsearch_broker_request_seconds")
+                   .Help("Search latency in the broker, end to end")
+                   .Register(*registry_)
+                   .Add({}, latency_buckets())),
+      leaf_latency_(prometheus::BuildHistogram()
+                        .Name("warpsearch_broker_leaf_seconds")
+                        .Help("Round trip to each leaf")
+                        .Register(*registry_)),
+      stages_(prometheus::BuildHistogram()
+                  .Name("warpsearch_broker_stage_seconds")
+                  .Help("An uncached full answer's time in the broker split along the partition that answered last: "
+                        "the broker's "
+                        "own work before that request and after its reply (broker), its round trip less the leaf's "
+                        "time (transport: "
+                        "both sides' ZeroMQ threads, the network, the wake-ups), the leaf's time from reading it to "
+                        "its reply (leaf)")
                   .Register(*registry_)),
       stage_broker_(stages_.Add({{"stage", "broker"}}, latency_buckets())),
       stage_transport_(stages_.Add({{"stage", "transport"}}, latency_buckets())),
       stage_leaf_(stages_.Add({{"stage", "leaf"}}, latency_buckets())),
-      cache_hits_(prometheus::BuildCounter().Name("warpsearch_broker_cache_hits_total").Help("Result cache hits").Register(*registry_).Add({})),
-      cache_misses_(prometheus::BuildCounter().Name("warpsearch_broker_cache_misses_total").Help("Result cache misses").Register(*registry_).Add({})),
-      cache_evictions_(prometheus::BuildCounter().Name("warpsearch_broker_cache_evictions_total").Help("Result cache evictions").Register(*registry_).Add({})),
-      cache_bytes_(prometheus::BuildGauge().Name("warpsearch_broker_cache_bytes").Help("Bytes held by the result cache").Register(*registry_).Add({})),
-      retries_(prometheus::BuildCounter().Name("warpsearch_broker_fanout_retries_total").Help("Partition requests sent to another replica").Register(*registry_).Add({})),
-      leaf_requests_(prometheus::BuildCounter().Name("warpsearch_broker_leaf_requests_total")
-                         .Help("Search requests sent to leaves, by path: direct (the leaves' TCP search port) or zmq").Register(*registry_)),
+      cache_hits_(prometheus::BuildCounter()
+                      .Name("warpsearch_broker_cache_hits_total")
+                      .Help("Result cache hits")
+                      .Register(*registry_)
+                      .Add({})),
+      cache_misses_(prometheus::BuildCounter()
+                        .Name("warpsearch_broker_cache_misses_total")
+                        .Help("Result cache misses")
+                        .Register(*registry_)
+                        .Add({})),
+      cache_evictions_(prometheus::BuildCounter()
+                           .Name("warpsearch_broker_cache_evictions_total")
+                           .Help("Result cache evictions")
+                           .Register(*registry_)
+                           .Add({})),
+      cache_bytes_(prometheus::BuildGauge()
+                       .Name("warpsearch_broker_cache_bytes")
+                       .Help("Bytes held by the result cache")
+                       .Register(*registry_)
+                       .Add({})),
+      retries_(prometheus::BuildCounter()
+                   .Name("warpsearch_broker_fanout_retries_total")
+                   .Help("Partition requests sent to another replica")
+                   .Register(*registry_)
+                   .Add({})),
+      leaf_requests_(prometheus::BuildCounter()
+                         .Name("warpsearch_broker_leaf_requests_total")
+                         .Help("Search requests sent to leaves, by path: direct (the leaves' TCP search port) or zmq")
+                         .Register(*registry_)),
       sent_direct_(leaf_requests_.Add({{"path", "direct"}})),
       sent_zmq_(leaf_requests_.Add({{"path", "zmq"}})),
-      partials_(prometheus::BuildCounter().Name("warpsearch_broker_partial_results_total").Help("Answers missing a partition").Register(*registry_).Add({})),
-      rejected_(prometheus::BuildCounter().Name("warpsearch_broker_rejected_total").Help("Searches refused at once for overload, by reason").Register(*registry_)),
-      unauthorized_(prometheus::BuildCounter().Name("warpsearch_broker_unauthorized_total").Help("Requests without a valid bearer token").Register(*registry_).Add({})),
-      in_flight_(prometheus::BuildGauge().Name("warpsearch_broker_in_flight").Help("Queries in the fan-out").Register(*registry_).Add({})),
-      connections_open_(prometheus::BuildGauge().Name("warpsearch_broker_http_connections").Help("Open HTTP connections").Register(*registry_).Add({})),
-      connections_total_(prometheus::BuildCounter().Name("warpsearch_broker_http_connections_total").Help("HTTP connections accepted").Register(*registry_).Add({})),
-      connections_refused_(prometheus::BuildCounter().Name("warpsearch_broker_http_connections_refused_total").Help("HTTP connections over the limit, answered 503").Register(*registry_).Add({})),
-      connection_timeouts_(prometheus::BuildCounter().Name("warpsearch_broker_http_timeouts_total").Help("HTTP connections closed for a request or idle timeout").Register(*registry_).Add({})),
-      replicas_(prometheus::BuildGauge().Name("warpsearch_broker_replicas").Help("Replicas known per partition, by state (healthy: ready and answering status requests)").Register(*registry_)),
-      dns_failures_(prometheus::BuildCounter().Name("warpsearch_broker_dns_failures_total").Help("Replica-discovery lookups that got no answer (the replicas known were kept)").Register(*registry_).Add({})),
+      partials_(prometheus::BuildCounter()
+                    .Name("warpsearch_broker_partial_results_total")
+                    .Help("Answers missing a partition")
+                    .Register(*registry_)
+                    .Add({})),
+      rejected_(prometheus::BuildCounter()
+                    .Name("warpsearch_broker_rejected_total")
+                    .Help("Searches refused at once for overload, by reason")
+                    .Register(*registry_)),
+      unauthorized_(prometheus::BuildCounter()
+                        .Name("warpsearch_broker_unauthorized_total")
+                        .Help("Requests without a valid bearer token")
+                        .Register(*registry_)
+                        .Add({})),
+      in_flight_(prometheus::BuildGauge()
+                     .Name("warpsearch_broker_in_flight")
+                     .Help("Queries in the fan-out")
+                     .Register(*registry_)
+                     .Add({})),
+      connections_open_(prometheus::BuildGauge()
+                            .Name("warpsearch_broker_http_connections")
+                            .Help("Open HTTP connections")
+                            .Register(*registry_)
+                            .Add({})),
+      connections_total_(prometheus::BuildCounter()
+                             .Name("warpsearch_broker_http_connections_total")
+                             .Help("HTTP connections accepted")
+                             .Register(*registry_)
+                             .Add({})),
+      connections_refused_(prometheus::BuildCounter()
+                               .Name("warpsearch_broker_http_connections_refused_total")
+                               .Help("HTTP connections over the limit, answered 503")
+                               .Register(*registry_)
+                               .Add({})),
+      connection_timeouts_(prometheus::BuildCounter()
+                               .Name("warpsearch_broker_http_timeouts_total")
+                               .Help("HTTP connections closed for a request or idle timeout")
+                               .Register(*registry_)
+                               .Add({})),
+      replicas_(prometheus::BuildGauge()
+                    .Name("warpsearch_broker_replicas")
+                    .Help("Replicas known per partition, by state (healthy: ready and answering status requests)")
+                    .Register(*registry_)),
+      dns_failures_(prometheus::BuildCounter()
+                        .Name("warpsearch_broker_dns_failures_total")
+                        .Help("Replica-discovery lookups that got no answer (the replicas known were kept)")
+                        .Register(*registry_)
+                        .Add({})),
       fan_out_(cluster, pool, options_.zmq_io_threads, options_.direct_search) {
   cluster_.set_max_outstanding(static_cast<int>(options.max_outstanding));
   for (const char* reason : {"in_flight", "saturated"}) rejected_.Add({{"reason", reason}});  // at 0 from the start
@@ -195,11 +271,14 @@ void SearchApi::handle(const http::Request& request, http::Respond respond) {
   if (options_.auth != nullptr && !options_.auth->allows(request.authorization)) {
     unauthorized_.Increment();
     return respond_counted("unauthorized", respond,
-                           {401, "application/json", error(401, "a valid bearer token is required (Authorization: Bearer TOKEN)").body,
+                           {401,
+                            "application/json",
+                            error(401, "a valid bearer token is required (Authorization: Bearer TOKEN)").body,
                             {{"WWW-Authenticate", "Bearer realm=\"warpsearch\""}}});
   }
   if (request.path == "/search") return search(request, std::move(respond));
-  if (options_.admin_listener) return respond_counted("other", respond, error(404, "no such endpoint: " + request.path));
+  if (options_.admin_listener)
+    return respond_counted("other", respond, error(404, "no such endpoint: " + request.path));
   respond(handle_admin(request));
 }
 
@@ -242,7 +321,8 @@ http::Response SearchApi::metrics() {
     const http::ServerStats server = server_stats_();
     connections_open_.Set(static_cast<double>(server.connections_open));
     connections_total_.Increment(static_cast<double>(server.connections_total - reported_server_.connections_total));
-    connections_refused_.Increment(static_cast<double>(server.connections_refused - reported_server_.connections_refused));
+    connections_refused_.Increment(
+        static_cast<double>(server.connections_refused - reported_server_.connections_refused));
     connection_timeouts_.Increment(static_cast<double>(server.timeouts - reported_server_.timeouts));
     reported_server_ = server;
   }
@@ -259,7 +339,9 @@ prometheus::Histogram& SearchApi::leaf_latency(const std::string& replica) {
 }
 
 void SearchApi::search(const http::Request& request, http::Respond respond) {
-  const auto reply = [this, respond](http::Response response) { respond_counted("/search", respond, std::move(response)); };
+  const auto reply = [this, respond](http::Response response) {
+    respond_counted("/search", respond, std::move(response));
+  };
   const auto start = Clock::now();
   if (request.method != "GET" && request.method != "POST") {
     http::Response refused = error(405, "use GET or POST");
@@ -271,7 +353,8 @@ void SearchApi::search(const http::Request& request, http::Respond respond) {
   const std::string& q = params.q;
   const size_t k = params.k, offset = params.offset;
   if (q.empty()) return reply(error(400, "the query q is empty"));
-  if (q.size() > options_.max_query_bytes) return reply(error(400, "the query is longer than " + std::to_string(options_.max_query_bytes) + " bytes"));
+  if (q.size() > options_.max_query_bytes)
+    return reply(error(400, "the query is longer than " + std::to_string(options_.max_query_bytes) + " bytes"));
   if (!utf8_valid(q)) return reply(error(400, "the query is not valid UTF-8"));
   QueryMode mode;
   try {
@@ -282,7 +365,8 @@ void SearchApi::search(const http::Request& request, http::Respond respond) {
   const std::string mode_text(to_string(mode));
   // Distinct terms with how often the query holds each: a term said twice weighs more (BM25's
   // query-term frequency), and the cache tells such queries apart.
-  const std::vector<QueryTerm> terms = distinct_terms(Query(analyzer_for(cluster_.analyzer()).analyze_query(q), mode, k));
+  const std::vector<QueryTerm> terms =
+      distinct_terms(Query(analyzer_for(cluster_.analyzer()).analyze_query(q), mode, k));
   if (terms.empty()) return reply(error(400, "the query has no searchable terms"));
   if (terms.size() > options_.max_terms) {
     return reply(error(400, "the query has " + std::to_string(terms.size()) + " distinct terms; at most " +
@@ -290,7 +374,8 @@ void SearchApi::search(const http::Request& request, http::Respond respond) {
   }
   std::string key;
   for (const QueryTerm& term : terms) key += term.text + ' ' + std::to_string(term.count) + ' ';
-  key += "|" + mode_text + "|" + std::to_string(k) + "|" + std::to_string(offset) + "|" + std::to_string(cluster_.generation_signature());
+  key += "|" + mode_text + "|" + std::to_string(k) + "|" + std::to_string(offset) + "|" +
+         std::to_string(cluster_.generation_signature());
   // `ms`: the answer's time, where the caller has taken it already (its stages add up to it).
   const auto answer = [this, start](const std::string& core, bool cached, double ms = -1) {
     if (ms < 0) ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
@@ -307,8 +392,8 @@ void SearchApi::search(const http::Request& request, http::Respond respond) {
                                          " queries in flight (--max-in-flight); retry"));
   }
   if (const auto partition = cluster_.saturated_partition()) {
-    return reply(refuse("saturated", "overloaded: every replica of partition " + std::to_string(*partition) +
-                                         " has " + std::to_string(options_.max_outstanding) +
+    return reply(refuse("saturated", "overloaded: every replica of partition " + std::to_string(*partition) + " has " +
+                                         std::to_string(options_.max_outstanding) +
                                          " requests outstanding (--max-outstanding); retry"));
   }
   // A page past the first: every leaf returns its top offset + k, and the merge keeps the
@@ -332,7 +417,12 @@ void SearchApi::search(const http::Request& request, http::Respond respond) {
       json.key("title").value(hit.title).key("url").value(hit.url).end_object();
     }
     json.end_array().key("k").value(static_cast<uint64_t>(k)).key("mode").value(mode_text);
-    json.key("offset").value(static_cast<uint64_t>(offset)).key("partial").value(result.partial).key("partitions").begin_array();
+    json.key("offset")
+        .value(static_cast<uint64_t>(offset))
+        .key("partial")
+        .value(result.partial)
+        .key("partitions")
+        .begin_array();
     for (const PartitionOutcome& outcome : result.partitions) {
       json.begin_object().key("attempts").value(outcome.attempts);
       if (!outcome.error.empty()) json.key("error").value(outcome.error);

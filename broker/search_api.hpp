@@ -27,22 +27,23 @@ namespace warp {
 
 struct SearchApiOptions {
   std::chrono::milliseconds timeout{1000};  // per query, fan-out included
-  size_t max_query_bytes = 16384;  // of q, through GET and POST alike
-  size_t max_terms = 1024;         // distinct analyzed terms of a query (Elasticsearch bounds clauses at 1,024)
+  size_t max_query_bytes = 16384;           // of q, through GET and POST alike
+  size_t max_terms = 1024;  // distinct analyzed terms of a query (Elasticsearch bounds clauses at 1,024)
   size_t max_k = 1000;
-  size_t max_in_flight = 1024;     // queries in the fan-out; beyond: 503
-  size_t max_outstanding = 256;    // requests outstanding to one replica; a partition whose replicas all have as many: 503
-  AuthTokens* auth = nullptr;      // null: /search needs no token
-  bool admin_listener = false;     // health, readiness, cluster and metrics only on the admin listener
-  size_t zmq_io_threads = 0;       // ZeroMQ I/O threads of the fan-out; 0: one per eight event loops
-  bool direct_search = true;       // searches over the leaves' direct search path where offered
+  size_t max_in_flight = 1024;  // queries in the fan-out; beyond: 503
+  size_t max_outstanding =
+      256;                      // requests outstanding to one replica; a partition whose replicas all have as many: 503
+  AuthTokens* auth = nullptr;   // null: /search needs no token
+  bool admin_listener = false;  // health, readiness, cluster and metrics only on the admin listener
+  size_t zmq_io_threads = 0;    // ZeroMQ I/O threads of the fan-out; 0: one per eight event loops
+  bool direct_search = true;    // searches over the leaves' direct search path where offered
 };
 
 class SearchApi {
  public:
   // The fan-out runs on `pool`'s loops (shared with the HTTP server); stop the pool before the api goes.
-  SearchApi(SearchApiOptions options, Cluster& cluster, ResultCache& cache, std::shared_ptr<prometheus::Registry> registry,
-            http::IoPool& pool);
+  SearchApi(SearchApiOptions options, Cluster& cluster, ResultCache& cache,
+            std::shared_ptr<prometheus::Registry> registry, http::IoPool& pool);
   // The main listener.
   void handle(const http::Request& request, http::Respond respond);
   // The admin listener: /healthz, /readyz, /cluster, /metrics, never a token.

@@ -23,7 +23,8 @@ bool ends_with(const std::string& s, std::string_view suffix) {
 }
 
 bool known_extension(const std::string& name) {
-  for (std::string_view ext : {".jsonl", ".trec", ".sgml", ".trectext", ".warc", ".jsonl.gz", ".trec.gz", ".sgml.gz", ".trectext.gz", ".warc.gz"}) {
+  for (std::string_view ext : {".jsonl", ".trec", ".sgml", ".trectext", ".warc", ".jsonl.gz", ".trec.gz", ".sgml.gz",
+                               ".trectext.gz", ".warc.gz"}) {
     if (ends_with(name, ext)) return true;
   }
   return false;
@@ -78,7 +79,8 @@ class RecordFields final : public nlohmann::json_sax<nlohmann::json> {
   // bytes past the text: the line's own capacity, reserved once for the longest line.
   bool parse_simd(std::string& line) {
     if (line.size() > kSimdLineMax) return false;
-    if (line.capacity() - line.size() < simdjson::SIMDJSON_PADDING) line.reserve(line.size() + simdjson::SIMDJSON_PADDING);
+    if (line.capacity() - line.size() < simdjson::SIMDJSON_PADDING)
+      line.reserve(line.size() + simdjson::SIMDJSON_PADDING);
     simdjson::dom::element root;
     if (simd_.parse(line).get(root) != simdjson::SUCCESS) return false;
     simdjson::dom::object object;
@@ -194,7 +196,8 @@ std::vector<std::string> expand_input_paths(const std::vector<std::string>& path
     if (fs::is_directory(path)) {
       std::vector<std::string> found;
       for (const auto& entry : fs::recursive_directory_iterator(path)) {
-        if (entry.is_regular_file() && known_extension(entry.path().filename().string())) found.push_back(entry.path().string());
+        if (entry.is_regular_file() && known_extension(entry.path().filename().string()))
+          found.push_back(entry.path().string());
       }
       std::sort(found.begin(), found.end());
       files.insert(files.end(), found.begin(), found.end());
@@ -226,7 +229,11 @@ InputFormat detect_format(const std::string& path) {
 class DocumentStream::FileReader {
  public:
   FileReader(const InputSplit& split, ReadReport& report, std::vector<Rejection>* deferred)
-      : source_(split.path, split.begin), end_(split.end), skip_to_record_(split.begin > 0), report_(report), deferred_(deferred) {}
+      : source_(split.path, split.begin),
+        end_(split.end),
+        skip_to_record_(split.begin > 0),
+        report_(report),
+        deferred_(deferred) {}
   virtual ~FileReader() = default;
   virtual bool next(SourceDocument& document) = 0;
   uint64_t offset() const { return source_.offset(); }
@@ -432,7 +439,7 @@ class WarcReader final : public DocumentStream::FileReader {
       std::string content;
       if (source_.read_bytes(length, content) < length) {
         reject_at(record_offset, "WARC record truncated: " + std::to_string(content.size()) + " of " +
-                                                     std::to_string(length) + " content bytes");
+                                     std::to_string(length) + " content bytes");
         return false;
       }
       const std::string type = headers.count("warc-type") ? headers["warc-type"] : "";
@@ -472,11 +479,15 @@ class WarcReader final : public DocumentStream::FileReader {
 }  // namespace
 
 namespace {
-std::unique_ptr<DocumentStream::FileReader> make_reader(const InputSplit& split, ReadReport& report, std::vector<Rejection>* deferred) {
+std::unique_ptr<DocumentStream::FileReader> make_reader(const InputSplit& split, ReadReport& report,
+                                                        std::vector<Rejection>* deferred) {
   switch (split.format) {
-    case InputFormat::kJsonl: return std::make_unique<JsonlReader>(split, report, deferred);
-    case InputFormat::kTrec: return std::make_unique<TrecReader>(split, report, deferred);
-    case InputFormat::kWarc: return std::make_unique<WarcReader>(split, report, deferred);
+    case InputFormat::kJsonl:
+      return std::make_unique<JsonlReader>(split, report, deferred);
+    case InputFormat::kTrec:
+      return std::make_unique<TrecReader>(split, report, deferred);
+    case InputFormat::kWarc:
+      return std::make_unique<WarcReader>(split, report, deferred);
   }
   return nullptr;
 }
@@ -506,7 +517,8 @@ std::vector<InputSplit> plan_splits(const std::vector<std::string>& files, uint6
   return splits;
 }
 
-SplitReader::SplitReader(const InputSplit& split) : begin_(split.begin), reader_(make_reader(split, report_, &rejections_)) {}
+SplitReader::SplitReader(const InputSplit& split)
+    : begin_(split.begin), reader_(make_reader(split, report_, &rejections_)) {}
 SplitReader::~SplitReader() = default;
 bool SplitReader::next(SourceDocument& document) {
   if (done_) return false;  // a reader past its split's end must not read on

@@ -16,10 +16,10 @@
 namespace warp {
 
 struct ReadReport {
-  uint64_t documents = 0;     // accepted (after replacing duplicates)
-  uint64_t rejected = 0;      // malformed records skipped
-  uint64_t replaced = 0;      // earlier documents replaced by a later one with the same id
-  uint64_t bytes = 0;         // input bytes consumed (uncompressed)
+  uint64_t documents = 0;           // accepted (after replacing duplicates)
+  uint64_t rejected = 0;            // malformed records skipped
+  uint64_t replaced = 0;            // earlier documents replaced by a later one with the same id
+  uint64_t bytes = 0;               // input bytes consumed (uncompressed)
   std::vector<std::string> errors;  // "file:line: reason" or "file@offset: reason", the first 100
 
   void reject(const std::string& where, const std::string& why) {
@@ -51,7 +51,7 @@ std::vector<InputSplit> plan_splits(const std::vector<std::string>& files, uint6
 // byte offset in the file) and why. The lines before a split are read by other threads, so the
 // caller turns split lines into file lines (SplitReader::lines of the earlier splits of the file).
 struct Rejection {
-  uint64_t line = 0;    // 0: located by `offset`
+  uint64_t line = 0;  // 0: located by `offset`
   uint64_t offset = 0;
   std::string why;
 };
@@ -83,8 +83,8 @@ class SplitReader {
   explicit SplitReader(const InputSplit& split);  // throws Error when the file cannot be read
   ~SplitReader();
   bool next(SourceDocument& document);  // false at the end of the split, and ever after
-  uint64_t lines() const;       // lines that start inside the split, read so far
-  uint64_t bytes_read() const;  // uncompressed bytes consumed so far
+  uint64_t lines() const;               // lines that start inside the split, read so far
+  uint64_t bytes_read() const;          // uncompressed bytes consumed so far
   uint64_t rejected() const { return report_.rejected; }
   std::vector<Rejection>& rejections() { return rejections_; }
 

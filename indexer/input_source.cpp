@@ -23,7 +23,9 @@ void InputSource::open_whole() {
   const std::string& path = path_;
   std::error_code error;
   const uintmax_t disk_bytes = std::filesystem::file_size(path, error);
-  chunk_ = error ? kMaxChunk : std::clamp<size_t>(static_cast<size_t>(std::min<uintmax_t>(disk_bytes, kMaxChunk)), kMinChunk, kMaxChunk);
+  chunk_ =
+      error ? kMaxChunk
+            : std::clamp<size_t>(static_cast<size_t>(std::min<uintmax_t>(disk_bytes, kMaxChunk)), kMinChunk, kMaxChunk);
   file_ = gzopen(path.c_str(), "rb");
   if (file_ == nullptr) throw Error("input " + path + ": cannot open");
   gzbuffer(file_, static_cast<unsigned>(chunk_));

@@ -35,17 +35,21 @@ void add_build_flags(warp::Flags& flags) {
       .value("bm25-k1", "1.2", "BM25 k1 for the stored block maxima")
       .value("bm25-b", "0.75", "BM25 b for the stored block maxima")
       .value("bm25-k3", "inf", "BM25 k3, query-term saturation (0: repeats count once, inf: linear)")
-      .value("threads", "0", "threads at work in each phase: parsers (plus indexer threads), then the back end (0: one per core)")
+      .value("threads", "0",
+             "threads at work in each phase: parsers (plus indexer threads), then the back end (0: one per core)")
       .value("parsers", "0", "reader/parser threads (0: --threads less the indexer threads)")
       .value("indexers", "0", "indexer threads owning the collections (0: none, each parser indexes its own chunks)")
-      .value("split-mb", "0", "MiB per split of a large uncompressed JSONL or TREC file, read in parallel (0: input/4 per parser, 1-64)")
+      .value("split-mb", "0",
+             "MiB per split of a large uncompressed JSONL or TREC file, read in parallel (0: input/4 per parser, 1-64)")
       .value("memory-budget", "2048", "MiB for the whole build: runs spill to disk past it")
       .value("gpu-indexers", "0", "GPU indexer threads besides the CPU indexers (0: none; needs a CUDA GPU)")
       .value("gpu-device", "0", "the CUDA device of the GPU indexers")
       .value("gpu-speed", "0", "collections a GPU indexer takes, in CPU indexers' shares (0: measured on a sample)")
       .value("gpu-hash-bits", "64", "testing only: hash bits of the GPU indexers (fewer: collisions, CPU fallback)")
-      .boolean("gpu-analysis", "the parsers' tokenizing and stem lookups on the GPU (--gpu-device; not with --stopwords english)")
-      .value("gpu-analysis-min-mb", "64", "MiB of input a parser below which --gpu-analysis leaves the GPU unused (its start-up costs more)");
+      .boolean("gpu-analysis",
+               "the parsers' tokenizing and stem lookups on the GPU (--gpu-device; not with --stopwords english)")
+      .value("gpu-analysis-min-mb", "64",
+             "MiB of input a parser below which --gpu-analysis leaves the GPU unused (its start-up costs more)");
 }
 
 void read_build_flags(const warp::Flags& flags, warp::BuildOptions& build, warp::pipeline::PipelineOptions& pipeline) {
@@ -126,7 +130,8 @@ int fetch(int argc, char** argv) {
   flags.parse(argc, argv, 2);
   if (flags.help_requested()) return std::printf("%s", flags.help_text().c_str()), 0;
   if (flags.get("root").empty()) throw warp::Error("--root is required\n" + flags.help_text());
-  return warp::run_fetch_command({flags.get("from"), flags.get("root"), flags.number("timeout"), flags.get("curve-keys")});
+  return warp::run_fetch_command(
+      {flags.get("from"), flags.get("root"), flags.number("timeout"), flags.get("curve-keys")});
 }
 
 // CurveZMQ key pairs for the services (common/transfer/curve.hpp): ROLE.key and ROLE.pub per role.
@@ -142,7 +147,8 @@ int keys(int argc, char** argv) {
     end = roles.find(',', start);
     if (end == std::string::npos) end = roles.size();
     const std::string role = roles.substr(start, end - start);
-    if (role.empty() || role.find('/') != std::string::npos) throw warp::Error("--roles: a bad role name '" + role + "'");
+    if (role.empty() || role.find('/') != std::string::npos)
+      throw warp::Error("--roles: a bad role name '" + role + "'");
     warp::transfer::write_curve_key_pair(flags.get("out"), role, warp::transfer::generate_curve_key_pair());
     std::printf("%s/%s.key and %s.pub\n", flags.get("out").c_str(), role.c_str(), role.c_str());
   }
@@ -152,7 +158,9 @@ int keys(int argc, char** argv) {
 // The content of every partition of an index (or of one partition): equal lines, equal rows.
 int digest(int argc, char** argv) {
   if (argc != 3 || std::string(argv[2]).rfind("--", 0) == 0) {
-    std::printf("usage: warp-indexer digest DIR\n  one line per partition and column family: rows, bytes and a CRC-32 of every key and value\n");
+    std::printf(
+        "usage: warp-indexer digest DIR\n  one line per partition and column family: rows, bytes and a CRC-32 of every "
+        "key and value\n");
     return argc == 3 ? 0 : 2;
   }
   const std::filesystem::path dir = argv[2];

@@ -25,16 +25,25 @@ size_t find_ci(std::string_view text, std::string_view needle, size_t from) {
 }
 
 void append_entity(std::string_view entity, std::string& out) {
-  if (entity == "amp") out += '&';
-  else if (entity == "lt") out += '<';
-  else if (entity == "gt") out += '>';
-  else if (entity == "quot") out += '"';
-  else if (entity == "apos") out += '\'';
-  else if (entity == "nbsp") out += ' ';
+  if (entity == "amp")
+    out += '&';
+  else if (entity == "lt")
+    out += '<';
+  else if (entity == "gt")
+    out += '>';
+  else if (entity == "quot")
+    out += '"';
+  else if (entity == "apos")
+    out += '\'';
+  else if (entity == "nbsp")
+    out += ' ';
   else if (entity.size() > 1 && entity[0] == '#') {
     const bool hex = entity[1] == 'x' || entity[1] == 'X';
     const long cp = std::strtol(std::string(entity.substr(hex ? 2 : 1)).c_str(), nullptr, hex ? 16 : 10);
-    if (cp > 0 && cp <= 0x10FFFF) utf8_append(out, static_cast<char32_t>(cp)); else out += ' ';
+    if (cp > 0 && cp <= 0x10FFFF)
+      utf8_append(out, static_cast<char32_t>(cp));
+    else
+      out += ' ';
   } else {
     out += ' ';
   }

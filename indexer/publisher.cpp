@@ -31,7 +31,8 @@ Publisher::Publisher(PublisherOptions options) : options_(std::move(options)), s
     sockets_->pub.bind(options_.publish_endpoint);
     sockets_->router.bind(options_.fetch_endpoint);
   } catch (const zmq::error_t& e) {
-    throw Error("publisher: cannot bind " + options_.publish_endpoint + " / " + options_.fetch_endpoint + ": " + e.what());
+    throw Error("publisher: cannot bind " + options_.publish_endpoint + " / " + options_.fetch_endpoint + ": " +
+                e.what());
   }
   publish_endpoint_ = sockets_->pub.get(zmq::sockopt::last_endpoint);
   fetch_endpoint_ = sockets_->router.get(zmq::sockopt::last_endpoint);
@@ -117,9 +118,11 @@ void Publisher::answer_fetch(const zmq::message_t& body, capnp::MallocMessageBui
         for (const auto& file : it->second) known = known || file.path == path;
       }
     }
-    if (!known) throw Error("no file '" + path + "' in an announced generation " + std::to_string(request.getGeneration()));
+    if (!known)
+      throw Error("no file '" + path + "' in an announced generation " + std::to_string(request.getGeneration()));
     const uint32_t length = std::min<uint32_t>(request.getLength(), 8u << 20);
-    std::ifstream in(fs::path(options_.root) / transfer::generation_dir_name(request.getGeneration()) / path, std::ios::binary);
+    std::ifstream in(fs::path(options_.root) / transfer::generation_dir_name(request.getGeneration()) / path,
+                     std::ios::binary);
     in.seekg(static_cast<std::streamoff>(request.getOffset()));
     std::string data(length, '\0');
     in.read(data.data(), length);

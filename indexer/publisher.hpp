@@ -19,11 +19,11 @@
 namespace warp {
 
 struct PublisherOptions {
-  std::string root;                  // holds gen-NNNNNN directories
-  std::string publish_endpoint;      // e.g. tcp://127.0.0.1:5601 ("*" for the port: any free one)
-  std::string fetch_endpoint;        // e.g. tcp://127.0.0.1:5602
-  int corrupt_replies = 0;           // tests only: flip a byte in this many replies (fault injection)
-  transfer::CurveConfig curve;       // enabled: both sockets CURVE servers, leaves from the allow-list only
+  std::string root;              // holds gen-NNNNNN directories
+  std::string publish_endpoint;  // e.g. tcp://127.0.0.1:5601 ("*" for the port: any free one)
+  std::string fetch_endpoint;    // e.g. tcp://127.0.0.1:5602
+  int corrupt_replies = 0;       // tests only: flip a byte in this many replies (fault injection)
+  transfer::CurveConfig curve;   // enabled: both sockets CURVE servers, leaves from the allow-list only
 };
 
 struct PublisherCounters {
@@ -46,7 +46,7 @@ class Publisher {
   const std::string& fetch_endpoint() const { return fetch_endpoint_; }
   const PublisherCounters& counters() const { return counters_; }
 
- // The answer to one FetchRequest frame, as the file socket sends it (public for the fuzzer).
+  // The answer to one FetchRequest frame, as the file socket sends it (public for the fuzzer).
   void answer_fetch(const zmq::message_t& request, capnp::MallocMessageBuilder& reply);
 
  private:

@@ -37,7 +37,8 @@ void log_line(const std::string& text) {
 std::string build_fingerprint(const std::vector<std::string>& inputs, const BuildOptions& build) {
   nlohmann::json files = nlohmann::json::array();
   for (const std::string& file : expand_input_paths(inputs)) {
-    files.push_back({{"path", file}, {"size", fs::file_size(file)},
+    files.push_back({{"path", file},
+                     {"size", fs::file_size(file)},
                      {"mtime", fs::last_write_time(file).time_since_epoch().count()}});
   }
   const auto decimal = [](float value) { return std::to_string(value); };  // "inf" too, which JSON has not
@@ -74,20 +75,23 @@ struct ServeState {
 
 // /metrics, /healthz and /readyz on the services' own HTTP server (asynchronous: an idle connection
 // holds a socket, never a thread; HEAD answered as GET without the body).
-std::unique_ptr<http::Server> serve_http(const std::string& address, const IndexerMetrics& metrics, const ServeState& state) {
+std::unique_ptr<http::Server> serve_http(const std::string& address, const IndexerMetrics& metrics,
+                                         const ServeState& state) {
   if (address.empty()) return nullptr;
   const auto [host, port] = http::parse_host_port(address, "--metrics");
-  return std::make_unique<http::Server>(http::ServerOptions{host, port, 1}, [&metrics, &state](const http::Request& request) -> http::Response {
-    if (request.path == "/metrics") return {200, "text/plain; version=0.0.4", metrics.text()};
-    if (request.path == "/healthz") return {200, "application/json", R"({"status":"ok"})"};
-    if (request.path == "/readyz") {
-      const uint64_t generation = state.generation.load();
-      const std::string building = state.building.load() ? "true" : "false";
-      if (generation == 0) return {503, "application/json", R"({"ready":false,"building":)" + building + "}"};
-      return {200, "application/json", R"({"ready":true,"generation":)" + std::to_string(generation) + R"(,"building":)" + building + "}"};
-    }
-    return {404, "application/json", R"({"error":"not found: /metrics, /healthz, /readyz"})"};
-  });
+  return std::make_unique<http::Server>(
+      http::ServerOptions{host, port, 1}, [&metrics, &state](const http::Request& request) -> http::Response {
+        if (request.path == "/metrics") return {200, "text/plain; version=0.0.4", metrics.text()};
+        if (request.path == "/healthz") return {200, "application/json", R"({"status":"ok"})"};
+        if (request.path == "/readyz") {
+          const uint64_t generation = state.generation.load();
+          const std::string building = state.building.load() ? "true" : "false";
+          if (generation == 0) return {503, "application/json", R"({"ready":false,"building":)" + building + "}"};
+          return {200, "application/json",
+                  R"({"ready":true,"generation":)" + std::to_string(generation) + R"(,"building":)" + building + "}"};
+        }
+        return {404, "application/json", R"({"error":"not found: /metrics, /healthz, /readyz"})"};
+      });
 }
 
 }  // namespace
@@ -127,80 +131,82 @@ int run_serve_command(const ServeOptions& options) {
       metrics.builds_failed.Increment();
       log_line(std::string("cannot read the inputs, retrying at the next rescan: ") + e.what());
     }
-    const bool changed = !fingerprint.empty() &&
-                         (latest == 0 || read_file(root / transfer::generation_dir_name(latest) / "inputs.json") != fingerprint);
+    const bool changed =
+        !fingerprint.empty() &&
+        (latest == 0 || read_file(root / transfer::generation_dir_name(latest) / "inputs.json") != fingerprint);
     if (changed && !(options.once && built_once)) try {
-      const uint64_t generation = latest + 1;
-      const auto start = std::chrono::steady_clock::now();
-      const fs::path tmp = root / (transfer::generation_dir_name(generation) + ".tmp");
-      log_line("building generation " + std::to_string(generation));
-      state.building = true;
-      pipeline::PipelineOptions pipeline_options = options.pipeline;
-      pipeline_options.build = options.build;
-      pipeline_options.build.generation = generation;
-      pipeline_options.spill_dir = (root / (transfer::generation_dir_name(generation) + ".runs")).string();
-      ReadReport read;
-      const auto show = [&](const pipeline::PipelineProgress& p) {
-        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        const double rate = seconds > 0 ? p.bytes / seconds : 0;
-        metrics.build_bytes.Set(static_cast<double>(p.bytes));
-        metrics.build_total_bytes.Set(static_cast<double>(p.total_bytes));
-        metrics.build_rate.Set(rate);
-        metrics.build_eta.Set(rate > 0 && p.total_bytes > p.bytes ? (p.total_bytes - p.bytes) / rate : 0);
-        metrics.build_documents.Set(static_cast<double>(p.documents));
-      };
-      pipeline::PipelineReport report;
-      try {
-        report = pipeline::build_index(options.inputs, pipeline_options, tmp.string(), read, show);
-      } catch (...) {
+        const uint64_t generation = latest + 1;
+        const auto start = std::chrono::steady_clock::now();
+        const fs::path tmp = root / (transfer::generation_dir_name(generation) + ".tmp");
+        log_line("building generation " + std::to_string(generation));
+        state.building = true;
+        pipeline::PipelineOptions pipeline_options = options.pipeline;
+        pipeline_options.build = options.build;
+        pipeline_options.build.generation = generation;
+        pipeline_options.spill_dir = (root / (transfer::generation_dir_name(generation) + ".runs")).string();
+        ReadReport read;
+        const auto show = [&](const pipeline::PipelineProgress& p) {
+          const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+          const double rate = seconds > 0 ? p.bytes / seconds : 0;
+          metrics.build_bytes.Set(static_cast<double>(p.bytes));
+          metrics.build_total_bytes.Set(static_cast<double>(p.total_bytes));
+          metrics.build_rate.Set(rate);
+          metrics.build_eta.Set(rate > 0 && p.total_bytes > p.bytes ? (p.total_bytes - p.bytes) / rate : 0);
+          metrics.build_documents.Set(static_cast<double>(p.documents));
+        };
+        pipeline::PipelineReport report;
+        try {
+          report = pipeline::build_index(options.inputs, pipeline_options, tmp.string(), read, show);
+        } catch (...) {
+          show({});
+          state.building = false;
+          throw;
+        }
         show({});
         state.building = false;
-        throw;
+        for (const std::string& error : read.errors) log_line("rejected " + error);
+        metrics.documents.Increment(static_cast<double>(read.documents));
+        metrics.bytes.Increment(static_cast<double>(read.bytes));
+        metrics.rejected.Increment(static_cast<double>(read.rejected));
+        metrics.replaced.Increment(static_cast<double>(read.replaced));
+        metrics.runs_written.Increment(static_cast<double>(report.runs_written));
+        metrics.runs_merged.Increment(static_cast<double>(report.runs_merged));
+        metrics.gpu_documents.Increment(static_cast<double>(report.gpu_analysis_documents));
+        metrics.gpu_tokens.Increment(static_cast<double>(report.gpu_analysis_tokens));
+        metrics.gpu_misses.Increment(static_cast<double>(report.gpu_analysis_misses));
+        if (!report.gpu_analysis_failure.empty()) {
+          metrics.gpu_failures.Increment();
+          log_line("the GPU analysis failed during the build (" + report.gpu_analysis_failure +
+                   "); the CPU analyzed the rest");
+        }
+        built_once = true;
+        if (report.partitions.empty()) {
+          log_line("no documents in the inputs; nothing published");
+        } else {
+          std::ofstream(tmp / "inputs.json") << fingerprint;
+          fs::rename(tmp, root / transfer::generation_dir_name(generation));  // complete, atomically
+          publisher.announce(generation);
+          latest = generation;
+          state.generation = generation;
+          const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+          metrics.generations.Increment();
+          metrics.generation.Set(static_cast<double>(generation));
+          metrics.build_seconds.Set(seconds);
+          char line[256];
+          std::snprintf(line, sizeof line, "published generation %llu: %llu documents, %zu partitions, %.2f s",
+                        static_cast<unsigned long long>(generation), static_cast<unsigned long long>(read.documents),
+                        report.partitions.size(), seconds);
+          log_line(line);
+        }
+      } catch (const std::exception& e) {
+        // A failed build (unreadable input, a full disk) publishes nothing, is counted, and is tried
+        // again at the next rescan; the generation already published keeps being served.
+        metrics.builds_failed.Increment();
+        log_line(std::string("build failed, retrying at the next rescan: ") + e.what());
+        std::error_code ignored;
+        fs::remove_all(root / (transfer::generation_dir_name(latest + 1) + ".tmp"), ignored);
+        fs::remove_all(root / (transfer::generation_dir_name(latest + 1) + ".runs"), ignored);
       }
-      show({});
-      state.building = false;
-      for (const std::string& error : read.errors) log_line("rejected " + error);
-      metrics.documents.Increment(static_cast<double>(read.documents));
-      metrics.bytes.Increment(static_cast<double>(read.bytes));
-      metrics.rejected.Increment(static_cast<double>(read.rejected));
-      metrics.replaced.Increment(static_cast<double>(read.replaced));
-      metrics.runs_written.Increment(static_cast<double>(report.runs_written));
-      metrics.runs_merged.Increment(static_cast<double>(report.runs_merged));
-      metrics.gpu_documents.Increment(static_cast<double>(report.gpu_analysis_documents));
-      metrics.gpu_tokens.Increment(static_cast<double>(report.gpu_analysis_tokens));
-      metrics.gpu_misses.Increment(static_cast<double>(report.gpu_analysis_misses));
-      if (!report.gpu_analysis_failure.empty()) {
-        metrics.gpu_failures.Increment();
-        log_line("the GPU analysis failed during the build (" + report.gpu_analysis_failure + "); the CPU analyzed the rest");
-      }
-      built_once = true;
-      if (report.partitions.empty()) {
-        log_line("no documents in the inputs; nothing published");
-      } else {
-        std::ofstream(tmp / "inputs.json") << fingerprint;
-        fs::rename(tmp, root / transfer::generation_dir_name(generation));  // complete, atomically
-        publisher.announce(generation);
-        latest = generation;
-        state.generation = generation;
-        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        metrics.generations.Increment();
-        metrics.generation.Set(static_cast<double>(generation));
-        metrics.build_seconds.Set(seconds);
-        char line[256];
-        std::snprintf(line, sizeof line, "published generation %llu: %llu documents, %zu partitions, %.2f s",
-                      static_cast<unsigned long long>(generation), static_cast<unsigned long long>(read.documents),
-                      report.partitions.size(), seconds);
-        log_line(line);
-      }
-    } catch (const std::exception& e) {
-      // A failed build (unreadable input, a full disk) publishes nothing, is counted, and is tried
-      // again at the next rescan; the generation already published keeps being served.
-      metrics.builds_failed.Increment();
-      log_line(std::string("build failed, retrying at the next rescan: ") + e.what());
-      std::error_code ignored;
-      fs::remove_all(root / (transfer::generation_dir_name(latest + 1) + ".tmp"), ignored);
-      fs::remove_all(root / (transfer::generation_dir_name(latest + 1) + ".runs"), ignored);
-    }
     for (int i = 0; i < static_cast<int>(options.rescan_seconds * 10) && !stop_requested(); ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
       const uint64_t fetches = publisher.counters().fetch_requests;
@@ -218,7 +224,8 @@ int run_fetch_command(const FetchCommandOptions& options) {
   const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(options.timeout_seconds * 1000));
   const auto announcement = subscriber.next(timeout);
   if (!announcement) {
-    std::fprintf(stderr, "warp-indexer fetch: no announcement from %s within %.0f s\n", options.from.c_str(), options.timeout_seconds);
+    std::fprintf(stderr, "warp-indexer fetch: no announcement from %s within %.0f s\n", options.from.c_str(),
+                 options.timeout_seconds);
     return 1;
   }
   transfer::FetchStats stats;

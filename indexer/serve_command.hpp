@@ -21,15 +21,15 @@ struct ServeOptions {
   std::string fetch_endpoint = "tcp://127.0.0.1:5602";
   std::string metrics_address;  // e.g. 127.0.0.1:9101; empty: none
   double rescan_seconds = 10;
-  bool once = false;            // build and publish at most one generation, serve until stopped
-  std::string curve_keys;       // CurveZMQ: indexer.key and the allowed leaf*.pub; empty: off
+  bool once = false;       // build and publish at most one generation, serve until stopped
+  std::string curve_keys;  // CurveZMQ: indexer.key and the allowed leaf*.pub; empty: off
 };
 
 int run_serve_command(const ServeOptions& options);
 
 struct FetchCommandOptions {
-  std::string from;   // the indexer's publish endpoint
-  std::string root;   // where gen-NNNNNN directories go
+  std::string from;  // the indexer's publish endpoint
+  std::string root;  // where gen-NNNNNN directories go
   double timeout_seconds = 30;
   std::string curve_keys;  // CurveZMQ: leaf.key (the fetch acts as a leaf) and indexer.pub; empty: off
 };

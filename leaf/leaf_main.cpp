@@ -32,7 +32,9 @@ std::vector<uint32_t> parse_ids(const std::string& text) {
 }
 
 int run(int argc, char** argv) {
-  warp::Flags flags("usage: warp-leaf (--index DIR | --follow ENDPOINT --root DIR) [--partitions 0,1] [--listen EP] [--http HOST:PORT]");
+  warp::Flags flags(
+      "usage: warp-leaf (--index DIR | --follow ENDPOINT --root DIR) [--partitions 0,1] [--listen EP] [--http "
+      "HOST:PORT]");
   flags.value("index", "", "serve this index directory (or one partition directory)")
       .value("follow", "", "follow this indexer's announcements (its PUB endpoint) and hot-swap generations")
       .value("root", "", "with --follow: where fetched generations are kept")
@@ -40,37 +42,62 @@ int run(int argc, char** argv) {
       .value("listen", "tcp://127.0.0.1:5701", "ZeroMQ endpoint for broker requests")
       .value("http", "127.0.0.1:9201", "HTTP address for /metrics, /healthz, /readyz")
       .value("workers", "4", "query worker threads")
-      .value("search-listen", "", "HOST:PORT of the direct search path (TCP beside --listen; Curve when --curve-keys is given): brokers search over it, status stays on ZeroMQ. Empty: off")
-      .value("search-threads", "1", "front-end threads of the direct search path, each serving the connections dealt to it")
+      .value("search-listen", "",
+             "HOST:PORT of the direct search path (TCP beside --listen; Curve when --curve-keys is given): brokers "
+             "search over it, status stays on ZeroMQ. Empty: off")
+      .value("search-threads", "1",
+             "front-end threads of the direct search path, each serving the connections dealt to it")
       .value("inline-max-postings", "20000",
-             "CPU searches over at most this many postings are answered on the request thread, without a worker hand-off (0: none)")
-      .value("processor", "auto", "cpu, gpu, or auto (where a GPU is usable: the CPU+GPU scheduler chooses per query; else the CPU)")
-      .value("gpu-generations", "2", "with --follow and --processor auto: generations on the GPU at once; 2: a new one loads beside the one served (on the CPU first where the GPU cannot hold both), 1: the one served frees the GPU first")
-      .value("curve-keys", "", "CurveZMQ: a directory with leaf.key, the allowed broker*.pub and indexer.pub (warp-indexer keys)")
-      .value("cpu-wake-latency-us", "", "hold a PM QoS request that idle CPUs wake within this many µs (0: they poll) while serving; needs write access to /dev/cpu_dma_latency");
+             "CPU searches over at most this many postings are answered on the request thread, without a worker "
+             "hand-off (0: none)")
+      .value("processor", "auto",
+             "cpu, gpu, or auto (where a GPU is usable: the CPU+GPU scheduler chooses per query; else the CPU)")
+      .value("gpu-generations", "2",
+             "with --follow and --processor auto: generations on the GPU at once; 2: a new one loads beside the one "
+             "served (on the CPU first where the GPU cannot hold both), 1: the one served frees the GPU first")
+      .value("curve-keys", "",
+             "CurveZMQ: a directory with leaf.key, the allowed broker*.pub and indexer.pub (warp-indexer keys)")
+      .value("cpu-wake-latency-us", "",
+             "hold a PM QoS request that idle CPUs wake within this many µs (0: they poll) while serving; needs write "
+             "access to /dev/cpu_dma_latency");
   warp::gpu::declare_gpu_flags(flags);
   warp::sched::declare_scheduler_flags(flags);
   flags.parse(argc, argv);
   if (flags.help_requested()) return std::printf("%s", flags.help_text().c_str()), 0;
-  if (flags.get("index").empty() == flags.get("follow").empty()) throw warp::Error("give one of --index or --follow\n" + flags.help_text());
+  if (flags.get("index").empty() == flags.get("follow").empty())
+    throw warp::Error("give one of --index or --follow\n" + flags.help_text());
   const std::vector<uint32_t> partitions = parse_ids(flags.get("partitions"));
   const std::string processor = flags.get("processor");
   warp::install_stop_handlers();
 
   auto registry = std::make_shared<prometheus::Registry>();
   const auto wake_latency = warp::request_cpu_wake_latency(flags.get("cpu-wake-latency-us"), "warp-leaf");
-  prometheus::BuildGauge().Name("warpsearch_leaf_cpu_wake_latency_request_held")
-      .Help("1 while this process holds its --cpu-wake-latency-us request, else 0").Register(*registry).Add({})
+  prometheus::BuildGauge()
+      .Name("warpsearch_leaf_cpu_wake_latency_request_held")
+      .Help("1 while this process holds its --cpu-wake-latency-us request, else 0")
+      .Register(*registry)
+      .Add({})
       .Set(wake_latency && wake_latency->held() ? 1 : 0);
-  const warp::transfer::CurveConfig curve = warp::transfer::load_curve_config(flags.get("curve-keys"), "leaf", "broker");
-  warp::LeafOptions leaf_options{flags.get("listen"), flags.count("workers"), 256, curve, flags.count("inline-max-postings"), flags.get("search-listen"), 1, {}};
+  const warp::transfer::CurveConfig curve =
+      warp::transfer::load_curve_config(flags.get("curve-keys"), "leaf", "broker");
+  warp::LeafOptions leaf_options{flags.get("listen"),
+                                 flags.count("workers"),
+                                 256,
+                                 curve,
+                                 flags.count("inline-max-postings"),
+                                 flags.get("search-listen"),
+                                 1,
+                                 {}};
   leaf_options.search_threads = std::max<size_t>(1, flags.count("search-threads"));
   if (processor == "auto") {  // one line saying which processors this leaf will use, and why
     std::string why;
     if (warp::gpu::gpu_available(&why)) {
       leaf_options.scheduler = warp::sched::scheduler_options_from(flags, true);
-      std::fprintf(stderr, "warp-leaf: --processor auto: GPU and CPU processors, the scheduler choosing per query (%zu CPU threads, %zu GPU streams driven by %zu threads)\n",
-                   leaf_options.scheduler->core.cpu_workers, leaf_options.scheduler->core.gpu_streams, leaf_options.scheduler->gpu_threads);
+      std::fprintf(stderr,
+                   "warp-leaf: --processor auto: GPU and CPU processors, the scheduler choosing per query (%zu CPU "
+                   "threads, %zu GPU streams driven by %zu threads)\n",
+                   leaf_options.scheduler->core.cpu_workers, leaf_options.scheduler->core.gpu_streams,
+                   leaf_options.scheduler->gpu_threads);
     } else {
       std::fprintf(stderr, "warp-leaf: --processor auto: no usable GPU (%s); every query on the CPU\n", why.c_str());
     }
@@ -98,11 +125,12 @@ int run(int argc, char** argv) {
     const size_t gpu_generations = flags.count("gpu-generations");
     if (gpu_generations != 1 && gpu_generations != 2) throw warp::Error("--gpu-generations must be 1 or 2");
     follower = std::make_unique<warp::GenerationFollower>(
-        warp::FollowOptions{flags.get("follow"), flags.get("root"), partitions, processor, warp::gpu::gpu_settings_from(flags), curve,
-                            gpu_generations},
+        warp::FollowOptions{flags.get("follow"), flags.get("root"), partitions, processor,
+                            warp::gpu::gpu_settings_from(flags), curve, gpu_generations},
         server);
   }
-  std::fprintf(stderr, "warp-leaf: serving on %s, http on %s:%u\n", server.endpoint().c_str(), host.c_str(), http.port());
+  std::fprintf(stderr, "warp-leaf: serving on %s, http on %s:%u\n", server.endpoint().c_str(), host.c_str(),
+               http.port());
   warp::wait_for_stop();
   std::fprintf(stderr, "warp-leaf: stopping\n");
   return 0;

@@ -45,12 +45,15 @@ int run(int argc, char** argv) {
       .value("run", "", "write a TREC run here (qid Q0 external_id rank score warp)")
       .value("mode", "or", "and, or, or andor (AND, then OR when AND finds fewer than k)")
       .value("k", "10", "hits per query, 1..10000")
-      .value("or-algorithm", "tiles", "exact OR top-k by tiles (MaxScore over docID tiles), bmw (BlockMax-WAND) or maxscore")
+      .value("or-algorithm", "tiles",
+             "exact OR top-k by tiles (MaxScore over docID tiles), bmw (BlockMax-WAND) or maxscore")
       .value("threads", "1", "worker threads (0: all cores)")
       .value("processor", "cpu", "cpu, or gpu (the GPU query processor, see the --gpu-* flags)")
       .value("bm25-k1", "", "BM25 k1 (default: the index's)")
       .value("bm25-b", "", "BM25 b (default: the index's)")
-      .value("bm25-k3", "", "BM25 k3, query-term saturation: 0 counts a repeated term once, inf weighs it linearly (default: the index's)");
+      .value("bm25-k3", "",
+             "BM25 k3, query-term saturation: 0 counts a repeated term once, inf weighs it linearly (default: the "
+             "index's)");
   warp::gpu::declare_gpu_flags(flags);
   flags.parse(argc, argv);
   if (flags.help_requested()) {
@@ -65,7 +68,7 @@ int run(int argc, char** argv) {
   const warp::QueryMode mode = warp::parse_query_mode(flags.get("mode"));
   warp::OpenOptions open_options;
   for (auto [flag, value] : {std::pair{"bm25-k1", &open_options.bm25.k1}, std::pair{"bm25-b", &open_options.bm25.b},
-                              std::pair{"bm25-k3", &open_options.bm25.k3}}) {
+                             std::pair{"bm25-k3", &open_options.bm25.k3}}) {
     if (flags.is_set(flag)) *value = static_cast<float>(flags.number(flag));
   }
   warp::check_bm25_params(open_options.bm25.applied_to({}));
@@ -74,12 +77,11 @@ int run(int argc, char** argv) {
   if (processor != "cpu" && processor != "gpu") throw warp::Error("--processor must be cpu or gpu");
   const warp::CpuProcessorOptions cpu_options{warp::parse_or_algorithm(flags.get("or-algorithm"))};
   const warp::gpu::GpuSettings gpu_settings = warp::gpu::gpu_settings_from(flags);
-  warp::IndexSearcher searcher(
-      warp::open_index(flags.get("index"), open_options),
-      [&](const warp::IndexView& view) -> std::unique_ptr<warp::QueryProcessor> {
-        if (processor == "gpu") return warp::gpu::make_gpu_processor(view, gpu_settings);
-        return std::make_unique<warp::CpuQueryProcessor>(view, cpu_options);
-      });
+  warp::IndexSearcher searcher(warp::open_index(flags.get("index"), open_options),
+                               [&](const warp::IndexView& view) -> std::unique_ptr<warp::QueryProcessor> {
+                                 if (processor == "gpu") return warp::gpu::make_gpu_processor(view, gpu_settings);
+                                 return std::make_unique<warp::CpuQueryProcessor>(view, cpu_options);
+                               });
   const warp::AnalyzerConfig analyzer = warp::AnalyzerConfig::from_version(searcher.analyzer_version());
   std::fprintf(stderr, "loaded %zu partition(s) from %s in %.2f s (%s processor)\n", searcher.partitions().size(),
                flags.get("index").c_str(), std::chrono::duration<double>(Clock::now() - load_start).count(),
@@ -95,7 +97,8 @@ int run(int argc, char** argv) {
       for (const auto& partition : searcher.partitions()) {
         if (auto record = partition->document(hit.doc)) title = record->title;
       }
-      std::printf("%3zu  %8.4f  %-20s  %s\n", rank + 1, hit.score, searcher.external_id(hit.doc).c_str(), title.c_str());
+      std::printf("%3zu  %8.4f  %-20s  %s\n", rank + 1, hit.score, searcher.external_id(hit.doc).c_str(),
+                  title.c_str());
     }
     if (result.hits.empty()) std::printf("no documents match\n");
     return 0;
@@ -147,11 +150,12 @@ int run(int argc, char** argv) {
   std::vector<double> latencies;
   double total = 0;
   for (const Answer& answer : answers) latencies.push_back(answer.latency_ms), total += answer.latency_ms;
-  std::fprintf(stderr,
-               "%zu queries, mode %s, k=%llu, %zu thread(s): %.1f q/s; latency ms mean %.3f p50 %.3f p90 %.3f p99 %.3f\n",
-               queries.size(), flags.get("mode").c_str(), static_cast<unsigned long long>(k), threads,
-               seconds > 0 ? queries.size() / seconds : 0.0, queries.empty() ? 0.0 : total / queries.size(),
-               percentile(latencies, 50), percentile(latencies, 90), percentile(latencies, 99));
+  std::fprintf(
+      stderr,
+      "%zu queries, mode %s, k=%llu, %zu thread(s): %.1f q/s; latency ms mean %.3f p50 %.3f p90 %.3f p99 %.3f\n",
+      queries.size(), flags.get("mode").c_str(), static_cast<unsigned long long>(k), threads,
+      seconds > 0 ? queries.size() / seconds : 0.0, queries.empty() ? 0.0 : total / queries.size(),
+      percentile(latencies, 50), percentile(latencies, 90), percentile(latencies, 99));
   if (failed > 0) {
     std::fprintf(stderr, "%zu of %zu queries failed (the run holds the others)\n", failed, queries.size());
     return 1;

@@ -21,23 +21,26 @@ constexpr std::string_view kFolding = "fold=latin-greek-cyrillic";
 
 // Snowball's English stop-word list (snowballstem.org/algorithms/english/stop.txt), sorted.
 constexpr std::array<std::string_view, 174> kEnglishStopwords = {
-    "a", "about", "above", "after", "again", "against", "all", "am", "an", "and", "any", "are",
-    "aren't", "as", "at", "be", "because", "been", "before", "being", "below", "between", "both",
-    "but", "by", "can't", "cannot", "could", "couldn't", "did", "didn't", "do", "does", "doesn't",
-    "doing", "don't", "down", "during", "each", "few", "for", "from", "further", "had", "hadn't",
-    "has", "hasn't", "have", "haven't", "having", "he", "he'd", "he'll", "he's", "her", "here",
-    "here's", "hers", "herself", "him", "himself", "his", "how", "how's", "i", "i'd", "i'll",
-    "i'm", "i've", "if", "in", "into", "is", "isn't", "it", "it's", "its", "itself", "let's", "me",
-    "more", "most", "mustn't", "my", "myself", "no", "nor", "not", "of", "off", "on", "once",
-    "only", "or", "other", "ought", "our", "ours", "ourselves", "out", "over", "own", "same",
-    "shan't", "she", "she'd", "she'll", "she's", "should", "shouldn't", "so", "some", "such",
-    "than", "that", "that's", "the", "their", "theirs", "them", "themselves", "then", "there",
-    "there's", "these", "they", "they'd", "they'll", "they're", "they've", "this", "those",
-    "through", "to", "too", "under", "until", "up", "very", "was", "wasn't", "we", "we'd", "we'll",
-    "we're", "we've", "were", "weren't", "what", "what's", "when", "when's", "where", "where's",
-    "which", "while", "who", "who's", "whom", "why", "why's", "with", "won't", "would",
-    "wouldn't", "you", "you'd", "you'll", "you're", "you've", "your", "yours", "yourself",
-    "yourselves"};
+    "a",       "about",     "above",     "after",      "again",   "against", "all",     "am",      "an",
+    "and",     "any",       "are",       "aren't",     "as",      "at",      "be",      "because", "been",
+    "before",  "being",     "below",     "between",    "both",    "but",     "by",      "can't",   "cannot",
+    "could",   "couldn't",  "did",       "didn't",     "do",      "does",    "doesn't", "doing",   "don't",
+    "down",    "during",    "each",      "few",        "for",     "from",    "further", "had",     "hadn't",
+    "has",     "hasn't",    "have",      "haven't",    "having",  "he",      "he'd",    "he'll",   "he's",
+    "her",     "here",      "here's",    "hers",       "herself", "him",     "himself", "his",     "how",
+    "how's",   "i",         "i'd",       "i'll",       "i'm",     "i've",    "if",      "in",      "into",
+    "is",      "isn't",     "it",        "it's",       "its",     "itself",  "let's",   "me",      "more",
+    "most",    "mustn't",   "my",        "myself",     "no",      "nor",     "not",     "of",      "off",
+    "on",      "once",      "only",      "or",         "other",   "ought",   "our",     "ours",    "ourselves",
+    "out",     "over",      "own",       "same",       "shan't",  "she",     "she'd",   "she'll",  "she's",
+    "should",  "shouldn't", "so",        "some",       "such",    "than",    "that",    "that's",  "the",
+    "their",   "theirs",    "them",      "themselves", "then",    "there",   "there's", "these",   "they",
+    "they'd",  "they'll",   "they're",   "they've",    "this",    "those",   "through", "to",      "too",
+    "under",   "until",     "up",        "very",       "was",     "wasn't",  "we",      "we'd",    "we'll",
+    "we're",   "we've",     "were",      "weren't",    "what",    "what's",  "when",    "when's",  "where",
+    "where's", "which",     "while",     "who",        "who's",   "whom",    "why",     "why's",   "with",
+    "won't",   "would",     "wouldn't",  "you",        "you'd",   "you'll",  "you're",  "you've",  "your",
+    "yours",   "yourself",  "yourselves"};
 
 }  // namespace
 
@@ -62,23 +65,23 @@ bool is_token_char(char32_t cp) {
   if (cp >= 0xFF00 && cp <= 0xFF0F) return false;  // fullwidth punctuation
   if (cp >= 0xFF1A && cp <= 0xFF20) return false;
   if (cp >= 0xFFF0) return cp > 0xFFFF && !(cp >= 0x1F000 && cp <= 0x1FAFF);  // specials, emoji
-  if (cp == 0x037E || cp == 0x0387) return false;  // Greek question mark, ano teleia
+  if (cp == 0x037E || cp == 0x0387) return false;                             // Greek question mark, ano teleia
   return true;
 }
 
 char32_t case_fold(char32_t cp) {
   if (cp < 0x80) return (cp >= 'A' && cp <= 'Z') ? cp + 32 : cp;
   if (cp < 0x100) return (cp >= 0xC0 && cp <= 0xDE && cp != 0xD7) ? cp + 32 : cp;
-  if (cp <= 0x17F) {  // Latin Extended-A
-    if (cp == 0x130) return 'i';         // İ
+  if (cp <= 0x17F) {                                           // Latin Extended-A
+    if (cp == 0x130) return 'i';                               // İ
     if (cp == 0x131 || cp == 0x138 || cp == 0x149) return cp;  // ı ĸ ŉ have no upper pair here
-    if (cp == 0x178) return 0xFF;        // Ÿ → ÿ
-    if (cp == 0x17F) return 's';         // long s
+    if (cp == 0x178) return 0xFF;                              // Ÿ → ÿ
+    if (cp == 0x17F) return 's';                               // long s
     if ((cp >= 0x139 && cp <= 0x148) || (cp >= 0x179 && cp <= 0x17E)) return (cp & 1) ? cp + 1 : cp;
     return (cp & 1) ? cp : cp + 1;
   }
   if (cp >= 0x391 && cp <= 0x3A9 && cp != 0x3A2) return cp + 32;  // Greek capitals
-  if (cp == 0x3C2) return 0x3C3;                                   // final sigma
+  if (cp == 0x3C2) return 0x3C3;                                  // final sigma
   if (cp == 0x386) return 0x3AC;
   if (cp >= 0x388 && cp <= 0x38A) return cp + 37;
   if (cp == 0x38C) return 0x3CC;
@@ -115,8 +118,8 @@ AnalyzerConfig AnalyzerConfig::from_version(const std::string& version) {
       if (config.version() == version) return config;
     }
   }
-  throw Error("unknown analyzer version '" + version + "' (this build knows " +
-              AnalyzerConfig{}.version() + " and its stem/stop variants)");
+  throw Error("unknown analyzer version '" + version + "' (this build knows " + AnalyzerConfig{}.version() +
+              " and its stem/stop variants)");
 }
 
 Analyzer::Analyzer(AnalyzerConfig config) : config_(std::move(config)) {
@@ -142,7 +145,8 @@ size_t Analyzer::end_token(size_t start, size_t end) {
 
 std::string_view Analyzer::stemmed(std::string_view token) {
   if (stemmer_ == nullptr) return token;
-  const sb_symbol* out = sb_stemmer_stem(stemmer_, reinterpret_cast<const sb_symbol*>(token.data()), static_cast<int>(token.size()));
+  const sb_symbol* out =
+      sb_stemmer_stem(stemmer_, reinterpret_cast<const sb_symbol*>(token.data()), static_cast<int>(token.size()));
   if (out == nullptr) throw Error("libstemmer ran out of memory");
   return {reinterpret_cast<const char*>(out), static_cast<size_t>(sb_stemmer_length(stemmer_))};
 }
@@ -162,7 +166,8 @@ uint32_t Analyzer::stem_id(std::string_view token, uint64_t hash) {
     }
   }
   const uint32_t id = cache_.find(token, hash);
-  if (id != StemCache::kMissing) return id < alias_.size() && alias_[id] != StemCache::kMissing ? alias_[id] : shared_base_ + id;
+  if (id != StemCache::kMissing)
+    return id < alias_.size() && alias_[id] != StemCache::kMissing ? alias_[id] : shared_base_ + id;
   const std::string_view stem = stemmed(token);
   const uint32_t added = cache_.insert(token, stem);
   if (shared_ == nullptr) return added;
@@ -190,11 +195,13 @@ constexpr std::array<char, 128> kAsciiFold = [] {
 // (0-9, a-z, A-Z), bit i for byte i. Signed byte compares are exact here: every byte is below 0x80.
 [[gnu::always_inline]] inline unsigned fold_ascii_block(__m128i block, __m128i& folded) {
   const auto within = [&](char lo, char hi) {
-    return _mm_and_si128(_mm_cmpgt_epi8(block, _mm_set1_epi8(static_cast<char>(lo - 1))), _mm_cmplt_epi8(block, _mm_set1_epi8(static_cast<char>(hi + 1))));
+    return _mm_and_si128(_mm_cmpgt_epi8(block, _mm_set1_epi8(static_cast<char>(lo - 1))),
+                         _mm_cmplt_epi8(block, _mm_set1_epi8(static_cast<char>(hi + 1))));
   };
   const __m128i upper = within('A', 'Z');
   folded = _mm_add_epi8(block, _mm_and_si128(upper, _mm_set1_epi8(0x20)));
-  return static_cast<unsigned>(_mm_movemask_epi8(_mm_or_si128(_mm_or_si128(upper, within('a', 'z')), within('0', '9'))));
+  return static_cast<unsigned>(
+      _mm_movemask_epi8(_mm_or_si128(_mm_or_si128(upper, within('a', 'z')), within('0', '9'))));
 }
 #endif
 
@@ -234,13 +241,14 @@ void Analyzer::analyze_stems(std::string_view text, std::vector<uint32_t>& stems
         _mm_store_si128(reinterpret_cast<__m128i*>(bytes + 16), _mm_setzero_si128());
         for (unsigned bit = 0; bit < 16;) {
           const unsigned rest = mask >> bit;  // zero above the block's end
-          if ((rest & 1) == 0) {  // separators: the token before them ends
+          if ((rest & 1) == 0) {              // separators: the token before them ends
             if (out > start) start = out = end_token(start, out);
             bit = rest == 0 ? 16 : bit + static_cast<unsigned>(std::countr_zero(rest));
             continue;
           }
           const unsigned run = static_cast<unsigned>(std::countr_one(rest));  // token bytes from bit
-          _mm_storeu_si128(reinterpret_cast<__m128i*>(folded_.data() + out), _mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes + bit)));
+          _mm_storeu_si128(reinterpret_cast<__m128i*>(folded_.data() + out),
+                           _mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes + bit)));
           out += run, bit += run;
         }
         pos += 16;

@@ -16,10 +16,10 @@ struct sb_stemmer;
 namespace warp {
 
 struct AnalyzerConfig {
-  bool stem = true;                   // Snowball "english" (Porter2) through libstemmer
-  bool remove_stopwords = false;      // Snowball's English stop-word list
-  size_t max_token_bytes = 64;        // longer tokens (hashes, base64 noise) are dropped
-  std::string version() const;        // e.g. "warp-analyzer/1 fold=latin-greek-cyrillic stem=porter2 stop=none max=64"
+  bool stem = true;               // Snowball "english" (Porter2) through libstemmer
+  bool remove_stopwords = false;  // Snowball's English stop-word list
+  size_t max_token_bytes = 64;    // longer tokens (hashes, base64 noise) are dropped
+  std::string version() const;    // e.g. "warp-analyzer/1 fold=latin-greek-cyrillic stem=porter2 stop=none max=64"
   static AnalyzerConfig from_version(const std::string& version);  // throws Error if unknown
 };
 
@@ -51,7 +51,9 @@ class Analyzer {
   // The stem id of a token tokenized and folded elsewhere (the GPU analysis's misses): what
   // analyze_stems() gives for it. Only for a token within the length cap, and not a stop word
   // where they are removed.
-  uint32_t folded_stem_id(std::string_view folded_token) { return stem_id(folded_token, StemCache::hash(folded_token)); }
+  uint32_t folded_stem_id(std::string_view folded_token) {
+    return stem_id(folded_token, StemCache::hash(folded_token));
+  }
   std::string_view stem(uint32_t id) const {
     if (shared_ == nullptr) return cache_.stem(id);
     return id < shared_base_ ? shared_->stem(id) : cache_.stem(id - shared_base_);
@@ -112,14 +114,14 @@ class Analyzer {
   sb_stemmer* stemmer_ = nullptr;
   StemCache cache_;
   SharedStemCache* shared_ = nullptr;
-  uint32_t shared_base_ = 0;  // the own cache's ids are offset by it: the shared cache's count once frozen
-  bool shared_frozen_ = false;  // seen frozen (and settled) by this analyzer
+  uint32_t shared_base_ = 0;     // the own cache's ids are offset by it: the shared cache's count once frozen
+  bool shared_frozen_ = false;   // seen frozen (and settled) by this analyzer
   std::vector<uint32_t> alias_;  // own stem id → the shared id of the same stem, or kMissing
   size_t stem_cache_limit_ = size_t{1} << 18;
-  std::string folded_;                             // a text's kept tokens, folded, back to back (a prefix of it)
+  std::string folded_;                                // a text's kept tokens, folded, back to back (a prefix of it)
   std::vector<std::pair<uint32_t, uint32_t>> spans_;  // each kept token's offset and size in folded_
-  std::vector<uint64_t> hashes_;                   // each kept token's StemCache::hash
-  std::vector<uint32_t> scratch_;                  // analyze()'s ids
+  std::vector<uint64_t> hashes_;                      // each kept token's StemCache::hash
+  std::vector<uint32_t> scratch_;                     // analyze()'s ids
 };
 
 // Character classes used by the tokenizer (exposed for tests).

@@ -24,10 +24,10 @@ std::atomic<uint64_t> next_instance{1};
 
 struct SharedStemCache::ThreadShare {
   uint64_t instance = 0;
-  uint64_t text_next = 0, text_end = 0;   // its room in the text area
-  size_t token_segment = SIZE_MAX;        // the segment of its token room
+  uint64_t text_next = 0, text_end = 0;  // its room in the text area
+  size_t token_segment = SIZE_MAX;       // the segment of its token room
   uint32_t tokens_left = 0;
-  uint32_t settled_slot = UINT32_MAX;     // not claimed yet
+  uint32_t settled_slot = UINT32_MAX;  // not claimed yet
 };
 
 SharedStemCache::ThreadShare& SharedStemCache::mine() const {
@@ -125,7 +125,8 @@ uint32_t SharedStemCache::find_stem_in(const Segment& segment, std::string_view 
     const uint32_t slot = load_acquire(segment.stem_slots[i]);
     if (slot == 0) return kMissing;
     const StemEntry& e = stems_[slot - 1];
-    if (e.hash == h && e.size == text.size() && std::memcmp(text_.get() + e.offset, text.data(), text.size()) == 0) return slot - 1;
+    if (e.hash == h && e.size == text.size() && std::memcmp(text_.get() + e.offset, text.data(), text.size()) == 0)
+      return slot - 1;
   }
 }
 
@@ -202,14 +203,16 @@ uint32_t SharedStemCache::find_or_add_stem(size_t open, std::string_view text) {
         do {
           if ((state & kFinal) != 0) return kMissing;
           // Closing, or closed and another open: nothing may be added here any more.
-          if ((state & kClosing) != 0 || segment_of(state) != open || count_of(state) >= segment.id_limit) return kClosed;
+          if ((state & kClosing) != 0 || segment_of(state) != open || count_of(state) >= segment.id_limit)
+            return kClosed;
         } while (!state_.compare_exchange_weak(state, state + 1, std::memory_order_acq_rel));
         id = count_of(state);
         const uint64_t offset = add_text(text);
         if (offset == kNoRoom) return settle(kMissing);  // the id stays unused
         stems_[id] = {h, static_cast<uint32_t>(offset), static_cast<uint32_t>(text.size())};
       }
-      if (std::atomic_ref<uint32_t>(segment.stem_slots[i]).compare_exchange_strong(slot, id + 1, std::memory_order_acq_rel)) {
+      if (std::atomic_ref<uint32_t>(segment.stem_slots[i])
+              .compare_exchange_strong(slot, id + 1, std::memory_order_acq_rel)) {
         return settle(id);
       }
       // Another thread took the slot first (`slot` now holds its id): compare with that stem.
@@ -227,7 +230,7 @@ void SharedStemCache::close_segment(size_t full) {
   if ((state & kFinal) != 0 || segment_of(state) != full) return;  // frozen, or the next is open already
   state = state_.fetch_or(kClosing, std::memory_order_acq_rel) | kClosing;
   const uint32_t ids = count_of(state);  // no id is handed out past it while it closes
-  wait_until_settled(ids);  // then no stem slot of this segment changes again
+  wait_until_settled(ids);               // then no stem slot of this segment changes again
   const size_t next = full + 1;
   if (next == kMaxSegments || planned_[next] == 0) return freeze();
   try {
@@ -237,7 +240,8 @@ void SharedStemCache::close_segment(size_t full) {
   }
   open_.store(next + 1, std::memory_order_release);
   // A freeze meanwhile (the text area full) stays.
-  while (!state_.compare_exchange_weak(state, (state & kFinal) | (uint64_t{next} << kSegmentShift) | ids, std::memory_order_acq_rel)) {
+  while (!state_.compare_exchange_weak(state, (state & kFinal) | (uint64_t{next} << kSegmentShift) | ids,
+                                       std::memory_order_acq_rel)) {
   }
 }
 

@@ -160,9 +160,9 @@ class SharedStemCache {
   // and ids settled on a counter of its own. At 16 parsers the first chunks bring most of the
   // vocabulary at once, and each new stem's three read-modify-writes of one line shared by every
   // thread (the id, its text's room, its settling) and one of the token count had been 55% of the
-  // build's CPU in its first tenth of a second (tests/bench/results/indexing.md). Smaller caches (tests of their limits)
-  // keep the exact counts. The ids themselves still come one at a time (a segment's close waits
-  // for every id handed out).
+  // build's CPU in its first tenth of a second (tests/bench/results/indexing.md). Smaller caches (tests of their
+  // limits) keep the exact counts. The ids themselves still come one at a time (a segment's close waits for every id
+  // handed out).
   static constexpr size_t kBlocksFrom = size_t{1} << 14;
   static constexpr uint64_t kTextBlock = 1024;
   static constexpr uint32_t kTokenBlock = 16;
@@ -187,8 +187,8 @@ class SharedStemCache {
   std::atomic<uint32_t> settled_{0};  // ids handed out and then published or left unused
   std::atomic<uint64_t> text_used_{0};
   alignas(64) std::atomic<size_t> open_{1};  // segments published
-  const uint64_t instance_;  // tells a thread's blocks of this cache from those of an earlier one
-  bool blocks_ = false;      // kBlocksFrom
+  const uint64_t instance_;                  // tells a thread's blocks of this cache from those of an earlier one
+  bool blocks_ = false;                      // kBlocksFrom
   struct alignas(64) SettledSlot {
     std::atomic<uint32_t> ids{0};
   };

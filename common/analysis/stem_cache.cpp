@@ -23,7 +23,8 @@ size_t StemCache::probe_stem(std::string_view text, uint64_t h) const {
     const uint32_t slot = stem_slots_[i];
     if (slot == 0) return i;
     const Entry& e = stems_[slot - 1];
-    if (e.hash == h && e.size == text.size() && std::memcmp(arena_.data() + e.offset, text.data(), text.size()) == 0) return i;
+    if (e.hash == h && e.size == text.size() && std::memcmp(arena_.data() + e.offset, text.data(), text.size()) == 0)
+      return i;
   }
 }
 
@@ -37,7 +38,8 @@ void StemCache::rehash_stems(size_t slot_count) {
 }
 
 uint32_t StemCache::add_stem(std::string_view text, uint64_t h) {
-  if (4 * (stems_.size() + 1) > 3 * stem_slots_.size()) rehash_stems(std::max<size_t>(64, 2 * stem_slots_.size()));  // at most 3/4 full
+  if (4 * (stems_.size() + 1) > 3 * stem_slots_.size())
+    rehash_stems(std::max<size_t>(64, 2 * stem_slots_.size()));  // at most 3/4 full
   stems_.push_back({h, static_cast<uint32_t>(arena_.size()), static_cast<uint32_t>(text.size())});
   arena_.append(text);
   stem_slots_[probe_stem(text, h)] = static_cast<uint32_t>(stems_.size());

@@ -98,7 +98,7 @@ class StemCache {
 
   std::string arena_;  // stem texts, and tokens too long to sit in their slot
   std::vector<Entry> stems_;
-  HugeVector<uint32_t> stem_slots_;  // power-of-two sized; 0 = empty, else entry index + 1
+  HugeVector<uint32_t> stem_slots_;    // power-of-two sized; 0 = empty, else entry index + 1
   HugeVector<TokenSlot> token_slots_;  // power-of-two sized, at most 3/4 full
   size_t token_count_ = 0;
   uint64_t epoch_ = 0;

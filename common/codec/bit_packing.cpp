@@ -33,8 +33,8 @@ void unpack_fixed(const uint32_t* in, size_t n, uint32_t* out) {
 }
 
 template <unsigned... Bs>
-void unpack_dispatch(std::integer_sequence<unsigned, Bs...>, const uint32_t* in, size_t n,
-                     unsigned bits, uint32_t* out) {
+void unpack_dispatch(std::integer_sequence<unsigned, Bs...>, const uint32_t* in, size_t n, unsigned bits,
+                     uint32_t* out) {
   using Fn = void (*)(const uint32_t*, size_t, uint32_t*);
   static constexpr Fn table[] = {&unpack_fixed<Bs + 1>...};
   table[bits - 1](in, n, out);

@@ -30,8 +30,7 @@ class BpDecoder final : public BlockDecoder {
 
 class BpCodec final : public Codec {
  public:
-  BpCodec(CodecId id, std::string_view name, uint32_t block_size)
-      : id_(id), name_(name), block_size_(block_size) {}
+  BpCodec(CodecId id, std::string_view name, uint32_t block_size) : id_(id), name_(name), block_size_(block_size) {}
   CodecId id() const override { return id_; }
   std::string_view name() const override { return name_; }
   uint32_t block_size() const override { return block_size_; }

@@ -16,15 +16,15 @@ namespace warp {
 enum class CodecId : uint8_t {
   kBp128 = 1,
   kBp256 = 2,
-  kVByte = 3,       // GPU-VByte, 2-bit length selectors ahead of the data bytes
-  kPforDing = 4,    // Ding et al. 2009 §6.2: one b per list, recursive exception arrays
-  kPforBlock = 5,   // classic PForDelta, one b per block, exceptions in the block
-  kRice = 6,        // Ding et al. 2009 §6.1: unary and binary parts in two bit arrays
-  kParaPfor = 7,    // Ao et al. 2011 §4.1: PFor with exception indices, patched in parallel
-  kLrc = 8,         // Ao et al. 2011 §4.2: linear regression of docID on position, one line per list
-  kLrcSeg = 9,      //   the global line, fluctuation ranges per segment
-  kSegLrc = 10,     //   a line per segment
-  kHsLrc = 11,      //   a line per hash segment (§4.3: segments are the docIDs' high bits)
+  kVByte = 3,      // GPU-VByte, 2-bit length selectors ahead of the data bytes
+  kPforDing = 4,   // Ding et al. 2009 §6.2: one b per list, recursive exception arrays
+  kPforBlock = 5,  // classic PForDelta, one b per block, exceptions in the block
+  kRice = 6,       // Ding et al. 2009 §6.1: unary and binary parts in two bit arrays
+  kParaPfor = 7,   // Ao et al. 2011 §4.1: PFor with exception indices, patched in parallel
+  kLrc = 8,        // Ao et al. 2011 §4.2: linear regression of docID on position, one line per list
+  kLrcSeg = 9,     //   the global line, fluctuation ranges per segment
+  kSegLrc = 10,    //   a line per segment
+  kHsLrc = 11,     //   a line per hash segment (§4.3: segments are the docIDs' high bits)
 };
 
 // Decoders may read up to this many words past the end of a sequence's data (64-bit windows,
@@ -34,9 +34,9 @@ inline constexpr size_t kReadPaddingWords = 2;
 
 // A compressed sequence of 32-bit integers (any value, 2^32-1 included).
 struct EncodedSequence {
-  uint32_t size = 0;                 // number of integers
-  std::vector<uint32_t> endpoints;   // nblocks + 1 entries
-  std::vector<uint32_t> words;       // payload, then kReadPaddingWords zero words
+  uint32_t size = 0;                // number of integers
+  std::vector<uint32_t> endpoints;  // nblocks + 1 entries
+  std::vector<uint32_t> words;      // payload, then kReadPaddingWords zero words
 };
 
 // A non-owning view of an EncodedSequence, e.g. into a posting-list blob held in memory.
@@ -89,8 +89,8 @@ struct PforDingExceptions {
 PforDingExceptions pfor_ding_exceptions(const EncodedView& seq);
 
 // The codec registry: the one place that maps names and ids to codecs.
-const Codec& codec_by_id(CodecId id);                  // throws Error on an unknown id
-const Codec& codec_by_name(std::string_view name);     // throws Error listing the known names
+const Codec& codec_by_id(CodecId id);               // throws Error on an unknown id
+const Codec& codec_by_name(std::string_view name);  // throws Error listing the known names
 std::vector<const Codec*> all_codecs();
 
 }  // namespace warp

@@ -16,7 +16,8 @@ const std::vector<std::unique_ptr<Codec>>& registry() {
     list->push_back(make_pfor_block());
     list->push_back(make_rice());
     list->push_back(make_parapfor());
-    for (CodecId id : {CodecId::kLrc, CodecId::kLrcSeg, CodecId::kSegLrc, CodecId::kHsLrc}) list->push_back(make_lrc(id));
+    for (CodecId id : {CodecId::kLrc, CodecId::kLrcSeg, CodecId::kSegLrc, CodecId::kHsLrc})
+      list->push_back(make_lrc(id));
     return list;
   }();
   return *codecs;

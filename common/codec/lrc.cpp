@@ -99,7 +99,9 @@ class LrcCodec final : public Codec {
     int64_t running = -1;
     for (uint32_t i = 0; i < n; ++i) {
       running += int64_t{values[i]} + 1;
-      if (running > 0xFFFFFFFFll) throw Error(std::string(name_) + " encodes docID sequences: the running docID passes 2^32 at value " + std::to_string(i));
+      if (running > 0xFFFFFFFFll)
+        throw Error(std::string(name_) + " encodes docID sequences: the running docID passes 2^32 at value " +
+                    std::to_string(i));
       s[i] = static_cast<uint32_t>(running);
     }
     out.words.assign(lrc::kHeaderWords, 0);
@@ -121,7 +123,7 @@ class LrcCodec final : public Codec {
     } else if (variant_ == lrc::kHsLrc) {
       const unsigned k = bit_width32(s.back());
       const unsigned m = bit_width32((n + kHashSegment - 1) / kHashSegment - 1);  // smallest m: n/128 <= 2^m
-      shift = std::min(k > m ? k - m : 0u, 31u);  // a 32-bit shift would be undefined
+      shift = std::min(k > m ? k - m : 0u, 31u);                                  // a 32-bit shift would be undefined
       for (uint32_t i = 0; i < n;) {
         uint32_t j = i + 1;
         while (j < n && (s[j] >> shift) == (s[i] >> shift)) ++j;
@@ -137,10 +139,12 @@ class LrcCodec final : public Codec {
     std::vector<uint32_t> deviations;
     for (size_t r = 0; r < segments.size(); ++r) {
       const auto [first, length] = segments[r];
-      const Line line = variant_ == lrc::kLrc ? global : fit_line(s, first, length, variant_ != lrc::kLrcSeg, global.alpha);
+      const Line line =
+          variant_ == lrc::kLrc ? global : fit_line(s, first, length, variant_ != lrc::kLrcSeg, global.alpha);
       const unsigned bits = bit_width64(line.range);
       deviations.resize(length);
-      for (uint32_t l = 0; l < length; ++l) deviations[l] = static_cast<uint32_t>(s[first + l] - lrc::predict(line.alpha, line.base, l));
+      for (uint32_t l = 0; l < length; ++l)
+        deviations[l] = static_cast<uint32_t>(s[first + l] - lrc::predict(line.alpha, line.base, l));
       uint32_t* rec = &out.words[records_at + r * lrc::kRecordWords];
       rec[lrc::kFirst] = first;
       rec[lrc::kData] = static_cast<uint32_t>(out.words.size());
@@ -185,10 +189,14 @@ class LrcCodec final : public Codec {
 
 std::unique_ptr<Codec> make_lrc(CodecId id) {
   switch (id) {
-    case CodecId::kLrc: return std::make_unique<LrcCodec>(id, "lrc", lrc::kLrc);
-    case CodecId::kLrcSeg: return std::make_unique<LrcCodec>(id, "lrc-seg", lrc::kLrcSeg);
-    case CodecId::kSegLrc: return std::make_unique<LrcCodec>(id, "seg-lrc", lrc::kSegLrc);
-    default: return std::make_unique<LrcCodec>(CodecId::kHsLrc, "hs-lrc", lrc::kHsLrc);
+    case CodecId::kLrc:
+      return std::make_unique<LrcCodec>(id, "lrc", lrc::kLrc);
+    case CodecId::kLrcSeg:
+      return std::make_unique<LrcCodec>(id, "lrc-seg", lrc::kLrcSeg);
+    case CodecId::kSegLrc:
+      return std::make_unique<LrcCodec>(id, "seg-lrc", lrc::kSegLrc);
+    default:
+      return std::make_unique<LrcCodec>(CodecId::kHsLrc, "hs-lrc", lrc::kHsLrc);
   }
 }
 

@@ -24,12 +24,12 @@ enum Variant : uint32_t { kLrc = 1, kLrcSeg = 2, kSegLrc = 3, kHsLrc = 4 };
 enum : uint32_t {
   kVariant = 0,
   kSegments = 1,
-  kHashShift = 2,     // HS_LRC: segment of docID x is x >> shift
-  kHashTable = 3,     // HS_LRC: word offset of buckets+1 entries: first record of hash >= h
-  kGlobalAlpha = 4,   // the list's line, for the safe search range (Ao et al. §3.3)
-  kGlobalBase = 5,    // int64, two words
-  kGlobalRange = 7,   // max deviation from the list's line
-  kBuckets = 8,       // HS_LRC: number of hash values
+  kHashShift = 2,    // HS_LRC: segment of docID x is x >> shift
+  kHashTable = 3,    // HS_LRC: word offset of buckets+1 entries: first record of hash >= h
+  kGlobalAlpha = 4,  // the list's line, for the safe search range (Ao et al. §3.3)
+  kGlobalBase = 5,   // int64, two words
+  kGlobalRange = 7,  // max deviation from the list's line
+  kBuckets = 8,      // HS_LRC: number of hash values
   kHeaderWords = 10,
 };
 // Record words.
@@ -55,7 +55,10 @@ WARP_HD uint32_t record_of(const uint32_t* words, const uint32_t* endpoints, uin
   uint32_t lo = endpoints[block], hi = endpoints[block + 1];
   while (lo < hi) {
     const uint32_t mid = (lo + hi + 1) / 2;
-    if (record(words, mid)[kFirst] <= i) lo = mid; else hi = mid - 1;
+    if (record(words, mid)[kFirst] <= i)
+      lo = mid;
+    else
+      hi = mid - 1;
   }
   return lo;
 }
@@ -67,7 +70,8 @@ WARP_HD uint32_t value_at(const uint32_t* words, const uint32_t* endpoints, uint
 // Narrows [lo, hi) to the positions whose prediction could equal x: S = base + floor(alpha*l) + λ
 // with 0 <= λ <= range means floor(alpha*l) in [x-base-range, x-base]. One position of slack on each
 // side absorbs the rounding of the division (the safe search range of Ao et al. §3.3).
-WARP_HD void contract(float alpha, int64_t base, uint64_t range, uint32_t first, uint32_t x, uint32_t& lo, uint32_t& hi) {
+WARP_HD void contract(float alpha, int64_t base, uint64_t range, uint32_t first, uint32_t x, uint32_t& lo,
+                      uint32_t& hi) {
   if (!(alpha > 0)) return;
   const double a = alpha;
   const double y_low = static_cast<double>(static_cast<int64_t>(x) - base - static_cast<int64_t>(range));
@@ -102,7 +106,10 @@ WARP_HD bool find(const uint32_t* words, const uint32_t* endpoints, const uint32
     uint32_t b_lo = lo / block_size, b_hi = (hi - 1) / block_size + 1;  // first block whose last docID >= x
     while (b_lo < b_hi) {
       const uint32_t mid = (b_lo + b_hi) / 2;
-      if (block_last[mid] < x) b_lo = mid + 1; else b_hi = mid;
+      if (block_last[mid] < x)
+        b_lo = mid + 1;
+      else
+        b_hi = mid;
     }
     const uint32_t block = b_lo;
     if (block * block_size >= count || block_last[block] < x) return false;
@@ -117,7 +124,10 @@ WARP_HD bool find(const uint32_t* words, const uint32_t* endpoints, const uint32
            rec[kFirst], x, lo, hi);
   while (lo < hi) {
     const uint32_t mid = (lo + hi) / 2;
-    if (value_in_record(words, r, mid) < x) lo = mid + 1; else hi = mid;
+    if (value_in_record(words, r, mid) < x)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   const uint32_t end = r + 1 < words[kSegments] ? record(words, r + 1)[kFirst] : count;
   if (lo >= end || value_in_record(words, r, lo) != x) return false;

@@ -14,7 +14,9 @@ struct BlockHeader {
 };
 
 WARP_HD BlockHeader header(uint32_t word) { return {word & 63, (word >> 6) & 63, (word >> 12) & 15, word >> 16}; }
-WARP_HD uint32_t header_word(uint32_t b, uint32_t hb, uint32_t ib, uint32_t en) { return b | (hb << 6) | (ib << 12) | (en << 16); }
+WARP_HD uint32_t header_word(uint32_t b, uint32_t hb, uint32_t ib, uint32_t en) {
+  return b | (hb << 6) | (ib << 12) | (en << 16);
+}
 WARP_HD uint32_t packed(uint32_t n, uint32_t bits) { return (n * bits + 31) / 32; }
 
 // The value at index t of the block starting at `at` (n values).
@@ -26,7 +28,10 @@ WARP_HD uint32_t value_at(const uint32_t* at, uint32_t n, uint32_t t) {
   uint32_t lo = 0, hi = h.en;
   while (lo < hi) {
     const uint32_t mid = (lo + hi) / 2;
-    if (fmt::extract(indices, mid, h.ib) < t) lo = mid + 1; else hi = mid;
+    if (fmt::extract(indices, mid, h.ib) < t)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   if (lo < h.en && fmt::extract(indices, lo, h.ib) == t) {
     v |= fmt::extract(indices + packed(h.en, h.ib), lo, h.hb) << h.b;  // b < 32 when there are exceptions

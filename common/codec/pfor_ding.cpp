@@ -16,7 +16,7 @@ namespace warp {
 namespace {
 
 constexpr uint32_t kBlock = 128;
-constexpr int kMaxDepth = 3;      // recursion levels for the exception arrays
+constexpr int kMaxDepth = 3;  // recursion levels for the exception arrays
 constexpr size_t kMinRecursiveSize = 32;
 constexpr size_t kHeaderWords = 4;
 
@@ -128,7 +128,8 @@ class PforDingDecoder final : public BlockDecoder {
 std::vector<uint32_t> decode_level(const EncodedView& seq) {
   std::vector<uint32_t> values(seq.size);
   PforDingDecoder decoder(seq);
-  for (size_t block = 0; block * kBlock < seq.size; ++block) decoder.decode_block(block, values.data() + block * kBlock);
+  for (size_t block = 0; block * kBlock < seq.size; ++block)
+    decoder.decode_block(block, values.data() + block * kBlock);
   return values;
 }
 
@@ -137,9 +138,7 @@ class PforDingCodec final : public Codec {
   CodecId id() const override { return CodecId::kPforDing; }
   std::string_view name() const override { return "pfor-ding"; }
   uint32_t block_size() const override { return kBlock; }
-  void encode(std::span<const uint32_t> values, EncodedSequence& out) const override {
-    encode_level(values, out, 0);
-  }
+  void encode(std::span<const uint32_t> values, EncodedSequence& out) const override { encode_level(values, out, 0); }
   std::unique_ptr<BlockDecoder> decoder(const EncodedView& seq) const override {
     return std::make_unique<PforDingDecoder>(seq);
   }

@@ -30,8 +30,7 @@ unsigned choose_parameter(std::span<const uint32_t> values) {
 
 class RiceDecoder final : public BlockDecoder {
  public:
-  explicit RiceDecoder(const EncodedView& seq)
-      : seq_(seq), b_(seq.words[0]), unary_(seq.words + seq.words[1]) {}
+  explicit RiceDecoder(const EncodedView& seq) : seq_(seq), b_(seq.words[0]), unary_(seq.words + seq.words[1]) {}
 
   void decode_block(size_t block, uint32_t* out) override {
     const size_t first = block * kBlock;

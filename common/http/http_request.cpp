@@ -65,7 +65,8 @@ void parse_target(Request& request) {
     const std::string_view pair = query.substr(0, amp);
     const size_t eq = pair.find('=');
     std::string key, value;
-    if (!url_decode(pair.substr(0, eq), key) || (eq != std::string_view::npos && !url_decode(pair.substr(eq + 1), value))) {
+    if (!url_decode(pair.substr(0, eq), key) ||
+        (eq != std::string_view::npos && !url_decode(pair.substr(eq + 1), value))) {
       request.query_ok = false;
     } else if (!key.empty()) {
       request.query[key] = value;

@@ -91,7 +91,8 @@ class Session : public std::enable_shared_from_this<Session> {
     parser_->body_limit(server_->options.max_body_bytes);
     // One expiry for the whole request: a client trickling bytes cannot hold the connection longer.
     stream_.expires_after(timeout);
-    beast::http::async_read_header(stream_, buffer_, *parser_, beast::bind_front_handler(&Session::on_header, shared_from_this()));
+    beast::http::async_read_header(stream_, buffer_, *parser_,
+                                   beast::bind_front_handler(&Session::on_header, shared_from_this()));
   }
 
   // The header is in. A client that sent "Expect: 100-continue" waits for a 100 before its body
@@ -113,7 +114,8 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void read_body() {
-    beast::http::async_read(stream_, buffer_, *parser_, beast::bind_front_handler(&Session::on_read, shared_from_this()));
+    beast::http::async_read(stream_, buffer_, *parser_,
+                            beast::bind_front_handler(&Session::on_read, shared_from_this()));
   }
 
   void on_read(beast::error_code ec, size_t) {
@@ -217,8 +219,9 @@ class Session : public std::enable_shared_from_this<Session> {
 void refuse_connection(tcp::socket socket) {
   struct Refusal {
     beast::tcp_stream stream;
-    std::string text = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\n"
-                       "Connection: close\r\nContent-Length: 40\r\n\r\n{\"error\":\"too many connections, retry\"}\n";
+    std::string text =
+        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\n"
+        "Connection: close\r\nContent-Length: 40\r\n\r\n{\"error\":\"too many connections, retry\"}\n";
   };
   auto refusal = std::make_shared<Refusal>(Refusal{beast::tcp_stream(std::move(socket))});
   refusal->stream.expires_after(std::chrono::seconds(1));
@@ -254,8 +257,7 @@ void Server::Impl::accept() {
   });
 }
 
-Server::Server(ServerOptions options, AsyncHandler handler)
-    : Server(std::move(options), std::move(handler), nullptr) {}
+Server::Server(ServerOptions options, AsyncHandler handler) : Server(std::move(options), std::move(handler), nullptr) {}
 
 Server::Server(ServerOptions options, AsyncHandler handler, IoPool* shared_pool) {
   std::shared_ptr<IoPool> owned;
@@ -271,16 +273,16 @@ Server::Server(ServerOptions options, AsyncHandler handler, IoPool* shared_pool)
     impl_->acceptor.bind(endpoint);
     impl_->acceptor.listen(asio::socket_base::max_listen_connections);
   } catch (const std::exception& e) {
-    throw Error("http: cannot listen on " + impl_->options.address + ":" + std::to_string(impl_->options.port) + ": " + e.what());
+    throw Error("http: cannot listen on " + impl_->options.address + ":" + std::to_string(impl_->options.port) + ": " +
+                e.what());
   }
   port_ = impl_->acceptor.local_endpoint().port();
   asio::post(pool.context(0), [impl = impl_] { impl->accept(); });
 }
 
 Server::Server(ServerOptions options, Handler handler)
-    : Server(std::move(options), [handler = std::move(handler)](const Request& request, Respond respond) {
-        respond(handler(request));
-      }) {}
+    : Server(std::move(options),
+             [handler = std::move(handler)](const Request& request, Respond respond) { respond(handler(request)); }) {}
 
 Server::~Server() {
   impl_->stopped = true;

@@ -20,9 +20,9 @@
 namespace warp::http {
 
 struct Request {
-  std::string method;  // "GET", "POST", ...
-  std::string target;  // path and query, as received
-  std::string path;    // target without the query
+  std::string method;                        // "GET", "POST", ...
+  std::string target;                        // path and query, as received
+  std::string path;                          // target without the query
   std::map<std::string, std::string> query;  // decoded query parameters (last one wins)
   std::string authorization;                 // the Authorization header, "" when absent
   std::string body;
@@ -71,7 +71,7 @@ class Server {
   Server(ServerOptions options, AsyncHandler handler);
   Server(ServerOptions options, AsyncHandler handler, IoPool* shared_pool);
   Server(ServerOptions options, Handler handler);  // a handler that answers at once
-  ~Server();  // stops accepting and serving; answers given after this are dropped
+  ~Server();                                       // stops accepting and serving; answers given after this are dropped
   uint16_t port() const { return port_; }
   ServerStats stats() const;
 

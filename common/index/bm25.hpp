@@ -65,8 +65,8 @@ inline float bm25_query_factor(uint32_t qtf, float k3) {
 // the GPU, any number of partitions). Ceil, not floor: a matching term always adds at least 1.
 // The scale depends only on the query's factors, N and k1, so every partition picks the same one.
 inline float bm25_units_per_score(double factor_sum, uint64_t doc_count, const Bm25Params& params) {
-  const double largest_weight = std::max(1.0, static_cast<double>(bm25_idf(1, std::max<uint64_t>(doc_count, 1)))) *
-                                (params.k1 + 1.0) * 1.001;
+  const double largest_weight =
+      std::max(1.0, static_cast<double>(bm25_idf(1, std::max<uint64_t>(doc_count, 1)))) * (params.k1 + 1.0) * 1.001;
   int exponent = 0;
   std::frexp(std::max(factor_sum, 1e-6) * largest_weight, &exponent);  // the bound is below 2^exponent
   // + one unit of ceil slack per term: at most 2^23 terms, far beyond any query.

@@ -36,8 +36,12 @@ class DeferredSyncFile final : public rocksdb::FSWritableFileOwnerWrapper {
   DeferredSyncFile(std::unique_ptr<rocksdb::FSWritableFile>&& file, std::string path)
       : FSWritableFileOwnerWrapper(std::move(file)), path_(std::move(path)) {}
 
-  rocksdb::IOStatus Sync(const rocksdb::IOOptions&, rocksdb::IODebugContext*) override { return rocksdb::IOStatus::OK(); }
-  rocksdb::IOStatus Fsync(const rocksdb::IOOptions&, rocksdb::IODebugContext*) override { return rocksdb::IOStatus::OK(); }
+  rocksdb::IOStatus Sync(const rocksdb::IOOptions&, rocksdb::IODebugContext*) override {
+    return rocksdb::IOStatus::OK();
+  }
+  rocksdb::IOStatus Fsync(const rocksdb::IOOptions&, rocksdb::IODebugContext*) override {
+    return rocksdb::IOStatus::OK();
+  }
   rocksdb::IOStatus RangeSync(uint64_t, uint64_t, const rocksdb::IOOptions&, rocksdb::IODebugContext*) override {
     return rocksdb::IOStatus::OK();
   }
@@ -56,8 +60,11 @@ class DeferredSyncFile final : public rocksdb::FSWritableFileOwnerWrapper {
 class DeferredSyncDirectory final : public rocksdb::FSDirectoryWrapper {
  public:
   using FSDirectoryWrapper::FSDirectoryWrapper;
-  rocksdb::IOStatus Fsync(const rocksdb::IOOptions&, rocksdb::IODebugContext*) override { return rocksdb::IOStatus::OK(); }
-  rocksdb::IOStatus FsyncWithDirOptions(const rocksdb::IOOptions&, rocksdb::IODebugContext*, const rocksdb::DirFsyncOptions&) override {
+  rocksdb::IOStatus Fsync(const rocksdb::IOOptions&, rocksdb::IODebugContext*) override {
+    return rocksdb::IOStatus::OK();
+  }
+  rocksdb::IOStatus FsyncWithDirOptions(const rocksdb::IOOptions&, rocksdb::IODebugContext*,
+                                        const rocksdb::DirFsyncOptions&) override {
     return rocksdb::IOStatus::OK();
   }
 };
@@ -68,20 +75,24 @@ class DeferredSyncFileSystem final : public rocksdb::FileSystemWrapper {
   const char* Name() const override { return "WarpsearchDeferredSync"; }
 
   rocksdb::IOStatus NewWritableFile(const std::string& path, const rocksdb::FileOptions& options,
-                                    std::unique_ptr<rocksdb::FSWritableFile>* result, rocksdb::IODebugContext* dbg) override {
+                                    std::unique_ptr<rocksdb::FSWritableFile>* result,
+                                    rocksdb::IODebugContext* dbg) override {
     return wrap(target()->NewWritableFile(path, options, result, dbg), path, result);
   }
   // What an ingestion opens a moved file with, to sync it.
   rocksdb::IOStatus ReopenWritableFile(const std::string& path, const rocksdb::FileOptions& options,
-                                       std::unique_ptr<rocksdb::FSWritableFile>* result, rocksdb::IODebugContext* dbg) override {
+                                       std::unique_ptr<rocksdb::FSWritableFile>* result,
+                                       rocksdb::IODebugContext* dbg) override {
     return wrap(target()->ReopenWritableFile(path, options, result, dbg), path, result);
   }
-  rocksdb::IOStatus ReuseWritableFile(const std::string& path, const std::string& old_path, const rocksdb::FileOptions& options,
-                                      std::unique_ptr<rocksdb::FSWritableFile>* result, rocksdb::IODebugContext* dbg) override {
+  rocksdb::IOStatus ReuseWritableFile(const std::string& path, const std::string& old_path,
+                                      const rocksdb::FileOptions& options,
+                                      std::unique_ptr<rocksdb::FSWritableFile>* result,
+                                      rocksdb::IODebugContext* dbg) override {
     return wrap(target()->ReuseWritableFile(path, old_path, options, result, dbg), path, result);
   }
-  rocksdb::IOStatus NewDirectory(const std::string& path, const rocksdb::IOOptions& options, std::unique_ptr<rocksdb::FSDirectory>* result,
-                                 rocksdb::IODebugContext* dbg) override {
+  rocksdb::IOStatus NewDirectory(const std::string& path, const rocksdb::IOOptions& options,
+                                 std::unique_ptr<rocksdb::FSDirectory>* result, rocksdb::IODebugContext* dbg) override {
     std::unique_ptr<rocksdb::FSDirectory> directory;
     rocksdb::IOStatus status = target()->NewDirectory(path, options, &directory, dbg);
     if (status.ok()) *result = std::make_unique<DeferredSyncDirectory>(std::move(directory));
@@ -89,7 +100,8 @@ class DeferredSyncFileSystem final : public rocksdb::FileSystemWrapper {
   }
 
  private:
-  static rocksdb::IOStatus wrap(rocksdb::IOStatus status, const std::string& path, std::unique_ptr<rocksdb::FSWritableFile>* result) {
+  static rocksdb::IOStatus wrap(rocksdb::IOStatus status, const std::string& path,
+                                std::unique_ptr<rocksdb::FSWritableFile>* result) {
     if (status.ok()) *result = std::make_unique<DeferredSyncFile>(std::move(*result), path);
     return status;
   }

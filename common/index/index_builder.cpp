@@ -77,7 +77,8 @@ PartitionMeta partition_meta(const BuildOptions& options, uint32_t partition, st
 }
 
 std::vector<BuiltPartition> build_partitions(const BuildOptions& options, const std::vector<DocumentRecord>& documents,
-                                             std::span<const uint32_t> distinct_terms, const ForEachTerm& for_each_term) {
+                                             std::span<const uint32_t> distinct_terms,
+                                             const ForEachTerm& for_each_term) {
   if (options.partitions == 0) throw Error("the number of partitions must be at least 1");
   codec_by_name(options.codec);  // throws on an unknown codec
   const std::vector<DocId> bounds = balanced_boundaries(distinct_terms, options.partitions);
@@ -119,7 +120,8 @@ PartitionEncoder::PartitionEncoder(const PartitionMeta& meta, std::span<const ui
     : meta_(meta), codec_(codec_by_name(meta.codec)) {
   const double average = meta.stats.average_length();
   length_norms_.resize(doc_lengths.size());
-  for (size_t i = 0; i < doc_lengths.size(); ++i) length_norms_[i] = bm25_length_norm(doc_lengths[i], average, meta.bm25);
+  for (size_t i = 0; i < doc_lengths.size(); ++i)
+    length_norms_[i] = bm25_length_norm(doc_lengths[i], average, meta.bm25);
 }
 
 uint64_t PartitionEncoder::collection_frequency(std::span<const Posting> all) {
@@ -134,7 +136,9 @@ void best_postings(std::span<const Posting> slice, std::span<const Score> scores
   // A min-heap of the best kTermTops (score, index) seen: the worst kept at its front; on the
   // stack (the back end calls this for every list of every partition). Within a slice, a smaller
   // index is a smaller docID.
-  const auto better = [&](uint32_t a, uint32_t b) { return scores[a] > scores[b] || (scores[a] == scores[b] && a < b); };
+  const auto better = [&](uint32_t a, uint32_t b) {
+    return scores[a] > scores[b] || (scores[a] == scores[b] && a < b);
+  };
   std::array<uint32_t, kTermTops> heap;
   for (uint32_t i = 0; i < kTermTops; ++i) heap[i] = i;
   std::make_heap(heap.begin(), heap.end(), better);
@@ -155,7 +159,8 @@ void select_term_bests(std::span<const Posting> slice, std::span<const Score> sc
   if (slice.size() < kRankFloors[0]) return;
   // The list's block maxima as encoded: a long list's floors then count only its best postings.
   const PostingListView encoded = PostingListView::parse(words.data(), words.size(), std::string());
-  compute_rank_floors(scores, {encoded.block_max_score, encoded.block_count}, encoded.codec->block_size(), bests.rank_floors);
+  compute_rank_floors(scores, {encoded.block_max_score, encoded.block_count}, encoded.codec->block_size(),
+                      bests.rank_floors);
 }
 
 void keep_term_bests(IndexView& view, TermInfo& info, const TermBests& bests) {
@@ -178,7 +183,8 @@ bool PartitionEncoder::encode(std::span<const Posting> all, uint64_t cf, TermInf
   thread_local std::vector<Score> scores;
   scores.resize(static_cast<size_t>(last - first));
   Score* score = scores.data();
-  for (auto it = first; it != last; ++it) *score++ = bm25_score(weight, it->freq, length_norms_[it->doc - meta_.doc_begin]);
+  for (auto it = first; it != last; ++it)
+    *score++ = bm25_score(weight, it->freq, length_norms_[it->doc - meta_.doc_begin]);
   const std::span<const Posting> slice{&*first, static_cast<size_t>(last - first)};
   encode_posting_list(slice, scores, codec_, words);
   if (bests != nullptr) select_term_bests(slice, scores, words, *bests);

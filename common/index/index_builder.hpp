@@ -61,7 +61,7 @@ class IndexBuilder {
   std::vector<std::string> terms_;
   std::vector<std::vector<Posting>> postings_;  // by term id, docIDs ascending
   std::vector<DocumentRecord> documents_;
-  std::vector<uint32_t> distinct_terms_;        // per document, for balancing partitions
+  std::vector<uint32_t> distinct_terms_;  // per document, for balancing partitions
   std::vector<std::string> scratch_terms_;
 };
 
@@ -74,7 +74,8 @@ using ForEachTerm = std::function<void(const TermVisitor&)>;
 // block maxima, encoding. Shared by IndexBuilder and the indexer's parallel pipeline, so both give
 // the same partitions for the same documents. `for_each_term` is called once per partition.
 std::vector<BuiltPartition> build_partitions(const BuildOptions& options, const std::vector<DocumentRecord>& documents,
-                                             std::span<const uint32_t> distinct_terms, const ForEachTerm& for_each_term);
+                                             std::span<const uint32_t> distinct_terms,
+                                             const ForEachTerm& for_each_term);
 
 // The metadata of partition `partition` of a generation split at `bounds` (P+1 docIDs).
 PartitionMeta partition_meta(const BuildOptions& options, uint32_t partition, std::span<const DocId> bounds,
@@ -105,8 +106,8 @@ class PartitionEncoder {
   }
   // The same with the term's collection frequency (its postings' frequencies summed) given: a
   // builder encoding one list for several partitions sums them once, not once a partition.
-  bool encode(std::span<const Posting> all, uint64_t cf, TermInfo& info, std::vector<uint32_t>& words, uint64_t& postings,
-              TermBests* bests = nullptr) const;
+  bool encode(std::span<const Posting> all, uint64_t cf, TermInfo& info, std::vector<uint32_t>& words,
+              uint64_t& postings, TermBests* bests = nullptr) const;
   static uint64_t collection_frequency(std::span<const Posting> all);
   const PartitionMeta& meta() const { return meta_; }
 

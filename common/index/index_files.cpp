@@ -31,7 +31,8 @@ nlohmann::json partition_files(const fs::path& dir) {
   for (const fs::path& path : paths) {
     const uint64_t size = fs::file_size(path);
     const auto listed = sealed.find(path.filename().string());
-    const uint32_t crc = listed != sealed.end() && listed->second.first == size ? listed->second.second : crc32_of_file(path.string());
+    const uint32_t crc =
+        listed != sealed.end() && listed->second.first == size ? listed->second.second : crc32_of_file(path.string());
     files.push_back({{"name", path.filename().string()}, {"size", size}, {"crc32", crc}});
   }
   return files;
@@ -45,14 +46,16 @@ std::string partition_dir_name(uint32_t id) {
 }
 
 void write_index(const std::vector<BuiltPartition>& partitions, const std::string& dir) {
-  if (fs::exists(fs::path(dir) / kManifestName)) throw Error("index " + dir + " already exists; refusing to overwrite it");
+  if (fs::exists(fs::path(dir) / kManifestName))
+    throw Error("index " + dir + " already exists; refusing to overwrite it");
   fs::create_directories(dir);
   // Partitions are independent RocksDB databases: write them in parallel.
   run_parallel_tasks(partitions.size(), partitions.size(), [&](size_t i) {
     write_partition(partitions[i], (fs::path(dir) / partition_dir_name(partitions[i].view.meta.partition_id)).string());
   });
   std::vector<ManifestPartition> written;
-  for (const BuiltPartition& partition : partitions) written.push_back({partition.view.meta, partition.view.lexicon.size()});
+  for (const BuiltPartition& partition : partitions)
+    written.push_back({partition.view.meta, partition.view.lexicon.size()});
   write_manifest(dir, written);
 }
 
@@ -119,8 +122,9 @@ std::vector<std::unique_ptr<Partition>> open_index(const std::string& path, cons
         if (file.at("name") == "LOCK") continue;
         if (!fs::exists(file_path)) throw Error("index " + path + ": file " + file_path.string() + " is missing");
         if (fs::file_size(file_path) != file.at("size").get<uint64_t>()) {
-          throw Error("index " + path + ": file " + file_path.string() + " has " + std::to_string(fs::file_size(file_path)) +
-                      " bytes, the manifest says " + std::to_string(file.at("size").get<uint64_t>()) + " (truncated?)");
+          throw Error("index " + path + ": file " + file_path.string() + " has " +
+                      std::to_string(fs::file_size(file_path)) + " bytes, the manifest says " +
+                      std::to_string(file.at("size").get<uint64_t>()) + " (truncated?)");
         }
       }
       partition_dirs.push_back(partition_dir.string());
@@ -136,7 +140,8 @@ std::vector<std::unique_ptr<Partition>> open_index(const std::string& path, cons
   const size_t at_once = std::min(partition_dirs.size(), cores);
   OpenOptions each = options;  // the cores shared: each partition's term ranges on its share
   if (each.threads == 0) each.threads = std::max<size_t>(1, cores / std::max<size_t>(at_once, 1));
-  run_parallel_tasks(partition_dirs.size(), at_once, [&](size_t i) { partitions[i] = open_partition(partition_dirs[i], each); });
+  run_parallel_tasks(partition_dirs.size(), at_once,
+                     [&](size_t i) { partitions[i] = open_partition(partition_dirs[i], each); });
   if (partitions.empty()) throw Error("index " + path + ": the manifest lists none of the partitions asked for");
   if (!options.partitions.empty() && partitions.size() != options.partitions.size()) {
     throw Error("index " + path + ": some of the partitions asked for are not in the manifest");
@@ -152,7 +157,8 @@ std::vector<std::unique_ptr<Partition>> open_index(const std::string& path, cons
                   std::to_string(meta.generation) + ", not to the manifest's");
     }
     if (options.partitions.empty() && meta.doc_begin != expected_begin) {
-      throw Error("index " + path + ": partitions do not cover the docID range contiguously at " + std::to_string(expected_begin));
+      throw Error("index " + path + ": partitions do not cover the docID range contiguously at " +
+                  std::to_string(expected_begin));
     }
     expected_begin = meta.doc_end;
   }

@@ -23,7 +23,8 @@ void compute_rank_floors(std::span<const Score> scores, std::span<const Score> b
       // rank_max blocks reach their maxima: one posting each scores at least the rank_max-th largest.
       thread_local std::vector<Score> maxima;
       maxima.assign(block_maxima.begin(), block_maxima.end());
-      std::nth_element(maxima.begin(), maxima.begin() + static_cast<std::ptrdiff_t>(rank_max - 1), maxima.end(), std::greater<Score>());
+      std::nth_element(maxima.begin(), maxima.begin() + static_cast<std::ptrdiff_t>(rank_max - 1), maxima.end(),
+                       std::greater<Score>());
       low = maxima[rank_max - 1];
     }
   }
@@ -39,7 +40,8 @@ void compute_rank_floors(std::span<const Score> scores, std::span<const Score> b
       const size_t m = std::min(kStep, n - done);
       const Score* at = first + done;
       // The buckets first, a vector loop (a score below the low end clamps to 0 and is not counted).
-      for (size_t j = 0; j < m; ++j) bucket[j] = static_cast<uint8_t>(std::clamp((at[j] - low) * per_score, 0.0f, 255.0f));
+      for (size_t j = 0; j < m; ++j)
+        bucket[j] = static_cast<uint8_t>(std::clamp((at[j] - low) * per_score, 0.0f, 255.0f));
       size_t j = 0;
       for (; j + 2 <= m; j += 2) {
         counts[0][bucket[j]] += at[j] >= low;
@@ -76,7 +78,8 @@ void compute_rank_floors(std::span<const Score> scores, std::span<const Score> b
 void IndexView::compute_length_norms() {
   const double average = meta.stats.average_length();
   length_norms.resize(doc_lengths.size());
-  for (size_t i = 0; i < doc_lengths.size(); ++i) length_norms[i] = bm25_length_norm(doc_lengths[i], average, meta.bm25);
+  for (size_t i = 0; i < doc_lengths.size(); ++i)
+    length_norms[i] = bm25_length_norm(doc_lengths[i], average, meta.bm25);
 }
 
 void IndexView::rescore(const Bm25Params& params) {
@@ -97,14 +100,16 @@ void IndexView::rescore(const Bm25Params& params) {
     std::vector<Score> block_max(view.block_count);
     for (uint32_t block = 0; block < view.block_count; ++block) {
       const size_t end = std::min<size_t>(scores.size(), (block + 1) * size_t{block_size});
-      block_max[block] = *std::max_element(scores.begin() + block * size_t{block_size}, scores.begin() + static_cast<std::ptrdiff_t>(end));
+      block_max[block] = *std::max_element(scores.begin() + block * size_t{block_size},
+                                           scores.begin() + static_cast<std::ptrdiff_t>(end));
     }
     rewrite_block_maxima(postings.data() + info.offset, block_max);
     // The rank floors too: they were the index's k1 and b's (the best postings need nothing: they
     // are documents, scored by each query).
     if (info.rank_count > 0) {
       compute_rank_floors(scores, block_max, block_size, floors);
-      std::copy_n(floors.begin(), std::min<size_t>(info.rank_count, floors.size()), term_rank_floors.begin() + info.ranks);
+      std::copy_n(floors.begin(), std::min<size_t>(info.rank_count, floors.size()),
+                  term_rank_floors.begin() + info.ranks);
     }
   }
 }

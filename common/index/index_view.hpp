@@ -30,8 +30,8 @@ struct PartitionMeta {
   DocId doc_begin = 0;  // global docID range [doc_begin, doc_end)
   DocId doc_end = 0;
   std::string codec;
-  Bm25Params bm25;          // parameters the stored block maxima were computed with
-  CollectionStats stats;    // collection-wide, identical in every partition of a generation
+  Bm25Params bm25;        // parameters the stored block maxima were computed with
+  CollectionStats stats;  // collection-wide, identical in every partition of a generation
   uint64_t posting_count = 0;
 };
 
@@ -64,10 +64,10 @@ void compute_rank_floors(std::span<const Score> scores, std::span<const Score> b
                          std::vector<Score>& floors);
 
 struct TermInfo {
-  uint32_t df = 0;          // collection-wide document frequency
-  uint64_t cf = 0;          // collection-wide term frequency
-  uint64_t offset = 0;      // list position in IndexView::postings, in words
-  uint32_t words = 0;       // list size in words
+  uint32_t df = 0;              // collection-wide document frequency
+  uint64_t cf = 0;              // collection-wide term frequency
+  uint64_t offset = 0;          // list position in IndexView::postings, in words
+  uint32_t words = 0;           // list size in words
   uint32_t tops = kNoTermTops;  // its kTermTops best postings at IndexView::term_tops[tops], or none
   uint32_t ranks = 0;           // its rank floors at IndexView::term_rank_floors[ranks], rank_count of them
   uint32_t rank_count = 0;      // (kRankFloors[i] for i < rank_count)
@@ -82,9 +82,9 @@ struct TermHash {
 struct IndexView {
   PartitionMeta meta;
   std::unordered_map<std::string, TermInfo, TermHash, std::equal_to<>> lexicon;
-  std::vector<uint32_t> postings;       // lists back to back, then kReadPaddingWords words
-  std::vector<uint32_t> doc_lengths;    // by doc - meta.doc_begin
-  std::vector<float> length_norms;      // bm25_length_norm of each document, for meta.bm25
+  std::vector<uint32_t> postings;     // lists back to back, then kReadPaddingWords words
+  std::vector<uint32_t> doc_lengths;  // by doc - meta.doc_begin
+  std::vector<float> length_norms;    // bm25_length_norm of each document, for meta.bm25
   std::vector<std::string> external_ids;
   std::vector<Posting> term_tops;       // TermInfo::tops: kTermTops postings a term, best first
   std::vector<Score> term_rank_floors;  // TermInfo::ranks: a term's floors at kRankFloors

@@ -30,7 +30,8 @@ std::vector<std::string> partition_digest(const std::string& dir) {
       ++rows;
     }
     check(it->status(), dir, "reading " + kFamilies[family]);
-    lines.push_back(kFamilies[family] + " " + std::to_string(rows) + " " + std::to_string(bytes) + " " + std::to_string(crc));
+    lines.push_back(kFamilies[family] + " " + std::to_string(rows) + " " + std::to_string(bytes) + " " +
+                    std::to_string(crc));
   }
   return lines;
 }

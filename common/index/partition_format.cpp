@@ -14,8 +14,7 @@
 
 namespace warp::partition_format {
 
-const std::vector<std::string> kFamilies = {"default", "meta", "lexicon", "postings",
-                                            "documents"};
+const std::vector<std::string> kFamilies = {"default", "meta", "lexicon", "postings", "documents"};
 
 // One block cache per open partition, shared by its column families (16 MiB; the lists are copied
 // into memory at load, so it serves document lookups), instead of RocksDB's default of a 32 MiB
@@ -44,7 +43,8 @@ rocksdb::ColumnFamilyOptions family_options(int family, const std::shared_ptr<ro
 
 std::vector<rocksdb::ColumnFamilyDescriptor> descriptors(const std::shared_ptr<rocksdb::TableFactory>& tables) {
   std::vector<rocksdb::ColumnFamilyDescriptor> result;
-  for (size_t i = 0; i < kFamilies.size(); ++i) result.emplace_back(kFamilies[i], family_options(static_cast<int>(i), tables));
+  for (size_t i = 0; i < kFamilies.size(); ++i)
+    result.emplace_back(kFamilies[i], family_options(static_cast<int>(i), tables));
   return result;
 }
 
@@ -71,7 +71,9 @@ uint64_t verify_files(const std::string& dir) {
   }
   // The list ends with "end N CRC": N entries, CRC-32 of the lines before it. A damaged or cut list
   // is refused, so no file escapes the check.
-  const auto damaged = [&](const std::string& why) { return Error("partition " + dir + ": " + kChecksumsName + " is damaged (" + why + ")"); };
+  const auto damaged = [&](const std::string& why) {
+    return Error("partition " + dir + ": " + kChecksumsName + " is damaged (" + why + ")");
+  };
   std::vector<std::string> lines;
   for (std::string line; std::getline(in, line);) lines.push_back(line);
   if (lines.empty()) throw damaged("empty");
@@ -89,7 +91,8 @@ uint64_t verify_files(const std::string& dir) {
   std::set<std::string> listed_names;
   for (const auto& entry : fs::directory_iterator(dir)) {
     const std::string file = entry.path().filename().string();
-    if (entry.is_regular_file() && checksummed(file) && file != std::string(kChecksumsName) + ".tmp") listed_names.insert(file);
+    if (entry.is_regular_file() && checksummed(file) && file != std::string(kChecksumsName) + ".tmp")
+      listed_names.insert(file);
   }
   struct Listed {
     std::string name;
@@ -109,8 +112,8 @@ uint64_t verify_files(const std::string& dir) {
     const uint64_t actual = fs::file_size(fs::path(dir) / file.name, error);
     if (error) throw Error("partition " + dir + ": file " + file.name + " is missing");
     if (actual != size) {
-      throw Error("partition " + dir + ": file " + file.name + " has " + std::to_string(actual) + " bytes, " + kChecksumsName +
-                  " says " + std::to_string(size) + " (truncated?)");
+      throw Error("partition " + dir + ": file " + file.name + " has " + std::to_string(actual) + " bytes, " +
+                  kChecksumsName + " says " + std::to_string(size) + " (truncated?)");
     }
     listed.push_back(std::move(file));
     file_bytes += size;
@@ -121,10 +124,12 @@ uint64_t verify_files(const std::string& dir) {
   run_parallel_tasks(listed.size(), std::min<size_t>(listed.size(), std::max(1u, std::thread::hardware_concurrency())),
                      [&](size_t i) { actual[i] = crc32_of_file((fs::path(dir) / listed[i].name).string()); });
   for (size_t i = 0; i < listed.size(); ++i) {
-    if (actual[i] != listed[i].crc) throw Error("partition " + dir + ": checksum mismatch in file " + listed[i].name + " (damaged)");
+    if (actual[i] != listed[i].crc)
+      throw Error("partition " + dir + ": checksum mismatch in file " + listed[i].name + " (damaged)");
   }
   if (listed.empty()) throw damaged("no files listed");
-  if (!listed_names.empty()) throw Error("partition " + dir + ": file " + *listed_names.begin() + " is not in " + kChecksumsName);
+  if (!listed_names.empty())
+    throw Error("partition " + dir + ": file " + *listed_names.begin() + " is not in " + kChecksumsName);
   return file_bytes;
 }
 

@@ -24,7 +24,8 @@ constexpr const char* kChecksumsName = "WARP-CHECKSUMS";
 // One block cache per open partition, shared by its column families.
 std::shared_ptr<rocksdb::TableFactory> table_factory_with_cache();
 rocksdb::ColumnFamilyOptions family_options(int family, const std::shared_ptr<rocksdb::TableFactory>& tables = nullptr);
-std::vector<rocksdb::ColumnFamilyDescriptor> descriptors(const std::shared_ptr<rocksdb::TableFactory>& tables = nullptr);
+std::vector<rocksdb::ColumnFamilyDescriptor> descriptors(
+    const std::shared_ptr<rocksdb::TableFactory>& tables = nullptr);
 // A document's key: its docID big-endian, so that keys sort by docID.
 std::string doc_key(DocId doc);
 // Throws "partition DIR: WHAT: STATUS" unless `status` is ok.

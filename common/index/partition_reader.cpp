@@ -61,12 +61,12 @@ struct TermRange {
   std::vector<std::string> terms;
   std::vector<TermInfo> infos;
   std::vector<uint32_t> list_crcs;
-  std::vector<Posting> tops;  // its terms' best postings (TermInfo::tops indexes them here first)
+  std::vector<Posting> tops;       // its terms' best postings (TermInfo::tops indexes them here first)
   std::vector<Score> rank_floors;  // its terms' rank floors (TermInfo::ranks, the same)
-  uint32_t crc = 0;        // of its lexicon rows, as the content CRC chains them, from 0
-  uint64_t crc_bytes = 0;  // the bytes that CRC covers
-  uint64_t words = 0;      // its lists' words
-  std::string error;       // the first thing wrong in it (reported for the first such range)
+  uint32_t crc = 0;                // of its lexicon rows, as the content CRC chains them, from 0
+  uint64_t crc_bytes = 0;          // the bytes that CRC covers
+  uint64_t words = 0;              // its lists' words
+  std::string error;               // the first thing wrong in it (reported for the first such range)
 };
 
 // A partition being read into memory: the database, open until the partition is read, and the
@@ -83,13 +83,13 @@ struct PartitionLoad {
   OpenDb opened;
   rocksdb::DB* db = nullptr;
   rocksdb::ReadOptions read;
-  uint64_t file_bytes = 0;      // the files' bytes, as WARP-CHECKSUMS lists them
-  uint64_t term_count = 0;      // the meta row's
-  uint32_t expected_crc = 0;    // the content CRC the meta row records
-  std::string doc_lengths;      // the meta row, as stored
+  uint64_t file_bytes = 0;          // the files' bytes, as WARP-CHECKSUMS lists them
+  uint64_t term_count = 0;          // the meta row's
+  uint32_t expected_crc = 0;        // the content CRC the meta row records
+  std::string doc_lengths;          // the meta row, as stored
   std::vector<std::string> bounds;  // the term ranges' first keys but the first
   std::vector<TermRange> term_ranges;
-  uint32_t crc = 0;             // the content CRC as read so far
+  uint32_t crc = 0;                                                    // the content CRC as read so far
   std::vector<const std::pair<const std::string, TermInfo>*> entries;  // the lexicon's entries as read
 
   const std::string* lower(size_t r) const { return r == 0 ? nullptr : &bounds[r - 1]; }
@@ -145,7 +145,8 @@ void read_meta(PartitionLoad& load) {
   const auto meta_field = [&](const std::string& key) {
     std::string value;
     rocksdb::Status status = db->Get(read, handles[kMeta], key, &value);
-    if (status.IsNotFound()) throw Error("partition " + dir + ": metadata field '" + key + "' is missing (not a complete partition)");
+    if (status.IsNotFound())
+      throw Error("partition " + dir + ": metadata field '" + key + "' is missing (not a complete partition)");
     check(status, dir, "reading metadata '" + key + "'");
     return value;
   };
@@ -164,9 +165,11 @@ void read_meta(PartitionLoad& load) {
   PartitionMeta& meta = view.meta;
   meta.format_version = static_cast<uint32_t>(number("format_version"));
   if (meta.format_version < kOldestFormatVersion || meta.format_version > kFormatVersion) {
-    throw Error("partition " + dir + ": format version " + std::to_string(meta.format_version) + ", this build reads versions " +
-                std::to_string(kOldestFormatVersion) + " to " + std::to_string(kFormatVersion) +
-                (meta.format_version > kFormatVersion ? "; upgrade this service, or rebuild the index with this build" : "; rebuild the index"));
+    throw Error("partition " + dir + ": format version " + std::to_string(meta.format_version) +
+                ", this build reads versions " + std::to_string(kOldestFormatVersion) + " to " +
+                std::to_string(kFormatVersion) +
+                (meta.format_version > kFormatVersion ? "; upgrade this service, or rebuild the index with this build"
+                                                      : "; rebuild the index"));
   }
   meta.analyzer_version = meta_field("analyzer_version");
   if (!options.expected_analyzer.empty() && meta.analyzer_version != options.expected_analyzer) {
@@ -184,7 +187,8 @@ void read_meta(PartitionLoad& load) {
     const std::string text = meta_field(key);
     char* end = nullptr;
     const float v = std::strtof(text.c_str(), &end);
-    if (text.empty() || *end != '\0') throw Error("partition " + dir + ": metadata field '" + key + "' is not a number");
+    if (text.empty() || *end != '\0')
+      throw Error("partition " + dir + ": metadata field '" + key + "' is not a number");
     return v;
   };
   meta.bm25.k1 = real("bm25_k1");
@@ -219,7 +223,8 @@ void read_lexicon(PartitionLoad& load) {
   IndexView& view = load.view;
   // A one-partition leaf (the Kubernetes layout) had opened on one thread: ~1.7 s for 300 MB on the
   // H100 host, minutes for a GOV2-sized partition.
-  const size_t threads = load.options.threads > 0 ? load.options.threads : std::max(1u, std::thread::hardware_concurrency());
+  const size_t threads =
+      load.options.threads > 0 ? load.options.threads : std::max(1u, std::thread::hardware_concurrency());
   load.bounds = lexicon_range_bounds(db, threads);
   load.term_ranges.resize(load.bounds.size() + 1);
   // Pass 1: each range's lexicon rows (terms, their entries, the content CRC's part, the words).
@@ -233,8 +238,9 @@ void read_lexicon(PartitionLoad& load) {
       // not for each of millions of terms.
       constexpr size_t kEntryBytes = 4 + 8 + 4 + 4;
       const std::string_view fields = value.size() >= kEntryBytes ? value : std::string_view();
-      ByteReader entry(fields.empty() ? value : fields,
-                       fields.empty() ? "partition " + dir + ": lexicon entry '" + std::string(key) + "'" : std::string());
+      ByteReader entry(
+          fields.empty() ? value : fields,
+          fields.empty() ? "partition " + dir + ": lexicon entry '" + std::string(key) + "'" : std::string());
       TermInfo info;
       info.df = entry.u32();
       info.cf = entry.u64();
@@ -242,26 +248,30 @@ void read_lexicon(PartitionLoad& load) {
       range.list_crcs.push_back(entry.u32());
       if (!entry.done()) {  // the term's best postings: checked, a damaged one must not reach a search
         const auto damaged = [&](const char* what) {
-          return Error("partition " + dir + ": damaged lexicon entry of term '" + std::string(key) + "' (" + what + ")");
+          return Error("partition " + dir + ": damaged lexicon entry of term '" + std::string(key) + "' (" + what +
+                       ")");
         };
         if (entry.u8() != kTermTops || entry.remaining() < kTermTops * 8) throw damaged("its best postings");
         info.tops = static_cast<uint32_t>(range.tops.size());
         for (uint32_t t = 0; t < kTermTops; ++t) {
           const DocId doc = entry.u32();
           const TermFreq freq = entry.u32();
-          if (doc < view.meta.doc_begin || doc >= view.meta.doc_end || freq == 0) throw damaged("a best posting outside the partition");
+          if (doc < view.meta.doc_begin || doc >= view.meta.doc_end || freq == 0)
+            throw damaged("a best posting outside the partition");
           range.tops.push_back({doc, freq});
         }
         if (!entry.done()) {  // its rank floors (format version 2): non-negative, none above the one before
           const uint32_t count = entry.u8();
-          if (view.meta.format_version < 2 || count == 0 || count > kRankFloors.size() || entry.remaining() != count * 4) {
+          if (view.meta.format_version < 2 || count == 0 || count > kRankFloors.size() ||
+              entry.remaining() != count * 4) {
             throw damaged("its rank floors");
           }
           info.ranks = static_cast<uint32_t>(range.rank_floors.size());
           info.rank_count = count;
           for (uint32_t r = 0; r < count; ++r) {
             const Score floor = std::bit_cast<Score>(entry.u32());
-            if (!(floor >= 0) || std::isinf(floor) || (r > 0 && floor > range.rank_floors.back())) throw damaged("its rank floors");
+            if (!(floor >= 0) || std::isinf(floor) || (r > 0 && floor > range.rank_floors.back()))
+              throw damaged("its rank floors");
             range.rank_floors.push_back(floor);
           }
         }
@@ -289,7 +299,8 @@ void read_lexicon(PartitionLoad& load) {
   }
   // The lists are stored uncompressed (they are compressed already), so their words cannot exceed a
   // quarter of the files' bytes: a damaged lexicon entry cannot ask for more memory than that.
-  if (words > load.file_bytes / 4) throw Error("partition " + dir + ": the lexicon's lists are longer than the partition's files (damaged)");
+  if (words > load.file_bytes / 4)
+    throw Error("partition " + dir + ": the lexicon's lists are longer than the partition's files (damaged)");
   view.postings.resize(words + kReadPaddingWords, 0);
   if (terms_read != load.term_count) throw Error("partition " + dir + ": lexicon holds fewer terms than recorded");
 }
@@ -328,7 +339,8 @@ void build_lexicon(PartitionLoad& load) {
   const uint64_t term_count = load.term_count;
   auto& entries = load.entries;
   uint32_t& crc = load.crc;
-  for (const TermRange& range : load.term_ranges) crc = static_cast<uint32_t>(crc32_combine(crc, range.crc, static_cast<z_off_t>(range.crc_bytes)));
+  for (const TermRange& range : load.term_ranges)
+    crc = static_cast<uint32_t>(crc32_combine(crc, range.crc, static_cast<z_off_t>(range.crc_bytes)));
   crc = crc32_of(load.doc_lengths, crc);
   // Grown term by term, the lexicon's rehashes were a tenth of an open; the count is the meta row's,
   // so a damaged one is not trusted beyond 2^24 terms (the map grows past that as before).
@@ -394,7 +406,8 @@ void read_documents(PartitionLoad& load) {
     crc = crc32_of(documents->value().ToStringView(), crc);
   }
   check(documents->status(), dir, "reading documents");
-  if (crc != load.expected_crc) throw Error("partition " + dir + ": content checksum mismatch (the partition is corrupt)");
+  if (crc != load.expected_crc)
+    throw Error("partition " + dir + ": content checksum mismatch (the partition is corrupt)");
   for (documents->SeekToFirst(); documents->Valid(); documents->Next()) {
     const std::string_view record = documents->value().ToStringView();
     ByteReader value(record, "partition " + dir + ": document record");
@@ -405,7 +418,8 @@ void read_documents(PartitionLoad& load) {
     load.stored_ends.push_back(load.stored.size());
   }
   check(documents->status(), dir, "reading documents");
-  if (view.external_ids.size() != view.doc_lengths.size()) throw Error("partition " + dir + ": document records missing");
+  if (view.external_ids.size() != view.doc_lengths.size())
+    throw Error("partition " + dir + ": document records missing");
 }
 
 }  // namespace

@@ -27,9 +27,9 @@ struct Bm25Overrides {
 };
 
 struct OpenOptions {
-  std::string expected_analyzer;      // empty: accept the partition's analyzer
+  std::string expected_analyzer;  // empty: accept the partition's analyzer
   Bm25Overrides bm25;
-  std::vector<uint32_t> partitions;   // open_index: only these partition ids (empty: all)
+  std::vector<uint32_t> partitions;  // open_index: only these partition ids (empty: all)
   // Term ranges of a partition read at once (0: one per core; open_index shares the cores among
   // the partitions it opens side by side).
   size_t threads = 0;

@@ -71,10 +71,14 @@ struct SstRows::Writer {
 namespace {
 int family_index(SstRows::Family family) {
   switch (family) {
-    case SstRows::Family::kMeta: return kMeta;
-    case SstRows::Family::kLexicon: return kLexicon;
-    case SstRows::Family::kPostings: return kPostings;
-    case SstRows::Family::kDocuments: return kDocuments;
+    case SstRows::Family::kMeta:
+      return kMeta;
+    case SstRows::Family::kLexicon:
+      return kLexicon;
+    case SstRows::Family::kPostings:
+      return kPostings;
+    case SstRows::Family::kDocuments:
+      return kDocuments;
   }
   return kDefault;
 }
@@ -92,10 +96,12 @@ void SstRows::put(std::string_view key, std::string_view value) {
     writer = std::make_unique<Writer>(family_index(family_));
     check(writer->writer.Open(path), path, "creating the SST file");
   }
-  check(writer->writer.Put(rocksdb::Slice(key.data(), key.size()), rocksdb::Slice(value.data(), value.size())), path, "writing a row");
+  check(writer->writer.Put(rocksdb::Slice(key.data(), key.size()), rocksdb::Slice(value.data(), value.size())), path,
+        "writing a row");
   // Only the families the content checksum covers (lexicon, documents) keep a running CRC; the
   // postings are covered by each list's CRC in the lexicon and by the files' checksums.
-  if (family_ == Family::kLexicon || family_ == Family::kDocuments) done_.crc = crc32_of(value, crc32_of(key, done_.crc));
+  if (family_ == Family::kLexicon || family_ == Family::kDocuments)
+    done_.crc = crc32_of(value, crc32_of(key, done_.crc));
   done_.bytes += key.size() + value.size();
   done_.value_bytes += value.size();
   if (long_list) {  // PartitionAssembly finds a range's ingested file by them
@@ -164,7 +170,7 @@ struct PartitionAssembly::State {
   bool closing = false;
   std::exception_ptr failure;  // the first move that failed; the rest are skipped
   std::vector<std::thread> movers;
-  size_t seal_threads = 1;  // reading the files for their checksums at the end: as many as movers
+  size_t seal_threads = 1;              // reading the files for their checksums at the end: as many as movers
   std::atomic<uint64_t> list_bytes{0};  // every range's postings values: the meta row list_words (for older readers)
 
   void move_in(const SstRows::Done& lexicon, const SstRows::Done& postings);
@@ -224,7 +230,7 @@ PartitionAssembly::PartitionAssembly(std::string dir, size_t movers) : state_(st
 PartitionAssembly::~PartitionAssembly() {
   try {
     state_->drain();  // before the database closes
-  } catch (...) {  // a failed build: its caller removes the directory
+  } catch (...) {     // a failed build: its caller removes the directory
   }
 }
 
@@ -267,13 +273,15 @@ void PartitionAssembly::State::move_in(const SstRows::Done& lexicon, const SstRo
   std::vector<std::string> range_files;
   for (const auto& level : meta.levels) {
     for (const auto& file : level.files) {
-      if (file.smallestkey >= postings.long_first_key && file.largestkey <= postings.long_last_key) range_files.push_back(file.name);
+      if (file.smallestkey >= postings.long_first_key && file.largestkey <= postings.long_last_key)
+        range_files.push_back(file.name);
     }
   }
   rocksdb::CompactionOptions compact;
   compact.compression = rocksdb::kDisableCompressionOption;  // the family's own setting
   compact.output_file_size_limit = 64u << 20;
-  check(database.CompactFiles(compact, handles[kPostings], range_files, meta.levels.back().level), dir, "moving lists to blob files");
+  check(database.CompactFiles(compact, handles[kPostings], range_files, meta.levels.back().level), dir,
+        "moving lists to blob files");
   ingest({{kPostings, &postings.path}});
 }
 
@@ -285,9 +293,11 @@ void PartitionAssembly::finish(const PartitionMeta& meta, uint64_t term_count, c
   // rows (as open_partition reads them).
   const std::string lengths = lengths_bytes(doc_lengths);
   uint32_t crc = 0;
-  for (const auto& part : lexicon) crc = static_cast<uint32_t>(crc32_combine(crc, part.crc, static_cast<z_off_t>(part.bytes)));
+  for (const auto& part : lexicon)
+    crc = static_cast<uint32_t>(crc32_combine(crc, part.crc, static_cast<z_off_t>(part.bytes)));
   crc = crc32_of(lengths, crc);
-  for (const auto& part : documents) crc = static_cast<uint32_t>(crc32_combine(crc, part.crc, static_cast<z_off_t>(part.bytes)));
+  for (const auto& part : documents)
+    crc = static_cast<uint32_t>(crc32_combine(crc, part.crc, static_cast<z_off_t>(part.bytes)));
   std::vector<std::pair<std::string, std::string>> meta_rows = {
       {"format_version", std::to_string(meta.format_version)},
       {"analyzer_version", meta.analyzer_version},
@@ -321,14 +331,14 @@ void PartitionAssembly::finish(const PartitionMeta& meta, uint64_t term_count, c
     for (const auto& part : parts) {
       if (!part.path.empty()) files.push_back(part.path);
     }
-    if (!files.empty()) check(db.IngestExternalFile(handles[family], files, ingest), dir, "ingesting " + kFamilies[family]);
+    if (!files.empty())
+      check(db.IngestExternalFile(handles[family], files, ingest), dir, "ingesting " + kFamilies[family]);
   };
   ingest_parts(kMeta, {meta_part});
   ingest_parts(kDocuments, documents);
   state_->db.reset();  // closed: the files are final
   seal_partition(dir, state_->seal_threads);
 }
-
 
 // The view's rows through the streaming writers: lexicon and postings in term order.
 void write_partition(const BuiltPartition& partition, const std::string& dir) {
@@ -361,7 +371,8 @@ uint64_t seal_partition(const std::string& dir, size_t threads) {
   namespace fs = std::filesystem;
   std::vector<std::string> names;
   for (const auto& entry : fs::directory_iterator(dir)) {
-    if (entry.is_regular_file() && checksummed(entry.path().filename().string())) names.push_back(entry.path().filename().string());
+    if (entry.is_regular_file() && checksummed(entry.path().filename().string()))
+      names.push_back(entry.path().filename().string());
   }
   std::sort(names.begin(), names.end());
   // Reading every file is most of the build's last phase (a partition's few hundred MB of SST and
@@ -381,7 +392,8 @@ uint64_t seal_partition(const std::string& dir, size_t threads) {
     uint32_t list_crc = 0;
     for (size_t i = 0; i < names.size(); ++i) {
       const std::string& name = names[i];
-      const std::string line = name + ' ' + std::to_string(fs::file_size(fs::path(dir) / name)) + ' ' + std::to_string(crcs[i]) + '\n';
+      const std::string line =
+          name + ' ' + std::to_string(fs::file_size(fs::path(dir) / name)) + ' ' + std::to_string(crcs[i]) + '\n';
       list_crc = crc32_of(line, list_crc);
       out << line;
     }

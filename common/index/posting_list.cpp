@@ -11,8 +11,8 @@ namespace {
 constexpr size_t kHeaderWords = 6;
 }
 
-std::vector<uint32_t> encode_posting_list(std::span<const Posting> postings,
-                                          std::span<const Score> scores, const Codec& codec) {
+std::vector<uint32_t> encode_posting_list(std::span<const Posting> postings, std::span<const Score> scores,
+                                          const Codec& codec) {
   std::vector<uint32_t> words;
   encode_posting_list(postings, scores, codec, words);
   return words;
@@ -53,8 +53,9 @@ void encode_posting_list(std::span<const Posting> postings, std::span<const Scor
   const size_t freq_words = freq_seq.words.size() - kReadPaddingWords;
   words.clear();
   words.reserve(kHeaderWords + 4 * blocks + 2 + doc_words + freq_words);
-  words.insert(words.end(), {static_cast<uint32_t>(count), static_cast<uint32_t>(codec.id()), static_cast<uint32_t>(blocks),
-                             static_cast<uint32_t>(doc_words), static_cast<uint32_t>(freq_words), std::bit_cast<uint32_t>(list_max)});
+  words.insert(words.end(), {static_cast<uint32_t>(count), static_cast<uint32_t>(codec.id()),
+                             static_cast<uint32_t>(blocks), static_cast<uint32_t>(doc_words),
+                             static_cast<uint32_t>(freq_words), std::bit_cast<uint32_t>(list_max)});
   words.insert(words.end(), block_last.begin(), block_last.end());
   words.insert(words.end(), block_max.begin(), block_max.end());
   words.insert(words.end(), doc_seq.endpoints.begin(), doc_seq.endpoints.end());
@@ -77,7 +78,8 @@ PostingListView PostingListView::parse(const uint32_t* words, size_t word_count,
   view.max_score = std::bit_cast<Score>(words[5]);
   if (view.block_count != view.codec->block_count(view.count)) return fail("block count does not match size");
   const uint64_t needed = kHeaderWords + 4ull * view.block_count + 2 + doc_words + freq_words;
-  if (needed != word_count) return fail("size " + std::to_string(word_count) + " words, expected " + std::to_string(needed));
+  if (needed != word_count)
+    return fail("size " + std::to_string(word_count) + " words, expected " + std::to_string(needed));
   const uint32_t* at = words + kHeaderWords;
   view.block_last_docid = at;
   view.block_max_score = reinterpret_cast<const Score*>(at + view.block_count);

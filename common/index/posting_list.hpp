@@ -42,10 +42,10 @@ struct PostingListView {
 };
 
 // Encodes `postings` (sorted by doc, freq >= 1) without read padding: the memory holding the
-// list must be followed by kReadPaddingWords readable words (IndexView::postings guarantees it).; `scores[i]` is the BM25 score of posting i and
-// gives the block maxima and the list maximum.
-std::vector<uint32_t> encode_posting_list(std::span<const Posting> postings,
-                                          std::span<const Score> scores, const Codec& codec);
+// list must be followed by kReadPaddingWords readable words (IndexView::postings guarantees it).; `scores[i]` is the
+// BM25 score of posting i and gives the block maxima and the list maximum.
+std::vector<uint32_t> encode_posting_list(std::span<const Posting> postings, std::span<const Score> scores,
+                                          const Codec& codec);
 // The same into `words` (its capacity reused).
 void encode_posting_list(std::span<const Posting> postings, std::span<const Score> scores, const Codec& codec,
                          std::vector<uint32_t>& words);

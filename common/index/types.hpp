@@ -5,7 +5,7 @@
 
 namespace warp {
 
-using DocId = uint32_t;    // global document id, dense from 0 within a generation
+using DocId = uint32_t;  // global document id, dense from 0 within a generation
 using TermFreq = uint32_t;
 using Score = float;
 

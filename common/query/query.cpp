@@ -10,7 +10,8 @@ namespace warp {
 
 QueryMode parse_query_mode(std::string_view text) {
   std::string lower(text);  // "AND", "Or": the case is not the mode's
-  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   if (lower == "and") return QueryMode::kAnd;
   if (lower == "or") return QueryMode::kOr;
   if (lower == "andor") return QueryMode::kAndOr;
@@ -19,9 +20,12 @@ QueryMode parse_query_mode(std::string_view text) {
 
 std::string_view to_string(QueryMode mode) {
   switch (mode) {
-    case QueryMode::kAnd: return "and";
-    case QueryMode::kOr: return "or";
-    case QueryMode::kAndOr: return "andor";
+    case QueryMode::kAnd:
+      return "and";
+    case QueryMode::kOr:
+      return "or";
+    case QueryMode::kAndOr:
+      return "andor";
   }
   return "?";
 }

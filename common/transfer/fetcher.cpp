@@ -32,7 +32,8 @@ std::optional<Announcement> GenerationSubscriber::next(std::chrono::milliseconds
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (std::chrono::steady_clock::now() < deadline) {
     zmq::pollitem_t item{state_->socket.handle(), 0, ZMQ_POLLIN, 0};
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (zmq::poll(&item, 1, std::max(left, std::chrono::milliseconds(1))) == 0) continue;
     zmq::message_t topic, body;
     if (!state_->socket.recv(topic) || !topic.more() || !state_->socket.recv(body)) continue;
@@ -43,7 +44,8 @@ std::optional<Announcement> GenerationSubscriber::next(std::chrono::milliseconds
       a.generation = message.getGeneration();
       a.partitions = message.getPartitions();
       a.fetch_endpoint = message.getFetchEndpoint();
-      for (auto file : message.getFiles()) a.files.push_back({std::string(file.getPath()), file.getSize(), file.getCrc32()});
+      for (auto file : message.getFiles())
+        a.files.push_back({std::string(file.getPath()), file.getSize(), file.getCrc32()});
       return a;
     } catch (const std::exception&) {
       continue;  // not ours or corrupt: wait for the next one
@@ -69,7 +71,8 @@ bool fetch_chunk(zmq::socket_t& socket, uint64_t generation, const GenerationFil
     // this leaf's key) the attempt counts as lost, like a lost reply.
     const auto deadline = std::chrono::steady_clock::now() + options.reply_timeout;
     zmq::pollitem_t writable{socket.handle(), 0, ZMQ_POLLOUT, 0};
-    if (zmq::poll(&writable, 1, options.reply_timeout) == 0 || !socket.send(to_frame(builder), zmq::send_flags::dontwait)) {
+    if (zmq::poll(&writable, 1, options.reply_timeout) == 0 ||
+        !socket.send(to_frame(builder), zmq::send_flags::dontwait)) {
       continue;
     }
     while (std::chrono::steady_clock::now() < deadline) {  // skip stale replies to earlier attempts
@@ -142,9 +145,9 @@ std::string fetch_generation(const Announcement& announcement, const std::string
         for (uint64_t offset = 0; offset < file.size; offset += options.chunk_bytes) {
           const uint32_t length = static_cast<uint32_t>(std::min<uint64_t>(options.chunk_bytes, file.size - offset));
           if (!fetch_chunk(socket, announcement.generation, file, offset, length, options, data, stats)) {
-            throw Error("fetching " + file.path + " of generation " + std::to_string(announcement.generation) + " from " +
-                        announcement.fetch_endpoint + ": no valid reply for the chunk at " + std::to_string(offset) +
-                        " after " + std::to_string(options.max_attempts) + " attempts");
+            throw Error("fetching " + file.path + " of generation " + std::to_string(announcement.generation) +
+                        " from " + announcement.fetch_endpoint + ": no valid reply for the chunk at " +
+                        std::to_string(offset) + " after " + std::to_string(options.max_attempts) + " attempts");
           }
           out.write(data.data(), static_cast<std::streamsize>(data.size()));
           stats.bytes += data.size();
@@ -155,7 +158,9 @@ std::string fetch_generation(const Announcement& announcement, const std::string
         complete = crc32_of_file(target.string()) == file.crc32;
         if (!complete) ++stats.retries;
       }
-      if (!complete) throw Error("fetching " + file.path + ": file checksum mismatch after " + std::to_string(options.max_attempts) + " attempts");
+      if (!complete)
+        throw Error("fetching " + file.path + ": file checksum mismatch after " + std::to_string(options.max_attempts) +
+                    " attempts");
     }
     fs::rename(partial, final_dir);  // the generation appears whole or not at all
   } catch (...) {

@@ -37,9 +37,9 @@ class GenerationSubscriber {
 };
 
 struct FetchOptions {
-  std::vector<uint32_t> partitions;            // only the files of these partitions (part-NNNN/); empty: all
+  std::vector<uint32_t> partitions;  // only the files of these partitions (part-NNNN/); empty: all
   uint32_t chunk_bytes = 1u << 20;
-  int max_attempts = 5;                        // per chunk, and per whole file
+  int max_attempts = 5;  // per chunk, and per whole file
   std::chrono::milliseconds reply_timeout{5000};
   CurveConfig curve;  // enabled: the file socket is a CURVE client of the indexer
 };

@@ -15,7 +15,8 @@ std::vector<GenerationFile> list_generation_files(const std::string& generation_
   std::vector<GenerationFile> files;
   for (const auto& entry : fs::recursive_directory_iterator(generation_dir)) {
     if (!entry.is_regular_file()) continue;
-    files.push_back({fs::relative(entry.path(), generation_dir).string(), entry.file_size(), crc32_of_file(entry.path().string())});
+    files.push_back(
+        {fs::relative(entry.path(), generation_dir).string(), entry.file_size(), crc32_of_file(entry.path().string())});
   }
   std::sort(files.begin(), files.end(), [](const auto& a, const auto& b) { return a.path < b.path; });
   return files;

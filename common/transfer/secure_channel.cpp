@@ -16,11 +16,11 @@ using Key = std::array<uint8_t, 32>;
 using Nonce = std::array<uint8_t, crypto_box_NONCEBYTES>;
 
 constexpr std::string_view kHello = "WSH2", kWelcome = "WSW2", kInitiate = "WSI2", kReady = "WSR2";
-constexpr size_t kHelloPadding = 64;                                            // zeros, as CurveZMQ's
-constexpr size_t kHelloSize = 4 + 32 + 8 + crypto_box_MACBYTES + kHelloPadding;  // 124
-constexpr size_t kWelcomeSize = 4 + 16 + crypto_box_MACBYTES + 32;               // 68
-constexpr size_t kVouchSize = crypto_box_MACBYTES + 64;                          // box[C' S]
-constexpr size_t kInitiateBoxed = 16 + kVouchSize;                               // vouch's nonce, vouch
+constexpr size_t kHelloPadding = 64;                                                 // zeros, as CurveZMQ's
+constexpr size_t kHelloSize = 4 + 32 + 8 + crypto_box_MACBYTES + kHelloPadding;      // 124
+constexpr size_t kWelcomeSize = 4 + 16 + crypto_box_MACBYTES + 32;                   // 68
+constexpr size_t kVouchSize = crypto_box_MACBYTES + 64;                              // box[C' S]
+constexpr size_t kInitiateBoxed = 16 + kVouchSize;                                   // vouch's nonce, vouch
 constexpr size_t kInitiateSize = 4 + 32 + 8 + crypto_box_MACBYTES + kInitiateBoxed;  // 156
 static_assert(kHelloSize <= kMaxHandshakeFrame && kInitiateSize <= kMaxHandshakeFrame);
 
@@ -32,8 +32,8 @@ Nonce step_nonce(std::string_view prefix, const uint8_t* random, size_t random_b
   std::memcpy(nonce.data() + prefix.size(), random, random_bytes);
   return nonce;
 }
-constexpr std::string_view kHelloNonce = "WSH2-hello------", kWelcomeNonce = "WSW2-wel", kInitiateNonce = "WSI2-initiate---",
-                           kVouchNonce = "WSV2-vch";
+constexpr std::string_view kHelloNonce = "WSH2-hello------", kWelcomeNonce = "WSW2-wel",
+                           kInitiateNonce = "WSI2-initiate---", kVouchNonce = "WSV2-vch";
 static_assert(kHelloNonce.size() + 8 == crypto_box_NONCEBYTES && kWelcomeNonce.size() + 16 == crypto_box_NONCEBYTES &&
               kInitiateNonce.size() + 8 == crypto_box_NONCEBYTES && kVouchNonce.size() + 16 == crypto_box_NONCEBYTES);
 
@@ -55,7 +55,9 @@ std::string encode(const uint8_t* key) {
 }
 
 const uint8_t* bytes(std::string_view text) { return reinterpret_cast<const uint8_t*>(text.data()); }
-void append(std::string& out, const uint8_t* data, size_t size) { out.append(reinterpret_cast<const char*>(data), size); }
+void append(std::string& out, const uint8_t* data, size_t size) {
+  out.append(reinterpret_cast<const char*>(data), size);
+}
 
 // The session key of the two fresh pairs.
 std::optional<SecureSession> session_of(const uint8_t* their_public, const uint8_t* own_secret, bool client) {
@@ -70,8 +72,8 @@ std::optional<SecureSession> session_of(const uint8_t* their_public, const uint8
 
 void append_stream_frame(std::string& out, std::string_view body) {
   const uint32_t size = static_cast<uint32_t>(body.size());
-  const uint8_t length[4] = {static_cast<uint8_t>(size), static_cast<uint8_t>(size >> 8), static_cast<uint8_t>(size >> 16),
-                             static_cast<uint8_t>(size >> 24)};
+  const uint8_t length[4] = {static_cast<uint8_t>(size), static_cast<uint8_t>(size >> 8),
+                             static_cast<uint8_t>(size >> 16), static_cast<uint8_t>(size >> 24)};
   out.append(reinterpret_cast<const char*>(length), 4);
   out.append(body);
 }
@@ -80,7 +82,9 @@ std::optional<std::string_view> next_stream_frame(std::string_view buffer, size_
   if (buffer.size() - at < 4) return std::nullopt;
   const uint8_t* length = bytes(buffer.substr(at, 4));
   const uint32_t size = length[0] | uint32_t{length[1]} << 8 | uint32_t{length[2]} << 16 | uint32_t{length[3]} << 24;
-  if (size > kMaxStreamFrame) throw Error("a stream frame of " + std::to_string(size) + " bytes (at most " + std::to_string(kMaxStreamFrame) + ")");
+  if (size > kMaxStreamFrame)
+    throw Error("a stream frame of " + std::to_string(size) + " bytes (at most " + std::to_string(kMaxStreamFrame) +
+                ")");
   if (buffer.size() - at - 4 < size) return std::nullopt;
   const std::string_view body = buffer.substr(at + 4, size);
   at += 4 + size;
@@ -107,7 +111,8 @@ std::array<uint8_t, crypto_box_NONCEBYTES> frame_nonce(uint8_t side, uint64_t co
 std::string SecureSession::seal(std::string_view payload) {
   std::string body(crypto_box_MACBYTES + payload.size(), '\0');
   const auto nonce = frame_nonce(send_side_, sent_++);
-  if (crypto_box_easy_afternm(reinterpret_cast<uint8_t*>(body.data()), bytes(payload), payload.size(), nonce.data(), key_.data()) != 0) {
+  if (crypto_box_easy_afternm(reinterpret_cast<uint8_t*>(body.data()), bytes(payload), payload.size(), nonce.data(),
+                              key_.data()) != 0) {
     throw Error("a frame could not be sealed");
   }
   return body;
@@ -117,7 +122,8 @@ std::optional<std::string> SecureSession::open(std::string_view body) {
   if (body.size() < crypto_box_MACBYTES) return std::nullopt;
   std::string payload(body.size() - crypto_box_MACBYTES, '\0');
   const auto nonce = frame_nonce(receive_side_, received_);
-  if (crypto_box_open_easy_afternm(reinterpret_cast<uint8_t*>(payload.data()), bytes(body), body.size(), nonce.data(), key_.data()) != 0) {
+  if (crypto_box_open_easy_afternm(reinterpret_cast<uint8_t*>(payload.data()), bytes(body), body.size(), nonce.data(),
+                                   key_.data()) != 0) {
     return std::nullopt;
   }
   ++received_;
@@ -152,8 +158,8 @@ std::optional<std::string> ClientHandshake::welcome(std::string_view welcome) {
   const uint8_t* random = bytes(welcome.substr(4));
   const Nonce nonce = step_nonce(kWelcomeNonce, random, 16);
   Key server_temporary;
-  if (crypto_box_open_easy(server_temporary.data(), random + 16, crypto_box_MACBYTES + 32, nonce.data(), server_public_.data(),
-                           temporary_secret_.data()) != 0) {
+  if (crypto_box_open_easy(server_temporary.data(), random + 16, crypto_box_MACBYTES + 32, nonce.data(),
+                           server_public_.data(), temporary_secret_.data()) != 0) {
     return std::nullopt;
   }
   // The vouch: C' and S boxed from c for S', which only this connection's server holds the secret of.
@@ -163,14 +169,16 @@ std::optional<std::string> ClientHandshake::welcome(std::string_view welcome) {
   uint8_t inner[kInitiateBoxed];
   randombytes_buf(inner, 16);
   const Nonce vouch_nonce = step_nonce(kVouchNonce, inner, 16);
-  if (crypto_box_easy(inner + 16, vouched, sizeof vouched, vouch_nonce.data(), server_temporary.data(), own_secret_.data()) != 0) {
+  if (crypto_box_easy(inner + 16, vouched, sizeof vouched, vouch_nonce.data(), server_temporary.data(),
+                      own_secret_.data()) != 0) {
     return std::nullopt;
   }
   uint8_t random_initiate[8];
   randombytes_buf(random_initiate, sizeof random_initiate);
   const Nonce initiate_nonce = step_nonce(kInitiateNonce, random_initiate, sizeof random_initiate);
   uint8_t boxed[crypto_box_MACBYTES + kInitiateBoxed];
-  if (crypto_box_easy(boxed, inner, sizeof inner, initiate_nonce.data(), server_temporary.data(), temporary_secret_.data()) != 0) {
+  if (crypto_box_easy(boxed, inner, sizeof inner, initiate_nonce.data(), server_temporary.data(),
+                      temporary_secret_.data()) != 0) {
     return std::nullopt;
   }
   session_ = session_of(server_temporary.data(), temporary_secret_.data(), /*client=*/true);
@@ -191,7 +199,8 @@ std::optional<SecureSession> ClientHandshake::ready(std::string_view ready) {
   return session;
 }
 
-ServerHandshake::ServerHandshake(const CurveKeyPair& own, const std::vector<std::string>& allowed) : own_(own), allowed_(allowed) {
+ServerHandshake::ServerHandshake(const CurveKeyPair& own, const std::vector<std::string>& allowed)
+    : own_(own), allowed_(allowed) {
   init_sodium();
 }
 
@@ -204,8 +213,8 @@ std::optional<std::string> ServerHandshake::hello(std::string_view hello) {
   const Nonce nonce = step_nonce(kHelloNonce, random, 8);
   Key own_secret = decode(own_.secret_key);
   uint8_t zeros[kHelloPadding];
-  const bool opened = crypto_box_open_easy(zeros, random + 8, crypto_box_MACBYTES + kHelloPadding, nonce.data(), client_temporary,
-                                           own_secret.data()) == 0;
+  const bool opened = crypto_box_open_easy(zeros, random + 8, crypto_box_MACBYTES + kHelloPadding, nonce.data(),
+                                           client_temporary, own_secret.data()) == 0;
   if (!opened) {
     sodium_memzero(own_secret.data(), own_secret.size());
     return std::nullopt;
@@ -216,8 +225,8 @@ std::optional<std::string> ServerHandshake::hello(std::string_view hello) {
   randombytes_buf(welcome_random, sizeof welcome_random);
   const Nonce welcome_nonce = step_nonce(kWelcomeNonce, welcome_random, sizeof welcome_random);
   uint8_t boxed[crypto_box_MACBYTES + 32];
-  const bool sealed =
-      crypto_box_easy(boxed, temporary_public_.data(), 32, welcome_nonce.data(), client_temporary_.data(), own_secret.data()) == 0;
+  const bool sealed = crypto_box_easy(boxed, temporary_public_.data(), 32, welcome_nonce.data(),
+                                      client_temporary_.data(), own_secret.data()) == 0;
   sodium_memzero(own_secret.data(), own_secret.size());
   if (!sealed) return std::nullopt;
   welcomed_ = true;
@@ -238,20 +247,23 @@ std::optional<ServerAccepted> ServerHandshake::initiate(std::string_view initiat
   if (!listed) return std::nullopt;
   const Nonce nonce = step_nonce(kInitiateNonce, random, 8);
   uint8_t inner[kInitiateBoxed];
-  if (crypto_box_open_easy(inner, random + 8, crypto_box_MACBYTES + kInitiateBoxed, nonce.data(), client_temporary_.data(),
-                           temporary_secret_.data()) != 0) {
+  if (crypto_box_open_easy(inner, random + 8, crypto_box_MACBYTES + kInitiateBoxed, nonce.data(),
+                           client_temporary_.data(), temporary_secret_.data()) != 0) {
     return std::nullopt;
   }
   const Nonce vouch_nonce = step_nonce(kVouchNonce, inner, 16);
   uint8_t vouched[64];
-  if (crypto_box_open_easy(vouched, inner + 16, kVouchSize, vouch_nonce.data(), client_public, temporary_secret_.data()) != 0) {
+  if (crypto_box_open_easy(vouched, inner + 16, kVouchSize, vouch_nonce.data(), client_public,
+                           temporary_secret_.data()) != 0) {
     return std::nullopt;
   }
   const Key own_public = decode(own_.public_key);
-  if (sodium_memcmp(vouched, client_temporary_.data(), 32) != 0 || sodium_memcmp(vouched + 32, own_public.data(), 32) != 0) {
+  if (sodium_memcmp(vouched, client_temporary_.data(), 32) != 0 ||
+      sodium_memcmp(vouched + 32, own_public.data(), 32) != 0) {
     return std::nullopt;
   }
-  std::optional<SecureSession> session = session_of(client_temporary_.data(), temporary_secret_.data(), /*client=*/false);
+  std::optional<SecureSession> session =
+      session_of(client_temporary_.data(), temporary_secret_.data(), /*client=*/false);
   sodium_memzero(temporary_secret_.data(), temporary_secret_.size());
   if (!session) return std::nullopt;
   std::string ready = session->seal(kReady);

@@ -106,7 +106,7 @@ class ServerHandshake {
   bool welcomed() const { return welcomed_; }
 
  private:
-  const CurveKeyPair& own_;                  // both outlive the handshake
+  const CurveKeyPair& own_;  // both outlive the handshake
   const std::vector<std::string>& allowed_;
   bool welcomed_ = false;
   std::array<uint8_t, 32> client_temporary_{}, temporary_public_{}, temporary_secret_{};

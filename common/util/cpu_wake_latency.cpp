@@ -46,8 +46,8 @@ std::unique_ptr<CpuWakeLatencyRequest> request_cpu_wake_latency(const std::strin
   auto request = std::make_unique<CpuWakeLatencyRequest>(static_cast<int32_t>(value));
   if (request->held()) {
     const std::optional<int32_t> in_force = cpu_wake_latency_in_force();
-    std::fprintf(stderr, "%s: holding a CPU wake-up latency request of %ld µs (in force on this host: %s)\n", program, value,
-                 in_force ? (std::to_string(*in_force) + " µs").c_str() : "unknown");
+    std::fprintf(stderr, "%s: holding a CPU wake-up latency request of %ld µs (in force on this host: %s)\n", program,
+                 value, in_force ? (std::to_string(*in_force) + " µs").c_str() : "unknown");
   } else {
     std::fprintf(stderr, "%s: warning: --cpu-wake-latency-us %ld not held (%s); serving without it\n", program, value,
                  request->error().c_str());

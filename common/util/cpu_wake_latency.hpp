@@ -4,9 +4,9 @@
 // several threads (ZeroMQ's I/O threads, the leaf's front end, the broker's loops), and on a
 // host whose idle CPUs halt, a virtual machine most of all, those wake-ups are most of a lightly
 // loaded query's time: on the development VM the bare ZeroMQ round trip fell from 87 to 40 µs
-// and the broker's overhead at one connection from 0.16-0.17 to 0.11-0.13 ms (tests/bench/results/serving.md). Idle CPUs then
-// spin: power (and on a VM the host's CPU time) for latency. The request is the host's (the
-// lowest held wins) and ends when the descriptor closes, with the process however it ends.
+// and the broker's overhead at one connection from 0.16-0.17 to 0.11-0.13 ms (tests/bench/results/serving.md). Idle
+// CPUs then spin: power (and on a VM the host's CPU time) for latency. The request is the host's (the lowest held wins)
+// and ends when the descriptor closes, with the process however it ends.
 #pragma once
 #include <cstdint>
 #include <memory>

@@ -44,7 +44,8 @@ void Flags::parse(int argc, char** argv, int first) {
     }
     if (i + 1 >= argc) throw Error("flag --" + name + " needs a value");
     spec.values.push_back(argv[++i]);
-    while (spec.repeatable && i + 1 < argc && std::string(argv[i + 1]).rfind("--", 0) != 0) spec.values.push_back(argv[++i]);
+    while (spec.repeatable && i + 1 < argc && std::string(argv[i + 1]).rfind("--", 0) != 0)
+      spec.values.push_back(argv[++i]);
   }
 }
 

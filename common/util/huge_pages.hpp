@@ -24,9 +24,11 @@ template <class T>
 class ZeroedTable {
  public:
   ZeroedTable() = default;
-  explicit ZeroedTable(size_t count) : data_(static_cast<T*>(map_zeroed(count * sizeof(T)))), bytes_(count * sizeof(T)) {}
+  explicit ZeroedTable(size_t count)
+      : data_(static_cast<T*>(map_zeroed(count * sizeof(T)))), bytes_(count * sizeof(T)) {}
   ~ZeroedTable() { unmap_zeroed(data_, bytes_); }
-  ZeroedTable(ZeroedTable&& other) noexcept : data_(std::exchange(other.data_, nullptr)), bytes_(std::exchange(other.bytes_, 0)) {}
+  ZeroedTable(ZeroedTable&& other) noexcept
+      : data_(std::exchange(other.data_, nullptr)), bytes_(std::exchange(other.bytes_, 0)) {}
   ZeroedTable& operator=(ZeroedTable&& other) noexcept {
     std::swap(data_, other.data_);
     std::swap(bytes_, other.bytes_);
@@ -49,7 +51,9 @@ struct HugePageAllocator {
   T* allocate(size_t n) { return static_cast<T*>(allocate_huge(n * sizeof(T))); }
   void deallocate(T* p, size_t) noexcept { free_huge(p); }
   template <class U>
-  bool operator==(const HugePageAllocator<U>&) const noexcept { return true; }
+  bool operator==(const HugePageAllocator<U>&) const noexcept {
+    return true;
+  }
 };
 
 template <class T>

@@ -23,16 +23,19 @@ class SpinMutex {
     }
     // Sleep until free; whoever takes the lock this way marks it contended, so that its unlock
     // wakes the next sleeper.
-    while (state_.exchange(kContended, std::memory_order_acquire) != kFree) state_.wait(kContended, std::memory_order_relaxed);
+    while (state_.exchange(kContended, std::memory_order_acquire) != kFree)
+      state_.wait(kContended, std::memory_order_relaxed);
   }
   // lock(), but while spinning it leaves the mutex to the threads counted in `ahead` (takers of
   // a higher priority waiting for it); once it sleeps it competes like any other.
   void lock_behind(const std::atomic<int>& ahead) {
     for (int i = 0; i < kSpins; ++i) {
-      if (ahead.load(std::memory_order_relaxed) == 0 && state_.load(std::memory_order_relaxed) == kFree && try_lock()) return;
+      if (ahead.load(std::memory_order_relaxed) == 0 && state_.load(std::memory_order_relaxed) == kFree && try_lock())
+        return;
       pause();
     }
-    while (state_.exchange(kContended, std::memory_order_acquire) != kFree) state_.wait(kContended, std::memory_order_relaxed);
+    while (state_.exchange(kContended, std::memory_order_acquire) != kFree)
+      state_.wait(kContended, std::memory_order_relaxed);
   }
   bool try_lock() {
     int expected = kFree;

@@ -36,7 +36,8 @@ __device__ __forceinline__ bool is_token_byte(unsigned char c) {
   return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
 }
 
-__device__ __forceinline__ unsigned long long token_hash(unsigned long long w0, unsigned long long w1, unsigned long long w2) {
+__device__ __forceinline__ unsigned long long token_hash(unsigned long long w0, unsigned long long w1,
+                                                         unsigned long long w2) {
   constexpr unsigned long long kMul = 0x9E3779B97F4A7C15ull;
   unsigned long long h = (w0 ^ 0x2545F4914F6CDD1Dull) * kMul;
   h ^= h >> 29;
@@ -121,19 +122,22 @@ __global__ void apply_patches(const uint32_t* patches, uint32_t n, uint32_t* val
 // Per token: (stem id << doc_bits | its document), or `left` (above every such key) for a token
 // left to the CPU (dropped, a miss not patched: an own-cache stem, a document outside ASCII),
 // which sorts last. Keys of few bits take few radix passes.
-__global__ void make_posting_keys(const uint32_t* values, const uint32_t* starts, const int* count, const uint32_t* doc_begin,
-                                  uint32_t docs, const unsigned char* non_ascii, int doc_bits, unsigned long long left,
-                                  unsigned long long* keys) {
+__global__ void make_posting_keys(const uint32_t* values, const uint32_t* starts, const int* count,
+                                  const uint32_t* doc_begin, uint32_t docs, const unsigned char* non_ascii,
+                                  int doc_bits, unsigned long long left, unsigned long long* keys) {
   const uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
   if (t >= static_cast<uint32_t>(*count)) return;
   const uint32_t lo = document_of(doc_begin, docs, starts[t]);
   const uint32_t value = values[t];
-  keys[t] = value < GpuAnalyzer::kDropped && non_ascii[lo] == 0 ? (static_cast<unsigned long long>(value) << doc_bits) | lo : left;
+  keys[t] = value < GpuAnalyzer::kDropped && non_ascii[lo] == 0
+                ? (static_cast<unsigned long long>(value) << doc_bits) | lo
+                : left;
 }
 
 // Per distinct (stem, document): its document's distinct count, and its key rewritten as (stem id
 // << 32 | document), ~0 for the tokens left to the CPU.
-__global__ void count_distinct(unsigned long long* keys, const int* runs, int doc_bits, unsigned long long left, uint32_t* distinct) {
+__global__ void count_distinct(unsigned long long* keys, const int* runs, int doc_bits, unsigned long long left,
+                               uint32_t* distinct) {
   const uint32_t r = blockIdx.x * blockDim.x + threadIdx.x;
   if (r >= static_cast<uint32_t>(*runs)) return;
   const unsigned long long key = keys[r];
@@ -214,8 +218,8 @@ __global__ void write_prefixes(const unsigned long long* noted, uint32_t n, unsi
 }
 
 // Per stem of the run: its prefix and its index, to be sorted by prefix.
-__global__ void gather_prefixes(const uint32_t* stems, uint32_t count, const unsigned long long* prefixes, unsigned long long* keys,
-                                uint32_t* indexes) {
+__global__ void gather_prefixes(const uint32_t* stems, uint32_t count, const unsigned long long* prefixes,
+                                unsigned long long* keys, uint32_t* indexes) {
   const uint32_t j = blockIdx.x * blockDim.x + threadIdx.x;
   if (j >= count) return;
   keys[j] = prefixes[stems[j]];
@@ -273,10 +277,11 @@ struct GpuAnalyzer::State {
   DeviceArray<int> head_count;
   DeviceArray<unsigned long long> noted, head_prefixes[2];
   DeviceArray<uint32_t> head_indexes[2];
-  int prefixes_buffer = 0, indexes_buffer = 0;  // which of the two hold the stems ordered by prefix
+  int prefixes_buffer = 0, indexes_buffer = 0;          // which of the two hold the stems ordered by prefix
   int sorted_keys_buffer = 0, sorted_freqs_buffer = 0;  // which of the two hold the sorted run
-  int* head_count_host = nullptr;  // pinned
-  size_t flags_capacity = 0, tokens_capacity = 0, values_capacity = 0, keys_capacity = 0, freqs_capacity = 0, distinct_capacity = 0;
+  int* head_count_host = nullptr;                       // pinned
+  size_t flags_capacity = 0, tokens_capacity = 0, values_capacity = 0, keys_capacity = 0, freqs_capacity = 0,
+         distinct_capacity = 0;
   int* count_host = nullptr;  // pinned: the chunk's tokens
   int* runs_host = nullptr;   // pinned: the inversion's (stem, document) runs
   ~State() {
@@ -288,7 +293,10 @@ struct GpuAnalyzer::State {
 };
 
 GpuAnalyzer::GpuAnalyzer(GpuTokenTable& table, size_t max_token_bytes)
-    : state_(std::make_unique<State>()), table_(table), max_token_bytes_(max_token_bytes), noted_((table.stems() + 63) / 64, 0) {
+    : state_(std::make_unique<State>()),
+      table_(table),
+      max_token_bytes_(max_token_bytes),
+      noted_((table.stems() + 63) / 64, 0) {
   WARP_CUDA_CHECK(cudaSetDevice(table.device()));
   WARP_CUDA_CHECK(cudaStreamCreateWithFlags(&state_->stream, cudaStreamNonBlocking));
   WARP_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&state_->count_host), sizeof(int), cudaHostAllocDefault));
@@ -299,9 +307,9 @@ GpuAnalyzer::GpuAnalyzer(GpuTokenTable& table, size_t max_token_bytes)
 GpuAnalyzer::~GpuAnalyzer() {
   cudaSetDevice(table_.device());
   if (state_->stream != nullptr) cudaStreamSynchronize(state_->stream);
-  for (void* p : {static_cast<void*>(text_), static_cast<void*>(flags_), static_cast<void*>(starts_), static_cast<void*>(values_),
-                  static_cast<void*>(posting_keys_), static_cast<void*>(posting_freqs_), static_cast<void*>(doc_distinct_),
-                  static_cast<void*>(run_fetched_)}) {
+  for (void* p : {static_cast<void*>(text_), static_cast<void*>(flags_), static_cast<void*>(starts_),
+                  static_cast<void*>(values_), static_cast<void*>(posting_keys_), static_cast<void*>(posting_freqs_),
+                  static_cast<void*>(doc_distinct_), static_cast<void*>(run_fetched_)}) {
     if (p != nullptr) cudaFreeHost(p);
   }
 }
@@ -361,13 +369,14 @@ void GpuAnalyzer::start() {
   const unsigned long long mask = table_.slots() - 1;
   auto* slots = static_cast<Slot*>(table_.device_slots());
 
-  write_noted_prefixes();  // before the lessons below: a stem found through them has its prefix
+  write_noted_prefixes();   // before the lessons below: a stem found through them has its prefix
   if (!learned_.empty()) {  // the tokens learned since the last chunk first, so this one finds them
     s.learned.reserve(learned_.size());
-    WARP_CUDA_CHECK(cudaMemcpyAsync(s.learned.data, learned_.data(), learned_.size() * sizeof(uint64_t), cudaMemcpyHostToDevice, stream));
+    WARP_CUDA_CHECK(cudaMemcpyAsync(s.learned.data, learned_.data(), learned_.size() * sizeof(uint64_t),
+                                    cudaMemcpyHostToDevice, stream));
     const uint32_t count = static_cast<uint32_t>(learned_.size() / 4);
     insert_tokens<<<blocks_for(count), kThreads, 0, stream>>>(s.learned.data, count, slots, mask, table_.device_count(),
-                                                               static_cast<unsigned>(table_.capacity()));
+                                                              static_cast<unsigned>(table_.capacity()));
     WARP_CUDA_CHECK_LAUNCH();
   }
 
@@ -377,9 +386,11 @@ void GpuAnalyzer::start() {
   s.non_ascii.reserve(docs);
   reserve_pinned(flags_, s.flags_capacity, docs);
   WARP_CUDA_CHECK(cudaMemcpyAsync(s.text.data, text_, n, cudaMemcpyHostToDevice, stream));
-  WARP_CUDA_CHECK(cudaMemcpyAsync(s.doc_begin.data, doc_begin_.data(), (docs + 1) * sizeof(uint32_t), cudaMemcpyHostToDevice, stream));
+  WARP_CUDA_CHECK(cudaMemcpyAsync(s.doc_begin.data, doc_begin_.data(), (docs + 1) * sizeof(uint32_t),
+                                  cudaMemcpyHostToDevice, stream));
   WARP_CUDA_CHECK(cudaMemsetAsync(s.non_ascii.data, 0, docs, stream));
-  mark_tokens<<<blocks_for(n), kThreads, 0, stream>>>(s.text.data, n, s.doc_begin.data, docs, s.start_flags.data, s.non_ascii.data);
+  mark_tokens<<<blocks_for(n), kThreads, 0, stream>>>(s.text.data, n, s.doc_begin.data, docs, s.start_flags.data,
+                                                      s.non_ascii.data);
   WARP_CUDA_CHECK_LAUNCH();
 
   // The token starts, compacted in text order. At most one token per two bytes (a separator each).
@@ -388,12 +399,15 @@ void GpuAnalyzer::start() {
   s.values.reserve(most);
   size_t temp_bytes = 0;
   thrust::counting_iterator<uint32_t> positions(0);
-  WARP_CUDA_CHECK(cub::DeviceSelect::Flagged(nullptr, temp_bytes, positions, s.start_flags.data, s.starts.data, s.count.data, n, stream));
+  WARP_CUDA_CHECK(cub::DeviceSelect::Flagged(nullptr, temp_bytes, positions, s.start_flags.data, s.starts.data,
+                                             s.count.data, n, stream));
   s.temp.reserve(std::max<size_t>(temp_bytes, 1));
   temp_bytes = s.temp.capacity;
-  WARP_CUDA_CHECK(cub::DeviceSelect::Flagged(s.temp.data, temp_bytes, positions, s.start_flags.data, s.starts.data, s.count.data, n, stream));
-  look_up_tokens<<<blocks_for(most), kThreads, 0, stream>>>(reinterpret_cast<const unsigned char*>(s.text.data), n, s.starts.data,
-                                                             s.count.data, static_cast<uint32_t>(max_token_bytes_), slots, mask, s.values.data);
+  WARP_CUDA_CHECK(cub::DeviceSelect::Flagged(s.temp.data, temp_bytes, positions, s.start_flags.data, s.starts.data,
+                                             s.count.data, n, stream));
+  look_up_tokens<<<blocks_for(most), kThreads, 0, stream>>>(
+      reinterpret_cast<const unsigned char*>(s.text.data), n, s.starts.data, s.count.data,
+      static_cast<uint32_t>(max_token_bytes_), slots, mask, s.values.data);
   WARP_CUDA_CHECK_LAUNCH();
   WARP_CUDA_CHECK(cudaMemcpyAsync(s.count_host, s.count.data, sizeof(int), cudaMemcpyDeviceToHost, stream));
   WARP_CUDA_CHECK(cudaMemcpyAsync(flags_, s.non_ascii.data, docs, cudaMemcpyDeviceToHost, stream));
@@ -415,8 +429,10 @@ void GpuAnalyzer::finish() {
   reserve_pinned(starts_, s.tokens_capacity, tokens_);
   reserve_pinned(values_, s.values_capacity, tokens_);
   if (tokens_ > 0) {
-    WARP_CUDA_CHECK(cudaMemcpyAsync(starts_, s.starts.data, tokens_ * sizeof(uint32_t), cudaMemcpyDeviceToHost, stream));
-    WARP_CUDA_CHECK(cudaMemcpyAsync(values_, s.values.data, tokens_ * sizeof(uint32_t), cudaMemcpyDeviceToHost, stream));
+    WARP_CUDA_CHECK(
+        cudaMemcpyAsync(starts_, s.starts.data, tokens_ * sizeof(uint32_t), cudaMemcpyDeviceToHost, stream));
+    WARP_CUDA_CHECK(
+        cudaMemcpyAsync(values_, s.values.data, tokens_ * sizeof(uint32_t), cudaMemcpyDeviceToHost, stream));
     WARP_CUDA_CHECK(cudaStreamSynchronize(stream));
   }
   gpu_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
@@ -436,11 +452,12 @@ void GpuAnalyzer::reserve(size_t text_bytes) {
   s.runs.reserve(1);
   size_t select_bytes = 0, sort_bytes = 0, encode_bytes = 0;
   thrust::counting_iterator<uint32_t> positions(0);
-  WARP_CUDA_CHECK(cub::DeviceSelect::Flagged(nullptr, select_bytes, positions, s.start_flags.data, s.starts.data, s.count.data,
-                                             text_bytes, s.stream));
-  WARP_CUDA_CHECK(cub::DeviceRadixSort::SortKeys(nullptr, sort_bytes, s.keys.data, s.sorted_keys.data, most, 0, 64, s.stream));
-  WARP_CUDA_CHECK(cub::DeviceRunLengthEncode::Encode(nullptr, encode_bytes, s.sorted_keys.data, s.run_keys.data, s.run_counts.data,
-                                                     s.runs.data, most, s.stream));
+  WARP_CUDA_CHECK(cub::DeviceSelect::Flagged(nullptr, select_bytes, positions, s.start_flags.data, s.starts.data,
+                                             s.count.data, text_bytes, s.stream));
+  WARP_CUDA_CHECK(
+      cub::DeviceRadixSort::SortKeys(nullptr, sort_bytes, s.keys.data, s.sorted_keys.data, most, 0, 64, s.stream));
+  WARP_CUDA_CHECK(cub::DeviceRunLengthEncode::Encode(nullptr, encode_bytes, s.sorted_keys.data, s.run_keys.data,
+                                                     s.run_counts.data, s.runs.data, most, s.stream));
   s.temp.reserve(std::max({select_bytes, sort_bytes, encode_bytes, size_t{1}}));
   // The host's pinned arrays: the staging text, room for a token every 8 bytes (text holds one
   // every 11-12 bytes) and for a document every 256 (a denser chunk grows them). Sized for the
@@ -463,8 +480,8 @@ void GpuAnalyzer::warm_up() {
   run();
   invert(1);
   State& s = *state_;
-  insert_tokens<<<1, kThreads, 0, s.stream>>>(s.learned.data, 0, static_cast<Slot*>(table_.device_slots()), table_.slots() - 1,
-                                              table_.device_count(), 0);
+  insert_tokens<<<1, kThreads, 0, s.stream>>>(s.learned.data, 0, static_cast<Slot*>(table_.device_slots()),
+                                              table_.slots() - 1, table_.device_count(), 0);
   WARP_CUDA_CHECK_LAUNCH();
   apply_patches<<<1, kThreads, 0, s.stream>>>(s.patches.data, 0, s.values.data);
   WARP_CUDA_CHECK_LAUNCH();
@@ -484,7 +501,8 @@ void GpuAnalyzer::start_invert(uint32_t stem_bound) {
   if (!patches_.empty()) {
     const uint32_t n = static_cast<uint32_t>(patches_.size() / 2);
     s.patches.reserve(patches_.size());
-    WARP_CUDA_CHECK(cudaMemcpyAsync(s.patches.data, patches_.data(), patches_.size() * sizeof(uint32_t), cudaMemcpyHostToDevice, stream));
+    WARP_CUDA_CHECK(cudaMemcpyAsync(s.patches.data, patches_.data(), patches_.size() * sizeof(uint32_t),
+                                    cudaMemcpyHostToDevice, stream));
     apply_patches<<<blocks_for(n), kThreads, 0, stream>>>(s.patches.data, n, s.values.data);
     WARP_CUDA_CHECK_LAUNCH();
   }
@@ -499,20 +517,24 @@ void GpuAnalyzer::start_invert(uint32_t stem_bound) {
   const int key_bits = doc_bits + static_cast<int>(std::bit_width(std::max<uint32_t>(stem_bound, 1))) + 1;
   if (key_bits > 64) throw Error("GPU analysis: stem ids and documents do not fit a 64-bit key");
   const unsigned long long left = key_bits == 64 ? ~0ull : (1ull << key_bits) - 1;
-  make_posting_keys<<<blocks_for(tokens_), kThreads, 0, stream>>>(s.values.data, s.starts.data, s.count.data, s.doc_begin.data, docs,
-                                                                    s.non_ascii.data, doc_bits, left, s.keys.data);
+  make_posting_keys<<<blocks_for(tokens_), kThreads, 0, stream>>>(s.values.data, s.starts.data, s.count.data,
+                                                                  s.doc_begin.data, docs, s.non_ascii.data, doc_bits,
+                                                                  left, s.keys.data);
   WARP_CUDA_CHECK_LAUNCH();
   size_t sort_bytes = 0, encode_bytes = 0;
-  WARP_CUDA_CHECK(cub::DeviceRadixSort::SortKeys(nullptr, sort_bytes, s.keys.data, s.sorted_keys.data, tokens_, 0, key_bits, stream));
-  WARP_CUDA_CHECK(cub::DeviceRunLengthEncode::Encode(nullptr, encode_bytes, s.sorted_keys.data, s.run_keys.data, s.run_counts.data,
-                                                     s.runs.data, tokens_, stream));
+  WARP_CUDA_CHECK(cub::DeviceRadixSort::SortKeys(nullptr, sort_bytes, s.keys.data, s.sorted_keys.data, tokens_, 0,
+                                                 key_bits, stream));
+  WARP_CUDA_CHECK(cub::DeviceRunLengthEncode::Encode(nullptr, encode_bytes, s.sorted_keys.data, s.run_keys.data,
+                                                     s.run_counts.data, s.runs.data, tokens_, stream));
   s.temp.reserve(std::max(sort_bytes, encode_bytes));
   sort_bytes = encode_bytes = s.temp.capacity;
-  WARP_CUDA_CHECK(cub::DeviceRadixSort::SortKeys(s.temp.data, sort_bytes, s.keys.data, s.sorted_keys.data, tokens_, 0, key_bits, stream));
+  WARP_CUDA_CHECK(cub::DeviceRadixSort::SortKeys(s.temp.data, sort_bytes, s.keys.data, s.sorted_keys.data, tokens_, 0,
+                                                 key_bits, stream));
   WARP_CUDA_CHECK(cub::DeviceRunLengthEncode::Encode(s.temp.data, encode_bytes, s.sorted_keys.data, s.run_keys.data,
                                                      s.run_counts.data, s.runs.data, tokens_, stream));
   WARP_CUDA_CHECK(cudaMemsetAsync(s.distinct.data, 0, docs * sizeof(uint32_t), stream));
-  count_distinct<<<blocks_for(tokens_), kThreads, 0, stream>>>(s.run_keys.data, s.runs.data, doc_bits, left, s.distinct.data);
+  count_distinct<<<blocks_for(tokens_), kThreads, 0, stream>>>(s.run_keys.data, s.runs.data, doc_bits, left,
+                                                               s.distinct.data);
   WARP_CUDA_CHECK_LAUNCH();
   // Copied back at once, as many as there are tokens (the runs, at most that many, are counted on
   // the device): a fifth more bytes than the runs need, and one wait instead of two.
@@ -520,9 +542,12 @@ void GpuAnalyzer::start_invert(uint32_t stem_bound) {
   reserve_pinned(posting_keys_, s.keys_capacity, tokens_);
   reserve_pinned(posting_freqs_, s.freqs_capacity, tokens_);
   WARP_CUDA_CHECK(cudaMemcpyAsync(s.runs_host, s.runs.data, sizeof(int), cudaMemcpyDeviceToHost, stream));
-  WARP_CUDA_CHECK(cudaMemcpyAsync(doc_distinct_, s.distinct.data, docs * sizeof(uint32_t), cudaMemcpyDeviceToHost, stream));
-  WARP_CUDA_CHECK(cudaMemcpyAsync(posting_keys_, s.run_keys.data, tokens_ * sizeof(uint64_t), cudaMemcpyDeviceToHost, stream));
-  WARP_CUDA_CHECK(cudaMemcpyAsync(posting_freqs_, s.run_counts.data, tokens_ * sizeof(uint32_t), cudaMemcpyDeviceToHost, stream));
+  WARP_CUDA_CHECK(
+      cudaMemcpyAsync(doc_distinct_, s.distinct.data, docs * sizeof(uint32_t), cudaMemcpyDeviceToHost, stream));
+  WARP_CUDA_CHECK(
+      cudaMemcpyAsync(posting_keys_, s.run_keys.data, tokens_ * sizeof(uint64_t), cudaMemcpyDeviceToHost, stream));
+  WARP_CUDA_CHECK(
+      cudaMemcpyAsync(posting_freqs_, s.run_counts.data, tokens_ * sizeof(uint32_t), cudaMemcpyDeviceToHost, stream));
   inverting_ = true;
   gpu_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
 }
@@ -545,7 +570,8 @@ void GpuAnalyzer::reserve_run(size_t postings, size_t stems, size_t parsers) {
   WARP_CUDA_CHECK(cudaSetDevice(table_.device()));
   size_t free_bytes = 0, total_bytes = 0;
   WARP_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-  constexpr size_t kBytesPerPosting = 2 * sizeof(unsigned long long) + 2 * sizeof(uint32_t) + 1 + 1;  // keys, frequencies, flags, sort
+  constexpr size_t kBytesPerPosting =
+      2 * sizeof(unsigned long long) + 2 * sizeof(uint32_t) + 1 + 1;  // keys, frequencies, flags, sort
   postings = std::max<size_t>(std::min(postings, total_bytes / 2 / std::max<size_t>(parsers, 1) / kBytesPerPosting), 1);
   if (postings >= (size_t{1} << 31)) throw Error("GPU analysis: a run of 2^31 postings or more");
   for (auto& a : s.kept_keys) a.reserve(postings);
@@ -566,14 +592,15 @@ void GpuAnalyzer::reserve_run(size_t postings, size_t stems, size_t parsers) {
   cub::DoubleBuffer<uint32_t> freqs(s.kept_freqs[0].data, s.kept_freqs[1].data);
   WARP_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, sort_bytes, keys, freqs, postings, 0, 64, s.stream));
   thrust::counting_iterator<uint32_t> positions(0);
-  WARP_CUDA_CHECK(cub::DeviceSelect::Flagged(nullptr, select_bytes, positions, s.head_flags.data, s.heads.data, s.head_count.data,
-                                             postings, s.stream));
+  WARP_CUDA_CHECK(cub::DeviceSelect::Flagged(nullptr, select_bytes, positions, s.head_flags.data, s.heads.data,
+                                             s.head_count.data, postings, s.stream));
   s.run_temp.reserve(std::max({sort_bytes, select_bytes, order_bytes, size_t{1}}));
   if (s.head_count_host == nullptr) {
     WARP_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&s.head_count_host), sizeof(int), cudaHostAllocDefault));
   }
   if (run_fetched_ == nullptr) {
-    WARP_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&run_fetched_), kRunFetch * 2 * sizeof(uint32_t), cudaHostAllocDefault));
+    WARP_CUDA_CHECK(
+        cudaHostAlloc(reinterpret_cast<void**>(&run_fetched_), kRunFetch * 2 * sizeof(uint32_t), cudaHostAllocDefault));
   }
   run_capacity_ = postings;
 }
@@ -585,8 +612,8 @@ bool GpuAnalyzer::append_to_run(uint32_t base) {
   State& s = *state_;
   WARP_CUDA_CHECK(cudaSetDevice(table_.device()));
   const uint32_t n = static_cast<uint32_t>(postings_);
-  append_postings<<<blocks_for(n), kThreads, 0, s.stream>>>(s.run_keys.data, s.run_counts.data, n, base,
-                                                             s.kept_keys[0].data + run_size_, s.kept_freqs[0].data + run_size_);
+  append_postings<<<blocks_for(n), kThreads, 0, s.stream>>>(
+      s.run_keys.data, s.run_counts.data, n, base, s.kept_keys[0].data + run_size_, s.kept_freqs[0].data + run_size_);
   WARP_CUDA_CHECK_LAUNCH();
   run_size_ += n;
   gpu_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
@@ -607,7 +634,8 @@ void GpuAnalyzer::sort_run(std::vector<uint32_t>& stems, std::vector<uint32_t>& 
     cub::DoubleBuffer<uint32_t> freqs(s.kept_freqs[0].data, s.kept_freqs[1].data);
     const int key_bits = 32 + static_cast<int>(std::bit_width(stem_bound_));
     size_t temp_bytes = s.run_temp.capacity;
-    WARP_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(s.run_temp.data, temp_bytes, keys, freqs, n, 0, std::min(key_bits, 64), stream));
+    WARP_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(s.run_temp.data, temp_bytes, keys, freqs, n, 0,
+                                                    std::min(key_bits, 64), stream));
     s.sorted_keys_buffer = keys.selector, s.sorted_freqs_buffer = freqs.selector;
     const unsigned long long* sorted = keys.Current();
     mark_heads<<<blocks_for(n), kThreads, 0, stream>>>(sorted, static_cast<uint32_t>(n), s.head_flags.data);
@@ -619,14 +647,18 @@ void GpuAnalyzer::sort_run(std::vector<uint32_t>& stems, std::vector<uint32_t>& 
     WARP_CUDA_CHECK(cudaMemcpyAsync(s.head_count_host, s.head_count.data, sizeof(int), cudaMemcpyDeviceToHost, stream));
     WARP_CUDA_CHECK(cudaStreamSynchronize(stream));
     const int count = *s.head_count_host;
-    if (count <= 0 || static_cast<size_t>(count) > n) throw Error("GPU analysis: the device found no stems in a run of postings");
+    if (count <= 0 || static_cast<size_t>(count) > n)
+      throw Error("GPU analysis: the device found no stems in a run of postings");
     run_distinct_ = static_cast<size_t>(count);
-    head_stems<<<blocks_for(run_distinct_), kThreads, 0, stream>>>(sorted, s.heads.data, static_cast<uint32_t>(count), s.head_stems.data);
+    head_stems<<<blocks_for(run_distinct_), kThreads, 0, stream>>>(sorted, s.heads.data, static_cast<uint32_t>(count),
+                                                                   s.head_stems.data);
     WARP_CUDA_CHECK_LAUNCH();
     stems.resize(run_distinct_);
     begins.resize(run_distinct_ + 1);
-    WARP_CUDA_CHECK(cudaMemcpyAsync(stems.data(), s.head_stems.data, run_distinct_ * sizeof(uint32_t), cudaMemcpyDeviceToHost, stream));
-    WARP_CUDA_CHECK(cudaMemcpyAsync(begins.data(), s.heads.data, run_distinct_ * sizeof(uint32_t), cudaMemcpyDeviceToHost, stream));
+    WARP_CUDA_CHECK(cudaMemcpyAsync(stems.data(), s.head_stems.data, run_distinct_ * sizeof(uint32_t),
+                                    cudaMemcpyDeviceToHost, stream));
+    WARP_CUDA_CHECK(
+        cudaMemcpyAsync(begins.data(), s.heads.data, run_distinct_ * sizeof(uint32_t), cudaMemcpyDeviceToHost, stream));
     WARP_CUDA_CHECK(cudaStreamSynchronize(stream));
     begins.back() = static_cast<uint32_t>(n);
   } else {
@@ -642,11 +674,13 @@ void GpuAnalyzer::order_run(const std::vector<uint32_t>& out_begins) {
   State& s = *state_;
   WARP_CUDA_CHECK(cudaSetDevice(table_.device()));
   cudaStream_t stream = s.stream;
-  WARP_CUDA_CHECK(cudaMemcpyAsync(s.out_begins.data, out_begins.data(), run_distinct_ * sizeof(uint32_t), cudaMemcpyHostToDevice, stream));
+  WARP_CUDA_CHECK(cudaMemcpyAsync(s.out_begins.data, out_begins.data(), run_distinct_ * sizeof(uint32_t),
+                                  cudaMemcpyHostToDevice, stream));
   const size_t threads = run_distinct_ * 32;
   place_postings<<<blocks_for(threads), kThreads, 0, stream>>>(
-      s.kept_keys[s.sorted_keys_buffer].data, s.kept_freqs[s.sorted_freqs_buffer].data, static_cast<uint32_t>(run_size_), s.heads.data,
-      static_cast<uint32_t>(run_distinct_), s.out_begins.data, s.kept_keys[1 - s.sorted_keys_buffer].data);
+      s.kept_keys[s.sorted_keys_buffer].data, s.kept_freqs[s.sorted_freqs_buffer].data,
+      static_cast<uint32_t>(run_size_), s.heads.data, static_cast<uint32_t>(run_distinct_), s.out_begins.data,
+      s.kept_keys[1 - s.sorted_keys_buffer].data);
   WARP_CUDA_CHECK_LAUNCH();
   gpu_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
 }
@@ -656,8 +690,8 @@ const uint32_t* GpuAnalyzer::fetch_run(size_t from, size_t count) {
   const auto began = std::chrono::steady_clock::now();
   State& s = *state_;
   WARP_CUDA_CHECK(cudaSetDevice(table_.device()));
-  WARP_CUDA_CHECK(cudaMemcpyAsync(run_fetched_, s.kept_keys[1 - s.sorted_keys_buffer].data + from, count * sizeof(unsigned long long),
-                                  cudaMemcpyDeviceToHost, s.stream));
+  WARP_CUDA_CHECK(cudaMemcpyAsync(run_fetched_, s.kept_keys[1 - s.sorted_keys_buffer].data + from,
+                                  count * sizeof(unsigned long long), cudaMemcpyDeviceToHost, s.stream));
   WARP_CUDA_CHECK(cudaStreamSynchronize(s.stream));
   gpu_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
   return run_fetched_;
@@ -668,8 +702,8 @@ void GpuAnalyzer::write_noted_prefixes() {
   State& s = *state_;
   const uint32_t n = static_cast<uint32_t>(noted_prefixes_.size() / 2);
   s.noted.reserve(noted_prefixes_.size());
-  WARP_CUDA_CHECK(cudaMemcpyAsync(s.noted.data, noted_prefixes_.data(), noted_prefixes_.size() * sizeof(uint64_t), cudaMemcpyHostToDevice,
-                                  s.stream));
+  WARP_CUDA_CHECK(cudaMemcpyAsync(s.noted.data, noted_prefixes_.data(), noted_prefixes_.size() * sizeof(uint64_t),
+                                  cudaMemcpyHostToDevice, s.stream));
   write_prefixes<<<blocks_for(n), kThreads, 0, s.stream>>>(s.noted.data, n, table_.device_prefixes());
   WARP_CUDA_CHECK_LAUNCH();
   // No wait before the vector changes: a copy from pageable memory has been staged by the time
@@ -685,8 +719,8 @@ void GpuAnalyzer::order_run_stems(std::vector<uint32_t>& by_prefix, std::vector<
   WARP_CUDA_CHECK(cudaSetDevice(table_.device()));
   cudaStream_t stream = s.stream;
   const uint32_t count = static_cast<uint32_t>(run_distinct_);
-  gather_prefixes<<<blocks_for(count), kThreads, 0, stream>>>(s.head_stems.data, count, table_.device_prefixes(), s.head_prefixes[0].data,
-                                                              s.head_indexes[0].data);
+  gather_prefixes<<<blocks_for(count), kThreads, 0, stream>>>(s.head_stems.data, count, table_.device_prefixes(),
+                                                              s.head_prefixes[0].data, s.head_indexes[0].data);
   WARP_CUDA_CHECK_LAUNCH();
   cub::DoubleBuffer<unsigned long long> keys(s.head_prefixes[0].data, s.head_prefixes[1].data);
   cub::DoubleBuffer<uint32_t> indexes(s.head_indexes[0].data, s.head_indexes[1].data);
@@ -694,8 +728,10 @@ void GpuAnalyzer::order_run_stems(std::vector<uint32_t>& by_prefix, std::vector<
   WARP_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(s.run_temp.data, temp_bytes, keys, indexes, count, 0, 64, stream));
   by_prefix.resize(count);
   prefixes.resize(count);
-  WARP_CUDA_CHECK(cudaMemcpyAsync(prefixes.data(), keys.Current(), count * sizeof(uint64_t), cudaMemcpyDeviceToHost, stream));
-  WARP_CUDA_CHECK(cudaMemcpyAsync(by_prefix.data(), indexes.Current(), count * sizeof(uint32_t), cudaMemcpyDeviceToHost, stream));
+  WARP_CUDA_CHECK(
+      cudaMemcpyAsync(prefixes.data(), keys.Current(), count * sizeof(uint64_t), cudaMemcpyDeviceToHost, stream));
+  WARP_CUDA_CHECK(
+      cudaMemcpyAsync(by_prefix.data(), indexes.Current(), count * sizeof(uint32_t), cudaMemcpyDeviceToHost, stream));
   WARP_CUDA_CHECK(cudaStreamSynchronize(stream));
   // A stem without its prefix (none is 0: a term has a first byte) would be misplaced: the run is
   // then not the device's to order.

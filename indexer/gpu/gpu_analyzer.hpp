@@ -3,9 +3,9 @@
 // length cap, and each token's stem id from the stem cache — done for a whole chunk at once on the
 // device, against a GPU table of the tokens the shared stem cache has already stemmed.
 //
-// At 16 threads the analysis and the shared stem cache were ~38% of the parse's CPU (tests/bench/results/indexing.md): memory-bound lookups into a table of hundreds of MB,
-// slower per thread the more threads share it. The GPU does them with its own memory; what it
-// cannot answer stays on the CPU, so the stems are exactly the CPU analyzer's:
+// At 16 threads the analysis and the shared stem cache were ~38% of the parse's CPU (tests/bench/results/indexing.md):
+// memory-bound lookups into a table of hundreds of MB, slower per thread the more threads share it. The GPU does them
+// with its own memory; what it cannot answer stays on the CPU, so the stems are exactly the CPU analyzer's:
 // - a document with any byte outside ASCII is analyzed on the CPU, whole (case folding of other
 //   scripts, the tokenizer's classes);
 // - a token the table does not hold yet (first sight; longer than a slot's 24 bytes) comes back as
@@ -59,9 +59,9 @@ class GpuTokenTable {
 // One parser's: its stream, its pinned staging and its device buffers. Not thread-safe.
 class GpuAnalyzer {
  public:
-  static constexpr uint32_t kMiss = 0xFFFFFFFFu;     // look this token up on the CPU
-  static constexpr uint32_t kDropped = 0xFFFFFFFEu;  // longer than the length cap: no term
-  static constexpr size_t kSlotTokenBytes = 24;      // longer tokens are always misses
+  static constexpr uint32_t kMiss = 0xFFFFFFFFu;          // look this token up on the CPU
+  static constexpr uint32_t kDropped = 0xFFFFFFFEu;       // longer than the length cap: no term
+  static constexpr size_t kSlotTokenBytes = 24;           // longer tokens are always misses
   static constexpr size_t kMaxLearned = size_t{1} << 16;  // tokens taught to the table a run
 
   GpuAnalyzer(GpuTokenTable& table, size_t max_token_bytes);
@@ -174,16 +174,16 @@ class GpuAnalyzer {
   char* text_ = nullptr;  // pinned
   size_t text_size_ = 0, text_capacity_ = 0;
   std::vector<uint32_t> doc_begin_{0};
-  std::vector<uint64_t> learned_;  // four words a token: its 24 bytes zero-padded, then its id
+  std::vector<uint64_t> learned_;         // four words a token: its 24 bytes zero-padded, then its id
   std::vector<uint64_t> noted_;           // by stem id, a bit: its prefix written (or queued)
   std::vector<uint64_t> noted_prefixes_;  // queued: stem id, prefix
   void write_noted_prefixes();
-  uint8_t* flags_ = nullptr;       // pinned, per document
-  uint32_t* starts_ = nullptr;     // pinned, per token
+  uint8_t* flags_ = nullptr;    // pinned, per document
+  uint32_t* starts_ = nullptr;  // pinned, per token
   uint32_t* values_ = nullptr;
   uint32_t tokens_ = 0;
   bool started_ = false, inverting_ = false;
-  std::vector<uint32_t> patches_;  // token, stem id
+  std::vector<uint32_t> patches_;     // token, stem id
   uint64_t* posting_keys_ = nullptr;  // pinned
   uint32_t* posting_freqs_ = nullptr;
   uint32_t* doc_distinct_ = nullptr;
@@ -206,8 +206,8 @@ bool take_document_stems(GpuAnalyzer& gpu, size_t doc, uint32_t& next, Analyzer&
 // misses whose stems are the shared cache's are patched in, those of the analyzer's own cache
 // appended to `own_stems` (the CPU indexes them), and `length` counts its terms. False, and
 // nothing taken, for a document with bytes outside ASCII.
-bool take_document_tokens(GpuAnalyzer& gpu, size_t doc, uint32_t& next, Analyzer& analyzer, std::vector<uint32_t>& own_stems,
-                          uint32_t& length, std::string& folded, uint64_t& misses);
+bool take_document_tokens(GpuAnalyzer& gpu, size_t doc, uint32_t& next, Analyzer& analyzer,
+                          std::vector<uint32_t>& own_stems, uint32_t& length, std::string& folded, uint64_t& misses);
 
 // True when this build has CUDA and `device` exists; else false with the reason in `why`.
 bool gpu_analysis_available(int device, std::string* why = nullptr);

@@ -16,13 +16,14 @@ GpuTokenTable::GpuTokenTable(int device, size_t) : device_(device) {
 }
 GpuTokenTable::~GpuTokenTable() = default;
 
-GpuAnalyzer::GpuAnalyzer(GpuTokenTable& table, size_t max_token_bytes) : table_(table), max_token_bytes_(max_token_bytes) {
+GpuAnalyzer::GpuAnalyzer(GpuTokenTable& table, size_t max_token_bytes)
+    : table_(table), max_token_bytes_(max_token_bytes) {
   throw Error("no GPU analysis: this build has no CUDA");
 }
 GpuAnalyzer::~GpuAnalyzer() = default;
 void GpuAnalyzer::grow_text(size_t) {  // the fields the CUDA build's code uses, named once here
-  (void)max_token_bytes_, (void)text_size_, (void)text_capacity_, (void)started_, (void)inverting_, (void)stem_bound_, (void)run_distinct_,
-      (void)run_fetched_;
+  (void)max_token_bytes_, (void)text_size_, (void)text_capacity_, (void)started_, (void)inverting_, (void)stem_bound_,
+      (void)run_distinct_, (void)run_fetched_;
 }
 void GpuAnalyzer::begin_chunk() {}
 void GpuAnalyzer::add_document(std::string_view, std::string_view) {}
@@ -35,9 +36,13 @@ void GpuAnalyzer::start_invert(uint32_t) { throw Error("no GPU analysis: this bu
 void GpuAnalyzer::finish_invert() {}
 void GpuAnalyzer::reserve_run(size_t, size_t, size_t) { throw Error("no GPU analysis: this build has no CUDA"); }
 bool GpuAnalyzer::append_to_run(uint32_t) { return false; }
-void GpuAnalyzer::sort_run(std::vector<uint32_t>&, std::vector<uint32_t>&) { throw Error("no GPU analysis: this build has no CUDA"); }
+void GpuAnalyzer::sort_run(std::vector<uint32_t>&, std::vector<uint32_t>&) {
+  throw Error("no GPU analysis: this build has no CUDA");
+}
 void GpuAnalyzer::order_run(const std::vector<uint32_t>&) { throw Error("no GPU analysis: this build has no CUDA"); }
-void GpuAnalyzer::order_run_stems(std::vector<uint32_t>&, std::vector<uint64_t>&) { throw Error("no GPU analysis: this build has no CUDA"); }
+void GpuAnalyzer::order_run_stems(std::vector<uint32_t>&, std::vector<uint64_t>&) {
+  throw Error("no GPU analysis: this build has no CUDA");
+}
 void GpuAnalyzer::write_noted_prefixes() {}
 const uint32_t* GpuAnalyzer::fetch_run(size_t, size_t) { throw Error("no GPU analysis: this build has no CUDA"); }
 

@@ -26,7 +26,8 @@ __global__ void hash_terms(const PieceEntry* entries, const char* bytes, uint32_
   const PieceEntry e = entries[i];
   uint64_t h = 0xcbf29ce484222325ull;
   for (int b = 0; b < 4; ++b) h = (h ^ ((e.collection >> (8 * b)) & 0xFF)) * 0x100000001b3ull;
-  for (uint32_t k = 0; k < e.suffix_size; ++k) h = (h ^ static_cast<unsigned char>(bytes[e.suffix_offset + k])) * 0x100000001b3ull;
+  for (uint32_t k = 0; k < e.suffix_size; ++k)
+    h = (h ^ static_cast<unsigned char>(bytes[e.suffix_offset + k])) * 0x100000001b3ull;
   hashes[i] = h & mask;
   docs[i] = e.doc;
   order[i] = i;
@@ -54,8 +55,8 @@ __global__ void mark_terms(const PieceEntry* entries, const char* bytes, const u
   if (!same) atomicExch(collision, 1);
 }
 
-__global__ void term_starts(const uint32_t* heads, const uint32_t* slots, const uint32_t* order, uint32_t n, uint32_t* starts,
-                            uint32_t* names) {
+__global__ void term_starts(const uint32_t* heads, const uint32_t* slots, const uint32_t* order, uint32_t n,
+                            uint32_t* starts, uint32_t* names) {
   const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n || heads[i] == 0) return;
   starts[slots[i]] = i;
@@ -64,8 +65,8 @@ __global__ void term_starts(const uint32_t* heads, const uint32_t* slots, const 
 
 // Each distinct term's first 8 bytes (the collection's three letters, then the suffix), big-endian
 // and zero-padded, so that integer order is bytewise order up to ties.
-__global__ void term_keys(const PieceEntry* entries, const char* bytes, const uint32_t* names, uint32_t terms, uint64_t* keys,
-                          uint32_t* ids) {
+__global__ void term_keys(const PieceEntry* entries, const char* bytes, const uint32_t* names, uint32_t terms,
+                          uint64_t* keys, uint32_t* ids) {
   const uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
   if (t >= terms) return;
   const PieceEntry e = entries[names[t]];
@@ -77,7 +78,8 @@ __global__ void term_keys(const PieceEntry* entries, const char* bytes, const ui
     head[2] = static_cast<unsigned char>('a' + e.collection % 26);
     used = 3;
   }
-  for (uint32_t k = 0; used < 8 && k < e.suffix_size; ++k) head[used++] = static_cast<unsigned char>(bytes[e.suffix_offset + k]);
+  for (uint32_t k = 0; used < 8 && k < e.suffix_size; ++k)
+    head[used++] = static_cast<unsigned char>(bytes[e.suffix_offset + k]);
   uint64_t key = 0;
   for (int b = 0; b < 8; ++b) key = (key << 8) | head[b];
   keys[t] = key;
@@ -147,23 +149,27 @@ void GpuInverter::invert(const std::vector<PieceEntry>& entries, const std::stri
   cudaStream_t stream = s.stream;
   s.entries.reserve(n);
   s.bytes.reserve(std::max<size_t>(suffixes.size(), 1));
-  for (auto* a : {&s.docs, &s.docs_sorted, &s.order, &s.order_by_doc, &s.order_sorted, &s.heads, &s.slots, &s.starts, &s.names}) a->reserve(n);
+  for (auto* a :
+       {&s.docs, &s.docs_sorted, &s.order, &s.order_by_doc, &s.order_sorted, &s.heads, &s.slots, &s.starts, &s.names})
+    a->reserve(n);
   for (auto* a : {&s.hashes, &s.gathered, &s.sorted}) a->reserve(n);
   s.postings.reserve(n);
-  WARP_CUDA_CHECK(cudaMemcpyAsync(s.entries.data, entries.data(), n * sizeof(PieceEntry), cudaMemcpyHostToDevice, stream));
+  WARP_CUDA_CHECK(
+      cudaMemcpyAsync(s.entries.data, entries.data(), n * sizeof(PieceEntry), cudaMemcpyHostToDevice, stream));
   if (!suffixes.empty()) {
     WARP_CUDA_CHECK(cudaMemcpyAsync(s.bytes.data, suffixes.data(), suffixes.size(), cudaMemcpyHostToDevice, stream));
   }
   WARP_CUDA_CHECK(cudaMemsetAsync(s.collision.data, 0, sizeof(int), stream));
-  hash_terms<<<blocks_for(n), kThreads, 0, stream>>>(s.entries.data, s.bytes.data, n, s.mask, s.hashes.data, s.docs.data, s.order.data);
+  hash_terms<<<blocks_for(n), kThreads, 0, stream>>>(s.entries.data, s.bytes.data, n, s.mask, s.hashes.data,
+                                                     s.docs.data, s.order.data);
   WARP_CUDA_CHECK_LAUNCH();
 
   // Temporary storage for the largest of the three device-wide passes.
   size_t by_doc = 0, by_hash = 0, scan = 0;
   WARP_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, by_doc, s.docs.data, s.docs_sorted.data, s.order.data,
-                                                      s.order_by_doc.data, n, 0, 32, stream));
+                                                  s.order_by_doc.data, n, 0, 32, stream));
   WARP_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, by_hash, s.gathered.data, s.sorted.data, s.order_by_doc.data,
-                                                      s.order_sorted.data, n, 0, static_cast<int>(s.bits), stream));
+                                                  s.order_sorted.data, n, 0, static_cast<int>(s.bits), stream));
   WARP_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, scan, s.heads.data, s.slots.data, n, stream));
   size_t temp_bytes = std::max(std::max(by_doc, by_hash), std::max(scan, size_t{1}));
   s.temp.reserve(temp_bytes);
@@ -171,14 +177,15 @@ void GpuInverter::invert(const std::vector<PieceEntry>& entries, const std::stri
 
   size_t bytes = temp_bytes;
   WARP_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(s.temp.data, bytes, s.docs.data, s.docs_sorted.data, s.order.data,
-                                                      s.order_by_doc.data, n, 0, 32, stream));
+                                                  s.order_by_doc.data, n, 0, 32, stream));
   gather_hashes<<<blocks_for(n), kThreads, 0, stream>>>(s.hashes.data, s.order_by_doc.data, n, s.gathered.data);
   WARP_CUDA_CHECK_LAUNCH();
   bytes = temp_bytes;  // LSD radix sorts are stable: equal hashes keep their doc order
-  WARP_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(s.temp.data, bytes, s.gathered.data, s.sorted.data, s.order_by_doc.data,
-                                                      s.order_sorted.data, n, 0, static_cast<int>(s.bits), stream));
-  mark_terms<<<blocks_for(n), kThreads, 0, stream>>>(s.entries.data, s.bytes.data, s.sorted.data, s.order_sorted.data, n,
-                                                     s.heads.data, s.postings.data, s.collision.data);
+  WARP_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(s.temp.data, bytes, s.gathered.data, s.sorted.data,
+                                                  s.order_by_doc.data, s.order_sorted.data, n, 0,
+                                                  static_cast<int>(s.bits), stream));
+  mark_terms<<<blocks_for(n), kThreads, 0, stream>>>(s.entries.data, s.bytes.data, s.sorted.data, s.order_sorted.data,
+                                                     n, s.heads.data, s.postings.data, s.collision.data);
   WARP_CUDA_CHECK_LAUNCH();
   bytes = temp_bytes;
   WARP_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(s.temp.data, bytes, s.heads.data, s.slots.data, n, stream));
@@ -197,26 +204,31 @@ void GpuInverter::invert(const std::vector<PieceEntry>& entries, const std::stri
     const uint32_t terms = last_slot + last_head;
     for (auto* a : {&s.term_ids, &s.term_order}) a->reserve(terms);
     for (auto* a : {&s.term_keys, &s.term_keys_sorted}) a->reserve(terms);
-    term_keys<<<blocks_for(terms), kThreads, 0, stream>>>(s.entries.data, s.bytes.data, s.names.data, terms, s.term_keys.data,
-                                                          s.term_ids.data);
+    term_keys<<<blocks_for(terms), kThreads, 0, stream>>>(s.entries.data, s.bytes.data, s.names.data, terms,
+                                                          s.term_keys.data, s.term_ids.data);
     WARP_CUDA_CHECK_LAUNCH();
     size_t key_sort = 0;
     WARP_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, key_sort, s.term_keys.data, s.term_keys_sorted.data,
-                                                        s.term_ids.data, s.term_order.data, terms, 0, 64, stream));
+                                                    s.term_ids.data, s.term_order.data, terms, 0, 64, stream));
     s.temp.reserve(key_sort);
     key_sort = s.temp.capacity;
     WARP_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(s.temp.data, key_sort, s.term_keys.data, s.term_keys_sorted.data,
-                                                        s.term_ids.data, s.term_order.data, terms, 0, 64, stream));
+                                                    s.term_ids.data, s.term_order.data, terms, 0, 64, stream));
     out.postings.resize(n);
     out.starts.resize(terms + 1);
     out.names.resize(terms);
     out.order.resize(terms);
     out.keys.resize(terms);
-    WARP_CUDA_CHECK(cudaMemcpyAsync(out.order.data(), s.term_order.data, terms * sizeof(uint32_t), cudaMemcpyDeviceToHost, stream));
-    WARP_CUDA_CHECK(cudaMemcpyAsync(out.keys.data(), s.term_keys_sorted.data, terms * sizeof(uint64_t), cudaMemcpyDeviceToHost, stream));
-    WARP_CUDA_CHECK(cudaMemcpyAsync(out.postings.data(), s.postings.data, n * sizeof(Posting), cudaMemcpyDeviceToHost, stream));
-    WARP_CUDA_CHECK(cudaMemcpyAsync(out.starts.data(), s.starts.data, terms * sizeof(uint32_t), cudaMemcpyDeviceToHost, stream));
-    WARP_CUDA_CHECK(cudaMemcpyAsync(out.names.data(), s.names.data, terms * sizeof(uint32_t), cudaMemcpyDeviceToHost, stream));
+    WARP_CUDA_CHECK(
+        cudaMemcpyAsync(out.order.data(), s.term_order.data, terms * sizeof(uint32_t), cudaMemcpyDeviceToHost, stream));
+    WARP_CUDA_CHECK(cudaMemcpyAsync(out.keys.data(), s.term_keys_sorted.data, terms * sizeof(uint64_t),
+                                    cudaMemcpyDeviceToHost, stream));
+    WARP_CUDA_CHECK(
+        cudaMemcpyAsync(out.postings.data(), s.postings.data, n * sizeof(Posting), cudaMemcpyDeviceToHost, stream));
+    WARP_CUDA_CHECK(
+        cudaMemcpyAsync(out.starts.data(), s.starts.data, terms * sizeof(uint32_t), cudaMemcpyDeviceToHost, stream));
+    WARP_CUDA_CHECK(
+        cudaMemcpyAsync(out.names.data(), s.names.data, terms * sizeof(uint32_t), cudaMemcpyDeviceToHost, stream));
     WARP_CUDA_CHECK(cudaStreamSynchronize(stream));
     out.starts[terms] = n;
   }

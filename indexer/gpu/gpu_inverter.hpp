@@ -21,14 +21,14 @@
 namespace warp::pipeline {
 
 struct InvertedBatch {
-  std::vector<Posting> postings;     // by (term hash, doc)
-  std::vector<uint32_t> starts;      // per distinct term, its first posting; then the count
-  std::vector<uint32_t> names;       // per distinct term, an entry of the batch holding it
+  std::vector<Posting> postings;  // by (term hash, doc)
+  std::vector<uint32_t> starts;   // per distinct term, its first posting; then the count
+  std::vector<uint32_t> names;    // per distinct term, an entry of the batch holding it
   // The distinct terms in bytewise order of their first 8 bytes (collection prefix and suffix),
   // with those 8 bytes big-endian: terms with equal keys are left for the caller to order.
   std::vector<uint32_t> order;
   std::vector<uint64_t> keys;
-  bool collision = false;            // two different terms shared a hash: do not use this batch
+  bool collision = false;  // two different terms shared a hash: do not use this batch
 };
 
 class GpuInverter {

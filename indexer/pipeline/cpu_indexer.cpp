@@ -32,7 +32,8 @@ namespace {
 class PostingArena {
  public:
   explicit PostingArena(uint64_t share_bytes)
-      : block_bits_(static_cast<uint32_t>(std::clamp<int>(std::bit_width(share_bytes / sizeof(Posting) / 8) - 1, 10, 18))) {}
+      : block_bits_(
+            static_cast<uint32_t>(std::clamp<int>(std::bit_width(share_bytes / sizeof(Posting) / 8) - 1, 10, 18))) {}
 
   // All zero bytes: an empty list (tables of lists by stem id are mapped zeroed). 12 bytes: the
   // parsers keep one per stem of the shared cache each (a count of postings, which nothing read but
@@ -169,10 +170,13 @@ class PostingArena {
     out.insert(out.end(), postings, postings + n);
   }
   Posting& at(uint32_t index) { return blocks_[index >> block_bits_].get()[index & ((1u << block_bits_) - 1)]; }
-  const Posting& at(uint32_t index) const { return blocks_[index >> block_bits_].get()[index & ((1u << block_bits_) - 1)]; }
+  const Posting& at(uint32_t index) const {
+    return blocks_[index >> block_bits_].get()[index & ((1u << block_bits_) - 1)];
+  }
   // `size` consecutive slots; a slice never crosses a block.
   uint32_t allocate(uint32_t size) {
-    if ((next_ & ((1u << block_bits_) - 1)) + size > (1u << block_bits_)) next_ = ((next_ >> block_bits_) + 1) << block_bits_;
+    if ((next_ & ((1u << block_bits_) - 1)) + size > (1u << block_bits_))
+      next_ = ((next_ >> block_bits_) + 1) << block_bits_;
     if ((next_ >> block_bits_) >= blocks_.size()) {
       blocks_.emplace_back(static_cast<Posting*>(allocate_huge(block_bytes())));
     }
@@ -226,7 +230,8 @@ class CpuIndexer final : public ParserIndexer {
   // change with each epoch) go through the B-tree. A dictionary per parser had cost a B-tree insert
   // of every word in every parser (16 times the inserts at 16 threads, 5% of the build) and a third
   // of each parser's share of the memory budget.
-  void add_document(const Analyzer& analyzer, DocId doc, std::span<const uint32_t> stems, std::span<const uint32_t> freqs) override {
+  void add_document(const Analyzer& analyzer, DocId doc, std::span<const uint32_t> stems,
+                    std::span<const uint32_t> freqs) override {
     if (analyzer.stem_cache_epoch() != epoch_) {  // the own cache was emptied: its ids name other stems now
       term_of_own_.clear();
       epoch_ = analyzer.stem_cache_epoch();
@@ -260,7 +265,8 @@ class CpuIndexer final : public ParserIndexer {
     }
   }
 
-  void add_sorted_postings(const Analyzer& analyzer, DocId base, const uint64_t* keys, const uint32_t* freqs, size_t n) override {
+  void add_sorted_postings(const Analyzer& analyzer, DocId base, const uint64_t* keys, const uint32_t* freqs,
+                           size_t n) override {
     feed_from(analyzer);
     for (size_t i = 0; i < n; ++i) {
       if (i + kAhead < n) arena_.prefetch_tail(shared_lists_[keys[i + kAhead] >> 32]);
@@ -299,7 +305,8 @@ class CpuIndexer final : public ParserIndexer {
     }
   }
 
-  void add_device_postings(const Analyzer& analyzer, DocId base, const uint64_t* keys, const uint32_t* freqs, size_t n) override {
+  void add_device_postings(const Analyzer& analyzer, DocId base, const uint64_t* keys, const uint32_t* freqs,
+                           size_t n) override {
     if (device_ == nullptr) {  // failed at a spill: the parser has not dropped it yet
       add_sorted_postings(analyzer, base, keys, freqs, n);
       return;
@@ -331,7 +338,9 @@ class CpuIndexer final : public ParserIndexer {
   // The arena's blocks, the dictionary and per-term entries. Not the lists by shared stem id: their
   // size follows the shared stem cache's ids, not this indexer's terms, and the build counts them
   // with the parsers' other arrays by stem id (ParserIndexer::kBytesPerSharedStem).
-  uint64_t held() const { return arena_.reserved_bytes() + dictionary_bytes() + device_stems_ * kSpillBytesPerDeviceStem; }
+  uint64_t held() const {
+    return arena_.reserved_bytes() + dictionary_bytes() + device_stems_ * kSpillBytesPerDeviceStem;
+  }
   uint64_t dictionary_bytes() const {
     return forest_.memory_bytes() + lists_.size() * (sizeof(PostingArena::List) + sizeof(uint32_t)) +
            (term_of_own_.capacity() + shared_touched_.capacity()) * sizeof(uint32_t) + row_touched_.capacity();
@@ -466,7 +475,9 @@ class CpuIndexer final : public ParserIndexer {
   // How far ahead a walk in term order prefetches what it reads at random: an entry (a list's, a
   // stem's) twice this far, what the entry points to (a first slice, a stem's text) this far.
   static constexpr size_t kAhead = 8;
-  PostingArena::List& list_of(uint32_t ref) { return ref & kInForest ? lists_[ref & ~kInForest] : shared_lists_[slot(ref, self_)]; }
+  PostingArena::List& list_of(uint32_t ref) {
+    return ref & kInForest ? lists_[ref & ~kInForest] : shared_lists_[slot(ref, self_)];
+  }
   // The feeding parser's analyzer (the stems' text); on first use, the lists by shared stem id
   // (and with routing, a byte a row) for every id the shared cache may ever hand out.
   void feed_from(const Analyzer& analyzer) {
@@ -480,7 +491,9 @@ class CpuIndexer final : public ParserIndexer {
   // stem / parsers of the table; without, one list a stem, at its id.
   size_t row(uint32_t stem) const { return row_width_ == 1 ? stem : by_width_.quotient(stem); }
   // A shared stem's list of the postings parser `producer` read (with routing; else its only one).
-  size_t slot(uint32_t stem, uint32_t producer) const { return row_width_ == 1 ? stem : row(stem) * row_width_ + producer; }
+  size_t slot(uint32_t stem, uint32_t producer) const {
+    return row_width_ == 1 ? stem : row(stem) * row_width_ + producer;
+  }
   // A shared stem's first posting of this run: the run writes its list(s).
   void touch_shared(uint32_t stem) {
     if (row_width_ > 1 && std::exchange(row_touched_[row(stem)], 1) != 0) return;
@@ -528,7 +541,8 @@ class CpuIndexer final : public ParserIndexer {
       for (size_t i = 0; i < stems.size(); ++i) {
         if (i + 2 * kAhead < stems.size()) analyzer_->prefetch_stable_entry(stems[i + 2 * kAhead]);
         if (i + kAhead < stems.size()) analyzer_->prefetch_stable_text(stems[i + kAhead]);
-        keyed.push_back({term_prefix(analyzer_->stem(stems[i])), stems[i], device ? static_cast<uint32_t>(i) : kNoSegment});
+        keyed.push_back(
+            {term_prefix(analyzer_->stem(stems[i])), stems[i], device ? static_cast<uint32_t>(i) : kNoSegment});
       }
     };
     add(shared_touched_, false);
@@ -581,7 +595,8 @@ class CpuIndexer final : public ParserIndexer {
         ++j;
         continue;
       }
-      const bool shared_first = j == forest_order.size() ||
+      const bool shared_first =
+          j == forest_order.size() ||
           (i < shared.size() && term_of(shared[i].ref, a) < term_of(kInForest | forest_order[j], b));
       order.push_back(shared_first ? shared[i++] : Ordered{kInForest | forest_order[j++], kNoSegment, true});
     }
@@ -638,8 +653,8 @@ class CpuIndexer final : public ParserIndexer {
 
   // Where the spill stands in the device's ordered postings, fetched a slice at a time.
   struct DeviceCursor {
-    size_t total = 0, next = 0;       // postings in all, the next one to take
-    size_t from = 0, buffered = 0;    // the slice fetched: its first posting and how many
+    size_t total = 0, next = 0;     // postings in all, the next one to take
+    size_t from = 0, buffered = 0;  // the slice fetched: its first posting and how many
     const Posting* slice = nullptr;
     void take(RunOnDevice& device, size_t count, std::vector<Posting>& out) {
       if (next + count > total) throw Error("GPU analysis: the device's run holds fewer postings than its segments");
@@ -670,7 +685,9 @@ class CpuIndexer final : public ParserIndexer {
 
   // The device failed: the postings of its run that the spill has not written (`order` from
   // position `at` on; all of them, by default) are replayed into the host's lists.
-  void fall_back(const char* why) { fall_back_where(why, [](uint32_t) { return true; }); }
+  void fall_back(const char* why) {
+    fall_back_where(why, [](uint32_t) { return true; });
+  }
   void fall_back_after(const char* why, const std::vector<Ordered>& order, size_t at) {
     std::vector<uint8_t> pending(analyzer_->shared_stem_capacity(), 0);
     for (size_t i = at; i < order.size(); ++i) {
@@ -705,7 +722,6 @@ class CpuIndexer final : public ParserIndexer {
     device_stems_ = 0;
   }
 
-
   // The term's id, a new one (with an empty list) if the dictionary lacks it.
   uint32_t term_id(uint32_t collection, std::string_view suffix) {
     const uint32_t id = forest_.find_or_insert(collection, suffix);
@@ -722,7 +738,7 @@ class CpuIndexer final : public ParserIndexer {
   std::vector<uint32_t> collection_of_;
   // Parser-fed: lists by shared stem id, those with postings in this run, own stem id (less the
   // shared count) → B-tree term id (kNoTerm until looked up), add_document's lists.
-  const Analyzer* analyzer_ = nullptr;  // the feeding parser's: the stems' text
+  const Analyzer* analyzer_ = nullptr;            // the feeding parser's: the stems' text
   ZeroedTable<PostingArena::List> shared_lists_;  // the shared cache's capacity, pages touched as ids come
   std::vector<uint32_t> shared_touched_;
   HugeVector<uint32_t> term_of_own_;
@@ -748,7 +764,9 @@ class CpuIndexer final : public ParserIndexer {
 
 }  // namespace
 
-std::unique_ptr<Indexer> make_cpu_indexer(IndexerContext context) { return std::make_unique<CpuIndexer>(std::move(context)); }
+std::unique_ptr<Indexer> make_cpu_indexer(IndexerContext context) {
+  return std::make_unique<CpuIndexer>(std::move(context));
+}
 
 std::unique_ptr<ParserIndexer> make_parser_indexer(IndexerContext context) {
   return std::make_unique<CpuIndexer>(std::move(context));

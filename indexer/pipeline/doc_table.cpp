@@ -111,7 +111,8 @@ void sort_by_hash(std::vector<std::pair<uint64_t, DocId>>& pairs, size_t threads
   std::vector<size_t> next(start.begin(), start.end() - 1);
   for (const auto& pair : pairs) scattered[next[pair.first >> 56]++] = pair;
   run_parallel_tasks(kBuckets, threads, [&](size_t b) {
-    std::sort(scattered.begin() + static_cast<std::ptrdiff_t>(start[b]), scattered.begin() + static_cast<std::ptrdiff_t>(start[b + 1]));
+    std::sort(scattered.begin() + static_cast<std::ptrdiff_t>(start[b]),
+              scattered.begin() + static_cast<std::ptrdiff_t>(start[b + 1]));
   });
   pairs.swap(scattered);
 }
@@ -120,7 +121,8 @@ void sort_by_hash(std::vector<std::pair<uint64_t, DocId>>& pairs, size_t threads
 
 void DocTable::finish(const std::vector<InputSplit>& splits, ReadReport& report, size_t threads) {
   if (std::fflush(spill_) != 0) throw Error("cannot write " + spill_path_ + " (disk full?)");
-  std::sort(chunks_.begin(), chunks_.end(), [](const Chunk& a, const Chunk& b) { return a.split != b.split ? a.split < b.split : a.seq < b.seq; });
+  std::sort(chunks_.begin(), chunks_.end(),
+            [](const Chunk& a, const Chunk& b) { return a.split != b.split ? a.split < b.split : a.seq < b.seq; });
   const size_t total = lengths_.size();
   std::vector<DocId> position(total);  // by provisional id: place in input order
   {
@@ -207,14 +209,16 @@ void DocTable::finish(const std::vector<InputSplit>& splits, ReadReport& report,
     const SplitEnd& end = s < split_ends_.size() ? split_ends_[s] : SplitEnd{};
     for (const Rejection& r : end.rejections) {
       if (report.errors.size() >= 100) break;
-      report.errors.push_back(r.line > 0 ? split.path + ":" + std::to_string(lines_before[split.file] + r.line) + ": " + r.why
-                                         : split.path + "@" + std::to_string(r.offset) + ": " + r.why);
+      report.errors.push_back(r.line > 0
+                                  ? split.path + ":" + std::to_string(lines_before[split.file] + r.line) + ": " + r.why
+                                  : split.path + "@" + std::to_string(r.offset) + ": " + r.why);
     }
     lines_before[split.file] += end.lines;
   }
 }
 
-void DocTable::for_each_document(DocId begin, DocId end, const std::function<void(DocId, const DocumentRecord&)>& visit) const {
+void DocTable::for_each_document(DocId begin, DocId end,
+                                 const std::function<void(DocId, const DocumentRecord&)>& visit) const {
   for (const Chunk& chunk : chunks_) {
     bool any = false;
     for (DocId i = 0; i < chunk.count && !any; ++i) {

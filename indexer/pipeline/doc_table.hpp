@@ -36,7 +36,7 @@ class DocTable {
   void set_counts(DocId first, const std::vector<uint32_t>& lengths, const std::vector<uint32_t>& distinct);
   // Thread-safe. A split read to its end: the lines it holds and its malformed records.
   void end_split(size_t split, uint64_t lines, std::vector<Rejection> rejections, uint64_t rejected);
-  uint64_t documents() const;  // registered so far
+  uint64_t documents() const;     // registered so far
   uint64_t memory_bytes() const;  // of the per-document arrays
 
   // After the last chunk: final docIDs, duplicates dropped. `splits` for the error places; the ids'
@@ -57,8 +57,8 @@ class DocTable {
   struct Chunk {
     size_t split;
     uint32_t seq;
-    DocId first, count;   // provisional ids
-    uint64_t offset;      // of its first record in the spill file
+    DocId first, count;     // provisional ids
+    uint64_t offset;        // of its first record in the spill file
     DocId final_first = 0;  // final position before duplicates are dropped
   };
   struct SplitEnd {
@@ -71,10 +71,10 @@ class DocTable {
   std::FILE* spill_ = nullptr;
   uint64_t spill_bytes_ = 0;
   mutable std::mutex mutex_;
-  std::vector<Chunk> chunks_;            // by first provisional id; sorted by input order in finish()
+  std::vector<Chunk> chunks_;                 // by first provisional id; sorted by input order in finish()
   std::vector<uint32_t> lengths_, distinct_;  // by provisional id
   std::vector<uint64_t> id_hashes_;
-  std::vector<SplitEnd> split_ends_;     // by split
+  std::vector<SplitEnd> split_ends_;  // by split
   uint64_t rejected_ = 0;
   std::vector<DocId> final_of_;
   std::vector<DocId> split_starts_;

@@ -5,8 +5,12 @@
 namespace warp::pipeline {
 
 SplitTaker::SplitTaker(const std::vector<uint64_t>& split_bytes, size_t threads)
-    : bytes_before_(split_bytes.size() + 1, 0), front_(std::max<size_t>(threads, 1)), back_(front_.size()),
-      taken_(front_.size(), 0), reader_(split_bytes.size(), kNotRead), order_(split_bytes.size(), 0) {
+    : bytes_before_(split_bytes.size() + 1, 0),
+      front_(std::max<size_t>(threads, 1)),
+      back_(front_.size()),
+      taken_(front_.size(), 0),
+      reader_(split_bytes.size(), kNotRead),
+      order_(split_bytes.size(), 0) {
   const size_t splits = split_bytes.size();
   for (size_t s = 0; s < splits; ++s) bytes_before_[s + 1] = bytes_before_[s] + std::max<uint64_t>(split_bytes[s], 1);
   // Thread t's range: the splits whose middle byte lies in its share [t, t+1) × total / threads.
@@ -49,7 +53,8 @@ std::vector<DocId> SplitTaker::span_starts(const std::vector<DocId>& split_start
 }
 
 bool to_final_doc_order(std::vector<Posting>& list, std::vector<size_t>& segments, std::span<const DocId> final_of,
-                        const std::vector<DocId>& span_starts, std::vector<Posting>& scratch, std::vector<ListPiece>& pieces) {
+                        const std::vector<DocId>& span_starts, std::vector<Posting>& scratch,
+                        std::vector<ListPiece>& pieces) {
   segments.push_back(list.size());
   pieces.clear();
   size_t kept = 0;
@@ -67,11 +72,15 @@ bool to_final_doc_order(std::vector<Posting>& list, std::vector<size_t>& segment
   size_t finger = 0;
   const auto next_span_start = [&](DocId doc) -> DocId {
     if (finger > 0 && span_starts[finger - 1] > doc) {
-      finger = static_cast<size_t>(std::upper_bound(span_starts.begin(), span_starts.begin() + static_cast<std::ptrdiff_t>(finger), doc) - span_starts.begin());
+      finger = static_cast<size_t>(
+          std::upper_bound(span_starts.begin(), span_starts.begin() + static_cast<std::ptrdiff_t>(finger), doc) -
+          span_starts.begin());
     } else {
       for (int step = 0; step < 4 && finger < spans && span_starts[finger] <= doc; ++step) ++finger;
       if (finger < spans && span_starts[finger] <= doc) {
-        finger = static_cast<size_t>(std::upper_bound(span_starts.begin() + static_cast<std::ptrdiff_t>(finger), span_starts.end(), doc) - span_starts.begin());
+        finger = static_cast<size_t>(
+            std::upper_bound(span_starts.begin() + static_cast<std::ptrdiff_t>(finger), span_starts.end(), doc) -
+            span_starts.begin());
       }
     }
     return finger == spans ? kEndDoc : span_starts[finger];
@@ -110,7 +119,8 @@ bool to_final_doc_order(std::vector<Posting>& list, std::vector<size_t>& segment
   scratch.resize(kept);
   auto out = scratch.begin();
   for (const ListPiece& piece : pieces) {
-    out = std::copy(list.begin() + static_cast<std::ptrdiff_t>(piece.begin), list.begin() + static_cast<std::ptrdiff_t>(piece.end), out);
+    out = std::copy(list.begin() + static_cast<std::ptrdiff_t>(piece.begin),
+                    list.begin() + static_cast<std::ptrdiff_t>(piece.end), out);
   }
   list.swap(scratch);
   return true;

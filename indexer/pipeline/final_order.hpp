@@ -57,6 +57,7 @@ struct ListPiece {
 // and copied. Pieces that overlap (no build makes them) are sorted as a whole instead: returns
 // false then.
 bool to_final_doc_order(std::vector<Posting>& list, std::vector<size_t>& segments, std::span<const DocId> final_of,
-                        const std::vector<DocId>& span_starts, std::vector<Posting>& scratch, std::vector<ListPiece>& pieces);
+                        const std::vector<DocId>& span_starts, std::vector<Posting>& scratch,
+                        std::vector<ListPiece>& pieces);
 
 }  // namespace warp::pipeline

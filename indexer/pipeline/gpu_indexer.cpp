@@ -23,7 +23,8 @@ struct Batch {
   // On the host per posting: the entry, its sorted posting, at most one start, name, order slot
   // and key; and the suffix bytes. (Vectors keep their capacity: the largest batch's memory.)
   uint64_t bytes() const {
-    return entries.size() * (sizeof(PieceEntry) + sizeof(Posting) + 4 * sizeof(uint32_t) + sizeof(uint64_t)) + suffixes.size();
+    return entries.size() * (sizeof(PieceEntry) + sizeof(Posting) + 4 * sizeof(uint32_t) + sizeof(uint64_t)) +
+           suffixes.size();
   }
 };
 
@@ -153,8 +154,8 @@ class GpuIndexer final : public Indexer {
 
   GpuInverter inverter_;
   std::unique_ptr<Indexer> fallback_;
-  Batch filling_, working_;   // filled by the indexer's thread, written by the worker
-  InvertedBatch inverted_;    // the worker's
+  Batch filling_, working_;  // filled by the indexer's thread, written by the worker
+  InvertedBatch inverted_;   // the worker's
   uint64_t fallbacks_ = 0;
   std::mutex mutex_;
   std::condition_variable changed_;

@@ -57,8 +57,8 @@ bool take_document_stems(GpuAnalyzer& gpu, size_t doc, uint32_t& next, Analyzer&
   return true;
 }
 
-bool take_document_tokens(GpuAnalyzer& gpu, size_t doc, uint32_t& next, Analyzer& analyzer, std::vector<uint32_t>& own_stems,
-                          uint32_t& length, std::string& folded, uint64_t& misses) {
+bool take_document_tokens(GpuAnalyzer& gpu, size_t doc, uint32_t& next, Analyzer& analyzer,
+                          std::vector<uint32_t>& own_stems, uint32_t& length, std::string& folded, uint64_t& misses) {
   if (gpu.non_ascii(doc)) return skip_document(gpu, doc, next);
   const uint32_t end = gpu.doc_begin(doc + 1);
   const uint32_t* starts = gpu.token_starts();

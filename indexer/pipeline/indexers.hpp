@@ -28,9 +28,9 @@
 namespace warp::pipeline {
 
 struct IndexerContext {
-  size_t index = 0;                      // names this indexer's run files
+  size_t index = 0;  // names this indexer's run files
   std::string spill_dir;
-  std::function<uint64_t()> share;       // bytes it may hold before it spills
+  std::function<uint64_t()> share;  // bytes it may hold before it spills
   std::atomic<uint64_t>* runs_written = nullptr;
 };
 
@@ -44,7 +44,7 @@ class Indexer {
   virtual void consume(const Piece& piece) = 0;
   virtual void spill() = 0;  // everything held, as one more run; then empty
   std::vector<RunInfo>& runs() { return runs_; }
-  virtual double gpu_seconds() const { return 0; }   // GPU indexers: device work and copies
+  virtual double gpu_seconds() const { return 0; }      // GPU indexers: device work and copies
   virtual uint64_t cpu_fallbacks() const { return 0; }  // GPU indexers: batches a CPU indexer took
 
  protected:
@@ -94,14 +94,17 @@ class ParserIndexer : public Indexer {
   using Indexer::Indexer;
   // A document's postings: `stems` (ids of `analyzer`'s stem cache in its current epoch, each
   // once) with their frequencies `freqs`.
-  virtual void add_document(const Analyzer& analyzer, DocId doc, std::span<const uint32_t> stems, std::span<const uint32_t> freqs) = 0;
+  virtual void add_document(const Analyzer& analyzer, DocId doc, std::span<const uint32_t> stems,
+                            std::span<const uint32_t> freqs) = 0;
   // A chunk's postings of shared stems inverted elsewhere (the GPU analysis): `keys` (stem id <<
   // 32 | docID − `base`) sorted, with their frequencies. The lists are add_document's for the same
   // postings; a stem's are appended together.
-  virtual void add_sorted_postings(const Analyzer& analyzer, DocId base, const uint64_t* keys, const uint32_t* freqs, size_t n) = 0;
+  virtual void add_sorted_postings(const Analyzer& analyzer, DocId base, const uint64_t* keys, const uint32_t* freqs,
+                                   size_t n) = 0;
   // The same postings, which the run on the device (set_run_on_device) now holds: only counted,
   // unless that device failed at a spill, when they are filed as add_sorted_postings files them.
-  virtual void add_device_postings(const Analyzer& analyzer, DocId base, const uint64_t* keys, const uint32_t* freqs, size_t n) = 0;
+  virtual void add_device_postings(const Analyzer& analyzer, DocId base, const uint64_t* keys, const uint32_t* freqs,
+                                   size_t n) = 0;
   // Where add_device_postings' postings are (nullptr: nowhere; what the device held is then
   // replayed into the host's lists). A device that fails at a spill is dropped the same way, and its error kept.
   virtual void set_run_on_device(RunOnDevice* run) = 0;
@@ -111,7 +114,8 @@ class ParserIndexer : public Indexer {
   // bytes each, and 16 million at least (the device keeps ~26 bytes a posting: 0.4-0.65 GB a parser
   // at 16 parsers and a 2 GiB budget; GpuAnalyzer::reserve_run caps it by the device's memory).
   static size_t device_run_room(uint64_t share_bytes) {
-    return static_cast<size_t>(std::min<uint64_t>(std::max<uint64_t>(share_bytes / 4, uint64_t{1} << 24), uint64_t{1} << 28));
+    return static_cast<size_t>(
+        std::min<uint64_t>(std::max<uint64_t>(share_bytes / 4, uint64_t{1} << 24), uint64_t{1} << 28));
   }
   // Before any postings: this indexer's parser is `self` of `parsers` that route the shared stems'
   // postings to their owners (PostingRouter). Its lists of shared stems are then kept per parser

@@ -60,7 +60,8 @@ class GpuRun final : public RunOnDevice {
   };
   using Replay = std::function<void(const std::vector<Chunk>&, const Sink&)>;
   // `fail_step`: tests: the first spill fails at its sort (0), order (1) or first fetch (2).
-  GpuRun(GpuAnalyzer& gpu, Replay replay, int fail_step) : gpu_(gpu), replay_(std::move(replay)), fail_step_(fail_step) {}
+  GpuRun(GpuAnalyzer& gpu, Replay replay, int fail_step)
+      : gpu_(gpu), replay_(std::move(replay)), fail_step_(fail_step) {}
   void sort(std::vector<uint32_t>& stems, std::vector<uint32_t>& begins, std::vector<uint32_t>& by_prefix,
             std::vector<uint64_t>& prefixes) override {
     fail_if(0);
@@ -72,7 +73,8 @@ class GpuRun final : public RunOnDevice {
     gpu_.order_run(out_begins);
   }
   const Posting* fetch(size_t from, size_t count) override {
-    static_assert(sizeof(Posting) == 2 * sizeof(uint32_t) && offsetof(Posting, doc) == 0 && offsetof(Posting, freq) == 4);
+    static_assert(sizeof(Posting) == 2 * sizeof(uint32_t) && offsetof(Posting, doc) == 0 &&
+                  offsetof(Posting, freq) == 4);
     fail_if(2);
     return reinterpret_cast<const Posting*>(gpu_.fetch_run(from, count));
   }
@@ -200,9 +202,10 @@ struct RangeOutput {
   std::vector<uint64_t> terms, posting_count, list_bytes;
 };
 
-RangeOutput merge_range(const std::vector<RunInfo>& runs, const std::string& lo, const std::string* hi, size_t buffer_bytes,
-                        const DocTable& docs, const std::vector<DocId>& span_starts, const std::vector<PartitionEncoder>& encoders,
-                        const std::vector<std::string>& partition_dirs, size_t range) {
+RangeOutput merge_range(const std::vector<RunInfo>& runs, const std::string& lo, const std::string* hi,
+                        size_t buffer_bytes, const DocTable& docs, const std::vector<DocId>& span_starts,
+                        const std::vector<PartitionEncoder>& encoders, const std::vector<std::string>& partition_dirs,
+                        size_t range) {
   const size_t parts = encoders.size();
   RangeOutput out;
   out.terms.assign(parts, 0), out.posting_count.assign(parts, 0), out.list_bytes.assign(parts, 0);
@@ -285,8 +288,9 @@ size_t merge_concurrency(uint64_t budget, uint64_t runs, size_t threads, uint64_
   return static_cast<size_t>(std::clamp<uint64_t>(std::min(by_memory, by_files), 1, std::max<size_t>(threads, 1)));
 }
 
-PipelineReport build_index(const std::vector<std::string>& inputs, const PipelineOptions& options, const std::string& out_dir,
-                           ReadReport& read, const std::function<void(const PipelineProgress&)>& on_progress) {
+PipelineReport build_index(const std::vector<std::string>& inputs, const PipelineOptions& options,
+                           const std::string& out_dir, ReadReport& read,
+                           const std::function<void(const PipelineProgress&)>& on_progress) {
   const auto start = Clock::now();
   if (options.build.partitions == 0) throw Error("the number of partitions must be at least 1");
   codec_by_name(options.build.codec);  // fail before reading on an unknown codec
@@ -298,7 +302,8 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
   // pieces. GPU indexers always own their collections and take pieces.
   const bool parsers_index = options.indexers == 0;
   const size_t indexers = parsers_index ? 0 : options.indexers;
-  const size_t parsers = options.parsers ? options.parsers : std::max<size_t>(1, threads - std::min(threads - 1, indexers));
+  const size_t parsers =
+      options.parsers ? options.parsers : std::max<size_t>(1, threads - std::min(threads - 1, indexers));
   const size_t gpu_indexers = options.gpu_indexers;
   // Indexer slots: the CPU side (the parsers' own indexers as one slot, or the indexer threads),
   // then the GPU indexers.
@@ -315,9 +320,11 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
   // 3 where every parser indexes its own chunks alone (no pieces).
   const bool pieces_flow = !parsers_index || gpu_indexers > 0;
   if (options.gpu_analysis && options.build.analyzer.remove_stopwords) {
-    throw Error("--gpu-analysis does not remove stop words: build without --stopwords english, or without --gpu-analysis");
+    throw Error(
+        "--gpu-analysis does not remove stop words: build without --stopwords english, or without --gpu-analysis");
   }
-  const uint64_t chunk_bytes = options.chunk_bytes ? options.chunk_bytes : std::clamp<uint64_t>(budget / (36 * parsers), 64u << 10, 4u << 20);
+  const uint64_t chunk_bytes =
+      options.chunk_bytes ? options.chunk_bytes : std::clamp<uint64_t>(budget / (36 * parsers), 64u << 10, 4u << 20);
   // Stem caches, a quarter of the budget at most: one shared by every parser (its first segment a
   // power of two of tokens, 2^12 to 2^21, and more segments as the vocabulary outgrows it), each
   // parser's own for the words it misses once that one is full (2^10 to 2^14), and the parsers'
@@ -330,8 +337,10 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
   const bool own_takes_all = parsers_index && slots == 1;
   const uint64_t stem_array_bytes =
       (sizeof(uint32_t) * (own_takes_all ? 1 : 2) + (parsers_index ? ParserIndexer::kBytesPerSharedStem : 0)) * parsers;
-  const size_t own_stem_cache = std::bit_floor(std::clamp<uint64_t>(budget / (32 * parsers * Analyzer::kStemCacheEntryBytes), 1024, 1u << 14));
-  const uint64_t stem_cache_bytes = budget / 4 - std::min<uint64_t>(budget / 4, parsers * own_stem_cache * Analyzer::kStemCacheEntryBytes);
+  const size_t own_stem_cache =
+      std::bit_floor(std::clamp<uint64_t>(budget / (32 * parsers * Analyzer::kStemCacheEntryBytes), 1024, 1u << 14));
+  const uint64_t stem_cache_bytes =
+      budget / 4 - std::min<uint64_t>(budget / 4, parsers * own_stem_cache * Analyzer::kStemCacheEntryBytes);
   // The first segment: 2^20 tokens for one parser (what its own cache had), 2^21 for more; a
   // larger one had cost every corpus its pages (2^22 for one parser: +216 MiB peak RSS and 8% more
   // time at 500,000 words, tests/bench/results/indexing.md). Later segments take the rest of the quarter as the
@@ -342,8 +351,9 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
   const uint64_t shared_cap = parsers > 1 ? 1u << 21 : 1u << 20;
   const uint64_t shared_most = stem_cache_bytes / (SharedStemCache::kEntryBytes + stem_array_bytes);
   const bool shared_grows = !options.gpu_analysis && gpu_indexers == 0;
-  const uint64_t shared_first = options.stem_cache_tokens ? options.stem_cache_tokens
-                                                         : std::bit_floor(std::clamp<uint64_t>(shared_most, 1u << 12, shared_cap));
+  const uint64_t shared_first = options.stem_cache_tokens
+                                    ? options.stem_cache_tokens
+                                    : std::bit_floor(std::clamp<uint64_t>(shared_most, 1u << 12, shared_cap));
   SharedStemCache shared_stems(shared_first, shared_grows ? shared_most : 0);
   // With the GPU's analysis, a parser holds its chunk's text again (pinned), 8 bytes a token (offset
   // and stem id) and 12 a posting of the chunk's inversion: about 5 chunks more.
@@ -355,10 +365,10 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
   // hand-overs a parser.
   const bool route = own_takes_all && parsers > 1 && !options.gpu_analysis && options.route_postings;
   const uint64_t routing_bytes = route ? 4 * parsers * kHandOverPostings * sizeof(RoutedPosting) : 0;
-  const uint64_t in_flight = ((pieces_flow ? 9 : 3) + (options.gpu_analysis ? 5 : 0)) * parsers * chunk_bytes + routing_bytes +
-                             (options.gpu_analysis ? parsers * GpuAnalyzer::kRunFetch * sizeof(Posting) : 0) +
-                             parsers * own_stem_cache * Analyzer::kStemCacheEntryBytes +
-                             shared_stems.first_segment_bytes();
+  const uint64_t in_flight =
+      ((pieces_flow ? 9 : 3) + (options.gpu_analysis ? 5 : 0)) * parsers * chunk_bytes + routing_bytes +
+      (options.gpu_analysis ? parsers * GpuAnalyzer::kRunFetch * sizeof(Posting) : 0) +
+      parsers * own_stem_cache * Analyzer::kStemCacheEntryBytes + shared_stems.first_segment_bytes();
   report.chunk_bytes = chunk_bytes;
 
   const std::vector<std::string> files = expand_input_paths(inputs);
@@ -366,15 +376,17 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
   for (const std::string& file : files) total_file_bytes += fs::file_size(file);
   // By default sixteen splits per parser over the input, 1–64 MiB each: small enough that the
   // parsers finish together (four a parser left a tail of one split's time: 5% at 16 threads).
-  const uint64_t split_bytes =
-      options.split_bytes ? options.split_bytes : std::clamp<uint64_t>(total_file_bytes / (16 * parsers), 1u << 20, 64u << 20);
+  const uint64_t split_bytes = options.split_bytes
+                                   ? options.split_bytes
+                                   : std::clamp<uint64_t>(total_file_bytes / (16 * parsers), 1u << 20, 64u << 20);
   const std::vector<InputSplit> splits = plan_splits(files, split_bytes);
   report.splits = splits.size();
 
-  if (fs::exists(fs::path(out_dir) / kManifestName)) throw Error("index " + out_dir + " already exists; refusing to overwrite it");
+  if (fs::exists(fs::path(out_dir) / kManifestName))
+    throw Error("index " + out_dir + " already exists; refusing to overwrite it");
   const std::string spill_dir = options.spill_dir.empty()
-      ? (fs::temp_directory_path() / ("warp-runs-" + std::to_string(::getpid()))).string()
-      : options.spill_dir;
+                                    ? (fs::temp_directory_path() / ("warp-runs-" + std::to_string(::getpid()))).string()
+                                    : options.spill_dir;
   fs::create_directories(spill_dir);
   std::vector<std::string> created;  // partition directories, removed if the build fails
   const auto clean_up = [&] {
@@ -395,8 +407,8 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
     struct GpuStart {
       std::shared_ptr<GpuTokenTable> table;
       std::vector<std::unique_ptr<GpuAnalyzer>> analyzers;  // by parser; taken by each
-      std::vector<std::string> failures;                   // by parser: why its analyzer is missing
-      std::unique_ptr<std::atomic<bool>[]> ready;          // by parser: its analyzer (or failure) is set
+      std::vector<std::string> failures;                    // by parser: why its analyzer is missing
+      std::unique_ptr<std::atomic<bool>[]> ready;           // by parser: its analyzer (or failure) is set
       std::atomic<bool> table_failed{false};
       std::vector<double> ready_seconds;  // by parser: when its analyzer was ready, into the build
     } gpu_setup;
@@ -407,8 +419,8 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
     // Too little input a parser for the GPU to repay its start-up: the CPU analyzes everything,
     // but a usable GPU is still required (the build fails without one, as it would have).
     const uint64_t bytes_per_parser = total_file_bytes / std::max<size_t>(parsers, 1);
-    const bool gpu_unused = options.gpu_analysis &&
-                            (bytes_per_parser < options.gpu_analysis_min_bytes || options.memory_budget < options.gpu_analysis_min_budget);
+    const bool gpu_unused = options.gpu_analysis && (bytes_per_parser < options.gpu_analysis_min_bytes ||
+                                                     options.memory_budget < options.gpu_analysis_min_budget);
     report.gpu_analysis_unused = gpu_unused;
     // The CUDA driver's own host memory where the GPU analysis runs (context, module images, its
     // pools): measured ~185 MiB on the H100 host (2 GiB at a 512 MiB budget peaked at 820 MiB,
@@ -424,49 +436,51 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
       const uint64_t usable = budget / 10 * 9;
       return std::max<uint64_t>(usable > used ? (usable - used) / (cpu_indexers + gpu_indexers) : 0, 64u << 10);
     };
-    const size_t device_run_postings = own_takes_all ? ParserIndexer::device_run_room(share_besides(0)) + chunk_bytes / 2 : 0;
+    const size_t device_run_postings =
+        own_takes_all ? ParserIndexer::device_run_room(share_besides(0)) + chunk_bytes / 2 : 0;
     report.gpu_analysis_bytes_per_parser = bytes_per_parser;
     std::shared_future<void> gpu_start;
     if (options.gpu_analysis) {
-      gpu_start = std::async(std::launch::async, [&, tokens = shared_stems.capacity()] {
-        if (gpu_unused) {
-          std::string why;
-          const bool usable = gpu_analysis_available(options.gpu_device, &why);
-          gpu_setup.table_failed = !usable;
-          for (size_t t = 0; t < parsers; ++t) gpu_setup.ready[t].store(true, std::memory_order_release);
-          if (!usable) throw Error("no GPU analysis: " + why);
-          return;
-        }
-        try {
-          gpu_setup.table = std::make_shared<GpuTokenTable>(options.gpu_device, tokens);
-        } catch (...) {
-          gpu_setup.table_failed = true;
-          for (size_t t = 0; t < parsers; ++t) gpu_setup.ready[t].store(true, std::memory_order_release);
-          throw;
-        }
-        const auto set_up = [&](size_t t) {
-          try {
-            auto analyzer = std::make_unique<GpuAnalyzer>(*gpu_setup.table, options.build.analyzer.max_token_bytes);
-            analyzer->reserve(chunk_bytes + chunk_bytes / 4);
-            analyzer->warm_up();
-            if (device_run_postings > 0) {
-              try {
-                analyzer->reserve_run(device_run_postings, tokens, parsers);
-              } catch (const std::exception&) {  // no room on the device: the host's lists take its postings
-              }
+      gpu_start =
+          std::async(std::launch::async, [&, tokens = shared_stems.capacity()] {
+            if (gpu_unused) {
+              std::string why;
+              const bool usable = gpu_analysis_available(options.gpu_device, &why);
+              gpu_setup.table_failed = !usable;
+              for (size_t t = 0; t < parsers; ++t) gpu_setup.ready[t].store(true, std::memory_order_release);
+              if (!usable) throw Error("no GPU analysis: " + why);
+              return;
             }
-            gpu_setup.analyzers[t] = std::move(analyzer);
-          } catch (const std::exception& e) {
-            gpu_setup.failures[t] = e.what();
-          }
-          gpu_setup.ready_seconds[t] = seconds_since(start);
-          gpu_setup.ready[t].store(true, std::memory_order_release);
-        };
-        for (size_t t = 0; t < parsers; ++t) set_up(t);
-      }).share();
+            try {
+              gpu_setup.table = std::make_shared<GpuTokenTable>(options.gpu_device, tokens);
+            } catch (...) {
+              gpu_setup.table_failed = true;
+              for (size_t t = 0; t < parsers; ++t) gpu_setup.ready[t].store(true, std::memory_order_release);
+              throw;
+            }
+            const auto set_up = [&](size_t t) {
+              try {
+                auto analyzer = std::make_unique<GpuAnalyzer>(*gpu_setup.table, options.build.analyzer.max_token_bytes);
+                analyzer->reserve(chunk_bytes + chunk_bytes / 4);
+                analyzer->warm_up();
+                if (device_run_postings > 0) {
+                  try {
+                    analyzer->reserve_run(device_run_postings, tokens, parsers);
+                  } catch (const std::exception&) {  // no room on the device: the host's lists take its postings
+                  }
+                }
+                gpu_setup.analyzers[t] = std::move(analyzer);
+              } catch (const std::exception& e) {
+                gpu_setup.failures[t] = e.what();
+              }
+              gpu_setup.ready_seconds[t] = seconds_since(start);
+              gpu_setup.ready[t].store(true, std::memory_order_release);
+            };
+            for (size_t t = 0; t < parsers; ++t) set_up(t);
+          }).share();
     }
-    std::atomic<uint64_t> gpu_documents{0}, gpu_cpu_documents{0}, gpu_early_documents{0}, gpu_misses{0}, gpu_tokens_taken{0},
-        gpu_run_postings{0};
+    std::atomic<uint64_t> gpu_documents{0}, gpu_cpu_documents{0}, gpu_early_documents{0}, gpu_misses{0},
+        gpu_tokens_taken{0}, gpu_run_postings{0};
     std::atomic<double> gpu_analysis_seconds{0};
     // A GPU that fails during the build (a CUDA error, out of memory) leaves the rest of the
     // analysis to the CPU: every parser drops it, the first failure's reason is reported.
@@ -541,11 +555,13 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
     }
     std::vector<uint64_t> split_bytes;
     for (const InputSplit& split : splits) {
-      const uint64_t end = split.end != UINT64_MAX ? split.end : std::max<uint64_t>(fs::file_size(split.path), split.begin);
+      const uint64_t end =
+          split.end != UINT64_MAX ? split.end : std::max<uint64_t>(fs::file_size(split.path), split.begin);
       split_bytes.push_back(end - split.begin);
     }
     SplitTaker split_taker(split_bytes, parsers);
-    std::unique_ptr<PostingRouter> router = route ? std::make_unique<PostingRouter>(parsers, 2 * parsers * kHandOverPostings) : nullptr;
+    std::unique_ptr<PostingRouter> router =
+        route ? std::make_unique<PostingRouter>(parsers, 2 * parsers * kHandOverPostings) : nullptr;
     std::atomic<size_t> parsers_running{parsers};
     std::mutex done_mutex;
     std::condition_variable done;
@@ -678,9 +694,11 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
               }
               if (kept) {
                 gpu_run->chunks.push_back({inverting.split, inverting.first, inverting.base, inverting_on_device});
-                own->add_device_postings(analyzer, inverting.base, gpu->posting_keys(), gpu->posting_freqs(), gpu->postings());
+                own->add_device_postings(analyzer, inverting.base, gpu->posting_keys(), gpu->posting_freqs(),
+                                         gpu->postings());
               } else {
-                own->add_sorted_postings(analyzer, inverting.base, gpu->posting_keys(), gpu->posting_freqs(), gpu->postings());
+                own->add_sorted_postings(analyzer, inverting.base, gpu->posting_keys(), gpu->posting_freqs(),
+                                         gpu->postings());
               }
               for (size_t d = 0; d < inverting.documents; ++d) {
                 inverting_distinct[d] += inverting_on_device[d] ? gpu->doc_distinct()[d] : 0;
@@ -714,10 +732,12 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
               if (gpu_failed) drop_gpu(nullptr);
               if (options.gpu_analysis && !gpu_taken && !gpu_failed) {
                 if (options.gpu_analysis_from_start) {
-                  while (!gpu_setup.ready[t].load(std::memory_order_acquire)) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+                  while (!gpu_setup.ready[t].load(std::memory_order_acquire))
+                    std::this_thread::sleep_for(std::chrono::milliseconds(1));
                 }
                 if (gpu_setup.ready[t].load(std::memory_order_acquire)) {
-                  if (gpu_setup.table_failed) std::shared_future<void>(gpu_start).get();  // no GPU at all: the build fails with the reason
+                  if (gpu_setup.table_failed)
+                    std::shared_future<void>(gpu_start).get();  // no GPU at all: the build fails with the reason
                   gpu_taken = true;
                   if (!gpu_unused) {
                     gpu = std::move(gpu_setup.analyzers[t]);
@@ -732,7 +752,8 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
               }
               try {
                 if (gpu != nullptr) {
-                  if (!own_takes_all && options.gpu_analysis_fail_after > 0 && gpu_chunks == options.gpu_analysis_fail_after) {
+                  if (!own_takes_all && options.gpu_analysis_fail_after > 0 &&
+                      gpu_chunks == options.gpu_analysis_fail_after) {
                     throw Error("a GPU failure simulated by a test");
                   }
                   gpu->begin_chunk();
@@ -768,8 +789,10 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
                 }
                 stems.clear();
                 uint32_t length = 0;
-                const bool by_gpu = device_inverts ? take_document_tokens(*gpu, d, next_token, analyzer, stems, length, folded, misses)
-                                                   : gpu != nullptr && take_document_stems(*gpu, d, next_token, analyzer, stems, folded, misses);
+                const bool by_gpu =
+                    device_inverts
+                        ? take_document_tokens(*gpu, d, next_token, analyzer, stems, length, folded, misses)
+                        : gpu != nullptr && take_document_stems(*gpu, d, next_token, analyzer, stems, folded, misses);
                 if (by_gpu) {
                   ++on_gpu;
                 } else {
@@ -838,7 +861,8 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
                 try {
                   gpu->start_invert(static_cast<uint32_t>(analyzer.shared_stem_capacity()));
                   inverting = {true, base, chunk_documents, s, chunk_first};
-                  std::swap(inverting_lengths, lengths), std::swap(inverting_distinct, distinct), std::swap(inverting_on_device, on_device);
+                  std::swap(inverting_lengths, lengths), std::swap(inverting_distinct, distinct),
+                      std::swap(inverting_on_device, on_device);
                 } catch (const std::exception& e) {
                   index_on_cpu(base, chunk_documents, on_device, distinct);
                   drop_gpu(e.what());
@@ -907,8 +931,10 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
     report.gpu_analysis_cpu_documents = gpu_cpu_documents;
     report.gpu_analysis_early_documents = gpu_early_documents;
     if (options.gpu_analysis && !gpu_unused) {
-      report.gpu_analysis_ready_first = *std::min_element(gpu_setup.ready_seconds.begin(), gpu_setup.ready_seconds.end());
-      report.gpu_analysis_ready_last = *std::max_element(gpu_setup.ready_seconds.begin(), gpu_setup.ready_seconds.end());
+      report.gpu_analysis_ready_first =
+          *std::min_element(gpu_setup.ready_seconds.begin(), gpu_setup.ready_seconds.end());
+      report.gpu_analysis_ready_last =
+          *std::max_element(gpu_setup.ready_seconds.begin(), gpu_setup.ready_seconds.end());
     }
     report.gpu_analysis_failure = gpu_failure;
     report.gpu_analysis_tokens = gpu_tokens_taken;
@@ -932,7 +958,8 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
     std::vector<std::string> partition_dirs;
     for (uint32_t p = 0; p < parts; ++p) {
       partition_dirs.push_back((fs::path(out_dir) / partition_dir_name(p)).string());
-      if (fs::exists(partition_dirs.back())) throw Error("partition " + partition_dirs.back() + " already exists; refusing to overwrite it");
+      if (fs::exists(partition_dirs.back()))
+        throw Error("partition " + partition_dirs.back() + " already exists; refusing to overwrite it");
       fs::create_directories(partition_dirs.back());
       created.push_back(partition_dirs.back());
     }
@@ -940,10 +967,12 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
     const std::vector<std::string> range_bounds = term_ranges(runs, 2 * threads);
     const size_t ranges = range_bounds.size() + 1;
     rlimit files{};
-    const uint64_t open_files = ::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur != RLIM_INFINITY ? files.rlim_cur : 1u << 20;
+    const uint64_t open_files =
+        ::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur != RLIM_INFINITY ? files.rlim_cur : 1u << 20;
     const uint64_t run_count = std::max<size_t>(runs.size(), 1);
     const size_t merge_threads = merge_concurrency(budget, run_count, threads, open_files);
-    const size_t buffer_bytes = std::clamp<uint64_t>(budget / (4 * merge_threads * run_count), kMinMergeBuffer, 1u << 20);
+    const size_t buffer_bytes =
+        std::clamp<uint64_t>(budget / (4 * merge_threads * run_count), kMinMergeBuffer, 1u << 20);
     std::vector<RangeOutput> range_outputs(ranges);
     std::vector<SstRows::Done> documents(parts);
     std::vector<std::unique_ptr<PartitionAssembly>> assemblies;  // closed before a failed build's clean-up
@@ -954,7 +983,9 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
     // one after another they had kept every back-end thread waiting (62-84 ms for 4 partitions on
     // the development VM, 25-38 side by side).
     assemblies.resize(parts);
-    run_parallel_tasks(parts, threads, [&](size_t p) { assemblies[p] = std::make_unique<PartitionAssembly>(partition_dirs[p], movers); });
+    run_parallel_tasks(parts, threads, [&](size_t p) {
+      assemblies[p] = std::make_unique<PartitionAssembly>(partition_dirs[p], movers);
+    });
     finishing.get();  // rethrows what finish() threw
     report.documents = docs.kept();
     const std::vector<DocId> span_starts = split_taker.span_starts(docs.split_starts());
@@ -974,7 +1005,8 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
     std::vector<PartitionEncoder> encoders;
     for (uint32_t p = 0; p < parts; ++p) {
       const PartitionMeta meta = partition_meta(options.build, p, bounds, stats);
-      encoders.emplace_back(meta, std::span<const uint32_t>(docs.lengths()).subspan(bounds[p], bounds[p + 1] - bounds[p]));
+      encoders.emplace_back(meta,
+                            std::span<const uint32_t>(docs.lengths()).subspan(bounds[p], bounds[p + 1] - bounds[p]));
     }
     // The partitions' documents first: each is one long task (a pass over its part of the spill),
     // which last had left the other threads idle at the end of the phase.
@@ -983,14 +1015,17 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
         task -= parts;
         const std::string lo = task == 0 ? std::string() : range_bounds[task - 1];
         const std::string* hi = task + 1 < ranges ? &range_bounds[task] : nullptr;
-        range_outputs[task] = merge_range(runs, lo, hi, buffer_bytes, docs, span_starts, encoders, partition_dirs, task);
+        range_outputs[task] =
+            merge_range(runs, lo, hi, buffer_bytes, docs, span_starts, encoders, partition_dirs, task);
         // To the partitions' movers (long lists to blob files) while this thread encodes the next range.
-        for (uint32_t p = 0; p < parts; ++p) assemblies[p]->add_terms(range_outputs[task].lexicon[p], range_outputs[task].postings[p]);
+        for (uint32_t p = 0; p < parts; ++p)
+          assemblies[p]->add_terms(range_outputs[task].lexicon[p], range_outputs[task].postings[p]);
         return;
       }
       const uint32_t p = static_cast<uint32_t>(task);
       SstRows rows(SstRows::Family::kDocuments, partition_dirs[p] + "/ingest-documents.sst");
-      docs.for_each_document(bounds[p], bounds[p + 1], [&](DocId doc, const DocumentRecord& record) { rows.put_document(doc, record); });
+      docs.for_each_document(bounds[p], bounds[p + 1],
+                             [&](DocId doc, const DocumentRecord& record) { rows.put_document(doc, record); });
       documents[p] = rows.finish();
     });
     report.encode_seconds = seconds_since(encode_start);

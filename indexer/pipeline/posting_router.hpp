@@ -38,7 +38,9 @@ class DivideBy {
  public:
   explicit DivideBy(uint32_t d) : d_(d), m_(~uint64_t{0} / d + 1) {}
   uint32_t quotient(uint32_t a) const { return static_cast<uint32_t>((static_cast<unsigned __int128>(m_) * a) >> 64); }
-  uint32_t remainder(uint32_t a) const { return static_cast<uint32_t>((static_cast<unsigned __int128>(m_ * a) * d_) >> 64); }
+  uint32_t remainder(uint32_t a) const {
+    return static_cast<uint32_t>((static_cast<unsigned __int128>(m_ * a) * d_) >> 64);
+  }
 
  private:
   uint64_t d_, m_;

@@ -30,7 +30,9 @@ void RunWriter::flush() {
   for (size_t done = 0; done < used_;) {
     const ssize_t wrote = ::write(fd_, buffer_.get() + done, used_ - done);
     if (wrote < 0 && errno == EINTR) continue;
-    if (wrote <= 0) throw Error("cannot write run file " + info_.path + " (disk full?): " + std::strerror(wrote < 0 ? errno : ENOSPC));
+    if (wrote <= 0)
+      throw Error("cannot write run file " + info_.path +
+                  " (disk full?): " + std::strerror(wrote < 0 ? errno : ENOSPC));
     done += static_cast<size_t>(wrote);
   }
   used_ = 0;
@@ -68,7 +70,8 @@ RunInfo RunWriter::finish() {
   return std::move(info_);
 }
 
-RunCursor::RunCursor(const RunInfo& run, std::string_view from, size_t buffer_bytes, const std::string* to) : run_(run) {
+RunCursor::RunCursor(const RunInfo& run, std::string_view from, size_t buffer_bytes, const std::string* to)
+    : run_(run) {
   fd_ = ::open(run.path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd_ < 0) throw Error("cannot open run file " + run.path + ": " + std::strerror(errno));
   // The last sample before `from`: every record before it holds a smaller term.
@@ -83,7 +86,8 @@ RunCursor::RunCursor(const RunInfo& run, std::string_view from, size_t buffer_by
     if (stop != run.index.end()) end = stop->offset;
   }
   constexpr uint64_t kSlack = 4096;
-  capacity_ = static_cast<size_t>(std::clamp<uint64_t>(end - std::min(end, offset_) + kSlack, 4096, std::max<size_t>(buffer_bytes, 4096)));
+  capacity_ = static_cast<size_t>(
+      std::clamp<uint64_t>(end - std::min(end, offset_) + kSlack, 4096, std::max<size_t>(buffer_bytes, 4096)));
   buffer_.reset(new char[capacity_]);  // not value-initialized: pread fills what is read
   while (next_header() && term_ < from) skip(uint64_t{count_} * sizeof(Posting));
 }

@@ -27,7 +27,9 @@ class TermForest {
   // Empty again, keeping the memory for the next terms.
   void clear();
   // Bytes held (node pool, suffixes).
-  uint64_t memory_bytes() const { return nodes_.capacity() * sizeof(Node) + suffix_bytes_.capacity() + suffix_ends_.capacity() * 4; }
+  uint64_t memory_bytes() const {
+    return nodes_.capacity() * sizeof(Node) + suffix_bytes_.capacity() + suffix_ends_.capacity() * 4;
+  }
   // Term ids of one collection in suffix order (appended to `out`).
   void in_order(uint32_t collection, std::vector<uint32_t>& out) const;
   // Every term id in the byte order of the whole terms (the collection's three letters, then the
@@ -52,9 +54,9 @@ class TermForest {
   void walk(uint32_t node, std::vector<uint32_t>& out) const;
 
   HugeVector<Node> nodes_;
-  std::string suffix_bytes_;            // every suffix, back to back
+  std::string suffix_bytes_;           // every suffix, back to back
   std::vector<uint32_t> suffix_ends_;  // by id
-  std::vector<uint32_t> roots_;  // by collection; kNone when empty
+  std::vector<uint32_t> roots_;        // by collection; kNone when empty
   static constexpr uint32_t kNone = 0xFFFFFFFFu;
 };
 

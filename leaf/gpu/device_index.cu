@@ -13,8 +13,8 @@ namespace {
 
 // One thread block per block of the list: BM25 of its postings, maxima per slice (float bits).
 template <int BS>
-__global__ void __launch_bounds__(BS) slice_maxima_kernel(DeviceList list, float weight, const float* norms,
-                                                          uint32_t doc_begin, uint32_t* maxima) {
+__global__ void __launch_bounds__(BS)
+    slice_maxima_kernel(DeviceList list, float weight, const float* norms, uint32_t doc_begin, uint32_t* maxima) {
   __shared__ BlockDecodeStorage<BS> storage;
   const uint32_t block = blockIdx.x;
   const uint32_t n = min(static_cast<uint32_t>(BS), list.count - block * BS);
@@ -60,7 +60,8 @@ DeviceIndex::DeviceIndex(const IndexView& index, DeviceIndexOptions options) : i
     block_size_ = list.codec->block_size();
     if (list.codec->id() != CodecId::kPforDing) continue;
     ExceptionOffsets offsets{};
-    uint64_t* slots[2][2] = {{&offsets.doc_positions, &offsets.doc_high}, {&offsets.freq_positions, &offsets.freq_high}};
+    uint64_t* slots[2][2] = {{&offsets.doc_positions, &offsets.doc_high},
+                             {&offsets.freq_positions, &offsets.freq_high}};
     int which = 0;
     for (const EncodedView* seq : {&list.docs, &list.freqs}) {
       const PforDingExceptions e = pfor_ding_exceptions(*seq);
@@ -79,7 +80,8 @@ DeviceIndex::DeviceIndex(const IndexView& index, DeviceIndexOptions options) : i
     if (caching_) {
       // Pinned host lists: misses are true async copies. A view pinned already (another processor
       // over the same partition) is used as it is.
-      const cudaError_t pinned = cudaHostRegister(const_cast<uint32_t*>(index.postings.data()), postings_bytes, cudaHostRegisterDefault);
+      const cudaError_t pinned =
+          cudaHostRegister(const_cast<uint32_t*>(index.postings.data()), postings_bytes, cudaHostRegisterDefault);
       if (pinned == cudaSuccess) {
         host_registered_ = true;
       } else if (pinned == cudaErrorHostMemoryAlreadyRegistered) {
@@ -103,10 +105,12 @@ DeviceIndex::DeviceIndex(const IndexView& index, DeviceIndexOptions options) : i
     const size_t norm_count = std::max<size_t>(1, index.length_norms.size());
     WARP_CUDA_CHECK(cudaMalloc(&norms_, norm_count * sizeof(float)));
     if (!index.length_norms.empty()) {
-      WARP_CUDA_CHECK(cudaMemcpy(norms_, index.length_norms.data(), index.length_norms.size() * sizeof(float), cudaMemcpyHostToDevice));
+      WARP_CUDA_CHECK(cudaMemcpy(norms_, index.length_norms.data(), index.length_norms.size() * sizeof(float),
+                                 cudaMemcpyHostToDevice));
     }
     WARP_CUDA_CHECK(cudaMalloc(&exceptions_, exceptions.size() * sizeof(uint32_t)));
-    WARP_CUDA_CHECK(cudaMemcpy(exceptions_, exceptions.data(), exceptions.size() * sizeof(uint32_t), cudaMemcpyHostToDevice));
+    WARP_CUDA_CHECK(
+        cudaMemcpy(exceptions_, exceptions.data(), exceptions.size() * sizeof(uint32_t), cudaMemcpyHostToDevice));
   } catch (...) {
     free_device();
     throw;
@@ -163,7 +167,8 @@ void DeviceIndex::build_slice_maxima(size_t budget) {
     WARP_CUDA_CHECK_LAUNCH();
     quantize_slices_kernel<<<(slices + 255) / 256, 256>>>(maxima, slices, view.max_score / 255.0f, out);
     WARP_CUDA_CHECK_LAUNCH();
-    tile_blocks_kernel<<<(list.block_count + 255) / 256, 256>>>(list, index_.meta.doc_begin, tiles, tile_blocks_ + i * size_t{tiles});
+    tile_blocks_kernel<<<(list.block_count + 255) / 256, 256>>>(list, index_.meta.doc_begin, tiles,
+                                                                tile_blocks_ + i * size_t{tiles});
     WARP_CUDA_CHECK_LAUNCH();
     slice_offsets_.emplace(term, i);
   }
@@ -202,7 +207,8 @@ void DeviceIndex::describe(const std::string& term, const TermInfo& info, const 
   list.block_count = view.block_count;
   list.block_size = view.codec->block_size();
   list.block_last_docid = on_device(view.block_last_docid);
-  list.block_max_score = reinterpret_cast<const float*>(on_device(reinterpret_cast<const uint32_t*>(view.block_max_score)));
+  list.block_max_score =
+      reinterpret_cast<const float*>(on_device(reinterpret_cast<const uint32_t*>(view.block_max_score)));
   if (auto it = slice_offsets_.find(term); it != slice_offsets_.end()) {
     const uint32_t slices = (index_.doc_count() + kSliceDocs - 1) / kSliceDocs;
     const uint32_t tiles = (index_.doc_count() + kTileDocs - 1) / kTileDocs;
@@ -270,7 +276,8 @@ bool DeviceIndex::acquire(const std::string& term, DeviceList& list, const TermI
   entry.term = term;
   entry.bytes = bytes;
   WARP_CUDA_CHECK(cudaMallocFromPoolAsync(reinterpret_cast<void**>(&entry.words), bytes, pool_, stream));
-  WARP_CUDA_CHECK(cudaMemcpyAsync(entry.words, index_.postings.data() + info->offset, bytes, cudaMemcpyHostToDevice, stream));
+  WARP_CUDA_CHECK(
+      cudaMemcpyAsync(entry.words, index_.postings.data() + info->offset, bytes, cudaMemcpyHostToDevice, stream));
   WARP_CUDA_CHECK(cudaEventCreateWithFlags(&entry.ready, cudaEventDisableTiming));
   WARP_CUDA_CHECK(cudaEventRecord(entry.ready, stream));
   lru_.push_front(&entry);

@@ -31,10 +31,10 @@ struct DeviceIndexOptions {
 };
 
 struct ListCacheStats {
-  bool caching = false;           // false: every list resident
-  size_t bytes_resident = 0;      // lists, norms and exception arrays on the GPU now
+  bool caching = false;       // false: every list resident
+  size_t bytes_resident = 0;  // lists, norms and exception arrays on the GPU now
   size_t list_bytes_resident = 0;
-  size_t slice_bytes = 0;         // docID-range maxima of the long lists (all-resident index only)
+  size_t slice_bytes = 0;  // docID-range maxima of the long lists (all-resident index only)
   size_t budget = 0;
   uint64_t hits = 0, misses = 0, evictions = 0, bytes_copied = 0;
 };
@@ -61,7 +61,7 @@ class DeviceIndex {
 
   const float* length_norms() const { return norms_; }
   ListCacheStats stats() const;
-  uint32_t max_list_slots() const { return max_list_slots_; }   // blocks × block size of the longest list
+  uint32_t max_list_slots() const { return max_list_slots_; }  // blocks × block size of the longest list
   uint32_t max_list_blocks() const { return max_list_blocks_; }
   uint32_t block_size() const { return block_size_; }  // values per block of the lists' codec
 
@@ -77,7 +77,8 @@ class DeviceIndex {
     cudaEvent_t ready = nullptr;  // recorded after the copy
     std::list<CachedList*>::iterator lru;
   };
-  void describe(const std::string& term, const TermInfo& info, const uint32_t* device_list_words, DeviceList& list) const;
+  void describe(const std::string& term, const TermInfo& info, const uint32_t* device_list_words,
+                DeviceList& list) const;
   void evict_for(size_t bytes, cudaStream_t stream) const;  // mutex_ held
   void build_slice_maxima(size_t budget);
   void free_device();

@@ -9,7 +9,7 @@ struct DeviceSequence {
   const uint32_t* words = nullptr;
   const uint32_t* exception_positions = nullptr;  // pfor-ding only: absolute positions
   const uint32_t* exception_high = nullptr;       // pfor-ding only: high bits above the width
-  uint32_t word_count = 0;                         // words at `words` (the bound of a prefetch)
+  uint32_t word_count = 0;                        // words at `words` (the bound of a prefetch)
 };
 
 // Documents per slice of the docID-range maxima (Dimopoulos et al., WSDM 2013: block-max by

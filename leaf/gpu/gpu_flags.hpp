@@ -39,11 +39,20 @@ inline void declare_gpu_flags(Flags& flags) {
       .value("gpu-batch-threshold", "0", "GPU: batch queries until this many postings of work (PARA); 0: no batching")
       .value("gpu-batch-max", "16", "GPU: most queries in a batch")
       .value("gpu-batch-wait-us", "500", "GPU: longest a query waits for its batch to fill, microseconds")
-      .value("gpu-batch-streams", "0", "GPU: batches in flight at once per partition, a stream and buffers each (0, the default: 8 where --processor auto's scheduler forms the batches, else 2)")
-      .value("gpu-devices", "0", "GPU: CUDA devices to use, e.g. 0,1; partitions spread over them (partition id mod count)")
-      .value("gpu-replicas", "1", "GPU: devices per partition; more than 1 replicates a partition's index on several, each search to the least busy")
-      .value("gpu-memory-budget-mb", "0", "GPU: MiB of posting lists kept on the GPU per partition (LRU by term); 0: all")
-      .value("gpu-wait", "spin", "GPU: how a host thread waits for its stream: spin (a core busy per waiting thread), yield, or block (asleep until the GPU signals); --processor auto's GPU drivers poll their batches instead, whatever this says");
+      .value("gpu-batch-streams", "0",
+             "GPU: batches in flight at once per partition, a stream and buffers each (0, the default: 8 where "
+             "--processor auto's scheduler forms the batches, else 2)")
+      .value("gpu-devices", "0",
+             "GPU: CUDA devices to use, e.g. 0,1; partitions spread over them (partition id mod count)")
+      .value("gpu-replicas", "1",
+             "GPU: devices per partition; more than 1 replicates a partition's index on several, each search to the "
+             "least busy")
+      .value("gpu-memory-budget-mb", "0",
+             "GPU: MiB of posting lists kept on the GPU per partition (LRU by term); 0: all")
+      .value(
+          "gpu-wait", "spin",
+          "GPU: how a host thread waits for its stream: spin (a core busy per waiting thread), yield, or block (asleep "
+          "until the GPU signals); --processor auto's GPU drivers poll their batches instead, whatever this says");
 }
 
 inline GpuSettings gpu_settings_from(const Flags& flags) {

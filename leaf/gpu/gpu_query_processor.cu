@@ -56,8 +56,8 @@ __global__ void probe_kernel(uint32_t count, const uint32_t* docs, float* scores
 // Ao et al. Algorithm 1 on an LRC-coded list: each live candidate is searched in the compressed
 // list itself (safe range by the list's line, the block by its last docID, the docID by a binary
 // search decoding one element per step); its frequency is read alone from the ParaPFor block.
-__global__ void lrc_probe_kernel(uint32_t count, const uint32_t* docs, float* scores, DeviceList list, const float* norms,
-                                 uint32_t doc_begin, float weight) {
+__global__ void lrc_probe_kernel(uint32_t count, const uint32_t* docs, float* scores, DeviceList list,
+                                 const float* norms, uint32_t doc_begin, float weight) {
   const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= count || scores[i] < 0) return;
   const uint32_t doc = docs[i];
@@ -89,8 +89,8 @@ struct GpuQueryProcessor::Lane {
   Counters* host_counters = nullptr;  // pinned
   TopkBuffers topk;
   std::unique_ptr<OrTiles> or_tiles;  // OR by tiles; candidate keys in topk.keys
-  bool accumulators_dirty = true;  // zeroed by the first OR query
-  DeviceIndex::Pins pins;          // lists held by the query in flight
+  bool accumulators_dirty = true;     // zeroed by the first OR query
+  DeviceIndex::Pins pins;             // lists held by the query in flight
 
   // `tiles`: OR goes through document tiles, so the dense accumulators are not needed; otherwise
   // the tiles' decode buffers are not (on a 25M-document partition each is hundreds of MB).
@@ -115,8 +115,9 @@ struct GpuQueryProcessor::Lane {
   }
   ~Lane() { release(); }
   void release() {
-    for (void* p : {(void*)accumulators, (void*)candidate_docs, (void*)candidate_freqs, (void*)candidate_scores,
-                    (void*)candidate_block, (void*)block_docs, (void*)block_freqs, (void*)block_mask, (void*)counters}) {
+    for (void* p :
+         {(void*)accumulators, (void*)candidate_docs, (void*)candidate_freqs, (void*)candidate_scores,
+          (void*)candidate_block, (void*)block_docs, (void*)block_freqs, (void*)block_mask, (void*)counters}) {
       cudaFree(p);
     }
     or_tiles.reset();
@@ -151,7 +152,8 @@ GpuQueryProcessor::GpuQueryProcessor(const IndexView& index, GpuProcessorOptions
     return;
   }
   for (size_t i = 0; i < std::max<size_t>(1, options.lanes); ++i) {
-    lanes_.push_back(std::make_unique<Lane>(device_, index.doc_count(), or_tiles(), options_.or_method == OrMethod::kTiles));
+    lanes_.push_back(
+        std::make_unique<Lane>(device_, index.doc_count(), or_tiles(), options_.or_method == OrMethod::kTiles));
     free_lanes_.push_back(lanes_.back().get());
   }
   BatchOptions batch = options_.batch;
@@ -252,7 +254,8 @@ std::unique_ptr<BatchRun> GpuQueryProcessor::start_batch(std::span<const Query> 
 }
 
 GpuQueryProcessor::~GpuQueryProcessor() {
-  cudaSetDevice(options_.device);  // every buffer (the batcher's, the executors', the lanes', the index) is freed on its device
+  cudaSetDevice(
+      options_.device);  // every buffer (the batcher's, the executors', the lanes', the index) is freed on its device
   batcher_.reset();
   executors_.clear();
   lanes_.clear();
@@ -273,7 +276,8 @@ std::unique_ptr<QueryProcessor> make_gpu_processor(const IndexView& index, const
   const int count = gpu_device_count();
   for (int device : settings.devices) {
     if (device < 0 || device >= count) {
-      throw Error("--gpu-devices names device " + std::to_string(device) + ", but this machine has " + std::to_string(count) + " CUDA device(s)");
+      throw Error("--gpu-devices names device " + std::to_string(device) + ", but this machine has " +
+                  std::to_string(count) + " CUDA device(s)");
     }
   }
   // CUDA's default (auto) spins on this kind of machine; set only what was asked for, so that a
@@ -351,7 +355,8 @@ QueryResult GpuQueryProcessor::search_and(Lane& b, const QueryScoring& scoring, 
     result.stats.blocks_total += list.block_count;
   }
   if (lists.empty()) return result;
-  std::stable_sort(lists.begin(), lists.end(), [](const auto& a, const auto& b) { return a.list.count < b.list.count; });
+  std::stable_sort(lists.begin(), lists.end(),
+                   [](const auto& a, const auto& b) { return a.list.count < b.list.count; });
   const uint32_t doc_begin = index.meta.doc_begin;
   WARP_CUDA_CHECK(cudaMemsetAsync(b.counters, 0, sizeof(Counters), b.stream));
   b.topk.reset(b.stream);
@@ -367,9 +372,8 @@ QueryResult GpuQueryProcessor::search_and(Lane& b, const QueryScoring& scoring, 
   for (size_t t = 1; t < lists.size(); ++t) {
     const DeviceList& list = lists[t].list;
     if (options_.search_compressed && is_lrc(list.codec)) {
-      lrc_probe_kernel<<<grid_for(candidates), kThreads, 0, b.stream>>>(candidates, b.candidate_docs, b.candidate_scores,
-                                                                        list, device_.length_norms(), doc_begin,
-                                                                        lists[t].weight);
+      lrc_probe_kernel<<<grid_for(candidates), kThreads, 0, b.stream>>>(
+          candidates, b.candidate_docs, b.candidate_scores, list, device_.length_norms(), doc_begin, lists[t].weight);
       WARP_CUDA_CHECK_LAUNCH();
       continue;
     }
@@ -385,8 +389,8 @@ QueryResult GpuQueryProcessor::search_and(Lane& b, const QueryScoring& scoring, 
         b.block_freqs, device_.length_norms(), doc_begin, lists[t].weight);
     WARP_CUDA_CHECK_LAUNCH();
   }
-  launch_candidate_keys(candidates, b.candidate_docs, b.candidate_scores, b.topk.keys, b.topk.buckets, &b.counters->matches,
-                        b.stream);
+  launch_candidate_keys(candidates, b.candidate_docs, b.candidate_scores, b.topk.keys, b.topk.buckets,
+                        &b.counters->matches, b.stream);
   b.request_counters();
   result.hits = b.topk.select(candidates, k, b.stream, options_.topk);
   units_to_scores(result.hits, scoring);

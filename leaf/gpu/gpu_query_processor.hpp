@@ -70,7 +70,9 @@ class GpuQueryProcessor final : public QueryProcessor {
   void give_back(BatchExecutor* executor) const;
   QueryResult search_and(Lane& lane, const QueryScoring& scoring, size_t k) const;
   QueryResult search_or(Lane& lane, const QueryScoring& scoring, size_t k) const;
-  bool or_tiles() const { return options_.or_method != OrMethod::kDenseAccumulators && options_.topk == TopkMethod::kBucketSelect; }
+  bool or_tiles() const {
+    return options_.or_method != OrMethod::kDenseAccumulators && options_.topk == TopkMethod::kBucketSelect;
+  }
 
   DeviceSelect select_;  // first: the members below are made on the device
   DeviceIndex device_;

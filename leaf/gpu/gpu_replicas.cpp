@@ -58,7 +58,8 @@ namespace {
 // A replica's run that keeps the replica's in-flight count raised until it ends.
 class ReplicaRun final : public BatchRun {
  public:
-  ReplicaRun(std::unique_ptr<BatchRun> run, std::atomic<size_t>& in_flight, std::atomic<uint64_t>& answered, size_t queries)
+  ReplicaRun(std::unique_ptr<BatchRun> run, std::atomic<size_t>& in_flight, std::atomic<uint64_t>& answered,
+             size_t queries)
       : run_(std::move(run)), landed_{in_flight, answered, queries} {}
   bool poll() override { return run_->poll(); }
   std::vector<QueryResult> take() override { return run_->take(); }

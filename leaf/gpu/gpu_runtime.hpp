@@ -34,19 +34,19 @@ inline size_t batch_streams_for(size_t wanted, bool scheduled) {
 
 // How a partition's GPU query processor runs.
 struct GpuSettings {
-  size_t lanes = 4;              // single-query path: queries in flight at once, a stream each
-  size_t batch_threshold = 0;    // > 0: PARA batching, a batch closes at this many postings of effort
+  size_t lanes = 4;            // single-query path: queries in flight at once, a stream each
+  size_t batch_threshold = 0;  // > 0: PARA batching, a batch closes at this many postings of effort
   size_t batch_max_queries = 16;
-  uint32_t batch_wait_us = 500;  // the longest a query waits for its batch to fill
-  size_t batch_streams = 0;      // batches in flight at once (one's host work overlaps another's
-                                 // GPU work); 0: batch_streams_for's default
-  size_t memory_budget = 0;      // bytes of posting lists on the GPU; 0 or enough: all resident,
-                                 // else an LRU cache of lists by term
-  std::vector<int> devices{0};   // CUDA devices; partitions spread over them (partition id mod count)
-  size_t replicas = 1;           // devices per partition: > 1 puts a replica of a (hot) partition on
-                                 // several, each search to the least busy
-  bool scheduled = false;        // the leaf's scheduler forms the batches: batch_streams batch
-                                 // executors beside the lanes (search_batch), no batch queue
+  uint32_t batch_wait_us = 500;   // the longest a query waits for its batch to fill
+  size_t batch_streams = 0;       // batches in flight at once (one's host work overlaps another's
+                                  // GPU work); 0: batch_streams_for's default
+  size_t memory_budget = 0;       // bytes of posting lists on the GPU; 0 or enough: all resident,
+                                  // else an LRU cache of lists by term
+  std::vector<int> devices{0};    // CUDA devices; partitions spread over them (partition id mod count)
+  size_t replicas = 1;            // devices per partition: > 1 puts a replica of a (hot) partition on
+                                  // several, each search to the least busy
+  bool scheduled = false;         // the leaf's scheduler forms the batches: batch_streams batch
+                                  // executors beside the lanes (search_batch), no batch queue
   GpuWait wait = GpuWait::kSpin;  // set on every device in `devices` when a processor is made
 };
 

@@ -17,9 +17,12 @@ OrAlgorithm parse_or_algorithm(std::string_view text) {
 
 std::string_view or_algorithm_name(OrAlgorithm algorithm) {
   switch (algorithm) {
-    case OrAlgorithm::kMaxScore: return "maxscore";
-    case OrAlgorithm::kBlockMaxWand: return "bmw";
-    case OrAlgorithm::kTiles: return "tiles";
+    case OrAlgorithm::kMaxScore:
+      return "maxscore";
+    case OrAlgorithm::kBlockMaxWand:
+      return "bmw";
+    case OrAlgorithm::kTiles:
+      return "tiles";
   }
   return "?";
 }

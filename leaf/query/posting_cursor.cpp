@@ -17,7 +17,8 @@ constexpr uint32_t kSparseGap = 128;
 // norms, a vector ceil). The same results as bm25_units, lane for lane: the same multiplication,
 // addition, division and ceil, each correctly rounded (frequencies and docIDs stay below 2^31).
 __attribute__((target("avx2"))) void score_postings_avx2(float unit_weight, const uint32_t* docs, const uint32_t* freqs,
-                                                          uint32_t count, const float* norms, DocId doc_begin, float* out) {
+                                                         uint32_t count, const float* norms, DocId doc_begin,
+                                                         float* out) {
   const __m256 weight = _mm256_set1_ps(unit_weight);
   const __m256i one = _mm256_set1_epi32(1);
   const __m256i base = _mm256_set1_epi32(static_cast<int>(doc_begin));

@@ -46,7 +46,9 @@ class PostingCursor {
     while (shallow_block_ < list_.block_count && list_.block_last_docid[shallow_block_] < target) ++shallow_block_;
   }
   Score shallow_block_max() const {
-    return shallow_block_ < list_.block_count ? bm25_unit_bound(list_.block_max_score[shallow_block_], scoring_.bound_scale) : 0;
+    return shallow_block_ < list_.block_count
+               ? bm25_unit_bound(list_.block_max_score[shallow_block_], scoring_.bound_scale)
+               : 0;
   }
   DocId shallow_block_last() const {
     return shallow_block_ < list_.block_count ? list_.block_last_docid[shallow_block_] : kEndDoc;

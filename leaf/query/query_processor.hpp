@@ -45,7 +45,7 @@ void units_to_scores(std::vector<Hit>& hits, const QueryScoring& scoring);
 struct QueryResult {
   std::vector<Hit> hits;  // best first
   CursorStats stats;
-  uint64_t and_matches = 0;  // documents matching every term (AND and AND+OR modes)
+  uint64_t and_matches = 0;      // documents matching every term (AND and AND+OR modes)
   bool fell_back_to_or = false;  // AND+OR: AND found fewer than k
 };
 

@@ -40,7 +40,8 @@ QueryScoring score_query(const Query& query, const IndexView& index) {
 Score or_floor(const QueryScoring& scoring, const IndexView& index, size_t k) {
   if (k == 0) return 0;
   if (k > kTermTops) {  // the terms' rank floors: the first rank at or past k
-    const size_t rank = static_cast<size_t>(std::lower_bound(kRankFloors.begin(), kRankFloors.end(), k) - kRankFloors.begin());
+    const size_t rank =
+        static_cast<size_t>(std::lower_bound(kRankFloors.begin(), kRankFloors.end(), k) - kRankFloors.begin());
     Score floor = 0;
     for (size_t i = 0; i < scoring.terms.size(); ++i) {
       if (scoring.infos[i] == nullptr) continue;
@@ -48,7 +49,8 @@ Score or_floor(const QueryScoring& scoring, const IndexView& index, size_t k) {
       if (rank >= floors.size()) continue;
       // In the query's units (an integer): the stored score scaled, less far more than the few
       // roundings by which a posting's units, before their ceil, may differ from it.
-      floor = std::max(floor, static_cast<Score>(std::floor(double{floors[rank]} * scoring.scoring[i].bound_scale * (1 - 1e-5))));
+      floor = std::max(
+          floor, static_cast<Score>(std::floor(double{floors[rank]} * scoring.scoring[i].bound_scale * (1 - 1e-5))));
     }
     return floor;
   }
@@ -60,11 +62,13 @@ Score or_floor(const QueryScoring& scoring, const IndexView& index, size_t k) {
     if (tops.empty()) continue;
     // Scored as PostingCursor::score() scores them: the same float operations, the same units.
     for (size_t t = 0; t < kTermTops; ++t) {
-      scores[t] = bm25_units(scoring.scoring[i].unit_weight, tops[t].freq, index.length_norms[tops[t].doc - index.meta.doc_begin]);
+      scores[t] = bm25_units(scoring.scoring[i].unit_weight, tops[t].freq,
+                             index.length_norms[tops[t].doc - index.meta.doc_begin]);
     }
     // The k-th best of them (their order by the stored scores may differ from the query's units in
     // the last bit; the k-th largest of these is still at most the list's k-th best).
-    std::nth_element(scores.begin(), scores.begin() + static_cast<std::ptrdiff_t>(k - 1), scores.end(), std::greater<Score>());
+    std::nth_element(scores.begin(), scores.begin() + static_cast<std::ptrdiff_t>(k - 1), scores.end(),
+                     std::greater<Score>());
     floor = std::max(floor, scores[k - 1]);
   }
   return floor;
@@ -88,7 +92,8 @@ class AnsweredRun final : public BatchRun {
 
 class ThreadRun final : public BatchRun {
  public:
-  explicit ThreadRun(std::function<std::vector<QueryResult>()> work) : answers_(std::async(std::launch::async, std::move(work))) {}
+  explicit ThreadRun(std::function<std::vector<QueryResult>()> work)
+      : answers_(std::async(std::launch::async, std::move(work))) {}
   bool poll() override { return answers_.wait_for(std::chrono::seconds(0)) == std::future_status::ready; }
   std::vector<QueryResult> take() override { return answers_.get(); }  // rethrows the work's failure
 
@@ -97,9 +102,13 @@ class ThreadRun final : public BatchRun {
 };
 }  // namespace
 
-std::unique_ptr<BatchRun> run_on_thread(std::function<std::vector<QueryResult>()> work) { return std::make_unique<ThreadRun>(std::move(work)); }
+std::unique_ptr<BatchRun> run_on_thread(std::function<std::vector<QueryResult>()> work) {
+  return std::make_unique<ThreadRun>(std::move(work));
+}
 
-std::unique_ptr<BatchRun> answered_run(std::vector<QueryResult> results) { return std::make_unique<AnsweredRun>(std::move(results)); }
+std::unique_ptr<BatchRun> answered_run(std::vector<QueryResult> results) {
+  return std::make_unique<AnsweredRun>(std::move(results));
+}
 
 std::unique_ptr<BatchRun> QueryProcessor::start_batch(std::span<const Query> queries) const {
   return answered_run(search_batch(queries));

@@ -90,7 +90,8 @@ void CostModel::observe(std::span<const QueryFeatures> run, double seconds) {
 
 CostModel::Snapshot CostModel::snapshot() const { return {coefficients_, observations_ >= kSettled}; }
 
-void CostModel::fold(FoldedObservations& into, const Snapshot& fit, std::span<const QueryFeatures> run, double seconds) const {
+void CostModel::fold(FoldedObservations& into, const Snapshot& fit, std::span<const QueryFeatures> run,
+                     double seconds) const {
   if (run.empty() || !(seconds > 0)) return;
   FeatureVector x{};
   x[0] = 1;

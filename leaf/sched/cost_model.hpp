@@ -9,9 +9,9 @@
 // less). Weights 1/min(t, predicted)² make the fit minimise relative error: a 50 µs query matters
 // as much as a 50 ms one. Once the fit has settled, a run counts at most 4× its fitted time in the
 // fit and 32× in the bias below (a preempted thread's search is not its cost): a model too low
-// rises by up to 4× a refit, one too high falls as fast as its runs show. A run may hold several queries (a GPU batch): its time is
-// modelled as one fixed cost plus the sum of the queries' own costs, so the same fit learns the
-// batch overhead.
+// rises by up to 4× a refit, one too high falls as fast as its runs show. A run may hold several queries (a GPU batch):
+// its time is modelled as one fixed cost plus the sum of the queries' own costs, so the same fit learns the batch
+// overhead.
 #pragma once
 #include <array>
 #include <cstdint>

@@ -139,11 +139,17 @@ QueueId ScheduleCore::enqueue(Job job) {
           q = QueueId::kCpu;
           ++counters_.dominant[0];
         } else {
-          q = ratio >= options_.prefer_ratio ? QueueId::kGpu : ratio <= 1 / options_.prefer_ratio ? QueueId::kCpu : QueueId::kFlexible;
+          q = ratio >= options_.prefer_ratio       ? QueueId::kGpu
+              : ratio <= 1 / options_.prefer_ratio ? QueueId::kCpu
+                                                   : QueueId::kFlexible;
         }
         break;
-      case Policy::kCpuOnly: q = QueueId::kCpu; break;
-      case Policy::kGpuOnly: q = QueueId::kGpu; break;
+      case Policy::kCpuOnly:
+        q = QueueId::kCpu;
+        break;
+      case Policy::kGpuOnly:
+        q = QueueId::kGpu;
+        break;
       case Policy::kBestOneAtATime:  // bare processing times: nothing else runs
         q = job.cpu_seconds > gpu.fixed_cost() + job.gpu_seconds ? QueueId::kGpu : QueueId::kCpu;
         break;
@@ -325,7 +331,8 @@ void ScheduleCore::fill_batch(Dispatch& run, double now) {
   const double cap = std::max(options_.batch_seconds, gpu.run_time(unscaled));
   double earliest = run.jobs[0].deadline;
   const auto consider = [&](std::deque<Job>& from, bool stealing) {
-    for (auto it = from.begin(); it != from.end() && run.jobs.size() < options_.batch_max && it - from.begin() < kWindow;) {
+    for (auto it = from.begin();
+         it != from.end() && run.jobs.size() < options_.batch_max && it - from.begin() < kWindow;) {
       if (it->slot != run.jobs[0].slot || (stealing && !steal_worthwhile(*it, Processor::kGpu))) {
         ++it;
         continue;
@@ -416,7 +423,8 @@ Dispatch ScheduleCore::take(Processor p, double now) {
   return run;
 }
 
-double ScheduleCore::finished(const Dispatch& run, double seconds, std::span<const double> each, const FoldedObservations* folded) {
+double ScheduleCore::finished(const Dispatch& run, double seconds, std::span<const double> each,
+                              const FoldedObservations* folded) {
   running_seconds_[static_cast<size_t>(run.processor)] =
       std::max(0.0, running_seconds_[static_cast<size_t>(run.processor)] - run.predicted);
   if (runs_in_progress_ > 0) --runs_in_progress_;
@@ -438,8 +446,8 @@ double ScheduleCore::finished(const Dispatch& run, double seconds, std::span<con
     }
     for (size_t i = 0; i < run.jobs.size(); ++i) {
       const double t = each.size() == run.jobs.size() ? each[i]
-                       : run.predicted > 0         ? seconds * run.jobs[i].cpu_seconds / run.predicted
-                                                   : seconds / static_cast<double>(run.jobs.size());
+                       : run.predicted > 0            ? seconds * run.jobs[i].cpu_seconds / run.predicted
+                                                      : seconds / static_cast<double>(run.jobs.size());
       model(Processor::kCpu).observe(run.jobs[i].features, t);
     }
     return run.predicted;

@@ -58,15 +58,15 @@ Policy parse_policy(std::string_view text);  // scheduler | cpu | gpu | best-ser
 
 struct CoreOptions {
   Policy policy = Policy::kScheduler;
-  size_t cpu_workers = 1;       // CPU runs at once
-  size_t gpu_streams = 0;       // GPU runs at once; 0: no GPU
-  size_t batch_max = 16;        // queries in a GPU batch
-  double batch_seconds = 0.01;  // a batch grows while its predicted time stays under this
-  double prefer_ratio = 1.5;    // "much better": answered this much sooner (backlogs included)
-  double dominance = 0;         // belongs to a processor: this much less of its capacity (0: off)
-  double aging = 4;             // in-queue order: arrival + aging × predicted time
-  double urgency = 2;           // near the deadline: slack under urgency × predicted time + 1 ms
-  size_t cpu_run_max = 8;       // queries a CPU thread takes at once at most (its share among the free threads)
+  size_t cpu_workers = 1;         // CPU runs at once
+  size_t gpu_streams = 0;         // GPU runs at once; 0: no GPU
+  size_t batch_max = 16;          // queries in a GPU batch
+  double batch_seconds = 0.01;    // a batch grows while its predicted time stays under this
+  double prefer_ratio = 1.5;      // "much better": answered this much sooner (backlogs included)
+  double dominance = 0;           // belongs to a processor: this much less of its capacity (0: off)
+  double aging = 4;               // in-queue order: arrival + aging × predicted time
+  double urgency = 2;             // near the deadline: slack under urgency × predicted time + 1 ms
+  size_t cpu_run_max = 8;         // queries a CPU thread takes at once at most (its share among the free threads)
   double cpu_run_seconds = 5e-4;  // ... while their predicted time stays under this
 };
 
@@ -77,8 +77,8 @@ struct Job {
   void* payload = nullptr;
   size_t slot = 0;  // the partition
   QueryFeatures features;
-  bool cpu_only = false;  // no GPU processor for it
-  bool gpu_only = false;  // the GPU's queue, never stolen by the CPU while the GPU is usable
+  bool cpu_only = false;             // no GPU processor for it
+  bool gpu_only = false;             // the GPU's queue, never stolen by the CPU while the GPU is usable
   double arrival = 0, deadline = 0;  // seconds on the caller's clock
   // Set on enqueue: predicted seconds on the CPU, the query's share of a GPU batch (without the
   // batch's fixed cost), and the queue.
@@ -88,7 +88,7 @@ struct Job {
   double cpu_over_gpu = 1;
   QueueId queue = QueueId::kCpu;
   bool stolen = false, urgent = false;  // how it was taken
-  bool probe = false;  // taken to refresh the taker's model (ScheduleCore::probe)
+  bool probe = false;                   // taken to refresh the taker's model (ScheduleCore::probe)
 };
 
 // Jobs dispatched together to one processor: for the CPU, one or several run one after another
@@ -100,12 +100,12 @@ struct Dispatch {
 };
 
 struct CoreCounters {
-  std::array<uint64_t, 2> steals{};      // taken from the other processor's queue, by taker
-  std::array<uint64_t, 2> dominant{};    // joined their processor's queue by comparative advantage
-  std::array<uint64_t, 2> urgent{};      // taken ahead for their deadline, by taker
-  std::array<uint64_t, 2> probes{};      // taken from the other processor's queue as probes, by taker
-  std::array<uint64_t, 3> enqueued{};    // by queue
-  uint64_t expired = 0;                  // deadline passed before they started
+  std::array<uint64_t, 2> steals{};    // taken from the other processor's queue, by taker
+  std::array<uint64_t, 2> dominant{};  // joined their processor's queue by comparative advantage
+  std::array<uint64_t, 2> urgent{};    // taken ahead for their deadline, by taker
+  std::array<uint64_t, 2> probes{};    // taken from the other processor's queue as probes, by taker
+  std::array<uint64_t, 3> enqueued{};  // by queue
+  uint64_t expired = 0;                // deadline passed before they started
   uint64_t batches = 0, batched_jobs = 0;
 };
 
@@ -121,7 +121,8 @@ class ScheduleCore {
   // gives each job's own time in `each` (the model is per query), or `folded`: its observations
   // already folded by the caller (CostModel::fold, outside the scheduler's lock). Returns the run's
   // prediction.
-  double finished(const Dispatch& run, double seconds, std::span<const double> each = {}, const FoldedObservations* folded = nullptr);
+  double finished(const Dispatch& run, double seconds, std::span<const double> each = {},
+                  const FoldedObservations* folded = nullptr);
   // Jobs whose deadline passed while they waited; the caller answers them with an error.
   std::vector<Job> take_expired();
   // The GPU failed: its queue and the flexible one go to the CPU; the GPU takes nothing more.
@@ -149,7 +150,8 @@ class ScheduleCore {
   void drop_expired(double now);
   // The next job for `p` in its order; false, taking nothing, when there is none or the next one
   // is predicted longer than `longest` on `p`. Steals only where `may_steal`.
-  bool pick(Processor p, double now, Job& out, bool may_steal = true, double longest = std::numeric_limits<double>::infinity());
+  bool pick(Processor p, double now, Job& out, bool may_steal = true,
+            double longest = std::numeric_limits<double>::infinity());
   void add_cpu_jobs(Dispatch& run, double now);
   bool steal_worthwhile(const Job& job, Processor taker) const;
   // A query of the other processor's queue for `p` to run as a probe: `p` idle (so no probe of its
@@ -171,16 +173,17 @@ class ScheduleCore {
   CoreOptions options_;
   std::array<CostModel, 2> models_;
   std::array<std::deque<Job>, 3> queues_;
-  std::array<double, 2> queued_seconds_{};   // predicted work in each processor's own queue
-  std::array<double, 2> running_seconds_{};  // predicted work of runs in progress
-  std::array<size_t, 2> busy_{};              // runs in progress
+  std::array<double, 2> queued_seconds_{};        // predicted work in each processor's own queue
+  std::array<double, 2> running_seconds_{};       // predicted work of runs in progress
+  std::array<size_t, 2> busy_{};                  // runs in progress
   std::array<size_t, 2> busy_dominant_steals_{};  // ... of them, runs of queries stolen against their advantage
   std::array<double, 2> own_busy_average_{};      // workers busy with the processor's own queries
   size_t runs_in_progress_ = 0;
-  std::array<double, 2> next_probe_{};    // p's next probe no sooner than this
-  double clock_ = 0;  // the latest time seen (arrivals, takes)
+  std::array<double, 2> next_probe_{};  // p's next probe no sooner than this
+  double clock_ = 0;                    // the latest time seen (arrivals, takes)
   double next_expiry_scan_ = -std::numeric_limits<double>::infinity();
-  std::array<double, 2> next_urgency_scan_{-std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity()};
+  std::array<double, 2> next_urgency_scan_{-std::numeric_limits<double>::infinity(),
+                                           -std::numeric_limits<double>::infinity()};
   bool gpu_lost_ = false;
   std::vector<Job> expired_;
   CoreCounters counters_;

@@ -38,37 +38,74 @@ void cpu_pause() {
 // family already there when a second scheduler registers it again).
 struct Metrics {
   explicit Metrics(prometheus::Registry& r)
-      : depth_family(prometheus::BuildGauge().Name("warpsearch_leaf_scheduler_queue_depth")
-                         .Help("Queries waiting in each of the scheduler's queues").Register(r)),
-        queries_family(prometheus::BuildCounter().Name("warpsearch_leaf_scheduler_queries_total")
-                           .Help("Queries answered, by processor and by the queue they waited in").Register(r)),
-        steals_family(prometheus::BuildCounter().Name("warpsearch_leaf_scheduler_steals_total")
-                          .Help("Queries a processor took from the other processor's queue").Register(r)),
-        probes_family(prometheus::BuildCounter().Name("warpsearch_leaf_scheduler_probes_total")
-                          .Help("Queries a processor that had answered nothing for a while took from the other's queue to refresh its cost model").Register(r)),
-        urgent_family(prometheus::BuildCounter().Name("warpsearch_leaf_scheduler_urgent_total")
-                          .Help("Queries taken ahead of their turn because their deadline was near").Register(r)),
-        misses_family(prometheus::BuildCounter().Name("warpsearch_leaf_scheduler_deadline_misses_total")
-                          .Help("Queries past their deadline: expired before starting, or answered late").Register(r)),
-        predicted_family(prometheus::BuildCounter().Name("warpsearch_leaf_scheduler_predicted_seconds_total")
-                             .Help("Dispatch time predicted by the cost models").Register(r)),
-        measured_family(prometheus::BuildCounter().Name("warpsearch_leaf_scheduler_measured_seconds_total")
-                            .Help("Dispatch time measured").Register(r)),
-        ratio_family(prometheus::BuildHistogram().Name("warpsearch_leaf_scheduler_prediction_ratio")
-                         .Help("Measured over predicted run time, per run").Register(r)),
-        backlog_family(prometheus::BuildGauge().Name("warpsearch_leaf_scheduler_backlog_seconds")
-                           .Help("Predicted wait before a query queued now would start, per processor").Register(r)),
-        lock_wait_family(prometheus::BuildCounter().Name("warpsearch_leaf_scheduler_lock_wait_seconds_total")
-                             .Help("Time the scheduler's threads waited for its lock after a run or a wake-up").Register(r)),
-        batch_size(prometheus::BuildHistogram().Name("warpsearch_leaf_scheduler_batch_queries")
-                       .Help("Queries per GPU run").Register(r).Add({}, prometheus::Histogram::BucketBoundaries{1, 2, 4, 8, 16, 32, 64})),
-        gpu_usable(prometheus::BuildGauge().Name("warpsearch_leaf_scheduler_gpu_usable")
-                       .Help("1 while the scheduler sends queries to the GPU").Register(r).Add({})),
-        gpu_failures(prometheus::BuildCounter().Name("warpsearch_leaf_scheduler_gpu_failures_total")
-                         .Help("GPU runs that failed (their queries were answered on the CPU)").Register(r).Add({})),
-        driver_busy(prometheus::BuildCounter().Name("warpsearch_leaf_scheduler_gpu_driver_busy_seconds_total")
-                        .Help("Host work of the GPU driver threads (starting batches, their phases, answering them), polling excluded").Register(r).Add({})) {
-    for (QueueId q : {QueueId::kCpu, QueueId::kGpu, QueueId::kFlexible}) depth[static_cast<size_t>(q)] = &depth_family.Add({{"queue", to_string(q)}});
+      : depth_family(prometheus::BuildGauge()
+                         .Name("warpsearch_leaf_scheduler_queue_depth")
+                         .Help("Queries waiting in each of the scheduler's queues")
+                         .Register(r)),
+        queries_family(prometheus::BuildCounter()
+                           .Name("warpsearch_leaf_scheduler_queries_total")
+                           .Help("Queries answered, by processor and by the queue they waited in")
+                           .Register(r)),
+        steals_family(prometheus::BuildCounter()
+                          .Name("warpsearch_leaf_scheduler_steals_total")
+                          .Help("Queries a processor took from the other processor's queue")
+                          .Register(r)),
+        probes_family(prometheus::BuildCounter()
+                          .Name("warpsearch_leaf_scheduler_probes_total")
+                          .Help("Queries a processor that had answered nothing for a while took from the other's queue "
+                                "to refresh its cost model")
+                          .Register(r)),
+        urgent_family(prometheus::BuildCounter()
+                          .Name("warpsearch_leaf_scheduler_urgent_total")
+                          .Help("Queries taken ahead of their turn because their deadline was near")
+                          .Register(r)),
+        misses_family(prometheus::BuildCounter()
+                          .Name("warpsearch_leaf_scheduler_deadline_misses_total")
+                          .Help("Queries past their deadline: expired before starting, or answered late")
+                          .Register(r)),
+        predicted_family(prometheus::BuildCounter()
+                             .Name("warpsearch_leaf_scheduler_predicted_seconds_total")
+                             .Help("Dispatch time predicted by the cost models")
+                             .Register(r)),
+        measured_family(prometheus::BuildCounter()
+                            .Name("warpsearch_leaf_scheduler_measured_seconds_total")
+                            .Help("Dispatch time measured")
+                            .Register(r)),
+        ratio_family(prometheus::BuildHistogram()
+                         .Name("warpsearch_leaf_scheduler_prediction_ratio")
+                         .Help("Measured over predicted run time, per run")
+                         .Register(r)),
+        backlog_family(prometheus::BuildGauge()
+                           .Name("warpsearch_leaf_scheduler_backlog_seconds")
+                           .Help("Predicted wait before a query queued now would start, per processor")
+                           .Register(r)),
+        lock_wait_family(prometheus::BuildCounter()
+                             .Name("warpsearch_leaf_scheduler_lock_wait_seconds_total")
+                             .Help("Time the scheduler's threads waited for its lock after a run or a wake-up")
+                             .Register(r)),
+        batch_size(prometheus::BuildHistogram()
+                       .Name("warpsearch_leaf_scheduler_batch_queries")
+                       .Help("Queries per GPU run")
+                       .Register(r)
+                       .Add({}, prometheus::Histogram::BucketBoundaries{1, 2, 4, 8, 16, 32, 64})),
+        gpu_usable(prometheus::BuildGauge()
+                       .Name("warpsearch_leaf_scheduler_gpu_usable")
+                       .Help("1 while the scheduler sends queries to the GPU")
+                       .Register(r)
+                       .Add({})),
+        gpu_failures(prometheus::BuildCounter()
+                         .Name("warpsearch_leaf_scheduler_gpu_failures_total")
+                         .Help("GPU runs that failed (their queries were answered on the CPU)")
+                         .Register(r)
+                         .Add({})),
+        driver_busy(prometheus::BuildCounter()
+                        .Name("warpsearch_leaf_scheduler_gpu_driver_busy_seconds_total")
+                        .Help("Host work of the GPU driver threads (starting batches, their phases, answering them), "
+                              "polling excluded")
+                        .Register(r)
+                        .Add({})) {
+    for (QueueId q : {QueueId::kCpu, QueueId::kGpu, QueueId::kFlexible})
+      depth[static_cast<size_t>(q)] = &depth_family.Add({{"queue", to_string(q)}});
     for (Processor p : {Processor::kCpu, Processor::kGpu}) {
       const size_t i = static_cast<size_t>(p);
       const std::string name = to_string(p);
@@ -77,7 +114,8 @@ struct Metrics {
       urgent[i] = &urgent_family.Add({{"processor", name}});
       predicted[i] = &predicted_family.Add({{"processor", name}});
       measured[i] = &measured_family.Add({{"processor", name}});
-      ratio[i] = &ratio_family.Add({{"processor", name}}, prometheus::Histogram::BucketBoundaries{0.25, 0.5, 0.67, 0.8, 1, 1.25, 1.5, 2, 4});
+      ratio[i] = &ratio_family.Add({{"processor", name}},
+                                   prometheus::Histogram::BucketBoundaries{0.25, 0.5, 0.67, 0.8, 1, 1.25, 1.5, 2, 4});
       backlog[i] = &backlog_family.Add({{"processor", name}});
       lock_wait[i] = &lock_wait_family.Add({{"processor", name}});
       for (QueueId q : {QueueId::kCpu, QueueId::kGpu, QueueId::kFlexible}) {
@@ -177,7 +215,8 @@ struct Scheduler::State {
   std::unique_ptr<Metrics> metrics;
   std::vector<std::thread> threads;
 
-  State(SchedulerOptions o, std::shared_ptr<prometheus::Registry> r) : options(o), core(o.core), registry(std::move(r)) {
+  State(SchedulerOptions o, std::shared_ptr<prometheus::Registry> r)
+      : options(o), core(o.core), registry(std::move(r)) {
     if (registry) metrics = std::make_unique<Metrics>(*registry);
   }
   double seconds(Clock::time_point t) const {
@@ -195,7 +234,8 @@ struct Scheduler::State {
     const double t = now();
     if (!force && t < next_gauges) return;
     next_gauges = t + kGaugeEvery;
-    for (QueueId q : {QueueId::kCpu, QueueId::kGpu, QueueId::kFlexible}) metrics->depth[static_cast<size_t>(q)]->Set(static_cast<double>(core.depth(q)));
+    for (QueueId q : {QueueId::kCpu, QueueId::kGpu, QueueId::kFlexible})
+      metrics->depth[static_cast<size_t>(q)]->Set(static_cast<double>(core.depth(q)));
     metrics->backlog[0]->Set(core.backlog(Processor::kCpu));
     metrics->backlog[1]->Set(core.gpu_usable() ? core.backlog(Processor::kGpu) : 0);
     metrics->gpu_usable.Set(core.gpu_usable() ? 1 : 0);
@@ -230,7 +270,8 @@ struct Scheduler::State {
       mutex.lock_behind(drivers_waiting);
       lock = std::unique_lock<SpinMutex>(mutex, std::adopt_lock);
     }
-    waits.ns += static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count());
+    waits.ns +=
+        static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count());
     if (++waits.turns % kWaitFlushTurns == 0) flush(waits, p);
   }
   std::vector<Parker*> drain();
@@ -244,7 +285,8 @@ struct Scheduler::State {
   double answer_gpu_run(Flight& flight, std::vector<QueryResult>&& results, Clock::time_point end);
   std::vector<double> run_on_cpu(const Dispatch& run, std::vector<PendingPtr>& work);
   void fail_expired(std::unique_lock<SpinMutex>& lock);
-  void gpu_failed(Dispatch& run, std::vector<PendingPtr>& work, const std::string& why, std::unique_lock<SpinMutex>& lock);
+  void gpu_failed(Dispatch& run, std::vector<PendingPtr>& work, const std::string& why,
+                  std::unique_lock<SpinMutex>& lock);
 };
 
 // Under `mutex`: the submitted queries join the core's queues; returns the parked threads to wake
@@ -359,13 +401,15 @@ void Scheduler::State::fail_expired(std::unique_lock<SpinMutex>& lock) {
 }
 
 // The GPU failed a run: no more GPU work; the run's queries go back, first in the CPU's queue.
-void Scheduler::State::gpu_failed(Dispatch& run, std::vector<PendingPtr>& work, const std::string& why, std::unique_lock<SpinMutex>& lock) {
+void Scheduler::State::gpu_failed(Dispatch& run, std::vector<PendingPtr>& work, const std::string& why,
+                                  std::unique_lock<SpinMutex>& lock) {
   lock.lock();
   core.finished(run, 0);
   core.gpu_lost();
   if (!gpu_failure_logged) {
     gpu_failure_logged = true;
-    std::fprintf(stderr, "warp-leaf: scheduler: the GPU failed (%s); every query on the CPU from now on\n", why.c_str());
+    std::fprintf(stderr, "warp-leaf: scheduler: the GPU failed (%s); every query on the CPU from now on\n",
+                 why.c_str());
   }
   if (metrics) metrics->gpu_failures.Increment();
   for (size_t i = 0; i < run.jobs.size(); ++i) {
@@ -518,7 +562,8 @@ void Scheduler::State::gpu_loop(size_t slots) {
             std::vector<QueryResult> results = flight.batch->take();
             finished.emplace_back(std::move(flight.run), answer_gpu_run(flight, std::move(results), Clock::now()));
             // The run's host work: its last phase's answers read, answered, and its phases before.
-            add_driver_busy(std::chrono::duration<double>(Clock::now() - poll_start).count() + flight.batch->between_phases_seconds());
+            add_driver_busy(std::chrono::duration<double>(Clock::now() - poll_start).count() +
+                            flight.batch->between_phases_seconds());
           }
         } catch (const std::exception& e) {
           flight.batch.reset();  // its executor drained and returned before the queries go back
@@ -663,7 +708,8 @@ Scheduler::~Scheduler() {
 }
 
 void Scheduler::submit(const Target& target, Query query, Clock::time_point deadline, Done done) {
-  if (target.index == nullptr || target.cpu == nullptr) throw Error("scheduler: a target needs an index and a CPU processor");
+  if (target.index == nullptr || target.cpu == nullptr)
+    throw Error("scheduler: a target needs an index and a CPU processor");
   const QueryFeatures features = features_of(query, *target.index);  // list headers: outside any lock
   const double arrival = state_->now();
   const uint64_t id = state_->next_id++;
@@ -728,7 +774,9 @@ double Scheduler::gpu_driver_busy_seconds() const { return static_cast<double>(s
 
 uint64_t Scheduler::lock_turns(Processor p) const { return state_->lock_turns[static_cast<size_t>(p)]; }
 
-double Scheduler::lock_wait_seconds(Processor p) const { return static_cast<double>(state_->lock_wait_ns[static_cast<size_t>(p)]) * 1e-9; }
+double Scheduler::lock_wait_seconds(Processor p) const {
+  return static_cast<double>(state_->lock_wait_ns[static_cast<size_t>(p)]) * 1e-9;
+}
 
 void Scheduler::calibrate(const Target& target) {
   const IndexView& index = *target.index;
@@ -743,12 +791,14 @@ void Scheduler::calibrate(const Target& target) {
   });
   std::mt19937_64 random(state_->options.seed);
   std::uniform_real_distribution<double> log_rank(0, std::log(static_cast<double>(terms.size())));
-  const std::array<std::pair<QueryMode, size_t>, 4> shapes{{{QueryMode::kOr, 10}, {QueryMode::kOr, 1000}, {QueryMode::kAnd, 10}, {QueryMode::kAndOr, 10}}};
+  const std::array<std::pair<QueryMode, size_t>, 4> shapes{
+      {{QueryMode::kOr, 10}, {QueryMode::kOr, 1000}, {QueryMode::kAnd, 10}, {QueryMode::kAndOr, 10}}};
   std::vector<Query> queries;
   for (size_t i = 0; i < 512; ++i) {
     Query q;
     const size_t n = 1 + i % 4;
-    for (size_t t = 0; t < n; ++t) q.terms.push_back(*terms[std::min(terms.size() - 1, static_cast<size_t>(std::exp(log_rank(random))) - 1)]);
+    for (size_t t = 0; t < n; ++t)
+      q.terms.push_back(*terms[std::min(terms.size() - 1, static_cast<size_t>(std::exp(log_rank(random))) - 1)]);
     q.mode = shapes[(i / 4) % shapes.size()].first;
     q.k = shapes[(i / 4) % shapes.size()].second;
     queries.push_back(std::move(q));
@@ -788,7 +838,9 @@ void Scheduler::calibrate(const Target& target) {
     }
     std::lock_guard<SpinMutex> lock(state_->mutex);
     state_->core.model(Processor::kGpu).observe(features[i], t);
-    if (!span.empty()) state_->core.model(Processor::kGpu).observe(std::span<const QueryFeatures>(features.data() + (span.data() - queries.data()), span.size()), tb);
+    if (!span.empty())
+      state_->core.model(Processor::kGpu)
+          .observe(std::span<const QueryFeatures>(features.data() + (span.data() - queries.data()), span.size()), tb);
   }
 }
 

@@ -4,10 +4,10 @@
 // share of those waiting among the free threads, and answer them one after another; GPU
 // driver threads each keep up to their share of the GPU's streams busy with batches (PARA) started
 // without waiting (QueryProcessor::start_batch) and poll them, so that a few host threads feed
-// every stream and the other cores stay with the CPU's threads. Every run's measured time refines the processor's cost model. Queries are
-// submitted with a completion callback, so no thread waits per query; `search` is the blocking
-// form for tools and tests. A GPU that fails at run time is given up: its queries and everything
-// queued go to the CPU, with one log line and a metric; no query fails for it.
+// every stream and the other cores stay with the CPU's threads. Every run's measured time refines the processor's cost
+// model. Queries are submitted with a completion callback, so no thread waits per query; `search` is the blocking form
+// for tools and tests. A GPU that fails at run time is given up: its queries and everything queued go to the CPU, with
+// one log line and a metric; no query fails for it.
 #pragma once
 #include <algorithm>
 #include <chrono>
@@ -25,13 +25,13 @@ class Registry;
 namespace warp::sched {
 
 struct SchedulerOptions {
-  CoreOptions core;                 // core.cpu_workers: CPU threads; core.gpu_streams: GPU runs at once
+  CoreOptions core;  // core.cpu_workers: CPU threads; core.gpu_streams: GPU runs at once
   // Host threads driving the GPU's runs (0: one per stream), each keeping its share of the
   // streams' runs in flight (QueryProcessor::start_batch) and polling them: a thread that waited
   // for each run took a core from the CPU's threads per stream.
   size_t gpu_threads = 0;
-  double calibration_seconds = 1;   // start-up calibration per processor, on synthetic queries
-  uint64_t seed = 1;                // of the calibration queries
+  double calibration_seconds = 1;  // start-up calibration per processor, on synthetic queries
+  uint64_t seed = 1;               // of the calibration queries
 };
 
 // GPU driver threads for `gpu_streams` streams: `wanted` (0: one per stream, at most

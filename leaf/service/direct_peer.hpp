@@ -26,12 +26,12 @@ struct DirectPeer {
   void write_plain(std::string_view body);
 
   const int fd;
-  const bool secure;                                // Curve on: the first frames must be a HELLO, then an INITIATE
+  const bool secure;                                   // Curve on: the first frames must be a HELLO, then an INITIATE
   std::optional<transfer::ServerHandshake> handshake;  // in progress (the front end's alone)
-  std::optional<transfer::SecureSession> session;   // set by the front end after the handshake
-  std::string in;                                   // bytes read, not yet whole frames
+  std::optional<transfer::SecureSession> session;      // set by the front end after the handshake
+  std::string in;                                      // bytes read, not yet whole frames
   std::mutex write_mutex;
-  bool broken = false;                              // guarded by write_mutex
+  bool broken = false;  // guarded by write_mutex
 
  private:
   void send_locked(const std::string& frame);

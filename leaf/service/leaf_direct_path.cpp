@@ -72,7 +72,8 @@ void LeafServer::open_direct_listener() {
   hints.ai_socktype = SOCK_STREAM;
   hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
   addrinfo* found = nullptr;
-  if (const int error = ::getaddrinfo(host.empty() ? nullptr : host.c_str(), port.c_str(), &hints, &found); error != 0) {
+  if (const int error = ::getaddrinfo(host.empty() ? nullptr : host.c_str(), port.c_str(), &hints, &found);
+      error != 0) {
     throw Error("leaf: --search-listen " + spec + ": " + gai_strerror(error));
   }
   std::string why = "no address";
@@ -94,7 +95,8 @@ void LeafServer::open_direct_listener() {
   ::getsockname(tcp_listener_, reinterpret_cast<sockaddr*>(&bound), &size);
   search_port_ = ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
                                                    : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
-  for (size_t i = 0; i < std::max<size_t>(1, options_.search_threads); ++i) direct_pollers_.push_back(::epoll_create1(EPOLL_CLOEXEC));
+  for (size_t i = 0; i < std::max<size_t>(1, options_.search_threads); ++i)
+    direct_pollers_.push_back(::epoll_create1(EPOLL_CLOEXEC));
   epoll_event event{};
   event.events = EPOLLIN;
   event.data.ptr = nullptr;  // the listener: no peer
@@ -129,7 +131,8 @@ void LeafServer::direct_front_end(size_t index) {
     for (int i = 0; i < count; ++i) {
       auto* const raw = static_cast<DirectPeer*>(ready[static_cast<size_t>(i)].data.ptr);
       if (raw == nullptr) {  // the listener
-        for (int connection; (connection = ::accept4(tcp_listener_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0;) {
+        for (int connection;
+             (connection = ::accept4(tcp_listener_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0;) {
           const int one = 1;
           ::setsockopt(connection, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
           auto peer = std::make_shared<DirectPeer>(connection, options_.curve.enabled());
@@ -141,7 +144,8 @@ void LeafServer::direct_front_end(size_t index) {
             std::lock_guard<std::mutex> lock(direct_peers_mutex_);
             direct_peers_.emplace(peer.get(), peer);
           }
-          ::epoll_ctl(direct_pollers_[next_direct_poller_++ % direct_pollers_.size()], EPOLL_CTL_ADD, connection, &added);
+          ::epoll_ctl(direct_pollers_[next_direct_poller_++ % direct_pollers_.size()], EPOLL_CTL_ADD, connection,
+                      &added);
         }
         continue;
       }
@@ -173,7 +177,9 @@ void LeafServer::direct_front_end(size_t index) {
           // 255 bytes) is read: a stranger cannot make the leaf hold a large frame for it.
           static_assert(transfer::kMaxHandshakeFrame < 256);
           if (peer->secure && !peer->session && peer->in.size() - at >= 4 &&
-              static_cast<uint8_t>(peer->in[at + 1]) + static_cast<uint8_t>(peer->in[at + 2]) + static_cast<uint8_t>(peer->in[at + 3]) != 0) {
+              static_cast<uint8_t>(peer->in[at + 1]) + static_cast<uint8_t>(peer->in[at + 2]) +
+                      static_cast<uint8_t>(peer->in[at + 3]) !=
+                  0) {
             ++search_refused_;
             closed = true;
             break;

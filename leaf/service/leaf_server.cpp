@@ -32,7 +32,8 @@ void add_gpu_processors(LoadedIndex& loaded, const std::string& processor, const
     settings.batch_threshold = 0;
   }
   try {
-    for (const auto& partition : loaded.partitions) loaded.gpu.push_back(gpu::make_gpu_processor(partition->view(), settings));
+    for (const auto& partition : loaded.partitions)
+      loaded.gpu.push_back(gpu::make_gpu_processor(partition->view(), settings));
   } catch (const std::exception& e) {
     if (loaded.gpu_only) throw;
     loaded.gpu.clear();
@@ -46,7 +47,8 @@ void add_gpu_processors(LoadedIndex& loaded, const std::string& processor, const
 
 std::shared_ptr<const LoadedIndex> load_index(const std::string& index_dir, const std::vector<uint32_t>& wanted,
                                               const std::string& processor, const gpu::GpuSettings& gpu_settings) {
-  if (processor != "cpu" && processor != "gpu" && processor != "auto") throw Error("--processor must be cpu, gpu or auto");
+  if (processor != "cpu" && processor != "gpu" && processor != "auto")
+    throw Error("--processor must be cpu, gpu or auto");
   const bool use_gpu = processor == "gpu" || (processor == "auto" && gpu::gpu_available());
   auto loaded = std::make_shared<LoadedIndex>();
   loaded->gpu_only = processor == "gpu";
@@ -58,12 +60,14 @@ std::shared_ptr<const LoadedIndex> load_index(const std::string& index_dir, cons
     loaded->cpu.push_back(std::make_shared<CpuQueryProcessor>(partition->view()));
     loaded->partitions.push_back(std::move(partition));
   }
-  if (loaded->partitions.empty()) throw Error("index " + index_dir + " holds none of the partitions this leaf should serve");
+  if (loaded->partitions.empty())
+    throw Error("index " + index_dir + " holds none of the partitions this leaf should serve");
   if (use_gpu) add_gpu_processors(*loaded, processor, gpu_settings);
   return loaded;
 }
 
-std::shared_ptr<const LoadedIndex> with_gpu(const std::shared_ptr<const LoadedIndex>& loaded, const gpu::GpuSettings& gpu_settings) {
+std::shared_ptr<const LoadedIndex> with_gpu(const std::shared_ptr<const LoadedIndex>& loaded,
+                                            const gpu::GpuSettings& gpu_settings) {
   auto again = std::make_shared<LoadedIndex>();
   again->generation = loaded->generation;
   again->analyzer = loaded->analyzer;
@@ -109,7 +113,7 @@ std::string error_reply(const std::string& error) {
 struct LeafServer::Sockets {
   zmq::context_t context{1};
   zmq::socket_t router{context, zmq::socket_type::router};
-  zmq::socket_t replies{context, zmq::socket_type::pull};  // workers push [identity, reply] here
+  zmq::socket_t replies{context, zmq::socket_type::pull};      // workers push [identity, reply] here
   zmq::socket_t completions{context, zmq::socket_type::push};  // the scheduler's threads, one at a time
   std::unique_ptr<transfer::ZapAuthenticator> zap;  // with Curve: before the router binds, gone before the context
 };
@@ -119,30 +123,84 @@ LeafServer::LeafServer(LeafOptions options, std::shared_ptr<prometheus::Registry
       registry_(registry),
       sockets_(std::make_unique<Sockets>()),
       queue_(std::make_unique<Queue>(options_.queue_depth)),
-      requests_(prometheus::BuildCounter().Name("warpsearch_leaf_requests_total").Help("Requests by kind and outcome").Register(*registry)),
+      requests_(prometheus::BuildCounter()
+                    .Name("warpsearch_leaf_requests_total")
+                    .Help("Requests by kind and outcome")
+                    .Register(*registry)),
       search_requests_(requests_.Add({{"kind", "search"}})),
       status_requests_(requests_.Add({{"kind", "status"}})),
       malformed_(requests_.Add({{"kind", "malformed"}})),
       overloaded_(requests_.Add({{"kind", "overloaded"}})),
-      answered_inline_(prometheus::BuildCounter().Name("warpsearch_leaf_answered_inline_total")
-                           .Help("Searches answered on the front-end thread (few postings), without a worker hand-off").Register(*registry).Add({})),
-      latency_cpu_(prometheus::BuildHistogram().Name("warpsearch_leaf_query_seconds").Help("Query time in the leaf by processor")
-                       .Register(*registry).Add({{"processor", "cpu"}}, latency_buckets())),
-      latency_gpu_(prometheus::BuildHistogram().Name("warpsearch_leaf_query_seconds").Help("Query time in the leaf by processor")
-                       .Register(*registry).Add({{"processor", "gpu"}}, latency_buckets())),
-      queue_depth_(prometheus::BuildGauge().Name("warpsearch_leaf_queue_depth").Help("Requests waiting for a worker").Register(*registry).Add({})),
-      in_flight_gauge_(prometheus::BuildGauge().Name("warpsearch_leaf_in_flight").Help("Queries being answered").Register(*registry).Add({})),
-      partitions_gauge_(prometheus::BuildGauge().Name("warpsearch_leaf_partitions").Help("Partitions served").Register(*registry).Add({})),
-      generation_gauge_(prometheus::BuildGauge().Name("warpsearch_leaf_generation").Help("Generation served").Register(*registry).Add({})),
-      gpu_serving_(prometheus::BuildGauge().Name("warpsearch_leaf_gpu_serving")
-                       .Help("1 when the generation served has GPU processors, 0 when the CPU answers all of it").Register(*registry).Add({})),
-      gpu_load_failures_(prometheus::BuildCounter().Name("warpsearch_leaf_gpu_load_failures_total")
-                             .Help("Generations the GPU could not load under --processor auto, served on the CPU alone").Register(*registry).Add({})),
-      gpu_bytes_(prometheus::BuildGauge().Name("warpsearch_leaf_gpu_bytes_resident").Help("Index bytes in GPU memory (lists, norms)").Register(*registry).Add({})),
-      gpu_hits_(prometheus::BuildCounter().Name("warpsearch_leaf_gpu_list_cache_hits_total").Help("GPU list cache hits").Register(*registry).Add({})),
-      gpu_misses_(prometheus::BuildCounter().Name("warpsearch_leaf_gpu_list_cache_misses_total").Help("GPU list cache misses (lists copied to the GPU)").Register(*registry).Add({})),
-      gpu_evictions_(prometheus::BuildCounter().Name("warpsearch_leaf_gpu_list_cache_evictions_total").Help("Lists evicted from the GPU list cache").Register(*registry).Add({})),
-      curve_refused_(prometheus::BuildCounter().Name("warpsearch_leaf_curve_refused_total").Help("Connections refused: no Curve key on the allow-list").Register(*registry).Add({})) {
+      answered_inline_(prometheus::BuildCounter()
+                           .Name("warpsearch_leaf_answered_inline_total")
+                           .Help("Searches answered on the front-end thread (few postings), without a worker hand-off")
+                           .Register(*registry)
+                           .Add({})),
+      latency_cpu_(prometheus::BuildHistogram()
+                       .Name("warpsearch_leaf_query_seconds")
+                       .Help("Query time in the leaf by processor")
+                       .Register(*registry)
+                       .Add({{"processor", "cpu"}}, latency_buckets())),
+      latency_gpu_(prometheus::BuildHistogram()
+                       .Name("warpsearch_leaf_query_seconds")
+                       .Help("Query time in the leaf by processor")
+                       .Register(*registry)
+                       .Add({{"processor", "gpu"}}, latency_buckets())),
+      queue_depth_(prometheus::BuildGauge()
+                       .Name("warpsearch_leaf_queue_depth")
+                       .Help("Requests waiting for a worker")
+                       .Register(*registry)
+                       .Add({})),
+      in_flight_gauge_(prometheus::BuildGauge()
+                           .Name("warpsearch_leaf_in_flight")
+                           .Help("Queries being answered")
+                           .Register(*registry)
+                           .Add({})),
+      partitions_gauge_(prometheus::BuildGauge()
+                            .Name("warpsearch_leaf_partitions")
+                            .Help("Partitions served")
+                            .Register(*registry)
+                            .Add({})),
+      generation_gauge_(prometheus::BuildGauge()
+                            .Name("warpsearch_leaf_generation")
+                            .Help("Generation served")
+                            .Register(*registry)
+                            .Add({})),
+      gpu_serving_(prometheus::BuildGauge()
+                       .Name("warpsearch_leaf_gpu_serving")
+                       .Help("1 when the generation served has GPU processors, 0 when the CPU answers all of it")
+                       .Register(*registry)
+                       .Add({})),
+      gpu_load_failures_(prometheus::BuildCounter()
+                             .Name("warpsearch_leaf_gpu_load_failures_total")
+                             .Help("Generations the GPU could not load under --processor auto, served on the CPU alone")
+                             .Register(*registry)
+                             .Add({})),
+      gpu_bytes_(prometheus::BuildGauge()
+                     .Name("warpsearch_leaf_gpu_bytes_resident")
+                     .Help("Index bytes in GPU memory (lists, norms)")
+                     .Register(*registry)
+                     .Add({})),
+      gpu_hits_(prometheus::BuildCounter()
+                    .Name("warpsearch_leaf_gpu_list_cache_hits_total")
+                    .Help("GPU list cache hits")
+                    .Register(*registry)
+                    .Add({})),
+      gpu_misses_(prometheus::BuildCounter()
+                      .Name("warpsearch_leaf_gpu_list_cache_misses_total")
+                      .Help("GPU list cache misses (lists copied to the GPU)")
+                      .Register(*registry)
+                      .Add({})),
+      gpu_evictions_(prometheus::BuildCounter()
+                         .Name("warpsearch_leaf_gpu_list_cache_evictions_total")
+                         .Help("Lists evicted from the GPU list cache")
+                         .Register(*registry)
+                         .Add({})),
+      curve_refused_(prometheus::BuildCounter()
+                         .Name("warpsearch_leaf_curve_refused_total")
+                         .Help("Connections refused: no Curve key on the allow-list")
+                         .Register(*registry)
+                         .Add({})) {
   try {
     sockets_->router.set(zmq::sockopt::linger, 0);
     if (options_.curve.enabled()) {
@@ -265,7 +323,8 @@ void LeafServer::send_reply(zmq::message_t& identity, const std::string& reply) 
 // hand-offs to and from a worker would cost more than the search. Longer ones go to the workers.
 // Each wake-up drains every request and reply waiting, so one poll serves a burst.
 void LeafServer::front_end() {
-  zmq::pollitem_t items[] = {{sockets_->router.handle(), 0, ZMQ_POLLIN, 0}, {sockets_->replies.handle(), 0, ZMQ_POLLIN, 0}};
+  zmq::pollitem_t items[] = {{sockets_->router.handle(), 0, ZMQ_POLLIN, 0},
+                             {sockets_->replies.handle(), 0, ZMQ_POLLIN, 0}};
   while (!stop_) {
     zmq::poll(items, 2, std::chrono::milliseconds(100));
     for (;;) {  // workers' replies: [identity][reply]
@@ -368,7 +427,8 @@ void LeafServer::worker() {
 
 std::string LeafServer::handle(const std::string& bytes, std::chrono::steady_clock::time_point arrival) {
   std::promise<std::string> later;
-  std::optional<std::string> now = handle(bytes, arrival, [&later](std::string reply) { later.set_value(std::move(reply)); });
+  std::optional<std::string> now =
+      handle(bytes, arrival, [&later](std::string reply) { later.set_value(std::move(reply)); });
   return now ? std::move(*now) : later.get_future().get();
 }
 
@@ -410,7 +470,8 @@ std::string search_reply(const LoadedIndex& index, size_t slot, uint64_t query_i
       hit.setUrl(whole_text(record->url));
     }
   }
-  const auto in_leaf = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - arrival);
+  const auto in_leaf =
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - arrival);
   response.setLeafMicros(static_cast<uint64_t>(std::max<int64_t>(1, in_leaf.count())));
   return flat_bytes(builder);
 }
@@ -428,7 +489,8 @@ std::string search_error(uint64_t query_id, uint32_t partition_id, const std::st
 
 std::optional<std::string> LeafServer::handle(const std::string& bytes, std::chrono::steady_clock::time_point arrival,
                                               std::function<void(std::string)> deliver, bool on_cpu_now) {
-  capnp::MallocMessageBuilder builder(kSmallFirstSegmentWords);  // a status or an error: searches reply from search_reply
+  capnp::MallocMessageBuilder builder(
+      kSmallFirstSegmentWords);  // a status or an error: searches reply from search_reply
   auto reply = builder.initRoot<protocol::LeafReply>();
   const std::shared_ptr<const LoadedIndex> index = this->index();  // this generation, to the end
   try {
@@ -444,7 +506,8 @@ std::optional<std::string> LeafServer::handle(const std::string& bytes, std::chr
         status.setGeneration(index->generation);
         status.setAnalyzer(index->analyzer);
         auto ids = status.initPartitions(static_cast<unsigned>(index->partitions.size()));
-        for (size_t i = 0; i < index->partitions.size(); ++i) ids.set(static_cast<unsigned>(i), index->partitions[i]->view().meta.partition_id);
+        for (size_t i = 0; i < index->partitions.size(); ++i)
+          ids.set(static_cast<unsigned>(i), index->partitions[i]->view().meta.partition_id);
       }
       return flat_bytes(builder);
     }
@@ -474,8 +537,9 @@ std::optional<std::string> LeafServer::handle(const std::string& bytes, std::chr
         Query query;
         for (auto term : search.getTerms()) query.terms.emplace_back(term.cStr());
         for (uint32_t count : search.getTermCounts()) query.counts.push_back(count);
-        query.mode = search.getMode() == protocol::Mode::AND ? QueryMode::kAnd
-                     : search.getMode() == protocol::Mode::OR ? QueryMode::kOr : QueryMode::kAndOr;
+        query.mode = search.getMode() == protocol::Mode::AND  ? QueryMode::kAnd
+                     : search.getMode() == protocol::Mode::OR ? QueryMode::kOr
+                                                              : QueryMode::kAndOr;
         query.k = search.getK();
         const uint64_t query_id = search.getQueryId();
         const uint32_t partition_id = search.getPartition();
@@ -483,16 +547,17 @@ std::optional<std::string> LeafServer::handle(const std::string& bytes, std::chr
           sched::Target target{&index->partitions[slot]->view(), index->cpu[slot].get(), index->gpu[slot].get(), index};
           scheduler_->submit(target, std::move(query), arrival + budget,
                              [this, index, slot, query_id, partition_id, deliver, arrival](sched::Outcome&& outcome) {
-            if (!outcome.error.empty()) {
-              requests_.Add({{"kind", "deadline"}}).Increment();
-              deliver(search_error(query_id, partition_id, outcome.error));
-              return;
-            }
-            const bool gpu = outcome.processor == sched::Processor::kGpu;
-            (gpu ? latency_gpu_ : latency_cpu_).Observe(outcome.seconds);
-            search_requests_.Increment();
-            deliver(search_reply(*index, slot, query_id, partition_id, outcome.result, gpu ? "gpu" : "cpu", outcome.seconds, arrival));
-          });
+                               if (!outcome.error.empty()) {
+                                 requests_.Add({{"kind", "deadline"}}).Increment();
+                                 deliver(search_error(query_id, partition_id, outcome.error));
+                                 return;
+                               }
+                               const bool gpu = outcome.processor == sched::Processor::kGpu;
+                               (gpu ? latency_gpu_ : latency_cpu_).Observe(outcome.seconds);
+                               search_requests_.Increment();
+                               deliver(search_reply(*index, slot, query_id, partition_id, outcome.result,
+                                                    gpu ? "gpu" : "cpu", outcome.seconds, arrival));
+                             });
           return std::nullopt;
         }
         const auto start = std::chrono::steady_clock::now();

@@ -1,8 +1,8 @@
 // The leaf service: answers broker requests for the partitions it holds. A ZeroMQ ROUTER front
 // end (one thread owns the socket) answers status requests and searches over few postings itself
-// and hands the others to a pool of worker threads through a bounded queue, and sends the replies; each request's deadline counts from its arrival. The index is
-// held through a shared pointer that a new generation replaces atomically: in-flight queries
-// finish on the generation they started with.
+// and hands the others to a pool of worker threads through a bounded queue, and sends the replies; each request's
+// deadline counts from its arrival. The index is held through a shared pointer that a new generation replaces
+// atomically: in-flight queries finish on the generation they started with.
 #pragma once
 #include "common/transfer/curve.hpp"
 #include <prometheus/counter.h>
@@ -61,13 +61,14 @@ std::shared_ptr<const LoadedIndex> load_index(const std::string& index_dir, cons
 // makes them: its partitions and CPU processors shared, not opened again (a follower whose GPU
 // held the generation before it: the new one was served on the CPU until the GPU was freed).
 // A GPU that cannot take it, or none: gpu_error says why and the CPU goes on serving it.
-std::shared_ptr<const LoadedIndex> with_gpu(const std::shared_ptr<const LoadedIndex>& loaded, const gpu::GpuSettings& gpu_settings);
+std::shared_ptr<const LoadedIndex> with_gpu(const std::shared_ptr<const LoadedIndex>& loaded,
+                                            const gpu::GpuSettings& gpu_settings);
 
 struct LeafOptions {
   std::string listen = "tcp://127.0.0.1:5701";
   size_t workers = 4;
-  size_t queue_depth = 256;  // requests waiting beyond this are refused ("overloaded")
-  transfer::CurveConfig curve;  // enabled: CURVE server, brokers from the allow-list only
+  size_t queue_depth = 256;              // requests waiting beyond this are refused ("overloaded")
+  transfer::CurveConfig curve;           // enabled: CURVE server, brokers from the allow-list only
   uint64_t inline_max_postings = 20000;  // searches over at most this many postings: on the front end (0: none)
   // The direct search path: searches over TCP (secure_channel.hpp's frames, Curve when `curve` is
   // on) on HOST:PORT, beside the ROUTER; the status reply names its port. Empty: off.
@@ -132,7 +133,7 @@ class LeafServer {
   std::atomic<size_t> next_direct_poller_{0};  // the front end the next connection goes to
   std::mutex direct_peers_mutex_;              // the connections' owner, for the front ends
   std::unordered_map<const DirectPeer*, std::shared_ptr<DirectPeer>> direct_peers_;
-  uint16_t search_port_ = 0;  // bound, for the status reply
+  uint16_t search_port_ = 0;                 // bound, for the status reply
   std::atomic<uint64_t> search_refused_{0};  // direct-path connections refused by the handshake
   uint64_t search_refused_reported_ = 0;
   std::unique_ptr<sched::Scheduler> scheduler_;

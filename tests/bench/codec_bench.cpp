@@ -67,8 +67,10 @@ Measurement measure(const Codec& codec, const std::vector<uint32_t>& values) {
   std::vector<uint32_t> out(values.size() + codec.block_size());
   const EncodedView view = EncodedView::of(seq);
   const double seconds = bench::median_seconds_per_call([&] { codec.decode_all(view, out.data()); });
-  if (!std::equal(values.begin(), values.end(), out.begin())) std::fprintf(stderr, "DECODE MISMATCH in %s\n", codec.name().data());
-  const double bits = (seq.words.size() - kReadPaddingWords + seq.endpoints.size()) * 32.0 / std::max<size_t>(1, values.size());
+  if (!std::equal(values.begin(), values.end(), out.begin()))
+    std::fprintf(stderr, "DECODE MISMATCH in %s\n", codec.name().data());
+  const double bits =
+      (seq.words.size() - kReadPaddingWords + seq.endpoints.size()) * 32.0 / std::max<size_t>(1, values.size());
   return {bits, values.size() / seconds / 1e6};
 }
 
@@ -118,8 +120,10 @@ void real_lists_table(const std::string& index_path) {
       freqs.push_back(std::move(fs));
     }
   }
-  std::printf("\n### real posting lists of %s (%zu lists, %zu postings)\n\n", index_path.c_str(), doc_gaps.size(), postings);
-  std::printf("| codec | docID bits/posting | freq bits/posting | docIDs M ints/s | freqs M ints/s |\n|---|---|---|---|---|\n");
+  std::printf("\n### real posting lists of %s (%zu lists, %zu postings)\n\n", index_path.c_str(), doc_gaps.size(),
+              postings);
+  std::printf(
+      "| codec | docID bits/posting | freq bits/posting | docIDs M ints/s | freqs M ints/s |\n|---|---|---|---|---|\n");
   for (const Codec* codec : all_codecs()) {
     double rates[2], bits[2];
     int column = 0;

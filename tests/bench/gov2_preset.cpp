@@ -96,7 +96,8 @@ Gov2Collection make_gov2_like(const Gov2Params& params) {
         actual_df[i] = static_cast<uint32_t>(postings.size());
         const float weight = bm25_term_weight(bm25_idf(postings.size(), params.documents), view.meta.bm25);
         scores.resize(postings.size());
-        for (size_t j = 0; j < postings.size(); ++j) scores[j] = bm25_score(weight, postings[j].freq, view.length_norms[postings[j].doc]);
+        for (size_t j = 0; j < postings.size(); ++j)
+          scores[j] = bm25_score(weight, postings[j].freq, view.length_norms[postings[j].doc]);
         encoded[i] = encode_posting_list(postings, scores, codec);
         select_term_bests(postings, scores, encoded[i], bests[i]);
       }

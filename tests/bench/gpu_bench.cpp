@@ -78,7 +78,9 @@ struct DecodeTableOptions {
 
 void decode_table(const DecodeTableOptions& options, double copy_gbps) {
   std::printf("\n### GPU decode: docIDs (with the per-block prefix sum) and frequencies of one list\n\n");
-  std::printf("| codec | postings | bits/posting | GPU µs | GPU G postings/s | GPU GB/s (read+write) | %% of copy | CPU 1-core M postings/s | GPU/CPU |\n");
+  std::printf(
+      "| codec | postings | bits/posting | GPU µs | GPU G postings/s | GPU GB/s (read+write) | %% of copy | CPU 1-core "
+      "M postings/s | GPU/CPU |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|\n");
   for (const Codec* codec : all_codecs()) {
     if (!options.codecs.empty() &&
@@ -132,9 +134,14 @@ std::vector<uint32_t> uniform_sorted(size_t n, uint64_t range, std::mt19937_64& 
 // Ding et al. Fig. 6: two equal lists of 5k..16M, and a 200k list against 200k..12.8M; random
 // docIDs below 2^27 (GOV2-sized). ns per element of both lists; CPU: std::set_intersection.
 void intersection_table() {
-  std::printf("\n### Intersection: ns per element (shorter + longer), median of 20; CPU = std::set_intersection, one core\n\n");
-  std::printf("para-hs-lrc searches the longer list compressed with HS_LRC (Ao et al. Algorithm 1); its bits per docID in the last column\n\n");
-  std::printf("| shorter | longer | merge-find | para-binary | para-lr | para-hs | para-hs-lrc | CPU | best GPU / CPU | HS_LRC bits/docID |\n|---|---|---|---|---|---|---|---|---|---|\n");
+  std::printf(
+      "\n### Intersection: ns per element (shorter + longer), median of 20; CPU = std::set_intersection, one core\n\n");
+  std::printf(
+      "para-hs-lrc searches the longer list compressed with HS_LRC (Ao et al. Algorithm 1); its bits per docID in the "
+      "last column\n\n");
+  std::printf(
+      "| shorter | longer | merge-find | para-binary | para-lr | para-hs | para-hs-lrc | CPU | best GPU / CPU | HS_LRC "
+      "bits/docID |\n|---|---|---|---|---|---|---|---|---|---|\n");
   std::mt19937_64 rng(17);
   std::vector<std::pair<size_t, size_t>> cases;
   for (size_t n : {5000, 50000, 500000, 5000000, 16000000}) cases.push_back({n, n});
@@ -157,10 +164,12 @@ void intersection_table() {
     }
     std::vector<uint32_t> out;
     out.reserve(na);
-    const double cpu_s = bench::median_seconds_per_call([&] {
-      out.clear();
-      std::set_intersection(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(out));
-    }, 3, 0.05);
+    const double cpu_s = bench::median_seconds_per_call(
+        [&] {
+          out.clear();
+          std::set_intersection(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(out));
+        },
+        3, 0.05);
     std::printf(" %.3f | %.0f× | %.2f |\n", cpu_s * 1e9 / double(na + nb), cpu_s * 1e3 / best, db.lrc_bytes * 8.0 / nb);
     std::fflush(stdout);
   }
@@ -204,13 +213,13 @@ bool same_scores(const QueryResult& a, const QueryResult& b) {
 // query of each GPU path is checked against the CPU.
 std::vector<QueryMode> table_modes = {QueryMode::kAnd, QueryMode::kOr, QueryMode::kAndOr};
 
-size_t batch_max_queries = 16;  // --batch-max
-size_t batch_streams = 2;       // --batch-streams
-size_t batch_clients = 0;       // --batch-clients (0: enough to fill every stream twice over)
-size_t timed_passes = 3;        // --passes
-std::vector<size_t> table_ks = {10, 1000};  // --ks
+size_t batch_max_queries = 16;                          // --batch-max
+size_t batch_streams = 2;                               // --batch-streams
+size_t batch_clients = 0;                               // --batch-clients (0: enough to fill every stream twice over)
+size_t timed_passes = 3;                                // --passes
+std::vector<size_t> table_ks = {10, 1000};              // --ks
 gpu::OrMethod table_or_method = gpu::OrMethod::kTiles;  // --or-unstaged: kTilesUnstaged
-bool table_or_floor = true;                              // --no-or-floor: false
+bool table_or_floor = true;                             // --no-or-floor: false
 
 void query_table(const IndexView& view, const std::vector<std::vector<std::string>>& raw, size_t batch_threshold) {
   const char* stage_times = std::getenv("WARP_GPU_STAGE_TIMES");
@@ -232,8 +241,8 @@ void query_table(const IndexView& view, const std::vector<std::vector<std::strin
   gpu::GpuProcessorOptions batched_options;
   batched_options.or_method = table_or_method;
   batched_options.or_floor = table_or_floor;
-  batched_options.batch = {.threshold = batch_threshold, .max_queries = batch_max_queries, .max_wait_us = 1000,
-                           .executors = batch_streams};
+  batched_options.batch = {
+      .threshold = batch_threshold, .max_queries = batch_max_queries, .max_wait_us = 1000, .executors = batch_streams};
   gpu::GpuQueryProcessor gpu_batched(view, batched_options);
   CpuQueryProcessor cpu_processor(view);
   // The GPU's blocks are compared with BlockMax-WAND's, the CPU's dynamic pruning of record.
@@ -241,12 +250,19 @@ void query_table(const IndexView& view, const std::vector<std::vector<std::strin
   const size_t cores = std::max(1u, std::thread::hardware_concurrency());
   // Enough clients for every stream's batch and the next one forming (64 clients fill only two of
   // three streams of 32 queries).
-  const size_t clients = batch_clients != 0 ? batch_clients : std::max<size_t>(64, 2 * batch_max_queries * batch_streams);
-  std::printf("GPU index %.0f MB resident (%.0f MB of docID-range maxima); batches close at %zu postings of work or %zu queries, %zu in flight; %zu client threads drive the batched path, 16 the 8-lane path\n\n",
-              gpu_single.device_index().stats().bytes_resident / 1e6, gpu_single.device_index().stats().slice_bytes / 1e6, batch_threshold, batch_max_queries, batch_streams, clients);
-  std::printf("| mode | k | GPU single q/s | p50 / p99 ms | GPU single, dense OR accumulators q/s | GPU 8 lanes q/s | p50 / p99 ms | GPU batched q/s | p50 / p99 ms | CPU %zu threads q/s | p50 / p99 ms | "
-              "CPU %zu threads, BlockMax-WAND q/s | CPU 1 thread ms/query | batched / CPU-%zu | single / CPU-1 (latency) | blocks decoded per query: GPU / CPU BlockMax-WAND / in the lists |\n",
-              cores, cores, cores);
+  const size_t clients =
+      batch_clients != 0 ? batch_clients : std::max<size_t>(64, 2 * batch_max_queries * batch_streams);
+  std::printf(
+      "GPU index %.0f MB resident (%.0f MB of docID-range maxima); batches close at %zu postings of work or %zu "
+      "queries, %zu in flight; %zu client threads drive the batched path, 16 the 8-lane path\n\n",
+      gpu_single.device_index().stats().bytes_resident / 1e6, gpu_single.device_index().stats().slice_bytes / 1e6,
+      batch_threshold, batch_max_queries, batch_streams, clients);
+  std::printf(
+      "| mode | k | GPU single q/s | p50 / p99 ms | GPU single, dense OR accumulators q/s | GPU 8 lanes q/s | p50 / "
+      "p99 ms | GPU batched q/s | p50 / p99 ms | CPU %zu threads q/s | p50 / p99 ms | "
+      "CPU %zu threads, BlockMax-WAND q/s | CPU 1 thread ms/query | batched / CPU-%zu | single / CPU-1 (latency) | "
+      "blocks decoded per query: GPU / CPU BlockMax-WAND / in the lists |\n",
+      cores, cores, cores);
   std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (QueryMode mode : table_modes) {
     for (size_t k : table_ks) {
@@ -260,14 +276,16 @@ void query_table(const IndexView& view, const std::vector<std::vector<std::strin
         expected[i] = cpu_processor.search(sample[i]);
         const QueryResult bmw = bmw_processor.search(sample[i]);
         if (per_query_stats) {  // beside the OR tiles' line of each GPU path (WARP_GPU_STAGE_TIMES=2)
-          std::fprintf(stderr, "cpu query (BlockMax-WAND): blocks %llu of %llu\n", static_cast<unsigned long long>(bmw.stats.blocks_decoded),
+          std::fprintf(stderr, "cpu query (BlockMax-WAND): blocks %llu of %llu\n",
+                       static_cast<unsigned long long>(bmw.stats.blocks_decoded),
                        static_cast<unsigned long long>(bmw.stats.blocks_total));
         }
         const QueryResult single = gpu_single.search(sample[i]);
         gpu_blocks += single.stats.blocks_decoded;
         cpu_blocks += bmw.stats.blocks_decoded;
         total_blocks += bmw.stats.blocks_total;
-        mismatches += !same_scores(single, expected[i]) + !same_scores(bmw, expected[i]) + !same_scores(gpu_lanes.search(sample[i]), expected[i]) +
+        mismatches += !same_scores(single, expected[i]) + !same_scores(bmw, expected[i]) +
+                      !same_scores(gpu_lanes.search(sample[i]), expected[i]) +
                       !same_scores(gpu_dense.search(sample[i]), expected[i]);
       }
       std::vector<QueryResult> batched_results(sample.size());
@@ -286,12 +304,14 @@ void query_table(const IndexView& view, const std::vector<std::vector<std::strin
       const Timing cpu_bmw = run(timed, cores, [&](const Query& q) { bmw_processor.search(q); });
       const Timing cpu_one = run(sample, 1, [&](const Query& q) { cpu_processor.search(q); });
       const Timing single_sample = run(sample, 1, [&](const Query& q) { gpu_single.search(q); });
-      std::printf("| %s | %zu | %.0f | %.3f / %.3f | %.0f | %.0f | %.3f / %.3f | %.0f | %.3f / %.3f | %.0f | %.3f / %.3f | %.0f | %.2f | %.1f× | %.1f× | %.0f / %.0f / %.0f |%s\n",
-                  std::string(to_string(mode)).c_str(), k, single.qps, single.p50, single.p99, dense.qps, lanes.qps, lanes.p50, lanes.p99,
-                  batched.qps, batched.p50, batched.p99, cpu_all.qps, cpu_all.p50, cpu_all.p99, cpu_bmw.qps, 1e3 / cpu_one.qps,
-                  batched.qps / cpu_all.qps, single_sample.qps / cpu_one.qps, double(gpu_blocks) / sample.size(),
-                  double(cpu_blocks) / sample.size(), double(total_blocks) / sample.size(),
-                  mismatches ? (" " + std::to_string(mismatches) + " MISMATCHES vs CPU").c_str() : "");
+      std::printf(
+          "| %s | %zu | %.0f | %.3f / %.3f | %.0f | %.0f | %.3f / %.3f | %.0f | %.3f / %.3f | %.0f | %.3f / %.3f | "
+          "%.0f | %.2f | %.1f× | %.1f× | %.0f / %.0f / %.0f |%s\n",
+          std::string(to_string(mode)).c_str(), k, single.qps, single.p50, single.p99, dense.qps, lanes.qps, lanes.p50,
+          lanes.p99, batched.qps, batched.p50, batched.p99, cpu_all.qps, cpu_all.p50, cpu_all.p99, cpu_bmw.qps,
+          1e3 / cpu_one.qps, batched.qps / cpu_all.qps, single_sample.qps / cpu_one.qps,
+          double(gpu_blocks) / sample.size(), double(cpu_blocks) / sample.size(), double(total_blocks) / sample.size(),
+          mismatches ? (" " + std::to_string(mismatches) + " MISMATCHES vs CPU").c_str() : "");
       std::fflush(stdout);
     }
   }
@@ -305,7 +325,9 @@ void synthetic_query_table(uint32_t documents, uint32_t query_count) {
   params.seed = 5;
   IndexBuilder builder({});
   const auto build_start = Clock::now();
-  synthetic::generate_collection(params, [&](const std::vector<std::string>& terms) { builder.add_analyzed({"", "", "", 0}, terms); });
+  synthetic::generate_collection(params, [&](const std::vector<std::string>& terms) {
+    builder.add_analyzed({"", "", "", 0}, terms);
+  });
   const auto built = builder.build();
   const IndexView& view = built[0].view;
   const auto raw = synthetic::generate_queries(query_count, 2000, 4, 9);  // frequent terms: long lists
@@ -315,9 +337,11 @@ void synthetic_query_table(uint32_t documents, uint32_t query_count) {
       if (const TermInfo* info = view.find(t)) postings += info->df;
     }
   }
-  std::printf("\n### Queries: synthetic collection, %u documents, vocabulary 100k, mean length 100, %u queries of 1–4 "
-              "terms among the 2,000 most frequent (%.0f postings per query on average); built in %.0f s\n\n",
-              documents, query_count, double(postings) / raw.size(), std::chrono::duration<double>(Clock::now() - build_start).count());
+  std::printf(
+      "\n### Queries: synthetic collection, %u documents, vocabulary 100k, mean length 100, %u queries of 1–4 "
+      "terms among the 2,000 most frequent (%.0f postings per query on average); built in %.0f s\n\n",
+      documents, query_count, double(postings) / raw.size(),
+      std::chrono::duration<double>(Clock::now() - build_start).count());
   query_table(view, raw, 1 << 20);
 }
 
@@ -333,10 +357,13 @@ void batch_memory(const IndexView& view, const std::vector<std::vector<std::stri
     return total - free;
   };
   const double docs = view.doc_count(), q = double(batch_max_queries), longest = device.max_list_slots();
-  const double before = (std::min<double>(batch_threshold, 2 * longest) + longest) * 16 + q * longest * 8 + q * docs * 8 +
+  const double before = (std::min<double>(batch_threshold, 2 * longest) + longest) * 16 + q * longest * 8 +
+                        q * docs * 8 +
                         3 * 8 * std::max<double>(std::min<double>(batch_threshold, 2 * longest) + longest, docs);
-  std::printf("Batch stream memory (%.0f documents, longest list %.0f postings, %zu queries a batch): layout before, main "
-              "arrays (computed) %.2f GB;", docs, longest, batch_max_queries, before / 1e9);
+  std::printf(
+      "Batch stream memory (%.0f documents, longest list %.0f postings, %zu queries a batch): layout before, main "
+      "arrays (computed) %.2f GB;",
+      docs, longest, batch_max_queries, before / 1e9);
   // The leaf's scheduler sizes its batches itself: its executors take any threshold (2^40).
   for (size_t threshold : {size_t{1} << 40, batch_threshold}) {
     const size_t base = used();
@@ -351,13 +378,17 @@ void batch_memory(const IndexView& view, const std::vector<std::vector<std::stri
     std::vector<Query> queries;
     for (const auto& terms : raw) queries.push_back({terms, mode, 1000});
     const std::vector<QueryResult> results = executor.run(queries);
-    for (size_t i = 0; i < queries.size(); i += 20, ++checked) mismatches += !same_scores(results[i], cpu.search(queries[i]));
+    for (size_t i = 0; i < queries.size(); i += 20, ++checked)
+      mismatches += !same_scores(results[i], cpu.search(queries[i]));
   }
   const gpu::BatchExecutor::Splits splits = executor.splits();
-  std::printf("AND and OR top-1000 of every query through it: %llu AND queries ran in pieces (%llu pieces), %llu OR queries "
-              "ran again alone, %llu AND top-k selections outgrew the batch's; %zu of %zu sampled answers differ from the CPU's\n\n",
-              static_cast<unsigned long long>(splits.and_split), static_cast<unsigned long long>(splits.and_pieces),
-              static_cast<unsigned long long>(splits.or_alone), static_cast<unsigned long long>(splits.and_alone), mismatches, checked);
+  std::printf(
+      "AND and OR top-1000 of every query through it: %llu AND queries ran in pieces (%llu pieces), %llu OR queries "
+      "ran again alone, %llu AND top-k selections outgrew the batch's; %zu of %zu sampled answers differ from the "
+      "CPU's\n\n",
+      static_cast<unsigned long long>(splits.and_split), static_cast<unsigned long long>(splits.and_pieces),
+      static_cast<unsigned long long>(splits.or_alone), static_cast<unsigned long long>(splits.and_alone), mismatches,
+      checked);
   std::fflush(stdout);
 }
 
@@ -367,13 +398,17 @@ void batch_memory(const IndexView& view, const std::vector<std::vector<std::stri
 void device_table(const IndexView& view, const std::vector<std::vector<std::string>>& raw, size_t batch_threshold,
                   const std::vector<int>& devices) {
   const size_t clients = 2 * batch_max_queries * batch_streams * devices.size();
-  std::printf("\n#### Batched queries on 1 and %zu GPUs (a replica of the index on each; batches close at %zu postings or %zu queries, "
-              "%zu in flight per device; %zu client threads; medians of three alternating runs over the log %zu times)\n\n| mode | k | 1 GPU q/s | p50 / p99 ms | %zu GPUs q/s | p50 / p99 ms | speed-up | "
-              "queries per GPU |\n|---|---|---|---|---|---|---|---|\n",
-              devices.size(), batch_threshold, batch_max_queries, batch_streams, clients, timed_passes, devices.size());
+  std::printf(
+      "\n#### Batched queries on 1 and %zu GPUs (a replica of the index on each; batches close at %zu postings or %zu "
+      "queries, "
+      "%zu in flight per device; %zu client threads; medians of three alternating runs over the log %zu times)\n\n| "
+      "mode | k | 1 GPU q/s | p50 / p99 ms | %zu GPUs q/s | p50 / p99 ms | speed-up | "
+      "queries per GPU |\n|---|---|---|---|---|---|---|---|\n",
+      devices.size(), batch_threshold, batch_max_queries, batch_streams, clients, timed_passes, devices.size());
   gpu::GpuProcessorOptions options;
   options.lanes = 1;
-  options.batch = {.threshold = batch_threshold, .max_queries = batch_max_queries, .max_wait_us = 1000, .executors = batch_streams};
+  options.batch = {
+      .threshold = batch_threshold, .max_queries = batch_max_queries, .max_wait_us = 1000, .executors = batch_streams};
   options.device = devices[0];
   gpu::GpuQueryProcessor one(view, options);
   gpu::ReplicatedGpuProcessor all(view, devices, options);
@@ -419,8 +454,9 @@ void device_table(const IndexView& view, const std::vector<std::vector<std::stri
       const std::vector<uint64_t> after = all.answered();
       std::string shares;
       for (size_t d = 0; d < after.size(); ++d) shares += (d ? " / " : "") + std::to_string(after[d] - before[d]);
-      std::printf("| %s | %zu | %.0f | %.3f / %.3f | %.0f | %.3f / %.3f | %.2f× | %s |%s\n", std::string(to_string(mode)).c_str(), k,
-                  t1.qps, t1.p50, t1.p99, tn.qps, tn.p50, tn.p99, tn.qps / t1.qps, shares.c_str(),
+      std::printf("| %s | %zu | %.0f | %.3f / %.3f | %.0f | %.3f / %.3f | %.2f× | %s |%s\n",
+                  std::string(to_string(mode)).c_str(), k, t1.qps, t1.p50, t1.p99, tn.qps, tn.p50, tn.p99,
+                  tn.qps / t1.qps, shares.c_str(),
                   mismatches ? (" " + std::to_string(mismatches) + " MISMATCHES vs CPU").c_str() : "");
       std::fflush(stdout);
     }
@@ -432,10 +468,12 @@ std::vector<int> table_devices;  // --devices-table
 void gov2_query_table(const synthetic::Gov2Params& params, size_t batch_threshold) {
   const auto start = Clock::now();
   const synthetic::Gov2Collection c = synthetic::make_gov2_like(params);
-  std::printf("\n### Queries: GOV2-like preset, %u documents (mean length %.0f), %zu query-term lists (%.2f billion postings, %s), "
-              "%u queries, %.2f million postings per query on average; generated in %.0f s\n\n",
-              params.documents, params.mean_length, c.view.lexicon.size(), c.postings / 1e9, params.codec.c_str(), params.queries,
-              c.postings_per_query / 1e6, std::chrono::duration<double>(Clock::now() - start).count());
+  std::printf(
+      "\n### Queries: GOV2-like preset, %u documents (mean length %.0f), %zu query-term lists (%.2f billion postings, "
+      "%s), "
+      "%u queries, %.2f million postings per query on average; generated in %.0f s\n\n",
+      params.documents, params.mean_length, c.view.lexicon.size(), c.postings / 1e9, params.codec.c_str(),
+      params.queries, c.postings_per_query / 1e6, std::chrono::duration<double>(Clock::now() - start).count());
   std::fflush(stdout);
   batch_memory(c.view, c.queries, batch_threshold);
   if (!table_devices.empty()) return device_table(c.view, c.queries, batch_threshold, table_devices);
@@ -447,7 +485,8 @@ void gov2_query_table(const synthetic::Gov2Params& params, size_t batch_threshol
 
 int main(int argc, char** argv) {
   using namespace warp;
-  Flags flags("usage: gpu_bench [--max-log2 26] [--docs 500000] [--queries 500] [--gov2-docs 25205179] [--no-intersection]");
+  Flags flags(
+      "usage: gpu_bench [--max-log2 26] [--docs 500000] [--queries 500] [--gov2-docs 25205179] [--no-intersection]");
   flags.value("max-log2", "26", "longest decode list, log2 (0: skip the decode table)")
       .value("min-log2", "16", "shortest decode list, log2")
       .value("decode-codecs", "", "codecs of the decode table, e.g. bp128,rice (empty: all)")
@@ -465,10 +504,13 @@ int main(int argc, char** argv) {
       .value("passes", "3", "passes over the query log of each throughput figure of the query tables")
       .value("modes", "and,or,andor", "query modes of the query tables")
       .value("ks", "10,1000", "k of the query tables")
-      .value("devices-table", "", "GOV2-like preset: batched queries on one GPU against replicas on these, e.g. 0,1 (instead of the query table)")
+      .value("devices-table", "",
+             "GOV2-like preset: batched queries on one GPU against replicas on these, e.g. 0,1 (instead of the query "
+             "table)")
       .boolean("no-intersection", "skip the intersection table")
       .boolean("or-unstaged", "OR tiles without pass 2's MaxScore stages (A/B)")
-      .boolean("no-or-floor", "the GPU's OR tiles with θ from the candidates alone, not from the query's floor too (A/B)");
+      .boolean("no-or-floor",
+               "the GPU's OR tiles with θ from the candidates alone, not from the query's floor too (A/B)");
   try {
     flags.parse(argc, argv);
     if (flags.help_requested()) return std::printf("%s", flags.help_text().c_str()), 0;
@@ -504,7 +546,8 @@ int main(int argc, char** argv) {
       decode_table(options, copy);
     }
     if (!flags.is_set("no-intersection")) intersection_table();
-    if (flags.count("docs") > 0) synthetic_query_table(static_cast<uint32_t>(flags.count("docs")), static_cast<uint32_t>(flags.count("queries")));
+    if (flags.count("docs") > 0)
+      synthetic_query_table(static_cast<uint32_t>(flags.count("docs")), static_cast<uint32_t>(flags.count("queries")));
     if (flags.count("gov2-docs") > 0) {
       synthetic::Gov2Params params;
       params.documents = static_cast<uint32_t>(flags.count("gov2-docs"));

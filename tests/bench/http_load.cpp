@@ -7,10 +7,10 @@
 // (each connection's words follow a fixed seed, so two runs repeat each other's queries and a
 // one-word query recurs within a run: answered from the broker's result cache; with `--distinct`
 // each query also holds a term of its own that no document has, and none is); `--idle` more
-// connections are opened first and left idle for the whole run. A request unanswered after 5 s counts as an error (and the connection is made
-// again). Latency runs from just before a request is written to its answer's last byte. Prints one
-// Markdown row: connections, idle connections, answers, q/s, latency p50/p90/p99/max in ms, answers
-// other than 200, errors.
+// connections are opened first and left idle for the whole run. A request unanswered after 5 s counts as an error (and
+// the connection is made again). Latency runs from just before a request is written to its answer's last byte. Prints
+// one Markdown row: connections, idle connections, answers, q/s, latency p50/p90/p99/max in ms, answers other than 200,
+// errors.
 //
 //   http_load --address 127.0.0.1:8080 (--targets FILE | --target /search?q=x | --words FILE [--distinct])
 //             [--connections 16] [--threads N] [--seconds 10] [--idle 0] [--label TEXT]
@@ -100,7 +100,8 @@ class Connection {
       target = "/search?k=10&q=";
       const int n = std::uniform_int_distribution<int>(1, 4)(rng_);
       for (int w = 0; w < n; ++w) target += (w ? "+" : "") + load_.words[rng_() % load_.words.size()];
-      if (!load_.distinct.empty()) target += "+" + load_.distinct + std::to_string(index_) + "x" + std::to_string(sent_count_++);
+      if (!load_.distinct.empty())
+        target += "+" + load_.distinct + std::to_string(index_) + "x" + std::to_string(sent_count_++);
       return true;
     }
     if (load_.repeat) return target = load_.targets[0], true;
@@ -132,7 +133,7 @@ class Connection {
   asio::steady_timer retry_;
   Load& load_;
   std::mt19937_64 rng_;
-  size_t index_;            // of the connection
+  size_t index_;             // of the connection
   uint64_t sent_count_ = 0;  // its queries so far (--distinct)
   beast::flat_buffer buffer_;
   beast::http::request<beast::http::empty_body> request_;
@@ -147,7 +148,9 @@ int run(int argc, char** argv) {
       .value("targets", "", "request targets, one per line, each sent once (uncached queries)")
       .value("target", "", "one request target sent again and again (cached queries)")
       .value("words", "", "a word list: each request is /search?k=10&q= 1-4 random words of it")
-      .boolean("distinct", "with --words: each query also holds a term of its own that no document has, so none is answered from the broker's result cache (without it, runs repeat each other's queries)")
+      .boolean("distinct",
+               "with --words: each query also holds a term of its own that no document has, so none is answered from "
+               "the broker's result cache (without it, runs repeat each other's queries)")
       .value("connections", "16", "keep-alive connections sending")
       .value("threads", "", "event loops the connections are spread over (default: a quarter of the cores)")
       .value("seconds", "10", "how long to send")

@@ -80,7 +80,9 @@ int main(int argc, char** argv) {
       .value("work", "/tmp/warp-index-bench", "scratch directory")
       .value("threads", "1,2", "warp-indexer --threads values, comma-separated")
       .value("gpu-indexers", "0", "warp-indexer --gpu-indexers values, comma-separated (0: CPU indexers only)")
-      .boolean("gpu-analysis", "every warp-indexer build with --gpu-analysis (the parsers' analysis on the GPU; engine warp+gpu-analysis)")
+      .boolean(
+          "gpu-analysis",
+          "every warp-indexer build with --gpu-analysis (the parsers' analysis on the GPU; engine warp+gpu-analysis)")
       .value("budget-mb", "2048", "warp-indexer --memory-budget")
       .value("partitions", "4", "warp-indexer --partitions")
       .value("xapian-max-mb", "500", "run Xapian only on corpora up to this size (it indexes at about 1.5 MB/s)")
@@ -105,7 +107,8 @@ int main(int argc, char** argv) {
     bool failed = false;
     std::FILE* csv = flags.get("csv").empty() ? nullptr : std::fopen(flags.get("csv").c_str(), "w");
     if (csv != nullptr) std::fprintf(csv, "corpus,engine,threads,seconds,mb_per_s,peak_rss_mb\n");
-    std::printf("| corpus | MB | documents | engine | threads | seconds | MB/s | documents/s | peak RSS MB | warp/xapian |\n");
+    std::printf(
+        "| corpus | MB | documents | engine | threads | seconds | MB/s | documents/s | peak RSS MB | warp/xapian |\n");
     std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
     for (const std::string& corpus : flags.all("corpus")) {
       warp::ReadReport report;
@@ -117,36 +120,40 @@ int main(int argc, char** argv) {
       }
       const double mb = fs::file_size(corpus) / 1e6;
       const auto row = [&](const char* engine, const char* threads, const Run& run, double ratio) {
-        std::printf("| %s | %.0f | %llu | %s | %s | %.1f | %.1f | %.0f | %.0f | %s |\n", fs::path(corpus).filename().c_str(), mb,
-                    static_cast<unsigned long long>(documents), engine, threads, run.seconds, mb / run.seconds,
-                    documents / run.seconds, run.peak_mb, ratio > 0 ? (std::to_string(ratio).substr(0, 4) + "×").c_str() : "");
+        std::printf("| %s | %.0f | %llu | %s | %s | %.1f | %.1f | %.0f | %.0f | %s |\n",
+                    fs::path(corpus).filename().c_str(), mb, static_cast<unsigned long long>(documents), engine,
+                    threads, run.seconds, mb / run.seconds, documents / run.seconds, run.peak_mb,
+                    ratio > 0 ? (std::to_string(ratio).substr(0, 4) + "×").c_str() : "");
         std::fflush(stdout);
         if (csv != nullptr) {
-          std::fprintf(csv, "%s,%s,%s,%.3f,%.2f,%.1f\n", fs::path(corpus).filename().c_str(), engine, threads, run.seconds,
-                       mb / run.seconds, run.peak_mb);
+          std::fprintf(csv, "%s,%s,%s,%.3f,%.2f,%.1f\n", fs::path(corpus).filename().c_str(), engine, threads,
+                       run.seconds, mb / run.seconds, run.peak_mb);
           std::fflush(csv);
         }
       };
       fs::remove_all(work);
       fs::create_directories(work);
       const bool with_xapian = mb <= flags.number("xapian-max-mb");
-      const Run xapian = with_xapian ? in_child([&] { return xapian_index(corpus, (work / "xapian").string()); }) : Run{};
+      const Run xapian =
+          with_xapian ? in_child([&] { return xapian_index(corpus, (work / "xapian").string()); }) : Run{};
       fs::remove_all(work / "xapian");
       for (const std::string& gpus : gpu_counts) {
         for (const std::string& threads : thread_counts) {
           fs::remove_all(work / "warp");
-          const std::string indexer = flags.get("indexer"), out = (work / "warp").string(), budget = flags.get("budget-mb"),
-                            partitions = flags.get("partitions");
+          const std::string indexer = flags.get("indexer"), out = (work / "warp").string(),
+                            budget = flags.get("budget-mb"), partitions = flags.get("partitions");
           const Run warp = in_child([&] {
-            execl(indexer.c_str(), indexer.c_str(), "build", "--input", corpus.c_str(), "--out", out.c_str(), "--threads",
-                  threads.c_str(), "--memory-budget", budget.c_str(), "--partitions", partitions.c_str(), "--gpu-indexers",
-                  gpus.c_str(), "--quiet", gpu_analysis ? "--gpu-analysis" : static_cast<char*>(nullptr), static_cast<char*>(nullptr));
+            execl(indexer.c_str(), indexer.c_str(), "build", "--input", corpus.c_str(), "--out", out.c_str(),
+                  "--threads", threads.c_str(), "--memory-budget", budget.c_str(), "--partitions", partitions.c_str(),
+                  "--gpu-indexers", gpus.c_str(), "--quiet",
+                  gpu_analysis ? "--gpu-analysis" : static_cast<char*>(nullptr), static_cast<char*>(nullptr));
             return 127;
           });
           std::string engine = gpus == "0" ? "warp" : "warp+" + gpus + "gpu";
           if (gpu_analysis) engine += "+gpu-analysis";
           if (!warp.ok) {  // no row: a failed build's seconds are not a throughput
-            std::fprintf(stderr, "index_bench: warp-indexer (%s, %s threads) failed on %s\n", engine.c_str(), threads.c_str(), corpus.c_str());
+            std::fprintf(stderr, "index_bench: warp-indexer (%s, %s threads) failed on %s\n", engine.c_str(),
+                         threads.c_str(), corpus.c_str());
             failed = true;
             continue;
           }

@@ -100,7 +100,9 @@ Xapian::Query xapian_query(const std::vector<std::string>& terms, Xapian::Query:
 
 void bench_collection(const Collection& c, const std::vector<size_t>& thread_counts) {
   std::printf("\n### %s: %zu documents, %zu queries\n\n", c.name.c_str(), c.documents, c.queries.size());
-  std::printf("| mode | k | threads | warp q/s | warp mean / p50 / p99 ms | xapian q/s | xapian mean / p50 / p99 ms | warp/xapian |\n");
+  std::printf(
+      "| mode | k | threads | warp q/s | warp mean / p50 / p99 ms | xapian q/s | xapian mean / p50 / p99 ms | "
+      "warp/xapian |\n");
   std::printf("|---|---|---|---|---|---|---|---|\n");
   CpuQueryProcessor processor(c.ours[0].view);
   for (QueryMode mode : {QueryMode::kAnd, QueryMode::kOr, QueryMode::kAndOr}) {
@@ -167,9 +169,10 @@ int main(int argc, char** argv) {
     const size_t cores = std::max(1u, std::thread::hardware_concurrency());
     std::vector<size_t> thread_counts{1};
     if (cores > 1) thread_counts.push_back(cores);
-    const std::filesystem::path work = flags.get("work").empty()
-        ? std::filesystem::temp_directory_path() / ("warp-query-bench-" + std::to_string(::getpid()))
-        : std::filesystem::path(flags.get("work"));
+    const std::filesystem::path work =
+        flags.get("work").empty()
+            ? std::filesystem::temp_directory_path() / ("warp-query-bench-" + std::to_string(::getpid()))
+            : std::filesystem::path(flags.get("work"));
     std::filesystem::create_directories(work);
 
     if (!flags.get("corpus").empty()) {
@@ -197,7 +200,8 @@ int main(int argc, char** argv) {
       params.vocabulary = 200000;
       params.mean_length = 100;
       params.seed = 3;
-      Collection c{"synthetic Zipf(1.0), vocabulary 200k, mean length 100", {}, (work / "xapian-synthetic").string(), {}, 0};
+      Collection c{
+          "synthetic Zipf(1.0), vocabulary 200k, mean length 100", {}, (work / "xapian-synthetic").string(), {}, 0};
       DualIndexer indexer(c.xapian_path);
       synthetic::generate_collection(params, [&](const std::vector<std::string>& terms) { indexer.add(terms); });
       c.documents = indexer.count();

@@ -78,9 +78,12 @@ Collection load(const std::string& dir, const std::string& name) {
 
 double idf(IdfForm form, double n, double df) {
   switch (form) {
-    case IdfForm::kLucene: return std::log(1 + (n - df + 0.5) / (df + 0.5));
-    case IdfForm::kRobertson: return std::max(0.0, std::log((n - df + 0.5) / (df + 0.5)));
-    case IdfForm::kPlain: return std::log(n / df);
+    case IdfForm::kLucene:
+      return std::log(1 + (n - df + 0.5) / (df + 0.5));
+    case IdfForm::kRobertson:
+      return std::max(0.0, std::log((n - df + 0.5) / (df + 0.5)));
+    case IdfForm::kPlain:
+      return std::log(n / df);
   }
   return 0;
 }
@@ -114,8 +117,9 @@ Scores brute_force(const Collection& c, const Variant& v) {
       if (scores[d] > 0) order.push_back(d);
     }
     const size_t keep = std::min<size_t>(1000, order.size());
-    std::partial_sort(order.begin(), order.begin() + keep, order.end(),
-                      [&](uint32_t a, uint32_t b) { return scores[a] > scores[b] || (scores[a] == scores[b] && a < b); });
+    std::partial_sort(order.begin(), order.begin() + keep, order.end(), [&](uint32_t a, uint32_t b) {
+      return scores[a] > scores[b] || (scores[a] == scores[b] && a < b);
+    });
     for (size_t i = 0; i < keep; ++i) run[query.id].push_back(c.ids[order[i]]);
   }
   return warp::relevance::evaluate(c.qrels, run);
@@ -180,7 +184,10 @@ int run(int argc, char** argv) {
       Variant q;
       q.k3 = k3;
       q.query_stopwords = stopwords;
-      row("k3 " + k3_text(k3) + (k3 == 0 ? " (repeats once)" : std::isinf(k3) ? " (linear)" : "") +
+      row("k3 " + k3_text(k3) +
+              (k3 == 0          ? " (repeats once)"
+               : std::isinf(k3) ? " (linear)"
+                                : "") +
               (stopwords ? ", stop words dropped from queries" : ""),
           brute_force(a, q), brute_force(b, q));
     }

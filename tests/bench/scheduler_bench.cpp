@@ -41,8 +41,8 @@ namespace warp {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using sched::Policy;
 using sched::CoreCounters;
+using sched::Policy;
 
 struct Slot {
   const IndexView* view;
@@ -64,13 +64,16 @@ struct Load {
 std::vector<std::vector<std::string>> lexicon_queries(const IndexView& view, size_t count, uint64_t seed) {
   std::vector<std::pair<uint32_t, const std::string*>> terms;
   for (const auto& [term, info] : view.lexicon) terms.push_back({info.words, &term});
-  std::sort(terms.begin(), terms.end(), [](const auto& a, const auto& b) { return a.first != b.first ? a.first > b.first : *a.second < *b.second; });
+  std::sort(terms.begin(), terms.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first > b.first : *a.second < *b.second;
+  });
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> log_rank(0, std::log(static_cast<double>(terms.size())));
   std::vector<std::vector<std::string>> queries(count);
   for (auto& q : queries) {
     const size_t n = 1 + rng() % 4;
-    for (size_t i = 0; i < n; ++i) q.push_back(*terms[std::min(terms.size() - 1, static_cast<size_t>(std::exp(log_rank(rng))) - 1)].second);
+    for (size_t i = 0; i < n; ++i)
+      q.push_back(*terms[std::min(terms.size() - 1, static_cast<size_t>(std::exp(log_rank(rng))) - 1)].second);
   }
   return queries;
 }
@@ -91,7 +94,8 @@ class PlatformProbe {
     thread_.join();
     const auto [steal, total] = steal_ticks();
     const uint64_t d_total = total - steal_before_.second;
-    return {longest_, d_total ? 100.0 * static_cast<double>(steal - steal_before_.first) / static_cast<double>(d_total) : 0};
+    return {longest_,
+            d_total ? 100.0 * static_cast<double>(steal - steal_before_.first) / static_cast<double>(d_total) : 0};
   }
 
  private:
@@ -163,13 +167,15 @@ struct PartRecord {
 // bins: queries arrived; threads busy on each processor (run time overlapping the bin, a batch's
 // shared by its queries, over the bin's length); parts started; and of the parts submitted in the
 // bin, the mean wait before their run on each processor. Shows which processor stopped taking work.
-std::string stall_timeline(const std::vector<PartRecord>& parts, const std::vector<double>& arrival, double from, double to) {
+std::string stall_timeline(const std::vector<PartRecord>& parts, const std::vector<double>& arrival, double from,
+                           double to) {
   constexpr double kBin = 0.005;
   const double begin = std::max(0.0, from - 0.03), end = std::min(to + 0.01, begin + 40 * kBin);
   const size_t bins = static_cast<size_t>((end - begin) / kBin) + 1;
   std::vector<double> busy[2], wait[2];
   std::vector<size_t> arrived(bins), started[2], waited[2];
-  for (int p = 0; p < 2; ++p) busy[p].assign(bins, 0), wait[p].assign(bins, 0), started[p].assign(bins, 0), waited[p].assign(bins, 0);
+  for (int p = 0; p < 2; ++p)
+    busy[p].assign(bins, 0), wait[p].assign(bins, 0), started[p].assign(bins, 0), waited[p].assign(bins, 0);
   for (double a : arrival) {
     if (a >= begin && a < begin + bins * kBin) ++arrived[static_cast<size_t>((a - begin) / kBin)];
   }
@@ -187,8 +193,9 @@ std::string stall_timeline(const std::vector<PartRecord>& parts, const std::vect
                     " ms: arrived | busy cpu/gpu | started cpu/gpu | wait ms cpu/gpu):";
   char cell[128];
   for (size_t b = 0; b < bins; ++b) {
-    std::snprintf(cell, sizeof cell, " [%zu | %.1f/%.1f | %zu/%zu | %.1f/%.1f]", arrived[b], busy[0][b], busy[1][b], started[0][b],
-                  started[1][b], waited[0][b] ? wait[0][b] / waited[0][b] * 1e3 : 0, waited[1][b] ? wait[1][b] / waited[1][b] * 1e3 : 0);
+    std::snprintf(cell, sizeof cell, " [%zu | %.1f/%.1f | %zu/%zu | %.1f/%.1f]", arrived[b], busy[0][b], busy[1][b],
+                  started[0][b], started[1][b], waited[0][b] ? wait[0][b] / waited[0][b] * 1e3 : 0,
+                  waited[1][b] ? wait[1][b] / waited[1][b] * 1e3 : 0);
     out += cell;
   }
   return out;
@@ -211,8 +218,8 @@ struct ProcessCounters {
   }
 };
 
-RateResult run_rate(sched::Scheduler& scheduler, const std::vector<sched::Target>& targets, const Load& load, double rate,
-                    double seconds, uint64_t seed, size_t long_slot, size_t submitters) {
+RateResult run_rate(sched::Scheduler& scheduler, const std::vector<sched::Target>& targets, const Load& load,
+                    double rate, double seconds, uint64_t seed, size_t long_slot, size_t submitters) {
   const size_t count = std::clamp<size_t>(static_cast<size_t>(rate * seconds), 200, 100000);
   std::mt19937_64 rng(seed);
   std::exponential_distribution<double> gap(rate);
@@ -234,11 +241,15 @@ RateResult run_rate(sched::Scheduler& scheduler, const std::vector<sched::Target
   for (size_t i = 0; i < count; ++i) arrival[i] = (t += gap(rng));
   PlatformProbe probe;
   const ProcessCounters before = ProcessCounters::now();
-  const double lock_wait_before[2] = {scheduler.lock_wait_seconds(sched::Processor::kCpu), scheduler.lock_wait_seconds(sched::Processor::kGpu)};
-  const uint64_t lock_turns_before[2] = {scheduler.lock_turns(sched::Processor::kCpu), scheduler.lock_turns(sched::Processor::kGpu)};
+  const double lock_wait_before[2] = {scheduler.lock_wait_seconds(sched::Processor::kCpu),
+                                      scheduler.lock_wait_seconds(sched::Processor::kGpu)};
+  const uint64_t lock_turns_before[2] = {scheduler.lock_turns(sched::Processor::kCpu),
+                                         scheduler.lock_turns(sched::Processor::kGpu)};
   const double driver_busy_before = scheduler.gpu_driver_busy_seconds();
   const Clock::time_point start = Clock::now() + std::chrono::milliseconds(5);
-  const auto seconds_since = [&](Clock::time_point when) { return std::chrono::duration<double>(when - start).count(); };
+  const auto seconds_since = [&](Clock::time_point when) {
+    return std::chrono::duration<double>(when - start).count();
+  };
   std::vector<size_t> first_part(count);  // each query's first slot in `records`
   for (size_t i = 0, next_part = 0; i < count; next_part += query_of(i).parts.size(), ++i) first_part[i] = next_part;
   // Submitter s submits arrivals s, s + submitters, ...: one thread's submissions (~4-5 µs a query
@@ -248,8 +259,10 @@ RateResult run_rate(sched::Scheduler& scheduler, const std::vector<sched::Target
     for (size_t i = first; i < count; i += submitters) {
       const LoadQuery& q = query_of(i);
       remaining[i] = static_cast<int>(q.parts.size());
-      const Clock::time_point at = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(arrival[i]));
-      if (at > Clock::now() + std::chrono::microseconds(100)) std::this_thread::sleep_until(at - std::chrono::microseconds(50));
+      const Clock::time_point at =
+          start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(arrival[i]));
+      if (at > Clock::now() + std::chrono::microseconds(100))
+        std::this_thread::sleep_until(at - std::chrono::microseconds(50));
       while (Clock::now() < at) {
       }
       const Clock::time_point submitted = Clock::now();
@@ -258,39 +271,40 @@ RateResult run_rate(sched::Scheduler& scheduler, const std::vector<sched::Target
       lag_max = std::max(lag_max, lag);
       size_t next_part = first_part[i];
       for (const auto& [slot, query] : q.parts) {
-        scheduler.submit(targets[slot], query, at + std::chrono::milliseconds(500), [&, i, submitted, slot, part = next_part++](sched::Outcome&& outcome) {
-          const Clock::time_point now = Clock::now();
-          const double since_submit = std::chrono::duration<double>(now - submitted).count();
-          if (outcome.error.empty()) {
-            PartRecord& record = records[part];
-            record.submitted = seconds_since(submitted), record.ended = seconds_since(now);
-            record.began = record.ended - outcome.seconds;
-            record.batch = static_cast<uint32_t>(outcome.batch);
-            record.processor = static_cast<int8_t>(outcome.processor);
-          }
-          ++parts;
-          if (!outcome.error.empty()) failed[i] = true;
-          if (outcome.error.empty() && outcome.processor == sched::Processor::kGpu) ++gpu_parts;
-          if (outcome.error.empty()) {  // a batch's times are shared by its queries
-            std::lock_guard<SpinMutex> lock(stats_mutex);
-            const size_t p = static_cast<size_t>(outcome.processor);
-            r.measured[p] += outcome.seconds / static_cast<double>(outcome.batch);
-            r.predicted[p] += outcome.predicted / static_cast<double>(outcome.batch);
-            r.waited[p] += std::max(0.0, since_submit - outcome.seconds);
-            r.ran[p] += outcome.seconds;
-            r.longest_run[p] = std::max(r.longest_run[p], outcome.seconds);
-            ++r.answered[p];
-            if (slot == long_slot) r.ran_long[p] += outcome.seconds, ++r.answered_long[p];
-            if (outcome.processor == sched::Processor::kGpu) {
-              r.batch_sum += static_cast<double>(outcome.batch), ++r.batched_parts;
-              r.gpu_batches += 1.0 / static_cast<double>(outcome.batch);
-            }
-          }
-          if (--remaining[i] == 0) {
-            finish[i] = seconds_since(Clock::now());
-            ++done;
-          }
-        });
+        scheduler.submit(targets[slot], query, at + std::chrono::milliseconds(500),
+                         [&, i, submitted, slot, part = next_part++](sched::Outcome&& outcome) {
+                           const Clock::time_point now = Clock::now();
+                           const double since_submit = std::chrono::duration<double>(now - submitted).count();
+                           if (outcome.error.empty()) {
+                             PartRecord& record = records[part];
+                             record.submitted = seconds_since(submitted), record.ended = seconds_since(now);
+                             record.began = record.ended - outcome.seconds;
+                             record.batch = static_cast<uint32_t>(outcome.batch);
+                             record.processor = static_cast<int8_t>(outcome.processor);
+                           }
+                           ++parts;
+                           if (!outcome.error.empty()) failed[i] = true;
+                           if (outcome.error.empty() && outcome.processor == sched::Processor::kGpu) ++gpu_parts;
+                           if (outcome.error.empty()) {  // a batch's times are shared by its queries
+                             std::lock_guard<SpinMutex> lock(stats_mutex);
+                             const size_t p = static_cast<size_t>(outcome.processor);
+                             r.measured[p] += outcome.seconds / static_cast<double>(outcome.batch);
+                             r.predicted[p] += outcome.predicted / static_cast<double>(outcome.batch);
+                             r.waited[p] += std::max(0.0, since_submit - outcome.seconds);
+                             r.ran[p] += outcome.seconds;
+                             r.longest_run[p] = std::max(r.longest_run[p], outcome.seconds);
+                             ++r.answered[p];
+                             if (slot == long_slot) r.ran_long[p] += outcome.seconds, ++r.answered_long[p];
+                             if (outcome.processor == sched::Processor::kGpu) {
+                               r.batch_sum += static_cast<double>(outcome.batch), ++r.batched_parts;
+                               r.gpu_batches += 1.0 / static_cast<double>(outcome.batch);
+                             }
+                           }
+                           if (--remaining[i] == 0) {
+                             finish[i] = seconds_since(Clock::now());
+                             ++done;
+                           }
+                         });
       }
       submit_sum += std::chrono::duration<double>(Clock::now() - submitted).count();
     }
@@ -310,7 +324,8 @@ RateResult run_rate(sched::Scheduler& scheduler, const std::vector<sched::Target
   });
   std::vector<std::thread> submitting;
   for (size_t s = 1; s < submitters; ++s) {
-    submitting.emplace_back([&, s] { submit_every(s, submitted_figures[s][0], submitted_figures[s][1], submitted_figures[s][2]); });
+    submitting.emplace_back(
+        [&, s] { submit_every(s, submitted_figures[s][0], submitted_figures[s][1], submitted_figures[s][2]); });
   }
   submit_every(0, submitted_figures[0][0], submitted_figures[0][1], submitted_figures[0][2]);
   for (auto& thread : submitting) thread.join();
@@ -329,7 +344,8 @@ RateResult run_rate(sched::Scheduler& scheduler, const std::vector<sched::Target
   r.compaction_stalls = after.compaction_stalls - before.compaction_stalls;
   for (sched::Processor p : {sched::Processor::kCpu, sched::Processor::kGpu}) {
     r.lock_wait[static_cast<size_t>(p)] = scheduler.lock_wait_seconds(p) - lock_wait_before[static_cast<size_t>(p)];
-    r.lock_turns[static_cast<size_t>(p)] = static_cast<double>(scheduler.lock_turns(p) - lock_turns_before[static_cast<size_t>(p)]);
+    r.lock_turns[static_cast<size_t>(p)] =
+        static_cast<double>(scheduler.lock_turns(p) - lock_turns_before[static_cast<size_t>(p)]);
   }
   r.driver_busy = scheduler.gpu_driver_busy_seconds() - driver_busy_before;
   r.rate = rate;
@@ -345,7 +361,8 @@ RateResult run_rate(sched::Scheduler& scheduler, const std::vector<sched::Target
   r.p99 = sorted[std::min(count - 1, count * 99 / 100)];
   r.worst_from = 1e9;
   for (size_t i = 0; i < count; ++i) {
-    if (delays[i] >= r.p99) r.worst_from = std::min(r.worst_from, arrival[i]), r.worst_to = std::max(r.worst_to, arrival[i]);
+    if (delays[i] >= r.p99)
+      r.worst_from = std::min(r.worst_from, arrival[i]), r.worst_to = std::max(r.worst_to, arrival[i]);
   }
   r.gpu_parts = gpu_parts;
   r.parts = parts;
@@ -355,10 +372,14 @@ RateResult run_rate(sched::Scheduler& scheduler, const std::vector<sched::Target
 
 const char* policy_name(Policy p) {
   switch (p) {
-    case Policy::kCpuOnly: return "cpu";
-    case Policy::kGpuOnly: return "gpu";
-    case Policy::kBestOneAtATime: return "best-serial";
-    case Policy::kScheduler: return "scheduler";
+    case Policy::kCpuOnly:
+      return "cpu";
+    case Policy::kGpuOnly:
+      return "gpu";
+    case Policy::kBestOneAtATime:
+      return "best-serial";
+    case Policy::kScheduler:
+      return "scheduler";
   }
   return "?";
 }
@@ -390,10 +411,11 @@ void print_targets(const std::string& load, const std::map<std::string, std::map
     if (rate <= best / 2 * 1.0001 && comparable) half = rate, scheduler_p99 = p99;
   }
   const double cpu_p99 = cpu.count(half) ? cpu.at(half) : 0.5;
-  std::printf("\nTargets (%s): scheduler %.0f q/s = %.2fx the better single processor (%.0f q/s); at %.0f q/s (half of it or "
-              "below) p99 %.2f ms against the CPU alone's %s%.2f ms (%.1fx lower)\n",
-              load.c_str(), scheduler, best > 0 ? scheduler / best : 0, best, half, scheduler_p99 * 1e3, cpu.count(half) ? "" : "> ",
-              cpu_p99 * 1e3, scheduler_p99 > 0 ? cpu_p99 / scheduler_p99 : 0);
+  std::printf(
+      "\nTargets (%s): scheduler %.0f q/s = %.2fx the better single processor (%.0f q/s); at %.0f q/s (half of it or "
+      "below) p99 %.2f ms against the CPU alone's %s%.2f ms (%.1fx lower)\n",
+      load.c_str(), scheduler, best > 0 ? scheduler / best : 0, best, half, scheduler_p99 * 1e3,
+      cpu.count(half) ? "" : "> ", cpu_p99 * 1e3, scheduler_p99 > 0 ? cpu_p99 / scheduler_p99 : 0);
 }
 
 // Each query of each load searched on the CPU processor alone, one thread, warm (the best of three
@@ -405,7 +427,7 @@ void cpu_cost_per_query(const std::vector<Load>& loads, const std::vector<Slot>&
   if (!csv) throw Error("cannot write " + path);
   csv << "load,query,part,terms,dfs,postings,us,blocks_decoded,blocks_total,postings_decoded,text\n";
   for (const Load& load : loads) {
-    std::vector<double> costs;                 // per query, its parts summed
+    std::vector<double> costs;                             // per query, its parts summed
     std::map<size_t, std::pair<size_t, double>> by_terms;  // terms → queries, µs
     for (size_t i = 0; i < load.queries.size(); ++i) {
       double query_us = 0;
@@ -445,7 +467,8 @@ void cpu_cost_per_query(const std::vector<Load>& loads, const std::vector<Slot>&
     double total = 0;
     for (double c : costs) total += c;
     std::sort(costs.begin(), costs.end(), std::greater<>());
-    std::printf("%s: %zu queries, %.1f µs a query on one thread (warm, best of 3)", load.name.c_str(), costs.size(), total / static_cast<double>(costs.size()));
+    std::printf("%s: %zu queries, %.1f µs a query on one thread (warm, best of 3)", load.name.c_str(), costs.size(),
+                total / static_cast<double>(costs.size()));
     for (const double top : {0.01, 0.1, 0.5}) {
       const size_t n = std::max<size_t>(1, static_cast<size_t>(top * static_cast<double>(costs.size())));
       double sum = 0;
@@ -467,29 +490,52 @@ int run(int argc, char** argv) {
       .value("queries", "1000", "queries per load")
       .value("k", "10", "the OR queries' top-k")
       .value("loads", "gov2,default,mixed", "loads to run")
-      .value("policies", "cpu,gpu,best-serial,scheduler", "policies to run; also split: the scheduler with the default corpus's searches kept on the CPU (the GOV2-like ones go by its rules); splitgpu: the default corpus's searches kept on the GPU (the split the mixed log's bound assumed: the CPU's threads left to the long-list searches)")
+      .value("policies", "cpu,gpu,best-serial,scheduler",
+             "policies to run; also split: the scheduler with the default corpus's searches kept on the CPU (the "
+             "GOV2-like ones go by its rules); splitgpu: the default corpus's searches kept on the GPU (the split the "
+             "mixed log's bound assumed: the CPU's threads left to the long-list searches)")
       .value("seconds", "1.5", "seconds of arrivals per rate")
-      .value("repeat", "1", "windows per rate; the one with the median p99 counts (3: a lone hiccup no longer decides a rate)")
+      .value("repeat", "1",
+             "windows per rate; the one with the median p99 counts (3: a lone hiccup no longer decides a rate)")
       .value("start-rate", "50", "first arrival rate, queries/s")
-      .value("stop-past-50ms", "0", "end a ladder after this many rates in a row over 50 ms p99 (0: at 500 ms or 5% missed; windows hold 100,000 queries at most, so past ~100k queries/s the backlog never reaches 500 ms)")
-      .value("submitters", "2", "threads submitting the arrivals (the leaf's request threads; one alone bounded the rates near 220k queries/s)")
+      .value("stop-past-50ms", "0",
+             "end a ladder after this many rates in a row over 50 ms p99 (0: at 500 ms or 5% missed; windows hold "
+             "100,000 queries at most, so past ~100k queries/s the backlog never reaches 500 ms)")
+      .value("submitters", "2",
+             "threads submitting the arrivals (the leaf's request threads; one alone bounded the rates near 220k "
+             "queries/s)")
       .value("step", "1.4", "rate factor from one step to the next")
       .value("refine", "0", "bisections between the last rate within 50 ms p99 and the next")
-      .value("cpu-threads", "0", "CPU threads (0: every core for the CPU-only policy, the leaf's default for the others)")
-      .value("gpu-streams", "8", "GPU streams (the leaf's --gpu-batch-streams under the scheduler; 8, its default there)")
-      .value("gpu-threads", "0", "host threads driving the GPU streams (the leaf's --scheduler-gpu-threads; 0: one per stream, at most 4)")
+      .value("cpu-threads", "0",
+             "CPU threads (0: every core for the CPU-only policy, the leaf's default for the others)")
+      .value("gpu-streams", "8",
+             "GPU streams (the leaf's --gpu-batch-streams under the scheduler; 8, its default there)")
+      .value("gpu-threads", "0",
+             "host threads driving the GPU streams (the leaf's --scheduler-gpu-threads; 0: one per stream, at most 4)")
       .value("batch-max", "16", "queries per GPU batch at most")
       .value("cpu-run-max", "8", "queries a CPU thread takes at once at most (the leaf's --scheduler-cpu-run-max)")
-      .value("dominance", "4", "queries this many times cheaper in capacity on one processor join its queue (the leaf's --scheduler-dominance; 0: off)")
+      .value("dominance", "4",
+             "queries this many times cheaper in capacity on one processor join its queue (the leaf's "
+             "--scheduler-dominance; 0: off)")
       .value("gpu-devices", "0", "CUDA devices (the leaf's --gpu-devices): partitions spread over them")
       .value("gpu-replicas", "1", "devices per partition (the leaf's --gpu-replicas)")
-      .value("gpu-wait", "spin", "how a host thread waits for a stream where it does (the leaf's --gpu-wait: spin, yield, block; the scheduler's drivers poll)")
+      .value("gpu-wait", "spin",
+             "how a host thread waits for a stream where it does (the leaf's --gpu-wait: spin, yield, block; the "
+             "scheduler's drivers poll)")
       .value("calibration-ms", "1500", "calibration per processor and partition")
-      .value("term-tops", "1", "0: the CPU's OR without the floor of its terms' best postings and rank floors (or_floor), to measure it")
+      .value("term-tops", "1",
+             "0: the CPU's OR without the floor of its terms' best postings and rank floors (or_floor), to measure it")
       .value("out", "scheduler_bench.csv", "CSV of every rate's figures")
-      .value("cpu-cost-seconds", "0", "> 0: instead of the ladders, each load's searches on the CPU processor for this long by each of --cpu-cost-threads' thread counts, and the mean time of a search per thread (what a CPU thread's capacity for the load is made of; with --policies cpu, no GPU needed)")
-      .value("cpu-cost-threads", "1", "--cpu-cost-seconds: threads searching at once, e.g. 1,12,16 (each count in turn)")
-      .value("cpu-cost-per-query", "", "a CSV file: instead of the ladders, every query of each load on the CPU processor alone (one thread, warm, best of 3), with its terms' document frequencies and what it decoded; where the time concentrates on stdout (with --policies cpu, no GPU needed)");
+      .value("cpu-cost-seconds", "0",
+             "> 0: instead of the ladders, each load's searches on the CPU processor for this long by each of "
+             "--cpu-cost-threads' thread counts, and the mean time of a search per thread (what a CPU thread's "
+             "capacity for the load is made of; with --policies cpu, no GPU needed)")
+      .value("cpu-cost-threads", "1",
+             "--cpu-cost-seconds: threads searching at once, e.g. 1,12,16 (each count in turn)")
+      .value("cpu-cost-per-query", "",
+             "a CSV file: instead of the ladders, every query of each load on the CPU processor alone (one thread, "
+             "warm, best of 3), with its terms' document frequencies and what it decoded; where the time concentrates "
+             "on stdout (with --policies cpu, no GPU needed)");
   flags.parse(argc, argv);
   if (flags.help_requested()) return std::printf("%s", flags.help_text().c_str()), 0;
   gpu::GpuSettings gpu_settings;
@@ -501,8 +547,10 @@ int run(int argc, char** argv) {
   gpu_settings.wait = gpu::parse_gpu_wait(flags.get("gpu-wait"));
   std::string why;
   const bool have_gpu = gpu::gpu_available(&why);
-  if (!have_gpu && flags.get("policies") != "cpu") throw Error("scheduler_bench needs a GPU (or --policies cpu): " + why);
-  std::printf("GPU: %s; %u CPU threads\n", have_gpu ? gpu::gpu_description().c_str() : "none", std::thread::hardware_concurrency());
+  if (!have_gpu && flags.get("policies") != "cpu")
+    throw Error("scheduler_bench needs a GPU (or --policies cpu): " + why);
+  std::printf("GPU: %s; %u CPU threads\n", have_gpu ? gpu::gpu_description().c_str() : "none",
+              std::thread::hardware_concurrency());
   const auto gpu_processor = [&](const IndexView& view) -> std::unique_ptr<QueryProcessor> {
     return have_gpu ? gpu::make_gpu_processor(view, gpu_settings) : nullptr;
   };
@@ -521,7 +569,8 @@ int run(int argc, char** argv) {
     partitions = open_index(flags.get("index"), {});
     for (auto& p : partitions) {
       default_slots.push_back(slots.size());
-      slots.push_back({&p->view(), std::make_unique<CpuQueryProcessor>(p->view(), cpu_options), gpu_processor(p->view())});
+      slots.push_back(
+          {&p->view(), std::make_unique<CpuQueryProcessor>(p->view(), cpu_options), gpu_processor(p->view())});
     }
     std::printf("default corpus: %zu partitions, %u documents\n", partitions.size(),
                 partitions.back()->view().meta.doc_end - partitions.front()->view().meta.doc_begin);
@@ -533,9 +582,11 @@ int run(int argc, char** argv) {
     const auto start = Clock::now();
     gov2 = std::make_unique<synthetic::Gov2Collection>(synthetic::make_gov2_like(params));
     gov2_slot = slots.size();
-    slots.push_back({&gov2->view, std::make_unique<CpuQueryProcessor>(gov2->view, cpu_options), gpu_processor(gov2->view)});
-    std::printf("GOV2-like preset: %u documents, %.2f million postings per query, generated in %.0f s\n", params.documents,
-                gov2->postings_per_query / 1e6, std::chrono::duration<double>(Clock::now() - start).count());
+    slots.push_back(
+        {&gov2->view, std::make_unique<CpuQueryProcessor>(gov2->view, cpu_options), gpu_processor(gov2->view)});
+    std::printf("GOV2-like preset: %u documents, %.2f million postings per query, generated in %.0f s\n",
+                params.documents, gov2->postings_per_query / 1e6,
+                std::chrono::duration<double>(Clock::now() - start).count());
   }
   std::vector<Load> loads;
   std::stringstream load_names(loads_wanted);
@@ -543,7 +594,8 @@ int run(int argc, char** argv) {
     Load load{name, {}};
     if (name == "gov2" || name == "mixed") {
       if (gov2_slot == SIZE_MAX) throw Error("load " + name + " needs the GOV2-like preset");
-      for (const auto& terms : gov2->queries) load.queries.push_back({{{gov2_slot, Query(terms, QueryMode::kOr, top_k)}}});
+      for (const auto& terms : gov2->queries)
+        load.queries.push_back({{{gov2_slot, Query(terms, QueryMode::kOr, top_k)}}});
     }
     if (name == "default" || name == "mixed") {
       if (default_slots.empty()) throw Error("load " + name + " needs --index");
@@ -595,7 +647,8 @@ int run(int argc, char** argv) {
         for (std::thread& t : pool) t.join();
         const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
         std::printf("%s, %zu thread(s): %.0f searches/s, %.1f µs a search per thread\n", load.name.c_str(), threads,
-                    static_cast<double>(searches) / elapsed, elapsed * static_cast<double>(threads) / static_cast<double>(searches) * 1e6);
+                    static_cast<double>(searches) / elapsed,
+                    elapsed * static_cast<double>(threads) / static_cast<double>(searches) * 1e6);
       }
     }
     return 0;
@@ -624,14 +677,18 @@ int run(int argc, char** argv) {
     std::vector<std::pair<const char*, sched::QueryFeatures>> reference_searches;
     for (const bool long_list : {false, true}) {
       for (const LoadQuery& q : load.queries) {
-        const auto it = std::find_if(q.parts.begin(), q.parts.end(), [&](const auto& part) { return (part.first == gov2_slot) == long_list; });
+        const auto it = std::find_if(q.parts.begin(), q.parts.end(),
+                                     [&](const auto& part) { return (part.first == gov2_slot) == long_list; });
         if (it == q.parts.end()) continue;
-        reference_searches.emplace_back(long_list ? "long" : "short", sched::features_of(it->second, *slots[it->first].view));
+        reference_searches.emplace_back(long_list ? "long" : "short",
+                                        sched::features_of(it->second, *slots[it->first].view));
         break;
       }
     }
     std::printf("\n### Load: %s (%zu queries, OR top-%zu)\n\n", load.name.c_str(), load.queries.size(), top_k);
-    std::printf("| policy | highest rate, p99 ≤ 50 ms (q/s) | highest rate, none past 500 ms (q/s) | p99 at the rates below (ms) |\n|---|---:|---:|---|\n");
+    std::printf(
+        "| policy | highest rate, p99 ≤ 50 ms (q/s) | highest rate, none past 500 ms (q/s) | p99 at the rates below "
+        "(ms) |\n|---|---:|---:|---|\n");
     for (size_t pi = 0; pi < policies.size(); ++pi) {
       const Policy policy = policies[pi];
       const std::string name = pinned_to[pi].empty() ? policy_name(policy) : pinned_to[pi];
@@ -640,7 +697,7 @@ int run(int argc, char** argv) {
       options.core.gpu_streams = have_gpu ? flags.count("gpu-streams") * gpu_settings.devices.size() : 0;  // per device
       options.gpu_threads = sched::gpu_driver_threads(options.core.gpu_streams, flags.count("gpu-threads"));
       // The CPU alone gets every core; with the GPU, the leaf's default (cores for its streams).
-      options.core.cpu_workers = threads > 0                 ? threads
+      options.core.cpu_workers = threads > 0                  ? threads
                                  : policy == Policy::kCpuOnly ? std::thread::hardware_concurrency()
                                                               : sched::default_cpu_workers(options.gpu_threads);
       options.core.batch_max = flags.count("batch-max");
@@ -653,7 +710,8 @@ int run(int argc, char** argv) {
       for (size_t slot = 0; slot < slots.size(); ++slot) {
         const bool default_corpus = slot != gov2_slot;
         const bool cpu_only = default_corpus && pinned_to[pi] == "split";
-        targets.push_back({slots[slot].view, slots[slot].cpu.get(), cpu_only ? nullptr : slots[slot].gpu.get(), nullptr});
+        targets.push_back(
+            {slots[slot].view, slots[slot].cpu.get(), cpu_only ? nullptr : slots[slot].gpu.get(), nullptr});
         targets.back().gpu_only = default_corpus && pinned_to[pi] == "splitgpu";
       }
       std::vector<size_t> used;
@@ -670,7 +728,8 @@ int run(int argc, char** argv) {
           const QueryResult expected = slots[slot].cpu->search(query);
           bool same = outcome.result.hits.size() == expected.hits.size();
           for (size_t h = 0; same && h < expected.hits.size(); ++h) {
-            same = outcome.result.hits[h].doc == expected.hits[h].doc && outcome.result.hits[h].score == expected.hits[h].score;
+            same = outcome.result.hits[h].doc == expected.hits[h].doc &&
+                   outcome.result.hits[h].score == expected.hits[h].score;
           }
           if (!same) throw Error("answers differ from the CPU processor's: policy " + name);
         }
@@ -680,18 +739,22 @@ int run(int argc, char** argv) {
       // One rate: `repeat` windows, the median p99's window counts; reported on stderr and in the CSV.
       const auto measure = [&](double rate, int step) {
         std::vector<RateResult> windows;
-        for (size_t w = 0; w < repeat; ++w) windows.push_back(run_rate(scheduler, targets, load, rate, seconds, 7 + step * repeat + w, gov2_slot, submitters));
+        for (size_t w = 0; w < repeat; ++w)
+          windows.push_back(
+              run_rate(scheduler, targets, load, rate, seconds, 7 + step * repeat + w, gov2_slot, submitters));
         std::string machine;  // every window's p99 beside the machine's stalls in it
         for (const RateResult& w : windows) {
           char cell[256];
           std::snprintf(cell, sizeof cell,
-                        " [p99 %.1f ms, worst arrived %.2f-%.2f s, longest run cpu %.1f gpu %.1f ms, hiccup %.1f ms, steal %.1f%%, "
+                        " [p99 %.1f ms, worst arrived %.2f-%.2f s, longest run cpu %.1f gpu %.1f ms, hiccup %.1f ms, "
+                        "steal %.1f%%, "
                         "preempted %ld, faults %ld, compaction stalls %ld]",
-                        w.p99 * 1e3, w.worst_from, w.worst_to, w.longest_run[0] * 1e3, w.longest_run[1] * 1e3, w.hiccup * 1e3,
-                        w.steal, w.preempted, w.faults, w.compaction_stalls);
+                        w.p99 * 1e3, w.worst_from, w.worst_to, w.longest_run[0] * 1e3, w.longest_run[1] * 1e3,
+                        w.hiccup * 1e3, w.steal, w.preempted, w.faults, w.compaction_stalls);
           machine += cell;
         }
-        std::sort(windows.begin(), windows.end(), [](const RateResult& a, const RateResult& b) { return a.p99 < b.p99; });
+        std::sort(windows.begin(), windows.end(),
+                  [](const RateResult& a, const RateResult& b) { return a.p99 < b.p99; });
         const RateResult r = windows[windows.size() / 2];
         p99_at[name][rate] = r.p99;
         csv << load.name << ',' << name << ',' << r.rate << ',' << r.mean * 1e3 << ',' << r.p99 * 1e3 << ',' << r.missed
@@ -707,27 +770,38 @@ int run(int argc, char** argv) {
         for (const auto& [kind, f] : reference_searches) {
           char cell[128];
           std::snprintf(cell, sizeof cell, "%s%s cpu %.3f gpu %.3f ms", models.empty() ? "" : ", ", kind,
-                        scheduler.predicted_seconds(sched::Processor::kCpu, f) * 1e3, have_gpu ? scheduler.predicted_seconds(sched::Processor::kGpu, f) * 1e3 : 0.0);
+                        scheduler.predicted_seconds(sched::Processor::kCpu, f) * 1e3,
+                        have_gpu ? scheduler.predicted_seconds(sched::Processor::kGpu, f) * 1e3 : 0.0);
           models += cell;
         }
-        std::fprintf(stderr,
-                     "%s %s %.0f q/s: mean %.2f ms p99 %.2f ms missed %zu gpu %.0f%% | measured/predicted cpu %.2f gpu %.2f, "
-                     "gpu batch %.1f | lag mean %.2f max %.2f ms, submit %.1f µs; cpu wait %.2f run %.2f ms, gpu wait %.2f run %.2f ms (backlog predicted cpu %.2f gpu %.2f ms); long-list searches cpu %zu (%.2f ms) gpu %zu, short-list cpu %zu (%.3f ms) gpu %zu | lock wait a query cpu %.1f gpu %.1f µs (turns a query cpu %.2f gpu %.2f), gpu driver host work %.1f µs a run | so far: queued cpu %llu gpu %llu flexible %llu, steals cpu %llu gpu %llu, urgent %llu, by advantage cpu %llu gpu %llu, probes cpu %llu gpu %llu | predicted alone: %s | machine:%s\n",
-                     load.name.c_str(), name.c_str(), rate, r.mean * 1e3, r.p99 * 1e3, r.missed, r.parts ? 100.0 * r.gpu_parts / r.parts : 0,
-                     r.predicted[0] > 0 ? r.measured[0] / r.predicted[0] : 0, r.predicted[1] > 0 ? r.measured[1] / r.predicted[1] : 0,
-                     r.batched_parts ? r.batch_sum / r.batched_parts : 0, r.lag_mean * 1e3, r.lag_max * 1e3, r.submit_mean * 1e6,
-                     r.answered[0] ? r.waited[0] / r.answered[0] * 1e3 : 0, r.answered[0] ? r.ran[0] / r.answered[0] * 1e3 : 0,
-                     r.answered[1] ? r.waited[1] / r.answered[1] * 1e3 : 0, r.answered[1] ? r.ran[1] / r.answered[1] * 1e3 : 0,
-                     r.backlog_mean[0] * 1e3, r.backlog_mean[1] * 1e3,
-                     r.answered_long[0], r.answered_long[0] ? r.ran_long[0] / r.answered_long[0] * 1e3 : 0, r.answered_long[1],
-                     r.answered[0] - r.answered_long[0],
-                     r.answered[0] > r.answered_long[0] ? (r.ran[0] - r.ran_long[0]) / (r.answered[0] - r.answered_long[0]) * 1e3 : 0,
-                     r.answered[1] - r.answered_long[1],
-                     r.answered[0] ? r.lock_wait[0] / r.answered[0] * 1e6 : 0, r.answered[1] ? r.lock_wait[1] / r.answered[1] * 1e6 : 0,
-                     r.answered[0] ? r.lock_turns[0] / r.answered[0] : 0, r.answered[1] ? r.lock_turns[1] / r.answered[1] : 0, r.gpu_batches > 0 ? r.driver_busy / r.gpu_batches * 1e6 : 0, (unsigned long long)c.enqueued[0], (unsigned long long)c.enqueued[1],
-                     (unsigned long long)c.enqueued[2], (unsigned long long)c.steals[0], (unsigned long long)c.steals[1],
-                     (unsigned long long)(c.urgent[0] + c.urgent[1]), (unsigned long long)c.dominant[0], (unsigned long long)c.dominant[1],
-                     (unsigned long long)c.probes[0], (unsigned long long)c.probes[1], models.c_str(), machine.c_str());
+        std::fprintf(
+            stderr,
+            "%s %s %.0f q/s: mean %.2f ms p99 %.2f ms missed %zu gpu %.0f%% | measured/predicted cpu %.2f gpu %.2f, "
+            "gpu batch %.1f | lag mean %.2f max %.2f ms, submit %.1f µs; cpu wait %.2f run %.2f ms, gpu wait %.2f run "
+            "%.2f ms (backlog predicted cpu %.2f gpu %.2f ms); long-list searches cpu %zu (%.2f ms) gpu %zu, "
+            "short-list cpu %zu (%.3f ms) gpu %zu | lock wait a query cpu %.1f gpu %.1f µs (turns a query cpu %.2f gpu "
+            "%.2f), gpu driver host work %.1f µs a run | so far: queued cpu %llu gpu %llu flexible %llu, steals cpu "
+            "%llu gpu %llu, urgent %llu, by advantage cpu %llu gpu %llu, probes cpu %llu gpu %llu | predicted alone: "
+            "%s | machine:%s\n",
+            load.name.c_str(), name.c_str(), rate, r.mean * 1e3, r.p99 * 1e3, r.missed,
+            r.parts ? 100.0 * r.gpu_parts / r.parts : 0, r.predicted[0] > 0 ? r.measured[0] / r.predicted[0] : 0,
+            r.predicted[1] > 0 ? r.measured[1] / r.predicted[1] : 0,
+            r.batched_parts ? r.batch_sum / r.batched_parts : 0, r.lag_mean * 1e3, r.lag_max * 1e3, r.submit_mean * 1e6,
+            r.answered[0] ? r.waited[0] / r.answered[0] * 1e3 : 0, r.answered[0] ? r.ran[0] / r.answered[0] * 1e3 : 0,
+            r.answered[1] ? r.waited[1] / r.answered[1] * 1e3 : 0, r.answered[1] ? r.ran[1] / r.answered[1] * 1e3 : 0,
+            r.backlog_mean[0] * 1e3, r.backlog_mean[1] * 1e3, r.answered_long[0],
+            r.answered_long[0] ? r.ran_long[0] / r.answered_long[0] * 1e3 : 0, r.answered_long[1],
+            r.answered[0] - r.answered_long[0],
+            r.answered[0] > r.answered_long[0] ? (r.ran[0] - r.ran_long[0]) / (r.answered[0] - r.answered_long[0]) * 1e3
+                                               : 0,
+            r.answered[1] - r.answered_long[1], r.answered[0] ? r.lock_wait[0] / r.answered[0] * 1e6 : 0,
+            r.answered[1] ? r.lock_wait[1] / r.answered[1] * 1e6 : 0,
+            r.answered[0] ? r.lock_turns[0] / r.answered[0] : 0, r.answered[1] ? r.lock_turns[1] / r.answered[1] : 0,
+            r.gpu_batches > 0 ? r.driver_busy / r.gpu_batches * 1e6 : 0, (unsigned long long)c.enqueued[0],
+            (unsigned long long)c.enqueued[1], (unsigned long long)c.enqueued[2], (unsigned long long)c.steals[0],
+            (unsigned long long)c.steals[1], (unsigned long long)(c.urgent[0] + c.urgent[1]),
+            (unsigned long long)c.dominant[0], (unsigned long long)c.dominant[1], (unsigned long long)c.probes[0],
+            (unsigned long long)c.probes[1], models.c_str(), machine.c_str());
         for (const RateResult& w : windows) {
           if (!w.stall.empty()) std::fprintf(stderr, "%s\n", w.stall.c_str());
         }
@@ -738,8 +812,10 @@ int run(int argc, char** argv) {
       size_t past_50ms = 0;  // consecutive rates over 50 ms
       for (; step < 40; ++step, rate *= flags.number("step")) {
         const RateResult r = measure(rate, step);
-        if (r.p99 <= 0.05) passed = rate;
-        else if (failed == 0 && passed > 0) failed = rate;
+        if (r.p99 <= 0.05)
+          passed = rate;
+        else if (failed == 0 && passed > 0)
+          failed = rate;
         past_50ms = r.p99 <= 0.05 ? 0 : past_50ms + 1;
         if (r.p99 > 0.5 || r.missed > r.queries / 20) break;
         if (stop_past > 0 && past_50ms >= stop_past) break;
@@ -751,8 +827,8 @@ int run(int argc, char** argv) {
         const double mid = std::sqrt(passed * failed);
         (measure(mid, ++step).p99 <= 0.05 ? passed : failed) = mid;
       }
-      std::printf("| %s | %.0f | %.0f | rate@p99: %s |\n", name.c_str(), highest_within_50ms(p99_at[name]), best_deadline,
-                  p99s.c_str());
+      std::printf("| %s | %.0f | %.0f | rate@p99: %s |\n", name.c_str(), highest_within_50ms(p99_at[name]),
+                  best_deadline, p99s.c_str());
       std::fflush(stdout);
     }
     print_targets(load.name, p99_at);

@@ -12,8 +12,8 @@ namespace warp::synthetic {
 struct CollectionParams {
   uint32_t documents = 10000;
   uint32_t vocabulary = 50000;
-  double mean_length = 100;   // terms per document (geometric-ish spread, at least 1)
-  double zipf_exponent = 1.0; // term rank r has probability ∝ 1 / r^s
+  double mean_length = 100;    // terms per document (geometric-ish spread, at least 1)
+  double zipf_exponent = 1.0;  // term rank r has probability ∝ 1 / r^s
   uint64_t seed = 1;
 };
 

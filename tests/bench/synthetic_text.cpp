@@ -12,15 +12,18 @@
 
 int main(int argc, char** argv) {
   warp::Flags flags("usage: synthetic_text --out FILE.jsonl --megabytes N");
-  flags.value("out", "", "output JSONL file").value("megabytes", "1000", "approximate output size")
-      .value("vocabulary", "500000", "distinct words").value("seed", "1", "random seed");
+  flags.value("out", "", "output JSONL file")
+      .value("megabytes", "1000", "approximate output size")
+      .value("vocabulary", "500000", "distinct words")
+      .value("seed", "1", "random seed");
   try {
     flags.parse(argc, argv);
     if (flags.help_requested() || flags.get("out").empty()) return std::printf("%s", flags.help_text().c_str()), 0;
     std::mt19937_64 rng(flags.count("seed"));
     const uint32_t vocabulary = static_cast<uint32_t>(flags.count("vocabulary"));
     // Pronounceable words: alternating consonant and vowel groups; frequent ranks get short words.
-    const char* consonants[] = {"b", "c", "d", "f", "g", "h", "l", "m", "n", "p", "r", "s", "t", "v", "w", "st", "th", "ch", "tr", "pl"};
+    const char* consonants[] = {"b", "c", "d", "f", "g", "h",  "l",  "m",  "n",  "p",
+                                "r", "s", "t", "v", "w", "st", "th", "ch", "tr", "pl"};
     const char* vowels[] = {"a", "e", "i", "o", "u", "ea", "ou", "io"};
     std::vector<std::string> words(vocabulary);
     for (uint32_t r = 0; r < vocabulary; ++r) {
@@ -49,8 +52,8 @@ int main(int argc, char** argv) {
       written += line.size();
       ++documents;
     }
-    std::fprintf(stderr, "wrote %llu documents, %.1f MB to %s\n", static_cast<unsigned long long>(documents), written / 1e6,
-                 flags.get("out").c_str());
+    std::fprintf(stderr, "wrote %llu documents, %.1f MB to %s\n", static_cast<unsigned long long>(documents),
+                 written / 1e6, flags.get("out").c_str());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "synthetic_text: %s\n", e.what());
     return 1;

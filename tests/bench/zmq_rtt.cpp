@@ -39,7 +39,8 @@ sockaddr_in parse_endpoint(const std::string& endpoint) {
   address.sin_family = AF_INET;
   address.sin_port = htons(static_cast<uint16_t>(std::stoi(rest.substr(colon + 1))));
   const std::string host = rest.substr(0, colon);
-  if (inet_pton(AF_INET, host == "*" ? "0.0.0.0" : host.c_str(), &address.sin_addr) != 1) throw std::runtime_error("bad endpoint " + endpoint);
+  if (inet_pton(AF_INET, host == "*" ? "0.0.0.0" : host.c_str(), &address.sin_addr) != 1)
+    throw std::runtime_error("bad endpoint " + endpoint);
   return address;
 }
 
@@ -95,8 +96,9 @@ bool write_all(int fd, const char* data, size_t size) {
         continue;
       }
       uint32_t size = 0;
-      if (!read_all(fd, reinterpret_cast<char*>(&size), 4) || size > buffer.size() || !read_all(fd, buffer.data(), size) ||
-          !write_all(fd, reinterpret_cast<const char*>(&size), 4) || !write_all(fd, buffer.data(), size)) {
+      if (!read_all(fd, reinterpret_cast<char*>(&size), 4) || size > buffer.size() ||
+          !read_all(fd, buffer.data(), size) || !write_all(fd, reinterpret_cast<const char*>(&size), 4) ||
+          !write_all(fd, buffer.data(), size)) {
         epoll_ctl(poller, EPOLL_CTL_DEL, fd, nullptr);
         close(fd);
       }
@@ -117,7 +119,11 @@ std::vector<std::string> endpoints_of(const std::vector<std::string>& all, int f
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2) return std::fprintf(stderr, "usage: zmq_rtt server [ENDPOINT] [--raw] | client [ENDPOINT...] [--clients N] [--fan F] [--io-threads K] [--raw]\n"), 2;
+  if (argc < 2)
+    return std::fprintf(stderr,
+                        "usage: zmq_rtt server [ENDPOINT] [--raw] | client [ENDPOINT...] [--clients N] [--fan F] "
+                        "[--io-threads K] [--raw]\n"),
+           2;
   std::vector<std::string> endpoints;
   int clients = 1, io_threads = 1, fan = 0;
   bool raw = false;
@@ -162,7 +168,8 @@ int main(int argc, char** argv) {
         for (const std::string& endpoint : mine) {
           sockets.push_back(socket(AF_INET, SOCK_STREAM, 0));
           const sockaddr_in address = parse_endpoint(endpoint);
-          if (connect(sockets.back(), reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) return void(failed = true);
+          if (connect(sockets.back(), reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0)
+            return void(failed = true);
           no_delay(sockets.back());
         }
         const std::string request = "a small leaf request";
@@ -179,7 +186,9 @@ int main(int argc, char** argv) {
           for (int fd : sockets) {
             if (!read_all(fd, echo.data(), echo.size()) || echo != message) return void(failed = true);
           }
-          if (i >= warm_up) total_us[static_cast<size_t>(c)] += std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+          if (i >= warm_up)
+            total_us[static_cast<size_t>(c)] +=
+                std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
         }
         for (int fd : sockets) close(fd);
         return;
@@ -199,7 +208,9 @@ int main(int argc, char** argv) {
           zmq::message_t empty, body;
           if (!dealer.recv(empty) || !dealer.recv(body)) return void(failed = true);
         }
-        if (i >= warm_up) total_us[static_cast<size_t>(c)] += std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+        if (i >= warm_up)
+          total_us[static_cast<size_t>(c)] +=
+              std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
       }
     });
   }
@@ -209,8 +220,10 @@ int main(int argc, char** argv) {
   double sum = 0;
   for (double t : total_us) sum += t;
   const size_t per_request = endpoints_of(endpoints, fan, 0).size();
-  std::printf("zmq_rtt%s: mean round trip %.1f us over %d requests x %d client(s) to %zu of %zu endpoint(s), %.0f round trips/s\n",
-              raw ? " --raw" : "", sum / (static_cast<double>(measured) * clients), measured, clients, per_request,
-              endpoints.size(), static_cast<double>(warm_up + measured) * clients / seconds);
+  std::printf(
+      "zmq_rtt%s: mean round trip %.1f us over %d requests x %d client(s) to %zu of %zu endpoint(s), %.0f round "
+      "trips/s\n",
+      raw ? " --raw" : "", sum / (static_cast<double>(measured) * clients), measured, clients, per_request,
+      endpoints.size(), static_cast<double>(warm_up + measured) * clients / seconds);
   return 0;
 }

@@ -19,7 +19,8 @@ warp::Publisher* make_publisher() {
   const auto root = std::filesystem::temp_directory_path() / ("warp-fuzz-publisher-" + std::to_string(::getpid()));
   std::filesystem::remove_all(root);
   warp::IndexBuilder builder(warp::BuildOptions{});
-  for (int i = 0; i < 50; ++i) builder.add_document({"d" + std::to_string(i), "", "some text " + std::to_string(i), ""});
+  for (int i = 0; i < 50; ++i)
+    builder.add_document({"d" + std::to_string(i), "", "some text " + std::to_string(i), ""});
   warp::write_index(builder.build(), (root / "gen-000001").string());
   auto* publisher = new warp::Publisher({root.string(), "tcp://127.0.0.1:*", "tcp://127.0.0.1:*", 0, {}});
   publisher->announce(1);

@@ -38,7 +38,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   warp::http::Request request;  // as the server's Session::on_read builds it
   request.method = std::string(message.method_string());
   request.target = std::string(message.target());
-  if (auto it = message.find(beast::http::field::authorization); it != message.end()) request.authorization = std::string(it->value());
+  if (auto it = message.find(beast::http::field::authorization); it != message.end())
+    request.authorization = std::string(it->value());
   request.body = message.body();
   warp::http::parse_target(request);
   std::promise<warp::http::Response> answer;

@@ -22,7 +22,7 @@ warp::LeafServer* make_leaf() {
   options.partitions = 2;
   warp::IndexBuilder builder(options);
   const char* texts[] = {"boundary layer transition", "shock wave interaction", "supersonic wing flutter",
-                         "heat transfer boundary", "wing boundary wave", "laminar flow layer"};
+                         "heat transfer boundary",    "wing boundary wave",     "laminar flow layer"};
   for (int i = 0; i < 600; ++i) builder.add_document({"d" + std::to_string(i), "", texts[i % 6], texts[(i * 7) % 6]});
   warp::write_index(builder.build(), dir.string());
   warp::LeafOptions leaf_options;

@@ -30,10 +30,10 @@ namespace {
 namespace fs = std::filesystem;
 using pipeline::PieceEntry;
 
-#define WARP_REQUIRE_GPU()                                                                      \
-  do {                                                                                          \
-    std::string why;                                                                            \
-    if (!pipeline::gpu_inverter_available(0, &why)) GTEST_SKIP() << "no usable GPU: " << why;   \
+#define WARP_REQUIRE_GPU()                                                                    \
+  do {                                                                                        \
+    std::string why;                                                                          \
+    if (!pipeline::gpu_inverter_available(0, &why)) GTEST_SKIP() << "no usable GPU: " << why; \
   } while (0)
 
 // A random batch: terms of a small vocabulary spread over a few collections, each (doc, term)
@@ -43,7 +43,8 @@ void random_batch(std::mt19937_64& rng, size_t docs, std::vector<PieceEntry>& en
   for (int t = 0; t < 3000; ++t) {
     std::string suffix(rng() % 9, 'a');
     for (char& c : suffix) c = static_cast<char>('a' + rng() % 5);
-    const uint32_t collection = rng() % 3 == 0 ? 17576 + static_cast<uint32_t>(rng() % 37) : static_cast<uint32_t>(rng() % 7);
+    const uint32_t collection =
+        rng() % 3 == 0 ? 17576 + static_cast<uint32_t>(rng() % 37) : static_cast<uint32_t>(rng() % 7);
     vocabulary.emplace_back(collection, suffix);
   }
   std::sort(vocabulary.begin(), vocabulary.end());
@@ -107,7 +108,8 @@ TEST(GpuInverter, MatchesAReferenceInversion) {
         ASSERT_LE(batch.keys[i - 1], batch.keys[i]);
       }
       const PieceEntry& name = unique[batch.names[batch.order[i]]];
-      std::string term = pipeline::collection_prefix(name.collection) + suffixes.substr(name.suffix_offset, name.suffix_size);
+      std::string term =
+          pipeline::collection_prefix(name.collection) + suffixes.substr(name.suffix_offset, name.suffix_size);
       term.resize(std::max<size_t>(term.size(), 8), '\0');
       uint64_t key = 0;
       for (int b = 0; b < 8; ++b) key = (key << 8) | static_cast<unsigned char>(term[b]);
@@ -131,8 +133,10 @@ TEST(GpuInverter, HashCollisionsAreDetected) {
 // table's 24 and the analyzer's cap of 64), punctuation between them, and now and then a word
 // outside ASCII, which sends its whole document to the CPU.
 std::string random_text(std::mt19937_64& rng, const std::vector<std::string>& vocabulary, size_t words) {
-  static const char* const kSeparators[] = {" ", "  ", ", ", ". ", "-", "\n", "\t", "'", "/", "(", ") ", "_", "\"", "\0"};
-  static const char* const kOther[] = {"caf\xC3\xA9", "\xCE\x9B\xCF\x8C\xCE\xB3\xCE\xBF\xCF\x82", "na\xC3\xAFve", "\xE2\x80\x94", "\xFF"};
+  static const char* const kSeparators[] = {" ", "  ", ", ", ". ", "-", "\n", "\t",
+                                            "'", "/",  "(",  ") ", "_", "\"", "\0"};
+  static const char* const kOther[] = {"caf\xC3\xA9", "\xCE\x9B\xCF\x8C\xCE\xB3\xCE\xBF\xCF\x82", "na\xC3\xAFve",
+                                       "\xE2\x80\x94", "\xFF"};
   std::string text;
   for (size_t w = 0; w < words; ++w) {
     if (rng() % 400 == 0) {
@@ -168,7 +172,8 @@ TEST(GpuAnalysis, StemsAreTheCpuAnalyzersAndTheTableLearns) {
   std::mt19937_64 rng(testing::test_seed());
   for (const size_t max_token : {size_t{64}, size_t{5}}) {
     for (const size_t shared_tokens : {size_t{1} << 16, size_t{256}}) {
-      const std::string context = "cap " + std::to_string(max_token) + ", shared cache of " + std::to_string(shared_tokens);
+      const std::string context =
+          "cap " + std::to_string(max_token) + ", shared cache of " + std::to_string(shared_tokens);
       AnalyzerConfig config;
       config.max_token_bytes = max_token;
       Analyzer reference(config), analyzer(config);
@@ -183,7 +188,8 @@ TEST(GpuAnalysis, StemsAreTheCpuAnalyzersAndTheTableLearns) {
       for (int c = 0; c < chunks; ++c) {
         std::vector<std::pair<std::string, std::string>> docs;
         const size_t count = 1 + rng() % 300;
-        for (size_t d = 0; d < count; ++d) docs.emplace_back(random_text(rng, vocabulary, rng() % 6), random_text(rng, vocabulary, rng() % 120));
+        for (size_t d = 0; d < count; ++d)
+          docs.emplace_back(random_text(rng, vocabulary, rng() % 6), random_text(rng, vocabulary, rng() % 120));
         gpu.begin_chunk();
         for (const auto& [title, body] : docs) gpu.add_document(title, body);
         gpu.run();
@@ -196,15 +202,17 @@ TEST(GpuAnalysis, StemsAreTheCpuAnalyzersAndTheTableLearns) {
           analyzer.trim_stem_cache();
           std::vector<std::string> expected = reference.analyze(docs[d].first);
           reference.analyze(docs[d].second, expected);
-          const bool ascii = std::all_of(docs[d].first.begin(), docs[d].first.end(), [](char ch) { return (ch & 0x80) == 0; }) &&
-                             std::all_of(docs[d].second.begin(), docs[d].second.end(), [](char ch) { return (ch & 0x80) == 0; });
+          const bool ascii =
+              std::all_of(docs[d].first.begin(), docs[d].first.end(), [](char ch) { return (ch & 0x80) == 0; }) &&
+              std::all_of(docs[d].second.begin(), docs[d].second.end(), [](char ch) { return (ch & 0x80) == 0; });
           ASSERT_EQ(gpu.non_ascii(d), !ascii) << context << ", document " << d;
           stems.clear();
           ASSERT_EQ(pipeline::take_document_stems(gpu, d, next, analyzer, stems, folded, misses), ascii);
           if (!ascii) continue;
           std::vector<std::string> got;
           for (uint32_t id : stems) got.emplace_back(analyzer.stem(id));
-          ASSERT_EQ(got, expected) << context << ", chunk " << c << ", document " << d << ": " << docs[d].second.substr(0, 200);
+          ASSERT_EQ(got, expected) << context << ", chunk " << c << ", document " << d << ": "
+                                   << docs[d].second.substr(0, 200);
         }
         ASSERT_EQ(next, gpu.tokens()) << context;
         tokens += gpu.tokens();
@@ -216,12 +224,13 @@ TEST(GpuAnalysis, StemsAreTheCpuAnalyzersAndTheTableLearns) {
       if (shared_tokens > vocabulary.size() * 2 && max_token == 64) {
         EXPECT_GT(first_misses, 0u) << context;
         EXPECT_LT(static_cast<double>(last_misses) / last_tokens * 4, static_cast<double>(first_misses) / first_tokens)
-            << context << ": the GPU's table does not learn (" << first_misses << " of " << first_tokens << " tokens missed in the first chunk, "
-            << last_misses << " of " << last_tokens << " in the last)";
+            << context << ": the GPU's table does not learn (" << first_misses << " of " << first_tokens
+            << " tokens missed in the first chunk, " << last_misses << " of " << last_tokens << " in the last)";
       }
-      std::printf("%s: %llu tokens, misses in the first chunk %llu, in the last %llu, %.3f s on the GPU\n", context.c_str(),
-                  static_cast<unsigned long long>(tokens), static_cast<unsigned long long>(first_misses),
-                  static_cast<unsigned long long>(last_misses), gpu.gpu_seconds());
+      std::printf("%s: %llu tokens, misses in the first chunk %llu, in the last %llu, %.3f s on the GPU\n",
+                  context.c_str(), static_cast<unsigned long long>(tokens),
+                  static_cast<unsigned long long>(first_misses), static_cast<unsigned long long>(last_misses),
+                  gpu.gpu_seconds());
     }
   }
 }
@@ -282,7 +291,8 @@ TEST_F(GpuIndexerBuild, PartitionsAreTheCpuBuildsRowForRow) {
     options.gpu_speed = v.speed;
     options.chunk_bytes = (8 + rng() % 64) << 10;
     const std::string context = std::to_string(v.gpu_indexers) + " GPU indexers, " + std::to_string(v.cpu_indexers) +
-                                " CPU, budget " + std::to_string(v.budget) + ", hash bits " + std::to_string(v.hash_bits);
+                                " CPU, budget " + std::to_string(v.budget) + ", hash bits " +
+                                std::to_string(v.hash_bits);
     EXPECT_EQ(build(inputs, options, report), cpu) << context;
     EXPECT_GT(report.gpu_speed, 0) << context;
     EXPECT_GT(report.gpu_seconds, 0) << context << ": the GPU indexed nothing";
@@ -316,17 +326,20 @@ TEST_F(GpuIndexerBuild, GpuAnalysisGivesTheCpuBuildsPartitions) {
   options.gpu_analysis_min_bytes = 0;      // these inputs are far too small to use it otherwise
   options.gpu_analysis_min_budget = 0;     // and some budgets
   options.gpu_analysis_from_start = true;  // these builds would end before the GPU is up
-  for (const Variant& v : {Variant{4, 0, 2ull << 30}, Variant{1, 0, 2ull << 30}, Variant{7, 0, 1}, Variant{3, 1, 8u << 20}}) {
+  for (const Variant& v :
+       {Variant{4, 0, 2ull << 30}, Variant{1, 0, 2ull << 30}, Variant{7, 0, 1}, Variant{3, 1, 8u << 20}}) {
     options.threads = v.threads;
     options.gpu_indexers = v.gpu_indexers;
     options.memory_budget = v.budget;
     options.chunk_bytes = (8 + rng() % 64) << 10;
-    const std::string context = std::to_string(v.threads) + " threads, " + std::to_string(v.gpu_indexers) + " GPU indexers, budget " +
-                                std::to_string(v.budget) + ", chunks of " + std::to_string(options.chunk_bytes) + " bytes";
+    const std::string context = std::to_string(v.threads) + " threads, " + std::to_string(v.gpu_indexers) +
+                                " GPU indexers, budget " + std::to_string(v.budget) + ", chunks of " +
+                                std::to_string(options.chunk_bytes) + " bytes";
     EXPECT_EQ(build(inputs, options, report), cpu) << context;
     EXPECT_GT(report.gpu_analysis_documents, 0u) << context << ": the GPU analyzed nothing";
     EXPECT_GT(report.gpu_analysis_tokens, report.gpu_analysis_misses) << context;
-    EXPECT_EQ(report.gpu_analysis_documents + report.gpu_analysis_cpu_documents, 2860u) << context << ": every document analyzed";
+    EXPECT_EQ(report.gpu_analysis_documents + report.gpu_analysis_cpu_documents, 2860u)
+        << context << ": every document analyzed";
     EXPECT_EQ(report.gpu_analysis_early_documents, 0u) << context << ": every parser waited for its GPU analyzer";
     EXPECT_GT(report.gpu_analysis_ready_first, 0.0) << context;
     EXPECT_GE(report.gpu_analysis_ready_last, report.gpu_analysis_ready_first) << context;
@@ -334,13 +347,14 @@ TEST_F(GpuIndexerBuild, GpuAnalysisGivesTheCpuBuildsPartitions) {
     if (v.gpu_indexers == 0) {  // the parsers' own indexers: their runs sorted on the device
       EXPECT_GT(report.gpu_analysis_run_postings, 0u) << context << ": no run took its postings from the GPU";
     }
-    std::printf("%s: %llu documents on the GPU, %llu on the CPU, %llu tokens, %llu misses, %llu run postings from the GPU, %.3f s on the GPU\n",
-                context.c_str(),
-                static_cast<unsigned long long>(report.gpu_analysis_documents),
-                static_cast<unsigned long long>(report.gpu_analysis_cpu_documents),
-                static_cast<unsigned long long>(report.gpu_analysis_tokens),
-                static_cast<unsigned long long>(report.gpu_analysis_misses),
-                static_cast<unsigned long long>(report.gpu_analysis_run_postings), report.gpu_analysis_seconds);
+    std::printf(
+        "%s: %llu documents on the GPU, %llu on the CPU, %llu tokens, %llu misses, %llu run postings from the GPU, "
+        "%.3f s on the GPU\n",
+        context.c_str(), static_cast<unsigned long long>(report.gpu_analysis_documents),
+        static_cast<unsigned long long>(report.gpu_analysis_cpu_documents),
+        static_cast<unsigned long long>(report.gpu_analysis_tokens),
+        static_cast<unsigned long long>(report.gpu_analysis_misses),
+        static_cast<unsigned long long>(report.gpu_analysis_run_postings), report.gpu_analysis_seconds);
   }
   // As a build runs it: the parsers on the CPU until the GPU is up, then on the GPU.
   options.gpu_analysis_from_start = false;
@@ -349,7 +363,8 @@ TEST_F(GpuIndexerBuild, GpuAnalysisGivesTheCpuBuildsPartitions) {
   options.gpu_indexers = 0;
   EXPECT_EQ(build(inputs, options, report), cpu) << "parsers taking the GPU once it is up";
   EXPECT_TRUE(report.gpu_analysis_failure.empty()) << report.gpu_analysis_failure;
-  EXPECT_EQ(report.gpu_analysis_documents + report.gpu_analysis_cpu_documents + report.gpu_analysis_early_documents, 2860u)
+  EXPECT_EQ(report.gpu_analysis_documents + report.gpu_analysis_cpu_documents + report.gpu_analysis_early_documents,
+            2860u)
       << "every document counted, those analyzed before the GPU was ready too";
   // The GPU failing during the build: the CPU analyzes the rest, the same partitions, the reason
   // kept. Where the device inverts (no GPU indexers), the failure comes at a chunk's inversion, after
@@ -361,9 +376,11 @@ TEST_F(GpuIndexerBuild, GpuAnalysisGivesTheCpuBuildsPartitions) {
     options.gpu_indexers = gpu_indexers;
     const std::string context = "a GPU failing after two chunks, " + std::to_string(gpu_indexers) + " GPU indexers";
     EXPECT_EQ(build(inputs, options, report), cpu) << context;
-    EXPECT_NE(report.gpu_analysis_failure.find("simulated"), std::string::npos) << context << ": " << report.gpu_analysis_failure;
+    EXPECT_NE(report.gpu_analysis_failure.find("simulated"), std::string::npos)
+        << context << ": " << report.gpu_analysis_failure;
     EXPECT_GT(report.gpu_analysis_documents, 0u) << context;
-    EXPECT_LT(report.gpu_analysis_documents + report.gpu_analysis_cpu_documents, 2860u) << context << ": documents after the failure are the CPU's alone";
+    EXPECT_LT(report.gpu_analysis_documents + report.gpu_analysis_cpu_documents, 2860u)
+        << context << ": documents after the failure are the CPU's alone";
   }
   // The GPU failing at a spill of the run it holds (its sort; halfway through the spill, at its
   // first fetch): the run's chunks are read and analyzed again on the CPU, the same partitions.
@@ -374,7 +391,8 @@ TEST_F(GpuIndexerBuild, GpuAnalysisGivesTheCpuBuildsPartitions) {
     options.memory_budget = step == 0 ? 2ull << 30 : 8u << 20;  // one run a parser, or several
     const std::string context = "a GPU failing at a spill's " + std::string(step == 0 ? "sort" : "first fetch");
     EXPECT_EQ(build(inputs, options, report), cpu) << context;
-    EXPECT_NE(report.gpu_analysis_failure.find("simulated"), std::string::npos) << context << ": " << report.gpu_analysis_failure;
+    EXPECT_NE(report.gpu_analysis_failure.find("simulated"), std::string::npos)
+        << context << ": " << report.gpu_analysis_failure;
     EXPECT_EQ(report.gpu_analysis_run_postings, 0u) << context << ": the failed runs' postings came from the CPU";
   }
   options.gpu_analysis_fail_run_step = -1;
@@ -391,8 +409,10 @@ TEST_F(GpuIndexerBuild, GpuAnalysisGivesTheCpuBuildsPartitions) {
   options.memory_budget = 1u << 30;
   EXPECT_EQ(build(inputs, options, report), cpu) << "the GPU left unused under a 1 GiB budget";
   EXPECT_TRUE(report.gpu_analysis_unused);
-  EXPECT_EQ(report.gpu_analysis_documents + report.gpu_analysis_cpu_documents + report.gpu_analysis_early_documents, 0u);
-  EXPECT_EQ(report.gpu_analysis_documents + report.gpu_analysis_cpu_documents + report.gpu_analysis_early_documents, 0u);
+  EXPECT_EQ(report.gpu_analysis_documents + report.gpu_analysis_cpu_documents + report.gpu_analysis_early_documents,
+            0u);
+  EXPECT_EQ(report.gpu_analysis_documents + report.gpu_analysis_cpu_documents + report.gpu_analysis_early_documents,
+            0u);
   EXPECT_TRUE(report.gpu_analysis_failure.empty()) << report.gpu_analysis_failure;
 }
 

@@ -34,10 +34,10 @@
 namespace warp {
 namespace {
 
-#define WARP_REQUIRE_GPU()                                                    \
-  do {                                                                        \
-    std::string why;                                                          \
-    if (!gpu::gpu_available(&why)) GTEST_SKIP() << "no usable GPU: " << why;  \
+#define WARP_REQUIRE_GPU()                                                   \
+  do {                                                                       \
+    std::string why;                                                         \
+    if (!gpu::gpu_available(&why)) GTEST_SKIP() << "no usable GPU: " << why; \
   } while (0)
 
 struct Collection {
@@ -89,7 +89,8 @@ TEST_P(GpuCodecTest, DecodersMatchTheCpu) {
       std::vector<uint32_t> cpu_values(list.count + list.codec->block_size());
       (frequencies ? list.freq_codec : list.codec)->decode_all(frequencies ? list.freqs : list.docs, cpu_values.data());
       cpu_values.resize(list.count);
-      ASSERT_EQ(gpu::decode_values_on_gpu(device, term, frequencies), cpu_values) << "term " << term << " seed " << seed;
+      ASSERT_EQ(gpu::decode_values_on_gpu(device, term, frequencies), cpu_values)
+          << "term " << term << " seed " << seed;
     }
     ASSERT_EQ(expected.size(), actual.size()) << term;
     for (size_t i = 0; i < expected.size(); ++i) {
@@ -122,14 +123,22 @@ IndexView hard_lists_view(const Codec& codec, uint64_t seed) {
       auto value = [&](bool frequency) -> uint32_t {
         const uint32_t cap = frequency ? 1u << 20 : gap_cap;
         switch (shape) {
-          case 0: return 0;
-          case 1: return small(rng);
-          case 2: return coin(rng) < 0.05 ? static_cast<uint32_t>(rng() % cap) : small(rng);
-          case 3: return coin(rng) < 0.5 ? static_cast<uint32_t>(rng() % std::min(cap, 1u << 12)) + 256 : small(rng);
-          case 4: return static_cast<uint32_t>(rng() % std::min(cap, 1u << 22));
-          case 6: return frequency ? 0 : small(rng);  // Rice: wide docID ranges, narrow frequency ones
-          case 7: return frequency ? small(rng) : 0;  // and the other way round
-          default: return small(rng);
+          case 0:
+            return 0;
+          case 1:
+            return small(rng);
+          case 2:
+            return coin(rng) < 0.05 ? static_cast<uint32_t>(rng() % cap) : small(rng);
+          case 3:
+            return coin(rng) < 0.5 ? static_cast<uint32_t>(rng() % std::min(cap, 1u << 12)) + 256 : small(rng);
+          case 4:
+            return static_cast<uint32_t>(rng() % std::min(cap, 1u << 22));
+          case 6:
+            return frequency ? 0 : small(rng);  // Rice: wide docID ranges, narrow frequency ones
+          case 7:
+            return frequency ? small(rng) : 0;  // and the other way round
+          default:
+            return small(rng);
         }
       };
       std::vector<Posting> postings(n);
@@ -144,7 +153,7 @@ IndexView hard_lists_view(const Codec& codec, uint64_t seed) {
       const std::vector<Score> scores(n, 1.0f);
       const std::vector<uint32_t> words = encode_posting_list(postings, scores, codec);
       view.lexicon["t" + std::to_string(term++)] = {static_cast<uint32_t>(n), n, view.postings.size(),
-                                                     static_cast<uint32_t>(words.size())};
+                                                    static_cast<uint32_t>(words.size())};
       view.postings.insert(view.postings.end(), words.begin(), words.end());
     }
   }
@@ -193,8 +202,8 @@ TEST_P(GpuCodecTest, QueriesMatchCpuAndBruteForce) {
         const QueryResult cpu_result = cpu_processor.search(query);
         ASSERT_TRUE(testing::same_topk(cpu_result.hits, gpu_result.hits, c.reference, c.queries[q]))
             << "GPU vs CPU: query " << q << " mode " << to_string(mode) << " k " << k << " seed " << seed;
-        ASSERT_TRUE(testing::same_topk(c.reference.search(c.queries[q], mode, k), gpu_result.hits, c.reference,
-                                       c.queries[q]))
+        ASSERT_TRUE(
+            testing::same_topk(c.reference.search(c.queries[q], mode, k), gpu_result.hits, c.reference, c.queries[q]))
             << "GPU vs reference: query " << q << " mode " << to_string(mode) << " k " << k << " seed " << seed;
         if (mode != QueryMode::kOr) {
           EXPECT_EQ(gpu_result.and_matches, cpu_result.and_matches) << "query " << q;
@@ -217,7 +226,8 @@ std::vector<uint32_t> random_sorted(std::mt19937_64& rng, size_t count, uint64_t
     uint64_t at = rng() % 1000;
     while (docs.size() < count) {
       const size_t run = 1 + rng() % 500;
-      for (size_t i = 0; i < run && docs.size() < count; ++i) docs.push_back(static_cast<uint32_t>(at += 1 + rng() % 3));
+      for (size_t i = 0; i < run && docs.size() < count; ++i)
+        docs.push_back(static_cast<uint32_t>(at += 1 + rng() % 3));
       at += rng() % 100000;
     }
     return docs;
@@ -234,8 +244,8 @@ TEST(GpuIntersection, EveryMethodMatchesSetIntersection) {
   WARP_REQUIRE_GPU();
   std::mt19937_64 rng(testing::test_seed() + 3);
   gpu::GpuIntersector intersector(400000);
-  const std::vector<std::pair<size_t, size_t>> sizes = {{0, 10}, {1, 1}, {1, 1000}, {100, 100}, {1000, 100000},
-                                                        {50000, 50000}, {200000, 3000000}, {400000, 400000}};
+  const std::vector<std::pair<size_t, size_t>> sizes = {
+      {0, 10}, {1, 1}, {1, 1000}, {100, 100}, {1000, 100000}, {50000, 50000}, {200000, 3000000}, {400000, 400000}};
   for (const auto& [short_size, long_size] : sizes) {
     for (bool clustered : {false, true}) {
       const uint64_t range = std::max<uint64_t>(long_size * 3, 16);
@@ -286,7 +296,8 @@ TEST(GpuQueryProcessor, ConcurrentLanesGiveTheSameAnswers) {
       for (size_t q = t; q < c.queries.size(); q += 6) {
         for (QueryMode mode : {QueryMode::kAnd, QueryMode::kOr, QueryMode::kAndOr}) {
           const Query query{c.queries[q], mode, 10};
-          if (!testing::same_topk(cpu.search(query).hits, processor.search(query).hits, c.reference, c.queries[q])) ++failures;
+          if (!testing::same_topk(cpu.search(query).hits, processor.search(query).hits, c.reference, c.queries[q]))
+            ++failures;
         }
       }
     });
@@ -383,7 +394,9 @@ TEST(GpuBatching, ExecutorsPolledFromOneThreadGiveTheCpusAnswers) {
   std::vector<std::unique_ptr<gpu::BatchExecutor>> executors;
   for (size_t i = 0; i < 3; ++i) {
     executors.push_back(std::make_unique<gpu::BatchExecutor>(
-        device, gpu::BatchOptions{.threshold = 5000, .max_queries = 4, .and_piece_slots = i == 2 ? size_t{512} : size_t{1} << 22,
+        device, gpu::BatchOptions{.threshold = 5000,
+                                  .max_queries = 4,
+                                  .and_piece_slots = i == 2 ? size_t{512} : size_t{1} << 22,
                                   .or_key_row = i == 2 ? size_t{16} : size_t{1} << 20}));
   }
   std::vector<Query> queries;
@@ -413,7 +426,8 @@ TEST(GpuBatching, ExecutorsPolledFromOneThreadGiveTheCpusAnswers) {
   }
   for (size_t q = 0; q < queries.size(); ++q) {
     const QueryResult expected = cpu.search(queries[q]);
-    ASSERT_TRUE(testing::identical_hits(expected.hits, results[q].hits)) << "query " << q << " mode " << to_string(queries[q].mode) << " seed " << seed;
+    ASSERT_TRUE(testing::identical_hits(expected.hits, results[q].hits))
+        << "query " << q << " mode " << to_string(queries[q].mode) << " seed " << seed;
     if (queries[q].mode != QueryMode::kOr) {
       ASSERT_EQ(expected.and_matches, results[q].and_matches) << "query " << q << " seed " << seed;
     }
@@ -442,7 +456,8 @@ TEST(GpuBatching, AStartWithEveryExecutorBusyIsAnsweredOnTheLanes) {
   gpu::GpuQueryProcessor gpu(view, options);
   CpuQueryProcessor cpu(view);
   std::vector<Query> first, second;
-  for (size_t q = 0; q < c.queries.size(); ++q) (q % 2 ? second : first).push_back({c.queries[q], static_cast<QueryMode>(q % 3), 10});
+  for (size_t q = 0; q < c.queries.size(); ++q)
+    (q % 2 ? second : first).push_back({c.queries[q], static_cast<QueryMode>(q % 3), 10});
   std::unique_ptr<BatchRun> a = gpu.start_batch(first);
   std::unique_ptr<BatchRun> b = gpu.start_batch(second);  // the executor is a's: on the lanes
   for (bool a_done = false, b_done = false; !(a_done && b_done);) {
@@ -453,7 +468,8 @@ TEST(GpuBatching, AStartWithEveryExecutorBusyIsAnsweredOnTheLanes) {
     const std::vector<QueryResult> results = run->take();
     ASSERT_EQ(results.size(), queries->size());
     for (size_t q = 0; q < results.size(); ++q) {
-      ASSERT_TRUE(testing::same_topk(cpu.search((*queries)[q]).hits, results[q].hits, c.reference, (*queries)[q].terms)) << "seed " << seed;
+      ASSERT_TRUE(testing::same_topk(cpu.search((*queries)[q]).hits, results[q].hits, c.reference, (*queries)[q].terms))
+          << "seed " << seed;
     }
   }
   a.reset();  // the executor back, for the next batch
@@ -473,7 +489,8 @@ TEST(GpuBatching, PiecesAndSmallKeyRowsGiveTheCpusAnswers) {
     const Collection c = random_collection(codec, seed, 1);
     const IndexView& view = c.partitions[0].view;
     gpu::DeviceIndex device(view);
-    gpu::BatchExecutor executor(device, {.threshold = 5000, .max_queries = 6, .and_piece_slots = 512, .or_key_row = 16});
+    gpu::BatchExecutor executor(device,
+                                {.threshold = 5000, .max_queries = 6, .and_piece_slots = 512, .or_key_row = 16});
     CpuQueryProcessor cpu(view);
     std::vector<Query> queries;
     for (size_t q = 0; q < c.queries.size(); ++q) {
@@ -547,7 +564,8 @@ TEST(GpuReplicas, BothReplicasAnswerLikeTheCpu) {
   options.lanes = 2;
   options.batch_executors = 2;
   gpu::ReplicatedGpuProcessor processor(view, devices, options);
-  EXPECT_EQ(mismatches_against_cpu(processor, c, view, 8), 0) << "devices " << devices[0] << "," << devices[1] << " seed " << seed;
+  EXPECT_EQ(mismatches_against_cpu(processor, c, view, 8), 0)
+      << "devices " << devices[0] << "," << devices[1] << " seed " << seed;
   CpuQueryProcessor cpu(view);
   std::atomic<int> failures{0};
   std::vector<std::thread> clients;
@@ -555,7 +573,8 @@ TEST(GpuReplicas, BothReplicasAnswerLikeTheCpu) {
     clients.emplace_back([&, t] {
       for (size_t from = t * 8; from < c.queries.size(); from += 32) {
         std::vector<Query> batch;
-        for (size_t q = from; q < std::min(from + 8, c.queries.size()); ++q) batch.push_back({c.queries[q], static_cast<QueryMode>(q % 3), 10});
+        for (size_t q = from; q < std::min(from + 8, c.queries.size()); ++q)
+          batch.push_back({c.queries[q], static_cast<QueryMode>(q % 3), 10});
         const std::vector<QueryResult> results = processor.search_batch(batch);
         for (size_t i = 0; i < batch.size(); ++i) {
           if (!testing::identical_hits(cpu.search(batch[i]).hits, results[i].hits) && failures++ == 0) {
@@ -615,7 +634,9 @@ TEST(GpuScheduler, AnswersMatchTheCpuUnderConcurrentLoad) {
           for (size_t k : {size_t{10}, size_t{1000}}) {
             const Query query(c.queries[q], static_cast<QueryMode>((q + k) % 3), k);
             const sched::Outcome outcome = scheduler.search(target, query);
-            if (!outcome.error.empty() || !testing::same_topk(cpu.search(query).hits, outcome.result.hits, c.reference, c.queries[q])) ++mismatches;
+            if (!outcome.error.empty() ||
+                !testing::same_topk(cpu.search(query).hits, outcome.result.hits, c.reference, c.queries[q]))
+              ++mismatches;
             on_gpu += outcome.processor == sched::Processor::kGpu;
             batched += outcome.batch > 1;
           }
@@ -703,8 +724,10 @@ void expect_or_tiles_match_cpu(const IndexView& view, const testing::BruteForceI
   for (size_t i = 0; i < queries.size(); ++i) {
     clients.emplace_back([&, i] {
       const QueryResult expected = cpu.search(queries[i]);
-      EXPECT_TRUE(testing::same_topk(expected.hits, single.search(queries[i]).hits, reference, queries[i].terms)) << "query " << i;
-      EXPECT_TRUE(testing::same_topk(expected.hits, batched.search(queries[i]).hits, reference, queries[i].terms)) << "query " << i;
+      EXPECT_TRUE(testing::same_topk(expected.hits, single.search(queries[i]).hits, reference, queries[i].terms))
+          << "query " << i;
+      EXPECT_TRUE(testing::same_topk(expected.hits, batched.search(queries[i]).hits, reference, queries[i].terms))
+          << "query " << i;
     });
   }
   for (auto& client : clients) client.join();
@@ -869,12 +892,13 @@ TEST(GpuGov2Preset, ScaledPresetMatchesTheCpu) {
             for (size_t k : {size_t{10}, size_t{1000}}) {
               const Query query{c.queries[q], mode, k};
               const QueryResult expected = cpu.search(query);
-              for (const QueryProcessor* gpu_processor : {static_cast<const QueryProcessor*>(&single),
-                                                          static_cast<const QueryProcessor*>(&batched)}) {
+              for (const QueryProcessor* gpu_processor :
+                   {static_cast<const QueryProcessor*>(&single), static_cast<const QueryProcessor*>(&batched)}) {
                 const QueryResult actual = gpu_processor->search(query);
                 const ::testing::AssertionResult same = testing::identical_hits(expected.hits, actual.hits);
                 if (!same && failures++ == 0) {
-                  ADD_FAILURE() << same.message() << ": " << codec << " query " << q << " mode " << to_string(mode) << " k " << k << " seed " << params.seed;
+                  ADD_FAILURE() << same.message() << ": " << codec << " query " << q << " mode " << to_string(mode)
+                                << " k " << k << " seed " << params.seed;
                 }
               }
             }
@@ -914,14 +938,19 @@ TEST(GpuOrPruning, TheQuerysFloorSkipsWorkAndChangesNoAnswer) {
         const Query query{c.queries[q], mode, k};
         const QueryResult expected = cpu.search(query);
         const QueryResult a = with.search(query), b = without.search(query);
-        ASSERT_TRUE(testing::identical_hits(expected.hits, a.hits)) << "query " << q << " k " << k << " seed " << params.seed;
-        ASSERT_TRUE(testing::identical_hits(expected.hits, b.hits)) << "query " << q << " k " << k << " seed " << params.seed;
-        ASSERT_TRUE(testing::identical_hits(expected.hits, batched.search(query).hits)) << "query " << q << " k " << k << " seed " << params.seed;
-        if (mode == QueryMode::kOr && k == 1000) blocks_with += a.stats.blocks_decoded, blocks_without += b.stats.blocks_decoded;
+        ASSERT_TRUE(testing::identical_hits(expected.hits, a.hits))
+            << "query " << q << " k " << k << " seed " << params.seed;
+        ASSERT_TRUE(testing::identical_hits(expected.hits, b.hits))
+            << "query " << q << " k " << k << " seed " << params.seed;
+        ASSERT_TRUE(testing::identical_hits(expected.hits, batched.search(query).hits))
+            << "query " << q << " k " << k << " seed " << params.seed;
+        if (mode == QueryMode::kOr && k == 1000)
+          blocks_with += a.stats.blocks_decoded, blocks_without += b.stats.blocks_decoded;
       }
     }
   }
-  EXPECT_LT(blocks_with, blocks_without) << "OR top-1000 decoded " << blocks_with << " blocks with the floor, " << blocks_without << " without";
+  EXPECT_LT(blocks_with, blocks_without) << "OR top-1000 decoded " << blocks_with << " blocks with the floor, "
+                                         << blocks_without << " without";
   std::printf("OR top-1000 over %zu queries: %llu blocks decoded with the floor, %llu without\n", c.queries.size(),
               static_cast<unsigned long long>(blocks_with), static_cast<unsigned long long>(blocks_without));
 }
@@ -939,7 +968,8 @@ TEST(GpuLongQueries, EveryPathMatchesTheCpu) {
     c.queries.clear();
     for (uint32_t length : {65u, 200u, 1000u, 65u, 200u, 1000u, 70u, 300u}) {
       std::vector<std::string> query;
-      for (uint32_t i = 0; i < length; ++i) query.push_back(synthetic::term_name(static_cast<uint32_t>(rng() % (vocabulary + 40))));
+      for (uint32_t i = 0; i < length; ++i)
+        query.push_back(synthetic::term_name(static_cast<uint32_t>(rng() % (vocabulary + 40))));
       c.queries.push_back(query);
     }
     const IndexView& view = c.partitions[0].view;
@@ -981,7 +1011,8 @@ TEST_P(GpuJudgedTest, EveryModeAndCodecMatchesTheCpu) {
     reference.add(terms);
   }
   std::vector<std::vector<std::string>> queries;
-  for (const QueryLine& line : read_query_file(dir + "/queries.tsv", errors)) queries.push_back(analyzer.analyze_query(line.text));
+  for (const QueryLine& line : read_query_file(dir + "/queries.tsv", errors))
+    queries.push_back(analyzer.analyze_query(line.text));
   for (const Codec* codec : all_codecs()) {
     BuildOptions options;
     options.codec = std::string(codec->name());
@@ -994,8 +1025,8 @@ TEST_P(GpuJudgedTest, EveryModeAndCodecMatchesTheCpu) {
     gpu::GpuQueryProcessor processor(c.partitions[0].view);
     for (size_t q = 0; q < queries.size(); ++q) {
       for (QueryMode mode : {QueryMode::kAnd, QueryMode::kOr, QueryMode::kAndOr}) {
-        ASSERT_TRUE(testing::same_topk(reference.search(queries[q], mode, 100), processor.search({queries[q], mode, 100}).hits,
-                                       reference, queries[q]))
+        ASSERT_TRUE(testing::same_topk(reference.search(queries[q], mode, 100),
+                                       processor.search({queries[q], mode, 100}).hits, reference, queries[q]))
             << "query " << q + 1 << " codec " << codec->name() << " mode " << to_string(mode);
       }
     }

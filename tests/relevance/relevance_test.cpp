@@ -40,7 +40,8 @@ struct Judged {
 // broker and warp-search analyze them, every partition searched and merged.
 relevance::Scores evaluate_collection(const std::string& name) {
   const std::string data = testing::test_data_dir() + "/" + name;
-  const auto dir = std::filesystem::temp_directory_path() / ("warp-relevance-" + name + "-" + std::to_string(::getpid()));
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("warp-relevance-" + name + "-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   ReadReport report;
   BuildOptions options;

@@ -71,7 +71,8 @@ Scores evaluate(const Qrels& qrels, const Run& run) {
         precision_sum += static_cast<double>(hits) / (rank + 1);
       }
     }
-    for (size_t rank = 0; rank < std::min<size_t>(ideal.size(), 10); ++rank) idcg += ideal[rank] / std::log2(rank + 2.0);
+    for (size_t rank = 0; rank < std::min<size_t>(ideal.size(), 10); ++rank)
+      idcg += ideal[rank] / std::log2(rank + 2.0);
     total.ndcg_at_10 += dcg / idcg;
     total.precision_at_10 += hits_at_10 / 10.0;
     total.map += precision_sum / relevant;

@@ -11,8 +11,8 @@ namespace warp::relevance {
 using Qrels = std::map<std::string, std::map<std::string, int>>;  // qid → doc → grade
 using Run = std::map<std::string, std::vector<std::string>>;      // qid → docs in rank order
 
-Qrels read_qrels(const std::string& path);   // "qid 0 docid grade" lines; throws on a malformed one
-Run read_run(const std::string& path);       // "qid Q0 docid rank score tag" lines, ordered by rank
+Qrels read_qrels(const std::string& path);  // "qid 0 docid grade" lines; throws on a malformed one
+Run read_run(const std::string& path);      // "qid Q0 docid rank score tag" lines, ordered by rank
 
 struct Scores {
   double ndcg_at_10 = 0;

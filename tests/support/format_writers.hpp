@@ -14,10 +14,14 @@ namespace warp::testing {
 inline std::string escape_markup(const std::string& text) {
   std::string out;
   for (char c : text) {
-    if (c == '<') out += "&lt;";
-    else if (c == '>') out += "&gt;";
-    else if (c == '&') out += "&amp;";
-    else out += c;
+    if (c == '<')
+      out += "&lt;";
+    else if (c == '>')
+      out += "&gt;";
+    else if (c == '&')
+      out += "&amp;";
+    else
+      out += c;
   }
   return out;
 }
@@ -33,8 +37,9 @@ inline void write_trec(const std::string& path, const std::vector<SourceDocument
 inline std::string warc_record(const std::string& type, const std::string& id, const std::string& uri,
                                const std::string& content) {
   return "WARC/1.0\r\nWARC-Type: " + type + "\r\nWARC-Record-ID: <urn:uuid:" + id + ">\r\nWARC-TREC-ID: " + id +
-         "\r\nWARC-Target-URI: " + uri + "\r\nContent-Type: application/http; msgtype=response\r\nContent-Length: " +
-         std::to_string(content.size()) + "\r\n\r\n" + content + "\r\n\r\n";
+         "\r\nWARC-Target-URI: " + uri +
+         "\r\nContent-Type: application/http; msgtype=response\r\nContent-Length: " + std::to_string(content.size()) +
+         "\r\n\r\n" + content + "\r\n\r\n";
 }
 
 inline std::string warc_response(const SourceDocument& d) {

@@ -79,7 +79,8 @@ double device_copy_gbps(size_t bytes) {
   WARP_CUDA_CHECK(cudaMalloc(&a, bytes));
   WARP_CUDA_CHECK(cudaMalloc(&b, bytes));
   WARP_CUDA_CHECK(cudaMemset(a, 1, bytes));
-  const double ms = median_event_ms([&] { WARP_CUDA_CHECK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice)); }, 20);
+  const double ms =
+      median_event_ms([&] { WARP_CUDA_CHECK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice)); }, 20);
   cudaFree(a);
   cudaFree(b);
   return 2.0 * bytes / (ms * 1e-3) / 1e9;

@@ -35,9 +35,9 @@ inline ::testing::AssertionResult identical_hits(const std::vector<Hit>& expecte
   }
   for (size_t i = 0; i < actual.size(); ++i) {
     if (actual[i].doc != expected[i].doc || actual[i].score != expected[i].score) {
-      return ::testing::AssertionFailure() << "rank " << i << ": expected doc " << expected[i].doc << " score "
-                                           << expected[i].score << ", got doc " << actual[i].doc << " score "
-                                           << actual[i].score;
+      return ::testing::AssertionFailure()
+             << "rank " << i << ": expected doc " << expected[i].doc << " score " << expected[i].score << ", got doc "
+             << actual[i].doc << " score " << actual[i].score;
     }
   }
   return ::testing::AssertionSuccess();

@@ -31,7 +31,8 @@ TEST(Analyzer, FoldsLatin1LatinExtendedGreekCyrillic) {
   config.stem = false;
   Analyzer analyzer(config);
   EXPECT_EQ(analyzer.analyze("ÀÉÎÕÜ Ç Ñ"), (Terms{"àéîõü", "ç", "ñ"}));
-  EXPECT_EQ(analyzer.analyze("ŁÓDŹ ŽLUŤOUČKÝ ĞÜNEŞ İSTANBUL Œuvre"), (Terms{"łódź", "žluťoučký", "ğüneş", "istanbul", "œuvre"}));
+  EXPECT_EQ(analyzer.analyze("ŁÓDŹ ŽLUŤOUČKÝ ĞÜNEŞ İSTANBUL Œuvre"),
+            (Terms{"łódź", "žluťoučký", "ğüneş", "istanbul", "œuvre"}));
   EXPECT_EQ(analyzer.analyze("ΣΟΦΊΑ МОСКВА Ёлка"), (Terms{"σοφία", "москва", "ёлка"}));
   EXPECT_EQ(analyzer.analyze("a×b÷c «d» e—f"), (Terms{"a", "b", "c", "d", "e", "f"}));
 }
@@ -46,7 +47,9 @@ TEST(Analyzer, StopWordsAndTokenCap) {
 
 TEST(Analyzer, InvalidUtf8IsReplacedNeverFatal) {
   Analyzer analyzer;
-  EXPECT_EQ(analyzer.analyze("wing\xff\xfe" "flap \xc3"), (Terms{"wing", "flap"}));
+  EXPECT_EQ(analyzer.analyze("wing\xff\xfe"
+                             "flap \xc3"),
+            (Terms{"wing", "flap"}));
   EXPECT_EQ(analyzer.analyze(std::string("a\0b", 3)), (Terms{"a", "b"}));
   std::mt19937_64 rng(testing::test_seed());
   for (int i = 0; i < 2000; ++i) {  // random bytes: never a crash, always valid UTF-8 terms
@@ -58,9 +61,10 @@ TEST(Analyzer, InvalidUtf8IsReplacedNeverFatal) {
 
 // Random text of ASCII words, punctuation, Latin-1, Greek, Cyrillic, CJK, emoji and stray bytes.
 std::string random_text(std::mt19937_64& rng, size_t pieces) {
-  static const std::vector<std::string> parts = {"Wing", "WINGS", "flap", "running", "the", "A320", "x86", " ", "  ", ",",
-                                                 "-", "'", "\n", "Über", "ÉCOLE", "σοφία", "МОСКВА", "東京", "😀",
-                                                 "\xff", "\xc3", "ŁÓDŹ", "İ", "—", "0", "99", "ſ", "generalizations"};
+  static const std::vector<std::string> parts = {
+      "Wing", "WINGS", "flap", "running", "the",   "A320",           "x86",  " ", "  ",   ",",    "-",
+      "'",    "\n",    "Über", "ÉCOLE",   "σοφία", "МОСКВА",         "東京", "😀", "\xff", "\xc3", "ŁÓDŹ",
+      "İ",    "—",     "0",    "99",      "ſ",     "generalizations"};
   std::string text;
   for (size_t i = 0; i < pieces; ++i) text += parts[rng() % parts.size()];
   return text;
@@ -132,9 +136,10 @@ TEST(Analyzer, AsciiBlocksMatchTheReferenceAtEveryOffset) {
           const std::string_view kind = kinds[rng() % 3];
           text += kind[rng() % kind.size()];
         }
-        if (rng() % 16 == 0) text += rng() % 2 ? "É" : "—";  // a token byte and a separator beyond ASCII
+        if (rng() % 16 == 0) text += rng() % 2 ? "É" : "—";    // a token byte and a separator beyond ASCII
         if (rng() % 8 == 0) text += rng() % 2 ? "the" : "OF";  // stop words, alone or glued to a word
-        for (size_t s = rng() % 3 + (rng() % 6 == 0 ? 17 : 0); s > 0; --s) text += separators[rng() % separators.size()];
+        for (size_t s = rng() % 3 + (rng() % 6 == 0 ? 17 : 0); s > 0; --s)
+          text += separators[rng() % separators.size()];
       }
       ASSERT_EQ(analyzer.analyze(text), reference_analysis(text, config)) << text;
     }
@@ -170,7 +175,8 @@ void check_parsers_sharing(SharedStemCache& shared) {
         std::unordered_map<std::string, uint32_t> id_of_stem;  // one stem, one id (terms are counted by id)
         for (uint32_t id : ids) {
           got.emplace_back(analyzer.stem(id));
-          if (id_of_stem.emplace(got.back(), id).first->second != id) failures[t] = "two ids for the stem " + got.back();
+          if (id_of_stem.emplace(got.back(), id).first->second != id)
+            failures[t] = "two ids for the stem " + got.back();
           if (id >= analyzer.stem_count()) failures[t] = "id " + std::to_string(id) + " not below stem_count()";
           if (id < analyzer.stable_stems() && !stable.emplace(id, got.back()).second && stable[id] != got.back()) {
             failures[t] = "stable id " + std::to_string(id) + " named " + stable[id] + ", now " + got.back();

@@ -62,7 +62,7 @@ TEST(ResultCache, AnExpiredEntryIsAMissAndIsDropped) {
 
 TEST(ResultCache, EvictsTheLeastRecentlyUsedWithinItsBudget) {
   ResultCache cache(100, milliseconds(60000), 1);  // one shard of 100 bytes
-  const std::string forty(39, 'x');                 // a one-byte key and 39 bytes: 40 an entry
+  const std::string forty(39, 'x');                // a one-byte key and 39 bytes: 40 an entry
   cache.put("a", forty);
   cache.put("b", forty);
   ASSERT_EQ(cache.get("a"), forty);  // a is now the most recent
@@ -127,13 +127,15 @@ TEST(MergeHits, EqualsABruteForceSortOfEveryPartitionsHits) {
         next_doc += 1 + static_cast<DocId>(rng() % 5);
         mine.push_back({static_cast<float>(rng() % 8) * 0.5f, next_doc});  // few distinct scores: ties
       }
-      std::sort(mine.begin(), mine.end(), [](auto a, auto b) { return a.first > b.first || (a.first == b.first && a.second < b.second); });
+      std::sort(mine.begin(), mine.end(),
+                [](auto a, auto b) { return a.first > b.first || (a.first == b.first && a.second < b.second); });
       if (mine.size() > k) mine.resize(k);  // a leaf answers its own top k
       for (const auto& [score, doc] : mine) outcome.hits.push_back({doc, score, "", "", ""});
       all.insert(all.end(), mine.begin(), mine.end());
       result.partitions.push_back(std::move(outcome));
     }
-    std::sort(all.begin(), all.end(), [](auto a, auto b) { return a.first > b.first || (a.first == b.first && a.second < b.second); });
+    std::sort(all.begin(), all.end(),
+              [](auto a, auto b) { return a.first > b.first || (a.first == b.first && a.second < b.second); });
     if (all.size() > k) all.resize(k);
     const std::vector<const BrokerHit*> merged = merge_hits(result, k);
     ASSERT_EQ(merged.size(), all.size()) << "seed " << seed << " round " << round;

@@ -51,7 +51,8 @@ void expect_random_block_access(const Codec& codec, const std::vector<uint32_t>&
     const size_t j = std::uniform_int_distribution<size_t>(0, blocks - 1)(rng);
     decoder->decode_block(j, block.data());
     const size_t n = std::min<size_t>(codec.block_size(), values.size() - j * codec.block_size());
-    for (size_t i = 0; i < n; ++i) ASSERT_EQ(block[i], values[j * codec.block_size() + i]) << "block " << j << " value " << i;
+    for (size_t i = 0; i < n; ++i)
+      ASSERT_EQ(block[i], values[j * codec.block_size() + i]) << "block " << j << " value " << i;
   }
 }
 
@@ -67,7 +68,7 @@ TEST_P(CodecTest, AdversarialSequences) {
       {max},
       {max, 0, max},
       std::vector<uint32_t>(1000, 0),
-      std::vector<uint32_t>(1000, 1),          // all gaps 1 (stored minus one: also zeros above)
+      std::vector<uint32_t>(1000, 1),  // all gaps 1 (stored minus one: also zeros above)
       std::vector<uint32_t>(257, max),
       std::vector<uint32_t>(codec.block_size(), 7),
       std::vector<uint32_t>(codec.block_size() + 1, 7),
@@ -113,12 +114,11 @@ TEST_P(CodecTest, GeometricGapsLikePostings) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(AllCodecs, CodecTest, ::testing::ValuesIn(all_codecs()),
-                         [](const auto& info) {
-                           std::string name(info.param->name());
-                           for (char& c : name) c = c == '-' ? '_' : c;
-                           return name;
-                         });
+INSTANTIATE_TEST_SUITE_P(AllCodecs, CodecTest, ::testing::ValuesIn(all_codecs()), [](const auto& info) {
+  std::string name(info.param->name());
+  for (char& c : name) c = c == '-' ? '_' : c;
+  return name;
+});
 
 TEST(CodecRegistry, NamesAndIdsResolve) {
   for (const Codec* codec : all_codecs()) {
@@ -131,7 +131,8 @@ TEST(CodecRegistry, NamesAndIdsResolve) {
 
 // Sorted distinct docID lists of the shapes the LRC lines must survive.
 std::vector<std::vector<uint32_t>> docid_lists(std::mt19937_64& rng) {
-  std::vector<std::vector<uint32_t>> lists = {{0}, {0xFFFFFFFFu}, {0, 0xFFFFFFFFu}, {5, 6, 7, 0xFFFFFFF0u, 0xFFFFFFFFu}};
+  std::vector<std::vector<uint32_t>> lists = {
+      {0}, {0xFFFFFFFFu}, {0, 0xFFFFFFFFu}, {5, 6, 7, 0xFFFFFFF0u, 0xFFFFFFFFu}};
   std::vector<uint32_t> dense(3000);
   for (uint32_t i = 0; i < dense.size(); ++i) dense[i] = i;
   lists.push_back(dense);
@@ -170,9 +171,11 @@ TEST(LrcFamily, ElementWiseAccessAndSearchOnCompressedLists) {
       const uint32_t n = static_cast<uint32_t>(docs.size());
       const uint32_t bs = codec->block_size();
       for (uint32_t i = 0; i < n; ++i) {
-        ASSERT_EQ(lrc::value_at(seq.words.data(), seq.endpoints.data(), bs, i), docs[i]) << codec->name() << " position " << i << " of " << n;
+        ASSERT_EQ(lrc::value_at(seq.words.data(), seq.endpoints.data(), bs, i), docs[i])
+            << codec->name() << " position " << i << " of " << n;
         uint32_t at = ~0u;
-        ASSERT_TRUE(lrc::find(seq.words.data(), seq.endpoints.data(), block_last.data(), n, bs, docs[i], at)) << codec->name() << " docID " << docs[i];
+        ASSERT_TRUE(lrc::find(seq.words.data(), seq.endpoints.data(), block_last.data(), n, bs, docs[i], at))
+            << codec->name() << " docID " << docs[i];
         ASSERT_EQ(at, i);
       }
       for (int probe = 0; probe < 2000; ++probe) {
@@ -199,7 +202,8 @@ TEST(ParaPfor, ValueAtReadsOneValueWithItsException) {
     codec.encode(values, seq);
     for (size_t i = 0; i < values.size(); ++i) {
       const size_t block = i / codec.block_size();
-      const uint32_t n = static_cast<uint32_t>(std::min<size_t>(codec.block_size(), values.size() - block * codec.block_size()));
+      const uint32_t n =
+          static_cast<uint32_t>(std::min<size_t>(codec.block_size(), values.size() - block * codec.block_size()));
       ASSERT_EQ(parapfor::value_at(seq.words.data() + seq.endpoints[block], n, i % codec.block_size()), values[i]) << i;
     }
   }
@@ -221,7 +225,8 @@ TEST(BitPacking, PackAndExtractEveryWidth) {
     std::vector<uint32_t> out(values.size());
     unpack_bits(words.data(), values.size(), b, out.data());
     ASSERT_EQ(out, values) << "width " << b;
-    for (size_t i = 0; i < values.size(); ++i) ASSERT_EQ(extract_bits(words.data(), i, b), values[i]) << "width " << b << ", value " << i;
+    for (size_t i = 0; i < values.size(); ++i)
+      ASSERT_EQ(extract_bits(words.data(), i, b), values[i]) << "width " << b << ", value " << i;
   }
 }
 

@@ -20,16 +20,26 @@ TEST(DocumentReader, SkipsCountsAndNamesMalformedRecords) {
   fs::create_directories(dir / "sub");
   {
     std::ofstream a(dir / "a.jsonl");
-    a << R"({"id":"1","title":"One","body":"first"})" << "\n"
+    a << R"({"id":"1","title":"One","body":"first"})"
       << "\n"
-      << R"({"id":"2","body":"no closing brace")" << "\n"          // line 3: bad JSON
-      << R"(["an","array"])" << "\n"                                // line 4: not an object
-      << R"({"title":"no id"})" << "\n"                              // line 5: missing id
-      << R"({"id":{"x":1}})" << "\n"                                 // line 6: id not a string
-      << R"({"id":3,"title":"numeric id","body":"bad \u00e9 )" << "\xff" << R"("})" << "\n"
-      << R"({"id":"1","title":"One again","body":"replaces the first"})" << "\n";
+      << "\n"
+      << R"({"id":"2","body":"no closing brace")"
+      << "\n"  // line 3: bad JSON
+      << R"(["an","array"])"
+      << "\n"  // line 4: not an object
+      << R"({"title":"no id"})"
+      << "\n"  // line 5: missing id
+      << R"({"id":{"x":1}})"
+      << "\n"  // line 6: id not a string
+      << R"({"id":3,"title":"numeric id","body":"bad \u00e9 )"
+      << "\xff"
+      << R"("})"
+      << "\n"
+      << R"({"id":"1","title":"One again","body":"replaces the first"})"
+      << "\n";
     std::ofstream b(dir / "sub" / "b.jsonl");
-    b << R"({"id":"4","title":"Four","url":"http://four"})" << "\n";
+    b << R"({"id":"4","title":"Four","url":"http://four"})"
+      << "\n";
     std::ofstream ignored(dir / "notes.txt");
     ignored << "not jsonl\n";
   }
@@ -60,8 +70,10 @@ TEST(DocumentReader, AnUnterminatedLongStringGivesAShortError) {
   fs::create_directories(dir);
   {
     std::ofstream a(dir / "a.jsonl");
-    a << R"({"id":"ok","body":"kept"})" << "\n"
-      << R"({"id":"cut","body":")" << std::string(20000, 'y') << "ends here" << "\n";
+    a << R"({"id":"ok","body":"kept"})"
+      << "\n"
+      << R"({"id":"cut","body":")" << std::string(20000, 'y') << "ends here"
+      << "\n";
   }
   ReadReport report;
   const auto docs = read_documents({(dir / "a.jsonl").string()}, report);
@@ -87,28 +99,44 @@ TEST(DocumentReader, JsonEdgesReadAsBefore) {
   const std::string long_body(5 << 20, 'x');  // past the fast path's 4 MiB
   {
     std::ofstream a(dir / "a.jsonl");
-    a << R"({"id":42,"body":"int id"})" << "\n"                                        // 1
-      << R"({"id":18446744073709551615,"body":"uint64 id"})" << "\n"                   // 2: as int64, -1
-      << R"({"id":-7,"body":"negative id"})" << "\n"                                   // 3
-      << R"({"id":123456789012345678901234567890,"body":"bigint id"})" << "\n"         // 4: a number, not a string
-      << R"({"id":1.5,"body":"float id"})" << "\n"                                     // 5
-      << R"({"id":"dup","id":"dup2","body":"last key wins"})" << "\n"                  // 6
-      << R"({"id":"n1","title":null,"body":"null title"})" << "\n"                     // 7
-      << R"({"id":"z","nested":{"id":"inner","body":"no"},"body":"outer"})" << "\n"    // 8
-      << R"({"id":"s1","body":"lone \ud800 surrogate"})" << "\n"                       // 9: malformed
-      << R"({"id":"s2","body":"pair \ud83d\ude00 \u00e9 \n"})" << "\n"                 // 10
-      << R"({"id":"t1","body":"x"} trailing)" << "\n"                                  // 11: malformed
-      << "{\"id\":\"c1\",\"body\":\"raw\ttab\"}\n"                                     // 12: malformed
-      << R"({"id":"f1","body":1e400})" << "\n"                                         // 13: malformed (overflow)
-      << R"({"id":"d1","x":)" << deep << R"(,"body":"deep"})" << "\n"                 // 14
-      << R"({"id":"l1","body":")" << long_body << R"("})" << "\n"                      // 15
-      << R"({"id":"u0","body":"nul \u0000 char"})" << "\n";                            // 16
+    a << R"({"id":42,"body":"int id"})"
+      << "\n"  // 1
+      << R"({"id":18446744073709551615,"body":"uint64 id"})"
+      << "\n"  // 2: as int64, -1
+      << R"({"id":-7,"body":"negative id"})"
+      << "\n"  // 3
+      << R"({"id":123456789012345678901234567890,"body":"bigint id"})"
+      << "\n"  // 4: a number, not a string
+      << R"({"id":1.5,"body":"float id"})"
+      << "\n"  // 5
+      << R"({"id":"dup","id":"dup2","body":"last key wins"})"
+      << "\n"  // 6
+      << R"({"id":"n1","title":null,"body":"null title"})"
+      << "\n"  // 7
+      << R"({"id":"z","nested":{"id":"inner","body":"no"},"body":"outer"})"
+      << "\n"  // 8
+      << R"({"id":"s1","body":"lone \ud800 surrogate"})"
+      << "\n"  // 9: malformed
+      << R"({"id":"s2","body":"pair \ud83d\ude00 \u00e9 \n"})"
+      << "\n"  // 10
+      << R"({"id":"t1","body":"x"} trailing)"
+      << "\n"                                       // 11: malformed
+      << "{\"id\":\"c1\",\"body\":\"raw\ttab\"}\n"  // 12: malformed
+      << R"({"id":"f1","body":1e400})"
+      << "\n"  // 13: malformed (overflow)
+      << R"({"id":"d1","x":)" << deep << R"(,"body":"deep"})"
+      << "\n"  // 14
+      << R"({"id":"l1","body":")" << long_body << R"("})"
+      << "\n"  // 15
+      << R"({"id":"u0","body":"nul \u0000 char"})"
+      << "\n";  // 16
   }
   ReadReport report;
   const auto docs = read_documents({(dir / "a.jsonl").string()}, report);
   std::map<std::string, const SourceDocument*> by_id;
   for (const SourceDocument& d : docs) by_id[d.external_id] = &d;
-  for (const char* id : {"42", "-1", "-7", "dup2", "n1", "z", "s2", "d1", "l1", "u0"}) EXPECT_TRUE(by_id.count(id)) << id;
+  for (const char* id : {"42", "-1", "-7", "dup2", "n1", "z", "s2", "d1", "l1", "u0"})
+    EXPECT_TRUE(by_id.count(id)) << id;
   ASSERT_EQ(docs.size(), 10u);
   EXPECT_EQ(by_id.at("z")->body, "outer");
   EXPECT_EQ(by_id.at("n1")->title, "");
@@ -117,8 +145,8 @@ TEST(DocumentReader, JsonEdgesReadAsBefore) {
   EXPECT_EQ(by_id.at("u0")->body, std::string("nul \0 char", 10));
   ASSERT_EQ(report.errors.size(), 6u);
   const char* expected[6][2] = {{"a.jsonl:4:", "\"id\" is not a string"}, {"a.jsonl:5:", "\"id\" is not a string"},
-                                {"a.jsonl:9:", "malformed JSON"},        {"a.jsonl:11:", "malformed JSON"},
-                                {"a.jsonl:12:", "malformed JSON"},       {"a.jsonl:13:", "malformed JSON"}};
+                                {"a.jsonl:9:", "malformed JSON"},         {"a.jsonl:11:", "malformed JSON"},
+                                {"a.jsonl:12:", "malformed JSON"},        {"a.jsonl:13:", "malformed JSON"}};
   for (size_t i = 0; i < 6; ++i) {
     EXPECT_NE(report.errors[i].find(expected[i][0]), std::string::npos) << report.errors[i];
     EXPECT_NE(report.errors[i].find(expected[i][1]), std::string::npos) << report.errors[i];
@@ -147,11 +175,12 @@ class FormatTest : public ::testing::Test {
 TEST_F(FormatTest, TrecRecordsAndTheirErrors) {
   {
     std::ofstream out(path("a.trec"));
-    out << "<DOC>\n<DOCNO> FT-1 </DOCNO>\n<HEADLINE>Wings &amp; flaps</HEADLINE>\n<TEXT>\nLift at <b>low</b> speed.\n</TEXT>\n</DOC>\n"
-        << "<DOC>\n<TEXT>no docno here</TEXT>\n</DOC>\n"       // lines 8-10: no DOCNO
-        << "stray text\n"                                       // line 11: outside a DOC
+    out << "<DOC>\n<DOCNO> FT-1 </DOCNO>\n<HEADLINE>Wings &amp; flaps</HEADLINE>\n<TEXT>\nLift at <b>low</b> "
+           "speed.\n</TEXT>\n</DOC>\n"
+        << "<DOC>\n<TEXT>no docno here</TEXT>\n</DOC>\n"  // lines 8-10: no DOCNO
+        << "stray text\n"                                 // line 11: outside a DOC
         << "<DOC>\n<DOCNO>FT-2</DOCNO>\n<TITLE>Second</TITLE>\nbody two\n</DOC>\n"
-        << "<DOC>\n<DOCNO>FT-3</DOCNO>\nnever closed\n";     // line 17: unterminated
+        << "<DOC>\n<DOCNO>FT-3</DOCNO>\nnever closed\n";  // line 17: unterminated
   }
   ReadReport report;
   const auto docs = read_documents({path("a.trec")}, report);
@@ -175,11 +204,11 @@ TEST_F(FormatTest, TrecDocumentsOnOneLine) {
   {
     std::ofstream out(path("b.trec"));
     out << "<DOC><DOCNO>L-1</DOCNO><TITLE>One</TITLE><TEXT>first line doc</TEXT></DOC>\n"  // 1
-        << "<DOC>\n<DOCNO>L-2</DOCNO>\nbody two\n</DOC>\n"                                  // 2-5
-        << "<DOC>\n<DOCNO>L-3</DOCNO>\nnever closed\n"                                      // 6-8: broken
-        << "<DOC><DOCNO>L-4</DOCNO>after a broken one</DOC>\n"                               // 9
-        << "stray\n"                                                                        // 10
-        << "<DOC><DOCNO>L-5</DOCNO>after stray text</DOC>\n";                                // 11
+        << "<DOC>\n<DOCNO>L-2</DOCNO>\nbody two\n</DOC>\n"                                 // 2-5
+        << "<DOC>\n<DOCNO>L-3</DOCNO>\nnever closed\n"                                     // 6-8: broken
+        << "<DOC><DOCNO>L-4</DOCNO>after a broken one</DOC>\n"                             // 9
+        << "stray\n"                                                                       // 10
+        << "<DOC><DOCNO>L-5</DOCNO>after stray text</DOC>\n";                              // 11
   }
   ReadReport report;
   const auto docs = read_documents({path("b.trec")}, report);
@@ -254,8 +283,10 @@ TEST_F(FormatTest, WarcRecordsPlainAndGzipAndTheirErrors) {
   EXPECT_EQ(read.size(), 1u);  // the good record twice: the same id, the last one wins
   EXPECT_EQ(report.replaced, 1u);
   ASSERT_EQ(report.rejected, 2u);
-  EXPECT_NE(report.errors[0].find("broken.warc@" + std::to_string(good.size()) + ": WARC record without a valid Content-Length"),
-            std::string::npos) << report.errors[0];
+  EXPECT_NE(report.errors[0].find("broken.warc@" + std::to_string(good.size()) +
+                                  ": WARC record without a valid Content-Length"),
+            std::string::npos)
+      << report.errors[0];
   EXPECT_NE(report.errors[1].find("truncated"), std::string::npos) << report.errors[1];
 }
 

@@ -36,7 +36,10 @@ TEST(JsonWriter, NestedValuesParseBack) {
 
 TEST(JsonWriter, NonFiniteNumbersAreNull) {
   JsonWriter json;
-  json.begin_array().value(std::numeric_limits<double>::quiet_NaN()).value(std::numeric_limits<double>::infinity()).end_array();
+  json.begin_array()
+      .value(std::numeric_limits<double>::quiet_NaN())
+      .value(std::numeric_limits<double>::infinity())
+      .end_array();
   EXPECT_EQ(json.text(), "[null,null]");
 }
 
@@ -58,8 +61,12 @@ TEST(JsonWriter, DoublesRoundTrip) {
 }
 
 TEST(JsonWriter, StringsEscapedAndInvalidUtf8Replaced) {
-  const std::string cases[] = {"plain",          "quote \" backslash \\ slash /", "\n\r\t\b\f",
-                               std::string("nul\0x", 5), "\x01\x1f\x7f",          "caf\xc3\xa9 \xe6\x97\xa5 \xf0\x9f\x98\x80",
+  const std::string cases[] = {"plain",
+                               "quote \" backslash \\ slash /",
+                               "\n\r\t\b\f",
+                               std::string("nul\0x", 5),
+                               "\x01\x1f\x7f",
+                               "caf\xc3\xa9 \xe6\x97\xa5 \xf0\x9f\x98\x80",
                                "\xef\xbf\xbd kept"};
   for (const std::string& text : cases) {
     JsonWriter json;

@@ -70,8 +70,8 @@ class PartitionStoreTest : public ::testing::Test {
     IndexBuilder builder(options);
     uint32_t doc = 0;
     synthetic::generate_collection(params, [&](const std::vector<std::string>& terms) {
-      builder.add_analyzed({"doc-" + std::to_string(doc), "title " + std::to_string(doc), "http://x/" + std::to_string(doc), 0},
-                           terms);
+      builder.add_analyzed(
+          {"doc-" + std::to_string(doc), "title " + std::to_string(doc), "http://x/" + std::to_string(doc), 0}, terms);
       reference_.add(terms);
       ++doc;
     });
@@ -111,7 +111,8 @@ TEST_F(PartitionStoreTest, RoundTripKeepsEverything) {
       EXPECT_EQ(other->cf, info.cf);
       const auto tops = original.tops(info), loaded_tops = loaded.tops(*other);  // the best postings (TermInfo::tops)
       ASSERT_EQ(tops.size(), loaded_tops.size()) << term;
-      for (size_t i = 0; i < tops.size(); ++i) ASSERT_TRUE(tops[i].doc == loaded_tops[i].doc && tops[i].freq == loaded_tops[i].freq) << term;
+      for (size_t i = 0; i < tops.size(); ++i)
+        ASSERT_TRUE(tops[i].doc == loaded_tops[i].doc && tops[i].freq == loaded_tops[i].freq) << term;
       const auto floors = original.rank_floors(info), loaded_floors = loaded.rank_floors(*other);  // TermInfo::ranks
       ASSERT_TRUE(std::equal(floors.begin(), floors.end(), loaded_floors.begin(), loaded_floors.end())) << term;
       const auto a = decode_posting_list(original.list(term, info));
@@ -146,7 +147,8 @@ TEST(PartitionAssembly, LongListsGoToBlobFilesAndShortOnesStayRows) {
   write_index(built, dir.string());
   const IndexView& original = built[0].view;
   uint64_t long_bytes = 0, short_bytes = 0;
-  for (const auto& [term, info] : original.lexicon) (info.words * 4 >= 4096 ? long_bytes : short_bytes) += info.words * 4;
+  for (const auto& [term, info] : original.lexicon)
+    (info.words * 4 >= 4096 ? long_bytes : short_bytes) += info.words * 4;
   ASSERT_GT(long_bytes, 3 * 4096u);
   ASSERT_GT(short_bytes, 100'000u);
   uint64_t blob_bytes = 0;
@@ -162,8 +164,10 @@ TEST(PartitionAssembly, LongListsGoToBlobFilesAndShortOnesStayRows) {
     const TermInfo* other = loaded.find(term);
     ASSERT_NE(other, nullptr) << term;
     ASSERT_EQ(other->words, info.words) << term;
-    ASSERT_TRUE(std::equal(loaded.postings.begin() + other->offset, loaded.postings.begin() + other->offset + other->words,
-                           original.postings.begin() + info.offset)) << term;
+    ASSERT_TRUE(std::equal(loaded.postings.begin() + other->offset,
+                           loaded.postings.begin() + other->offset + other->words,
+                           original.postings.begin() + info.offset))
+        << term;
   }
   fs::remove_all(dir);
 }
@@ -198,7 +202,8 @@ TEST_F(PartitionStoreTest, OtherBm25ParametersRescoreTheBounds) {
   for (const auto& query : synthetic::generate_queries(200, 2000, 4, testing::test_seed() + 1)) {
     for (size_t k : {10, 100, 1000}) {
       ASSERT_TRUE(testing::same_topk(reference.search(query, QueryMode::kOr, k),
-                                     searcher.search({query, QueryMode::kOr, k}).hits, reference, query)) << "k " << k;
+                                     searcher.search({query, QueryMode::kOr, k}).hits, reference, query))
+          << "k " << k;
     }
   }
   const auto partition = open_partition(part(1), options);
@@ -251,7 +256,8 @@ TEST_F(PartitionStoreTest, RefusesAnotherAnalyzer) {
 // Changes one value inside the partition through RocksDB itself (a valid database, wrong content).
 void put_raw(const std::string& dir, const std::string& family, const std::string& key, const std::string& value) {
   std::vector<rocksdb::ColumnFamilyDescriptor> families;
-  for (const char* name : {"default", "meta", "lexicon", "postings", "documents"}) families.emplace_back(name, rocksdb::ColumnFamilyOptions());
+  for (const char* name : {"default", "meta", "lexicon", "postings", "documents"})
+    families.emplace_back(name, rocksdb::ColumnFamilyOptions());
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* db = nullptr;
   ASSERT_TRUE(rocksdb::DB::Open(rocksdb::DBOptions(), dir, families, &handles, &db).ok());
@@ -318,7 +324,9 @@ TEST_F(PartitionStoreTest, TheBestPostingsAreTheListsBest) {
     ASSERT_EQ(tops.size(), kTermTops) << term;
     ++with;
     const float weight = bm25_term_weight(bm25_idf(info.df, view.meta.stats.doc_count), view.meta.bm25);
-    const auto score = [&](const Posting& p) { return bm25_score(weight, p.freq, view.length_norms[p.doc - view.meta.doc_begin]); };
+    const auto score = [&](const Posting& p) {
+      return bm25_score(weight, p.freq, view.length_norms[p.doc - view.meta.doc_begin]);
+    };
     std::vector<Score> all;
     for (const Posting& p : list) all.push_back(score(p));
     std::sort(all.begin(), all.end(), std::greater<Score>());
@@ -345,13 +353,15 @@ TEST_F(PartitionStoreTest, RowsWithoutBestPostingsOpenAndDamagedOnesAreRefused) 
     const CpuQueryProcessor on_old(partition->view()), on_new(built_[1].view);
     for (const auto& query : synthetic::generate_queries(100, 2000, 4, testing::test_seed() + 5)) {
       for (size_t k : {10, 100}) {
-        ASSERT_TRUE(testing::identical_hits(on_new.search({query, QueryMode::kOr, k}).hits, on_old.search({query, QueryMode::kOr, k}).hits));
+        ASSERT_TRUE(testing::identical_hits(on_new.search({query, QueryMode::kOr, k}).hits,
+                                            on_old.search({query, QueryMode::kOr, k}).hits));
       }
     }
   }
   // A row whose best posting names a document of another partition.
   const IndexView& view = built_[2].view;
-  const auto with_tops = std::find_if(view.lexicon.begin(), view.lexicon.end(), [](const auto& e) { return e.second.tops != kNoTermTops; });
+  const auto with_tops = std::find_if(view.lexicon.begin(), view.lexicon.end(),
+                                      [](const auto& e) { return e.second.tops != kNoTermTops; });
   ASSERT_NE(with_tops, view.lexicon.end());
   std::vector<Posting> tops(view.tops(with_tops->second).begin(), view.tops(with_tops->second).end());
   tops[3].doc = view.meta.doc_end + 5;
@@ -363,7 +373,8 @@ TEST_F(PartitionStoreTest, RowsWithoutBestPostingsOpenAndDamagedOnesAreRefused) 
 // before, negative, infinite, cut short, or in a partition of format version 1.
 TEST_F(PartitionStoreTest, DamagedRankFloorsAreRefused) {
   const IndexView& view = built_[2].view;
-  const auto with_floors = std::find_if(view.lexicon.begin(), view.lexicon.end(), [](const auto& e) { return e.second.rank_count >= 2; });
+  const auto with_floors =
+      std::find_if(view.lexicon.begin(), view.lexicon.end(), [](const auto& e) { return e.second.rank_count >= 2; });
   ASSERT_NE(with_floors, view.lexicon.end());
   const TermInfo& info = with_floors->second;
   const auto row = [&](const std::vector<Score>& floors, size_t cut) {
@@ -393,7 +404,8 @@ TEST_F(PartitionStoreTest, DamagedRankFloorsAreRefused) {
   fs::remove_all(dir_);
   write_index(built_, dir_.string());
   const std::vector<Score> six(kRankFloors.size(), 1.0f);
-  put_raw(part(2), "lexicon", short_list->first, lexicon_row(view, short_list->second, view.tops(short_list->second), &six));
+  put_raw(part(2), "lexicon", short_list->first,
+          lexicon_row(view, short_list->second, view.tops(short_list->second), &six));
   expect_refused(part(2), "more ranks than its list has postings");
   // The same row, well formed, in a partition that says it is of format version 1.
   fs::remove_all(dir_);
@@ -503,7 +515,9 @@ TEST_F(PartitionStoreTest, AWrongListWordsRowChangesNothing) {
     for (const auto& [term, info] : original.lexicon) {
       const TermInfo* other = loaded.find(term);
       ASSERT_NE(other, nullptr) << term;
-      ASSERT_EQ(decode_posting_list(loaded.list(term, *other)).size(), decode_posting_list(original.list(term, info)).size()) << words;
+      ASSERT_EQ(decode_posting_list(loaded.list(term, *other)).size(),
+                decode_posting_list(original.list(term, info)).size())
+          << words;
     }
   }
 }
@@ -523,7 +537,8 @@ TEST_F(PartitionStoreTest, ADamagedPartitionAmongSeveralIsRefusedByName) {
       FAIL() << "a damaged partition was opened";
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find("part-0001"), std::string::npos) << e.what();
-      EXPECT_NE(std::string(e.what()).find("checksum mismatch in file " + sst.filename().string()), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("checksum mismatch in file " + sst.filename().string()), std::string::npos)
+          << e.what();
     }
   }
   OpenOptions others;

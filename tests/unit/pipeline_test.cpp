@@ -41,7 +41,8 @@ namespace fs = std::filesystem;
 std::vector<std::string> index_digest(const fs::path& dir) {
   std::vector<std::string> lines;
   for (uint32_t p = 0; fs::exists(dir / partition_dir_name(p)); ++p) {
-    for (const std::string& line : partition_digest((dir / partition_dir_name(p)).string())) lines.push_back(partition_dir_name(p) + " " + line);
+    for (const std::string& line : partition_digest((dir / partition_dir_name(p)).string()))
+      lines.push_back(partition_dir_name(p) + " " + line);
   }
   return lines;
 }
@@ -57,7 +58,8 @@ class PipelineTest : public ::testing::Test {
   std::string path(const std::string& name) const { return (dir_ / name).string(); }
 
   // The in-memory builder over read_documents (duplicates resolved there), written to disk.
-  std::vector<std::string> reference(const std::vector<std::string>& inputs, const BuildOptions& options, ReadReport& report) {
+  std::vector<std::string> reference(const std::vector<std::string>& inputs, const BuildOptions& options,
+                                     ReadReport& report) {
     IndexBuilder builder(options);
     for (const auto& doc : read_documents(inputs, report)) builder.add_document(doc);
     const std::string out = path("reference-" + std::to_string(next_++));
@@ -90,7 +92,8 @@ TEST_F(PipelineTest, CranfieldInEveryFormatWithSpilledRunsMatchesTheBuilder) {
   options.split_bytes = 64 << 10;  // the JSONL and TREC files are read in pieces by the three parsers
   options.chunk_bytes = 16 << 10;
   options.memory_budget = 1;  // the smallest: runs spill to disk and are merged back
-  for (const std::string& input : {testing::test_data_dir() + "/cranfield/docs.jsonl", path("cran.trec"), path("cran.warc.gz")}) {
+  for (const std::string& input :
+       {testing::test_data_dir() + "/cranfield/docs.jsonl", path("cran.trec"), path("cran.warc.gz")}) {
     ReadReport expected_report;
     const auto expected = reference({input}, options.build, expected_report);  // WARC records carry URLs
     pipeline::PipelineReport pipeline_report;
@@ -145,11 +148,11 @@ TEST_F(PipelineTest, ThreadCountsSplitsAndBudgetsGiveIdenticalPartitions) {
   const auto single = pipeline({sample}, options, report, read);
   ASSERT_EQ(report.splits, 1u);
   ASSERT_EQ(report.runs_written, 1u);
-  ASSERT_FALSE(report.parsers_index);   // one indexer thread beside the parser
-  options.indexers = 0;                  // the one parser indexes too
+  ASSERT_FALSE(report.parsers_index);  // one indexer thread beside the parser
+  options.indexers = 0;                // the one parser indexes too
   EXPECT_EQ(pipeline({sample}, options, report, read), single);
   EXPECT_TRUE(report.parsers_index);
-  options.memory_budget = 1;             // and spills many runs
+  options.memory_budget = 1;  // and spills many runs
   EXPECT_EQ(pipeline({sample}, options, report, read), single);
   EXPECT_GT(report.runs_written, 1u);
   for (int round = 0; round < 3; ++round) {
@@ -159,9 +162,10 @@ TEST_F(PipelineTest, ThreadCountsSplitsAndBudgetsGiveIdenticalPartitions) {
     options.split_bytes = (16 + rng() % 200) << 10;
     options.chunk_bytes = (8 + rng() % 64) << 10;
     options.memory_budget = rng() % 2 ? 1 : 64 << 20;
-    const std::string context = "threads " + std::to_string(options.threads) + ", parsers " + std::to_string(options.parsers) +
-                                ", indexers " + std::to_string(options.indexers) + ", split " + std::to_string(options.split_bytes) +
-                                ", chunk " + std::to_string(options.chunk_bytes) + ", budget " + std::to_string(options.memory_budget);
+    const std::string context =
+        "threads " + std::to_string(options.threads) + ", parsers " + std::to_string(options.parsers) + ", indexers " +
+        std::to_string(options.indexers) + ", split " + std::to_string(options.split_bytes) + ", chunk " +
+        std::to_string(options.chunk_bytes) + ", budget " + std::to_string(options.memory_budget);
     EXPECT_EQ(pipeline({sample}, options, report, read), single) << context;
     EXPECT_GT(report.splits, 1u) << context;
   }
@@ -244,7 +248,8 @@ TEST_F(PipelineTest, PartitionsOfManyTermRangesOpenAsTheBuildersDo) {
       ASSERT_EQ(other->cf, info.cf) << term;
       ASSERT_EQ(other->words, info.words) << term;
       ASSERT_TRUE(std::equal(a.postings.begin() + other->offset, a.postings.begin() + other->offset + other->words,
-                             b.postings.begin() + info.offset)) << term;
+                             b.postings.begin() + info.offset))
+          << term;
     }
     EXPECT_EQ(a.doc_lengths, b.doc_lengths) << p;
     EXPECT_EQ(a.external_ids, b.external_ids) << p;
@@ -275,7 +280,8 @@ TEST_F(PipelineTest, GpuAnalysisRefusedWhereItCannotRun) {
   refused("does not remove stop words");
   options.build.analyzer.remove_stopwords = false;
   std::string why;
-  if (pipeline::gpu_analysis_available(0, &why)) GTEST_SKIP() << "a GPU is usable here: its builds are gpu_indexer_test's";
+  if (pipeline::gpu_analysis_available(0, &why))
+    GTEST_SKIP() << "a GPU is usable here: its builds are gpu_indexer_test's";
   refused("no GPU analysis");  // an input too small to use the GPU (under 64 MiB a parser) still needs one
   options.gpu_analysis_min_bytes = 0;
   refused("no GPU analysis");
@@ -320,9 +326,11 @@ TEST(SplitTaker, ContiguousRangesFirstThenTheBackOfTheLargestRemainder) {
       size_t own = 0;
       while (own < taken[t].size() && own < back - front && taken[t][own] == front + own) ++own;
       for (size_t i = own; i < taken[t].size(); ++i) {
-        EXPECT_TRUE(taken[t][i] < front || taken[t][i] >= back) << "thread " << t << " read its own split " << taken[t][i] << " out of order";
+        EXPECT_TRUE(taken[t][i] < front || taken[t][i] >= back)
+            << "thread " << t << " read its own split " << taken[t][i] << " out of order";
       }
-      for (size_t x = front + own; x + 1 < back; ++x) EXPECT_GT(when[x], when[x + 1]) << "range " << t << ": not taken from its back";
+      for (size_t x = front + own; x + 1 < back; ++x)
+        EXPECT_GT(when[x], when[x + 1]) << "range " << t << ": not taken from its back";
     }
   }
   // Many threads at once: still every split once.
@@ -356,8 +364,8 @@ TEST(SplitTaker, SpansBreakWhereTheReaderOrItsOrderChanges) {
 
 // The lists of a simulated build (threads reading splits through a SplitTaker, documents numbered
 // as read, runs spilled at random points, documents dropped) come out as the reference: the
-// postings of the term's kept documents by final docID, from pieces that never overlap. Parts that overlap in docID order within
-// one span (no build makes them) are sorted instead.
+// postings of the term's kept documents by final docID, from pieces that never overlap. Parts that overlap in docID
+// order within one span (no build makes them) are sorted instead.
 TEST(FinalDocOrder, PiecesOfEveryRunGiveTheListInDocIdOrder) {
   std::mt19937_64 rng(testing::test_seed());
   std::vector<Posting> list, scratch;
@@ -371,7 +379,7 @@ TEST(FinalDocOrder, PiecesOfEveryRunGiveTheListInDocIdOrder) {
     // Read: a random thread takes the next split of its own; each document gets the next
     // provisional id and joins that thread's current run, which is spilled now and then.
     std::vector<std::vector<std::pair<size_t, uint64_t>>> read_order(threads);  // (split, index in it)
-    std::vector<DocId> provisional_of_input;  // by input position
+    std::vector<DocId> provisional_of_input;                                    // by input position
     std::vector<uint64_t> split_first(splits + 1, 0);
     for (size_t s = 0; s < splits; ++s) split_first[s + 1] = split_first[s] + docs_in[s];
     const uint64_t documents = split_first[splits];
@@ -418,7 +426,8 @@ TEST(FinalDocOrder, PiecesOfEveryRunGiveTheListInDocIdOrder) {
       }
     }
     std::sort(expected.begin(), expected.end());
-    EXPECT_TRUE(pipeline::to_final_doc_order(list, segments, final_of, spans, scratch, pieces)) << "round " << round << ": pieces overlapped";
+    EXPECT_TRUE(pipeline::to_final_doc_order(list, segments, final_of, spans, scratch, pieces))
+        << "round " << round << ": pieces overlapped";
     ASSERT_EQ(list.size(), expected.size()) << "round " << round;
     for (size_t i = 0; i < list.size(); ++i) {
       ASSERT_EQ(list[i].doc, expected[i]) << "round " << round << " at " << i;
@@ -449,10 +458,12 @@ TEST(FinalDocOrder, PiecesOfEveryRunGiveTheListInDocIdOrder) {
 TEST(DivideBy, QuotientAndRemainderAreTheHardwares) {
   std::mt19937_64 rng(testing::test_seed());
   for (int round = 0; round < 200; ++round) {
-    const uint32_t d = round < 100 ? 2 + round : 2 + static_cast<uint32_t>(rng() % (round < 150 ? 1u << 16 : UINT32_MAX - 2));
+    const uint32_t d =
+        round < 100 ? 2 + round : 2 + static_cast<uint32_t>(rng() % (round < 150 ? 1u << 16 : UINT32_MAX - 2));
     const pipeline::DivideBy by(d);
     for (int i = 0; i < 2000; ++i) {
-      const uint32_t a = i < 4 ? std::array<uint32_t, 4>{0, d - 1, d, UINT32_MAX}[static_cast<size_t>(i)] : static_cast<uint32_t>(rng());
+      const uint32_t a = i < 4 ? std::array<uint32_t, 4>{0, d - 1, d, UINT32_MAX}[static_cast<size_t>(i)]
+                               : static_cast<uint32_t>(rng());
       ASSERT_EQ(by.quotient(a), a / d) << a << " / " << d;
       ASSERT_EQ(by.remainder(a), a % d) << a << " % " << d;
     }
@@ -607,7 +618,8 @@ class HostRun final : public pipeline::RunOnDevice {
     for (uint32_t i = 0; i < stems.size(); ++i) by_prefix.push_back(i);
     // Ties in an order of their own (stem id descending): the indexer must not rely on any.
     std::sort(by_prefix.begin(), by_prefix.end(), [&](uint32_t a, uint32_t b) {
-      const uint64_t pa = pipeline::term_prefix(orders_by->stem(stems[a])), pb = pipeline::term_prefix(orders_by->stem(stems[b]));
+      const uint64_t pa = pipeline::term_prefix(orders_by->stem(stems[a])),
+                     pb = pipeline::term_prefix(orders_by->stem(stems[b]));
       return pa != pb ? pa < pb : stems[a] > stems[b];
     });
     for (uint32_t i : by_prefix) prefixes.push_back(pipeline::term_prefix(orders_by->stem(stems[i])));
@@ -624,7 +636,8 @@ class HostRun final : public pipeline::RunOnDevice {
   const Posting* fetch(size_t from, size_t count) override {
     fail_if(2 + fetches_++);
     if (count > fetch_max() || from + count > laid_out_.size()) throw Error("a fetch outside the run");
-    slice_.assign(laid_out_.begin() + static_cast<std::ptrdiff_t>(from), laid_out_.begin() + static_cast<std::ptrdiff_t>(from + count));
+    slice_.assign(laid_out_.begin() + static_cast<std::ptrdiff_t>(from),
+                  laid_out_.begin() + static_cast<std::ptrdiff_t>(from + count));
     return slice_.data();
   }
   size_t fetch_max() const override { return 7; }  // a long list spans several fetches
@@ -690,7 +703,8 @@ TEST(ParserIndexer, RunsOfPostingsHeldOnADeviceAreTheHostListsRuns) {
   };
   // The runs (spilled after chunk 5 and at the end) with the device, or without where `run` is null.
   const auto runs_of = [&](const std::string& name, HostRun* run, std::string* failure) {
-    const pipeline::IndexerContext context{0, (dir / name).string(), [] { return uint64_t{64} << 20; }, nullptr};  // no spill but ours
+    const pipeline::IndexerContext context{0, (dir / name).string(), [] { return uint64_t{64} << 20; },
+                                           nullptr};  // no spill but ours
     fs::create_directories(context.spill_dir);
     const auto indexer = pipeline::make_parser_indexer(context);
     if (run != nullptr) indexer->set_run_on_device(run);
@@ -732,12 +746,14 @@ TEST(ParserIndexer, RunsOfPostingsHeldOnADeviceAreTheHostListsRuns) {
     run.fail_at = fail_at;
     if (ordered++ % 2) run.orders_by = &analyzer;  // every other case: the stems come ordered by prefix
     std::string failure;
-    EXPECT_EQ(runs_of("device" + std::to_string(fail_at + 1), &run, &failure), expected) << "seed " << seed << ", failing at " << fail_at;
+    EXPECT_EQ(runs_of("device" + std::to_string(fail_at + 1), &run, &failure), expected)
+        << "seed " << seed << ", failing at " << fail_at;
     if (fail_at < 0) {
       EXPECT_EQ(failure, "") << "seed " << seed;
       EXPECT_EQ(run.replays, 0) << "seed " << seed;
     } else {
-      EXPECT_NE(failure.find("simulated"), std::string::npos) << "seed " << seed << ", failing at " << fail_at << ": " << failure;
+      EXPECT_NE(failure.find("simulated"), std::string::npos)
+          << "seed " << seed << ", failing at " << fail_at << ": " << failure;
       EXPECT_EQ(run.replays, 1) << "seed " << seed << ", failing at " << fail_at;
     }
   }
@@ -791,7 +807,8 @@ TEST(ParserIndexer, ADeviceRunAfterTheHostsFirstRunSpillsOnlyWhenItsStemsFillThe
     const DocId base = doc;
     std::vector<uint64_t> keys;
     std::vector<uint32_t> freqs;
-    for (int i = 0; i < 2000; ++i) keys.push_back(uint64_t{stems[(c * 1000 + i) % stems.size()]} << 32 | static_cast<uint32_t>(i % 50));
+    for (int i = 0; i < 2000; ++i)
+      keys.push_back(uint64_t{stems[(c * 1000 + i) % stems.size()]} << 32 | static_cast<uint32_t>(i % 50));
     std::sort(keys.begin(), keys.end());
     keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
     freqs.assign(keys.size(), 2);
@@ -828,8 +845,8 @@ TEST(RunFile, AWriteThatFailsIsAnErrorNamingTheFile) {
 TEST(MergeConcurrency, BoundedByThreadsBuffersAndOpenFiles) {
   const uint64_t gib = uint64_t{1} << 30;
   EXPECT_EQ(pipeline::merge_concurrency(2 * gib, 32, 16, 1024), 16u);
-  EXPECT_EQ(pipeline::merge_concurrency(2 * gib, 863, 16, 1024), 1u);     // files: 768 spare for 863 runs
-  EXPECT_EQ(pipeline::merge_concurrency(2 * gib, 100, 16, 1024), 7u);     // files: 768 / 100
+  EXPECT_EQ(pipeline::merge_concurrency(2 * gib, 863, 16, 1024), 1u);         // files: 768 spare for 863 runs
+  EXPECT_EQ(pipeline::merge_concurrency(2 * gib, 100, 16, 1024), 7u);         // files: 768 / 100
   EXPECT_EQ(pipeline::merge_concurrency(128u << 20, 384, 16, 1u << 20), 5u);  // buffers: 32 MiB / (384 × 16 KiB)
   EXPECT_EQ(pipeline::merge_concurrency(1, 400, 16, 1u << 20), 1u);
   EXPECT_EQ(pipeline::merge_concurrency(2 * gib, 0, 4, 100), 1u);
@@ -867,7 +884,8 @@ TEST_F(PipelineTest, ManyRunsStayWithinTheOpenFileLimit) {
 
 TEST_F(PipelineTest, DuplicatesAndManyFilesMatchTheBuilder) {
   std::mt19937_64 rng(testing::test_seed());
-  const std::vector<std::string> words = {"wing", "flap", "lift", "drag", "mach", "shock", "layer", "boundary", "über", "x1"};
+  const std::vector<std::string> words = {"wing",  "flap",  "lift",     "drag", "mach",
+                                          "shock", "layer", "boundary", "über", "x1"};
   fs::create_directories(path("in"));
   for (int f = 0; f < 3; ++f) {
     std::ofstream out(path("in/part" + std::to_string(f) + ".jsonl"));
@@ -898,7 +916,8 @@ TEST_F(PipelineTest, DuplicatesAndManyFilesMatchTheBuilder) {
 // builder's partitions.
 TEST_F(PipelineTest, LargeTermFrequenciesMatchTheBuilder) {
   std::mt19937_64 rng(testing::test_seed());
-  const std::vector<uint32_t> repeats = {1, 2, 65534, 65535, 65536, 70001, 131072 + static_cast<uint32_t>(rng() % 1000)};
+  const std::vector<uint32_t> repeats = {
+      1, 2, 65534, 65535, 65536, 70001, 131072 + static_cast<uint32_t>(rng() % 1000)};
   {
     std::ofstream out(path("heavy.jsonl"));
     for (int d = 0; d < 80; ++d) {
@@ -927,7 +946,8 @@ TEST_F(PipelineTest, LargeTermFrequenciesMatchTheBuilder) {
       options.chunk_bytes = 64 << 10;
       pipeline::PipelineReport report;
       ReadReport read;
-      EXPECT_EQ(pipeline({path("heavy.jsonl")}, options, report, read), expected) << parsers << " parsers, budget " << budget;
+      EXPECT_EQ(pipeline({path("heavy.jsonl")}, options, report, read), expected)
+          << parsers << " parsers, budget " << budget;
     }
   }
 }
@@ -943,7 +963,8 @@ TEST_F(PipelineTest, MalformedRecordsInSplitsKeepTheirFileLines) {
       } else if (i % 501 == 0) {
         out << "\n";  // blank lines count as lines, not records
       } else {
-        out << R"({"id":"m)" << i << R"(","body":"record )" << i << R"( of the mixed file"})" << "\n";
+        out << R"({"id":"m)" << i << R"(","body":"record )" << i << R"( of the mixed file"})"
+            << "\n";
       }
     }
   }
@@ -991,7 +1012,8 @@ TEST_F(PipelineTest, SplitsHoldEveryRecordOnce) {
         lines += reader.lines();
       }
       ASSERT_EQ(ids.size(), docs.size()) << file << " split " << split_bytes;
-      for (size_t i = 0; i < ids.size(); ++i) ASSERT_EQ(ids[i], docs[i].external_id) << file << " split " << split_bytes;
+      for (size_t i = 0; i < ids.size(); ++i)
+        ASSERT_EQ(ids[i], docs[i].external_id) << file << " split " << split_bytes;
       uint64_t file_lines = 0;
       std::ifstream in(file);
       for (std::string line; std::getline(in, line);) ++file_lines;
@@ -1071,7 +1093,8 @@ TEST(TermForest, GivesEveryTermInByteOrder) {
   for (int i = 0; i < 30000; ++i) {
     std::string term;
     const size_t length = rng() % 7;
-    for (size_t n = 0; n < length; ++n) term += n < 3 && rng() % 4 != 0 ? static_cast<char>('a' + rng() % 3) : alphabet[rng() % alphabet.size()];
+    for (size_t n = 0; n < length; ++n)
+      term += n < 3 && rng() % 4 != 0 ? static_cast<char>('a' + rng() % 3) : alphabet[rng() % alphabet.size()];
     const uint32_t collection = pipeline::trie_collection(term);
     const uint32_t id = forest.find_or_insert(collection, pipeline::trie_suffix(term, collection));
     expected.try_emplace(term, id);

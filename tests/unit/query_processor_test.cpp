@@ -33,7 +33,8 @@ struct InMemoryIndex {
   std::vector<std::unique_ptr<CpuQueryProcessor>> processors;
 
   InMemoryIndex(std::vector<BuiltPartition> built, OrAlgorithm algorithm) : partitions(std::move(built)) {
-    for (auto& p : partitions) processors.push_back(std::make_unique<CpuQueryProcessor>(p.view, CpuProcessorOptions{algorithm}));
+    for (auto& p : partitions)
+      processors.push_back(std::make_unique<CpuQueryProcessor>(p.view, CpuProcessorOptions{algorithm}));
   }
   std::vector<Hit> search(const Query& query) const {
     // AND+OR is a whole-collection decision: count AND matches everywhere first.
@@ -140,7 +141,8 @@ TEST(CpuQueryProcessor, LongListsWithPruningMatchBruteForce) {
     for (size_t q = 0; q < queries.size(); ++q) {
       for (size_t k : {size_t{1}, size_t{10}, size_t{50}}) {
         const QueryResult result = processor.search({queries[q], QueryMode::kOr, k});
-        ASSERT_TRUE(testing::same_topk(reference.search(queries[q], QueryMode::kOr, k), result.hits, reference, queries[q]))
+        ASSERT_TRUE(
+            testing::same_topk(reference.search(queries[q], QueryMode::kOr, k), result.hits, reference, queries[q]))
             << "query " << q << " k " << k << " algorithm " << or_algorithm_name(algorithm) << " seed " << seed;
       }
     }
@@ -168,15 +170,20 @@ TEST(CpuQueryProcessor, OrAcrossTilesMatchesBruteForce) {
     reference.add(terms);
   }
   const auto built = builder.build();
-  const std::vector<std::vector<std::string>> queries = {
-      {"common"}, {"common", "seventh"}, {"common", "stretch"}, {"stretch", "ends"}, {"ends"},
-      {"seventh", "scattered", "stretch"}, {"common", "seventh", "stretch", "ends", "scattered"}, {"scattered", "missing"}};
+  const std::vector<std::vector<std::string>> queries = {{"common"},
+                                                         {"common", "seventh"},
+                                                         {"common", "stretch"},
+                                                         {"stretch", "ends"},
+                                                         {"ends"},
+                                                         {"seventh", "scattered", "stretch"},
+                                                         {"common", "seventh", "stretch", "ends", "scattered"},
+                                                         {"scattered", "missing"}};
   for (OrAlgorithm algorithm : {OrAlgorithm::kMaxScore, OrAlgorithm::kBlockMaxWand, OrAlgorithm::kTiles}) {
     InMemoryIndex index(built, algorithm);
     for (size_t q = 0; q < queries.size(); ++q) {
       for (size_t k : {size_t{1}, size_t{10}, size_t{100}, size_t{1000}, size_t{10000}}) {
-        ASSERT_TRUE(testing::same_topk(reference.search(queries[q], QueryMode::kOr, k), index.search({queries[q], QueryMode::kOr, k}),
-                                       reference, queries[q]))
+        ASSERT_TRUE(testing::same_topk(reference.search(queries[q], QueryMode::kOr, k),
+                                       index.search({queries[q], QueryMode::kOr, k}), reference, queries[q]))
             << "query " << q << " k " << k << " algorithm " << or_algorithm_name(algorithm) << " seed " << seed;
       }
     }
@@ -299,7 +306,8 @@ TEST(CpuQueryProcessor, TheTermsBestPostingsFloorOrWithoutChangingIt) {
     }
   }
   for (size_t k : ks) {
-    EXPECT_GT(floored[k], k <= 100 ? searches_per_k / 3 : size_t{0}) << "the floor should be there for most of these queries at k " << k;
+    EXPECT_GT(floored[k], k <= 100 ? searches_per_k / 3 : size_t{0})
+        << "the floor should be there for most of these queries at k " << k;
   }
 }
 
@@ -319,11 +327,14 @@ TEST(RankFloors, AreAtMostTheRthBestAndCloseToIt) {
     for (Score& score : scores) {
       score = kind == 0   ? std::uniform_real_distribution<float>(0, 20)(rng)
               : kind == 1 ? static_cast<float>(std::uniform_int_distribution<int>(0, 4)(rng))
-                          : (std::uniform_int_distribution<int>(0, 99)(rng) == 0 ? 50.0f : std::uniform_real_distribution<float>(0, 1)(rng));
+                          : (std::uniform_int_distribution<int>(0, 99)(rng) == 0
+                                 ? 50.0f
+                                 : std::uniform_real_distribution<float>(0, 1)(rng));
     }
     // Without block maxima, and with the maxima of 128-score blocks (a long list's low end).
     std::vector<Score> maxima;
-    for (size_t b = 0; b < size; b += 128) maxima.push_back(*std::max_element(scores.begin() + b, scores.begin() + std::min(size, b + 128)));
+    for (size_t b = 0; b < size; b += 128)
+      maxima.push_back(*std::max_element(scores.begin() + b, scores.begin() + std::min(size, b + 128)));
     std::vector<Score> with_maxima;
     compute_rank_floors(scores, maxima, 128, with_maxima);
     compute_rank_floors(scores, {}, 128, floors);
@@ -386,7 +397,8 @@ TEST(CpuQueryProcessor, QueryTermFrequencyMatchesBruteForce) {
   params.seed = seed;
   std::vector<std::vector<std::string>> documents;
   synthetic::generate_collection(params, [&](const std::vector<std::string>& terms) { documents.push_back(terms); });
-  std::vector<std::vector<std::string>> distinct_queries = synthetic::generate_queries(150, params.vocabulary, 5, seed + 1);
+  std::vector<std::vector<std::string>> distinct_queries =
+      synthetic::generate_queries(150, params.vocabulary, 5, seed + 1);
   for (float k3 : {0.0f, 1.5f, std::numeric_limits<float>::infinity()}) {
     BuildOptions options;
     options.bm25.k3 = k3;
@@ -454,7 +466,8 @@ TEST(CpuQueryProcessor, LongQueriesMatchBruteForce) {
       }
       for (QueryMode mode : {QueryMode::kAnd, QueryMode::kOr, QueryMode::kAndOr}) {
         for (size_t k : {size_t{10}, size_t{1000}}) {
-          ASSERT_TRUE(testing::same_topk(reference.search(query, mode, k), index.search({query, mode, k}), reference, query))
+          ASSERT_TRUE(
+              testing::same_topk(reference.search(query, mode, k), index.search({query, mode, k}), reference, query))
               << length << " terms, mode " << to_string(mode) << " k " << k << " seed " << seed;
         }
       }
@@ -521,7 +534,8 @@ TEST_P(JudgedQueriesTest, EveryModeAndCodecMatchesBruteForce) {
 }
 
 INSTANTIATE_TEST_SUITE_P(SharedData, JudgedQueriesTest,
-                         ::testing::Values(JudgedCollection{"cranfield", 1400, 225}, JudgedCollection{"cisi", 1460, 112}),
+                         ::testing::Values(JudgedCollection{"cranfield", 1400, 225},
+                                           JudgedCollection{"cisi", 1460, 112}),
                          [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace

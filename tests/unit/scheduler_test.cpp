@@ -91,7 +91,7 @@ CoreOptions two_processors(Policy policy = Policy::kScheduler) {
 // capacity the short query is about even (0.7) and the long one 14 times cheaper on the GPU.
 Costs h100_mixed_costs() {
   Costs c;
-  c.cpu_fixed = 10.2e-6, c.cpu_per_posting = 4.99e-9;  // 20k postings 110 µs, 1M 5 ms
+  c.cpu_fixed = 10.2e-6, c.cpu_per_posting = 4.99e-9;                             // 20k postings 110 µs, 1M 5 ms
   c.gpu_fixed = 100e-6, c.gpu_per_query = 18.3e-6, c.gpu_per_posting = 3.67e-11;  // 19 µs, 55 µs
   return c;
 }
@@ -185,9 +185,9 @@ TEST(ScheduleCore, QueriesJoinTheQueueOfTheProcessorTheySuit) {
   ScheduleCore core(two_processors());
   Costs costs;
   calibrate(core, costs);
-  core.enqueue(job(3, 18'000, 0));       // CPU 92 µs, GPU 94 µs: flexible
-  core.enqueue(job(1, 5'000, 0));        // CPU 40 µs, GPU 91 µs
-  core.enqueue(job(2, 10'000'000, 0));   // CPU 40 ms, GPU 2.1 ms
+  core.enqueue(job(3, 18'000, 0));      // CPU 92 µs, GPU 94 µs: flexible
+  core.enqueue(job(1, 5'000, 0));       // CPU 40 µs, GPU 91 µs
+  core.enqueue(job(2, 10'000'000, 0));  // CPU 40 ms, GPU 2.1 ms
   EXPECT_EQ(core.depth(QueueId::kCpu), 1u);
   EXPECT_EQ(core.depth(QueueId::kGpu), 1u);
   EXPECT_EQ(core.depth(QueueId::kFlexible), 1u);
@@ -479,7 +479,7 @@ TEST(ScheduleCore, UnderLoadACpuThreadTakesSeveralShortQueriesInOrder) {
   const auto fill = [&](ScheduleCore& core) {
     calibrate(core, costs);
     for (uint64_t i = 0; i < 30; ++i) core.enqueue(job(i, 1'000, 0.001 * static_cast<double>(i)));  // 24 µs each
-    core.enqueue(job(30, 2'500'000, 0.0305));  // 10 ms
+    core.enqueue(job(30, 2'500'000, 0.0305));                                                       // 10 ms
     for (uint64_t i = 31; i < 40; ++i) core.enqueue(job(i, 1'000, 0.001 * static_cast<double>(i)));
   };
   ScheduleCore one_at_a_time(options), several(options);
@@ -511,7 +511,7 @@ TEST(ScheduleCore, UnderLoadACpuThreadTakesSeveralShortQueriesInOrder) {
   }
   EXPECT_EQ(order, expected);
   ASSERT_FALSE(sizes.empty());
-  EXPECT_EQ(sizes[0], 8u);  // 40 waiting, 2 threads: the most a run takes
+  EXPECT_EQ(sizes[0], 8u);      // 40 waiting, 2 threads: the most a run takes
   EXPECT_EQ(sizes.back(), 1u);  // the last one alone: nothing else waits
   // No more waiting than threads: one at a time.
   calibrate(one_at_a_time, costs);
@@ -730,7 +730,9 @@ double sustained_rate(Policy policy, uint64_t seed) {
   const auto p99_at = [&](double rate) {
     ScheduleCore core(two_processors(policy));
     calibrate(core, Costs{});
-    return simulate(core, [](double) { return Costs{}; }, mixed_arrivals(rate, 4000, seed)).p99();
+    return simulate(
+               core, [](double) { return Costs{}; }, mixed_arrivals(rate, 4000, seed))
+        .p99();
   };
   return highest_rate(p99_at, 50, 0.05, 8);
 }
@@ -753,7 +755,9 @@ double h100_mixed_rate(Policy policy, double dominance, double spread, uint64_t 
     options.dominance = dominance;
     ScheduleCore core(options);
     calibrate(core, costs);
-    return simulate(core, [&](double) { return costs; }, mixed_arrivals(rate, 30'000, seed, 20'000, 1'000'000, spread)).p99();
+    return simulate(
+               core, [&](double) { return costs; }, mixed_arrivals(rate, 30'000, seed, 20'000, 1'000'000, spread))
+        .p99();
   };
   return highest_rate(p99_at, 2000, 0.05, 6);
 }
@@ -765,8 +769,10 @@ TEST(ScheduleCoreSimulation, OnTheH100sMixedLogFiguresTheSchedulerSplitsByCompar
     const double cpu = h100_mixed_rate(Policy::kCpuOnly, 4, spread, seed);
     const double by_answer_time = h100_mixed_rate(Policy::kScheduler, 0, spread, seed);
     const double both = h100_mixed_rate(Policy::kScheduler, 4, spread, seed);
-    std::printf("H100 figures, spread %.1f: sustained q/s at p99 <= 50 ms: cpu %.0f, gpu %.0f, scheduler by answer time %.0f, by advantage %.0f\n",
-                spread, cpu, gpu, by_answer_time, both);
+    std::printf(
+        "H100 figures, spread %.1f: sustained q/s at p99 <= 50 ms: cpu %.0f, gpu %.0f, scheduler by answer time %.0f, "
+        "by advantage %.0f\n",
+        spread, cpu, gpu, by_answer_time, both);
     // Deterministic costs leave answer times little to get wrong (spread 0: 76-78k either way,
     // against the GPU's 50k); with spread the split by advantage keeps ahead (81-82k, 76-79k).
     EXPECT_GE(both, 1.45 * std::max(cpu, gpu));
@@ -798,7 +804,9 @@ TEST(ScheduleCoreSimulation, OnShortQueriesTheSchedulerSustainsAtLeastTheBestPro
         t += gap(rng);
         jobs.push_back(job(i, postings(rng), t, t + 0.5));
       }
-      return simulate(core, [&](double) { return costs; }, jobs).p99();
+      return simulate(
+                 core, [&](double) { return costs; }, jobs)
+          .p99();
     };
     // p99 within 10 ms (40 search times): over a second of arrivals, a processor past its
     // capacity builds a queue longer than that.
@@ -815,12 +823,15 @@ TEST(ScheduleCoreSimulation, AdaptsWhenTheGpuBecomesSlower) {
   Costs slow;
   slow.gpu_per_posting *= 40;  // long lists: GPU now 8 ns per posting, slower than the CPU
   slow.gpu_fixed *= 10;
-  const SimResult sim = simulate(core, [&](double) { return slow; }, mixed_arrivals(200, 3000, testing::test_seed()));
-  std::printf("gpu observations %llu, predicted %.4f s for 3M postings (true %.4f); cpu %.4f; answered cpu %zu gpu %zu\n",
-              (unsigned long long)core.model(Processor::kGpu).observations(), core.model(Processor::kGpu).predict(or_query(3'000'000)),
-              slow.gpu({or_query(3'000'000)}), core.model(Processor::kCpu).predict(or_query(3'000'000)),
-              sim.answered.count(Processor::kCpu) ? sim.answered.at(Processor::kCpu) : 0,
-              sim.answered.count(Processor::kGpu) ? sim.answered.at(Processor::kGpu) : 0);
+  const SimResult sim = simulate(
+      core, [&](double) { return slow; }, mixed_arrivals(200, 3000, testing::test_seed()));
+  std::printf(
+      "gpu observations %llu, predicted %.4f s for 3M postings (true %.4f); cpu %.4f; answered cpu %zu gpu %zu\n",
+      (unsigned long long)core.model(Processor::kGpu).observations(),
+      core.model(Processor::kGpu).predict(or_query(3'000'000)), slow.gpu({or_query(3'000'000)}),
+      core.model(Processor::kCpu).predict(or_query(3'000'000)),
+      sim.answered.count(Processor::kCpu) ? sim.answered.at(Processor::kCpu) : 0,
+      sim.answered.count(Processor::kGpu) ? sim.answered.at(Processor::kGpu) : 0);
   // After observing the slow GPU, new long-list queries are no longer pinned to the GPU (they were:
   // 0.7 against 12 ms), and the GPU's prediction has moved most of the way to the truth (the rest
   // comes as flexible queries keep giving it samples).
@@ -867,13 +878,15 @@ class FailingProcessor final : public QueryProcessor {
   mutable std::atomic<int> healthy_;
 };
 
-void expect_answers_equal_cpu(Scheduler& scheduler, const Target& target, const Collection& c, const QueryProcessor& reference) {
+void expect_answers_equal_cpu(Scheduler& scheduler, const Target& target, const Collection& c,
+                              const QueryProcessor& reference) {
   std::atomic<size_t> checked{0};
   std::vector<std::thread> clients;
   for (size_t t = 0; t < 8; ++t) {
     clients.emplace_back([&, t] {
       for (size_t q = t; q < c.queries.size(); q += 8) {
-        for (auto [mode, k] : {std::pair{QueryMode::kOr, size_t{10}}, {QueryMode::kAnd, size_t{10}}, {QueryMode::kAndOr, size_t{100}}}) {
+        for (auto [mode, k] :
+             {std::pair{QueryMode::kOr, size_t{10}}, {QueryMode::kAnd, size_t{10}}, {QueryMode::kAndOr, size_t{100}}}) {
           const Query query(c.queries[q], mode, k);
           const Outcome outcome = scheduler.search(target, query);
           ASSERT_TRUE(outcome.error.empty()) << outcome.error;
@@ -901,7 +914,8 @@ TEST(Scheduler, AnswersEqualTheCpuProcessorsWhicheverProcessorAnswers) {
   expect_answers_equal_cpu(scheduler, target, c, cpu);
   const CoreCounters counters = scheduler.counters();
   std::printf("enqueued cpu %llu gpu %llu flexible %llu; batches %llu\n", (unsigned long long)counters.enqueued[0],
-              (unsigned long long)counters.enqueued[1], (unsigned long long)counters.enqueued[2], (unsigned long long)counters.batches);
+              (unsigned long long)counters.enqueued[1], (unsigned long long)counters.enqueued[2],
+              (unsigned long long)counters.batches);
 }
 
 // A processor that takes at least 500 µs a search, so that queries queue up behind it even where
@@ -953,14 +967,17 @@ TEST(Scheduler, BurstsFromManyThreadsAreAnsweredOnceEachEvenAsItStops) {
           const size_t n = t * kPerThread + i, q = n % queries.size();
           scheduler.submit(target, queries[q], Scheduler::Clock::time_point::max(), [&, n, q](Outcome&& outcome) {
             ++answered[n];
-            if (!outcome.error.empty()) ++failed;
-            else if (!testing::identical_hits(expected[q].hits, outcome.result.hits)) ++wrong;
+            if (!outcome.error.empty())
+              ++failed;
+            else if (!testing::identical_hits(expected[q].hits, outcome.result.hits))
+              ++wrong;
           });
         }
       });
     }
     for (auto& s : submitters) s.join();
-    EXPECT_LT(std::count_if(answered.begin(), answered.end(), [](const auto& a) { return a > 0; }), 1000) << "too fast to queue";
+    EXPECT_LT(std::count_if(answered.begin(), answered.end(), [](const auto& a) { return a > 0; }), 1000)
+        << "too fast to queue";
   }  // destroyed with queries still queued: it answers them before it stops
   for (size_t n = 0; n < answered.size(); ++n) ASSERT_EQ(answered[n], 1) << "query " << n;
   EXPECT_EQ(failed, 0u);
@@ -999,7 +1016,10 @@ class DelayedBatchProcessor final : public QueryProcessor {
   class Run final : public BatchRun {
    public:
     Run(const DelayedBatchProcessor& owner, std::vector<QueryResult> results, bool fails)
-        : owner_(owner), results_(std::move(results)), ready_at_(std::chrono::steady_clock::now() + owner.delay_), fails_(fails) {
+        : owner_(owner),
+          results_(std::move(results)),
+          ready_at_(std::chrono::steady_clock::now() + owner.delay_),
+          fails_(fails) {
       const size_t now = ++owner_.in_flight_;
       size_t most = owner_.most_in_flight_;
       while (now > most && !owner_.most_in_flight_.compare_exchange_weak(most, now)) {
@@ -1121,10 +1141,15 @@ TEST(ScheduleCoreSimulation, AProcessorWhoseModelIsFarTooHighIsProbedBackIntoUse
   calibrate(core, inflated);
   const QueryFeatures short_query = or_query(20'000);
   ASSERT_GT(core.model(Processor::kCpu).predict(short_query), 100 * costs.cpu(short_query));
-  const SimResult sim = simulate(core, [&](double) { return costs; }, mixed_arrivals(20'000, 20'000, testing::test_seed(), 20'000, 1'000'000, 1.0));
+  const SimResult sim = simulate(
+      core, [&](double) { return costs; },
+      mixed_arrivals(20'000, 20'000, testing::test_seed(), 20'000, 1'000'000, 1.0));
   const size_t cpu = sim.answered.count(Processor::kCpu) ? sim.answered.at(Processor::kCpu) : 0;
-  std::printf("after a second at 20k q/s: the CPU answered %zu of 20000 (%llu probes), predicts %.1f µs for a short query (true %.1f)\n", cpu,
-              (unsigned long long)core.counters().probes[0], core.model(Processor::kCpu).predict(short_query) * 1e6, costs.cpu(short_query) * 1e6);
+  std::printf(
+      "after a second at 20k q/s: the CPU answered %zu of 20000 (%llu probes), predicts %.1f µs for a short query "
+      "(true %.1f)\n",
+      cpu, (unsigned long long)core.counters().probes[0], core.model(Processor::kCpu).predict(short_query) * 1e6,
+      costs.cpu(short_query) * 1e6);
   EXPECT_NEAR(core.model(Processor::kCpu).predict(short_query) / costs.cpu(short_query), 1.0, 0.25);
   EXPECT_GT(cpu, 2000u);
 }

@@ -17,7 +17,8 @@ namespace warp::transfer {
 namespace {
 
 struct Keys {
-  CurveKeyPair server = generate_curve_key_pair(), client = generate_curve_key_pair(), other = generate_curve_key_pair();
+  CurveKeyPair server = generate_curve_key_pair(), client = generate_curve_key_pair(),
+               other = generate_curve_key_pair();
   std::vector<std::string> allowed = {other.public_key, client.public_key};
 };
 
@@ -26,8 +27,8 @@ struct HandshakeRun {
   std::string hello, welcome, initiate, ready;
   std::optional<SecureSession> client, server;
 };
-HandshakeRun run_handshake(const CurveKeyPair& client_keys, const std::string& server_public, const CurveKeyPair& server_keys,
-                  const std::vector<std::string>& allowed) {
+HandshakeRun run_handshake(const CurveKeyPair& client_keys, const std::string& server_public,
+                           const CurveKeyPair& server_keys, const std::vector<std::string>& allowed) {
   HandshakeRun run;
   ClientHandshake client(client_keys, server_public);
   ServerHandshake server(server_keys, allowed);
@@ -104,11 +105,12 @@ TEST(SecureChannel, BothWaysInOrder) {
 
 TEST(SecureChannel, ClientOffTheAllowListIsRefused) {
   Keys keys;
-  for (const std::vector<std::string>& allowed : {std::vector<std::string>{keys.other.public_key}, std::vector<std::string>{}}) {
+  for (const std::vector<std::string>& allowed :
+       {std::vector<std::string>{keys.other.public_key}, std::vector<std::string>{}}) {
     const HandshakeRun run = run_handshake(keys.client, keys.server.public_key, keys.server, allowed);
-    EXPECT_FALSE(run.welcome.empty());   // the HELLO names no client
+    EXPECT_FALSE(run.welcome.empty());  // the HELLO names no client
     EXPECT_FALSE(run.initiate.empty());
-    EXPECT_TRUE(run.ready.empty());      // the INITIATE does, and is refused
+    EXPECT_TRUE(run.ready.empty());  // the INITIATE does, and is refused
     EXPECT_FALSE(run.server.has_value());
   }
 }
@@ -192,19 +194,19 @@ TEST(SecureChannel, MessagesOutOfTurnAreRefused) {
   Keys keys;
   ClientHandshake client(keys.client, keys.server.public_key);
   ServerHandshake server(keys.server, keys.allowed);
-  EXPECT_FALSE(client.ready("anything").has_value());       // before a WELCOME
+  EXPECT_FALSE(client.ready("anything").has_value());                // before a WELCOME
   EXPECT_FALSE(server.initiate(std::string(156, 'x')).has_value());  // before a HELLO
   const auto welcome = server.hello(client.hello());
   ASSERT_TRUE(welcome.has_value());
-  EXPECT_FALSE(server.hello(client.hello()).has_value());   // a second HELLO
-  EXPECT_FALSE(client.welcome(client.hello()).has_value()); // its own HELLO back as the WELCOME
+  EXPECT_FALSE(server.hello(client.hello()).has_value());    // a second HELLO
+  EXPECT_FALSE(client.welcome(client.hello()).has_value());  // its own HELLO back as the WELCOME
   const auto initiate = client.welcome(*welcome);
   ASSERT_TRUE(initiate.has_value());
-  EXPECT_FALSE(client.welcome(*welcome).has_value());       // a second WELCOME
+  EXPECT_FALSE(client.welcome(*welcome).has_value());  // a second WELCOME
   std::string altered = *initiate;
   altered[60] ^= 1;
   EXPECT_FALSE(server.initiate(altered).has_value());
-  EXPECT_FALSE(server.initiate(*initiate).has_value());     // one INITIATE a HELLO, the first was bad
+  EXPECT_FALSE(server.initiate(*initiate).has_value());  // one INITIATE a HELLO, the first was bad
 }
 
 TEST(SecureChannel, ReadyAlteredIsRefused) {

@@ -25,7 +25,8 @@ class TransferTest : public ::testing::Test {
                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_ / "published");
-    testing::write_cranfield_index((dir_ / "published" / "gen-000001.tmp").string(), /*partitions=*/2, /*generation=*/1);
+    testing::write_cranfield_index((dir_ / "published" / "gen-000001.tmp").string(), /*partitions=*/2,
+                                   /*generation=*/1);
     fs::rename(dir_ / "published" / "gen-000001.tmp", dir_ / "published" / "gen-000001");
   }
   void TearDown() override { fs::remove_all(dir_); }

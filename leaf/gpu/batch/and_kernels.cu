@@ -10,11 +10,11 @@
 namespace warp::gpu {
 namespace {
 
-
 // Block selection for every live candidate whose query has a list in this round: the block that
 // may hold its docID is marked for decoding (kProbe), or the candidate dropped past the list's end.
 __global__ void batch_select_kernel(uint32_t count, const uint32_t* docs, float* scores, const uint32_t* query_of,
-                                    const int32_t* round_task, const Task* tasks, uint8_t* masks, bool search_compressed) {
+                                    const int32_t* round_task, const Task* tasks, uint8_t* masks,
+                                    bool search_compressed) {
   const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= count || scores[i] < 0) return;
   const int32_t t = round_task[query_of[i]];
@@ -31,9 +31,9 @@ __global__ void batch_select_kernel(uint32_t count, const uint32_t* docs, float*
 
 // LRC lists searched compressed (Ao et al. Algorithm 1): each candidate looks its docID up in the
 // list itself; the other lists' candidates are probed where their blocks are decoded (kProbe).
-__global__ void batch_probe_compressed_kernel(uint32_t count, const uint32_t* docs, float* scores, const uint32_t* query_of,
-                                              const int32_t* round_task, const Task* tasks, const float* norms,
-                                              uint32_t doc_begin) {
+__global__ void batch_probe_compressed_kernel(uint32_t count, const uint32_t* docs, float* scores,
+                                              const uint32_t* query_of, const int32_t* round_task, const Task* tasks,
+                                              const float* norms, uint32_t doc_begin) {
   const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= count || scores[i] < 0) return;
   const int32_t t = round_task[query_of[i]];
@@ -49,7 +49,6 @@ __global__ void batch_probe_compressed_kernel(uint32_t count, const uint32_t* do
   }
 }
 
-
 // 1. Every candidate's key; live ones counted into their query's buckets and matches. A query's
 // matches pile into a few buckets, so a warp's live lanes add to each bucket once (one atomic per
 // distinct bucket: per candidate, the atomics on a few addresses took ~0.45 ms a batch of 32
@@ -63,10 +62,11 @@ __global__ void and_keys_kernel(uint32_t count, const uint32_t* docs, const floa
   const uint64_t key = live ? topk_key(scores[i], docs[i]) : 0;
   if (i < count) keys[i] = key;
   const uint32_t live_lanes = __ballot_sync(0xFFFFFFFFu, live);
-  if (live_lanes == 0) return;  // uniform: most warps hold no match
+  if (live_lanes == 0) return;                                                    // uniform: most warps hold no match
   const uint32_t slot = live ? query * kBuckets + key_bucket(key) : 0xFFFFFFFFu;  // query < 2^20
   const uint32_t same_slot = __match_any_sync(0xFFFFFFFFu, slot);
-  if (live && (threadIdx.x & 31u) == static_cast<uint32_t>(__ffs(same_slot) - 1)) atomicAdd(&buckets[slot], __popc(same_slot));
+  if (live && (threadIdx.x & 31u) == static_cast<uint32_t>(__ffs(same_slot) - 1))
+    atomicAdd(&buckets[slot], __popc(same_slot));
   const uint32_t leader = __ffs(live_lanes) - 1;
   const uint32_t leader_query = __shfl_sync(0xFFFFFFFFu, query, leader);
   if (__all_sync(0xFFFFFFFFu, !live || query == leader_query)) {
@@ -79,8 +79,8 @@ __global__ void and_keys_kernel(uint32_t count, const uint32_t* docs, const floa
 // 2. One thread block per query: the bucket of its k-th best key, as a threshold. When more keys
 // than one block sort holds lie at or above it (scores piled in that bucket), the bucket is marked
 // for refinement (2b, 2c), as the OR tiles find θ.
-__global__ void __launch_bounds__(kBlockSelectThreads) and_threshold_kernel(AndSelection* selection, const uint32_t* buckets,
-                                                                            uint32_t* any_refine) {
+__global__ void __launch_bounds__(kBlockSelectThreads)
+    and_threshold_kernel(AndSelection* selection, const uint32_t* buckets, uint32_t* any_refine) {
   AndSelection& s = selection[blockIdx.x];
   if (s.slots == 0 || s.k == 0) {  // uniform
     if (threadIdx.x == 0) s.selected = 0, s.cursor = 0, s.threshold = ~0ull, s.refine = kNoRefine;
@@ -102,7 +102,8 @@ __global__ void __launch_bounds__(kBlockSelectThreads) and_threshold_kernel(AndS
 // 2b. Over every candidate (the whole grid, not a block per query: a query has up to millions):
 // the keys in their query's crowded bucket counted by their next 12 bits.
 __global__ void and_refine_count_kernel(uint32_t count, const uint64_t* keys, const uint32_t* query_of,
-                                        const AndSelection* selection, const uint32_t* any_refine, uint32_t* sub_buckets) {
+                                        const AndSelection* selection, const uint32_t* any_refine,
+                                        uint32_t* sub_buckets) {
   if (*any_refine == 0) return;
   const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= count) return;
@@ -110,13 +111,15 @@ __global__ void and_refine_count_kernel(uint32_t count, const uint64_t* keys, co
   if (key == 0) return;
   const uint32_t query = query_of[i];
   if (key_bucket(key) != selection[query].refine) return;
-  atomicAdd(&sub_buckets[size_t{query} * kBuckets + (static_cast<uint32_t>(key >> (63 - 2 * kBucketBits)) & (kBuckets - 1))], 1u);
+  atomicAdd(
+      &sub_buckets[size_t{query} * kBuckets + (static_cast<uint32_t>(key >> (63 - 2 * kBucketBits)) & (kBuckets - 1))],
+      1u);
 }
 
 // 2c. One thread block per query with a crowded bucket: the threshold moves to the sub-bucket of
 // the k-th best.
-__global__ void __launch_bounds__(kBlockSelectThreads) and_refine_threshold_kernel(AndSelection* selection,
-                                                                                   const uint32_t* sub_buckets) {
+__global__ void __launch_bounds__(kBlockSelectThreads)
+    and_refine_threshold_kernel(AndSelection* selection, const uint32_t* sub_buckets) {
   AndSelection& s = selection[blockIdx.x];
   if (s.refine == kNoRefine) return;  // uniform
   const uint32_t* sub = sub_buckets + size_t{blockIdx.x} * kBuckets;
@@ -130,8 +133,8 @@ __global__ void __launch_bounds__(kBlockSelectThreads) and_refine_threshold_kern
 
 // 3. Over every candidate: the keys at or above their query's threshold gathered per query (none
 // for a query with more than one block sort holds: its fallback selects again).
-__global__ void and_gather_kernel(uint32_t count, const uint64_t* keys, const uint32_t* query_of, AndSelection* selection,
-                                  uint64_t* staging) {
+__global__ void and_gather_kernel(uint32_t count, const uint64_t* keys, const uint32_t* query_of,
+                                  AndSelection* selection, uint64_t* staging) {
   const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= count || keys[i] == 0) return;
   AndSelection& s = selection[query_of[i]];
@@ -142,14 +145,15 @@ __global__ void and_gather_kernel(uint32_t count, const uint64_t* keys, const ui
 
 // 4. One thread block per query: its gathered keys sorted, the k best into its result row
 // [selected, overflow, keys...].
-__global__ void __launch_bounds__(kBlockSelectThreads) and_sort_kernel(const AndSelection* selection, const uint64_t* staging,
-                                                                       uint64_t* results, uint32_t stride) {
+__global__ void __launch_bounds__(kBlockSelectThreads)
+    and_sort_kernel(const AndSelection* selection, const uint64_t* staging, uint64_t* results, uint32_t stride) {
   const AndSelection& s = selection[blockIdx.x];
   uint64_t* row = results + size_t{blockIdx.x} * stride;
   const bool overflow = s.selected > kBlockSelectCapacity;
   if (threadIdx.x == 0) row[0] = s.selected, row[1] = overflow;
   if (overflow || s.selected == 0) return;  // uniform
-  block_sort_top(staging + size_t{blockIdx.x} * kBlockSelectCapacity, min(s.selected, s.cursor), min(s.k, stride - 2), row + 2);
+  block_sort_top(staging + size_t{blockIdx.x} * kBlockSelectCapacity, min(s.selected, s.cursor), min(s.k, stride - 2),
+                 row + 2);
 }
 
 constexpr uint32_t kThreads = 256;
@@ -168,22 +172,23 @@ void launch_batch_select(uint32_t count, const uint32_t* docs, float* scores, co
 void launch_batch_probe_compressed(uint32_t count, const uint32_t* docs, float* scores, const uint32_t* query_of,
                                    const int32_t* round_task, const Task* tasks, const float* norms, uint32_t doc_begin,
                                    cudaStream_t stream) {
-  batch_probe_compressed_kernel<<<grid_for(count), kThreads, 0, stream>>>(count, docs, scores, query_of, round_task, tasks,
-                                                                          norms, doc_begin);
+  batch_probe_compressed_kernel<<<grid_for(count), kThreads, 0, stream>>>(count, docs, scores, query_of, round_task,
+                                                                          tasks, norms, doc_begin);
   WARP_CUDA_CHECK_LAUNCH();
 }
 
-void launch_and_topk(uint32_t count, uint32_t queries, const uint32_t* docs, const float* scores, const uint32_t* query_of,
-                     const AndTopkBuffers& b, uint32_t row_stride, cudaStream_t stream) {
+void launch_and_topk(uint32_t count, uint32_t queries, const uint32_t* docs, const float* scores,
+                     const uint32_t* query_of, const AndTopkBuffers& b, uint32_t row_stride, cudaStream_t stream) {
   if (count > 0) {
-    and_keys_kernel<<<grid_for(count), kThreads, 0, stream>>>(count, docs, scores, query_of, b.keys, b.buckets, b.matches);
+    and_keys_kernel<<<grid_for(count), kThreads, 0, stream>>>(count, docs, scores, query_of, b.keys, b.buckets,
+                                                              b.matches);
     WARP_CUDA_CHECK_LAUNCH();
   }
   and_threshold_kernel<<<queries, kBlockSelectThreads, 0, stream>>>(b.selection, b.buckets, b.any_refine);
   WARP_CUDA_CHECK_LAUNCH();
   if (count > 0) {
-    and_refine_count_kernel<<<grid_for(count), kThreads, 0, stream>>>(count, b.keys, query_of, b.selection, b.any_refine,
-                                                                      b.sub_buckets);
+    and_refine_count_kernel<<<grid_for(count), kThreads, 0, stream>>>(count, b.keys, query_of, b.selection,
+                                                                      b.any_refine, b.sub_buckets);
     WARP_CUDA_CHECK_LAUNCH();
   }
   and_refine_threshold_kernel<<<queries, kBlockSelectThreads, 0, stream>>>(b.selection, b.sub_buckets);

@@ -34,20 +34,20 @@ void launch_batch_probe_compressed(uint32_t count, const uint32_t* docs, float* 
 // Buffers of the batched AND top-k: `buckets` and `sub_buckets` zeroed, `any_refine` zeroed,
 // `selection` staged (a row per query) before the launch.
 struct AndTopkBuffers {
-  uint64_t* keys;                // a key per candidate
-  uint32_t* buckets;             // kBuckets per query
-  uint32_t* sub_buckets;         // kBuckets per query, for a crowded k-th bucket
-  unsigned long long* matches;   // a count per query
-  AndSelection* selection;       // per query
-  uint32_t* any_refine;          // one flag
-  uint64_t* staging;             // kBlockSelectCapacity keys per query
-  uint64_t* results;             // `row_stride` words per query: selected, overflow, keys...
+  uint64_t* keys;               // a key per candidate
+  uint32_t* buckets;            // kBuckets per query
+  uint32_t* sub_buckets;        // kBuckets per query, for a crowded k-th bucket
+  unsigned long long* matches;  // a count per query
+  AndSelection* selection;      // per query
+  uint32_t* any_refine;         // one flag
+  uint64_t* staging;            // kBlockSelectCapacity keys per query
+  uint64_t* results;            // `row_stride` words per query: selected, overflow, keys...
 };
 
 // The top-k of each of `queries` AND queries over its segment of the `count` candidates, in six
 // launches: keys counted into buckets, a threshold per query, a crowded bucket refined by the next
 // 12 bits, the keys at or above it gathered, and a block sort per query into its result row.
-void launch_and_topk(uint32_t count, uint32_t queries, const uint32_t* docs, const float* scores, const uint32_t* query_of,
-                     const AndTopkBuffers& buffers, uint32_t row_stride, cudaStream_t stream);
+void launch_and_topk(uint32_t count, uint32_t queries, const uint32_t* docs, const float* scores,
+                     const uint32_t* query_of, const AndTopkBuffers& buffers, uint32_t row_stride, cudaStream_t stream);
 
 }  // namespace warp::gpu

@@ -36,11 +36,11 @@ void to_scores(std::vector<Hit>& hits, float score_of_unit) {
 }  // namespace
 
 struct BatchExecutor::Prepared {
-  size_t index = 0;                              // in the caller's span
+  size_t index = 0;  // in the caller's span
   const Query* query = nullptr;
   std::vector<QueryList> lists;  // shortest first for AND
-  float score_of_unit = 1;      // the query's score units (bm25.hpp)
-  Score or_floor = 0;           // OR: where θ starts (OrTileQuery::floor)
+  float score_of_unit = 1;       // the query's score units (bm25.hpp)
+  Score or_floor = 0;            // OR: where θ starts (OrTileQuery::floor)
   bool missing_term = false;
   size_t blocks_total = 0;
   uint32_t candidate_offset = 0, candidate_slots = 0;
@@ -57,7 +57,7 @@ struct BatchExecutor::Buffers {
   uint32_t* candidate_query = nullptr;
   uint8_t* masks = nullptr;
   float* accumulators = nullptr;  // dense OR: max_queries × accumulator_stride, kept zeroed
-  uint64_t* or_keys = nullptr;  // OR tiles: max_queries × key_row candidate keys
+  uint64_t* or_keys = nullptr;    // OR tiles: max_queries × key_row candidate keys
   std::unique_ptr<OrTiles> or_tiles;
   size_t task_capacity = 0;  // of tasks, round_task and their pinned staging
   Task* tasks = nullptr;
@@ -80,10 +80,10 @@ struct BatchExecutor::Buffers {
   DeviceIndex::Pins pins;  // lists of the queries being batched, released after each run
 
   ~Buffers() {
-    for (void* p : {(void*)candidate_docs, (void*)candidate_scores, (void*)candidate_query, (void*)masks,
-                    (void*)accumulators, (void*)tasks,
-                    (void*)round_task, (void*)counters, (void*)matches, (void*)or_keys, (void*)and_selection,
-                    (void*)and_buckets, (void*)and_refine, (void*)and_staging, (void*)and_results}) {
+    for (void* p :
+         {(void*)candidate_docs, (void*)candidate_scores, (void*)candidate_query, (void*)masks, (void*)accumulators,
+          (void*)tasks, (void*)round_task, (void*)counters, (void*)matches, (void*)or_keys, (void*)and_selection,
+          (void*)and_buckets, (void*)and_refine, (void*)and_staging, (void*)and_results}) {
       cudaFree(p);
     }
     for (void* p : {(void*)host_tasks, (void*)host_round, (void*)host_counters, (void*)host_matches,
@@ -134,13 +134,19 @@ struct BatchExecutor::HostTimes {
   ~HostTimes() {
     if (!on || batches == 0) return;
     const double b = static_cast<double>(batches);
-    std::fprintf(stderr, "batch executor host time a batch: prepare %.1f µs, launches %.1f µs, answers read %.1f µs; %.2f phases a batch, %llu batches\n",
-                 prepare / b * 1e6, launch / b * 1e6, finish / b * 1e6, static_cast<double>(phases) / b, static_cast<unsigned long long>(batches));
+    std::fprintf(stderr,
+                 "batch executor host time a batch: prepare %.1f µs, launches %.1f µs, answers read %.1f µs; %.2f "
+                 "phases a batch, %llu batches\n",
+                 prepare / b * 1e6, launch / b * 1e6, finish / b * 1e6, static_cast<double>(phases) / b,
+                 static_cast<unsigned long long>(batches));
   }
 };
 
 BatchExecutor::BatchExecutor(const DeviceIndex& device, const BatchOptions& options)
-    : device_(device), options_(options), buffers_(std::make_unique<Buffers>()), host_times_(std::make_unique<HostTimes>()) {
+    : device_(device),
+      options_(options),
+      buffers_(std::make_unique<Buffers>()),
+      host_times_(std::make_unique<HostTimes>()) {
   options_.max_queries = std::max<size_t>(1, options_.max_queries);
   Buffers& b = *buffers_;
   const size_t queries = options_.max_queries;
@@ -164,7 +170,8 @@ BatchExecutor::BatchExecutor(const DeviceIndex& device, const BatchOptions& opti
   device_alloc(b.candidate_scores, b.candidate_capacity);
   device_alloc(b.candidate_query, b.candidate_capacity);
   device_alloc(b.masks, b.mask_capacity);
-  WARP_CUDA_CHECK(cudaMemset(b.masks, 0, std::max<size_t>(1, b.mask_capacity)));  // kept zeroed: the probe clears what it reads
+  WARP_CUDA_CHECK(
+      cudaMemset(b.masks, 0, std::max<size_t>(1, b.mask_capacity)));  // kept zeroed: the probe clears what it reads
   if (!tiles()) device_alloc(b.accumulators, queries * b.accumulator_stride);
   b.reserve_tasks(queries * kRoundsStaged);
   device_alloc(b.counters, queries);
@@ -183,7 +190,8 @@ BatchExecutor::BatchExecutor(const DeviceIndex& device, const BatchOptions& opti
   b.topk.allocate(std::max(b.candidate_capacity, tiles() ? b.key_row : b.doc_count));
   if (tiles()) {
     device_alloc(b.or_keys, queries * b.key_row);
-    b.or_tiles = std::make_unique<OrTiles>(device, queries, queries * kRoundsStaged, options_.or_method == OrMethod::kTiles);
+    b.or_tiles =
+        std::make_unique<OrTiles>(device, queries, queries * kRoundsStaged, options_.or_method == OrMethod::kTiles);
   }
 }
 
@@ -191,7 +199,8 @@ size_t BatchExecutor::cost(const Query& query) const {
   size_t shortest = SIZE_MAX, total = 0;
   for (const std::string& term : query.terms) {  // repeats count again: an estimate
     const TermInfo* info = device_.host().find(term);
-    const size_t count = info == nullptr ? 0 : device_.host().postings[info->offset];  // a list's first word: its length
+    const size_t count =
+        info == nullptr ? 0 : device_.host().postings[info->offset];  // a list's first word: its length
     shortest = std::min(shortest, count);
     total += count;
   }
@@ -212,7 +221,8 @@ void merge_piece(QueryResult& into, QueryResult&& piece, size_t k) {
     return;
   }
   into.hits.insert(into.hits.end(), piece.hits.begin(), piece.hits.end());
-  std::sort(into.hits.begin(), into.hits.end(), [](const Hit& a, const Hit& b) { return a.score != b.score ? a.score > b.score : a.doc < b.doc; });
+  std::sort(into.hits.begin(), into.hits.end(),
+            [](const Hit& a, const Hit& b) { return a.score != b.score ? a.score > b.score : a.doc < b.doc; });
   if (into.hits.size() > k) into.hits.resize(k);
 }
 
@@ -231,7 +241,7 @@ struct BatchExecutor::Job {
   double between_phases_seconds = 0;
   enum class Phase { kNone, kAnd, kOr } in_flight = Phase::kNone;
   AndLaunch and_launched;
-  std::vector<OrTileQuery> or_queries;   // of the OR batch in flight
+  std::vector<OrTileQuery> or_queries;  // of the OR batch in flight
   OrTiles::Launched or_launched;
   bool done = false;
 };
@@ -276,7 +286,8 @@ void BatchExecutor::start(std::span<const Query> queries) {
         p.lists.push_back({list, scoring.scoring[t].unit_weight, scoring.scoring[t].bound_scale});
         p.blocks_total += list.block_count;
       }
-      std::stable_sort(p.lists.begin(), p.lists.end(), [](const auto& a, const auto& b) { return a.list.count < b.list.count; });
+      std::stable_sort(p.lists.begin(), p.lists.end(),
+                       [](const auto& a, const auto& b) { return a.list.count < b.list.count; });
       if (query.mode == QueryMode::kOr) continue;
       job.results[i].stats.blocks_total = p.blocks_total;
       if (query.mode == QueryMode::kAndOr) job.and_or.push_back(i);
@@ -285,13 +296,15 @@ void BatchExecutor::start(std::span<const Query> queries) {
       const DeviceList* shortest = and_possible ? &p.lists[0].list : nullptr;
       const uint32_t blocks = and_possible ? shortest->block_count : 0;
       uint32_t first = 0;
-      if (blocks > buffers_->piece_blocks) ++splits_.and_split, splits_.and_pieces += (blocks + buffers_->piece_blocks - 1) / buffers_->piece_blocks;
+      if (blocks > buffers_->piece_blocks)
+        ++splits_.and_split, splits_.and_pieces += (blocks + buffers_->piece_blocks - 1) / buffers_->piece_blocks;
       do {
         Prepared piece = p;
         piece.first_block = first;
         const uint32_t piece_blocks = static_cast<uint32_t>(std::min<size_t>(blocks - first, buffers_->piece_blocks));
         piece.candidate_slots = piece_blocks * (and_possible ? shortest->block_size : 0);
-        piece.candidates = and_possible ? std::min(piece.candidate_slots, shortest->count - first * shortest->block_size) : 0;
+        piece.candidates =
+            and_possible ? std::min(piece.candidate_slots, shortest->count - first * shortest->block_size) : 0;
         and_pieces.push_back(std::move(piece));
         first += piece_blocks;
       } while (first < blocks);
@@ -378,8 +391,9 @@ bool BatchExecutor::launch_next() {
       if (job.results[i].hits.size() < job.queries[i].k) or_queries.push_back(std::move(job.prepared[i]));
     }
     for (size_t from = 0; from < or_queries.size(); from += options_.max_queries) {
-      job.or_batches.emplace_back(std::make_move_iterator(or_queries.begin() + from),
-                                  std::make_move_iterator(or_queries.begin() + std::min(or_queries.size(), from + options_.max_queries)));
+      job.or_batches.emplace_back(
+          std::make_move_iterator(or_queries.begin() + from),
+          std::make_move_iterator(or_queries.begin() + std::min(or_queries.size(), from + options_.max_queries)));
     }
   }
   while (job.next_or < job.or_batches.size()) {
@@ -400,7 +414,8 @@ void BatchExecutor::finish_phase() {
     std::vector<Prepared>& batch = job.and_batches[job.next_and++];
     std::vector<QueryResult> answers(batch.size());
     finish_and(batch, job.and_launched, answers);
-    for (size_t q = 0; q < batch.size(); ++q) merge_piece(job.results[batch[q].index], std::move(answers[q]), batch[q].query->k);
+    for (size_t q = 0; q < batch.size(); ++q)
+      merge_piece(job.results[batch[q].index], std::move(answers[q]), batch[q].query->k);
   } else if (job.in_flight == Job::Phase::kOr) {
     finish_or(job.or_batches[job.next_or++], job.results);
   }
@@ -409,7 +424,6 @@ void BatchExecutor::finish_phase() {
 
 // AND over a batch of pieces, launched: every stage and the copies back on the stream.
 BatchExecutor::AndLaunch BatchExecutor::launch_and(std::vector<Prepared>& batch) {
-
   Buffers& b = *buffers_;
   const uint32_t doc_begin = device_.host().meta.doc_begin;
   const size_t n = batch.size();
@@ -436,7 +450,8 @@ BatchExecutor::AndLaunch BatchExecutor::launch_and(std::vector<Prepared>& batch)
     if (p.candidate_slots == 0) continue;
     const DeviceList& list = p.lists[0].list;
     list_block_size = list.block_size;
-    b.host_tasks[staged[0].tasks++] = {list, staged[0].blocks, p.candidate_offset, 0, static_cast<uint32_t>(q), p.lists[0].weight, p.first_block};
+    b.host_tasks[staged[0].tasks++] = {
+        list, staged[0].blocks, p.candidate_offset, 0, static_cast<uint32_t>(q), p.lists[0].weight, p.first_block};
     staged[0].blocks += p.candidate_slots / list.block_size;  // the piece's blocks
   }
   // Term rounds: the r-th list of every query that has one.
@@ -452,8 +467,9 @@ BatchExecutor::AndLaunch BatchExecutor::launch_and(std::vector<Prepared>& batch)
       const bool searched = options_.search_compressed && is_lrc(list.codec);
       round.decode = round.decode || !searched, round.compressed = round.compressed || searched;
       round_of[q] = static_cast<int32_t>(round.tasks);
-      b.host_tasks[r * stride + round.tasks++] = {list, round.blocks, p.candidate_offset, mask_bytes, static_cast<uint32_t>(q),
-                                                  p.lists[r].weight, 0, p.candidates};
+      b.host_tasks[r * stride + round.tasks++] = {
+          list, round.blocks, p.candidate_offset, mask_bytes, static_cast<uint32_t>(q), p.lists[r].weight,
+          0,    p.candidates};
       round.blocks += list.block_count;
       mask_bytes += list.block_count;
     }
@@ -463,26 +479,26 @@ BatchExecutor::AndLaunch BatchExecutor::launch_and(std::vector<Prepared>& batch)
     const size_t last = (rounds - 1) * stride + staged[rounds - 1].tasks;
     WARP_CUDA_CHECK(cudaMemcpyAsync(b.tasks, b.host_tasks, last * sizeof(Task), cudaMemcpyHostToDevice, b.stream));
     if (rounds > 1) {
-      WARP_CUDA_CHECK(cudaMemcpyAsync(b.round_task + stride, b.host_round + stride, (rounds - 1) * stride * sizeof(int32_t),
-                                      cudaMemcpyHostToDevice, b.stream));
+      WARP_CUDA_CHECK(cudaMemcpyAsync(b.round_task + stride, b.host_round + stride,
+                                      (rounds - 1) * stride * sizeof(int32_t), cudaMemcpyHostToDevice, b.stream));
     }
   }
   auto launch = [&](size_t r, uint8_t* masks, TaskOutput output) {
     if (staged[r].blocks == 0) return;
-    launch_decode_tasks(list_block_size, b.tasks + r * stride, staged[r].tasks, staged[r].blocks, masks, output, b.candidate_docs,
-                        b.candidate_scores, b.candidate_query, b.accumulators, b.accumulator_stride,
+    launch_decode_tasks(list_block_size, b.tasks + r * stride, staged[r].tasks, staged[r].blocks, masks, output,
+                        b.candidate_docs, b.candidate_scores, b.candidate_query, b.accumulators, b.accumulator_stride,
                         device_.length_norms(), doc_begin, b.counters, b.stream);
   };
   if (rounds > 0) launch(0, nullptr, TaskOutput::kCandidates);
   for (size_t r = 1; r < rounds; ++r) {
     const int32_t* device_round = b.round_task + r * stride;
     const Task* device_tasks = b.tasks + r * stride;
-    launch_batch_select(total_candidates, b.candidate_docs, b.candidate_scores, b.candidate_query, device_round, device_tasks,
-                        b.masks, options_.search_compressed, b.stream);
+    launch_batch_select(total_candidates, b.candidate_docs, b.candidate_scores, b.candidate_query, device_round,
+                        device_tasks, b.masks, options_.search_compressed, b.stream);
     if (staged[r].decode) launch(r, b.masks, TaskOutput::kProbe);
     if (staged[r].compressed) {
-      launch_batch_probe_compressed(total_candidates, b.candidate_docs, b.candidate_scores, b.candidate_query, device_round,
-                                    device_tasks, device_.length_norms(), doc_begin, b.stream);
+      launch_batch_probe_compressed(total_candidates, b.candidate_docs, b.candidate_scores, b.candidate_query,
+                                    device_round, device_tasks, device_.length_norms(), doc_begin, b.stream);
     }
   }
   // Top-k of each query over its own candidates: batched (four launches for the whole batch, one
@@ -494,27 +510,32 @@ BatchExecutor::AndLaunch BatchExecutor::launch_and(std::vector<Prepared>& batch)
     for (size_t q = 0; q < n; ++q) {
       const Prepared& p = batch[q];
       b.host_and_selection[q] = AndSelection{p.candidate_offset, p.candidate_slots, static_cast<uint32_t>(p.query->k)};
-      row_stride = std::max<uint32_t>(row_stride, 2 + std::min<uint32_t>(static_cast<uint32_t>(p.query->k), kBlockSelectCapacity));
+      row_stride = std::max<uint32_t>(row_stride,
+                                      2 + std::min<uint32_t>(static_cast<uint32_t>(p.query->k), kBlockSelectCapacity));
     }
     uint32_t* const sub_buckets = b.and_buckets + options_.max_queries * kBuckets;
     WARP_CUDA_CHECK(cudaMemsetAsync(b.and_buckets, 0, n * kBuckets * sizeof(uint32_t), b.stream));
     WARP_CUDA_CHECK(cudaMemsetAsync(sub_buckets, 0, n * kBuckets * sizeof(uint32_t), b.stream));
     WARP_CUDA_CHECK(cudaMemsetAsync(b.and_refine, 0, sizeof(uint32_t), b.stream));
-    WARP_CUDA_CHECK(cudaMemcpyAsync(b.and_selection, b.host_and_selection, n * sizeof(AndSelection), cudaMemcpyHostToDevice, b.stream));
+    WARP_CUDA_CHECK(cudaMemcpyAsync(b.and_selection, b.host_and_selection, n * sizeof(AndSelection),
+                                    cudaMemcpyHostToDevice, b.stream));
     launch_and_topk(total_candidates, n, b.candidate_docs, b.candidate_scores, b.candidate_query,
                     {b.topk.keys, b.and_buckets, sub_buckets, b.matches, b.and_selection, b.and_refine, b.and_staging,
                      b.and_results},
                     row_stride, b.stream);
-    WARP_CUDA_CHECK(cudaMemcpyAsync(b.host_and_results, b.and_results, n * row_stride * sizeof(uint64_t), cudaMemcpyDeviceToHost, b.stream));
+    WARP_CUDA_CHECK(cudaMemcpyAsync(b.host_and_results, b.and_results, n * row_stride * sizeof(uint64_t),
+                                    cudaMemcpyDeviceToHost, b.stream));
   }
   WARP_CUDA_CHECK(cudaMemcpyAsync(b.host_counters, b.counters, n * sizeof(Counters), cudaMemcpyDeviceToHost, b.stream));
-  WARP_CUDA_CHECK(cudaMemcpyAsync(b.host_matches, b.matches, n * sizeof(unsigned long long), cudaMemcpyDeviceToHost, b.stream));
+  WARP_CUDA_CHECK(
+      cudaMemcpyAsync(b.host_matches, b.matches, n * sizeof(unsigned long long), cudaMemcpyDeviceToHost, b.stream));
   return {n, row_stride, batched_topk};
 }
 
 // An AND batch's answers, once its stream finished: results[q] gets piece q's (hits, matches,
 // blocks decoded).
-void BatchExecutor::finish_and(std::vector<Prepared>& batch, const AndLaunch& launched, std::vector<QueryResult>& results) {
+void BatchExecutor::finish_and(std::vector<Prepared>& batch, const AndLaunch& launched,
+                               std::vector<QueryResult>& results) {
   Buffers& b = *buffers_;
   const size_t n = launched.queries;
   const uint32_t row_stride = launched.row_stride;
@@ -534,8 +555,8 @@ void BatchExecutor::finish_and(std::vector<Prepared>& batch, const AndLaunch& la
       // One query's keys again (into the selection's own key array) and its selection.
       unsigned long long* matches = batched_topk ? b.matches + options_.max_queries : b.matches + q;
       b.topk.reset(b.stream);
-      launch_candidate_keys(p.candidate_slots, b.candidate_docs + p.candidate_offset, b.candidate_scores + p.candidate_offset,
-                            b.topk.keys, b.topk.buckets, matches, b.stream);
+      launch_candidate_keys(p.candidate_slots, b.candidate_docs + p.candidate_offset,
+                            b.candidate_scores + p.candidate_offset, b.topk.keys, b.topk.buckets, matches, b.stream);
       result.hits = b.topk.select(p.candidate_slots, p.query->k, b.stream, options_.topk);
       if (!batched_topk) {
         WARP_CUDA_CHECK(cudaMemcpy(&result.and_matches, matches, sizeof(unsigned long long), cudaMemcpyDeviceToHost));
@@ -565,7 +586,8 @@ bool BatchExecutor::launch_or(std::vector<Prepared>& batch, std::vector<QueryRes
     // One launch per stage for the whole batch (or_tiles.hpp).
     Job& job = *job_;
     job.or_queries.resize(n);
-    for (size_t q = 0; q < n; ++q) job.or_queries[q] = {batch[q].lists, static_cast<uint32_t>(batch[q].query->k), batch[q].or_floor};
+    for (size_t q = 0; q < n; ++q)
+      job.or_queries[q] = {batch[q].lists, static_cast<uint32_t>(batch[q].query->k), batch[q].or_floor};
     job.or_launched = b.or_tiles->launch(job.or_queries, {b.or_keys, b.key_row, &b.topk}, b.stream);
     return true;
   }
@@ -585,7 +607,8 @@ bool BatchExecutor::launch_or(std::vector<Prepared>& batch, std::vector<QueryRes
 void BatchExecutor::finish_or(std::vector<Prepared>& batch, std::vector<QueryResult>& results) {
   Buffers& b = *buffers_;
   Job& job = *job_;
-  std::vector<OrTileAnswer> answers = b.or_tiles->collect(job.or_queries, {b.or_keys, b.key_row, &b.topk}, job.or_launched, b.stream);
+  std::vector<OrTileAnswer> answers =
+      b.or_tiles->collect(job.or_queries, {b.or_keys, b.key_row, &b.topk}, job.or_launched, b.stream);
   for (size_t q = 0; q < batch.size(); ++q) {
     if (answers[q].keys > b.key_row) {
       answers[q] = b.or_tiles->run_alone(job.or_queries[q], answers[q].keys, b.stream);
@@ -605,7 +628,8 @@ void BatchExecutor::run_or_dense(std::vector<Prepared>& batch, std::vector<Query
   const uint32_t doc_begin = index.meta.doc_begin, doc_count = index.doc_count();
   const size_t n = batch.size();
   if (b.accumulators_dirty) {
-    WARP_CUDA_CHECK(cudaMemsetAsync(b.accumulators, 0, options_.max_queries * b.accumulator_stride * sizeof(float), b.stream));
+    WARP_CUDA_CHECK(
+        cudaMemsetAsync(b.accumulators, 0, options_.max_queries * b.accumulator_stride * sizeof(float), b.stream));
   }
   b.accumulators_dirty = true;
   uint32_t tasks = 0, blocks = 0, list_block_size = 128;
@@ -621,8 +645,8 @@ void BatchExecutor::run_or_dense(std::vector<Prepared>& batch, std::vector<Query
   }
   if (tasks > 0) {
     WARP_CUDA_CHECK(cudaMemcpyAsync(b.tasks, b.host_tasks, tasks * sizeof(Task), cudaMemcpyHostToDevice, b.stream));
-    launch_decode_tasks(list_block_size, b.tasks, tasks, blocks, nullptr, TaskOutput::kAccumulate, nullptr, nullptr, nullptr,
-                        b.accumulators, b.accumulator_stride, device_.length_norms(), doc_begin, b.counters,
+    launch_decode_tasks(list_block_size, b.tasks, tasks, blocks, nullptr, TaskOutput::kAccumulate, nullptr, nullptr,
+                        nullptr, b.accumulators, b.accumulator_stride, device_.length_norms(), doc_begin, b.counters,
                         b.stream);
   }
   for (size_t q = 0; q < n; ++q) {

@@ -83,7 +83,7 @@ class BatchExecutor {
  private:
   struct Buffers;
   struct Prepared;
-  struct Job;  // the queries of start() and where their phases stand
+  struct Job;        // the queries of start() and where their phases stand
   struct HostTimes;  // WARP_GPU_HOST_TIMES: host time a batch, printed at destruction
   struct AndLaunch {
     size_t queries = 0;
@@ -92,13 +92,16 @@ class BatchExecutor {
   };
   bool launch_next();  // false: no phase left
   void finish_phase();
-  void abandon();      // after a throw: the stream drained, the lists released, no job
+  void abandon();  // after a throw: the stream drained, the lists released, no job
   AndLaunch launch_and(std::vector<Prepared>& batch);
   void finish_and(std::vector<Prepared>& batch, const AndLaunch& launched, std::vector<QueryResult>& results);
-  bool launch_or(std::vector<Prepared>& batch, std::vector<QueryResult>& results);  // false: answered already (dense OR)
+  bool launch_or(std::vector<Prepared>& batch,
+                 std::vector<QueryResult>& results);  // false: answered already (dense OR)
   void finish_or(std::vector<Prepared>& batch, std::vector<QueryResult>& results);
   void run_or_dense(std::vector<Prepared>& batch, std::vector<QueryResult>& results);
-  bool tiles() const { return options_.or_method != OrMethod::kDenseAccumulators && options_.topk == TopkMethod::kBucketSelect; }
+  bool tiles() const {
+    return options_.or_method != OrMethod::kDenseAccumulators && options_.topk == TopkMethod::kBucketSelect;
+  }
 
   const DeviceIndex& device_;
   BatchOptions options_;

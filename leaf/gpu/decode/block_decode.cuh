@@ -29,7 +29,8 @@ __host__ __device__ constexpr bool is_lrc(uint32_t codec) {
 
 // The zero bits (code ends) of word `word` of Rice's unary array that lie in a block's bit range
 // [start, end); 0 for a word past the range.
-__device__ __forceinline__ uint32_t rice_range_zeros(const uint32_t* unary, uint32_t word, uint32_t start, uint32_t end) {
+__device__ __forceinline__ uint32_t rice_range_zeros(const uint32_t* unary, uint32_t word, uint32_t start,
+                                                     uint32_t end) {
   const uint32_t first_word = start >> 5, last_word = (end - 1) >> 5;
   if (word > last_word) return 0;
   const uint32_t low = word == first_word ? (start & 31) : 0;
@@ -83,7 +84,8 @@ __device__ void decode_block(const DeviceSequence& seq, uint32_t codec, uint32_t
       const uint32_t* after_slots = at + 1 + (n * bits + 31) / 32;
       const auto* positions = reinterpret_cast<const uint8_t*>(after_slots);
       const uint32_t* high = after_slots + (exceptions + 3) / 4;
-      for (uint32_t e = tid; e < exceptions; e += BS) storage.values[positions[e] & (BS - 1)] |= extract_bits_dev(high, e, high_width) << bits;
+      for (uint32_t e = tid; e < exceptions; e += BS)
+        storage.values[positions[e] & (BS - 1)] |= extract_bits_dev(high, e, high_width) << bits;
       break;
     }
     case CodecId::kPforDing: {
@@ -115,8 +117,9 @@ __device__ void decode_block(const DeviceSequence& seq, uint32_t codec, uint32_t
       const uint32_t doc = tid < n ? lrc::value_at(seq.words, seq.endpoints, BS, first + tid) : 0;
       storage.values[tid] = doc;
       __syncthreads();
-      const uint32_t previous = tid > 0 ? storage.values[tid - 1]
-                                : block == 0 ? 0xFFFFFFFFu : lrc::value_at(seq.words, seq.endpoints, BS, first - 1);
+      const uint32_t previous = tid > 0      ? storage.values[tid - 1]
+                                : block == 0 ? 0xFFFFFFFFu
+                                             : lrc::value_at(seq.words, seq.endpoints, BS, first - 1);
       __syncthreads();
       if (tid < n) storage.values[tid] = doc - previous - 1;
       break;

@@ -52,7 +52,10 @@ __device__ __forceinline__ uint32_t task_of_block(const Task* tasks, uint32_t co
   uint32_t lo = 0, hi = count - 1;
   while (lo < hi) {
     const uint32_t mid = (lo + hi + 1) / 2;
-    if (tasks[mid].block_begin <= block) lo = mid; else hi = mid - 1;
+    if (tasks[mid].block_begin <= block)
+      lo = mid;
+    else
+      hi = mid - 1;
   }
   return lo;
 }
@@ -63,7 +66,10 @@ __device__ __forceinline__ uint32_t block_for_doc(const uint32_t* block_last, ui
   uint32_t lo = 0, hi = block_count;
   while (lo < hi) {
     const uint32_t mid = (lo + hi) / 2;
-    if (block_last[mid] < doc) lo = mid + 1; else hi = mid;
+    if (block_last[mid] < doc)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   return lo;
 }
@@ -76,7 +82,10 @@ __device__ __forceinline__ int64_t find_in_block(const uint32_t* block_docs, uin
   uint32_t hi = end;
   while (lo < hi) {
     const uint32_t mid = (lo + hi) / 2;
-    if (block_docs[mid] < doc) lo = mid + 1; else hi = mid;
+    if (block_docs[mid] < doc)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   return lo < end && block_docs[lo] == doc ? static_cast<int64_t>(lo) : -1;
 }
@@ -85,7 +94,8 @@ __device__ __forceinline__ int64_t find_in_block(const uint32_t* block_docs, uin
 // The docID is searched in the compressed list; its frequency is read alone from ParaPFor.
 __device__ __forceinline__ uint32_t lrc_frequency(const DeviceList& list, uint32_t doc) {
   uint32_t position;
-  if (!lrc::find(list.docs.words, list.docs.endpoints, list.block_last_docid, list.count, list.block_size, doc, position)) {
+  if (!lrc::find(list.docs.words, list.docs.endpoints, list.block_last_docid, list.count, list.block_size, doc,
+                 position)) {
     return 0;
   }
   const uint32_t block = position / list.block_size;
@@ -134,7 +144,8 @@ struct NextBlock {
 
 // Loads where `block` of a list (of a prefetches_next_block codec) begins, unless it is past the
 // list's end or not selected.
-__device__ __forceinline__ NextBlock next_block_begin(const DeviceList& list, const uint8_t* block_mask, uint32_t block) {
+__device__ __forceinline__ NextBlock next_block_begin(const DeviceList& list, const uint8_t* block_mask,
+                                                      uint32_t block) {
   NextBlock next;
   if (block < list.block_count && (block_mask == nullptr || block_mask[block] != 0)) {
     next.doc_begin = list.docs.endpoints[block], next.freq_begin = list.freqs.endpoints[block];
@@ -187,8 +198,10 @@ __global__ void __launch_bounds__(kWarpsPerThreadBlock * 32, kMinResident)
     } else if (n == BS) {
       for (uint32_t g = 0; g < BS / 128; ++g) {
         const size_t at = size_t{block} * BS + g * 128 + lane * 4;
-        *reinterpret_cast<uint4*>(out_docs + at) = make_uint4(docs[4 * g], docs[4 * g + 1], docs[4 * g + 2], docs[4 * g + 3]);
-        *reinterpret_cast<uint4*>(out_freqs + at) = make_uint4(freqs[4 * g], freqs[4 * g + 1], freqs[4 * g + 2], freqs[4 * g + 3]);
+        *reinterpret_cast<uint4*>(out_docs + at) =
+            make_uint4(docs[4 * g], docs[4 * g + 1], docs[4 * g + 2], docs[4 * g + 3]);
+        *reinterpret_cast<uint4*>(out_freqs + at) =
+            make_uint4(freqs[4 * g], freqs[4 * g + 1], freqs[4 * g + 2], freqs[4 * g + 3]);
       }
     } else {
       for (uint32_t j = 0; j < kPerLane; ++j) {
@@ -253,41 +266,58 @@ constexpr uint32_t decode_min_resident(uint32_t codec) {
 }
 
 template <int BS, uint32_t kCodec>
-void launch_decode_list(const DeviceList& list, const uint8_t* mask, uint32_t* docs, uint32_t* freqs, float* accumulators,
-                        const float* norms, uint32_t doc_begin, float weight, Counters* counters, cudaStream_t stream) {
-  if (list.block_size != BS) throw Error("a list of codec " + std::to_string(list.codec) + " with blocks of " + std::to_string(list.block_size));
+void launch_decode_list(const DeviceList& list, const uint8_t* mask, uint32_t* docs, uint32_t* freqs,
+                        float* accumulators, const float* norms, uint32_t doc_begin, float weight, Counters* counters,
+                        cudaStream_t stream) {
+  if (list.block_size != BS)
+    throw Error("a list of codec " + std::to_string(list.codec) + " with blocks of " + std::to_string(list.block_size));
   constexpr uint32_t kMinResident = decode_min_resident(kCodec);
   const uint32_t wanted = (list.block_count + kWarpsPerThreadBlock - 1) / kWarpsPerThreadBlock;
-  decode_list_kernel<BS, kCodec, kMinResident><<<resident_grid<decode_list_kernel<BS, kCodec, kMinResident>>(wanted),
-                                                 kWarpsPerThreadBlock * 32, 0, stream>>>(list, mask, docs, freqs, accumulators,
-                                                                                          norms, doc_begin, weight, counters);
+  decode_list_kernel<BS, kCodec, kMinResident>
+      <<<resident_grid<decode_list_kernel<BS, kCodec, kMinResident>>(wanted), kWarpsPerThreadBlock * 32, 0, stream>>>(
+          list, mask, docs, freqs, accumulators, norms, doc_begin, weight, counters);
   WARP_CUDA_CHECK_LAUNCH();
 }
 
 // A kernel compiled for the list's codec (kCodec) where its frequencies use the usual codec, else
 // the kernel that follows the codecs at run time.
-inline void launch_decode(const DeviceList& list, const uint8_t* mask, uint32_t* docs, uint32_t* freqs, float* accumulators,
-                          const float* norms, uint32_t doc_begin, float weight, Counters* counters, cudaStream_t stream) {
+inline void launch_decode(const DeviceList& list, const uint8_t* mask, uint32_t* docs, uint32_t* freqs,
+                          float* accumulators, const float* norms, uint32_t doc_begin, float weight, Counters* counters,
+                          cudaStream_t stream) {
   if (list.block_count == 0) return;
   const auto go = [&]<int BS, uint32_t kCodec>() {
     launch_decode_list<BS, kCodec>(list, mask, docs, freqs, accumulators, norms, doc_begin, weight, counters, stream);
   };
   if (list.freq_codec != frequency_codec_of(list.codec)) {
-    if (list.block_size == 256) go.template operator()<256, kAnyCodec>(); else go.template operator()<128, kAnyCodec>();
+    if (list.block_size == 256)
+      go.template operator()<256, kAnyCodec>();
+    else
+      go.template operator()<128, kAnyCodec>();
     return;
   }
   switch (static_cast<CodecId>(list.codec)) {
-    case CodecId::kBp128: return go.template operator()<128, static_cast<uint32_t>(CodecId::kBp128)>();
-    case CodecId::kBp256: return go.template operator()<256, static_cast<uint32_t>(CodecId::kBp256)>();
-    case CodecId::kVByte: return go.template operator()<128, static_cast<uint32_t>(CodecId::kVByte)>();
-    case CodecId::kPforDing: return go.template operator()<128, static_cast<uint32_t>(CodecId::kPforDing)>();
-    case CodecId::kPforBlock: return go.template operator()<128, static_cast<uint32_t>(CodecId::kPforBlock)>();
-    case CodecId::kRice: return go.template operator()<128, static_cast<uint32_t>(CodecId::kRice)>();
-    case CodecId::kParaPfor: return go.template operator()<128, static_cast<uint32_t>(CodecId::kParaPfor)>();
-    case CodecId::kLrc: return go.template operator()<128, static_cast<uint32_t>(CodecId::kLrc)>();
-    case CodecId::kLrcSeg: return go.template operator()<128, static_cast<uint32_t>(CodecId::kLrcSeg)>();
-    case CodecId::kSegLrc: return go.template operator()<128, static_cast<uint32_t>(CodecId::kSegLrc)>();
-    case CodecId::kHsLrc: return go.template operator()<128, static_cast<uint32_t>(CodecId::kHsLrc)>();
+    case CodecId::kBp128:
+      return go.template operator()<128, static_cast<uint32_t>(CodecId::kBp128)>();
+    case CodecId::kBp256:
+      return go.template operator()<256, static_cast<uint32_t>(CodecId::kBp256)>();
+    case CodecId::kVByte:
+      return go.template operator()<128, static_cast<uint32_t>(CodecId::kVByte)>();
+    case CodecId::kPforDing:
+      return go.template operator()<128, static_cast<uint32_t>(CodecId::kPforDing)>();
+    case CodecId::kPforBlock:
+      return go.template operator()<128, static_cast<uint32_t>(CodecId::kPforBlock)>();
+    case CodecId::kRice:
+      return go.template operator()<128, static_cast<uint32_t>(CodecId::kRice)>();
+    case CodecId::kParaPfor:
+      return go.template operator()<128, static_cast<uint32_t>(CodecId::kParaPfor)>();
+    case CodecId::kLrc:
+      return go.template operator()<128, static_cast<uint32_t>(CodecId::kLrc)>();
+    case CodecId::kLrcSeg:
+      return go.template operator()<128, static_cast<uint32_t>(CodecId::kLrcSeg)>();
+    case CodecId::kSegLrc:
+      return go.template operator()<128, static_cast<uint32_t>(CodecId::kSegLrc)>();
+    case CodecId::kHsLrc:
+      return go.template operator()<128, static_cast<uint32_t>(CodecId::kHsLrc)>();
   }
   throw Error("no GPU decoder for codec " + std::to_string(list.codec));
 }

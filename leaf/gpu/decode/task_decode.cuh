@@ -28,8 +28,10 @@ enum class TaskOutput : uint32_t { kCandidates, kProbe, kAccumulate };
 __device__ __forceinline__ uint32_t lower_bound_docs(const uint32_t* docs, uint32_t begin, uint32_t end, uint32_t doc) {
   while (begin < end) {
     const uint32_t middle = begin + (end - begin) / 2;
-    if (docs[middle] < doc) begin = middle + 1;
-    else end = middle;
+    if (docs[middle] < doc)
+      begin = middle + 1;
+    else
+      end = middle;
   }
   return begin;
 }
@@ -40,7 +42,8 @@ __device__ __forceinline__ uint32_t lower_bound_docs(const uint32_t* docs, uint3
 template <int BS>
 __device__ void probe_block(const Task& task, uint32_t block, uint32_t n, const uint32_t (&docs)[BS / 32],
                             const uint32_t (&freqs)[BS / 32], uint32_t* shared_docs, uint32_t* shared_freqs,
-                            const uint32_t* candidate_docs, float* candidate_scores, const float* norms, uint32_t doc_begin) {
+                            const uint32_t* candidate_docs, float* candidate_scores, const float* norms,
+                            uint32_t doc_begin) {
   const uint32_t lane = threadIdx.x & 31u;
   __syncwarp();  // the decoder's last reads of the scratch are done
 #pragma unroll
@@ -70,10 +73,9 @@ __device__ void probe_block(const Task& task, uint32_t block, uint32_t n, const 
 // block b * kWarpsPerThreadBlock + w of the tasks' blocks numbered one after another.
 template <int BS>
 __global__ void __launch_bounds__(kWarpsPerThreadBlock * 32)
-    decode_tasks_kernel(const Task* tasks, uint32_t task_count, uint32_t block_total, uint8_t* masks,
-                        TaskOutput output, uint32_t* docs_out, float* scores_out, uint32_t* query_out,
-                        float* accumulators, size_t accumulator_stride, const float* norms, uint32_t doc_begin,
-                        Counters* counters) {
+    decode_tasks_kernel(const Task* tasks, uint32_t task_count, uint32_t block_total, uint8_t* masks, TaskOutput output,
+                        uint32_t* docs_out, float* scores_out, uint32_t* query_out, float* accumulators,
+                        size_t accumulator_stride, const float* norms, uint32_t doc_begin, Counters* counters) {
   constexpr uint32_t kPerLane = BS / 32;
   __shared__ WarpScratch<BS> scratch[kWarpsPerThreadBlock];
   __shared__ uint32_t probe_freqs[kWarpsPerThreadBlock][BS];
@@ -84,15 +86,17 @@ __global__ void __launch_bounds__(kWarpsPerThreadBlock * 32)
   const uint32_t local = launch_block - task.block_begin, block = task.first_block + local;
   if (masks != nullptr) {  // uniform per warp
     if (masks[task.mask_offset + block] == 0) return;
-    __syncwarp();  // every lane has read it
+    __syncwarp();                                        // every lane has read it
     if (lane == 0) masks[task.mask_offset + block] = 0;  // for the next round
   }
   uint32_t docs[kPerLane], freqs[kPerLane];
   const uint32_t n = warp_decode_postings<BS>(task.list, block, docs, freqs, scratch[warp]);
   if (output == TaskOutput::kProbe) {
-    probe_block<BS>(task, block, n, docs, freqs, scratch[warp].values, probe_freqs[warp], docs_out, scores_out, norms, doc_begin);
+    probe_block<BS>(task, block, n, docs, freqs, scratch[warp].values, probe_freqs[warp], docs_out, scores_out, norms,
+                    doc_begin);
   } else if (output == TaskOutput::kCandidates) {
-    const size_t first_slot = size_t{task.out_offset} + size_t{local} * BS;  // every slot of the block, 16 bytes at a time
+    const size_t first_slot =
+        size_t{task.out_offset} + size_t{local} * BS;  // every slot of the block, 16 bytes at a time
     for (uint32_t g = 0; g < BS / 128; ++g) {
       float scores[4];
       for (uint32_t k = 0; k < 4; ++k) {
@@ -102,7 +106,8 @@ __global__ void __launch_bounds__(kWarpsPerThreadBlock * 32)
         if (!live) docs[j] = 0;
       }
       const size_t at = first_slot + g * 128 + lane * 4;
-      *reinterpret_cast<uint4*>(docs_out + at) = make_uint4(docs[4 * g], docs[4 * g + 1], docs[4 * g + 2], docs[4 * g + 3]);
+      *reinterpret_cast<uint4*>(docs_out + at) =
+          make_uint4(docs[4 * g], docs[4 * g + 1], docs[4 * g + 2], docs[4 * g + 3]);
       *reinterpret_cast<float4*>(scores_out + at) = make_float4(scores[0], scores[1], scores[2], scores[3]);
       *reinterpret_cast<uint4*>(query_out + at) = make_uint4(task.query, task.query, task.query, task.query);
     }
@@ -121,9 +126,9 @@ __global__ void __launch_bounds__(kWarpsPerThreadBlock * 32)
 
 // Launches decode_tasks_kernel over `block_total` compressed blocks of block size `block_size`.
 inline void launch_decode_tasks(uint32_t block_size, const Task* tasks, uint32_t task_count, uint32_t block_total,
-                                uint8_t* masks, TaskOutput output, uint32_t* docs_out,
-                                float* scores_out, uint32_t* query_out, float* accumulators, size_t accumulator_stride,
-                                const float* norms, uint32_t doc_begin, Counters* counters, cudaStream_t stream) {
+                                uint8_t* masks, TaskOutput output, uint32_t* docs_out, float* scores_out,
+                                uint32_t* query_out, float* accumulators, size_t accumulator_stride, const float* norms,
+                                uint32_t doc_begin, Counters* counters, cudaStream_t stream) {
   if (block_total == 0) return;
   const uint32_t grid = (block_total + kWarpsPerThreadBlock - 1) / kWarpsPerThreadBlock;
   auto kernel = block_size == 256 ? decode_tasks_kernel<256> : decode_tasks_kernel<128>;

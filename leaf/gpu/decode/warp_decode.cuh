@@ -21,7 +21,9 @@ namespace warp::gpu {
 
 template <int BS>
 struct WarpLayout {
-  __device__ static __forceinline__ uint32_t index(uint32_t lane, uint32_t j) { return (j / 4) * 128 + lane * 4 + (j % 4); }
+  __device__ static __forceinline__ uint32_t index(uint32_t lane, uint32_t j) {
+    return (j / 4) * 128 + lane * 4 + (j % 4);
+  }
 };
 
 // One warp's shared scratch: a block of values for patching exceptions.
@@ -49,7 +51,8 @@ __device__ __forceinline__ uint32_t warp_exclusive_sum(uint32_t value, uint32_t&
 // past the last slot's word (kReadPaddingWords). Up to 8 bits a lane's four slots lie in two
 // words, loaded once; wider slots are read one by one with a funnel shift.
 template <int BS, bool kFull>
-__device__ __forceinline__ void warp_unpack_as(const uint32_t* words, uint32_t bits, uint32_t n, uint32_t (&v)[BS / 32]) {
+__device__ __forceinline__ void warp_unpack_as(const uint32_t* words, uint32_t bits, uint32_t n,
+                                               uint32_t (&v)[BS / 32]) {
   const uint32_t lane = lane_id();
   const uint32_t mask = bits >= 32 ? 0xFFFFFFFFu : (1u << bits) - 1;
 #pragma unroll
@@ -97,7 +100,8 @@ __device__ __forceinline__ void warp_spill(const uint32_t (&v)[BS / 32], WarpScr
   const uint32_t lane = lane_id();
 #pragma unroll
   for (uint32_t g = 0; g < BS / 128; ++g) {
-    *reinterpret_cast<uint4*>(&scratch.values[g * 128 + lane * 4]) = make_uint4(v[4 * g], v[4 * g + 1], v[4 * g + 2], v[4 * g + 3]);
+    *reinterpret_cast<uint4*>(&scratch.values[g * 128 + lane * 4]) =
+        make_uint4(v[4 * g], v[4 * g + 1], v[4 * g + 2], v[4 * g + 3]);
   }
   __syncwarp();
 }
@@ -165,7 +169,7 @@ __device__ void warp_decode_vbyte(const DeviceSequence& seq, uint32_t block, uin
 // held it (fewer registers for more resident warps measured slower: 45-49%).
 struct RiceBlock {
   const uint32_t* unary = nullptr;
-  const uint32_t* binary = nullptr;  // the block's binary parts
+  const uint32_t* binary = nullptr;                 // the block's binary parts
   uint32_t bits = 0, start = 0, end = 0, wide = 0;  // wide: W = 16 (uniform over the warp)
   uint32_t low = 0, high = 0;                       // the words of this lane's first-round unary bits
   uint32_t window_low = 0, window_high = 0;         // the words of this lane's binary parts (bits ≤ 8)
@@ -199,7 +203,8 @@ __device__ __forceinline__ RiceBlock rice_issue(const DeviceSequence& seq, uint3
 // This lane's zeros among bits [at, at + W) of the unary array, clipped to [start, end); `at` is a
 // multiple of 8 and at most 7 below `start`. From the words given, or loaded (later rounds).
 template <uint32_t W>
-__device__ __forceinline__ uint32_t rice_zeros_of(uint32_t low, uint32_t high, uint32_t at, uint32_t start, uint32_t end) {
+__device__ __forceinline__ uint32_t rice_zeros_of(uint32_t low, uint32_t high, uint32_t at, uint32_t start,
+                                                  uint32_t end) {
   if (at >= end) return 0;
   uint32_t zeros = ~__funnelshift_r(low, high, at & 31) & ((1u << W) - 1);
   if (at < start) zeros &= ~0u << (start - at);
@@ -285,7 +290,8 @@ __device__ __forceinline__ void rice_values(const End* ends, uint32_t before_fir
 }
 
 template <int BS>
-__device__ __forceinline__ void rice_finish(const RiceBlock& r, uint32_t n, uint32_t (&v)[BS / 32], WarpScratch<BS>& scratch) {
+__device__ __forceinline__ void rice_finish(const RiceBlock& r, uint32_t n, uint32_t (&v)[BS / 32],
+                                            WarpScratch<BS>& scratch) {
   const uint32_t lane = lane_id();
   const uint32_t origin = r.start & ~7u;
   rice_binary<BS>(r, n, v);
@@ -309,8 +315,9 @@ __device__ __forceinline__ void rice_finish(const RiceBlock& r, uint32_t n, uint
 // ends go to the scratch as 16-bit offsets from each range's origin, the docIDs' in its first
 // half and the frequencies' in its second.
 template <int BS, uint32_t kDocWidth, uint32_t kFreqWidth>
-__device__ __forceinline__ void rice_finish_pair(const RiceBlock& d, const RiceBlock& f, uint32_t n, uint32_t (&docs)[BS / 32],
-                                                 uint32_t (&freqs)[BS / 32], WarpScratch<BS>& scratch) {
+__device__ __forceinline__ void rice_finish_pair(const RiceBlock& d, const RiceBlock& f, uint32_t n,
+                                                 uint32_t (&docs)[BS / 32], uint32_t (&freqs)[BS / 32],
+                                                 WarpScratch<BS>& scratch) {
   const uint32_t lane = lane_id();
   uint16_t* ends = reinterpret_cast<uint16_t*>(scratch.values);
   const uint32_t doc_zeros = rice_first_zeros<kDocWidth>(d), freq_zeros = rice_first_zeros<kFreqWidth>(f);
@@ -330,15 +337,22 @@ __device__ __forceinline__ void rice_finish_pair(const RiceBlock& d, const RiceB
 }
 
 template <int BS>
-__device__ __forceinline__ void rice_finish_postings(const RiceBlock& d, const RiceBlock& f, uint32_t n, uint32_t (&docs)[BS / 32],
-                                                     uint32_t (&freqs)[BS / 32], WarpScratch<BS>& scratch) {
+__device__ __forceinline__ void rice_finish_postings(const RiceBlock& d, const RiceBlock& f, uint32_t n,
+                                                     uint32_t (&docs)[BS / 32], uint32_t (&freqs)[BS / 32],
+                                                     WarpScratch<BS>& scratch) {
   if (d.end - (d.start & ~7u) > 512 || f.end - (f.start & ~7u) > 512) {  // uniform; codes of hundreds of bits
     rice_finish<BS>(d, n, docs, scratch);
     rice_finish<BS>(f, n, freqs, scratch);
   } else if (d.wide) {
-    if (f.wide) rice_finish_pair<BS, 16, 16>(d, f, n, docs, freqs, scratch); else rice_finish_pair<BS, 16, 8>(d, f, n, docs, freqs, scratch);
+    if (f.wide)
+      rice_finish_pair<BS, 16, 16>(d, f, n, docs, freqs, scratch);
+    else
+      rice_finish_pair<BS, 16, 8>(d, f, n, docs, freqs, scratch);
   } else {
-    if (f.wide) rice_finish_pair<BS, 8, 16>(d, f, n, docs, freqs, scratch); else rice_finish_pair<BS, 8, 8>(d, f, n, docs, freqs, scratch);
+    if (f.wide)
+      rice_finish_pair<BS, 8, 16>(d, f, n, docs, freqs, scratch);
+    else
+      rice_finish_pair<BS, 8, 8>(d, f, n, docs, freqs, scratch);
   }
 }
 
@@ -434,7 +448,8 @@ __device__ __forceinline__ SlotPatch warp_unpack_slots(const DeviceSequence& seq
     patch.at = at + 1 + parapfor::packed(n, h.b);
     if (lane < patch.count) {
       const uint32_t* index = patch.at + ((lane * patch.index_width) >> 5);
-      const uint32_t* high = patch.at + parapfor::packed(patch.count, patch.index_width) + ((lane * patch.high_width) >> 5);
+      const uint32_t* high =
+          patch.at + parapfor::packed(patch.count, patch.index_width) + ((lane * patch.high_width) >> 5);
       patch.slot_low = index[0], patch.slot_high = index[1];
       patch.high_low = high[0], patch.high_high = high[1];
     }
@@ -472,11 +487,13 @@ __device__ __forceinline__ void warp_patch_slots(const DeviceSequence& seq, uint
   if constexpr (kCodec == static_cast<uint32_t>(CodecId::kPforBlock)) {
     const auto* positions = reinterpret_cast<const uint8_t*>(patch.at);
     const uint32_t* high = patch.at + (patch.count + 3) / 4;
-    for (uint32_t e = 32 + lane; e < patch.count; e += 32) scratch.values[positions[e] & (BS - 1)] |= fmt::extract(high, e, patch.high_width) << patch.b;
+    for (uint32_t e = 32 + lane; e < patch.count; e += 32)
+      scratch.values[positions[e] & (BS - 1)] |= fmt::extract(high, e, patch.high_width) << patch.b;
   } else if constexpr (kCodec == static_cast<uint32_t>(CodecId::kParaPfor)) {
     const uint32_t* high = patch.at + parapfor::packed(patch.count, patch.index_width);
     for (uint32_t e = 32 + lane; e < patch.count; e += 32) {
-      scratch.values[fmt::extract(patch.at, e, patch.index_width) & (BS - 1)] |= fmt::extract(high, e, patch.high_width) << patch.b;
+      scratch.values[fmt::extract(patch.at, e, patch.index_width) & (BS - 1)] |= fmt::extract(high, e, patch.high_width)
+                                                                                 << patch.b;
     }
   } else if constexpr (kCodec == static_cast<uint32_t>(CodecId::kPforDing)) {
     for (uint32_t e = patch.first + 32 + lane; e < patch.first + patch.count; e += 32) {
@@ -554,7 +571,8 @@ __device__ void warp_decode_values(const DeviceSequence& seq, uint32_t codec, ui
     case CodecId::kSegLrc:
     case CodecId::kHsLrc: {
       warp_decode_lrc_docs<BS>(seq, block, n, v);
-      const uint32_t before_block = block == 0 ? 0xFFFFFFFFu : lrc::value_at(seq.words, seq.endpoints, BS, block * BS - 1);
+      const uint32_t before_block =
+          block == 0 ? 0xFFFFFFFFu : lrc::value_at(seq.words, seq.endpoints, BS, block * BS - 1);
       uint32_t previous[BS / 128];
 #pragma unroll
       for (uint32_t g = 0; g < BS / 128; ++g) previous[g] = previous_value<BS>(v, g, before_block);

@@ -37,7 +37,7 @@ __device__ bool find_rank(const uint32_t* counts, uint32_t rank, uint32_t& bucke
   __syncthreads();
   bucket = found_bucket, above = found_above;
   if (total_out != nullptr) *total_out = total;  // the block aggregate, in every thread
-  __syncthreads();  // the storage may be used again
+  __syncthreads();                               // the storage may be used again
   return total >= rank;
 }
 

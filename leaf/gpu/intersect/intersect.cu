@@ -15,7 +15,6 @@ namespace {
 constexpr uint32_t kThreads = 256;
 constexpr uint32_t kMergeItemsPerThread = 16;
 
-
 struct SearchParams {
   const uint32_t* list;
   uint32_t size;
@@ -37,7 +36,8 @@ __global__ void para_kernel(const uint32_t* shorter, uint32_t count, SearchParam
   const uint32_t doc = shorter[i];
   if constexpr (kMethod == IntersectMethod::kHsLrcCompressed) {
     uint32_t position;
-    flags[i] = lrc::find(longer.lrc_words, longer.lrc_endpoints, longer.lrc_block_last, longer.size, kLrcBlock, doc, position);
+    flags[i] =
+        lrc::find(longer.lrc_words, longer.lrc_endpoints, longer.lrc_block_last, longer.size, kLrcBlock, doc, position);
     return;
   }
   uint32_t lo = 0, hi = longer.size;
@@ -57,7 +57,10 @@ __global__ void para_kernel(const uint32_t* shorter, uint32_t count, SearchParam
   }
   while (lo < hi) {
     const uint32_t mid = (lo + hi) / 2;
-    if (longer.list[mid] < doc) lo = mid + 1; else hi = mid;
+    if (longer.list[mid] < doc)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   flags[i] = lo < longer.size && longer.list[lo] == doc;
 }
@@ -72,7 +75,10 @@ __global__ void merge_path_kernel(const uint32_t* a, uint32_t na, const uint32_t
   uint32_t lo = d > nb ? d - nb : 0, hi = min(d, na);
   while (lo < hi) {  // the split of the first d merged elements: i from a, d - i from b
     const uint32_t mid = (lo + hi) / 2;
-    if (a[mid] <= b[d - mid - 1]) lo = mid + 1; else hi = mid;
+    if (a[mid] <= b[d - mid - 1])
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   uint32_t i = lo, j = d - lo;
   for (uint32_t step = 0; step < kMergeItemsPerThread && (i < na || j < nb); ++step) {
@@ -89,11 +95,16 @@ __global__ void merge_path_kernel(const uint32_t* a, uint32_t na, const uint32_t
 
 const char* to_string(IntersectMethod method) {
   switch (method) {
-    case IntersectMethod::kMergePath: return "merge-find";
-    case IntersectMethod::kBinarySearch: return "para-binary";
-    case IntersectMethod::kLinearRegression: return "para-lr";
-    case IntersectMethod::kHashSegmentation: return "para-hs";
-    case IntersectMethod::kHsLrcCompressed: return "para-hs-lrc";
+    case IntersectMethod::kMergePath:
+      return "merge-find";
+    case IntersectMethod::kBinarySearch:
+      return "para-binary";
+    case IntersectMethod::kLinearRegression:
+      return "para-lr";
+    case IntersectMethod::kHashSegmentation:
+      return "para-hs";
+    case IntersectMethod::kHsLrcCompressed:
+      return "para-hs-lrc";
   }
   return "?";
 }
@@ -149,7 +160,8 @@ DeviceSortedList::DeviceSortedList(std::span<const uint32_t> docs) : size(static
   WARP_CUDA_CHECK(cudaMalloc(&endpoints, seq.endpoints.size() * sizeof(uint32_t)));
   WARP_CUDA_CHECK(cudaMalloc(&last, block_last.size() * sizeof(uint32_t)));
   WARP_CUDA_CHECK(cudaMemcpy(words, seq.words.data(), seq.words.size() * sizeof(uint32_t), cudaMemcpyHostToDevice));
-  WARP_CUDA_CHECK(cudaMemcpy(endpoints, seq.endpoints.data(), seq.endpoints.size() * sizeof(uint32_t), cudaMemcpyHostToDevice));
+  WARP_CUDA_CHECK(
+      cudaMemcpy(endpoints, seq.endpoints.data(), seq.endpoints.size() * sizeof(uint32_t), cudaMemcpyHostToDevice));
   WARP_CUDA_CHECK(cudaMemcpy(last, block_last.data(), block_last.size() * sizeof(uint32_t), cudaMemcpyHostToDevice));
   lrc_words = words, lrc_endpoints = endpoints, lrc_block_last = last;
   lrc_bytes = (seq.words.size() + seq.endpoints.size() + block_last.size()) * sizeof(uint32_t);
@@ -170,7 +182,8 @@ GpuIntersector::GpuIntersector(uint32_t max_shorter) : capacity_(std::max(1u, ma
   WARP_CUDA_CHECK(cudaMalloc(&flags_, capacity_));
   WARP_CUDA_CHECK(cudaMalloc(&output_, capacity_ * sizeof(uint32_t)));
   WARP_CUDA_CHECK(cudaMalloc(&count_, sizeof(uint32_t)));
-  WARP_CUDA_CHECK(cub::DeviceSelect::Flagged(nullptr, temp_bytes_, output_, flags_, output_, count_, static_cast<int>(capacity_)));
+  WARP_CUDA_CHECK(
+      cub::DeviceSelect::Flagged(nullptr, temp_bytes_, output_, flags_, output_, count_, static_cast<int>(capacity_)));
   WARP_CUDA_CHECK(cudaMalloc(&temp_, std::max<size_t>(1, temp_bytes_)));
 }
 
@@ -179,12 +192,13 @@ GpuIntersector::~GpuIntersector() {
   cudaStreamDestroy(static_cast<cudaStream_t>(stream_));
 }
 
-uint32_t GpuIntersector::run(const DeviceSortedList& a, const DeviceSortedList& b, IntersectMethod method, bool read_count) {
+uint32_t GpuIntersector::run(const DeviceSortedList& a, const DeviceSortedList& b, IntersectMethod method,
+                             bool read_count) {
   if (a.size > capacity_) throw Error("intersection: the shorter list exceeds the intersector's capacity");
   auto stream = static_cast<cudaStream_t>(stream_);
   if (a.size == 0 || b.size == 0) return 0;
-  const SearchParams params{b.data, b.size, b.slope, b.intercept, b.max_error, b.shift, b.segments, b.segment_start,
-                            b.lrc_words, b.lrc_endpoints, b.lrc_block_last};
+  const SearchParams params{b.data,     b.size,          b.slope,     b.intercept,     b.max_error,     b.shift,
+                            b.segments, b.segment_start, b.lrc_words, b.lrc_endpoints, b.lrc_block_last};
   const uint32_t grid = (a.size + kThreads - 1) / kThreads;
   switch (method) {
     case IntersectMethod::kMergePath: {
@@ -217,14 +231,16 @@ uint32_t GpuIntersector::run(const DeviceSortedList& a, const DeviceSortedList& 
   return count;
 }
 
-std::vector<uint32_t> GpuIntersector::intersect(const DeviceSortedList& a, const DeviceSortedList& b, IntersectMethod method) {
+std::vector<uint32_t> GpuIntersector::intersect(const DeviceSortedList& a, const DeviceSortedList& b,
+                                                IntersectMethod method) {
   const uint32_t count = run(a, b, method, true);
   std::vector<uint32_t> result(count);
   if (count > 0) WARP_CUDA_CHECK(cudaMemcpy(result.data(), output_, count * sizeof(uint32_t), cudaMemcpyDeviceToHost));
   return result;
 }
 
-double GpuIntersector::time_ms(const DeviceSortedList& a, const DeviceSortedList& b, IntersectMethod method, int repetitions) {
+double GpuIntersector::time_ms(const DeviceSortedList& a, const DeviceSortedList& b, IntersectMethod method,
+                               int repetitions) {
   run(a, b, method, true);  // sizes the work once, with the count read back
   return median_event_ms([&] { run(a, b, method, false); }, repetitions, static_cast<cudaStream_t>(stream_));
 }

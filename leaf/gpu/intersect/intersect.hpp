@@ -52,12 +52,15 @@ class GpuIntersector {
   GpuIntersector& operator=(const GpuIntersector&) = delete;
 
   // Matching docIDs, ascending (copied back).
-  std::vector<uint32_t> intersect(const DeviceSortedList& shorter, const DeviceSortedList& longer, IntersectMethod method);
+  std::vector<uint32_t> intersect(const DeviceSortedList& shorter, const DeviceSortedList& longer,
+                                  IntersectMethod method);
   // Median milliseconds of the intersection on the device (results stay there), CUDA events.
-  double time_ms(const DeviceSortedList& shorter, const DeviceSortedList& longer, IntersectMethod method, int repetitions);
+  double time_ms(const DeviceSortedList& shorter, const DeviceSortedList& longer, IntersectMethod method,
+                 int repetitions);
 
  private:
-  uint32_t run(const DeviceSortedList& shorter, const DeviceSortedList& longer, IntersectMethod method, bool read_count);
+  uint32_t run(const DeviceSortedList& shorter, const DeviceSortedList& longer, IntersectMethod method,
+               bool read_count);
 
   uint32_t capacity_;
   uint8_t* flags_ = nullptr;

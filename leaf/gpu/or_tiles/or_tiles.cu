@@ -68,8 +68,8 @@ __global__ void zero_run_kernel(const RunSizes* sizes, uint32_t* scratch, uint32
 
 struct OrTiles::Buffers {
   uint32_t tiles = 0, slices = 0, sparse_capacity = 0, first_capacity = 0, persistent_128 = 0, persistent_256 = 0;
-  char* inputs = nullptr;       // device copy of the staging area
-  char* host_inputs = nullptr;  // pinned staging area
+  char* inputs = nullptr;             // device copy of the staging area
+  char* host_inputs = nullptr;        // pinned staging area
   uint32_t* sparse_maxima = nullptr;  // sparse_capacity × slices
   SparsePostings sparse{};
   float* slice_bounds = nullptr;  // max_queries × tiles × 32
@@ -86,7 +86,7 @@ struct OrTiles::Buffers {
   // host three calls (inputs in, the graph, answers out) instead of a dozen or more. The launches
   // were most of a GPU driver thread's host work a batch (tests/bench/results/gpu-queries.md).
   bool graphs = std::getenv("WARP_GPU_GRAPHS") == nullptr || std::string(std::getenv("WARP_GPU_GRAPHS")) != "0";
-  cudaGraphExec_t graph_execs[2] = {};  // [block size 256]
+  cudaGraphExec_t graph_execs[2] = {};   // [block size 256]
   const uint64_t* graph_keys = nullptr;  // the key rows the graphs were captured with
   size_t graph_key_stride = 0;
   uint32_t sparse_grid = 0;  // thread blocks of a graph's sparse-list kernel
@@ -99,7 +99,8 @@ struct OrTiles::Buffers {
   }
   ~Buffers() {
     drop_graphs();
-    for (void* p : {(void*)inputs, (void*)sparse_maxima, (void*)sparse.docs, (void*)sparse.scores, (void*)sparse.tile_start, (void*)slice_bounds, (void*)scratch, (void*)bounds, (void*)first_tiles,
+    for (void* p : {(void*)inputs, (void*)sparse_maxima, (void*)sparse.docs, (void*)sparse.scores,
+                    (void*)sparse.tile_start, (void*)slice_bounds, (void*)scratch, (void*)bounds, (void*)first_tiles,
                     (void*)second_tiles, (void*)second_total, (void*)staging, (void*)results}) {
       cudaFree(p);
     }
@@ -151,7 +152,8 @@ struct OrTiles::StageTimes {
     std::string line;
     char part[96];
     for (uint32_t r = 0; r < rounds; ++r) {
-      const uint64_t blocks = (r + 1 < rounds ? s.blocks_before_round[r + 1] : answer.blocks_decoded) - s.blocks_before_round[r];
+      const uint64_t blocks =
+          (r + 1 < rounds ? s.blocks_before_round[r + 1] : answer.blocks_decoded) - s.blocks_before_round[r];
       round_theta_ratio[r] += ratio(s.round_theta_bits[r]);
       round_tiles[r] += s.round_tiles[r];
       round_blocks[r] += blocks;
@@ -163,18 +165,19 @@ struct OrTiles::StageTimes {
     std::string lists;
     for (const auto& [list, weight, scale] : query.lists) lists.append(" ").append(std::to_string(list.count));
     std::fprintf(stderr, "gpu OR tiles query: k %u lists%s | blocks %llu, pass 1 %llu%s\n", query.k, lists.c_str(),
-                 static_cast<unsigned long long>(answer.blocks_decoded), static_cast<unsigned long long>(s.blocks_before_round[0]), line.c_str());
+                 static_cast<unsigned long long>(answer.blocks_decoded),
+                 static_cast<unsigned long long>(s.blocks_before_round[0]), line.c_str());
   }
   ~StageTimes() {
     if (on && queries > 0) {
       const double q = static_cast<double>(queries);
-      std::fprintf(stderr,
-                   "gpu OR tiles over %llu queries, us per query: bounds+plan %.1f, pass 1 %.1f, theta %.1f, pass 2 %.1f, "
-                   "select %.1f; tiles scored %.1f%% (%.0f of %.0f per query); theta / k-th best %.3f\n",
-                   static_cast<unsigned long long>(queries), total_ms[0] * 1e3 / q, total_ms[1] * 1e3 / q,
-                   total_ms[2] * 1e3 / q, total_ms[3] * 1e3 / q, total_ms[4] * 1e3 / q,
-                   tiles_total == 0 ? 0.0 : 100.0 * tiles_scored / tiles_total, tiles_scored / q, tiles_total / q,
-                   theta_count == 0 ? 0.0 : theta_ratio / theta_count);
+      std::fprintf(
+          stderr,
+          "gpu OR tiles over %llu queries, us per query: bounds+plan %.1f, pass 1 %.1f, theta %.1f, pass 2 %.1f, "
+          "select %.1f; tiles scored %.1f%% (%.0f of %.0f per query); theta / k-th best %.3f\n",
+          static_cast<unsigned long long>(queries), total_ms[0] * 1e3 / q, total_ms[1] * 1e3 / q, total_ms[2] * 1e3 / q,
+          total_ms[3] * 1e3 / q, total_ms[4] * 1e3 / q, tiles_total == 0 ? 0.0 : 100.0 * tiles_scored / tiles_total,
+          tiles_scored / q, tiles_total / q, theta_count == 0 ? 0.0 : theta_ratio / theta_count);
       std::fprintf(stderr, "gpu OR tiles per query: blocks in pass 1 %.0f", first_blocks / q);
       for (uint32_t r = 0; r < rounds; ++r) {
         std::fprintf(stderr, "; round %u: tiles %.0f, blocks %.0f, theta / k-th best %.3f", r, round_tiles[r] / q,
@@ -219,7 +222,10 @@ constexpr size_t kGraphLists = 128;
 }  // namespace
 
 OrTiles::OrTiles(const DeviceIndex& device, size_t max_queries, size_t max_lists, bool staged)
-    : device_(device), max_queries_(std::max<size_t>(1, max_queries)), max_lists_(std::max<size_t>(1, max_lists)), staged_(staged),
+    : device_(device),
+      max_queries_(std::max<size_t>(1, max_queries)),
+      max_lists_(std::max<size_t>(1, max_lists)),
+      staged_(staged),
       buffers_(std::make_unique<Buffers>()),
       times_(std::make_unique<StageTimes>()) {
   if (max_queries_ > (size_t{1} << kQueryBits)) throw Error("OR tiles run at most 256 queries together");
@@ -228,7 +234,8 @@ OrTiles::OrTiles(const DeviceIndex& device, size_t max_queries, size_t max_lists
   b.tiles = (doc_count + kTile - 1) / kTile;
   b.slices = (doc_count + kSliceDocs - 1) / kSliceDocs;
   b.sparse_capacity = static_cast<uint32_t>(std::min<size_t>(max_lists_, std::max<size_t>(8, 4 * max_queries_)));
-  if (b.tiles > kTileMask) throw Error("a partition of more than " + std::to_string(size_t{kTileMask} * kTile) + " documents");
+  if (b.tiles > kTileMask)
+    throw Error("a partition of more than " + std::to_string(size_t{kTileMask} * kTile) + " documents");
   int gpu = 0, sms = 0, per_sm_128 = 0, per_sm_256 = 0;
   WARP_CUDA_CHECK(cudaGetDevice(&gpu));
   WARP_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, gpu));
@@ -239,8 +246,8 @@ OrTiles::OrTiles(const DeviceIndex& device, size_t max_queries, size_t max_lists
   b.sparse_grid = static_cast<uint32_t>(2 * sms);
   // The first pass, whose k-th best gives θ: about four waves of the GPU over the batch, 32 to 128
   // tiles a query, at most an eighth of the partition's tiles.
-  b.first_capacity = static_cast<uint32_t>(std::min<size_t>(std::clamp<size_t>(4 * sms / max_queries_, 32, 128),
-                                                              std::max<size_t>(1, b.tiles / 8)));
+  b.first_capacity = static_cast<uint32_t>(
+      std::min<size_t>(std::clamp<size_t>(4 * sms / max_queries_, 32, 128), std::max<size_t>(1, b.tiles / 8)));
   const size_t q = max_queries_;
   const size_t input_bytes = carve_staging(nullptr, q, max_lists_).bytes;
   WARP_CUDA_CHECK(cudaMalloc(&b.inputs, input_bytes));
@@ -282,7 +289,8 @@ void OrTiles::grow_staging(size_t lists) {
   max_lists_ = lists;
 }
 
-std::vector<OrTileAnswer> OrTiles::run(std::span<const OrTileQuery> queries, const OrTileRows& rows, cudaStream_t stream) {
+std::vector<OrTileAnswer> OrTiles::run(std::span<const OrTileQuery> queries, const OrTileRows& rows,
+                                       cudaStream_t stream) {
   const Launched launched = launch(queries, rows, stream);
   if (launched.any) WARP_CUDA_CHECK(cudaStreamSynchronize(stream));
   return collect(queries, rows, launched, stream);
@@ -304,7 +312,8 @@ OrTiles::Launched OrTiles::launch(std::span<const OrTileQuery> queries, const Or
   // with more lists, other rows (a query again alone) or stage timing launches kernel by kernel.
   const bool graph = b.graphs && rows.lasting && !times_->on && list_total <= kGraphLists && list_total <= max_lists_ &&
                      (b.graph_keys == nullptr || (b.graph_keys == candidate_keys && b.graph_key_stride == key_stride));
-  const size_t staged_queries = graph ? max_queries_ : n, staged_lists = graph ? std::min(kGraphLists, max_lists_) : list_total;
+  const size_t staged_queries = graph ? max_queries_ : n,
+               staged_lists = graph ? std::min(kGraphLists, max_lists_) : list_total;
   const Staged host = carve_staging(b.host_inputs, staged_queries, staged_lists);
   const Staged dev = carve_staging(b.inputs, staged_queries, staged_lists);
   uint32_t lists = 0, block_size = 128, max_k = 1, sparse = 0, sparse_blocks = 0;
@@ -335,54 +344,67 @@ OrTiles::Launched OrTiles::launch(std::span<const OrTileQuery> queries, const Or
   // The run's kernels, for `qn` queries' grids and `sparse_grid` blocks over the sparse lists'
   // blocks (0: none); the kernels read the run's own sizes from dev.sizes.
   const float* norms = device_.length_norms();
-  const BoundInputs in{dev.lists, dev.sparse_slots, dev.bound_scales, b.sparse_maxima, b.slices, doc_begin, doc_count, b.sparse, b.slice_bounds};
+  const BoundInputs in{dev.lists, dev.sparse_slots, dev.bound_scales, b.sparse_maxima, b.slices,
+                       doc_begin, doc_count,        b.sparse,         b.slice_bounds};
   const std::vector<uint32_t> rounds = plan_rounds(b.first_capacity, b.tiles);
   auto enqueue = [&](uint32_t qn, uint32_t sparse_grid) {
     times_->mark(0, stream);
     // One launch zeroes what a run accumulates into (each call into the CUDA runtime costs the
-    // host microseconds: a batch's launches were most of a GPU driver thread's work, tests/bench/results/gpu-queries.md).
-    zero_run_kernel<<<256, 256, 0, stream>>>(dev.sizes, reinterpret_cast<uint32_t*>(b.scratch), b.sparse_maxima, b.slices,
-                                             b.second_total, kRounds);
+    // host microseconds: a batch's launches were most of a GPU driver thread's work,
+    // tests/bench/results/gpu-queries.md).
+    zero_run_kernel<<<256, 256, 0, stream>>>(dev.sizes, reinterpret_cast<uint32_t*>(b.scratch), b.sparse_maxima,
+                                             b.slices, b.second_total, kRounds);
     WARP_CUDA_CHECK_LAUNCH();
     if (sparse_grid > 0) {
       if (block_size == 256) {
-        sparse_maxima_kernel<256><<<sparse_grid, 256, 0, stream>>>(dev.sparse, dev.sizes, norms, doc_begin, b.slices, b.sparse_maxima, b.sparse, b.scratch);
+        sparse_maxima_kernel<256><<<sparse_grid, 256, 0, stream>>>(dev.sparse, dev.sizes, norms, doc_begin, b.slices,
+                                                                   b.sparse_maxima, b.sparse, b.scratch);
       } else {
-        sparse_maxima_kernel<128><<<sparse_grid, 128, 0, stream>>>(dev.sparse, dev.sizes, norms, doc_begin, b.slices, b.sparse_maxima, b.sparse, b.scratch);
+        sparse_maxima_kernel<128><<<sparse_grid, 128, 0, stream>>>(dev.sparse, dev.sizes, norms, doc_begin, b.slices,
+                                                                   b.sparse_maxima, b.sparse, b.scratch);
       }
       WARP_CUDA_CHECK_LAUNCH();
     }
-    tile_bound_kernel<<<dim3((b.tiles + 7) / 8, qn), 256, 0, stream>>>(dev.queries, dev.sizes, in, b.tiles, b.bounds, b.scratch);
+    tile_bound_kernel<<<dim3((b.tiles + 7) / 8, qn), 256, 0, stream>>>(dev.queries, dev.sizes, in, b.tiles, b.bounds,
+                                                                       b.scratch);
     WARP_CUDA_CHECK_LAUNCH();
-    plan_kernel<<<qn, kPlanThreads, 0, stream>>>(dev.sizes, b.bounds, b.tiles, b.first_capacity, b.first_tiles, b.scratch);
+    plan_kernel<<<qn, kPlanThreads, 0, stream>>>(dev.sizes, b.bounds, b.tiles, b.first_capacity, b.first_tiles,
+                                                 b.scratch);
     WARP_CUDA_CHECK_LAUNCH();
     times_->mark(1, stream);
     const dim3 first_grid(b.first_capacity, qn);
     if (block_size == 256) {
-      first_pass_kernel<256><<<first_grid, 256, 0, stream>>>(dev.queries, dev.sizes, in, dev.weights, norms, b.first_tiles, b.first_capacity, candidate_keys, key_stride, b.scratch);
+      first_pass_kernel<256><<<first_grid, 256, 0, stream>>>(dev.queries, dev.sizes, in, dev.weights, norms,
+                                                             b.first_tiles, b.first_capacity, candidate_keys,
+                                                             key_stride, b.scratch);
     } else {
-      first_pass_kernel<128><<<first_grid, 128, 0, stream>>>(dev.queries, dev.sizes, in, dev.weights, norms, b.first_tiles, b.first_capacity, candidate_keys, key_stride, b.scratch);
+      first_pass_kernel<128><<<first_grid, 128, 0, stream>>>(dev.queries, dev.sizes, in, dev.weights, norms,
+                                                             b.first_tiles, b.first_capacity, candidate_keys,
+                                                             key_stride, b.scratch);
     }
     WARP_CUDA_CHECK_LAUNCH();
     times_->mark(2, stream);
     times_->rounds = rounds.size();
     for (uint32_t round = 0; round < rounds.size(); ++round) {
       uint32_t* const round_total = b.second_total + round;  // each round's own count, zeroed at the start
-      theta_kernel<<<qn, kPlanThreads, 0, stream>>>(dev.queries, dev.sizes, b.bounds, round, rounds[round], b.tiles, candidate_keys,
-                                                    key_stride, b.second_tiles, round_total, b.scratch);
+      theta_kernel<<<qn, kPlanThreads, 0, stream>>>(dev.queries, dev.sizes, b.bounds, round, rounds[round], b.tiles,
+                                                    candidate_keys, key_stride, b.second_tiles, round_total, b.scratch);
       WARP_CUDA_CHECK_LAUNCH();
       if (round == 0) times_->mark(3, stream);
       if (block_size == 256) {
-        second_pass_kernel<256><<<b.persistent_256, 256, 0, stream>>>(dev.queries, in, dev.weights, norms, b.second_tiles,
-                                                                      round_total, candidate_keys, key_stride, staged_, kStageOptions, b.scratch);
+        second_pass_kernel<256><<<b.persistent_256, 256, 0, stream>>>(dev.queries, in, dev.weights, norms,
+                                                                      b.second_tiles, round_total, candidate_keys,
+                                                                      key_stride, staged_, kStageOptions, b.scratch);
       } else {
-        second_pass_kernel<128><<<b.persistent_128, 128, 0, stream>>>(dev.queries, in, dev.weights, norms, b.second_tiles,
-                                                                      round_total, candidate_keys, key_stride, staged_, kStageOptions, b.scratch);
+        second_pass_kernel<128><<<b.persistent_128, 128, 0, stream>>>(dev.queries, in, dev.weights, norms,
+                                                                      b.second_tiles, round_total, candidate_keys,
+                                                                      key_stride, staged_, kStageOptions, b.scratch);
       }
       WARP_CUDA_CHECK_LAUNCH();
     }
     times_->mark(4, stream);
-    select_kernel<<<qn, kSortThreads, 0, stream>>>(dev.queries, dev.sizes, candidate_keys, key_stride, b.staging, b.scratch, b.results);
+    select_kernel<<<qn, kSortThreads, 0, stream>>>(dev.queries, dev.sizes, candidate_keys, key_stride, b.staging,
+                                                   b.scratch, b.results);
     WARP_CUDA_CHECK_LAUNCH();
     times_->mark(5, stream);
   };
@@ -416,15 +438,16 @@ OrTiles::Launched OrTiles::launch(std::span<const OrTileQuery> queries, const Or
   } else {
     enqueue(static_cast<uint32_t>(n), sparse_blocks);
   }
-  WARP_CUDA_CHECK(cudaMemcpyAsync(b.host_results, b.results, n * result_stride * sizeof(uint64_t), cudaMemcpyDeviceToHost, stream));
+  WARP_CUDA_CHECK(
+      cudaMemcpyAsync(b.host_results, b.results, n * result_stride * sizeof(uint64_t), cudaMemcpyDeviceToHost, stream));
   launched.any = true;
   launched.result_stride = result_stride;
   launched.key_stride = key_stride;
   return launched;
 }
 
-std::vector<OrTileAnswer> OrTiles::collect(std::span<const OrTileQuery> queries, const OrTileRows& rows, const Launched& launched,
-                                           cudaStream_t stream) {
+std::vector<OrTileAnswer> OrTiles::collect(std::span<const OrTileQuery> queries, const OrTileRows& rows,
+                                           const Launched& launched, cudaStream_t stream) {
   Buffers& b = *buffers_;
   const size_t n = launched.queries;
   std::vector<OrTileAnswer> answers(n);
@@ -442,7 +465,8 @@ std::vector<OrTileAnswer> OrTiles::collect(std::span<const OrTileQuery> queries,
     if (row[1] != 0) {  // too many keys at or above the k-th bucket for a block sort
       auto* scratch = b.scratch + i;
       a.hits = rows.fallback->select_candidates(candidate_keys + i * key_stride, &scratch->key_count,
-                                                static_cast<uint32_t>(key_stride), scratch->key_buckets, queries[i].k, stream);
+                                                static_cast<uint32_t>(key_stride), scratch->key_buckets, queries[i].k,
+                                                stream);
       continue;
     }
     const size_t take = std::min<size_t>(queries[i].k, row[0]);
@@ -469,7 +493,8 @@ OrTileAnswer OrTiles::run_alone(const OrTileQuery& query, size_t keys, cudaStrea
     } owned;
     WARP_CUDA_CHECK(cudaMalloc(&owned.row, keys * sizeof(uint64_t)));
     owned.selection.allocate(keys);
-    std::vector<OrTileAnswer> answers = run(std::span<const OrTileQuery>(&query, 1), {owned.row, keys, &owned.selection, false}, stream);
+    std::vector<OrTileAnswer> answers =
+        run(std::span<const OrTileQuery>(&query, 1), {owned.row, keys, &owned.selection, false}, stream);
     WARP_CUDA_CHECK(cudaStreamSynchronize(stream));
     if (answers[0].keys <= keys) return std::move(answers[0]);
     if (keys == most) throw Error("an OR query kept more candidates than the partition has documents");

@@ -28,8 +28,8 @@
 // Every document that can be in the top-k (score >= the k-th best >= θ) lies in a live slice of
 // a scored tile, its score is complete inside its tile, and it is kept: the answer is exact. Scores
 // are sums of integer units (bm25.hpp), exact in any order; stored bounds are scaled into those
-// units per list, and bound comparisons allow 1e-4 relative slack for float rounding. Keys beyond one block sort (k near
-// 10,000, or ties) fall back to TopkBuffers::select_candidates.
+// units per list, and bound comparisons allow 1e-4 relative slack for float rounding. Keys beyond one block sort (k
+// near 10,000, or ties) fall back to TopkBuffers::select_candidates.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -89,8 +89,8 @@ class OrTiles {
     size_t key_stride = 0;
   };
   Launched launch(std::span<const OrTileQuery> queries, const OrTileRows& rows, cudaStream_t stream);
-  std::vector<OrTileAnswer> collect(std::span<const OrTileQuery> queries, const OrTileRows& rows, const Launched& launched,
-                                    cudaStream_t stream);
+  std::vector<OrTileAnswer> collect(std::span<const OrTileQuery> queries, const OrTileRows& rows,
+                                    const Launched& launched, cudaStream_t stream);
   // One query with a key row and a selection of `keys` keys, allocated for this call and freed.
   OrTileAnswer run_alone(const OrTileQuery& query, size_t keys, cudaStream_t stream);
 

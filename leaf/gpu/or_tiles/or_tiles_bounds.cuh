@@ -17,8 +17,9 @@ constexpr uint32_t kTile = OrTiles::kTileDocs;
 constexpr float kBoundSlack = 1.0f + 1e-4f;
 constexpr uint32_t kPlanThreads = 1024;
 constexpr uint32_t kSortThreads = kBlockSelectThreads, kSortCapacity = kBlockSelectCapacity;
-constexpr uint32_t kHeader = 7;  // a result row: selected, overflow, blocks, postings, tiles scored, θ bits, keys kept; then the best keys
-constexpr uint32_t kQueryBits = 8;   // a second-pass work item: query << 24 | tile
+constexpr uint32_t kHeader =
+    7;  // a result row: selected, overflow, blocks, postings, tiles scored, θ bits, keys kept; then the best keys
+constexpr uint32_t kQueryBits = 8;  // a second-pass work item: query << 24 | tile
 constexpr uint32_t kTileMask = (1u << (32 - kQueryBits)) - 1;
 
 // A run's sizes, in device memory (copied with its inputs), so that a run's launches can be one
@@ -29,7 +30,7 @@ struct RunSizes {
 
 struct EngineQuery {
   uint32_t list_begin, list_count, k, dense_lists;  // dense: not decoded whole into the sparse postings
-  uint32_t floor_bits;  // OrTileQuery::floor as float bits: θ is never below it
+  uint32_t floor_bits;                              // OrTileQuery::floor as float bits: θ is never below it
 };
 
 // A short list without slice maxima of its own (DeviceIndex keeps them for the long lists):
@@ -76,7 +77,7 @@ __device__ __forceinline__ uint32_t float_bucket(float score) { return key_bucke
 // such a list from here (from tile_start[tile] to tile_start[tile + 1]) instead of decoding the
 // block that holds them, which spans many tiles.
 struct SparsePostings {
-  uint32_t* docs;        // per slot, `capacity` postings in list order
+  uint32_t* docs;  // per slot, `capacity` postings in list order
   float* scores;
   uint32_t* tile_start;  // per slot, `tiles`: the first posting at or after each tile's first document
   uint32_t capacity, tiles;
@@ -87,46 +88,46 @@ struct SparsePostings {
 // floats order as integers).
 // Thread blocks loop over the sparse lists' blocks (any grid covers them).
 template <int BS>
-__global__ void __launch_bounds__(BS) sparse_maxima_kernel(const SparseList* sparse, const RunSizes* sizes, const float* norms,
-                                                           uint32_t doc_begin, uint32_t slices, uint32_t* sparse_maxima,
-                                                           SparsePostings out, QueryScratch* scratch) {
+__global__ void __launch_bounds__(BS)
+    sparse_maxima_kernel(const SparseList* sparse, const RunSizes* sizes, const float* norms, uint32_t doc_begin,
+                         uint32_t slices, uint32_t* sparse_maxima, SparsePostings out, QueryScratch* scratch) {
   __shared__ uint32_t index;
   __shared__ uint32_t tile_of[BS];
   __shared__ BlockDecodeStorage<BS> storage;
   const uint32_t count = sizes->sparse, blocks = sizes->sparse_blocks;
   for (uint32_t task_block = blockIdx.x; task_block < blocks; task_block += gridDim.x) {
-  if (threadIdx.x == 0) index = task_of_block(sparse, count, task_block);
-  __syncthreads();
-  const SparseList& task = sparse[index];
-  const uint32_t block = task_block - task.block_begin;
-  const uint32_t n = min(static_cast<uint32_t>(BS), task.list.count - block * BS);
-  uint32_t doc, freq;
-  decode_postings<BS>(task.list, block, n, storage, doc, freq);
-  const bool live = threadIdx.x < n;
-  const uint32_t local = live ? doc - doc_begin : 0;
-  const float score = live ? bm25_units_dev(task.weight, freq, norms[local]) : 0;
-  atomic_max_runs(sparse_maxima + size_t{task.slot} * slices, local / kSliceDocs, __float_as_uint(score), live);
-  const uint32_t position = block * BS + threadIdx.x, tile = local / kTile;
-  tile_of[threadIdx.x] = tile;
-  __syncthreads();
-  if (live) {
-    out.docs[size_t{task.slot} * out.capacity + position] = doc;
-    out.scores[size_t{task.slot} * out.capacity + position] = score;
-    // Tiles after the previous posting's, up to this one's, start here; after the last, at the end.
-    const uint32_t after_previous = threadIdx.x > 0 ? tile_of[threadIdx.x - 1] + 1
-                                    : block == 0    ? 0
-                                                    : (task.list.block_last_docid[block - 1] - doc_begin) / kTile + 1;
-    uint32_t* starts = out.tile_start + size_t{task.slot} * out.tiles;
-    for (uint32_t t = after_previous; t <= tile; ++t) starts[t] = position;
-    if (position + 1 == task.list.count) {
-      for (uint32_t t = tile + 1; t < out.tiles; ++t) starts[t] = task.list.count;
+    if (threadIdx.x == 0) index = task_of_block(sparse, count, task_block);
+    __syncthreads();
+    const SparseList& task = sparse[index];
+    const uint32_t block = task_block - task.block_begin;
+    const uint32_t n = min(static_cast<uint32_t>(BS), task.list.count - block * BS);
+    uint32_t doc, freq;
+    decode_postings<BS>(task.list, block, n, storage, doc, freq);
+    const bool live = threadIdx.x < n;
+    const uint32_t local = live ? doc - doc_begin : 0;
+    const float score = live ? bm25_units_dev(task.weight, freq, norms[local]) : 0;
+    atomic_max_runs(sparse_maxima + size_t{task.slot} * slices, local / kSliceDocs, __float_as_uint(score), live);
+    const uint32_t position = block * BS + threadIdx.x, tile = local / kTile;
+    tile_of[threadIdx.x] = tile;
+    __syncthreads();
+    if (live) {
+      out.docs[size_t{task.slot} * out.capacity + position] = doc;
+      out.scores[size_t{task.slot} * out.capacity + position] = score;
+      // Tiles after the previous posting's, up to this one's, start here; after the last, at the end.
+      const uint32_t after_previous = threadIdx.x > 0 ? tile_of[threadIdx.x - 1] + 1
+                                      : block == 0    ? 0
+                                                      : (task.list.block_last_docid[block - 1] - doc_begin) / kTile + 1;
+      uint32_t* starts = out.tile_start + size_t{task.slot} * out.tiles;
+      for (uint32_t t = after_previous; t <= tile; ++t) starts[t] = position;
+      if (position + 1 == task.list.count) {
+        for (uint32_t t = tile + 1; t < out.tiles; ++t) starts[t] = task.list.count;
+      }
     }
-  }
-  if (threadIdx.x == 0) {
-    atomicAdd(&scratch[task.query].counters.blocks_decoded, 1ull);
-    atomicAdd(&scratch[task.query].counters.postings_decoded, static_cast<unsigned long long>(n));
-  }
-  __syncthreads();  // the shared index and tiles are the next block's
+    if (threadIdx.x == 0) {
+      atomicAdd(&scratch[task.query].counters.blocks_decoded, 1ull);
+      atomicAdd(&scratch[task.query].counters.postings_decoded, static_cast<unsigned long long>(n));
+    }
+    __syncthreads();  // the shared index and tiles are the next block's
   }
 }
 
@@ -166,15 +167,15 @@ __device__ float slice_bound(const EngineQuery& q, const BoundInputs& in, uint32
   float bound = 0;
   for (uint32_t l = 0; l < q.list_count; ++l) {
     const uint32_t at = q.list_begin + l;
-    bound += list_slice_bound(in.lists[at], in.bound_scales[at], in.sparse_slots[at], in.sparse_maxima, in.slices, slice,
-                              in.doc_begin, in.doc_count);
+    bound += list_slice_bound(in.lists[at], in.bound_scales[at], in.sparse_slots[at], in.sparse_maxima, in.slices,
+                              slice, in.doc_begin, in.doc_count);
   }
   return bound;
 }
 
 // 1b. One warp per (tile, query), a lane per slice: the tile's bound is its best slice's.
-__global__ void tile_bound_kernel(const EngineQuery* queries, const RunSizes* sizes, BoundInputs in, uint32_t tiles, float* bounds,
-                                  QueryScratch* scratch) {
+__global__ void tile_bound_kernel(const EngineQuery* queries, const RunSizes* sizes, BoundInputs in, uint32_t tiles,
+                                  float* bounds, QueryScratch* scratch) {
   if (blockIdx.y >= sizes->queries) return;  // uniform
   const uint32_t tile = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
   if (tile >= tiles) return;  // whole warps
@@ -191,8 +192,9 @@ __global__ void tile_bound_kernel(const EngineQuery* queries, const RunSizes* si
 // 2. One block per query: the first pass takes the `capacity` tiles of highest bound (those in
 // buckets above the capacity-th, then from its bucket while room is left); their bounds are
 // negated so the second pass skips them.
-__global__ void __launch_bounds__(kPlanThreads) plan_kernel(const RunSizes* sizes, float* bounds, uint32_t tiles, uint32_t capacity,
-                                                            uint32_t* first_tiles, QueryScratch* scratch) {
+__global__ void __launch_bounds__(kPlanThreads)
+    plan_kernel(const RunSizes* sizes, float* bounds, uint32_t tiles, uint32_t capacity, uint32_t* first_tiles,
+                QueryScratch* scratch) {
   if (blockIdx.x >= sizes->queries) return;  // uniform
   QueryScratch& s = scratch[blockIdx.x];
   float* row = bounds + size_t{blockIdx.x} * tiles;
@@ -225,11 +227,10 @@ __global__ void __launch_bounds__(kPlanThreads) plan_kernel(const RunSizes* size
 // bound reaches θ and, with rank > 0, lies in the bucket of the rank-th best tile bound or above,
 // appended to the batch's work list and marked scored (negated); the round's figures go to the
 // query's scratch.
-__global__ void __launch_bounds__(kPlanThreads) theta_kernel(const EngineQuery* queries, const RunSizes* sizes, float* bounds, uint32_t round,
-                                                             uint32_t rank,
-                                                             uint32_t tiles, const uint64_t* keys, size_t key_stride,
-                                                             uint32_t* second_tiles, uint32_t* second_total,
-                                                             QueryScratch* scratch) {
+__global__ void __launch_bounds__(kPlanThreads)
+    theta_kernel(const EngineQuery* queries, const RunSizes* sizes, float* bounds, uint32_t round, uint32_t rank,
+                 uint32_t tiles, const uint64_t* keys, size_t key_stride, uint32_t* second_tiles,
+                 uint32_t* second_total, QueryScratch* scratch) {
   const uint32_t qi = blockIdx.x;
   if (qi >= sizes->queries) return;  // uniform
   QueryScratch& s = scratch[qi];
@@ -240,7 +241,7 @@ __global__ void __launch_bounds__(kPlanThreads) theta_kernel(const EngineQuery* 
   if (threadIdx.x == 0) count = 0, cursor = 0;
   uint32_t bucket, above, theta_bits = 0;
   if (find_rank<kPlanThreads>(s.key_buckets, k, bucket, above)) {  // synchronises: sub is zeroed
-    theta_bits = bucket << (31 - kBucketBits);  // the bucket's lower edge
+    theta_bits = bucket << (31 - kBucketBits);                     // the bucket's lower edge
     const uint32_t key_count = s.key_count;
     if (key_count <= key_stride) {  // uniform; else the row lost keys, and the run is repeated alone
       const uint64_t* row = keys + qi * key_stride;
@@ -275,7 +276,9 @@ __global__ void __launch_bounds__(kPlanThreads) theta_kernel(const EngineQuery* 
   uint32_t rank_bucket = 0, rank_above;
   if (rank > 0 && !find_rank<kPlanThreads>(s.bound_buckets, rank, rank_bucket, rank_above)) rank_bucket = 0;
   float* row = bounds + size_t{qi} * tiles;
-  const auto take = [&](float bound) { return bound > 0 && bound * kBoundSlack >= cut && float_bucket(bound) >= rank_bucket; };
+  const auto take = [&](float bound) {
+    return bound > 0 && bound * kBoundSlack >= cut && float_bucket(bound) >= rank_bucket;
+  };
   uint32_t mine = 0;
   for (uint32_t t = threadIdx.x; t < tiles; t += kPlanThreads) mine += take(row[t]);
   if (mine != 0) atomicAdd(&count, mine);

@@ -34,7 +34,9 @@ __device__ __forceinline__ void for_live(uint32_t live, F&& f) {
   }
 }
 
-__device__ __forceinline__ bool in_live_slice(uint32_t live, uint32_t local) { return live >> (local / kSliceDocs) & 1u; }
+__device__ __forceinline__ bool in_live_slice(uint32_t live, uint32_t local) {
+  return live >> (local / kSliceDocs) & 1u;
+}
 
 // One warp decodes a block of a list (warp_decode_postings) and adds the BM25 of its postings in
 // live slices.
@@ -48,7 +50,8 @@ __device__ void warp_score_block(const DeviceList& list, uint32_t block, float w
   const uint32_t lane = threadIdx.x & 31u;
   for (uint32_t j = 0; j < kPerLane; ++j) {
     const uint32_t local = docs[j] - doc_begin;
-    if (WarpLayout<BS>::index(lane, j) < n && local >= tile_first && local < tile_end && in_live_slice(live, local - tile_first)) {
+    if (WarpLayout<BS>::index(lane, j) < n && local >= tile_first && local < tile_end &&
+        in_live_slice(live, local - tile_first)) {
       atomicAdd(&scores[local - tile_first], bm25_units_dev(weight, freqs[j], norms[local]));
     }
   }
@@ -149,8 +152,8 @@ __device__ void plan_stages(const EngineQuery& q, const BoundInputs& in, uint32_
 
 // Warp 1 (one lane per list of the chunk of up to 32 from `chunk`): the chunk's dense lists' blocks
 // overlapping the tile, numbered across the lists.
-__device__ void plan_tile(const EngineQuery& q, const BoundInputs& in, uint32_t chunk, uint32_t tile, uint32_t first_doc,
-                          uint32_t last_doc, bool last_tile, TilePlan& plan) {
+__device__ void plan_tile(const EngineQuery& q, const BoundInputs& in, uint32_t chunk, uint32_t tile,
+                          uint32_t first_doc, uint32_t last_doc, bool last_tile, TilePlan& plan) {
   const uint32_t lane = threadIdx.x & 31u;
   const uint32_t in_chunk = min(32u, q.list_count - chunk);
   uint32_t start = 0, count = 0;
@@ -159,7 +162,8 @@ __device__ void plan_tile(const EngineQuery& q, const BoundInputs& in, uint32_t 
     const bool sparse = in.sparse_slots[q.list_begin + chunk + lane] != kDenseList;
     if (!sparse && list.block_count > 0) {
       const bool directory = list.tile_first_block != nullptr;
-      start = directory ? list.tile_first_block[tile] : block_for_doc(list.block_last_docid, list.block_count, first_doc);
+      start =
+          directory ? list.tile_first_block[tile] : block_for_doc(list.block_last_docid, list.block_count, first_doc);
       const uint32_t end = directory && !last_tile ? list.tile_first_block[tile + 1]
                                                    : block_for_doc(list.block_last_docid, list.block_count, last_doc);
       if (start < list.block_count) count = min(end, list.block_count - 1) - start + 1;
@@ -213,7 +217,8 @@ __device__ void score_tile(const EngineQuery& q, uint32_t query, const BoundInpu
   if (staged) {
     for (uint32_t stage = 0; stage < stages->count; ++stage) {
       const uint32_t j = stages->list[stage];
-      if (plan.prefix[j + 1] - plan.prefix[j] < stage_options.min_items) essential |= 1u << j, skipped_stages |= 1u << stage;
+      if (plan.prefix[j + 1] - plan.prefix[j] < stage_options.min_items)
+        essential |= 1u << j, skipped_stages |= 1u << stage;
     }
   }
   // Items [from_item, to_item) of the chunk's plan whose list is in `list_mask` (bit j: list j of
@@ -248,7 +253,8 @@ __device__ void score_tile(const EngineQuery& q, uint32_t query, const BoundInpu
         const uint32_t end = last_tile ? list.count : starts[tile + 1];
         for (uint32_t i = starts[tile] + threadIdx.x; i < end; i += BS) {
           const uint32_t local = in.sparse.docs[size_t{slot} * in.sparse.capacity + i] - first_doc;
-          if (in_live_slice(live, local)) atomicAdd(&scores[local], in.sparse.scores[size_t{slot} * in.sparse.capacity + i]);
+          if (in_live_slice(live, local))
+            atomicAdd(&scores[local], in.sparse.scores[size_t{slot} * in.sparse.capacity + i]);
         }
         continue;
       }
@@ -287,10 +293,10 @@ __device__ void score_tile(const EngineQuery& q, uint32_t query, const BoundInpu
 // shared histogram of its scores, the bucket of its k-th best, a compaction of the keys at or
 // above it); the kept buckets are added to the query's key histogram.
 template <int BS>
-__global__ void __launch_bounds__(BS) first_pass_kernel(const EngineQuery* queries, const RunSizes* sizes, BoundInputs in, const float* weights,
-                                                        const float* norms, const uint32_t* first_tiles,
-                                                        uint32_t capacity, uint64_t* keys, size_t key_stride,
-                                                        QueryScratch* scratch) {
+__global__ void __launch_bounds__(BS)
+    first_pass_kernel(const EngineQuery* queries, const RunSizes* sizes, BoundInputs in, const float* weights,
+                      const float* norms, const uint32_t* first_tiles, uint32_t capacity, uint64_t* keys,
+                      size_t key_stride, QueryScratch* scratch) {
   constexpr uint32_t kPerThread = kBuckets / BS;
   using Scan = cub::BlockScan<uint32_t, BS>;
   __shared__ float scores[kTile];
@@ -337,7 +343,8 @@ __global__ void __launch_bounds__(BS) first_pass_kernel(const EngineQuery* queri
   }
   __syncthreads();
   uint32_t keep = 0;
-  for_live<BS>(live, [&](uint32_t i) { keep += scores[i] > 0 && topk_key(scores[i], doc_begin + tile_first + i) >= threshold; });
+  for_live<BS>(
+      live, [&](uint32_t i) { keep += scores[i] > 0 && topk_key(scores[i], doc_begin + tile_first + i) >= threshold; });
   uint32_t offset, kept;
   Scan(scan_storage).ExclusiveSum(keep, offset, kept);
   if (tid == 0) base = kept == 0 ? 0 : atomicAdd(&s.key_count, kept);
@@ -369,11 +376,10 @@ __global__ void __launch_bounds__(BS) first_pass_kernel(const EngineQuery* queri
 // and a second pass at 56 registers: top-1000 13.1k / 12.8k -> 13.9k / 13.7k q/s, top-10 44.3k /
 // 44.6k -> 46.7k / 45.6k (one pass unbound: 13.4k / 12.8k).
 template <int BS>
-__global__ void __launch_bounds__(BS, BS == 128 ? 9 : 1) second_pass_kernel(const EngineQuery* queries, BoundInputs in, const float* weights,
-                                                         const float* norms, const uint32_t* second_tiles,
-                                                         const uint32_t* second_total, uint64_t* keys,
-                                                         size_t key_stride, bool staged, StageOptions stage_options,
-                                                         QueryScratch* scratch) {
+__global__ void __launch_bounds__(BS, BS == 128 ? 9 : 1)
+    second_pass_kernel(const EngineQuery* queries, BoundInputs in, const float* weights, const float* norms,
+                       const uint32_t* second_tiles, const uint32_t* second_total, uint64_t* keys, size_t key_stride,
+                       bool staged, StageOptions stage_options, QueryScratch* scratch) {
   __shared__ float scores[kTile];
   __shared__ WarpScratch<BS> warp_scratch[BS / 32];
   __shared__ uint32_t live, counts[2];
@@ -391,7 +397,8 @@ __global__ void __launch_bounds__(BS, BS == 128 ? 9 : 1) second_pass_kernel(cons
     const uint32_t theta_bits = s.theta_bits;
     const uint32_t tile_first = tile * kTile;
     if (threadIdx.x == 0) counts[0] = counts[1] = 0;
-    score_tile<BS>(q, qi, in, weights, norms, tile, __uint_as_float(theta_bits), false, live, scores, warp_scratch, plan, staged ? &stages : nullptr, stage_options, counts);
+    score_tile<BS>(q, qi, in, weights, norms, tile, __uint_as_float(theta_bits), false, live, scores, warp_scratch,
+                   plan, staged ? &stages : nullptr, stage_options, counts);
     if (threadIdx.x == 0) {
       atomicAdd(&s.counters.blocks_decoded, static_cast<unsigned long long>(counts[0]));
       atomicAdd(&s.counters.postings_decoded, static_cast<unsigned long long>(counts[1]));
@@ -423,9 +430,9 @@ __global__ void __launch_bounds__(BS, BS == 128 ? 9 : 1) second_pass_kernel(cons
 
 // 6. One block per query: the bucket of the k-th best candidate, the keys at or above it gathered
 // and sorted in the block; the row gets [selected, overflow, blocks, postings, tiles, θ, k best keys].
-__global__ void __launch_bounds__(kSortThreads) select_kernel(const EngineQuery* queries, const RunSizes* sizes, const uint64_t* keys,
-                                                              size_t key_stride, uint64_t* staging,
-                                                              const QueryScratch* scratch, uint64_t* results) {
+__global__ void __launch_bounds__(kSortThreads)
+    select_kernel(const EngineQuery* queries, const RunSizes* sizes, const uint64_t* keys, size_t key_stride,
+                  uint64_t* staging, const QueryScratch* scratch, uint64_t* results) {
   const uint32_t qi = blockIdx.x;
   if (qi >= sizes->queries) return;  // uniform
   const uint32_t result_stride = sizes->result_stride;

@@ -25,7 +25,8 @@ struct SelectionState {
 
 // Suffix scan of the bucket counts (highest bucket first): the bucket where the running count
 // reaches k gives the threshold key; with fewer than k keys, every key (>= 1) is selected.
-__global__ void __launch_bounds__(kScanThreads) threshold_kernel(const uint32_t* buckets, uint32_t k, SelectionState* state) {
+__global__ void __launch_bounds__(kScanThreads)
+    threshold_kernel(const uint32_t* buckets, uint32_t k, SelectionState* state) {
   using Scan = cub::BlockScan<uint32_t, kScanThreads>;
   __shared__ typename Scan::TempStorage storage;
   uint32_t counts[kBucketsPerThread], running[kBucketsPerThread];
@@ -48,7 +49,8 @@ __global__ void compact_kernel(const uint64_t* keys, uint32_t n, SelectionState*
 
 constexpr int kHistogramThreads = 512;
 
-__global__ void __launch_bounds__(kHistogramThreads) accumulator_histogram_kernel(const float* accumulators, uint32_t n, uint32_t* buckets) {
+__global__ void __launch_bounds__(kHistogramThreads)
+    accumulator_histogram_kernel(const float* accumulators, uint32_t n, uint32_t* buckets) {
   __shared__ uint32_t local[kBuckets];
   for (uint32_t b = threadIdx.x; b < kBuckets; b += blockDim.x) local[b] = 0;
   __syncthreads();
@@ -95,7 +97,8 @@ __global__ void accumulator_compact_kernel(float* accumulators, uint32_t n, uint
   }
 }
 
-__global__ void compact_counted_kernel(const uint64_t* keys, const uint32_t* count, SelectionState* state, uint64_t* selected) {
+__global__ void compact_counted_kernel(const uint64_t* keys, const uint32_t* count, SelectionState* state,
+                                       uint64_t* selected) {
   const uint32_t n = *count;
   for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
     if (keys[i] >= state->threshold) selected[atomicAdd(&state->selected, 1u)] = keys[i];
@@ -104,8 +107,8 @@ __global__ void compact_counted_kernel(const uint64_t* keys, const uint32_t* cou
 
 // Sorts up to kSmallSortCapacity selected keys in one thread block and writes the k best to
 // result[2..]; result[0] = selected count, result[1] = 1 when there were too many to sort here.
-__global__ void __launch_bounds__(kSmallSortThreads) small_sort_kernel(const uint64_t* selected, const SelectionState* state,
-                                                                      uint32_t k, uint64_t* result) {
+__global__ void __launch_bounds__(kSmallSortThreads)
+    small_sort_kernel(const uint64_t* selected, const SelectionState* state, uint32_t k, uint64_t* result) {
   const uint32_t count = state->selected;
   if (threadIdx.x == 0) result[0] = count, result[1] = count > kSmallSortCapacity;
   if (count > kSmallSortCapacity) return;
@@ -185,7 +188,6 @@ std::vector<Hit> keys_to_hits(const uint64_t* keys, size_t count) {
   return hits;
 }
 
-
 void TopkBuffers::allocate(size_t n) {
   capacity = std::max<size_t>(32, n);  // the max tree borrows `sorted` for 128 bytes of level sizes
   WARP_CUDA_CHECK(cudaMalloc(&keys, capacity * sizeof(uint64_t)));
@@ -193,8 +195,8 @@ void TopkBuffers::allocate(size_t n) {
   WARP_CUDA_CHECK(cudaMalloc(&sorted, capacity * sizeof(uint64_t)));
   WARP_CUDA_CHECK(cudaMalloc(&buckets, kBuckets * sizeof(uint32_t) + sizeof(SelectionState)));
   WARP_CUDA_CHECK(cudaMalloc(&result, (2 + kMaxTopK) * sizeof(uint64_t)));
-  WARP_CUDA_CHECK(cub::DeviceRadixSort::SortKeysDescending(nullptr, sort_temp_bytes, selected, sorted,
-                                                           static_cast<int>(capacity)));
+  WARP_CUDA_CHECK(
+      cub::DeviceRadixSort::SortKeysDescending(nullptr, sort_temp_bytes, selected, sorted, static_cast<int>(capacity)));
   WARP_CUDA_CHECK(cudaMalloc(&sort_temp, std::max<size_t>(1, sort_temp_bytes)));
   WARP_CUDA_CHECK(cudaMallocHost(&host_result, (2 + kMaxTopK) * sizeof(uint64_t)));
   WARP_CUDA_CHECK(cudaMalloc(&tree, (capacity / (kDegree - 1) + 16) * sizeof(uint64_t)));
@@ -229,13 +231,14 @@ std::vector<Hit> TopkBuffers::select_by_max_tree(uint32_t n, size_t k, cudaStrea
   }
   for (int l = 1; l < levels; ++l) {
     max_level_kernel<<<(sizes[l] + 255) / 256, 256, 0, stream>>>(l == 1 ? keys : tree + offsets[l - 1], sizes[l - 1],
-                                                                  tree + offsets[l], sizes[l]);
+                                                                 tree + offsets[l], sizes[l]);
     WARP_CUDA_CHECK_LAUNCH();
   }
   auto* level_info = reinterpret_cast<uint32_t*>(sorted);  // scratch: sizes and offsets for the kernel
   std::memcpy(host_result, offsets, sizeof offsets);
   std::memcpy(reinterpret_cast<char*>(host_result) + sizeof offsets, sizes, sizeof sizes);
-  WARP_CUDA_CHECK(cudaMemcpyAsync(level_info, host_result, sizeof offsets + sizeof sizes, cudaMemcpyHostToDevice, stream));
+  WARP_CUDA_CHECK(
+      cudaMemcpyAsync(level_info, host_result, sizeof offsets + sizeof sizes, cudaMemcpyHostToDevice, stream));
   max_tree_extract_kernel<<<1, 32, 0, stream>>>(keys, tree, level_info, level_info + 16, levels,
                                                 static_cast<uint32_t>(k), result);
   WARP_CUDA_CHECK_LAUNCH();
@@ -260,7 +263,8 @@ std::vector<Hit> TopkBuffers::select_accumulators(float* accumulators, uint32_t 
   int sms = 0, device = 0;
   WARP_CUDA_CHECK(cudaGetDevice(&device));
   WARP_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  const uint32_t grid = std::min<uint32_t>(static_cast<uint32_t>(sms) * 4, (n / 4 + kHistogramThreads - 1) / kHistogramThreads + 1);
+  const uint32_t grid =
+      std::min<uint32_t>(static_cast<uint32_t>(sms) * 4, (n / 4 + kHistogramThreads - 1) / kHistogramThreads + 1);
   accumulator_histogram_kernel<<<grid, kHistogramThreads, 0, stream>>>(accumulators, n, buckets);
   WARP_CUDA_CHECK_LAUNCH();
   threshold_kernel<<<1, kScanThreads, 0, stream>>>(buckets, static_cast<uint32_t>(std::max<size_t>(k, 1)), state);
@@ -274,8 +278,9 @@ std::vector<Hit> TopkBuffers::select_accumulators(float* accumulators, uint32_t 
   return sort_selected(k, stream);
 }
 
-std::vector<Hit> TopkBuffers::select_candidates(const uint64_t* candidate_keys, const uint32_t* count, uint32_t max_count,
-                                                const uint32_t* candidate_buckets, size_t k, cudaStream_t stream) {
+std::vector<Hit> TopkBuffers::select_candidates(const uint64_t* candidate_keys, const uint32_t* count,
+                                                uint32_t max_count, const uint32_t* candidate_buckets, size_t k,
+                                                cudaStream_t stream) {
   if (k == 0 || max_count == 0) return {};
   auto* state = reinterpret_cast<SelectionState*>(buckets + kBuckets);
   reset(stream);  // the selection state

@@ -23,7 +23,9 @@ __device__ __forceinline__ uint64_t topk_key(float score, uint32_t doc) {
   return (static_cast<uint64_t>(__float_as_uint(score)) << 32) | (0xFFFFFFFFu - doc);
 }
 
-__device__ __forceinline__ uint32_t key_bucket(uint64_t key) { return static_cast<uint32_t>(key >> (63 - kBucketBits)); }
+__device__ __forceinline__ uint32_t key_bucket(uint64_t key) {
+  return static_cast<uint32_t>(key >> (63 - kBucketBits));
+}
 
 __device__ __forceinline__ void count_key(uint64_t key, uint32_t* buckets) {
   if (key != 0) atomicAdd(&buckets[key_bucket(key)], 1u);
@@ -38,11 +40,11 @@ std::vector<Hit> keys_to_hits(const uint64_t* keys, size_t count);
 
 struct TopkBuffers {
   size_t capacity = 0;
-  uint64_t* keys = nullptr;       // written by the key kernels
-  uint64_t* selected = nullptr;   // keys at or above the threshold bucket
+  uint64_t* keys = nullptr;      // written by the key kernels
+  uint64_t* selected = nullptr;  // keys at or above the threshold bucket
   uint64_t* sorted = nullptr;
-  uint32_t* buckets = nullptr;    // kBuckets counters, then the selection state; zeroed by reset()
-  uint64_t* result = nullptr;     // device: [selected count, overflow flag, k best keys...]
+  uint32_t* buckets = nullptr;  // kBuckets counters, then the selection state; zeroed by reset()
+  uint64_t* result = nullptr;   // device: [selected count, overflow flag, k best keys...]
   void* sort_temp = nullptr;
   size_t sort_temp_bytes = 0;
   uint64_t* host_result = nullptr;  // pinned copy of `result`
@@ -57,7 +59,8 @@ struct TopkBuffers {
   // doc_begin + i), by bucket select straight from the scores: a histogram pass (per-block shared
   // histograms), then a pass that compacts the keys above the threshold and zeroes every non-zero
   // accumulator, so the next query needs no memset and no key array is written. Synchronises.
-  std::vector<Hit> select_accumulators(float* accumulators, uint32_t n, uint32_t doc_begin, size_t k, cudaStream_t stream);
+  std::vector<Hit> select_accumulators(float* accumulators, uint32_t n, uint32_t doc_begin, size_t k,
+                                       cudaStream_t stream);
   // The k best of candidate keys elsewhere: keys[0..*count) with their bucket counts, both in device
   // memory (the OR tiles write them); `max_count` bounds *count. Uses this object's selection state.
   // Synchronises.
