@@ -2,6 +2,9 @@
 
 #include <cstdio>
 #include <fstream>
+#include <sstream>
+
+#include <sys/stat.h>
 
 #include "common/util/status.hpp"
 
@@ -16,18 +19,29 @@ bool equal_in_constant_time(std::string_view a, std::string_view b) {
 
 }  // namespace
 
-AuthTokens::AuthTokens(std::string path) : path_(std::move(path)) {
+AuthTokens::AuthTokens(std::string path, bool keep_if_missing)
+    : path_(std::move(path)), keep_if_missing_(keep_if_missing) {
   std::lock_guard<std::mutex> lock(mutex_);
-  load();
+  std::string content;
+  if (!read(content)) throw Error("cannot read the token file " + path_ + ": no such file");
+  load(content);
   next_check_ = std::chrono::steady_clock::now() + std::chrono::seconds(1);
 }
 
-void AuthTokens::load() {
+bool AuthTokens::read(std::string& content) const {
   std::error_code ec;
-  const auto mtime = std::filesystem::last_write_time(path_, ec);
-  std::ifstream in(path_);
-  if (ec || !in) throw Error("cannot read the token file " + path_);
+  if (!std::filesystem::exists(path_, ec) && !ec) return false;
+  std::ifstream in(path_, std::ios::binary);
+  if (!in) throw Error("cannot read the token file " + path_);
+  std::ostringstream text;
+  text << in.rdbuf();
+  content = text.str();
+  return true;
+}
+
+void AuthTokens::load(const std::string& content) {
   std::vector<std::string> tokens;
+  std::istringstream in(content);
   std::string line;
   while (std::getline(in, line)) {
     const size_t begin = line.find_first_not_of(" \t\r");
@@ -36,19 +50,39 @@ void AuthTokens::load() {
     tokens.push_back(line.substr(begin, end - begin + 1));
   }
   tokens_ = std::move(tokens);
-  loaded_mtime_ = mtime;
+  loaded_content_ = content;
   std::fprintf(stderr, "warp-broker: %zu bearer token(s) from %s\n", tokens_.size(), path_.c_str());
+  struct stat st {};
+  if (::stat(path_.c_str(), &st) == 0 && (st.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
+    std::fprintf(stderr,
+                 "warp-broker: warning: the token file %s is readable by group or others (mode %03o): chmod 600 it\n",
+                 path_.c_str(), static_cast<unsigned>(st.st_mode & 0777));
+  }
 }
 
 void AuthTokens::reload_if_changed() {
   const auto now = std::chrono::steady_clock::now();
   if (now < next_check_) return;
   next_check_ = now + std::chrono::seconds(1);
-  std::error_code ec;
-  const auto mtime = std::filesystem::last_write_time(path_, ec);
-  if (!ec && mtime == loaded_mtime_) return;
   try {
-    load();
+    std::string content;
+    if (!read(content)) {
+      if (!missing_ && !keep_if_missing_) {
+        std::fprintf(stderr, "warp-broker: the token file %s is gone: no token is accepted until it is back\n",
+                     path_.c_str());
+        tokens_.clear();
+        loaded_content_.clear();
+      } else if (!missing_) {
+        std::fprintf(stderr, "warp-broker: the token file %s is gone; keeping the tokens loaded before\n",
+                     path_.c_str());
+      }
+      missing_ = true;
+      return;
+    }
+    const bool was_missing = missing_;
+    missing_ = false;
+    if (content == loaded_content_ && !was_missing) return;
+    load(content);
     reported_failure_ = false;
   } catch (const std::exception& e) {
     if (!reported_failure_) std::fprintf(stderr, "warp-broker: %s; keeping the tokens loaded before\n", e.what());

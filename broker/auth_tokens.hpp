@@ -1,7 +1,9 @@
 // Bearer tokens for the broker's search API (--auth-tokens FILE): one token per line, blank lines
-// and lines starting with '#' ignored. The file is checked for changes at most once a second and
-// reloaded, so tokens rotate without a restart: add the new token, move clients over, remove the
-// old one. A file that cannot be read keeps the tokens loaded last (and says so once).
+// and lines starting with '#' ignored. The file is checked at most once a second and reloaded when
+// its content changed (not only its modification time), so tokens rotate without a restart: add the
+// new token, move clients over, remove the old one. Fails closed: a file that is gone accepts no
+// token until it is back (unless `keep_if_missing`), with a log line; a file that exists but cannot
+// be read keeps the tokens loaded last. A file readable by group or others is warned about.
 #pragma once
 #include <chrono>
 #include <filesystem>
@@ -14,19 +16,24 @@ namespace warp {
 
 class AuthTokens {
  public:
-  explicit AuthTokens(std::string path);  // throws Error if the file cannot be read at start
+  // Throws Error if the file cannot be read at start.
+  explicit AuthTokens(std::string path, bool keep_if_missing = false);
   // True when `authorization` is "Bearer <token>" for a listed token (compared in constant time).
   bool allows(std::string_view authorization);
   size_t size();
 
  private:
   void reload_if_changed();
-  void load();
+  // Reads the file; false when it is gone (nothing changed), throws Error when it cannot be read.
+  bool read(std::string& content) const;
+  void load(const std::string& content);
 
   std::string path_;
+  bool keep_if_missing_ = false;
+  std::string loaded_content_;
+  bool missing_ = false;
   std::mutex mutex_;
   std::vector<std::string> tokens_;
-  std::filesystem::file_time_type loaded_mtime_{};
   std::chrono::steady_clock::time_point next_check_{};
   bool reported_failure_ = false;
 };

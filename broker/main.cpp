@@ -30,7 +30,9 @@ int run(int argc, char** argv) {
       .value("admin-listen", "",
              "HTTP address for /healthz, /readyz, /cluster and /metrics, never behind a token (default: on --listen)")
       .value("auth-tokens", "",
-             "file of bearer tokens, one per line, reloaded on change; /search then needs one (401 without)")
+             "file of bearer tokens, one per line, reloaded on change; /search then needs one (401 without); a file "
+             "that is gone accepts no token")
+      .boolean("auth-tokens-keep-if-missing", "keep the tokens loaded last when the --auth-tokens file is gone")
       .value("threads", "0",
              "I/O threads serving the HTTP connections and the fan-out to the leaves (0: half the cores)")
       .value("zmq-io-threads", "0", "ZeroMQ I/O threads carrying the fan-out's messages (0: one per eight --threads)")
@@ -77,7 +79,9 @@ int run(int argc, char** argv) {
                         discovery);
   warp::ResultCache cache(flags.count("cache-mb") << 20, std::chrono::seconds(flags.count("cache-ttl-s")));
   std::unique_ptr<warp::AuthTokens> auth;
-  if (!flags.get("auth-tokens").empty()) auth = std::make_unique<warp::AuthTokens>(flags.get("auth-tokens"));
+  if (!flags.get("auth-tokens").empty()) {
+    auth = std::make_unique<warp::AuthTokens>(flags.get("auth-tokens"), flags.is_set("auth-tokens-keep-if-missing"));
+  }
   warp::SearchApiOptions options;
   options.timeout = std::chrono::milliseconds(flags.count("timeout-ms"));
   options.max_query_bytes = flags.count("max-query-bytes");

@@ -99,8 +99,22 @@ class Session : public std::enable_shared_from_this<Session> {
   // (curl, a second, then sends it anyway; others for good): it gets one, or at once the 400 its
   // declared body's size earns. Then the body, within the same expiry.
   void on_header(beast::error_code ec, size_t) {
-    if (ec || parser_->is_done()) return on_read(ec, 0);
+    if (ec) return on_read(ec, 0);
     const auto& header = parser_->get();
+    // RFC 9112 §6.3: a request whose Transfer-Encoding is anything but exactly "chunked" has no
+    // length a server can trust (identity, gzip, "chunked, identity" ...): a body read some other
+    // way could be a second request smuggled behind this one. 400, and the connection closed.
+    if (const auto coding = header.find(beast::http::field::transfer_encoding); coding != header.end()) {
+      beast::string_view value = coding->value();
+      while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+      while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
+      if (!beast::iequals(value, "chunked")) {
+        keep_alive_ = false;
+        head_ = false;
+        return write(json_error(400, "unsupported Transfer-Encoding: only chunked is accepted"));
+      }
+    }
+    if (parser_->is_done()) return on_read(ec, 0);
     const auto expect = header.find(beast::http::field::expect);
     if (expect == header.end() || !beast::iequals(expect->value(), "100-continue")) return read_body();
     if (parser_->content_length() && *parser_->content_length() > server_->options.max_body_bytes) {

@@ -98,6 +98,22 @@ SecureSession::SecureSession(const uint8_t* shared_key, bool client)
 
 SecureSession::~SecureSession() { sodium_memzero(key_.data(), key_.size()); }
 
+void SecureSession::take(SecureSession& other) noexcept {
+  key_ = other.key_;
+  send_side_ = other.send_side_, receive_side_ = other.receive_side_;
+  sent_ = other.sent_, received_ = other.received_;
+  holds_key_ = other.holds_key_;
+  sodium_memzero(other.key_.data(), other.key_.size());
+  other.holds_key_ = false;
+}
+
+SecureSession::SecureSession(SecureSession&& other) noexcept { take(other); }
+
+SecureSession& SecureSession::operator=(SecureSession&& other) noexcept {
+  if (this != &other) take(other);
+  return *this;
+}
+
 namespace {
 // A frame's nonce: the sending side's letter and its frame count; never sent, both sides count.
 std::array<uint8_t, crypto_box_NONCEBYTES> frame_nonce(uint8_t side, uint64_t count) {
@@ -109,6 +125,7 @@ std::array<uint8_t, crypto_box_NONCEBYTES> frame_nonce(uint8_t side, uint64_t co
 }  // namespace
 
 std::string SecureSession::seal(std::string_view payload) {
+  if (!holds_key_) throw Error("a frame sealed with a moved-from secure session");
   std::string body(crypto_box_MACBYTES + payload.size(), '\0');
   const auto nonce = frame_nonce(send_side_, sent_++);
   if (crypto_box_easy_afternm(reinterpret_cast<uint8_t*>(body.data()), bytes(payload), payload.size(), nonce.data(),
@@ -119,7 +136,7 @@ std::string SecureSession::seal(std::string_view payload) {
 }
 
 std::optional<std::string> SecureSession::open(std::string_view body) {
-  if (body.size() < crypto_box_MACBYTES) return std::nullopt;
+  if (!holds_key_ || body.size() < crypto_box_MACBYTES) return std::nullopt;
   std::string payload(body.size() - crypto_box_MACBYTES, '\0');
   const auto nonce = frame_nonce(receive_side_, received_);
   if (crypto_box_open_easy_afternm(reinterpret_cast<uint8_t*>(payload.data()), bytes(body), body.size(), nonce.data(),

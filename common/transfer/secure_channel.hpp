@@ -43,18 +43,23 @@ class SecureSession {
  public:
   SecureSession(const uint8_t* shared_key, bool client);
   ~SecureSession();  // the key zeroed
-  SecureSession(const SecureSession&) = default;
-  SecureSession& operator=(const SecureSession&) = default;
-  SecureSession(SecureSession&&) = default;
-  SecureSession& operator=(SecureSession&&) = default;
+  // Move-only: a copy that sealed would reuse the original's nonces. A moved-from session holds no
+  // key and refuses to seal or open.
+  SecureSession(const SecureSession&) = delete;
+  SecureSession& operator=(const SecureSession&) = delete;
+  SecureSession(SecureSession&& other) noexcept;
+  SecureSession& operator=(SecureSession&& other) noexcept;
+  // Throws Error on a moved-from session.
   std::string seal(std::string_view payload);
-  // nullopt: forged, altered, replayed or out of order.
+  // nullopt: forged, altered, replayed or out of order (or a moved-from session).
   std::optional<std::string> open(std::string_view body);
 
  private:
+  void take(SecureSession& other) noexcept;
   std::array<uint8_t, 32> key_;
   uint8_t send_side_, receive_side_;
   uint64_t sent_ = 0, received_ = 0;
+  bool holds_key_ = true;
 };
 
 // Handshake messages are at most this long: before its handshake is done, a server reads no longer

@@ -35,6 +35,7 @@ struct DirectPeer {
 
  private:
   void send_locked(const std::string& frame);
+  void mark_broken();  // with write_mutex held
 };
 
 }  // namespace warp

@@ -42,6 +42,13 @@ void DirectPeer::write_plain(std::string_view body) {
   send_locked(frame);
 }
 
+// A peer that cannot take a reply is shut down at once (its epoll loop then sees the hang-up and
+// closes it) rather than left open and ignored.
+void DirectPeer::mark_broken() {
+  broken = true;
+  ::shutdown(fd, SHUT_RDWR);
+}
+
 void DirectPeer::send_locked(const std::string& frame) {
   size_t done = 0;
   while (done < frame.size()) {
@@ -52,9 +59,9 @@ void DirectPeer::send_locked(const std::string& frame) {
       continue;
     } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
       pollfd out{fd, POLLOUT, 0};
-      if (::poll(&out, 1, 1000) <= 0) return void(broken = true);
+      if (::poll(&out, 1, 1000) <= 0) return mark_broken();
     } else {
-      return void(broken = true);
+      return mark_broken();
     }
   }
 }

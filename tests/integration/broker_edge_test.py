@@ -142,6 +142,22 @@ try:
     if not answer.startswith("HTTP/1.1 200") or len(json.loads(answer.split("\r\n\r\n", 1)[1])["hits"]) != 1:
         fail("an absolute-form target: %r" % answer[:300])
 
+    # 1b''. Transfer-Encoding other than exactly "chunked" (RFC 9112 §6.3): 400 and the connection
+    # closed, so that a body read another way cannot carry a second request (here a search behind
+    # a request with no token, which must never be answered).
+    smuggled = "GET /search?q=wing&k=1 HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer %s\r\n\r\n" % token
+    for coding in ["identity", "gzip", "chunked, identity", "gzip, chunked"]:
+        answer = raw_exchange(search_port, "POST /search HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: %s\r\n\r\n%s"
+                                           % (coding, smuggled))
+        if not answer.startswith("HTTP/1.1 400") or answer.count("HTTP/1.1 ") != 1:
+            fail("Transfer-Encoding: %s: one 400 and a closed connection expected, got %r" % (coding, answer[:400]))
+    chunked = json.dumps({"q": "wing", "k": 1})
+    answer = raw_exchange(search_port, "POST /search HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer %s\r\n"
+                                       "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n%x\r\n%s\r\n0\r\n\r\n"
+                                       % (token, len(chunked), chunked))
+    if not answer.startswith("HTTP/1.1 200") or len(json.loads(answer.split("\r\n\r\n", 1)[1])["hits"]) != 1:
+        fail("Transfer-Encoding: chunked: the search answered expected, got %r" % answer[:300])
+
     # 1c. The stages of uncached answers: each of twenty distinct queries observed once in each stage
     # (the broker's own time, the transport's, the leaf's), which add up to its time in the broker.
     def stage_sums(text):

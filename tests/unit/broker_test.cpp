@@ -177,6 +177,40 @@ TEST_F(AuthTokensTest, AllowsListedBearerTokensOnly) {
   EXPECT_FALSE(tokens.allows(""));
 }
 
+// Polls `tokens` (each call may reload the file, at most once a second) until `allowed` says the
+// state was reached, for at most ten seconds.
+bool eventually(AuthTokens& tokens, const std::string& authorization, bool allowed) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (tokens.allows(authorization) == allowed) return true;
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  return false;
+}
+
+TEST_F(AuthTokensTest, ADeletedFileAcceptsNoTokenUntilItIsBack) {
+  write("alpha-123\n");
+  AuthTokens tokens(path_.string());
+  ASSERT_TRUE(tokens.allows("Bearer alpha-123"));
+  std::filesystem::remove(path_);
+  EXPECT_TRUE(eventually(tokens, "Bearer alpha-123", false)) << "a deleted token file must fail closed";
+  EXPECT_EQ(tokens.size(), 0u);
+  write("beta-456\n");
+  EXPECT_TRUE(eventually(tokens, "Bearer beta-456", true));
+  EXPECT_FALSE(tokens.allows("Bearer alpha-123"));
+}
+
+TEST_F(AuthTokensTest, AChangeOfContentIsSeenWhateverTheModificationTime) {
+  write("alpha-123\n");
+  const auto written = std::filesystem::last_write_time(path_);
+  AuthTokens tokens(path_.string());
+  ASSERT_TRUE(tokens.allows("Bearer alpha-123"));
+  write("gamma-789\n");
+  std::filesystem::last_write_time(path_, written);  // as a copy that keeps times would leave it
+  EXPECT_TRUE(eventually(tokens, "Bearer gamma-789", true));
+  EXPECT_FALSE(tokens.allows("Bearer alpha-123"));
+}
+
 TEST_F(AuthTokensTest, AnUnreadableFileAtStartIsAClearError) {
   EXPECT_THROW(AuthTokens(path_.string() + ".missing"), Error);
 }

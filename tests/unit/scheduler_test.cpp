@@ -146,7 +146,8 @@ TEST(CostModel, FoldedObservationsTeachWhatObservingThemOneByOneDoes) {
 // A search whose thread was preempted (the H200 host past capacity has CPU runs of 10-96 ms where a
 // short search takes ~0.05 ms) is one observation far above the fit: counted in full it weighed as
 // much as any other with a residual hundreds of times larger, and the next refit predicted short
-// queries 43x too long. Capped at 4x its fitted time, it moves them by under 2x.
+// queries 43x too long. Capped at 4x its fitted time, it moves them by at most 2.5x (400 seeds:
+// 8 of them past 2x), so the bound is 3x: far below what the uncapped run did.
 TEST(CostModel, ARunTimedFarAboveItsPredictionMovesTheModelLittle) {
   CostModel model;
   Costs costs;
@@ -162,8 +163,8 @@ TEST(CostModel, ARunTimedFarAboveItsPredictionMovesTheModelLittle) {
   const double before = model.predict(short_query);
   model.observe(short_query, 250 * costs.cpu(short_query));
   observe_some(7);  // the eighth observation since the outlier refits
-  EXPECT_LT(model.predict(short_query), 2 * before);
-  EXPECT_GT(model.predict(short_query), before / 2);
+  EXPECT_LT(model.predict(short_query), 3 * before);
+  EXPECT_GT(model.predict(short_query), before / 3);
 }
 
 TEST(CostModel, LearnsTheBatchFixedCostApartFromTheShares) {

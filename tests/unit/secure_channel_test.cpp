@@ -5,6 +5,8 @@
 // recorded handshake replayed, messages out of turn, frames altered, replayed, reordered or from
 // the other side.
 #include <gtest/gtest.h>
+
+#include <type_traits>
 #include <sodium.h>
 #include <zmq.h>
 
@@ -101,6 +103,23 @@ TEST(SecureChannel, BothWaysInOrder) {
     EXPECT_EQ(server.open(sealed), request);
     EXPECT_EQ(client.open(server.seal(reply)), reply);
   }
+}
+
+// A copy of a session would seal under the nonces the original uses next: sessions only move, and
+// a moved-from one neither seals nor opens.
+static_assert(!std::is_copy_constructible_v<SecureSession> && !std::is_copy_assignable_v<SecureSession>);
+static_assert(std::is_nothrow_move_constructible_v<SecureSession>);
+
+TEST(SecureChannel, AMovedFromSessionNeitherSealsNorOpens) {
+  Keys keys;
+  auto [client, server] = handshake(keys);
+  SecureSession moved = std::move(client);
+  const std::string sealed = moved.seal("request");
+  EXPECT_EQ(server.open(sealed), "request");
+  const std::string reply = server.seal("reply");
+  EXPECT_THROW(client.seal("request"), Error);  // NOLINT(bugprone-use-after-move): the point
+  EXPECT_EQ(client.open(reply), std::nullopt);  // NOLINT(bugprone-use-after-move)
+  EXPECT_EQ(moved.open(reply), "reply");
 }
 
 TEST(SecureChannel, ClientOffTheAllowListIsRefused) {
