@@ -14,13 +14,42 @@
 namespace warp::transfer {
 namespace fs = std::filesystem;
 
+namespace {
+
+// "tcp://HOST:PORT" split at its last colon (HOST may be "[::]"); false for anything else.
+bool split_tcp_endpoint(const std::string& endpoint, std::string& host, std::string& port) {
+  constexpr std::string_view kScheme = "tcp://";
+  if (endpoint.rfind(kScheme, 0) != 0) return false;
+  const size_t colon = endpoint.rfind(':');
+  if (colon == std::string::npos || colon < kScheme.size()) return false;
+  host = endpoint.substr(kScheme.size(), colon - kScheme.size());
+  port = endpoint.substr(colon + 1);
+  return !host.empty() && !port.empty();
+}
+
+bool wildcard_host(const std::string& host) {
+  return host == "0.0.0.0" || host == "*" || host == "[::]" || host == "::" || host == "[::0]";
+}
+
+}  // namespace
+
+std::string reachable_fetch_endpoint(const std::string& announced, const std::string& publish_endpoint) {
+  std::string host, port, publish_host, publish_port;
+  if (!split_tcp_endpoint(announced, host, port) || !wildcard_host(host)) return announced;
+  if (!split_tcp_endpoint(publish_endpoint, publish_host, publish_port) || wildcard_host(publish_host))
+    return announced;
+  return "tcp://" + publish_host + ":" + port;
+}
+
 struct GenerationSubscriber::State {
   zmq::context_t context{1};
   zmq::socket_t socket{context, zmq::socket_type::sub};
+  std::string endpoint;
 };
 
 GenerationSubscriber::GenerationSubscriber(const std::string& endpoint, const CurveConfig& curve)
     : state_(std::make_unique<State>()) {
+  state_->endpoint = endpoint;
   if (curve.enabled()) make_curve_client(state_->socket, curve, curve_server_key(curve, "indexer"));
   state_->socket.set(zmq::sockopt::subscribe, "generation");
   state_->socket.connect(endpoint);
@@ -43,7 +72,7 @@ std::optional<Announcement> GenerationSubscriber::next(std::chrono::milliseconds
       Announcement a;
       a.generation = message.getGeneration();
       a.partitions = message.getPartitions();
-      a.fetch_endpoint = message.getFetchEndpoint();
+      a.fetch_endpoint = reachable_fetch_endpoint(message.getFetchEndpoint(), state_->endpoint);
       for (auto file : message.getFiles())
         a.files.push_back({std::string(file.getPath()), file.getSize(), file.getCrc32()});
       return a;

@@ -23,12 +23,19 @@ struct Announcement {
   std::string fetch_endpoint;
 };
 
+// Where to fetch an announced generation from. An indexer bound to every interface announces its
+// bind address (tcp://0.0.0.0:5602), which names no host another machine can reach: a wildcard
+// host (0.0.0.0, *, ::) is replaced by the host of the announcement endpoint the leaf subscribed
+// to (tcp://indexer:5601 gives tcp://indexer:5602). Any other endpoint is returned unchanged.
+std::string reachable_fetch_endpoint(const std::string& announced, const std::string& publish_endpoint);
+
 class GenerationSubscriber {
  public:
   // `curve` enabled: a CURVE client of the indexer (DIR/indexer.pub) with the leaf's pair.
   explicit GenerationSubscriber(const std::string& publish_endpoint, const CurveConfig& curve = {});
   ~GenerationSubscriber();
-  // The next announcement, or nothing after `timeout`. Malformed messages are skipped.
+  // The next announcement (its fetch endpoint made reachable: reachable_fetch_endpoint), or
+  // nothing after `timeout`. Malformed messages are skipped.
   std::optional<Announcement> next(std::chrono::milliseconds timeout);
 
  private:

@@ -95,7 +95,17 @@ try:
             security = pod.get("securityContext", {})
             if not security.get("runAsNonRoot") or not security.get("runAsUser"):
                 fail("%s: pods must run as a non-root user" % where(w))
+            if pod.get("automountServiceAccountToken") is not False:
+                fail("%s: pods must not mount a service account token (automountServiceAccountToken: false)" % where(w))
             volumes = {v["name"]: v for v in pod.get("volumes", [])}
+            for volume in volumes.values():
+                if "emptyDir" in volume and not volume["emptyDir"].get("sizeLimit"):
+                    fail("%s: emptyDir %s needs a sizeLimit" % (where(w), volume["name"]))
+            egress = [o for o in by_kind.get("NetworkPolicy", []) if "Egress" in o["spec"].get("policyTypes", [])
+                      and selects(o["spec"]["podSelector"]["matchLabels"], labels)]
+            if not egress or not any(all(p.get("port") == 53 for p in rule.get("ports", [])) and "to" not in rule
+                                     for o in egress for rule in o["spec"].get("egress", [])):
+                fail("%s: its pods need an egress policy (default deny) that lets DNS through" % where(w))
             for volume in volumes.values():
                 if "secret" in volume and volume["secret"]["secretName"] not in secrets:
                     fail("%s: Secret %s is not defined" % (where(w), volume["secret"]["secretName"]))
@@ -112,6 +122,8 @@ try:
                     fail("%s: container %s must have a read-only root, no privilege escalation, all capabilities dropped" % (where(w), c["name"]))
                 if not c.get("resources", {}).get("requests") or not c["resources"].get("limits"):
                     fail("%s: container %s needs resource requests and limits" % (where(w), c["name"]))
+                if "ephemeral-storage" not in c["resources"]["requests"] or "ephemeral-storage" not in c["resources"]["limits"]:
+                    fail("%s: container %s needs ephemeral-storage requests and limits" % (where(w), c["name"]))
                 for mount in c.get("volumeMounts", []):
                     if mount["name"] not in volumes and mount["name"] not in {t["metadata"]["name"] for t in w["spec"].get("volumeClaimTemplates", [])}:
                         fail("%s: mount %s has no volume" % (where(w), mount["name"]))

@@ -43,6 +43,20 @@ class TransferTest : public ::testing::Test {
   fs::path dir_;
 };
 
+// An indexer bound to every interface (tcp://0.0.0.0:5602, as in Kubernetes) announces an address no
+// other pod can reach; the leaf fetches from the host it subscribed to instead.
+TEST(ReachableFetchEndpoint, AWildcardHostBecomesTheHostSubscribedTo) {
+  EXPECT_EQ(transfer::reachable_fetch_endpoint("tcp://0.0.0.0:5602", "tcp://indexer:5601"), "tcp://indexer:5602");
+  EXPECT_EQ(transfer::reachable_fetch_endpoint("tcp://*:5602", "tcp://10.1.2.3:5601"), "tcp://10.1.2.3:5602");
+  EXPECT_EQ(transfer::reachable_fetch_endpoint("tcp://[::]:5602", "tcp://indexer.ns.svc:5601"),
+            "tcp://indexer.ns.svc:5602");
+  // A named host is kept, and so is a wildcard when the subscription names none either.
+  EXPECT_EQ(transfer::reachable_fetch_endpoint("tcp://files.example:7000", "tcp://indexer:5601"),
+            "tcp://files.example:7000");
+  EXPECT_EQ(transfer::reachable_fetch_endpoint("tcp://0.0.0.0:5602", "tcp://0.0.0.0:5601"), "tcp://0.0.0.0:5602");
+  EXPECT_EQ(transfer::reachable_fetch_endpoint("ipc:///tmp/files", "tcp://indexer:5601"), "ipc:///tmp/files");
+}
+
 TEST_F(TransferTest, FetchedGenerationIsIdenticalAndSearchable) {
   Publisher publisher(publisher_options());
   publisher.announce(1);
