@@ -66,7 +66,7 @@ class SearchApi {
   prometheus::Family<prometheus::Counter>& requests_;
   prometheus::Histogram& latency_;
   prometheus::Family<prometheus::Histogram>& leaf_latency_;
-  // An uncached full answer's time split along the partition that answered last (README, Metrics).
+  // An uncached full answer's time split along the partition that answered last (docs/operations/monitoring.md).
   prometheus::Family<prometheus::Histogram>& stages_;
   prometheus::Histogram &stage_broker_, &stage_transport_, &stage_leaf_;
   // Each replica's histogram, found once (Family::Add builds and hashes a label map each call).

@@ -12,7 +12,7 @@ Threads are grouped into ZeroMQ's I/O threads ("ZMQbg/...") and the program's ow
 Broker: warpsearch_broker_request_seconds (a query's time in the broker, end to end); leaves:
 warpsearch_leaf_query_seconds (the search itself). Stages: warpsearch_broker_stage_seconds, a query's
 time split along the partition that answered last into the broker's own, the transport's and the
-leaf's (README, Metrics); "—" for a broker that does not export them.
+leaf's (docs/operations/monitoring.md); "—" for a broker that does not export them.
 """
 import glob
 import os
