@@ -21,7 +21,8 @@ struct CurveKeyPair {
 };
 
 CurveKeyPair generate_curve_key_pair();
-// DIR/NAME.key (the pair, mode 0600) and DIR/NAME.pub (the public key).
+// DIR/NAME.key (the pair, created with mode 0600) and DIR/NAME.pub (the public key); throws Error,
+// writing nothing, if either exists.
 void write_curve_key_pair(const std::string& dir, const std::string& name, const CurveKeyPair& pair);
 
 struct CurveConfig {

@@ -1,6 +1,7 @@
 // Publishing and fetching generations over ZeroMQ on loopback: announcement, chunked transfer with
 // checksums, retries after corrupted chunks, and no partial generation left after a failed fetch.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -145,6 +146,21 @@ TEST_F(TransferTest, AFailedFetchLeavesNothingBehind) {
     EXPECT_NE(std::string(e.what()).find("no file 'part-0000/not-there'"), std::string::npos) << e.what();
   }
   EXPECT_FALSE(fs::exists(dir_ / "leaf2" / "gen-000001"));
+}
+
+// A secret key file is created with mode 0600 (never wider, whatever the umask, not even for a
+// moment) and never overwritten.
+TEST_F(TransferTest, KeyFilesAreCreatedPrivateAndNeverOverwritten) {
+  const std::string keys = (dir_ / "private-keys").string();
+  const mode_t old_mask = ::umask(0);
+  transfer::write_curve_key_pair(keys, "broker", transfer::generate_curve_key_pair());
+  ::umask(old_mask);
+  struct stat st {};
+  ASSERT_EQ(::stat((fs::path(keys) / "broker.key").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  const std::string first = transfer::load_curve_config(keys, "broker").own.secret_key;
+  EXPECT_THROW(transfer::write_curve_key_pair(keys, "broker", transfer::generate_curve_key_pair()), Error);
+  EXPECT_EQ(transfer::load_curve_config(keys, "broker").own.secret_key, first);
 }
 
 // CurveZMQ on both of the indexer's sockets: a leaf with an allowed key gets the announcement and the
