@@ -118,7 +118,6 @@ struct PartitionLoad {
       if (!range.error.empty()) throw Error(range.error);
     }
   }
-  rocksdb::ColumnFamilyHandle* family(int f) const { return opened.handles[f]; }
 };
 
 // REQUIRES: the files verified. Opens the database read-only.
