@@ -7,7 +7,7 @@
 
 #include "broker/fan_out.hpp"
 #include "common/analysis/analyzer.hpp"
-#include "common/analysis/utf8.hpp"
+#include "common/util/utf8.hpp"
 #include "common/metrics/metrics_text.hpp"
 #include "common/util/json_writer.hpp"
 

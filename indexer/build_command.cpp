@@ -8,7 +8,7 @@
 #include <fstream>
 #include <string>
 
-#include "indexer/document_reader.hpp"
+#include "indexer/reader/document_reader.hpp"
 #include "indexer/pipeline/parallel_builder.hpp"
 
 namespace warp {

@@ -10,7 +10,7 @@
 #include <emmintrin.h>
 #endif
 
-#include "common/analysis/utf8.hpp"
+#include "common/util/utf8.hpp"
 #include "common/util/status.hpp"
 
 namespace warp {

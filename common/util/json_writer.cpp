@@ -3,7 +3,7 @@
 #include <charconv>
 #include <cmath>
 
-#include "common/analysis/utf8.hpp"
+#include "common/util/utf8.hpp"
 
 namespace warp {
 

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "common/index/posting_list.hpp"
-#include "indexer/pipeline/piece.hpp"
+#include "indexer/postings/piece.hpp"
 
 namespace warp::pipeline {
 

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "common/index/index_builder.hpp"
-#include "indexer/document_reader.hpp"
+#include "indexer/reader/document_reader.hpp"
 
 namespace warp::pipeline {
 

@@ -20,10 +20,10 @@
 
 #include "common/analysis/analyzer.hpp"
 #include "common/index/types.hpp"
-#include "indexer/pipeline/piece.hpp"
+#include "indexer/postings/piece.hpp"
 #include "indexer/pipeline/posting_router.hpp"
 #include "indexer/pipeline/run_file.hpp"
-#include "indexer/pipeline/trie_collections.hpp"
+#include "indexer/postings/trie_collections.hpp"
 
 namespace warp::pipeline {
 

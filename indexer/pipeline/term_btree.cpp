@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "indexer/pipeline/trie_collections.hpp"
+#include "indexer/postings/trie_collections.hpp"
 
 namespace warp::pipeline {
 

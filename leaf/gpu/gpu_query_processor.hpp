@@ -20,7 +20,7 @@
 #include <mutex>
 #include <vector>
 
-#include "leaf/gpu/device_index.hpp"
+#include "leaf/gpu/index/device_index.hpp"
 #include "leaf/gpu/batch/gpu_batch.hpp"
 #include "leaf/gpu/topk/topk_method.hpp"
 #include "leaf/query/query_processor.hpp"

@@ -4,7 +4,7 @@
 #include <fstream>
 #include <ostream>
 
-#include "common/analysis/utf8.hpp"
+#include "common/util/utf8.hpp"
 #include "common/util/status.hpp"
 
 namespace warp {

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "common/util/flags.hpp"
-#include "indexer/document_reader.hpp"
+#include "indexer/reader/document_reader.hpp"
 
 namespace {
 

@@ -16,7 +16,7 @@
 
 #include "common/index/index_builder.hpp"
 #include "common/util/flags.hpp"
-#include "indexer/document_reader.hpp"
+#include "indexer/reader/document_reader.hpp"
 #include "leaf/query/cpu_query_processor.hpp"
 #include "tests/bench/bench_util.hpp"
 #include "tests/bench/synthetic_collection.hpp"

@@ -18,7 +18,7 @@
 #include "common/util/flags.hpp"
 #include "common/util/service.hpp"
 #include "common/util/status.hpp"
-#include "indexer/document_reader.hpp"
+#include "indexer/reader/document_reader.hpp"
 #include "leaf/query/cpu_query_processor.hpp"
 #include "leaf/query/query_log.hpp"
 #include "tests/relevance/trec_eval.hpp"

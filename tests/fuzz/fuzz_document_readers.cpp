@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "indexer/document_reader.hpp"
+#include "indexer/reader/document_reader.hpp"
 
 namespace {
 

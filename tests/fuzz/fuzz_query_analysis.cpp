@@ -5,7 +5,7 @@
 #include <cstdlib>
 
 #include "common/analysis/analyzer.hpp"
-#include "common/analysis/utf8.hpp"
+#include "common/util/utf8.hpp"
 #include "common/index/bm25.hpp"
 #include "common/query/query.hpp"
 

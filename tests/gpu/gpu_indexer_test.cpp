@@ -21,7 +21,7 @@
 #include "indexer/gpu/gpu_analyzer.hpp"
 #include "indexer/gpu/gpu_inverter.hpp"
 #include "indexer/pipeline/parallel_builder.hpp"
-#include "indexer/pipeline/trie_collections.hpp"
+#include "indexer/postings/trie_collections.hpp"
 #include "tests/support/test_data.hpp"
 #include "tests/support/test_seed.hpp"
 

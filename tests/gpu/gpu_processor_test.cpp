@@ -11,7 +11,7 @@
 
 #include "common/index/index_builder.hpp"
 #include "common/index/posting_list.hpp"
-#include "indexer/document_reader.hpp"
+#include "indexer/reader/document_reader.hpp"
 #include "leaf/gpu/gpu_runtime.hpp"
 #include "leaf/query/cpu_query_processor.hpp"
 #include "leaf/query/query_log.hpp"

@@ -10,7 +10,7 @@
 #include <fstream>
 
 #include "common/index/index_files.hpp"
-#include "indexer/document_reader.hpp"
+#include "indexer/reader/document_reader.hpp"
 #include "leaf/query/index_searcher.hpp"
 #include "leaf/query/query_log.hpp"
 #include "tests/support/test_data.hpp"

@@ -3,8 +3,11 @@
 Fails if a tracked file (or, outside a git checkout, any file of the tree but build outputs) refers
 to a folder beside the checkout, if compiled Python is tracked, or if what the tests and users need
 is missing: the licence, the judged test collections with their sources, the documentation's
-index. usage: self_contained_test.py SOURCE_DIR"""
+index; or if the documentation (README.md, docs/, CHANGELOG aside) names a source path in
+backquotes that the tree does not hold. usage: self_contained_test.py SOURCE_DIR"""
+import glob
 import os
+import re
 import subprocess
 import sys
 
@@ -49,6 +52,33 @@ for needed in ["LICENSE", "README.md", "docs/index.md", "tests/data/README.md",
                "tests/data/cisi/docs.jsonl", "tests/data/cisi/queries.tsv", "tests/data/cisi/qrels.txt"]:
     if not os.path.isfile(os.path.join(root, needed)):
         failures.append(f"{needed}: missing")
+
+# `common/index/partition_reader.cpp`, `leaf/gpu/or_tiles/`, `leaf/query/*_query.cpp`: paths under
+# the project's top folders, in backquotes; globs must match something.
+TOP = ("broker/", "common/", "deploy/", "docs/", "indexer/", "k8s/", "leaf/", "tests/")
+PATH = re.compile(r"`((?:" + "|".join(re.escape(t) for t in TOP) + r")[A-Za-z0-9_./*{},-]*)`")
+def ignored(path):
+    try:
+        return subprocess.run(["git", "-C", root, "check-ignore", "-q", path]).returncode == 0
+    except OSError:
+        return False
+
+
+docs = [f for f in files if f.endswith(".md") and (f == "README.md" or f.startswith("docs/"))]
+for name in docs:
+    try:
+        with open(os.path.join(root, name), encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        continue
+    for number, line in enumerate(lines, 1):
+        for named in PATH.findall(line):
+            if "{" in named or re.search(r"/[A-Z]{3,}\b", named):
+                continue  # brace lists and placeholders (`tests/fuzz/corpus/TARGET/`)
+            where = os.path.join(root, named.rstrip("/"))
+            if glob.glob(where) or glob.glob(where + ".*") or ignored(named):
+                continue  # exists; a module named without its suffix; made by a command (git-ignored)
+            failures.append(f"{name}:{number}: names {named}, which the repository does not hold")
 
 for failure in failures:
     print("FAIL", failure)

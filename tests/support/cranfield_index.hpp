@@ -6,7 +6,7 @@
 
 #include "common/index/index_builder.hpp"
 #include "common/index/index_files.hpp"
-#include "indexer/document_reader.hpp"
+#include "indexer/reader/document_reader.hpp"
 #include "tests/support/test_data.hpp"
 
 namespace warp::testing {

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "common/util/status.hpp"
-#include "leaf/gpu/event_timer.cuh"
+#include "leaf/gpu/device/event_timer.cuh"
 #include "leaf/gpu/decode/list_decode.cuh"
 
 namespace warp::gpu {

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "leaf/gpu/device_index.hpp"
+#include "leaf/gpu/index/device_index.hpp"
 
 namespace warp::gpu {
 

@@ -10,7 +10,7 @@
 #include "common/analysis/shared_stem_cache.hpp"
 #include "common/analysis/stem_cache.hpp"
 #include "common/analysis/token_slot.hpp"
-#include "common/analysis/utf8.hpp"
+#include "common/util/utf8.hpp"
 #include "common/util/status.hpp"
 #include "tests/support/test_seed.hpp"
 

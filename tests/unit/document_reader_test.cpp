@@ -7,7 +7,7 @@
 #include <map>
 
 #include "common/util/status.hpp"
-#include "indexer/document_reader.hpp"
+#include "indexer/reader/document_reader.hpp"
 #include "tests/support/format_writers.hpp"
 #include "tests/support/test_data.hpp"
 

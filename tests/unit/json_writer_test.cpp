@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
-#include "common/analysis/utf8.hpp"
+#include "common/util/utf8.hpp"
 #include "tests/support/test_seed.hpp"
 
 namespace warp {

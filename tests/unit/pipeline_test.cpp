@@ -15,7 +15,7 @@
 #include <random>
 #include <thread>
 
-#include "indexer/document_reader.hpp"
+#include "indexer/reader/document_reader.hpp"
 #include "indexer/gpu/gpu_analyzer.hpp"
 #include "common/util/huge_pages.hpp"
 #include "common/analysis/analyzer.hpp"
@@ -28,7 +28,7 @@
 #include "indexer/pipeline/parallel_builder.hpp"
 #include "indexer/pipeline/run_file.hpp"
 #include "indexer/pipeline/term_btree.hpp"
-#include "indexer/pipeline/trie_collections.hpp"
+#include "indexer/postings/trie_collections.hpp"
 #include "tests/support/format_writers.hpp"
 #include "tests/support/test_data.hpp"
 #include "tests/support/test_seed.hpp"

@@ -12,7 +12,7 @@
 
 #include "common/index/index_builder.hpp"
 #include "common/util/status.hpp"
-#include "indexer/document_reader.hpp"
+#include "indexer/reader/document_reader.hpp"
 #include "leaf/query/cpu_query_processor.hpp"
 #include "leaf/query/query_log.hpp"
 #include "leaf/query/topk_queue.hpp"

@@ -10,7 +10,7 @@
 #include "common/transfer/curve.hpp"
 #include "common/transfer/fetcher.hpp"
 #include "common/util/status.hpp"
-#include "indexer/document_reader.hpp"
+#include "indexer/reader/document_reader.hpp"
 #include "indexer/publisher.hpp"
 #include "leaf/query/index_searcher.hpp"
 #include "tests/support/cranfield_index.hpp"

@@ -17,7 +17,7 @@
 #include <span>
 #include <vector>
 
-#include "leaf/gpu/device_index.hpp"
+#include "leaf/gpu/index/device_index.hpp"
 #include "leaf/gpu/topk/topk_method.hpp"
 #include "leaf/query/query_processor.hpp"
 

@@ -15,7 +15,7 @@
 #include "common/codec/codec.hpp"
 #include "common/codec/lrc_format.hpp"
 #include "common/codec/parapfor_format.hpp"
-#include "leaf/gpu/device_list.hpp"
+#include "leaf/gpu/device/device_list.hpp"
 
 namespace warp::gpu {
 

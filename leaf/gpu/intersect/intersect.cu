@@ -7,7 +7,7 @@
 #include "common/codec/codec.hpp"
 #include "common/codec/lrc_format.hpp"
 #include "common/util/cuda_check.cuh"
-#include "leaf/gpu/event_timer.cuh"
+#include "leaf/gpu/device/event_timer.cuh"
 
 namespace warp::gpu {
 namespace {

@@ -37,7 +37,7 @@
 #include <utility>
 #include <vector>
 
-#include "leaf/gpu/device_index.hpp"
+#include "leaf/gpu/index/device_index.hpp"
 #include "leaf/gpu/topk/topk_select.cuh"
 
 namespace warp::gpu {

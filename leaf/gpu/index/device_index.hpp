@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "common/index/index_view.hpp"
-#include "leaf/gpu/device_list.hpp"
+#include "leaf/gpu/device/device_list.hpp"
 
 namespace warp::gpu {
 

@@ -1,10 +1,10 @@
-#include "indexer/markup.hpp"
+#include "indexer/reader/markup.hpp"
 
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
 
-#include "common/analysis/utf8.hpp"
+#include "common/util/utf8.hpp"
 
 namespace warp {
 namespace {

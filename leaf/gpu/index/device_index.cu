@@ -1,4 +1,4 @@
-#include "leaf/gpu/device_index.hpp"
+#include "leaf/gpu/index/device_index.hpp"
 
 #include <algorithm>
 #include <vector>

@@ -1,4 +1,4 @@
-#include "common/analysis/utf8.hpp"
+#include "common/util/utf8.hpp"
 
 namespace warp {
 

@@ -1,4 +1,4 @@
-#include "indexer/document_reader.hpp"
+#include "indexer/reader/document_reader.hpp"
 
 #include <algorithm>
 #include <array>
@@ -8,10 +8,10 @@
 #include <simdjson.h>
 #include <unordered_map>
 
-#include "common/analysis/utf8.hpp"
+#include "common/util/utf8.hpp"
 #include "common/util/status.hpp"
-#include "indexer/input_source.hpp"
-#include "indexer/markup.hpp"
+#include "indexer/reader/input_source.hpp"
+#include "indexer/reader/markup.hpp"
 
 namespace warp {
 namespace fs = std::filesystem;

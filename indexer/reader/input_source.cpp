@@ -1,4 +1,4 @@
-#include "indexer/input_source.hpp"
+#include "indexer/reader/input_source.hpp"
 
 #include <algorithm>
 #include <fcntl.h>
