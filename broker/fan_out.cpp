@@ -1,29 +1,21 @@
 #include "broker/fan_out.hpp"
 
-#include <unistd.h>
-
 #include <utility>  // before Boost.Asio with GCC 12 in C++20
 
 #include <algorithm>
-#include <array>
-#include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/asio/write.hpp>
 #include <cstdio>
 #include <map>
-#include <optional>
 #include <unordered_map>
 #include <zmq.hpp>
 
+#include "broker/direct_leaf_link.hpp"
+#include "broker/zmq_leaf_link.hpp"
 #include "common/http/io_pool.hpp"
-
 #include "common/protocol/search.capnp.h"
 #include "common/transfer/capnp_frames.hpp"
-#include "common/transfer/secure_channel.hpp"
 #include "common/util/status.hpp"
 
 namespace warp {
@@ -37,7 +29,7 @@ std::atomic<uint64_t> next_query_id{1};
 struct Attempt {
   std::shared_ptr<Replica> replica;  // kept alive even if discovery retires it meanwhile
   Clock::time_point sent;
-  bool direct = false;  // over the direct search path (a lost connection moves it at once)
+  const LeafLink* via = nullptr;  // the link it went over (a connection of it lost moves it at once)
 };
 
 // One query in flight: its outcome per partition and the attempt each partition waits on.
@@ -54,179 +46,47 @@ struct InFlight {
 
 }  // namespace
 
-// One loop's part of the fan-out: its sockets, its queries in flight and one timer for the next
-// attempt timeout or deadline among them. Runs only on its loop.
+// One loop's part of the fan-out: its links to the leaves, its queries in flight and one timer for
+// the next attempt timeout or deadline among them. Runs only on its loop.
 struct FanOut::Worker {
-  // A DEALER socket watched on the loop through a duplicate of its ZMQ_FD. That descriptor is
-  // edge-triggered: after a wake-up, and after every send, messages are drained while ZMQ_EVENTS
-  // says some are waiting.
-  struct Socket {
-    Socket(asio::io_context& io, zmq::context_t& context, const Cluster& cluster, const std::string& endpoint)
-        : zmq_socket(context, zmq::socket_type::dealer), descriptor(io) {
-      cluster.connect_leaf(zmq_socket, endpoint);
-      descriptor.assign(::dup(zmq_socket.get(zmq::sockopt::fd)));
-    }
-    zmq::socket_t zmq_socket;
-    asio::posix::stream_descriptor descriptor;
-    bool drain_posted = false;
-  };
-
-  // A connection of the direct search path to one leaf (its status names the port): frames of
-  // secure_channel.hpp, after a Curve handshake where Curve is on. Usable once connected (and
-  // handshaken); until then, and after it fails, searches to that leaf go over ZeroMQ.
-  // A replica named by host name rather than address has the name resolved (asynchronously, on the
-  // loop) before each connection, so a connection remade after a loss follows the name's address.
-  struct DirectLink {
-    DirectLink(asio::io_context& io, std::string endpoint, std::string host, uint16_t port)
-        : endpoint(std::move(endpoint)), host(std::move(host)), port(port), socket(io), reconnect(io), resolver(io) {}
-    std::string endpoint;  // the leaf's ZeroMQ endpoint: the replica's name
-    std::string host;      // its host: an address, or a name to resolve
-    uint16_t port;         // the direct path's, from the leaf's status
-    asio::ip::tcp::socket socket;
-    asio::steady_timer reconnect;
-    asio::ip::tcp::resolver resolver;
-    std::optional<transfer::ClientHandshake> handshake;  // in progress
-    std::optional<transfer::SecureSession> session;      // Curve on, after the handshake
-    bool usable = false;
-    std::array<char, 16384> buffer;  // each link its own: reads of several may complete before any handler runs
-    std::string in;                  // bytes read, not yet whole frames
-    std::string out;                 // bytes a write could not take at once, being written (asio holds its address)
-    std::string queued;              // bytes to write after those
-    bool writing = false;
-  };
-
   Worker(Cluster& cluster, asio::io_context& io, zmq::context_t& context, std::atomic<size_t>& in_flight, bool direct,
          FanOut::Counts& counts)
-      : cluster(cluster),
-        io(io),
-        context(context),
-        in_flight(in_flight),
-        timer(io),
-        direct(direct),
-        sent_by_path(counts) {
+      : cluster(cluster), io(io), in_flight(in_flight), timer(io), sent_by_path(counts) {
+    zmq_link = std::make_unique<ZmqLeafLink>(events_for(), cluster, io, context);
+    if (direct) direct_link = std::make_unique<DirectLeafLink>(events_for(), cluster, io);
     follow_membership();
   }
 
-  // Sockets to every current replica, so queries find live connections; those of retired replicas
+  // Replies from either link go to on_frame; a lost connection moves its link's attempts.
+  LeafLink::Events events_for() {
+    return {[this](std::string_view reply) { on_frame(reply); },
+            [this](const std::string& endpoint) { abandon(endpoint, direct_link.get()); }};
+  }
+
+  // Connections to every current replica, so queries find live ones; those of retired replicas
   // closed (an attempt still waiting on one times out and goes to another replica).
   void follow_membership() {
     const uint64_t version = cluster.membership_version();
-    if (version == membership_version && !sockets.empty()) return;
+    if (version == membership_version && followed) return;
     membership_version = version;
+    followed = true;
     const std::vector<std::string> endpoints = cluster.endpoints();
-    for (auto it = sockets.begin(); it != sockets.end();) {
-      it = std::find(endpoints.begin(), endpoints.end(), it->first) == endpoints.end() ? sockets.erase(it)
-                                                                                       : std::next(it);
-    }
-    for (auto it = links.begin(); it != links.end();) {
-      it =
-          std::find(endpoints.begin(), endpoints.end(), it->first) == endpoints.end() ? links.erase(it) : std::next(it);
-    }
-    for (const std::string& endpoint : endpoints) socket_for(endpoint);
+    zmq_link->follow(endpoints);
+    if (direct_link) direct_link->follow(endpoints);
   }
 
-  Socket& socket_for(const std::string& endpoint) {
-    auto& socket = sockets[endpoint];
-    if (!socket) {
-      socket = std::make_shared<Socket>(io, context, cluster, endpoint);
-      watch(socket);
-    }
-    return *socket;
+  // The direct search path where the leaf offers one and its connection is ready, else ZeroMQ.
+  LeafLink& link_for(const Replica& replica) {
+    if (direct_link && direct_link->ready(replica)) return *direct_link;
+    return *zmq_link;
   }
 
-  // The direct link to `replica` when its status offers one and it is ready; null otherwise (the
-  // search goes over ZeroMQ). A link is made, or remade for a new port, on first need.
-  std::shared_ptr<DirectLink>* direct_link(const Replica& replica) {
-    const uint16_t port = replica.search_port;
-    if (!direct || port == 0) return nullptr;
-    auto& link = links[replica.endpoint];
-    if (!link || link->port != port) {
-      // "tcp://HOST:PORT" (HOST an address, [an IPv6 address] or a name): the leaf's host, the
-      // status's port.
-      const std::string rest = replica.endpoint.substr(replica.endpoint.find("://") + 3);
-      std::string host = rest.substr(0, rest.rfind(':'));
-      if (host.size() > 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
-      link = std::make_shared<DirectLink>(io, replica.endpoint, std::move(host), port);
-      connect(link);
-    }
-    return link->usable ? &link : nullptr;
-  }
-
-  // Connects to the link's host: at once to an address; to a name once resolved, trying each of
-  // its addresses in turn. A name that does not resolve fails like a refused connection (retried).
-  void connect(const std::shared_ptr<DirectLink>& link) {
-    boost::system::error_code ec;
-    const asio::ip::address address = asio::ip::make_address(link->host, ec);
-    if (!ec) {
-      link->socket.async_connect(
-          asio::ip::tcp::endpoint(address, link->port),
-          [this, weak = std::weak_ptr<DirectLink>(link)](boost::system::error_code ec) { connected(weak, ec); });
-      return;
-    }
-    link->resolver.async_resolve(
-        link->host, std::to_string(link->port), asio::ip::resolver_base::numeric_service,
-        [this, weak = std::weak_ptr<DirectLink>(link)](boost::system::error_code ec,
-                                                       asio::ip::tcp::resolver::results_type found) {
-          auto link = weak.lock();
-          if (!link || ec == asio::error::operation_aborted) return;
-          if (ec) return link_failed(link, kResolveRetry);  // getaddrinfo at most once a second a link
-          asio::async_connect(
-              link->socket, found,
-              [this, weak](boost::system::error_code ec, const asio::ip::tcp::endpoint&) { connected(weak, ec); });
-        });
-  }
-
-  void connected(const std::weak_ptr<DirectLink>& weak, boost::system::error_code ec) {
-    auto link = weak.lock();
-    if (!link) return;
-    if (ec) return link_failed(link);
-    boost::system::error_code ignored;
-    link->socket.set_option(asio::ip::tcp::no_delay(true), ignored);
-    link->socket.non_blocking(true, ignored);
-    link->in.clear();
-    if (cluster.curve().enabled()) {
-      try {
-        link->handshake.emplace(cluster.curve().own, cluster.leaf_key());
-      } catch (const std::exception& e) {
-        std::fprintf(stderr, "warp-broker: direct search path to %s: %s\n", link->endpoint.c_str(), e.what());
-        return;  // stays on ZeroMQ
-      }
-      std::string hello;
-      transfer::append_stream_frame(hello, link->handshake->hello());
-      write(link, std::move(hello));
-    } else {
-      link->usable = true;
-    }
-    read(link);
-  }
-
-  // The link is closed and made again in a while; searches waiting on it go to another replica
-  // at once (a leaf that died: no need to wait for the attempt timeout).
-  static constexpr std::chrono::milliseconds kReconnect{200}, kResolveRetry{1000};
-  void link_failed(const std::shared_ptr<DirectLink>& link, std::chrono::milliseconds retry = kReconnect) {
-    const bool was_usable = link->usable;
-    link->usable = false;
-    link->handshake.reset();
-    link->session.reset();
-    link->out.clear();
-    link->queued.clear();
-    link->writing = false;
-    boost::system::error_code ignored;
-    link->socket.close(ignored);
-    link->reconnect.expires_after(retry);
-    link->reconnect.async_wait([this, weak = std::weak_ptr<DirectLink>(link)](boost::system::error_code ec) {
-      auto link = weak.lock();
-      if (ec || !link || links[link->endpoint] != link) return;
-      connect(link);
-    });
-    if (was_usable) abandon_direct(link->endpoint);
-  }
-
-  void abandon_direct(const std::string& endpoint) {
+  // Attempts waiting on `via`'s connection to `endpoint` go to another replica at once.
+  void abandon(const std::string& endpoint, const LeafLink* via) {
     std::vector<std::pair<uint64_t, uint32_t>> lost;
     for (auto& [id, query] : queries) {
       for (const auto& [partition, attempt] : query.pending) {
-        if (attempt.direct && attempt.replica->endpoint == endpoint) lost.emplace_back(id, partition);
+        if (attempt.via == via && attempt.replica->endpoint == endpoint) lost.emplace_back(id, partition);
       }
     }
     for (const auto& [id, partition] : lost) {
@@ -235,7 +95,7 @@ struct FanOut::Worker {
       InFlight& query = found->second;
       auto it = query.pending.find(partition);
       // Gone, or already sent elsewhere by a send() above (a nested loss): nothing to move.
-      if (it == query.pending.end() || !it->second.direct || it->second.replica->endpoint != endpoint) continue;
+      if (it == query.pending.end() || it->second.via != via || it->second.replica->endpoint != endpoint) continue;
       --it->second.replica->outstanding;
       query.pending.erase(it);
       PartitionOutcome& outcome = query.result.partitions[query.slot[partition]];
@@ -255,46 +115,7 @@ struct FanOut::Worker {
     }
   }
 
-  void read(const std::shared_ptr<DirectLink>& link) {
-    link->socket.async_read_some(asio::buffer(link->buffer), [this, weak = std::weak_ptr<DirectLink>(link)](
-                                                                 boost::system::error_code ec, size_t n) {
-      auto link = weak.lock();
-      if (!link) return;
-      if (ec) return link_failed(link);
-      link->in.append(link->buffer.data(), n);
-      size_t at = 0;
-      try {
-        while (auto body = transfer::next_stream_frame(link->in, at)) {
-          if (link->handshake && !link->handshake->welcomed()) {  // the WELCOME: the INITIATE goes back
-            const std::optional<std::string> initiate = link->handshake->welcome(*body);
-            if (!initiate) throw Error("the leaf's WELCOME does not prove its Curve key");
-            std::string frame;
-            transfer::append_stream_frame(frame, *initiate);
-            write(link, std::move(frame));
-            if (!link->socket.is_open()) return;  // the write failed: the link is remade
-            continue;
-          }
-          if (link->handshake) {  // the READY: the leaf took the INITIATE
-            link->session = link->handshake->ready(*body);
-            link->handshake.reset();
-            if (!link->session) throw Error("the leaf's READY does not open (the broker's key refused?)");
-            link->usable = true;
-            continue;
-          }
-          std::optional<std::string> opened;
-          if (link->session && !(opened = link->session->open(*body))) throw Error("a reply that does not open");
-          on_frame(opened ? std::string_view(*opened) : *body);
-        }
-      } catch (const std::exception& e) {
-        std::fprintf(stderr, "warp-broker: direct search path to %s: %s\n", link->endpoint.c_str(), e.what());
-        return link_failed(link);
-      }
-      link->in.erase(0, at);
-      if (link->socket.is_open()) read(link);  // closed meanwhile: a failed write remakes it
-    });
-  }
-
-  // A reply from either path: a LeafReply.
+  // A reply from either link: a LeafReply.
   void on_frame(std::string_view body) {
     try {
       auto reader = std::make_shared<transfer::FrameReader>(body.data(), body.size());
@@ -302,79 +123,6 @@ struct FanOut::Worker {
       if (reply.isSearch()) on_reply(reply.getSearch(), std::move(reader));
     } catch (const std::exception&) {
       // malformed: counts as silence, the attempt times out
-    }
-  }
-
-  // Written at once where the socket takes it; else after what is being written, in order.
-  void write(const std::shared_ptr<DirectLink>& link, std::string frame) {
-    if (link->writing) {
-      link->queued += frame;
-      return;
-    }
-    boost::system::error_code ec;
-    const size_t written = link->socket.write_some(asio::buffer(frame), ec);
-    if (ec && ec != asio::error::would_block) return link_failed(link);
-    if (written == frame.size()) return;
-    link->out = frame.substr(written);
-    flush(link);
-  }
-
-  // Writes `out` (untouched until done), then what was queued meanwhile.
-  void flush(const std::shared_ptr<DirectLink>& link) {
-    link->writing = true;
-    asio::async_write(link->socket, asio::buffer(link->out),
-                      [this, weak = std::weak_ptr<DirectLink>(link)](boost::system::error_code ec, size_t) {
-                        auto link = weak.lock();
-                        if (!link || ec == asio::error::operation_aborted) return;
-                        link->writing = false;
-                        if (ec) return link_failed(link);
-                        link->out = std::move(link->queued);
-                        link->queued.clear();
-                        if (!link->out.empty()) flush(link);
-                      });
-  }
-
-  // Handlers hold the socket weakly: one closed meanwhile is skipped.
-  void watch(const std::shared_ptr<Socket>& socket) {
-    socket->descriptor.async_wait(asio::posix::stream_descriptor::wait_read,
-                                  [this, weak = std::weak_ptr<Socket>(socket)](boost::system::error_code ec) {
-                                    auto socket = weak.lock();
-                                    if (ec || !socket) return;  // the loop stops, or the socket was closed
-                                    drain(*socket);
-                                    watch(socket);
-                                  });
-  }
-
-  // After a send the descriptor may not signal again for replies already waiting: drain soon.
-  void drain_soon(const std::string& endpoint) {
-    auto found = sockets.find(endpoint);
-    if (found == sockets.end() || found->second->drain_posted) return;
-    found->second->drain_posted = true;
-    asio::post(io, [this, weak = std::weak_ptr<Socket>(found->second)] {
-      auto socket = weak.lock();
-      if (!socket) return;
-      socket->drain_posted = false;
-      drain(*socket);
-    });
-  }
-
-  // Every reply waiting on the socket: [empty delimiter][LeafReply].
-  void drain(Socket& socket) {
-    try {
-      while (socket.zmq_socket.get(zmq::sockopt::events) & ZMQ_POLLIN) {
-        zmq::message_t empty, body;
-        if (!socket.zmq_socket.recv(empty, zmq::recv_flags::dontwait)) break;
-        if (!empty.more() || empty.size() != 0 || !socket.zmq_socket.recv(body, zmq::recv_flags::dontwait)) continue;
-        if (body.more()) {  // not a reply of ours: skip the rest of the message
-          zmq::message_t extra;
-          while (socket.zmq_socket.recv(extra, zmq::recv_flags::dontwait) && extra.more()) {
-          }
-          continue;
-        }
-        on_frame(std::string_view(static_cast<const char*>(body.data()), body.size()));
-      }
-    } catch (const std::exception& e) {  // never past the top of the loop
-      std::fprintf(stderr, "warp-broker: fan-out: %s\n", e.what());
     }
   }
 
@@ -458,27 +206,14 @@ struct FanOut::Worker {
       // Taken before the send: the leaf may read the request before this thread runs again, and its
       // time must lie within the round trip (the stages, search_api.cpp).
       const Clock::time_point sent_at = Clock::now();
-      bool sent;
-      std::shared_ptr<DirectLink>* const link = direct_link(*replica);
-      if (link != nullptr) {
-        const std::shared_ptr<DirectLink> held = *link;  // alive through a failed write's retries
-        const kj::Array<capnp::word> words = capnp::messageToFlatArray(builder);
-        const std::string_view request(reinterpret_cast<const char*>(words.asBytes().begin()), words.asBytes().size());
-        std::string frame;
-        transfer::append_stream_frame(frame, held->session ? held->session->seal(request) : std::string(request));
-        write(held, std::move(frame));
-        sent = held->usable;  // false: the write failed, and the link is remade
-        ++sent_by_path.direct;
-      } else {
-        Socket& socket = socket_for(replica->endpoint);
-        sent = socket.zmq_socket.send(zmq::message_t(), zmq::send_flags::sndmore | zmq::send_flags::dontwait) &&
-               socket.zmq_socket.send(transfer::to_frame(builder), zmq::send_flags::dontwait);
-        drain_soon(replica->endpoint);
-        ++sent_by_path.zmq;
-      }
+      LeafLink& via = link_for(*replica);
+      const kj::Array<capnp::word> words = capnp::messageToFlatArray(builder);
+      const bool sent =
+          via.send(*replica, std::string_view(reinterpret_cast<const char*>(words.asBytes().begin()), words.asBytes().size()));
+      ++(&via == direct_link.get() ? sent_by_path.direct : sent_by_path.zmq);
       if (sent) {
         ++replica->outstanding;
-        query.pending[partition] = {replica, sent_at, link != nullptr};
+        query.pending[partition] = {replica, sent_at, &via};
         return;
       }
       outcome.status = "error";  // no live connection: the next replica at once
@@ -575,16 +310,15 @@ struct FanOut::Worker {
 
   Cluster& cluster;
   asio::io_context& io;
-  zmq::context_t& context;
   std::atomic<size_t>& in_flight;
   asio::steady_timer timer;
-  const bool direct;  // the direct search path where a leaf offers one
   FanOut::Counts& sent_by_path;
   bool timer_armed = false;
   Clock::time_point timer_at;
-  std::unordered_map<std::string, std::shared_ptr<Socket>> sockets;    // by endpoint
-  std::unordered_map<std::string, std::shared_ptr<DirectLink>> links;  // by the leaf's ZeroMQ endpoint
+  std::unique_ptr<ZmqLeafLink> zmq_link;
+  std::unique_ptr<DirectLeafLink> direct_link;  // null: the direct search path is off
   uint64_t membership_version = 0;
+  bool followed = false;
   std::unordered_map<uint64_t, InFlight> queries;
 };
 
