@@ -190,11 +190,11 @@ void GpuQueryProcessor::give_back(BatchExecutor* executor) const {
   executor_freed_.notify_one();
 }
 
-std::vector<QueryResult> GpuQueryProcessor::search_batch(std::span<const Query> queries) const {
+std::vector<QueryResult> GpuQueryProcessor::search_batch(std::span<const PreparedQuery> queries) const {
   if (executors_.empty()) return QueryProcessor::search_batch(queries);  // the lanes, one by one
   DeviceSelect select(options_.device);
-  for (const Query& query : queries) {
-    if (query.k > kMaxTopK) throw Error("k must be at most " + std::to_string(kMaxTopK));
+  for (const PreparedQuery& prepared : queries) {
+    if (prepared.query.k > kMaxTopK) throw Error("k must be at most " + std::to_string(kMaxTopK));
   }
   struct Return {
     const GpuQueryProcessor* self;
@@ -208,7 +208,7 @@ std::vector<QueryResult> GpuQueryProcessor::search_batch(std::span<const Query> 
 // failed, or dropped unfinished: the executor then drains its stream).
 class GpuQueryProcessor::ExecutorRun final : public BatchRun {
  public:
-  ExecutorRun(const GpuQueryProcessor& processor, BatchExecutor* executor, std::span<const Query> queries)
+  ExecutorRun(const GpuQueryProcessor& processor, BatchExecutor* executor, std::span<const PreparedQuery> queries)
       : processor_(processor), executor_(executor) {
     DeviceSelect select(processor_.options_.device);
     try {
@@ -238,10 +238,10 @@ class GpuQueryProcessor::ExecutorRun final : public BatchRun {
   bool done_ = false;
 };
 
-std::unique_ptr<BatchRun> GpuQueryProcessor::start_batch(std::span<const Query> queries) const {
+std::unique_ptr<BatchRun> GpuQueryProcessor::start_batch(std::span<const PreparedQuery> queries) const {
   if (executors_.empty()) return QueryProcessor::start_batch(queries);  // answered on the lanes
-  for (const Query& query : queries) {
-    if (query.k > kMaxTopK) throw Error("k must be at most " + std::to_string(kMaxTopK));
+  for (const PreparedQuery& prepared : queries) {
+    if (prepared.query.k > kMaxTopK) throw Error("k must be at most " + std::to_string(kMaxTopK));
   }
   // Never waits for an executor: a driver waiting for one that only its own runs in flight would
   // free would wait forever (more runs of one partition than its executors, e.g. partitions spread
@@ -300,11 +300,13 @@ DeviceMemoryStats GpuQueryProcessor::device_memory() const {
   return {s.bytes_resident, s.hits, s.misses, s.evictions};
 }
 
-QueryResult GpuQueryProcessor::search(const Query& query) const {
+QueryResult GpuQueryProcessor::search(const PreparedQuery& prepared) const {
+  const Query& query = prepared.query;
   if (query.k > kMaxTopK) throw Error("k must be at most " + std::to_string(kMaxTopK));
-  if (batcher_) return batcher_->search(query);
+  if (batcher_) return batcher_->search(prepared);
   DeviceSelect select(options_.device);
-  const QueryScoring scoring = score_query(query, device_.host());
+  QueryScoring local;
+  const QueryScoring& scoring = scoring_on(prepared, device_.host(), local);
   Lane* lane;
   {
     std::unique_lock<std::mutex> lock(mutex_);

@@ -50,10 +50,13 @@ class GpuQueryProcessor final : public QueryProcessor {
   explicit GpuQueryProcessor(const IndexView& index, GpuProcessorOptions options = {});
   ~GpuQueryProcessor() override;
   std::string_view name() const override { return "gpu"; }
-  QueryResult search(const Query& query) const override;
-  std::vector<QueryResult> search_batch(std::span<const Query> queries) const override;
+  const IndexView& index() const override { return device_.host(); }
+  using QueryProcessor::search;
+  using QueryProcessor::search_batch;
+  QueryResult search(const PreparedQuery& prepared) const override;
+  std::vector<QueryResult> search_batch(std::span<const PreparedQuery> queries) const override;
   // On a free batch executor; with none free, answered at once on the lanes.
-  std::unique_ptr<BatchRun> start_batch(std::span<const Query> queries) const override;
+  std::unique_ptr<BatchRun> start_batch(std::span<const PreparedQuery> queries) const override;
   DeviceMemoryStats device_memory() const override;
   const DeviceIndex& device_index() const { return device_; }
 

@@ -42,13 +42,13 @@ struct Landed {  // lowers the replica's in-flight count and counts its answers,
 };
 }  // namespace
 
-QueryResult ReplicatedGpuProcessor::search(const Query& query) const {
+QueryResult ReplicatedGpuProcessor::search(const PreparedQuery& query) const {
   const size_t i = pick(1);
   Landed landed{in_flight_[i], answered_[i], 1};
   return replicas_[i]->search(query);
 }
 
-std::vector<QueryResult> ReplicatedGpuProcessor::search_batch(std::span<const Query> queries) const {
+std::vector<QueryResult> ReplicatedGpuProcessor::search_batch(std::span<const PreparedQuery> queries) const {
   const size_t i = pick(queries.size());
   Landed landed{in_flight_[i], answered_[i], queries.size()};
   return replicas_[i]->search_batch(queries);
@@ -71,7 +71,7 @@ class ReplicaRun final : public BatchRun {
 };
 }  // namespace
 
-std::unique_ptr<BatchRun> ReplicatedGpuProcessor::start_batch(std::span<const Query> queries) const {
+std::unique_ptr<BatchRun> ReplicatedGpuProcessor::start_batch(std::span<const PreparedQuery> queries) const {
   const size_t i = pick(queries.size());
   std::unique_ptr<BatchRun> run;
   try {

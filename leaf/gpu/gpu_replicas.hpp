@@ -16,9 +16,12 @@ class ReplicatedGpuProcessor final : public QueryProcessor {
   // One replica per entry of `devices` (a device may repeat: two replicas on one GPU).
   ReplicatedGpuProcessor(const IndexView& index, const std::vector<int>& devices, const GpuProcessorOptions& options);
   std::string_view name() const override { return "gpu"; }
-  QueryResult search(const Query& query) const override;
-  std::vector<QueryResult> search_batch(std::span<const Query> queries) const override;
-  std::unique_ptr<BatchRun> start_batch(std::span<const Query> queries) const override;
+  const IndexView& index() const override { return replicas_[0]->index(); }
+  using QueryProcessor::search;
+  using QueryProcessor::search_batch;
+  QueryResult search(const PreparedQuery& query) const override;
+  std::vector<QueryResult> search_batch(std::span<const PreparedQuery> queries) const override;
+  std::unique_ptr<BatchRun> start_batch(std::span<const PreparedQuery> queries) const override;
   DeviceMemoryStats device_memory() const override;
   // Queries each replica has answered so far.
   std::vector<uint64_t> answered() const;

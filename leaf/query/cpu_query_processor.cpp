@@ -27,10 +27,12 @@ std::string_view or_algorithm_name(OrAlgorithm algorithm) {
   return "?";
 }
 
-QueryResult CpuQueryProcessor::search(const Query& query) const {
+QueryResult CpuQueryProcessor::search(const PreparedQuery& prepared) const {
+  const Query& query = prepared.query;
   if (query.k > kMaxTopK) throw Error("k must be at most " + std::to_string(kMaxTopK));
   QueryResult result;
-  const QueryScoring scoring = score_query(query, index_);
+  QueryScoring local;
+  const QueryScoring& scoring = scoring_on(prepared, index_, local);
 
   std::vector<std::unique_ptr<PostingCursor>> owned;
   bool missing_term = false;

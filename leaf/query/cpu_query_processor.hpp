@@ -17,7 +17,9 @@ class CpuQueryProcessor final : public QueryProcessor {
  public:
   CpuQueryProcessor(const IndexView& index, CpuProcessorOptions options = {}) : index_(index), options_(options) {}
   std::string_view name() const override { return "cpu"; }
-  QueryResult search(const Query& query) const override;
+  const IndexView& index() const override { return index_; }
+  using QueryProcessor::search;
+  QueryResult search(const PreparedQuery& prepared) const override;
 
  private:
   const IndexView& index_;

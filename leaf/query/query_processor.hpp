@@ -32,6 +32,18 @@ struct QueryScoring {
 };
 QueryScoring score_query(const Query& query, const IndexView& index);
 
+// A query made ready for one partition once, on its way in (the leaf's scheduler, or search() for
+// a bare Query): its distinct terms found in the partition's lexicon and weighed. The cost model
+// and whichever processor answers read it; nobody looks the terms up again.
+struct PreparedQuery {
+  Query query;
+  QueryScoring scoring;
+  const IndexView* index = nullptr;  // the partition it was prepared for
+};
+PreparedQuery prepare_query(Query query, const IndexView& index);
+// `prepared`'s scoring where it was prepared for `index`; else scored on `index` into `local`.
+const QueryScoring& scoring_on(const PreparedQuery& prepared, const IndexView& index, QueryScoring& local);
+
 // The floor under the k-th best score of an OR query, where the CPU's top-k and the GPU's θ start
 // (in its score units): the largest, over its terms with best postings, of the k-th best of those
 // postings' scores for the term (each such posting's document scores at least that much); past
@@ -79,19 +91,22 @@ class QueryProcessor {
  public:
   virtual ~QueryProcessor() = default;
   virtual std::string_view name() const = 0;
+  virtual const IndexView& index() const = 0;  // the partition it searches
   // Thread-safe: many worker threads may call search on one processor.
-  virtual QueryResult search(const Query& query) const = 0;
+  virtual QueryResult search(const PreparedQuery& query) const = 0;
+  QueryResult search(const Query& query) const { return search(prepare_query(query, index())); }
   // Several queries at once (the GPU runs them as one PARA batch); by default one after another.
-  virtual std::vector<QueryResult> search_batch(std::span<const Query> queries) const {
+  virtual std::vector<QueryResult> search_batch(std::span<const PreparedQuery> queries) const {
     std::vector<QueryResult> results;
-    for (const Query& query : queries) results.push_back(search(query));
+    for (const PreparedQuery& query : queries) results.push_back(search(query));
     return results;
   }
+  std::vector<QueryResult> search_batch(std::span<const Query> queries) const;
   // search_batch without waiting: a GPU processor with batch executors launches the batch's first
   // phase and returns, so that one host thread keeps several batches in flight (the scheduler's
   // GPU driver). `queries` must outlive the run. By default the batch is answered here, and the
   // run is ready at once.
-  virtual std::unique_ptr<BatchRun> start_batch(std::span<const Query> queries) const;
+  virtual std::unique_ptr<BatchRun> start_batch(std::span<const PreparedQuery> queries) const;
   virtual DeviceMemoryStats device_memory() const { return {}; }
 };
 

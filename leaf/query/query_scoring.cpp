@@ -37,6 +37,20 @@ QueryScoring score_query(const Query& query, const IndexView& index) {
   return s;
 }
 
+PreparedQuery prepare_query(Query query, const IndexView& index) {
+  PreparedQuery prepared;
+  prepared.scoring = score_query(query, index);
+  prepared.query = std::move(query);
+  prepared.index = &index;
+  return prepared;
+}
+
+const QueryScoring& scoring_on(const PreparedQuery& prepared, const IndexView& index, QueryScoring& local) {
+  if (prepared.index == &index) return prepared.scoring;
+  local = score_query(prepared.query, index);
+  return local;
+}
+
 Score or_floor(const QueryScoring& scoring, const IndexView& index, size_t k) {
   if (k == 0) return 0;
   if (k > kTermTops) {  // the terms' rank floors: the first rank at or past k
@@ -110,8 +124,15 @@ std::unique_ptr<BatchRun> answered_run(std::vector<QueryResult> results) {
   return std::make_unique<AnsweredRun>(std::move(results));
 }
 
-std::unique_ptr<BatchRun> QueryProcessor::start_batch(std::span<const Query> queries) const {
+std::unique_ptr<BatchRun> QueryProcessor::start_batch(std::span<const PreparedQuery> queries) const {
   return answered_run(search_batch(queries));
+}
+
+std::vector<QueryResult> QueryProcessor::search_batch(std::span<const Query> queries) const {
+  std::vector<PreparedQuery> prepared;
+  prepared.reserve(queries.size());
+  for (const Query& query : queries) prepared.push_back(prepare_query(query, index()));
+  return search_batch(std::span<const PreparedQuery>(prepared));
 }
 
 }  // namespace warp

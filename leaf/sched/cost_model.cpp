@@ -13,15 +13,16 @@ constexpr uint64_t kSettled = 32;
 constexpr double kOutlier = 4, kOutlierBias = 32;
 }  // namespace
 
-QueryFeatures features_of(const Query& query, const IndexView& index) {
+QueryFeatures features_of(const PreparedQuery& prepared) {
+  const QueryScoring& scoring = prepared.scoring;
   QueryFeatures f;
-  f.mode = query.mode;
-  f.k = static_cast<uint32_t>(query.k);
+  f.mode = prepared.query.mode;
+  f.k = static_cast<uint32_t>(prepared.query.k);
   std::vector<uint64_t> counts;  // per distinct term; a term the partition lacks has an empty list
-  for (const QueryTerm& term : distinct_terms(query)) {
-    const TermInfo* info = index.find(term.text);
+  for (size_t i = 0; i < scoring.terms.size(); ++i) {
+    const TermInfo* info = scoring.infos[i];
     // The list's own count (df is collection-wide); parsing reads only the header.
-    counts.push_back(info == nullptr ? 0 : index.list(term.text, *info).count);
+    counts.push_back(info == nullptr ? 0 : prepared.index->list(scoring.terms[i].text, *info).count);
     f.terms += info != nullptr;
     f.total += counts.back();
   }
@@ -29,6 +30,10 @@ QueryFeatures features_of(const Query& query, const IndexView& index) {
   f.shortest = counts.empty() ? 0 : counts[0];
   f.second = counts.size() < 2 ? 0 : counts[1];
   return f;
+}
+
+QueryFeatures features_of(const Query& query, const IndexView& index) {
+  return features_of(prepare_query(query, index));
 }
 
 FeatureVector feature_vector(const QueryFeatures& f) {

@@ -19,6 +19,7 @@
 
 #include "common/index/index_view.hpp"
 #include "common/query/query.hpp"
+#include "leaf/query/query_processor.hpp"
 
 namespace warp::sched {
 
@@ -32,6 +33,7 @@ struct QueryFeatures {
   uint32_t k = 10;
 };
 
+QueryFeatures features_of(const PreparedQuery& prepared);  // its lists' headers read, no lookup
 QueryFeatures features_of(const Query& query, const IndexView& index);
 
 inline constexpr size_t kFeatureCount = 10;

@@ -151,7 +151,7 @@ struct Metrics {
 
 struct Pending {
   Target target;
-  Query query;
+  PreparedQuery query;  // prepared once, at submission, for the cost model and either processor
   Scheduler::Done done;
   Scheduler::Clock::time_point deadline;
 };
@@ -478,7 +478,7 @@ void Scheduler::State::cpu_loop() {
 struct Scheduler::State::Flight {
   Dispatch run;
   std::vector<PendingPtr> work;
-  std::vector<Query> queries;  // moved out of `work` for the batch to read until it is answered
+  std::vector<PreparedQuery> queries;  // moved out of `work` for the batch to read until it is answered
   std::unique_ptr<BatchRun> batch;
   Clock::time_point start;
   void queries_back() {  // before the work goes back to the queues (the batch gone)
@@ -708,12 +708,18 @@ Scheduler::~Scheduler() {
 }
 
 void Scheduler::submit(const Target& target, Query query, Clock::time_point deadline, Done done) {
+  if (target.index == nullptr) throw Error("scheduler: a target needs an index and a CPU processor");
+  submit(target, prepare_query(std::move(query), *target.index), deadline, std::move(done));
+}
+
+void Scheduler::submit(const Target& target, PreparedQuery prepared, Clock::time_point deadline, Done done) {
   if (target.index == nullptr || target.cpu == nullptr)
     throw Error("scheduler: a target needs an index and a CPU processor");
-  const QueryFeatures features = features_of(query, *target.index);  // list headers: outside any lock
+  if (prepared.index != target.index) prepared = prepare_query(std::move(prepared.query), *target.index);
+  const QueryFeatures features = features_of(prepared);  // the lists' headers read: outside any lock
   const double arrival = state_->now();
   const uint64_t id = state_->next_id++;
-  auto pending = std::make_unique<Pending>(Pending{target, std::move(query), std::move(done), deadline});
+  auto pending = std::make_unique<Pending>(Pending{target, std::move(prepared), std::move(done), deadline});
   // One parked thread is woken to drain the inbox, unless one is already on its way: a GPU stream
   // where the query can go to the GPU and a stream is idle, else a CPU thread. The drainer
   // classifies the queries and wakes the threads their queues call for, so a burst of submissions
@@ -803,8 +809,13 @@ void Scheduler::calibrate(const Target& target) {
     q.k = shapes[(i / 4) % shapes.size()].second;
     queries.push_back(std::move(q));
   }
+  // Prepared before they are timed, as submit() prepares them before they reach a processor.
+  std::vector<PreparedQuery> prepared;
   std::vector<QueryFeatures> features;
-  for (const Query& q : queries) features.push_back(features_of(q, index));
+  for (Query& q : queries) {
+    prepared.push_back(prepare_query(std::move(q), index));
+    features.push_back(features_of(prepared.back()));
+  }
   const auto timed = [](auto&& run) {
     const auto start = Clock::now();
     run();
@@ -812,27 +823,27 @@ void Scheduler::calibrate(const Target& target) {
   };
   const double budget = state_->options.calibration_seconds;
   double spent = 0;
-  for (size_t i = 0; i < queries.size() && spent < budget; ++i) {
-    const double t = timed([&] { target.cpu->search(queries[i]); });
+  for (size_t i = 0; i < prepared.size() && spent < budget; ++i) {
+    const double t = timed([&] { target.cpu->search(prepared[i]); });
     spent += t;
     std::lock_guard<SpinMutex> lock(state_->mutex);
     state_->core.model(Processor::kCpu).observe(features[i], t);
   }
   if (target.gpu == nullptr || !state_->core.gpu_usable()) return;
   // Every GPU run goes through search_batch's path (start_batch), a lone query too.
-  const auto alone = [&](size_t i) { return std::span<const Query>(&queries[i], 1); };
+  const auto alone = [&](size_t i) { return std::span<const PreparedQuery>(&prepared[i], 1); };
   target.gpu->search_batch(alone(0));  // the first GPU query pays for lazy set-up: not a sample
   spent = 0;
   const size_t batch = state_->core.options().batch_max;
-  for (size_t i = 0; i < queries.size() && spent < budget; ++i) {
+  for (size_t i = 0; i < prepared.size() && spent < budget; ++i) {
     const double t = timed([&] { target.gpu->search_batch(alone(i)); });
     spent += t;
     // And batches of a few sizes, for the fixed cost and the queries' shares of a batch.
-    std::span<const Query> span;
+    std::span<const PreparedQuery> span;
     double tb = 0;
     if (batch > 1 && i % 4 == 3) {
-      const size_t size = std::min<size_t>(2 + (i / 4) % (batch - 1), queries.size());
-      span = std::span<const Query>(queries.data() + (i + 1) % (queries.size() - size + 1), size);
+      const size_t size = std::min<size_t>(2 + (i / 4) % (batch - 1), prepared.size());
+      span = std::span<const PreparedQuery>(prepared.data() + (i + 1) % (prepared.size() - size + 1), size);
       tb = timed([&] { target.gpu->search_batch(span); });
       spent += tb;
     }
@@ -840,7 +851,7 @@ void Scheduler::calibrate(const Target& target) {
     state_->core.model(Processor::kGpu).observe(features[i], t);
     if (!span.empty())
       state_->core.model(Processor::kGpu)
-          .observe(std::span<const QueryFeatures>(features.data() + (span.data() - queries.data()), span.size()), tb);
+          .observe(std::span<const QueryFeatures>(features.data() + (span.data() - prepared.data()), span.size()), tb);
   }
 }
 

@@ -83,6 +83,9 @@ class Scheduler {
   // and (GPU) in batches; about options.calibration_seconds per processor.
   void calibrate(const Target& target);
 
+  // `query` prepared on target.index (its terms found once: the leaf's front ends prepare it), or
+  // a bare Query, prepared here.
+  void submit(const Target& target, PreparedQuery query, Clock::time_point deadline, Done done);
   void submit(const Target& target, Query query, Clock::time_point deadline, Done done);
   Outcome search(const Target& target, const Query& query, Clock::time_point deadline = Clock::time_point::max());
 

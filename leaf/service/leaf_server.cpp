@@ -17,6 +17,7 @@
 #include "leaf/gpu/gpu_runtime.hpp"
 #include "leaf/query/cpu_query_processor.hpp"
 #include "leaf/service/direct_peer.hpp"
+#include "leaf/service/leaf_request.hpp"
 
 namespace warp {
 
@@ -83,8 +84,7 @@ std::shared_ptr<const LoadedIndex> with_gpu(const std::shared_ptr<const LoadedIn
 
 struct LeafServer::Work {
   zmq::message_t identity;
-  std::string request;
-  std::chrono::steady_clock::time_point arrival;
+  Request request;
   std::shared_ptr<DirectPeer> peer;  // set: the reply goes back over this direct-path connection
 };
 
@@ -94,21 +94,6 @@ struct LeafServer::Queue {
   std::atomic<size_t> size{0};
 };
 
-namespace {
-
-std::string flat_bytes(capnp::MessageBuilder& builder) {
-  const auto words = capnp::messageToFlatArray(builder);
-  return std::string(reinterpret_cast<const char*>(words.asBytes().begin()), words.asBytes().size());
-}
-
-// A search reply carrying only `error` (a request that could not be read, or failed).
-std::string error_reply(const std::string& error) {
-  capnp::MallocMessageBuilder builder;
-  builder.initRoot<protocol::LeafReply>().initSearch().setError(error);
-  return flat_bytes(builder);
-}
-
-}  // namespace
 
 struct LeafServer::Sockets {
   zmq::context_t context{1};
@@ -283,35 +268,6 @@ std::shared_ptr<const LoadedIndex> LeafServer::index() const {
   return index_;
 }
 
-// Whether the front end answers this request itself: a status request always; a CPU search when
-// --inline-max-postings > 0 and its terms' postings in the partition (the sum of their df) are at
-// most that many, also where the scheduler runs (auto). Everything else (--processor gpu, unreadable
-// requests) goes to a worker.
-bool LeafServer::answer_inline(std::string_view frame) {
-  try {
-    transfer::FrameReader reader(frame.data(), frame.size());
-    auto request = reader.root<protocol::LeafRequest>();
-    if (request.isStatus()) return true;
-    const auto index = this->index();
-    // --processor gpu: every search on the GPU. With the scheduler (auto), a search this small is
-    // the CPU's at once: it costs less than the queue hand-off the scheduler would add.
-    if (options_.inline_max_postings == 0 || !index || index->gpu_only) return false;
-    auto search = request.getSearch();
-    for (const auto& partition : index->partitions) {
-      if (partition->view().meta.partition_id != search.getPartition()) continue;
-      uint64_t postings = 0;
-      for (auto term : search.getTerms()) {
-        if (const TermInfo* info = partition->view().find(term.cStr())) postings += info->df;
-      }
-      if (postings > options_.inline_max_postings) return false;
-      answered_inline_.Increment();
-      return true;
-    }
-  } catch (const std::exception&) {
-  }
-  return false;
-}
-
 void LeafServer::send_reply(zmq::message_t& identity, const std::string& reply) {
   sockets_->router.send(identity, zmq::send_flags::sndmore);
   sockets_->router.send(zmq::message_t(), zmq::send_flags::sndmore);
@@ -347,13 +303,13 @@ void LeafServer::front_end() {
         malformed_.Increment();
         continue;
       }
-      const auto arrival = std::chrono::steady_clock::now();
-      if (answer_inline(std::string_view(static_cast<const char*>(frames[2].data()), frames[2].size()))) {
-        std::optional<std::string> reply = handle(frames[2].to_string(), arrival, {}, /*on_cpu_now=*/true);
-        send_reply(frames[0], *reply);
+      Request request = read_request(std::string_view(static_cast<const char*>(frames[2].data()), frames[2].size()),
+                                     std::chrono::steady_clock::now());
+      if (answers_inline(request)) {
+        send_reply(frames[0], *answer(std::move(request), {}, /*on_cpu_now=*/true));
         continue;
       }
-      enqueue({std::move(frames[0]), frames[2].to_string(), arrival, nullptr});
+      enqueue({std::move(frames[0]), std::move(request), nullptr});
     }
   }
 }
@@ -372,13 +328,13 @@ void LeafServer::enqueue(Work work) {
 
 // A request of the direct search path, on its front end: answered there when small, as
 // front_end() does, else handed to a worker with its connection.
-void LeafServer::on_direct_frame(const std::shared_ptr<DirectPeer>& peer, std::string request) {
-  const auto arrival = std::chrono::steady_clock::now();
-  if (answer_inline(request)) {
-    peer->write_frame(*handle(request, arrival, {}, /*on_cpu_now=*/true));
+void LeafServer::on_direct_frame(const std::shared_ptr<DirectPeer>& peer, std::string bytes) {
+  Request request = read_request(bytes, std::chrono::steady_clock::now());
+  if (answers_inline(request)) {
+    peer->write_frame(*answer(std::move(request), {}, /*on_cpu_now=*/true));
     return;
   }
-  enqueue({zmq::message_t(), std::move(request), arrival, peer});
+  enqueue({zmq::message_t(), std::move(request), peer});
 }
 
 void LeafServer::deliver_later(std::shared_ptr<zmq::message_t> identity, const std::string& reply) {
@@ -413,7 +369,7 @@ void LeafServer::worker() {
       identity = std::make_shared<zmq::message_t>(std::move(work->identity));
       later = [this, identity](std::string reply) { deliver_later(identity, reply); };
     }
-    const std::optional<std::string> reply = handle(work->request, work->arrival, std::move(later));
+    const std::optional<std::string> reply = answer(std::move(work->request), std::move(later), /*on_cpu_now=*/false);
     if (!reply) continue;  // the scheduler answers it
     answered();
     if (peer) {
@@ -423,160 +379,6 @@ void LeafServer::worker() {
       push.send(zmq::buffer(*reply), zmq::send_flags::none);
     }
   }
-}
-
-std::string LeafServer::handle(const std::string& bytes, std::chrono::steady_clock::time_point arrival) {
-  std::promise<std::string> later;
-  std::optional<std::string> now =
-      handle(bytes, arrival, [&later](std::string reply) { later.set_value(std::move(reply)); });
-  return now ? std::move(*now) : later.get_future().get();
-}
-
-namespace {
-
-// A string as Cap'n Proto text with its length: the conversion from std::string reads a C string,
-// and a title holding a NUL (JSON's \u0000 is kept) was cut there.
-capnp::Text::Reader whole_text(const std::string& text) { return capnp::Text::Reader(text.data(), text.size()); }
-
-// First segments of the replies' builders. Cap'n Proto's default, 1,024 words, is an 8 KiB calloc
-// for every message; malloc's consolidation of such chunks was a visible share of the CPU per
-// search under load. A search reply of ten hits takes about 1 KiB; a longer one grows a segment.
-constexpr unsigned kReplyFirstSegmentWords = 256, kSmallFirstSegmentWords = 64;
-
-// A search reply: the hits with their documents' identity, and how the search went.
-std::string search_reply(const LoadedIndex& index, size_t slot, uint64_t query_id, uint32_t partition_id,
-                         const QueryResult& result, std::string_view processor, double seconds,
-                         std::chrono::steady_clock::time_point arrival) {
-  capnp::MallocMessageBuilder builder(kReplyFirstSegmentWords);
-  auto response = builder.initRoot<protocol::LeafReply>().initSearch();
-  response.setQueryId(query_id);
-  response.setPartition(partition_id);
-  response.setGeneration(index.generation);
-  response.setAndMatches(result.and_matches);
-  response.setPostingsDecoded(result.stats.postings_decoded);
-  response.setBlocksDecoded(result.stats.blocks_decoded);
-  response.setBlocksTotal(result.stats.blocks_total);
-  response.setProcessor(std::string(processor));
-  response.setMicros(static_cast<uint64_t>(seconds * 1e6));
-  auto hits = response.initHits(static_cast<unsigned>(result.hits.size()));
-  const Partition& partition = *index.partitions[slot];
-  for (size_t i = 0; i < result.hits.size(); ++i) {
-    auto hit = hits[static_cast<unsigned>(i)];
-    hit.setDoc(result.hits[i].doc);
-    hit.setScore(result.hits[i].score);
-    if (auto record = partition.document(result.hits[i].doc)) {
-      hit.setExternalId(whole_text(record->external_id));
-      hit.setTitle(whole_text(record->title));
-      hit.setUrl(whole_text(record->url));
-    }
-  }
-  const auto in_leaf =
-      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - arrival);
-  response.setLeafMicros(static_cast<uint64_t>(std::max<int64_t>(1, in_leaf.count())));
-  return flat_bytes(builder);
-}
-
-std::string search_error(uint64_t query_id, uint32_t partition_id, const std::string& why) {
-  capnp::MallocMessageBuilder builder;
-  auto response = builder.initRoot<protocol::LeafReply>().initSearch();
-  response.setQueryId(query_id);
-  response.setPartition(partition_id);
-  response.setError(why);
-  return flat_bytes(builder);
-}
-
-}  // namespace
-
-std::optional<std::string> LeafServer::handle(const std::string& bytes, std::chrono::steady_clock::time_point arrival,
-                                              std::function<void(std::string)> deliver, bool on_cpu_now) {
-  capnp::MallocMessageBuilder builder(
-      kSmallFirstSegmentWords);  // a status or an error: searches reply from search_reply
-  auto reply = builder.initRoot<protocol::LeafReply>();
-  const std::shared_ptr<const LoadedIndex> index = this->index();  // this generation, to the end
-  try {
-    transfer::FrameReader reader(bytes.data(), bytes.size());
-    auto request = reader.root<protocol::LeafRequest>();
-    if (request.isStatus()) {
-      status_requests_.Increment();
-      auto status = reply.initStatus();
-      status.setReady(index != nullptr);
-      status.setInFlight(in_flight_);
-      status.setSearchPort(search_port_);
-      if (index) {
-        status.setGeneration(index->generation);
-        status.setAnalyzer(index->analyzer);
-        auto ids = status.initPartitions(static_cast<unsigned>(index->partitions.size()));
-        for (size_t i = 0; i < index->partitions.size(); ++i)
-          ids.set(static_cast<unsigned>(i), index->partitions[i]->view().meta.partition_id);
-      }
-      return flat_bytes(builder);
-    }
-    auto search = request.getSearch();
-    auto response = reply.initSearch();
-    response.setQueryId(search.getQueryId());
-    response.setPartition(search.getPartition());
-    const auto fail = [&](const char* kind, const std::string& why) {
-      requests_.Add({{"kind", kind}}).Increment();
-      response.setError(why);
-    };
-    const auto budget = std::chrono::microseconds(search.getDeadlineMicros());
-    if (index == nullptr) {
-      fail("not_ready", "leaf is not ready");
-    } else if (std::chrono::steady_clock::now() - arrival > budget) {
-      fail("deadline", "deadline exceeded before the query started");
-    } else if (search.getK() == 0 || search.getK() > kMaxTopK) {
-      fail("bad_request", "k must be between 1 and 10000");
-    } else {
-      size_t slot = index->partitions.size();
-      for (size_t i = 0; i < index->partitions.size(); ++i) {
-        if (index->partitions[i]->view().meta.partition_id == search.getPartition()) slot = i;
-      }
-      if (slot == index->partitions.size()) {
-        fail("bad_request", "this leaf does not serve partition " + std::to_string(search.getPartition()));
-      } else {
-        Query query;
-        for (auto term : search.getTerms()) query.terms.emplace_back(term.cStr());
-        for (uint32_t count : search.getTermCounts()) query.counts.push_back(count);
-        query.mode = search.getMode() == protocol::Mode::AND  ? QueryMode::kAnd
-                     : search.getMode() == protocol::Mode::OR ? QueryMode::kOr
-                                                              : QueryMode::kAndOr;
-        query.k = search.getK();
-        const uint64_t query_id = search.getQueryId();
-        const uint32_t partition_id = search.getPartition();
-        if (scheduler_ && index->scheduled() && !on_cpu_now) {
-          sched::Target target{&index->partitions[slot]->view(), index->cpu[slot].get(), index->gpu[slot].get(), index};
-          scheduler_->submit(target, std::move(query), arrival + budget,
-                             [this, index, slot, query_id, partition_id, deliver, arrival](sched::Outcome&& outcome) {
-                               if (!outcome.error.empty()) {
-                                 requests_.Add({{"kind", "deadline"}}).Increment();
-                                 deliver(search_error(query_id, partition_id, outcome.error));
-                                 return;
-                               }
-                               const bool gpu = outcome.processor == sched::Processor::kGpu;
-                               (gpu ? latency_gpu_ : latency_cpu_).Observe(outcome.seconds);
-                               search_requests_.Increment();
-                               deliver(search_reply(*index, slot, query_id, partition_id, outcome.result,
-                                                    gpu ? "gpu" : "cpu", outcome.seconds, arrival));
-                             });
-          return std::nullopt;
-        }
-        const auto start = std::chrono::steady_clock::now();
-        const QueryProcessor& processor = index->gpu_only ? *index->gpu[slot] : *index->cpu[slot];
-        const QueryResult result = processor.search(query);
-        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        (processor.name() == "gpu" ? latency_gpu_ : latency_cpu_).Observe(seconds);
-        search_requests_.Increment();
-        return search_reply(*index, slot, query_id, partition_id, result, processor.name(), seconds, arrival);
-      }
-    }
-  } catch (const std::exception& e) {
-    requests_.Add({{"kind", "malformed"}}).Increment();
-    return error_reply(std::string("bad request: ") + e.what());
-  } catch (...) {  // nothing may reach the top of a worker thread
-    requests_.Add({{"kind", "error"}}).Increment();
-    return error_reply("internal error");
-  }
-  return flat_bytes(builder);
 }
 
 }  // namespace warp

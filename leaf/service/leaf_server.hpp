@@ -93,7 +93,8 @@ class LeafServer {
   // Brings the GPU memory and Curve metrics up to date (called before each /metrics scrape).
   void refresh_device_metrics();
 
-  // The reply to one LeafRequest frame, as a worker sends it (public for the fuzzer and tests).
+  // The reply to one LeafRequest frame, as read_request and answer give it (public for the fuzzer
+  // and tests).
   std::string handle(const std::string& request, std::chrono::steady_clock::time_point arrival);
   // The same, or nothing when the search went to the scheduler: `deliver` then gets the reply
   // later, on a scheduler thread. `on_cpu_now`: searched here on the CPU processor, never scheduled.
@@ -102,6 +103,16 @@ class LeafServer {
 
  private:
   struct Work;
+  // A request as a front end reads it (request_handler.cpp; leaf_request.hpp): the reply already
+  // (a status, an error), or a search checked and prepared on its partition, its terms looked up
+  // once for the inline decision, the scheduler and the processor.
+  struct Request;
+  Request read_request(std::string_view bytes, std::chrono::steady_clock::time_point arrival);
+  // A status or error, and where --inline-max-postings allows, a search over few postings: answered
+  // on the front end (the hand-offs to and from a worker would cost more than the search).
+  bool answers_inline(const Request& request);
+  // The reply, or nothing when the search went to the scheduler (`deliver` then gets it later).
+  std::optional<std::string> answer(Request request, std::function<void(std::string)> deliver, bool on_cpu_now);
   void front_end();
   // The direct search path (leaf_direct_path.cpp): its listener, and one thread in epoll over it
   // and every connection, answering as front_end() does.
@@ -111,7 +122,6 @@ class LeafServer {
   void on_direct_frame(const std::shared_ptr<DirectPeer>& peer, std::string request);
   void enqueue(Work work);
   void worker();
-  bool answer_inline(std::string_view frame);
   void send_reply(zmq::message_t& identity, const std::string& reply);
   void deliver_later(std::shared_ptr<zmq::message_t> identity, const std::string& reply);
   void answered();  // a request in flight answered

@@ -403,6 +403,8 @@ TEST(GpuBatching, ExecutorsPolledFromOneThreadGiveTheCpusAnswers) {
   for (size_t q = 0; q < c.queries.size(); ++q) {
     queries.push_back({c.queries[q], static_cast<QueryMode>(q % 3), q % 2 ? size_t{10} : size_t{300}});
   }
+  std::vector<PreparedQuery> prepared;  // kept until the executors' answers are taken
+  for (const Query& query : queries) prepared.push_back(prepare_query(query, view));
   // Spans of 7 queries dealt to the executors in turn; each polled until done, then given the next.
   constexpr size_t kSpan = 7;
   std::vector<QueryResult> results(queries.size());
@@ -413,7 +415,7 @@ TEST(GpuBatching, ExecutorsPolledFromOneThreadGiveTheCpusAnswers) {
       if (running[e] == SIZE_MAX) {
         if (next >= queries.size()) continue;
         running[e] = next;
-        executors[e]->start(std::span<const Query>(queries).subspan(next, std::min(kSpan, queries.size() - next)));
+        executors[e]->start(std::span<const PreparedQuery>(prepared).subspan(next, std::min(kSpan, queries.size() - next)));
         next += kSpan;
       }
       ++polls;
@@ -434,10 +436,10 @@ TEST(GpuBatching, ExecutorsPolledFromOneThreadGiveTheCpusAnswers) {
   }
   EXPECT_GT(polls, queries.size() / kSpan) << "every batch answered at its first poll: nothing ran asynchronously";
   EXPECT_THROW(executors[0]->take_results(), Error);  // nothing started
-  executors[0]->start(std::span<const Query>(queries).first(3));
-  EXPECT_THROW(executors[0]->start(std::span<const Query>(queries).first(3)), Error);  // one batch at a time
+  executors[0]->start(std::span<const PreparedQuery>(prepared).first(3));
+  EXPECT_THROW(executors[0]->start(std::span<const PreparedQuery>(prepared).first(3)), Error);  // one batch at a time
   executors[0]->cancel();  // dropped unfinished: the executor is free again
-  executors[0]->start(std::span<const Query>(queries).first(3));
+  executors[0]->start(std::span<const PreparedQuery>(prepared).first(3));
   while (!executors[0]->poll()) {
   }
   EXPECT_EQ(executors[0]->take_results().size(), 3u);
@@ -458,8 +460,11 @@ TEST(GpuBatching, AStartWithEveryExecutorBusyIsAnsweredOnTheLanes) {
   std::vector<Query> first, second;
   for (size_t q = 0; q < c.queries.size(); ++q)
     (q % 2 ? second : first).push_back({c.queries[q], static_cast<QueryMode>(q % 3), 10});
-  std::unique_ptr<BatchRun> a = gpu.start_batch(first);
-  std::unique_ptr<BatchRun> b = gpu.start_batch(second);  // the executor is a's: on the lanes
+  std::vector<PreparedQuery> first_prepared, second_prepared;  // kept until the runs are answered
+  for (const Query& query : first) first_prepared.push_back(prepare_query(query, view));
+  for (const Query& query : second) second_prepared.push_back(prepare_query(query, view));
+  std::unique_ptr<BatchRun> a = gpu.start_batch(first_prepared);
+  std::unique_ptr<BatchRun> b = gpu.start_batch(second_prepared);  // the executor is a's: on the lanes
   for (bool a_done = false, b_done = false; !(a_done && b_done);) {
     a_done = a_done || a->poll();
     b_done = b_done || b->poll();
@@ -473,7 +478,7 @@ TEST(GpuBatching, AStartWithEveryExecutorBusyIsAnsweredOnTheLanes) {
     }
   }
   a.reset();  // the executor back, for the next batch
-  std::unique_ptr<BatchRun> again = gpu.start_batch(first);
+  std::unique_ptr<BatchRun> again = gpu.start_batch(first_prepared);
   while (!again->poll()) {
   }
   EXPECT_EQ(again->take().size(), first.size());

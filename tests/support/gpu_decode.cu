@@ -52,14 +52,8 @@ std::vector<uint32_t> decode_values_on_gpu(const DeviceIndex& index, const std::
   DeviceArrays out(size_t{list.block_count} * list.block_size);
   const DeviceSequence& seq = frequencies ? list.freqs : list.docs;
   const uint32_t codec = frequencies ? list.freq_codec : list.codec;
-  const uint32_t grid = (list.block_count + kWarpsPerThreadBlock - 1) / kWarpsPerThreadBlock;
-  if (grid == 0) return {};
-  if (list.block_size == 256) {
-    decode_values_kernel<256><<<grid, kWarpsPerThreadBlock * 32>>>(seq, codec, list.count, list.block_count, out.docs);
-  } else {
-    decode_values_kernel<128><<<grid, kWarpsPerThreadBlock * 32>>>(seq, codec, list.count, list.block_count, out.docs);
-  }
-  WARP_CUDA_CHECK_LAUNCH();
+  if (list.block_count == 0) return {};
+  launch_decode_values(seq, codec, list.count, list.block_count, list.block_size, out.docs, 0);
   WARP_CUDA_CHECK(cudaDeviceSynchronize());
   std::vector<uint32_t> values(list.count);
   WARP_CUDA_CHECK(cudaMemcpy(values.data(), out.docs, list.count * sizeof(uint32_t), cudaMemcpyDeviceToHost));

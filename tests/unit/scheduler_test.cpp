@@ -869,7 +869,9 @@ class FailingProcessor final : public QueryProcessor {
  public:
   FailingProcessor(const QueryProcessor& inner, int healthy) : inner_(inner), healthy_(healthy) {}
   std::string_view name() const override { return "gpu"; }
-  QueryResult search(const Query& query) const override {
+  const IndexView& index() const override { return inner_.index(); }
+  using QueryProcessor::search;
+  QueryResult search(const PreparedQuery& query) const override {
     if (healthy_.fetch_sub(1) <= 0) throw Error("simulated GPU failure (an Xid error)");
     return inner_.search(query);
   }
@@ -925,7 +927,9 @@ class SlowProcessor : public QueryProcessor {
  public:
   SlowProcessor(const QueryProcessor& inner, std::string_view name) : inner_(inner), name_(name) {}
   std::string_view name() const override { return name_; }
-  QueryResult search(const Query& query) const override {
+  const IndexView& index() const override { return inner_.index(); }
+  using QueryProcessor::search;
+  QueryResult search(const PreparedQuery& query) const override {
     std::this_thread::sleep_for(std::chrono::microseconds(500));
     return inner_.search(query);
   }
@@ -1007,8 +1011,10 @@ class DelayedBatchProcessor final : public QueryProcessor {
   DelayedBatchProcessor(const QueryProcessor& inner, std::chrono::microseconds delay, int healthy = -1)
       : inner_(inner), delay_(delay), healthy_(healthy) {}
   std::string_view name() const override { return "gpu"; }
-  QueryResult search(const Query& query) const override { return inner_.search(query); }
-  std::unique_ptr<BatchRun> start_batch(std::span<const Query> queries) const override {
+  const IndexView& index() const override { return inner_.index(); }
+  using QueryProcessor::search;
+  QueryResult search(const PreparedQuery& query) const override { return inner_.search(query); }
+  std::unique_ptr<BatchRun> start_batch(std::span<const PreparedQuery> queries) const override {
     return std::make_unique<Run>(*this, inner_.search_batch(queries), healthy_.fetch_sub(1) == 0);
   }
   size_t most_in_flight() const { return most_in_flight_; }

@@ -195,17 +195,18 @@ BatchExecutor::BatchExecutor(const DeviceIndex& device, const BatchOptions& opti
   }
 }
 
-size_t BatchExecutor::cost(const Query& query) const {
+size_t BatchExecutor::cost(const PreparedQuery& prepared) const {
+  QueryScoring local;
+  const QueryScoring& scoring = scoring_on(prepared, device_.host(), local);
   size_t shortest = SIZE_MAX, total = 0;
-  for (const std::string& term : query.terms) {  // repeats count again: an estimate
-    const TermInfo* info = device_.host().find(term);
+  for (const TermInfo* info : scoring.infos) {  // each distinct term once: an estimate
     const size_t count =
         info == nullptr ? 0 : device_.host().postings[info->offset];  // a list's first word: its length
     shortest = std::min(shortest, count);
     total += count;
   }
-  if (query.terms.empty()) return 0;
-  return query.mode == QueryMode::kOr ? total : shortest;
+  if (scoring.terms.empty()) return 0;
+  return prepared.query.mode == QueryMode::kOr ? total : shortest;
 }
 
 namespace {
@@ -231,7 +232,7 @@ void merge_piece(QueryResult& into, QueryResult&& piece, size_t k) {
 // The queries of start() and where their phases stand: AND batches first (known at the start),
 // then OR batches (known once every AND answer is in).
 struct BatchExecutor::Job {
-  std::span<const Query> queries;
+  std::span<const PreparedQuery> queries;
   std::vector<QueryResult> results;
   std::vector<Prepared> prepared;
   std::vector<size_t> and_or;  // AND+OR queries, by index: to OR when AND finds fewer than k
@@ -250,13 +251,20 @@ BatchExecutor::~BatchExecutor() {
   if (job_) abandon();  // a batch still running: its stream drained before the buffers go
 }
 
-std::vector<QueryResult> BatchExecutor::run(std::span<const Query> queries) {
+std::vector<QueryResult> BatchExecutor::run(std::span<const PreparedQuery> queries) {
   start(queries);
   while (!poll()) WARP_CUDA_CHECK(cudaStreamSynchronize(buffers_->stream));
   return take_results();
 }
 
-void BatchExecutor::start(std::span<const Query> queries) {
+std::vector<QueryResult> BatchExecutor::run(std::span<const Query> queries) {
+  std::vector<PreparedQuery> prepared;
+  prepared.reserve(queries.size());
+  for (const Query& query : queries) prepared.push_back(prepare_query(query, device_.host()));
+  return run(std::span<const PreparedQuery>(prepared));
+}
+
+void BatchExecutor::start(std::span<const PreparedQuery> queries) {
   if (job_) throw Error("a batch executor runs one batch at a time");
   job_ = std::make_unique<Job>();
   Job& job = *job_;
@@ -268,12 +276,13 @@ void BatchExecutor::start(std::span<const Query> queries) {
     std::vector<Prepared> and_pieces;
     job.prepared.resize(queries.size());
     for (size_t i = 0; i < queries.size(); ++i) {
-      const Query& query = queries[i];
+      const Query& query = queries[i].query;
       if (query.k > kMaxTopK) throw Error("k must be at most " + std::to_string(kMaxTopK));
       Prepared& p = job.prepared[i];
       p.index = i;
       p.query = &query;
-      const QueryScoring scoring = score_query(query, index);
+      QueryScoring local;
+      const QueryScoring& scoring = scoring_on(queries[i], index, local);
       p.score_of_unit = scoring.score_of_unit;
       if (options_.or_floor && query.mode != QueryMode::kAnd) p.or_floor = or_floor(scoring, index, query.k);
       for (size_t t = 0; t < scoring.terms.size(); ++t) {
@@ -385,10 +394,10 @@ bool BatchExecutor::launch_next() {
     job.or_planned = true;
     std::vector<Prepared> or_queries;
     for (size_t i = 0; i < job.queries.size(); ++i) {
-      if (job.queries[i].mode == QueryMode::kOr) or_queries.push_back(std::move(job.prepared[i]));
+      if (job.queries[i].query.mode == QueryMode::kOr) or_queries.push_back(std::move(job.prepared[i]));
     }
     for (size_t i : job.and_or) {
-      if (job.results[i].hits.size() < job.queries[i].k) or_queries.push_back(std::move(job.prepared[i]));
+      if (job.results[i].hits.size() < job.queries[i].query.k) or_queries.push_back(std::move(job.prepared[i]));
     }
     for (size_t from = 0; from < or_queries.size(); from += options_.max_queries) {
       job.or_batches.emplace_back(

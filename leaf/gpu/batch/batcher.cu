@@ -16,7 +16,7 @@ namespace warp::gpu {
 
 struct Batcher::State {
   struct Pending {
-    const Query* query;
+    const PreparedQuery* query;
     size_t cost;
     std::promise<QueryResult> promise;
   };
@@ -61,7 +61,7 @@ struct Batcher::State {
         queue.pop_front();
       }
       lock.unlock();
-      std::vector<Query> queries;
+      std::vector<PreparedQuery> queries;
       for (const Pending& p : batch) queries.push_back(*p.query);
       try {
         std::vector<QueryResult> results = executor.run(queries);
@@ -90,7 +90,7 @@ Batcher::~Batcher() {
   for (std::thread& dispatcher : state_->dispatchers) dispatcher.join();
 }
 
-QueryResult Batcher::search(const Query& query) {
+QueryResult Batcher::search(const PreparedQuery& query) {
   std::future<QueryResult> result;
   {
     std::lock_guard<std::mutex> lock(state_->mutex);

@@ -53,7 +53,8 @@ class BatchExecutor {
   BatchExecutor& operator=(const BatchExecutor&) = delete;
 
   // Answers every query (in order); queries are split into batches that fit the buffers.
-  std::vector<QueryResult> run(std::span<const Query> queries);
+  std::vector<QueryResult> run(std::span<const PreparedQuery> queries);
+  std::vector<QueryResult> run(std::span<const Query> queries);  // prepared here first
   // run() without waiting, for a host thread that drives several executors: start() prepares the
   // queries (kept by the caller until the results are taken) and launches the first phase (an AND
   // batch, or an OR batch once every AND answer is in: AND+OR queries that found fewer than k join
@@ -61,7 +62,7 @@ class BatchExecutor {
   // flight, reads that phase's answers and launches the next; true once every query is answered,
   // then take_results(). A rare fallback (an AND query's top-k alone, an OR query again with a
   // larger row, dense OR) still waits inside poll(). A throw leaves the executor idle.
-  void start(std::span<const Query> queries);
+  void start(std::span<const PreparedQuery> queries);
   bool poll();
   std::vector<QueryResult> take_results();
   // Host seconds the last batch spent in polls that finished a phase and launched the next.
@@ -70,8 +71,8 @@ class BatchExecutor {
   void cancel() {
     if (job_) abandon();
   }
-  // The effort a query adds to a batch.
-  size_t cost(const Query& query) const;
+  // The effort a query adds to a batch: its lists' postings (OR) or its shortest list's (AND).
+  size_t cost(const PreparedQuery& query) const;
   // AND queries that ran as more than one piece, OR queries that ran again alone with a key row of
   // their size (BatchOptions::and_piece_slots, or_key_row), AND queries (pieces) whose top-k
   // outgrew the batched selection and ran alone: so far.
@@ -119,7 +120,7 @@ class Batcher {
  public:
   Batcher(const DeviceIndex& device, const BatchOptions& options);
   ~Batcher();
-  QueryResult search(const Query& query);
+  QueryResult search(const PreparedQuery& query);
 
  private:
   struct State;

@@ -1,0 +1,208 @@
+// The leaf's one request handler, behind both front ends (the ZeroMQ ROUTER and the direct search
+// path): a request is read once (read_request: checked, its query prepared on its partition), then
+// answered inline, by a worker, or by the scheduler (answer).
+#include <future>
+
+#include "common/protocol/search.capnp.h"
+#include "common/transfer/capnp_frames.hpp"
+#include "leaf/service/leaf_request.hpp"
+#include "leaf/service/leaf_server.hpp"
+
+namespace warp {
+namespace {
+
+// First segments of the replies' builders. Cap'n Proto's default, 1,024 words, is an 8 KiB calloc
+// for every message; malloc's consolidation of such chunks was a visible share of the CPU per
+// search under load. A search reply of ten hits takes about 1 KiB; a longer one grows a segment.
+constexpr unsigned kReplyFirstSegmentWords = 256, kSmallFirstSegmentWords = 64;
+
+std::string flat_bytes(capnp::MessageBuilder& builder) {
+  const auto words = capnp::messageToFlatArray(builder);
+  return std::string(reinterpret_cast<const char*>(words.asBytes().begin()), words.asBytes().size());
+}
+
+// A search reply carrying only `error` (a request that could not be read, or failed).
+std::string error_reply(const std::string& error) {
+  capnp::MallocMessageBuilder builder;
+  builder.initRoot<protocol::LeafReply>().initSearch().setError(error);
+  return flat_bytes(builder);
+}
+
+// A string as Cap'n Proto text with its length: the conversion from std::string reads a C string,
+// and a title holding a NUL (JSON's \u0000 is kept) was cut there.
+capnp::Text::Reader whole_text(const std::string& text) { return capnp::Text::Reader(text.data(), text.size()); }
+
+// A search reply: the hits with their documents' identity, and how the search went.
+std::string search_reply(const LoadedIndex& index, size_t slot, uint64_t query_id, uint32_t partition_id,
+                         const QueryResult& result, std::string_view processor, double seconds,
+                         std::chrono::steady_clock::time_point arrival) {
+  capnp::MallocMessageBuilder builder(kReplyFirstSegmentWords);
+  auto response = builder.initRoot<protocol::LeafReply>().initSearch();
+  response.setQueryId(query_id);
+  response.setPartition(partition_id);
+  response.setGeneration(index.generation);
+  response.setAndMatches(result.and_matches);
+  response.setPostingsDecoded(result.stats.postings_decoded);
+  response.setBlocksDecoded(result.stats.blocks_decoded);
+  response.setBlocksTotal(result.stats.blocks_total);
+  response.setProcessor(std::string(processor));
+  response.setMicros(static_cast<uint64_t>(seconds * 1e6));
+  auto hits = response.initHits(static_cast<unsigned>(result.hits.size()));
+  const Partition& partition = *index.partitions[slot];
+  for (size_t i = 0; i < result.hits.size(); ++i) {
+    auto hit = hits[static_cast<unsigned>(i)];
+    hit.setDoc(result.hits[i].doc);
+    hit.setScore(result.hits[i].score);
+    if (auto record = partition.document(result.hits[i].doc)) {
+      hit.setExternalId(whole_text(record->external_id));
+      hit.setTitle(whole_text(record->title));
+      hit.setUrl(whole_text(record->url));
+    }
+  }
+  const auto in_leaf =
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - arrival);
+  response.setLeafMicros(static_cast<uint64_t>(std::max<int64_t>(1, in_leaf.count())));
+  return flat_bytes(builder);
+}
+
+std::string search_error(uint64_t query_id, uint32_t partition_id, const std::string& why) {
+  capnp::MallocMessageBuilder builder(kSmallFirstSegmentWords);
+  auto response = builder.initRoot<protocol::LeafReply>().initSearch();
+  response.setQueryId(query_id);
+  response.setPartition(partition_id);
+  response.setError(why);
+  return flat_bytes(builder);
+}
+
+}  // namespace
+
+LeafServer::Request LeafServer::read_request(std::string_view bytes, std::chrono::steady_clock::time_point arrival) {
+  Request request;
+  request.arrival = arrival;
+  request.index = index();  // this generation, to the end
+  const LoadedIndex* index = request.index.get();
+  try {
+    transfer::FrameReader reader(bytes.data(), bytes.size());
+    auto frame = reader.root<protocol::LeafRequest>();
+    if (frame.isStatus()) {
+      status_requests_.Increment();
+      capnp::MallocMessageBuilder builder(kSmallFirstSegmentWords);
+      auto status = builder.initRoot<protocol::LeafReply>().initStatus();
+      status.setReady(index != nullptr);
+      status.setInFlight(in_flight_);
+      status.setSearchPort(search_port_);
+      if (index) {
+        status.setGeneration(index->generation);
+        status.setAnalyzer(index->analyzer);
+        auto ids = status.initPartitions(static_cast<unsigned>(index->partitions.size()));
+        for (size_t i = 0; i < index->partitions.size(); ++i)
+          ids.set(static_cast<unsigned>(i), index->partitions[i]->view().meta.partition_id);
+      }
+      request.reply = flat_bytes(builder);
+      return request;
+    }
+    auto search = frame.getSearch();
+    request.query_id = search.getQueryId();
+    request.partition_id = search.getPartition();
+    const auto fail = [&](const char* kind, const std::string& why) {
+      requests_.Add({{"kind", kind}}).Increment();
+      request.reply = search_error(request.query_id, request.partition_id, why);
+      return std::move(request);
+    };
+    if (index == nullptr) return fail("not_ready", "leaf is not ready");
+    if (search.getK() == 0 || search.getK() > kMaxTopK) return fail("bad_request", "k must be between 1 and 10000");
+    request.slot = index->partitions.size();
+    for (size_t i = 0; i < index->partitions.size(); ++i) {
+      if (index->partitions[i]->view().meta.partition_id == request.partition_id) request.slot = i;
+    }
+    if (request.slot == index->partitions.size()) {
+      return fail("bad_request", "this leaf does not serve partition " + std::to_string(request.partition_id));
+    }
+    Query query;
+    for (auto term : search.getTerms()) query.terms.emplace_back(term.cStr());
+    for (uint32_t count : search.getTermCounts()) query.counts.push_back(count);
+    query.mode = search.getMode() == protocol::Mode::AND  ? QueryMode::kAnd
+                 : search.getMode() == protocol::Mode::OR ? QueryMode::kOr
+                                                          : QueryMode::kAndOr;
+    query.k = search.getK();
+    request.budget = std::chrono::microseconds(search.getDeadlineMicros());
+    request.query = prepare_query(std::move(query), index->partitions[request.slot]->view());
+    for (const TermInfo* info : request.query.scoring.infos) request.postings += info != nullptr ? info->df : 0;
+    request.search = true;
+  } catch (const std::exception& e) {
+    requests_.Add({{"kind", "malformed"}}).Increment();
+    request.reply = error_reply(std::string("bad request: ") + e.what());
+    request.search = false;
+  }
+  return request;
+}
+
+bool LeafServer::answers_inline(const Request& request) {
+  if (!request.search) return true;
+  // --processor gpu: every search on the GPU. With the scheduler (auto), a search this small is the
+  // CPU's at once: it costs less than the queue hand-off the scheduler would add.
+  if (options_.inline_max_postings == 0 || request.index->gpu_only) return false;
+  if (request.postings > options_.inline_max_postings) return false;
+  answered_inline_.Increment();
+  return true;
+}
+
+std::optional<std::string> LeafServer::answer(Request request, std::function<void(std::string)> deliver,
+                                              bool on_cpu_now) {
+  if (!request.search) return std::move(request.reply);
+  const std::shared_ptr<const LoadedIndex> index = request.index;
+  const uint64_t query_id = request.query_id;
+  const uint32_t partition_id = request.partition_id;
+  const size_t slot = request.slot;
+  const auto arrival = request.arrival;
+  try {
+    if (std::chrono::steady_clock::now() - arrival > request.budget) {
+      requests_.Add({{"kind", "deadline"}}).Increment();
+      return search_error(query_id, partition_id, "deadline exceeded before the query started");
+    }
+    if (scheduler_ && index->scheduled() && !on_cpu_now) {
+      sched::Target target{&index->partitions[slot]->view(), index->cpu[slot].get(), index->gpu[slot].get(), index};
+      scheduler_->submit(target, std::move(request.query), arrival + request.budget,
+                         [this, index, slot, query_id, partition_id, deliver, arrival](sched::Outcome&& outcome) {
+                           if (!outcome.error.empty()) {
+                             requests_.Add({{"kind", "deadline"}}).Increment();
+                             deliver(search_error(query_id, partition_id, outcome.error));
+                             return;
+                           }
+                           const bool gpu = outcome.processor == sched::Processor::kGpu;
+                           (gpu ? latency_gpu_ : latency_cpu_).Observe(outcome.seconds);
+                           search_requests_.Increment();
+                           deliver(search_reply(*index, slot, query_id, partition_id, outcome.result,
+                                                gpu ? "gpu" : "cpu", outcome.seconds, arrival));
+                         });
+      return std::nullopt;
+    }
+    const auto start = std::chrono::steady_clock::now();
+    const QueryProcessor& processor = index->gpu_only ? *index->gpu[slot] : *index->cpu[slot];
+    const QueryResult result = processor.search(request.query);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    (processor.name() == "gpu" ? latency_gpu_ : latency_cpu_).Observe(seconds);
+    search_requests_.Increment();
+    return search_reply(*index, slot, query_id, partition_id, result, processor.name(), seconds, arrival);
+  } catch (const std::exception& e) {
+    requests_.Add({{"kind", "malformed"}}).Increment();
+    return error_reply(std::string("bad request: ") + e.what());
+  } catch (...) {  // nothing may reach the top of a worker thread
+    requests_.Add({{"kind", "error"}}).Increment();
+    return error_reply("internal error");
+  }
+}
+
+std::optional<std::string> LeafServer::handle(const std::string& bytes, std::chrono::steady_clock::time_point arrival,
+                                              std::function<void(std::string)> deliver, bool on_cpu_now) {
+  return answer(read_request(bytes, arrival), std::move(deliver), on_cpu_now);
+}
+
+std::string LeafServer::handle(const std::string& bytes, std::chrono::steady_clock::time_point arrival) {
+  std::promise<std::string> later;
+  std::optional<std::string> now =
+      handle(bytes, arrival, [&later](std::string reply) { later.set_value(std::move(reply)); });
+  return now ? std::move(*now) : later.get_future().get();
+}
+
+}  // namespace warp
