@@ -9,9 +9,10 @@
 
 #include "common/util/status.hpp"
 #include "common/util/cuda_check.cuh"
-#include "leaf/gpu/or_tiles/or_tiles_score.cuh"
+#include "leaf/gpu/or_tiles/or_tiles_engine.cuh"
 
 namespace warp::gpu {
+using namespace or_tiles_engine;
 namespace {
 
 template <class T>
@@ -239,8 +240,7 @@ OrTiles::OrTiles(const DeviceIndex& device, size_t max_queries, size_t max_lists
   int gpu = 0, sms = 0, per_sm_128 = 0, per_sm_256 = 0;
   WARP_CUDA_CHECK(cudaGetDevice(&gpu));
   WARP_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, gpu));
-  WARP_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm_128, second_pass_kernel<128>, 128, 0));
-  WARP_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm_256, second_pass_kernel<256>, 256, 0));
+  second_pass_occupancy(per_sm_128, per_sm_256);
   b.persistent_128 = static_cast<uint32_t>(sms * std::max(1, per_sm_128));
   b.persistent_256 = static_cast<uint32_t>(sms * std::max(1, per_sm_256));
   b.sparse_grid = static_cast<uint32_t>(2 * sms);
@@ -356,56 +356,27 @@ OrTiles::Launched OrTiles::launch(std::span<const OrTileQuery> queries, const Or
                                              b.slices, b.second_total, kRounds);
     WARP_CUDA_CHECK_LAUNCH();
     if (sparse_grid > 0) {
-      if (block_size == 256) {
-        sparse_maxima_kernel<256><<<sparse_grid, 256, 0, stream>>>(dev.sparse, dev.sizes, norms, doc_begin, b.slices,
-                                                                   b.sparse_maxima, b.sparse, b.scratch);
-      } else {
-        sparse_maxima_kernel<128><<<sparse_grid, 128, 0, stream>>>(dev.sparse, dev.sizes, norms, doc_begin, b.slices,
-                                                                   b.sparse_maxima, b.sparse, b.scratch);
-      }
-      WARP_CUDA_CHECK_LAUNCH();
+      launch_sparse_maxima(block_size, sparse_grid, dev.sparse, dev.sizes, norms, doc_begin, b.slices, b.sparse_maxima,
+                           b.sparse, b.scratch, stream);
     }
-    tile_bound_kernel<<<dim3((b.tiles + 7) / 8, qn), 256, 0, stream>>>(dev.queries, dev.sizes, in, b.tiles, b.bounds,
-                                                                       b.scratch);
-    WARP_CUDA_CHECK_LAUNCH();
-    plan_kernel<<<qn, kPlanThreads, 0, stream>>>(dev.sizes, b.bounds, b.tiles, b.first_capacity, b.first_tiles,
-                                                 b.scratch);
-    WARP_CUDA_CHECK_LAUNCH();
+    launch_tile_bounds(qn, dev.queries, dev.sizes, in, b.tiles, b.bounds, b.scratch, stream);
+    launch_plan(qn, dev.sizes, b.bounds, b.tiles, b.first_capacity, b.first_tiles, b.scratch, stream);
     times_->mark(1, stream);
-    const dim3 first_grid(b.first_capacity, qn);
-    if (block_size == 256) {
-      first_pass_kernel<256><<<first_grid, 256, 0, stream>>>(dev.queries, dev.sizes, in, dev.weights, norms,
-                                                             b.first_tiles, b.first_capacity, candidate_keys,
-                                                             key_stride, b.scratch);
-    } else {
-      first_pass_kernel<128><<<first_grid, 128, 0, stream>>>(dev.queries, dev.sizes, in, dev.weights, norms,
-                                                             b.first_tiles, b.first_capacity, candidate_keys,
-                                                             key_stride, b.scratch);
-    }
-    WARP_CUDA_CHECK_LAUNCH();
+    launch_first_pass(block_size, dim3(b.first_capacity, qn), dev.queries, dev.sizes, in, dev.weights, norms,
+                      b.first_tiles, b.first_capacity, candidate_keys, key_stride, b.scratch, stream);
     times_->mark(2, stream);
     times_->rounds = rounds.size();
     for (uint32_t round = 0; round < rounds.size(); ++round) {
       uint32_t* const round_total = b.second_total + round;  // each round's own count, zeroed at the start
-      theta_kernel<<<qn, kPlanThreads, 0, stream>>>(dev.queries, dev.sizes, b.bounds, round, rounds[round], b.tiles,
-                                                    candidate_keys, key_stride, b.second_tiles, round_total, b.scratch);
-      WARP_CUDA_CHECK_LAUNCH();
+      launch_theta(qn, dev.queries, dev.sizes, b.bounds, round, rounds[round], b.tiles, candidate_keys, key_stride,
+                   b.second_tiles, round_total, b.scratch, stream);
       if (round == 0) times_->mark(3, stream);
-      if (block_size == 256) {
-        second_pass_kernel<256><<<b.persistent_256, 256, 0, stream>>>(dev.queries, in, dev.weights, norms,
-                                                                      b.second_tiles, round_total, candidate_keys,
-                                                                      key_stride, staged_, kStageOptions, b.scratch);
-      } else {
-        second_pass_kernel<128><<<b.persistent_128, 128, 0, stream>>>(dev.queries, in, dev.weights, norms,
-                                                                      b.second_tiles, round_total, candidate_keys,
-                                                                      key_stride, staged_, kStageOptions, b.scratch);
-      }
-      WARP_CUDA_CHECK_LAUNCH();
+      launch_second_pass(block_size, block_size == 256 ? b.persistent_256 : b.persistent_128, dev.queries, in,
+                         dev.weights, norms, b.second_tiles, round_total, candidate_keys, key_stride, staged_,
+                         kStageOptions, b.scratch, stream);
     }
     times_->mark(4, stream);
-    select_kernel<<<qn, kSortThreads, 0, stream>>>(dev.queries, dev.sizes, candidate_keys, key_stride, b.staging,
-                                                   b.scratch, b.results);
-    WARP_CUDA_CHECK_LAUNCH();
+    launch_select(qn, dev.queries, dev.sizes, candidate_keys, key_stride, b.staging, b.scratch, b.results, stream);
     times_->mark(5, stream);
   };
   if (graph) {

@@ -1,10 +1,10 @@
 // The OR tiles' scoring (or_tiles.hpp): a tile's live slices and the blocks that overlap them
 // decoded and scored in shared memory, the first pass (each tile's own top-k), the second pass
-// (documents reaching θ) and the final selection. Kernels for or_tiles.cu only (its one includer).
-#pragma once
-#include "leaf/gpu/or_tiles/or_tiles_bounds.cuh"
+// (documents reaching θ) and the final selection.
+#include "common/util/cuda_check.cuh"
+#include "leaf/gpu/or_tiles/or_tiles_engine.cuh"
 
-namespace warp::gpu {
+namespace warp::gpu::or_tiles_engine {
 namespace {
 
 // The slices of the tile worth scoring (bit i: slice i), from the slice bounds stored by the
@@ -70,10 +70,6 @@ struct TilePlan {
 // non-essential list, largest bound first, has its blocks decoded only over the slices where some
 // document's partial score plus the bounds of the lists still to come reaches θ (BlockMax-WAND's
 // test, per slice instead of per document), so its other blocks are never decoded.
-constexpr uint32_t kMaxStages = 8;  // non-essential lists per tile at most (the smallest bounds)
-struct StageOptions {
-  uint32_t min_items;  // a stage of fewer blocks in the tile is scored with the essential lists
-};
 struct TileStages {
   float rest[kMaxStages][kSlicesPerTile];  // stage i, slice s: bounds of the lists of stages i.. in s
   uint32_t list[kMaxStages];               // stage i's list (its index in the query)
@@ -453,4 +449,45 @@ __global__ void __launch_bounds__(kSortThreads)
 }
 
 }  // namespace
-}  // namespace warp::gpu
+
+void launch_first_pass(uint32_t block_size, dim3 grid, const EngineQuery* queries, const RunSizes* sizes,
+                       const BoundInputs& in, const float* weights, const float* norms, const uint32_t* first_tiles,
+                       uint32_t capacity, uint64_t* keys, size_t key_stride, QueryScratch* scratch,
+                       cudaStream_t stream) {
+  if (block_size == 256) {
+    first_pass_kernel<256><<<grid, 256, 0, stream>>>(queries, sizes, in, weights, norms, first_tiles, capacity, keys,
+                                                     key_stride, scratch);
+  } else {
+    first_pass_kernel<128><<<grid, 128, 0, stream>>>(queries, sizes, in, weights, norms, first_tiles, capacity, keys,
+                                                     key_stride, scratch);
+  }
+  WARP_CUDA_CHECK_LAUNCH();
+}
+
+void launch_second_pass(uint32_t block_size, uint32_t grid, const EngineQuery* queries, const BoundInputs& in,
+                        const float* weights, const float* norms, const uint32_t* second_tiles,
+                        const uint32_t* second_total, uint64_t* keys, size_t key_stride, bool staged,
+                        StageOptions stage_options, QueryScratch* scratch, cudaStream_t stream) {
+  if (block_size == 256) {
+    second_pass_kernel<256><<<grid, 256, 0, stream>>>(queries, in, weights, norms, second_tiles, second_total, keys,
+                                                      key_stride, staged, stage_options, scratch);
+  } else {
+    second_pass_kernel<128><<<grid, 128, 0, stream>>>(queries, in, weights, norms, second_tiles, second_total, keys,
+                                                      key_stride, staged, stage_options, scratch);
+  }
+  WARP_CUDA_CHECK_LAUNCH();
+}
+
+void launch_select(uint32_t queries, const EngineQuery* query_list, const RunSizes* sizes, const uint64_t* keys,
+                   size_t key_stride, uint64_t* staging, const QueryScratch* scratch, uint64_t* results,
+                   cudaStream_t stream) {
+  select_kernel<<<queries, kSortThreads, 0, stream>>>(query_list, sizes, keys, key_stride, staging, scratch, results);
+  WARP_CUDA_CHECK_LAUNCH();
+}
+
+void second_pass_occupancy(int& per_sm_128, int& per_sm_256) {
+  WARP_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm_128, second_pass_kernel<128>, 128, 0));
+  WARP_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm_256, second_pass_kernel<256>, 256, 0));
+}
+
+}  // namespace warp::gpu::or_tiles_engine

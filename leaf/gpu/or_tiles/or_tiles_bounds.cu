@@ -1,87 +1,12 @@
-// The OR tiles' bounds (or_tiles.hpp): the run's constants and per-query records, the sparse
-// lists' exact slice maxima, tile and slice bounds, the plan of the first pass, and θ with the
-// second pass's work list. Kernels for or_tiles.cu only (its one includer).
-#pragma once
+// The OR tiles' bounds (or_tiles.hpp): the sparse lists' exact slice maxima, tile and slice
+// bounds, the plan of the first pass, and θ with the second pass's work list.
 #include <cub/block/block_scan.cuh>
 
-#include "leaf/gpu/intersect/block_select.cuh"
-#include "leaf/gpu/decode/list_decode.cuh"
-#include "leaf/gpu/or_tiles/or_tiles.hpp"
+#include "common/util/cuda_check.cuh"
+#include "leaf/gpu/or_tiles/or_tiles_engine.cuh"
 
-namespace warp::gpu {
+namespace warp::gpu::or_tiles_engine {
 namespace {
-
-constexpr uint32_t kTile = OrTiles::kTileDocs;
-// Block maxima are the CPU's float arithmetic and a GPU score sums in another order: a tile is
-// skipped only when its bound is below θ by more than rounding can explain.
-constexpr float kBoundSlack = 1.0f + 1e-4f;
-constexpr uint32_t kPlanThreads = 1024;
-constexpr uint32_t kSortThreads = kBlockSelectThreads, kSortCapacity = kBlockSelectCapacity;
-constexpr uint32_t kHeader =
-    7;  // a result row: selected, overflow, blocks, postings, tiles scored, θ bits, keys kept; then the best keys
-constexpr uint32_t kQueryBits = 8;  // a second-pass work item: query << 24 | tile
-constexpr uint32_t kTileMask = (1u << (32 - kQueryBits)) - 1;
-
-// A run's sizes, in device memory (copied with its inputs), so that a run's launches can be one
-// CUDA graph instantiated once: grids sized for the most queries, blocks past `queries` exit.
-struct RunSizes {
-  uint32_t queries, sparse, sparse_blocks, result_stride;
-};
-
-struct EngineQuery {
-  uint32_t list_begin, list_count, k, dense_lists;  // dense: not decoded whole into the sparse postings
-  uint32_t floor_bits;                              // OrTileQuery::floor as float bits: θ is never below it
-};
-
-// A short list without slice maxima of its own (DeviceIndex keeps them for the long lists):
-// decoded whole at query time, its exact maximum per slice goes to row `slot` of the sparse maxima.
-struct SparseList {
-  DeviceList list;
-  uint32_t block_begin;  // first thread block of the launch that decodes it
-  uint32_t slot;
-  uint32_t query;
-  float weight;
-};
-
-// Fewer postings than a quarter of the slices: cheaper to decode than to bound by block maxima.
-bool is_sparse(const DeviceList& list, uint32_t slices) {
-  return list.slice_max == nullptr && uint64_t{list.count} * 4 < slices;
-}
-
-constexpr uint32_t kSlicesPerTile = kTile / kSliceDocs;
-static_assert(kSlicesPerTile == 32, "a warp's lanes are a tile's slices");
-
-constexpr uint32_t kDenseList = 0xFFFFFFFFu;
-
-// Rounds of pass 2, each with θ recomputed from every candidate so far (or_tiles.cu plans them).
-constexpr uint32_t kRounds = 8;
-
-struct QueryScratch {  // per query, zeroed before each run
-  Counters counters;
-  uint32_t bound_buckets[kBuckets];  // tiles by upper bound
-  uint32_t key_buckets[kBuckets];    // candidates by key
-  uint32_t key_count;
-  uint32_t first_count;
-  uint32_t theta_bits;  // θ as float bits: every candidate kept by pass 2 scores at least θ
-  uint32_t tiles_scored;
-  // Per round of pass 2 (WARP_GPU_STAGE_TIMES reports them): its θ, its tiles, and the blocks
-  // decoded before it.
-  uint32_t round_theta_bits[kRounds];
-  uint32_t round_tiles[kRounds];
-  unsigned long long blocks_before_round[kRounds];
-};
-
-__device__ __forceinline__ uint32_t float_bucket(float score) { return key_bucket(topk_key(score, 0)); }
-
-// The sparse lists' postings, decoded and scored once per run: a tile reads its few postings of
-// such a list from here (from tile_start[tile] to tile_start[tile + 1]) instead of decoding the
-// block that holds them, which spans many tiles.
-struct SparsePostings {
-  uint32_t* docs;  // per slot, `capacity` postings in list order
-  float* scores;
-  uint32_t* tile_start;  // per slot, `tiles`: the first posting at or after each tile's first document
-  uint32_t capacity, tiles;
-};
 
 // 1a. One thread block per block of every sparse list: its postings' BM25 scores, kept in
 // SparsePostings with where each tile starts, and their maxima per slice (float bits: positive
@@ -129,48 +54,6 @@ __global__ void __launch_bounds__(BS)
     }
     __syncthreads();  // the shared index and tiles are the next block's
   }
-}
-
-// A bound of one list's scores in slice `slice` of the partition, in the query's units: its slice
-// maxima, the exact maxima of a sparse list, or else the largest block-max among the blocks
-// overlapping the slice (stored bounds scaled by `bound_scale`).
-__device__ float list_slice_bound(const DeviceList& list, float bound_scale, uint32_t sparse_slot,
-                                  const uint32_t* sparse_maxima, uint32_t slices, uint32_t slice, uint32_t doc_begin,
-                                  uint32_t doc_count) {
-  if (list.slice_max != nullptr) return unit_bound_dev(list.slice_max[slice] * list.slice_scale, bound_scale);
-  if (sparse_slot != kDenseList) return __uint_as_float(sparse_maxima[size_t{sparse_slot} * slices + slice]);
-  const uint32_t first = doc_begin + slice * kSliceDocs;
-  const uint32_t last = doc_begin + min((slice + 1) * kSliceDocs, doc_count) - 1;
-  float best = 0;
-  for (uint32_t b = block_for_doc(list.block_last_docid, list.block_count, first); b < list.block_count; ++b) {
-    if (b > 0 && list.block_last_docid[b - 1] >= last) break;  // block b starts after the slice
-    best = fmaxf(best, list.block_max_score[b]);
-    if (list.block_last_docid[b] >= last) break;
-  }
-  return unit_bound_dev(best, bound_scale);
-}
-
-struct BoundInputs {
-  const DeviceList* lists;
-  const uint32_t* sparse_slots;   // per list: its row of sparse maxima, or kDenseList
-  const float* bound_scales;      // per list: its stored bounds into the query's units
-  const uint32_t* sparse_maxima;  // float bits, slices per row
-  uint32_t slices, doc_begin, doc_count;
-  SparsePostings sparse;
-  float* slice_bounds;  // per query, tile and slice: the bounds of tile_bound_kernel
-};
-
-// Lane i of a warp: the bound of slice i of `tile`, summed over the query's lists.
-__device__ float slice_bound(const EngineQuery& q, const BoundInputs& in, uint32_t tile, uint32_t lane) {
-  const uint32_t slice = tile * kSlicesPerTile + lane;
-  if (slice >= in.slices) return 0;
-  float bound = 0;
-  for (uint32_t l = 0; l < q.list_count; ++l) {
-    const uint32_t at = q.list_begin + l;
-    bound += list_slice_bound(in.lists[at], in.bound_scales[at], in.sparse_slots[at], in.sparse_maxima, in.slices,
-                              slice, in.doc_begin, in.doc_count);
-  }
-  return bound;
 }
 
 // 1b. One warp per (tile, query), a lane per slice: the tile's bound is its best slice's.
@@ -299,4 +182,38 @@ __global__ void __launch_bounds__(kPlanThreads)
 }
 
 }  // namespace
-}  // namespace warp::gpu
+
+void launch_sparse_maxima(uint32_t block_size, uint32_t grid, const SparseList* sparse, const RunSizes* sizes,
+                          const float* norms, uint32_t doc_begin, uint32_t slices, uint32_t* sparse_maxima,
+                          SparsePostings out, QueryScratch* scratch, cudaStream_t stream) {
+  if (block_size == 256) {
+    sparse_maxima_kernel<256><<<grid, 256, 0, stream>>>(sparse, sizes, norms, doc_begin, slices, sparse_maxima, out,
+                                                        scratch);
+  } else {
+    sparse_maxima_kernel<128><<<grid, 128, 0, stream>>>(sparse, sizes, norms, doc_begin, slices, sparse_maxima, out,
+                                                        scratch);
+  }
+  WARP_CUDA_CHECK_LAUNCH();
+}
+
+void launch_tile_bounds(uint32_t queries, const EngineQuery* query_list, const RunSizes* sizes, const BoundInputs& in,
+                        uint32_t tiles, float* bounds, QueryScratch* scratch, cudaStream_t stream) {
+  tile_bound_kernel<<<dim3((tiles + 7) / 8, queries), 256, 0, stream>>>(query_list, sizes, in, tiles, bounds, scratch);
+  WARP_CUDA_CHECK_LAUNCH();
+}
+
+void launch_plan(uint32_t queries, const RunSizes* sizes, float* bounds, uint32_t tiles, uint32_t capacity,
+                 uint32_t* first_tiles, QueryScratch* scratch, cudaStream_t stream) {
+  plan_kernel<<<queries, kPlanThreads, 0, stream>>>(sizes, bounds, tiles, capacity, first_tiles, scratch);
+  WARP_CUDA_CHECK_LAUNCH();
+}
+
+void launch_theta(uint32_t queries, const EngineQuery* query_list, const RunSizes* sizes, float* bounds, uint32_t round,
+                  uint32_t rank, uint32_t tiles, const uint64_t* keys, size_t key_stride, uint32_t* second_tiles,
+                  uint32_t* second_total, QueryScratch* scratch, cudaStream_t stream) {
+  theta_kernel<<<queries, kPlanThreads, 0, stream>>>(query_list, sizes, bounds, round, rank, tiles, keys, key_stride,
+                                                     second_tiles, second_total, scratch);
+  WARP_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace warp::gpu::or_tiles_engine
