@@ -40,8 +40,14 @@ int run(int argc, char** argv) {
              "direct: searches over a leaf's direct search path (TCP, Curve when --curve-keys) where its status offers "
              "one, else ZeroMQ; zmq: always ZeroMQ")
       .value("max-connections", "10000", "open HTTP connections; beyond, 503 and closed")
-      .value("request-timeout-ms", "10000", "time to receive a request's header and body")
-      .value("idle-timeout-ms", "60000", "time a keep-alive connection may wait for its next request")
+      .value("max-connections-per-source", "0",
+             "open HTTP connections from one address; beyond, 503 and closed (0: no limit; behind a proxy every "
+             "client shares its address)")
+      .value("max-body-mb-in-flight", "64",
+             "MiB of request bodies being read at once, each counted at its declared length from its header; beyond, "
+             "503 (0: no limit)")
+      .value("request-timeout-ms", "10000", "time to receive a request's header and body, from its first byte")
+      .value("idle-timeout-ms", "60000", "time a keep-alive connection may wait for its next request to start")
       .value("max-in-flight", "1024", "queries in the fan-out at once; beyond, 503 with Retry-After")
       .value("max-outstanding", "256", "requests outstanding to one replica; a partition with every replica there: 503")
       .value("timeout-ms", "1000", "time allowed for one query, retries included")
@@ -103,11 +109,15 @@ int run(int argc, char** argv) {
   warp::http::IoPool pool(threads);
   warp::SearchApi api(options, cluster, cache, registry, pool);
 
-  warp::http::ServerOptions http_options{host, port, threads};
+  warp::http::ServerOptions http_options{.address = host, .port = port, .threads = threads};
   // Room for q percent-encoded in a URL (3 bytes a byte) and JSON-escaped in a body (6 a byte).
   http_options.max_header_bytes = 8192 + 3 * options.max_query_bytes;
   http_options.max_body_bytes = 8192 + 6 * options.max_query_bytes;
   http_options.max_connections = flags.count("max-connections");
+  http_options.max_connections_per_source = flags.count("max-connections-per-source");
+  http_options.max_body_bytes_in_flight = static_cast<uint64_t>(flags.count("max-body-mb-in-flight")) << 20;
+  // Tokens checked on the header: a client without one never gets its body read or held.
+  http_options.admit = [&api](const warp::http::Request& head) { return api.admit(head); };
   http_options.request_timeout = std::chrono::milliseconds(flags.count("request-timeout-ms"));
   http_options.idle_timeout = std::chrono::milliseconds(flags.count("idle-timeout-ms"));
   std::optional<warp::http::Server> server;
@@ -118,7 +128,7 @@ int run(int argc, char** argv) {
   std::optional<warp::http::Server> admin;
   if (options.admin_listener) {
     const auto [admin_host, admin_port] = warp::http::parse_host_port(flags.get("admin-listen"), "--admin-listen");
-    warp::http::ServerOptions admin_options{admin_host, admin_port, 1};
+    warp::http::ServerOptions admin_options{.address = admin_host, .port = admin_port, .threads = 1};
     admin.emplace(admin_options, [&](const warp::http::Request& request) { return api.handle_admin(request); });
   }
   api.watch_servers([&] { return server->stats(); });

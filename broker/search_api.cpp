@@ -267,15 +267,18 @@ http::Response SearchApi::refuse(const std::string& reason, const std::string& m
   return {503, "application/json", json_text(nlohmann::json{{"error", message}}), {{"Retry-After", "1"}}};
 }
 
+std::optional<http::Response> SearchApi::admit(const http::Request& head) {
+  if (options_.auth == nullptr || options_.auth->allows(head.authorization)) return std::nullopt;
+  unauthorized_.Increment();
+  return counted("unauthorized", {401,
+                                  "application/json",
+                                  error(401, "a valid bearer token is required (Authorization: Bearer TOKEN)").body,
+                                  {{"WWW-Authenticate", "Bearer realm=\"warpsearch\""}}});
+}
+
 void SearchApi::handle(const http::Request& request, http::Respond respond) {
-  if (options_.auth != nullptr && !options_.auth->allows(request.authorization)) {
-    unauthorized_.Increment();
-    return respond_counted("unauthorized", respond,
-                           {401,
-                            "application/json",
-                            error(401, "a valid bearer token is required (Authorization: Bearer TOKEN)").body,
-                            {{"WWW-Authenticate", "Bearer realm=\"warpsearch\""}}});
-  }
+  // Admitted on its header already where the server asks admit(); checked again for any other.
+  if (std::optional<http::Response> refusal = admit(request)) return respond(std::move(*refusal));
   if (request.path == "/search") return search(request, std::move(respond));
   if (options_.admin_listener)
     return respond_counted("other", respond, error(404, "no such endpoint: " + request.path));
@@ -324,6 +327,10 @@ http::Response SearchApi::metrics() {
     connections_refused_.Increment(
         static_cast<double>(server.connections_refused - reported_server_.connections_refused));
     connection_timeouts_.Increment(static_cast<double>(server.timeouts - reported_server_.timeouts));
+    if (server.bodies_refused > reported_server_.bodies_refused) {
+      rejected_.Add({{"reason", "body_budget"}})
+          .Increment(static_cast<double>(server.bodies_refused - reported_server_.bodies_refused));
+    }
     reported_server_ = server;
   }
   return {200, "text/plain; version=0.0.4", metrics_text(*registry_)};

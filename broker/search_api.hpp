@@ -12,6 +12,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -46,6 +47,9 @@ class SearchApi {
             std::shared_ptr<prometheus::Registry> registry, http::IoPool& pool);
   // The main listener.
   void handle(const http::Request& request, http::Respond respond);
+  // On a request's header, before its body is read (http::ServerOptions::admit): 401 without a
+  // listed bearer token where --auth-tokens is set, else nullopt.
+  std::optional<http::Response> admit(const http::Request& head);
   // The admin listener: /healthz, /readyz, /cluster, /metrics, never a token.
   http::Response handle_admin(const http::Request& request);
   // HTTP connection figures for the metrics (set once the servers exist).

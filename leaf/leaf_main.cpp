@@ -104,7 +104,7 @@ int run(int argc, char** argv) {
   }
   warp::LeafServer server(std::move(leaf_options), registry);
   const auto [host, port] = warp::http::parse_host_port(flags.get("http"), "--http");
-  warp::http::Server http({host, port, 2}, [&](const warp::http::Request& request) -> warp::http::Response {
+  warp::http::Server http({.address = host, .port = port, .threads = 2}, [&](const warp::http::Request& request) -> warp::http::Response {
     if (request.path == "/metrics") {
       server.refresh_device_metrics();
       return {200, "text/plain; version=0.0.4", warp::metrics_text(*registry)};

@@ -40,9 +40,36 @@ struct Server::Impl : std::enable_shared_from_this<Server::Impl> {
   tcp::acceptor acceptor;
   asio::steady_timer accept_pause;
   std::atomic<bool> stopped{false};
-  std::atomic<uint64_t> open{0}, total{0}, refused{0}, timeouts{0};
+  std::atomic<uint64_t> open{0}, total{0}, refused{0}, timeouts{0}, bodies_refused{0}, refused_on_header{0};
+  std::atomic<uint64_t> body_bytes_in_flight{0};
   std::mutex sessions_mutex;
   std::unordered_map<Session*, std::weak_ptr<Session>> sessions;  // to close them on stop
+  std::unordered_map<std::string, size_t> per_source;             // open connections by address, under sessions_mutex
+
+  // A connection from `source` takes a place; false (nothing taken) over the per-source limit.
+  bool take_source(const std::string& source) {
+    if (options.max_connections_per_source == 0) return true;
+    std::lock_guard<std::mutex> lock(sessions_mutex);
+    size_t& count = per_source[source];
+    if (count >= options.max_connections_per_source) return false;
+    ++count;
+    return true;
+  }
+  void release_source(const std::string& source) {
+    if (options.max_connections_per_source == 0) return;
+    std::lock_guard<std::mutex> lock(sessions_mutex);
+    auto it = per_source.find(source);
+    if (it != per_source.end() && --it->second == 0) per_source.erase(it);
+  }
+  // A request's body of `bytes` joins those being read; false (nothing held) past the budget.
+  bool hold_body(uint64_t bytes) {
+    if (options.max_body_bytes_in_flight == 0 || bytes == 0) return true;
+    uint64_t now = body_bytes_in_flight.load(std::memory_order_relaxed);
+    do {
+      if (now + bytes > options.max_body_bytes_in_flight) return false;
+    } while (!body_bytes_in_flight.compare_exchange_weak(now, now + bytes, std::memory_order_relaxed));
+    return true;
+  }
 
   void accept();
   void refuse(tcp::socket socket);
@@ -63,11 +90,16 @@ thread_local Session* answering_now = nullptr;
 // client keeps the connection alive. Every step runs on the connection's I/O thread.
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(std::shared_ptr<Server::Impl> server, asio::io_context& io, tcp::socket socket)
-      : server_(std::move(server)), io_(io), stream_(std::move(socket)) {
+  // `source`: the peer's address, whose place in the per-source count the session holds.
+  Session(std::shared_ptr<Server::Impl> server, asio::io_context& io, tcp::socket socket, std::string source)
+      : server_(std::move(server)), io_(io), stream_(std::move(socket)), source_(std::move(source)) {
     ++server_->open;
   }
-  ~Session() { --server_->open; }
+  ~Session() {
+    release_body();
+    server_->release_source(source_);
+    --server_->open;
+  }
 
   void start() {
     {
@@ -76,7 +108,7 @@ class Session : public std::enable_shared_from_this<Session> {
     }
     beast::error_code ec;
     stream_.socket().set_option(tcp::no_delay(true), ec);
-    read(server_->options.request_timeout);
+    read(/*kept_alive=*/false);
   }
 
   // From any thread: closes the connection (the server stops).
@@ -85,14 +117,52 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
  private:
-  void read(std::chrono::milliseconds timeout) {
+  // The next request. On a kept-alive connection with nothing buffered, its first bytes may take
+  // the idle timeout; from them on (and from the connection's start) the request has the request
+  // timeout, one expiry for header and body: a client trickling bytes cannot hold it longer.
+  void read(bool kept_alive) {
     parser_.emplace();
     parser_->header_limit(static_cast<uint32_t>(server_->options.max_header_bytes));
     parser_->body_limit(server_->options.max_body_bytes);
-    // One expiry for the whole request: a client trickling bytes cannot hold the connection longer.
-    stream_.expires_after(timeout);
+    if (!kept_alive || buffer_.size() > 0) return read_header();
+    stream_.expires_after(server_->options.idle_timeout);
+    stream_.async_read_some(buffer_.prepare(4096), [self = shared_from_this()](beast::error_code ec, size_t n) {
+      if (ec) return self->on_read(ec, 0);
+      self->buffer_.commit(n);
+      self->read_header();
+    });
+  }
+
+  void read_header() {
+    stream_.expires_after(server_->options.request_timeout);
     beast::http::async_read_header(stream_, buffer_, *parser_,
                                    beast::bind_front_handler(&Session::on_header, shared_from_this()));
+  }
+
+  // The request as its header gives it (no body): what `admit` and the handler see.
+  Request head_of(const beast::http::request_parser<beast::http::string_body>::value_type& message) const {
+    Request request;
+    request.method = message.method() == beast::http::verb::head ? std::string("GET")
+                                                                   : std::string(message.method_string());
+    request.target = std::string(message.target());
+    if (auto it = message.find(beast::http::field::authorization); it != message.end()) {
+      request.authorization = std::string(it->value());
+    }
+    parse_target(request);
+    return request;
+  }
+
+  // Refuses the request on its header: the answer at once, the connection closed, the body unread.
+  void refuse(Response response) {
+    keep_alive_ = false;
+    head_ = false;
+    write(std::move(response));
+  }
+
+  void release_body() {
+    if (body_held_ == 0) return;
+    server_->body_bytes_in_flight.fetch_sub(body_held_, std::memory_order_relaxed);
+    body_held_ = 0;
   }
 
   // The header is in. A client that sent "Expect: 100-continue" waits for a 100 before its body
@@ -109,12 +179,28 @@ class Session : public std::enable_shared_from_this<Session> {
       while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
       while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
       if (!beast::iequals(value, "chunked")) {
-        keep_alive_ = false;
-        head_ = false;
-        return write(json_error(400, "unsupported Transfer-Encoding: only chunked is accepted"));
+        return refuse(json_error(400, "unsupported Transfer-Encoding: only chunked is accepted"));
+      }
+    }
+    // Admitted on its header (the broker's tokens), before a byte of its body is read or held.
+    if (server_->options.admit) {
+      if (std::optional<Response> refusal = server_->options.admit(head_of(header))) {
+        ++server_->refused_on_header;
+        return refuse(std::move(*refusal));
       }
     }
     if (parser_->is_done()) return on_read(ec, 0);
+    // Its body's room among the bodies being read: the declared length, or the limit (chunked).
+    if (parser_->content_length() && *parser_->content_length() > server_->options.max_body_bytes) {
+      return on_read(beast::http::error::body_limit, 0);
+    }
+    const uint64_t room = parser_->content_length() ? *parser_->content_length() : server_->options.max_body_bytes;
+    if (!server_->hold_body(room)) {
+      ++server_->bodies_refused;
+      return refuse({503, "application/json", R"({"error":"too many request bodies in progress, retry"})",
+                     {{"Retry-After", "1"}}});
+    }
+    body_held_ = room;
     const auto expect = header.find(beast::http::field::expect);
     if (expect == header.end() || !beast::iequals(expect->value(), "100-continue")) return read_body();
     if (parser_->content_length() && *parser_->content_length() > server_->options.max_body_bytes) {
@@ -156,14 +242,9 @@ class Session : public std::enable_shared_from_this<Session> {
     // HEAD is GET without the body (RFC 9110 §9.3.2): the handler answers a GET, write() sends
     // the head alone, with the Content-Length of what a GET would have got.
     head_ = message.method() == beast::http::verb::head;
-    Request request;
-    request.method = head_ ? std::string("GET") : std::string(message.method_string());
-    request.target = std::string(message.target());
-    if (auto it = message.find(beast::http::field::authorization); it != message.end()) {
-      request.authorization = std::string(it->value());
-    }
+    Request request = head_of(message);
     request.body = message.body();
-    parse_target(request);
+    release_body();  // read: it is the handler's now
     stream_.expires_never();  // nothing is read while the handler works
     // Exactly once, from any thread, back onto this connection's thread.
     auto answered = std::make_shared<std::atomic<bool>>(false);
@@ -208,7 +289,7 @@ class Session : public std::enable_shared_from_this<Session> {
     beast::http::async_write(stream_, *out, [self = shared_from_this(), out](beast::error_code ec, size_t) {
       if (ec == beast::error::timeout) ++self->server_->timeouts;
       if (ec || out->need_eof()) return self->shutdown();
-      self->read(self->server_->options.idle_timeout);
+      self->read(/*kept_alive=*/true);
     });
   }
 
@@ -225,6 +306,8 @@ class Session : public std::enable_shared_from_this<Session> {
   beast::tcp_stream stream_;
   beast::flat_buffer buffer_;
   std::optional<beast::http::request_parser<beast::http::string_body>> parser_;
+  std::string source_;
+  uint64_t body_held_ = 0;  // this request's room among the bodies in flight
   bool keep_alive_ = false;
   bool head_ = false;  // the request being answered is a HEAD
 };
@@ -260,12 +343,15 @@ void Server::Impl::accept() {
       });
       return;
     }
-    if (self->open >= self->options.max_connections) {
+    beast::error_code peer_error;
+    const tcp::endpoint peer = socket.remote_endpoint(peer_error);
+    std::string source = peer_error ? std::string() : peer.address().to_string();
+    if (self->open >= self->options.max_connections || !self->take_source(source)) {
       ++self->refused;
       refuse_connection(std::move(socket));
     } else {
       ++self->total;
-      std::make_shared<Session>(self, io, std::move(socket))->start();
+      std::make_shared<Session>(self, io, std::move(socket), std::move(source))->start();
     }
     self->accept();
   });
@@ -317,7 +403,8 @@ Server::~Server() {
 }
 
 ServerStats Server::stats() const {
-  return {impl_->open.load(), impl_->total.load(), impl_->refused.load(), impl_->timeouts.load()};
+  return {impl_->open.load(),    impl_->total.load(),          impl_->refused.load(),
+          impl_->timeouts.load(), impl_->bodies_refused.load(), impl_->refused_on_header.load()};
 }
 
 }  // namespace warp::http

@@ -9,7 +9,10 @@ query is refused at once with 503 and Retry-After, and answers resume once the l
 changes; /metrics, /healthz and /readyz answer on --admin-listen without a token and not on the
 search listener; HEAD answers as GET without a body, and another method on /search gets 405 with
 Allow; uncached answers are split into the broker's, the transport's and the leaf's stages, which
-add up to their time; the new metrics are exported.
+add up to their time; the new metrics are exported; the token is checked on the header (a POST
+without one gets 401 before its body), a kept-alive connection's next request has the request
+timeout from its first byte, bodies in flight stay within --max-body-mb-in-flight and connections
+from one address within --max-connections-per-source.
 usage: broker_edge_test.py BUILD_DIR CRANFIELD_DIR"""
 import json, os, signal, socket, subprocess, sys, threading, time
 
@@ -290,6 +293,93 @@ try:
         fail("overload refusals not counted: " + str(metric(text, 'warpsearch_broker_rejected_total{reason="in_flight"}')))
     if (metric(text, "warpsearch_broker_unauthorized_total") or 0) < 3:
         fail("unauthorized requests not counted")
+
+    # 7. The token is checked on the header: a POST with no token declaring a 50 kB body gets its
+    # 401 at once, the body never sent, and the connection closes (before, the broker waited for a
+    # body that never came until the request timeout, holding what it had read).
+    with socket.create_connection(("127.0.0.1", search_port), timeout=5) as s:
+        s.sendall(b"POST /search HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
+                  b"Content-Length: 50000\r\n\r\n")
+        started, answer = time.time(), b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            answer += chunk
+        if not answer.startswith(b"HTTP/1.1 401") or time.time() - started > 1.5:
+            fail("a bodiless POST without a token: 401 at once expected, got %r after %.1f s"
+                 % (answer[:60], time.time() - started))
+
+    # 8. A kept-alive connection's next request has --request-timeout-ms (3 s) from its first byte,
+    # not the 60 s idle timeout: a request trickled a byte every 0.3 s is cut off.
+    with socket.create_connection(("127.0.0.1", search_port), timeout=10) as s:
+        s.sendall(("GET /search?q=wing HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer %s\r\n\r\n" % token).encode())
+        first = b""
+        while b"\r\n\r\n" not in first:
+            first += s.recv(65536)
+        length = int([l for l in first.split(b"\r\n") if l.lower().startswith(b"content-length:")][0].split(b":")[1])
+        while len(first.split(b"\r\n\r\n", 1)[1]) < length:
+            first += s.recv(65536)
+        started, closed = time.time(), False
+        for byte in b"GET /search?q=wing HTTP/1.1\r\nHost: t\r\n":
+            try:
+                s.sendall(bytes([byte]))
+            except OSError:
+                closed = True
+                break
+            time.sleep(0.3)
+            if time.time() - started > 8:
+                break
+        s.settimeout(3)
+        try:
+            closed = closed or s.recv(1) == b""
+        except (socket.timeout, OSError):
+            pass
+        if not closed or time.time() - started > 6.5:
+            fail("a trickled keep-alive request held its connection %.1f s (closed: %s)" % (time.time() - started, closed))
+
+    # 9. A second broker, --max-body-mb-in-flight 1 and --max-connections-per-source 12: bodies
+    # declared but not yet sent hold their room, and past 1 MiB the next is refused with 503 and
+    # Retry-After at once; past 12 connections from 127.0.0.1 the next gets 503 and is closed.
+    small_port = next_port()
+    start([broker, "--partition", "0=tcp://127.0.0.1:%d" % leaves[0][1], "--partition", "1=tcp://127.0.0.1:%d" % leaves[1][1],
+           "--listen", "127.0.0.1:%d" % small_port, "--auth-tokens", tokens, "--max-body-mb-in-flight", "1",
+           "--max-connections-per-source", "12", "--request-timeout-ms", "5000"], "broker-small.log")
+    wait_until(lambda: http("http://127.0.0.1:%d/search?q=wing" % small_port, token=token)[0] == 200, 20,
+               "the second broker answers")
+    holding = []
+    declared = b"POST /search HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\n" \
+               b"Content-Length: 100000\r\n\r\n" % token.encode()
+    refused = None
+    for i in range(11):
+        c = socket.create_connection(("127.0.0.1", small_port), timeout=5)
+        c.sendall(declared)
+        holding.append(c)
+        c.settimeout(0.3)
+        try:
+            got = c.recv(65536)
+        except socket.timeout:
+            continue
+        refused = (i, got)
+        break
+    if refused is None or refused[0] != 10 or not refused[1].startswith(b"HTTP/1.1 503") or b"Retry-After: 1" not in refused[1]:
+        fail("the 11th body of 100 kB past 1 MiB in flight: 503 with Retry-After expected, got %r" % (refused,))
+    # Ten hold their bodies' room; the refused one was closed. Two more make twelve, the next is over.
+    wait_until(lambda: http("http://127.0.0.1:%d/search?q=wing" % small_port, token=token)[0] == 200, 5,
+               "the refused connection closed")
+    extra = [socket.create_connection(("127.0.0.1", small_port), timeout=5) for _ in range(3)]
+    extra[-1].settimeout(2)
+    over = extra[-1].recv(65536)
+    if not over.startswith(b"HTTP/1.1 503"):
+        fail("the 13th connection from one address: 503 expected, got %r" % over)
+    extra[1].settimeout(0.5)
+    try:
+        if extra[1].recv(1) != b"":
+            fail("the 12th connection from one address got data")
+    except socket.timeout:
+        pass  # open and waiting for its request: as it should
+    for c in holding + extra:
+        c.close()
     print("broker_edge_test: all checks passed")
 finally:
     for s in idle:
