@@ -9,6 +9,7 @@
 #include <prometheus/gauge.h>
 
 #include "broker/search_api.hpp"
+#include "common/util/open_files.hpp"
 #include "common/util/cpu_wake_latency.hpp"
 #include "common/util/flags.hpp"
 #include "common/util/service.hpp"
@@ -61,6 +62,7 @@ int run(int argc, char** argv) {
              "hold a PM QoS request that idle CPUs wake within this many µs (0: they poll) while serving; needs write "
              "access to /dev/cpu_dma_latency");
   flags.parse(argc, argv);
+  warp::raise_open_file_limit();  // connections and files: the room the system allows, not the shell's default
   if (flags.help_requested()) return std::printf("%s", flags.help_text().c_str()), 0;
   const auto [host, port] = warp::http::parse_host_port(flags.get("listen"), "--listen");
   // Before anything starts (the cluster's name resolution, the listeners): a bad value is refused

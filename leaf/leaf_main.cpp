@@ -4,6 +4,7 @@
 #include <sstream>
 #include <thread>
 
+#include "common/util/open_files.hpp"
 #include "common/http/http_server.hpp"
 #include "common/metrics/metrics_text.hpp"
 #include "common/util/cpu_wake_latency.hpp"
@@ -47,6 +48,14 @@ int run(int argc, char** argv) {
              "search over it, status stays on ZeroMQ. Empty: off")
       .value("search-threads", "1",
              "front-end threads of the direct search path, each serving the connections dealt to it")
+      .value("handshake-timeout-ms", "3000",
+             "with --curve-keys: a direct-path connection whose Curve handshake is not done by then is closed")
+      .value("max-unauthenticated", "256", "with --curve-keys: direct-path connections before their handshake, at most")
+      .value("max-unauthenticated-per-source", "16",
+             "with --curve-keys: direct-path connections before their handshake from one address, at most")
+      .value("handshakes-per-second", "2000", "with --curve-keys: direct-path handshakes answered a second, at most")
+      .value("handshakes-per-source-per-second", "100",
+             "with --curve-keys: direct-path handshakes answered a second for one address, at most")
       .value("inline-max-postings", "20000",
              "CPU searches over at most this many postings are answered on the request thread, without a worker "
              "hand-off (0: none)")
@@ -63,6 +72,7 @@ int run(int argc, char** argv) {
   warp::gpu::declare_gpu_flags(flags);
   warp::sched::declare_scheduler_flags(flags);
   flags.parse(argc, argv);
+  warp::raise_open_file_limit();  // connections and files: the room the system allows, not the shell's default
   if (flags.help_requested()) return std::printf("%s", flags.help_text().c_str()), 0;
   if (flags.get("index").empty() == flags.get("follow").empty())
     throw warp::Error("give one of --index or --follow\n" + flags.help_text());
@@ -80,15 +90,19 @@ int run(int argc, char** argv) {
       .Set(wake_latency && wake_latency->held() ? 1 : 0);
   const warp::transfer::CurveConfig curve =
       warp::transfer::load_curve_config(flags.get("curve-keys"), "leaf", "broker");
-  warp::LeafOptions leaf_options{flags.get("listen"),
-                                 flags.count("workers"),
-                                 256,
-                                 curve,
-                                 flags.count("inline-max-postings"),
-                                 flags.get("search-listen"),
-                                 1,
-                                 {}};
+  warp::LeafOptions leaf_options{.listen = flags.get("listen"),
+                                 .workers = flags.count("workers"),
+                                 .queue_depth = 256,
+                                 .curve = curve,
+                                 .inline_max_postings = flags.count("inline-max-postings"),
+                                 .search_listen = flags.get("search-listen")};
   leaf_options.search_threads = std::max<size_t>(1, flags.count("search-threads"));
+  leaf_options.handshake_timeout = std::chrono::milliseconds(flags.count("handshake-timeout-ms"));
+  leaf_options.direct_limits.unauthenticated = flags.count("max-unauthenticated");
+  leaf_options.direct_limits.unauthenticated_per_source = flags.count("max-unauthenticated-per-source");
+  leaf_options.direct_limits.handshakes_per_second = static_cast<double>(flags.count("handshakes-per-second"));
+  leaf_options.direct_limits.handshakes_per_source_per_second =
+      static_cast<double>(flags.count("handshakes-per-source-per-second"));
   if (processor == "auto") {  // one line saying which processors this leaf will use, and why
     std::string why;
     if (warp::gpu::gpu_available(&why)) {

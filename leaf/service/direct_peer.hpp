@@ -3,6 +3,8 @@
 // The front end reads it; replies are written by the front end, the workers and the scheduler's
 // threads, one whole frame at a time under the mutex.
 #pragma once
+#include <atomic>
+#include <chrono>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -13,7 +15,8 @@
 namespace warp {
 
 struct DirectPeer {
-  explicit DirectPeer(int fd, bool secure) : fd(fd), secure(secure) {}
+  DirectPeer(int fd, bool secure, std::string source)
+      : fd(fd), secure(secure), source(std::move(source)), accepted(std::chrono::steady_clock::now()) {}
   ~DirectPeer();
   DirectPeer(const DirectPeer&) = delete;
   DirectPeer& operator=(const DirectPeer&) = delete;
@@ -26,7 +29,11 @@ struct DirectPeer {
   void write_plain(std::string_view body);
 
   const int fd;
-  const bool secure;                                   // Curve on: the first frames must be a HELLO, then an INITIATE
+  const bool secure;  // Curve on: the first frames must be a HELLO, then an INITIATE
+  const std::string source;                            // the peer's address (DirectAdmission)
+  const std::chrono::steady_clock::time_point accepted;
+  std::atomic<bool> authenticated{false};  // the handshake done (Curve off: never needed)
+  std::atomic<bool> timed_out{false};      // closed for its handshake's deadline
   std::optional<transfer::ServerHandshake> handshake;  // in progress (the front end's alone)
   std::optional<transfer::SecureSession> session;      // set by the front end after the handshake
   std::string in;                                      // bytes read, not yet whole frames

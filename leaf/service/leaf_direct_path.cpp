@@ -4,7 +4,9 @@
 // costs 2.2-3x one over plain TCP at every concurrency (tests/bench/results/serving.md); status
 // polls and generation transfers stay on ZeroMQ. With Curve on, a connection must first complete
 // the Curve handshake with a broker key of the allow-list; one that fails is closed and counted in
-// warpsearch_leaf_curve_refused_total.
+// warpsearch_leaf_curve_refused_total. What strangers may take (connections, unauthenticated ones,
+// handshakes a second) is bounded by DirectAdmission; an unfinished handshake has a deadline.
+#include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -102,6 +104,9 @@ void LeafServer::open_direct_listener() {
   ::getsockname(tcp_listener_, reinterpret_cast<sockaddr*>(&bound), &size);
   search_port_ = ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
                                                    : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+  DirectAdmission::Limits limits = options_.direct_limits;
+  limits.connections = std::min(limits.connections, direct_connection_budget());
+  admission_ = std::make_unique<DirectAdmission>(limits, options_.curve.enabled());
   for (size_t i = 0; i < std::max<size_t>(1, options_.search_threads); ++i)
     direct_pollers_.push_back(::epoll_create1(EPOLL_CLOEXEC));
   epoll_event event{};
@@ -126,6 +131,7 @@ void LeafServer::direct_front_end(size_t index) {
   std::vector<char> buffer(1 << 16);
   const auto drop = [&](DirectPeer* peer) {
     ::epoll_ctl(poller, EPOLL_CTL_DEL, peer->fd, nullptr);
+    admission_->closed(peer->source, peer->authenticated || !peer->secure);
     {
       std::lock_guard<std::mutex> lock(peer->write_mutex);
       peer->broken = true;  // a worker still holding it writes nothing
@@ -135,25 +141,24 @@ void LeafServer::direct_front_end(size_t index) {
   };
   while (!stop_) {
     const int count = ::epoll_wait(poller, ready.data(), static_cast<int>(ready.size()), 100);
+    if (index == 0) {  // the listener back after a pause for descriptors; handshakes past their deadline
+      const auto now = std::chrono::steady_clock::now();
+      if (accept_paused_ && now >= accept_paused_until_) {
+        epoll_event event{};
+        event.events = EPOLLIN;
+        event.data.ptr = nullptr;
+        ::epoll_ctl(poller, EPOLL_CTL_ADD, tcp_listener_, &event);
+        accept_paused_ = false;
+      }
+      if (now >= next_handshake_sweep_) {
+        sweep_handshakes();
+        next_handshake_sweep_ = now + std::chrono::milliseconds(100);
+      }
+    }
     for (int i = 0; i < count; ++i) {
       auto* const raw = static_cast<DirectPeer*>(ready[static_cast<size_t>(i)].data.ptr);
       if (raw == nullptr) {  // the listener
-        for (int connection;
-             (connection = ::accept4(tcp_listener_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0;) {
-          const int one = 1;
-          ::setsockopt(connection, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-          auto peer = std::make_shared<DirectPeer>(connection, options_.curve.enabled());
-          if (peer->secure) peer->handshake.emplace(options_.curve.own, options_.curve.allowed);
-          epoll_event added{};
-          added.events = EPOLLIN;
-          added.data.ptr = peer.get();
-          {
-            std::lock_guard<std::mutex> lock(direct_peers_mutex_);
-            direct_peers_.emplace(peer.get(), peer);
-          }
-          ::epoll_ctl(direct_pollers_[next_direct_poller_++ % direct_pollers_.size()], EPOLL_CTL_ADD, connection,
-                      &added);
-        }
+        accept_direct(poller);
         continue;
       }
       std::shared_ptr<DirectPeer> peer;
@@ -196,6 +201,12 @@ void LeafServer::direct_front_end(size_t index) {
           if (peer->secure && !peer->session) {  // the HELLO, then the INITIATE
             bool refused = true;
             if (!peer->handshake->welcomed()) {
+              // Three X25519 operations a HELLO, on this thread: at most so many a second.
+              if (!admission_->handshake_allowed(peer->source, std::chrono::steady_clock::now())) {
+                direct_refused_.Add({{"reason", "handshake_rate"}}).Increment();
+                closed = true;
+                break;
+              }
               if (const auto welcome = peer->handshake->hello(*body)) {
                 peer->write_plain(*welcome);
                 refused = false;
@@ -204,6 +215,8 @@ void LeafServer::direct_front_end(size_t index) {
               peer->write_plain(accepted->ready);
               peer->session.emplace(std::move(accepted->session));
               peer->handshake.reset();
+              peer->authenticated = true;
+              admission_->authenticated(peer->source);
               refused = false;
             }
             if (refused) {
@@ -232,6 +245,65 @@ void LeafServer::direct_front_end(size_t index) {
       peer->in.erase(0, at);
       if (closed) drop(peer.get());
     }
+  }
+}
+
+// New connections, while the listener has them: each admitted (DirectAdmission) or closed at once.
+// Out of descriptors, the listener leaves the epoll for 100 ms instead of waking it again at once
+// (level-triggered, it had spun a core while the process could accept nothing).
+void LeafServer::accept_direct(int poller) {
+  for (;;) {
+    sockaddr_storage address{};
+    socklen_t length = sizeof address;
+    const int connection =
+        ::accept4(tcp_listener_, reinterpret_cast<sockaddr*>(&address), &length, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (connection < 0) {
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+        ::epoll_ctl(poller, EPOLL_CTL_DEL, tcp_listener_, nullptr);
+        accept_paused_ = true;
+        accept_paused_until_ = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
+        direct_refused_.Add({{"reason", "descriptors"}}).Increment();
+      }
+      return;  // EAGAIN: none left
+    }
+    char text[INET6_ADDRSTRLEN] = "";
+    if (address.ss_family == AF_INET6) {
+      ::inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(&address)->sin6_addr, text, sizeof text);
+    } else if (address.ss_family == AF_INET) {
+      ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(&address)->sin_addr, text, sizeof text);
+    }
+    const std::string source = text;
+    if (const auto refusal = admission_->admit(source); refusal != DirectAdmission::Refusal::kNone) {
+      ::close(connection);
+      direct_refused_.Add({{"reason", std::string(DirectAdmission::name(refusal))}}).Increment();
+      continue;
+    }
+    const int one = 1;
+    ::setsockopt(connection, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    auto peer = std::make_shared<DirectPeer>(connection, options_.curve.enabled(), source);
+    if (peer->secure) peer->handshake.emplace(options_.curve.own, options_.curve.allowed);
+    epoll_event added{};
+    added.events = EPOLLIN;
+    added.data.ptr = peer.get();
+    {
+      std::lock_guard<std::mutex> lock(direct_peers_mutex_);
+      direct_peers_.emplace(peer.get(), peer);
+    }
+    ::epoll_ctl(direct_pollers_[next_direct_poller_++ % direct_pollers_.size()], EPOLL_CTL_ADD, connection, &added);
+  }
+}
+
+// Connections whose Curve handshake is not done within the handshake timeout are shut down; each
+// one's front end then sees the hang-up and closes it.
+void LeafServer::sweep_handshakes() {
+  if (!options_.curve.enabled()) return;
+  const auto deadline = std::chrono::steady_clock::now() - options_.handshake_timeout;
+  std::lock_guard<std::mutex> lock(direct_peers_mutex_);
+  for (const auto& [raw, peer] : direct_peers_) {
+    if (peer->authenticated || peer->accepted > deadline || peer->timed_out.exchange(true)) continue;
+    ::shutdown(peer->fd, SHUT_RDWR);
+    direct_refused_.Add({{"reason", "handshake_timeout"}}).Increment();
   }
 }
 

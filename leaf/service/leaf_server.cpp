@@ -185,7 +185,12 @@ LeafServer::LeafServer(LeafOptions options, std::shared_ptr<prometheus::Registry
                          .Name("warpsearch_leaf_curve_refused_total")
                          .Help("Connections refused: no Curve key on the allow-list")
                          .Register(*registry)
-                         .Add({})) {
+                         .Add({})),
+      direct_refused_(prometheus::BuildCounter()
+                          .Name("warpsearch_leaf_direct_refused_total")
+                          .Help("Direct search path connections closed or not taken, by reason (connections, "
+                                "unauthenticated, source, handshake_rate, handshake_timeout, descriptors)")
+                          .Register(*registry)) {
   try {
     sockets_->router.set(zmq::sockopt::linger, 0);
     if (options_.curve.enabled()) {

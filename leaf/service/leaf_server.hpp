@@ -25,6 +25,7 @@
 #include "leaf/gpu/gpu_runtime.hpp"
 #include "leaf/query/query_processor.hpp"
 #include "leaf/sched/scheduler.hpp"
+#include "leaf/service/direct_admission.hpp"
 
 namespace zmq {
 class message_t;
@@ -74,9 +75,14 @@ struct LeafOptions {
   // on) on HOST:PORT, beside the ROUTER; the status reply names its port. Empty: off.
   std::string search_listen;
   size_t search_threads = 1;  // the direct path's front ends, each serving the connections dealt to it
+  // What the direct path takes from strangers (direct_admission.hpp); `connections` is capped
+  // further by the descriptors the process has left when the path opens. A connection that has not
+  // finished its Curve handshake within `handshake_timeout` is closed.
+  DirectAdmission::Limits direct_limits{};
+  std::chrono::milliseconds handshake_timeout{3000};
   // --processor auto on a machine with a GPU: the CPU+GPU scheduler answers every search of an
   // index with GPU processors (calibrated on the first such index); absent: no scheduler.
-  std::optional<sched::SchedulerOptions> scheduler;
+  std::optional<sched::SchedulerOptions> scheduler{};
 };
 
 class LeafServer {
@@ -146,6 +152,13 @@ class LeafServer {
   uint16_t search_port_ = 0;                 // bound, for the status reply
   std::atomic<uint64_t> search_refused_{0};  // direct-path connections refused by the handshake
   uint64_t search_refused_reported_ = 0;
+  std::unique_ptr<DirectAdmission> admission_;  // made with the listener
+  // Front end 0's: the listener taken out of its epoll while the process has no descriptor left.
+  std::chrono::steady_clock::time_point accept_paused_until_{};
+  bool accept_paused_ = false;
+  std::chrono::steady_clock::time_point next_handshake_sweep_{};
+  void accept_direct(int poller);
+  void sweep_handshakes();
   std::unique_ptr<sched::Scheduler> scheduler_;
   std::atomic<bool> scheduler_calibrated_{false};
   std::mutex completions_mutex_;  // scheduler threads share the socket below
@@ -169,6 +182,7 @@ class LeafServer {
   prometheus::Counter& gpu_misses_;
   prometheus::Counter& gpu_evictions_;
   prometheus::Counter& curve_refused_;
+  prometheus::Family<prometheus::Counter>& direct_refused_;  // {reason}: DirectAdmission's, handshake_timeout, descriptors
   uint64_t curve_refused_reported_ = 0;
   std::mutex device_metrics_mutex_;
   const LoadedIndex* device_metrics_index_ = nullptr;  // the totals below are of this index

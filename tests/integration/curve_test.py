@@ -5,9 +5,12 @@ leaf's allow-list is refused (the leaf counts it in warpsearch_leaf_curve_refuse
 becomes ready; neither does a broker without Curve, nor one that expects another server key. The
 leaf's direct search path (--search-listen) is secured by the same keys: the allowed broker's
 searches go over it, and a client that connects to it without the Curve handshake gets nothing
-back, is disconnected and counted.
+back, is disconnected and counted. Strangers on the direct path cannot take the leaf: past
+--max-unauthenticated-per-source a source's connections are closed at once, unfinished handshakes
+are closed after --handshake-timeout-ms, and with the leaf's descriptors nearly spent the listener
+pauses instead of spinning; /healthz and the allowed broker's searches are answered throughout.
 usage: curve_test.py BUILD_DIR CRANFIELD_DIR"""
-import json, os, shutil, socket, struct, subprocess, sys, time
+import json, os, resource, shutil, socket, struct, subprocess, sys, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import Harness, http  # noqa: E402
@@ -111,6 +114,98 @@ try:
             fail("the %s broker became ready" % name)
     if http(allowed + "/readyz")[0] != 200:
         fail("the allowed broker lost its leaf")
+
+    # Strangers on the direct path of a second leaf with small limits.
+    leaf2_port, leaf2_http_port, search2_port = next_port(), next_port(), next_port()
+    leaf2 = start([leaf, "--index", os.path.join(work, "index"), "--listen", "tcp://127.0.0.1:%d" % leaf2_port,
+                   "--http", "127.0.0.1:%d" % leaf2_http_port, "--curve-keys", keys,
+                   "--search-listen", "127.0.0.1:%d" % search2_port, "--handshake-timeout-ms", "1000",
+                   "--max-unauthenticated", "40", "--max-unauthenticated-per-source", "4"], "leaf2.log")
+    leaf2_http = "http://127.0.0.1:%d" % leaf2_http_port
+    wait_until(lambda: http(leaf2_http + "/readyz")[0] == 200, 20, "the second leaf ready")
+    _, allowed2 = start_broker("allowed2", leaf2_port, keys)
+    wait_until(lambda: http(allowed2 + "/search?q=wing+%d&k=3" % time.time_ns())[0] == 200
+               and broker_requests(allowed2, "direct") >= 1, 20, "the second broker on the direct path")
+
+    def direct_refused(reason):
+        for line in http(leaf2_http + "/metrics")[1].splitlines():
+            if line.startswith('warpsearch_leaf_direct_refused_total{reason="%s"}' % reason):
+                return float(line.split()[1])
+        return 0
+
+    def flood(sources, each):
+        conns = []
+        for source in sources:
+            for _ in range(each):
+                c = socket.socket()
+                c.bind((source, 0))
+                c.settimeout(3)
+                try:
+                    c.connect(("127.0.0.1", search2_port))
+                except OSError:
+                    c.close()
+                    continue
+                conns.append(c)
+        return conns
+
+    def closed_by_leaf(c, wait):
+        c.settimeout(wait)
+        try:
+            return c.recv(1) == b""
+        except socket.timeout:
+            return False
+        except OSError:
+            return True
+
+    # One source, twelve connections, four kept: eight closed at once.
+    conns = flood(["127.0.0.2"], 12)
+    shut = sum(closed_by_leaf(c, 0.5) for c in conns)
+    if shut < 8 or direct_refused("source") < 8:
+        fail("a source past --max-unauthenticated-per-source 4: %d of 12 closed at once, %s counted"
+             % (shut, direct_refused("source")))
+    # The kept ones have no handshake: closed after --handshake-timeout-ms (1 s), not held.
+    started = time.time()
+    if not all(closed_by_leaf(c, 4) for c in conns) or time.time() - started > 3:
+        fail("connections without a handshake held %.1f s" % (time.time() - started))
+    for c in conns:
+        c.close()
+    wait_until(lambda: direct_refused("handshake_timeout") >= 4, 5, "the handshake deadlines counted")
+
+    # Twenty sources of eight: past --max-unauthenticated 40 closed at once; meanwhile /healthz and
+    # the allowed broker answer.
+    conns = flood(["127.0.0.%d" % i for i in range(10, 30)], 8)
+    started = time.time()
+    if http(leaf2_http + "/healthz")[0] != 200 or time.time() - started > 1:
+        fail("/healthz under a flood of strangers")
+    status, body = http(allowed2 + "/search?q=boundary+layer+flood&k=3")
+    if status != 200 or json.loads(body)["partial"]:
+        fail("the allowed broker's search under a flood: %d %s" % (status, body))
+    if direct_refused("unauthenticated") < 1:
+        fail("the --max-unauthenticated cap was not reached")
+    for c in conns:
+        c.close()
+
+    # The leaf's descriptors nearly spent: the listener pauses (counted) rather than spin a core.
+    used = len(os.listdir("/proc/%d/fd" % leaf2.pid))
+    old = resource.prlimit(leaf2.pid, resource.RLIMIT_NOFILE)
+    resource.prlimit(leaf2.pid, resource.RLIMIT_NOFILE, (used + 4, old[1]))
+    conns = flood(["127.0.0.%d" % i for i in range(40, 50)], 2)
+
+    def cpu_seconds():
+        fields = open("/proc/%d/stat" % leaf2.pid).read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    before, started = cpu_seconds(), time.time()
+    time.sleep(1.5)
+    spent = (cpu_seconds() - before) / (time.time() - started)
+    resource.prlimit(leaf2.pid, resource.RLIMIT_NOFILE, old)
+    for c in conns:
+        c.close()
+    if spent > 0.3:
+        fail("out of descriptors, the leaf spent %.0f%% of a core" % (100 * spent))
+    if direct_refused("descriptors") < 1:
+        fail("the pause for descriptors was not counted")
+    wait_until(lambda: http(allowed2 + "/search?q=heat+%d&k=3" % time.time_ns())[0] == 200, 10,
+               "searches after the descriptors came back")
     print("curve_test: all checks passed")
 finally:
     h.cleanup()
