@@ -44,8 +44,7 @@ DirectLeafLink::~DirectLeafLink() = default;
 
 void DirectLeafLink::follow(const std::vector<std::string>& endpoints) {
   for (auto it = links_.begin(); it != links_.end();) {
-    it = std::find(endpoints.begin(), endpoints.end(), it->first) == endpoints.end() ? links_.erase(it)
-                                                                                     : std::next(it);
+    it = std::find(endpoints.begin(), endpoints.end(), it->first) == endpoints.end() ? links_.erase(it) : std::next(it);
   }
 }
 
@@ -81,8 +80,9 @@ void DirectLeafLink::connect(const std::shared_ptr<Connection>& link) {
   boost::system::error_code ec;
   const asio::ip::address address = asio::ip::make_address(link->host, ec);
   if (!ec) {
-    link->socket.async_connect(asio::ip::tcp::endpoint(address, link->port),
-                               [this, weak = Weak(link)](boost::system::error_code ec) { connected(weak, ec.value()); });
+    link->socket.async_connect(
+        asio::ip::tcp::endpoint(address, link->port),
+        [this, weak = Weak(link)](boost::system::error_code ec) { connected(weak, ec.value()); });
     return;
   }
   link->resolver.async_resolve(
@@ -145,25 +145,25 @@ void DirectLeafLink::failed(const std::shared_ptr<Connection>& link, std::chrono
 }
 
 void DirectLeafLink::read(const std::shared_ptr<Connection>& link) {
-  link->socket.async_read_some(asio::buffer(link->buffer), [this, weak = Weak(link)](boost::system::error_code ec,
-                                                                                      size_t n) {
-    auto link = weak.lock();
-    if (!link) return;
-    if (ec) return failed(link);
-    link->in.append(link->buffer.data(), n);
-    size_t at = 0;
-    try {
-      while (auto body = transfer::next_stream_frame(link->in, at)) {
-        on_frame(link, *body);
-        if (!link->socket.is_open()) return;  // a write failed: the connection is remade
-      }
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "warp-broker: direct search path to %s: %s\n", link->endpoint.c_str(), e.what());
-      return failed(link);
-    }
-    link->in.erase(0, at);
-    read(link);
-  });
+  link->socket.async_read_some(
+      asio::buffer(link->buffer), [this, weak = Weak(link)](boost::system::error_code ec, size_t n) {
+        auto link = weak.lock();
+        if (!link) return;
+        if (ec) return failed(link);
+        link->in.append(link->buffer.data(), n);
+        size_t at = 0;
+        try {
+          while (auto body = transfer::next_stream_frame(link->in, at)) {
+            on_frame(link, *body);
+            if (!link->socket.is_open()) return;  // a write failed: the connection is remade
+          }
+        } catch (const std::exception& e) {
+          std::fprintf(stderr, "warp-broker: direct search path to %s: %s\n", link->endpoint.c_str(), e.what());
+          return failed(link);
+        }
+        link->in.erase(0, at);
+        read(link);
+      });
 }
 
 // The handshake's WELCOME and READY, then sealed (or, Curve off, plain) replies.

@@ -208,8 +208,8 @@ struct FanOut::Worker {
       const Clock::time_point sent_at = Clock::now();
       LeafLink& via = link_for(*replica);
       const kj::Array<capnp::word> words = capnp::messageToFlatArray(builder);
-      const bool sent =
-          via.send(*replica, std::string_view(reinterpret_cast<const char*>(words.asBytes().begin()), words.asBytes().size()));
+      const bool sent = via.send(
+          *replica, std::string_view(reinterpret_cast<const char*>(words.asBytes().begin()), words.asBytes().size()));
       ++(&via == direct_link.get() ? sent_by_path.direct : sent_by_path.zmq);
       if (sent) {
         ++replica->outstanding;

@@ -80,7 +80,8 @@ std::unique_ptr<http::Server> serve_http(const std::string& address, const Index
   if (address.empty()) return nullptr;
   const auto [host, port] = http::parse_host_port(address, "--metrics");
   return std::make_unique<http::Server>(
-      http::ServerOptions{.address = host, .port = port, .threads = 1}, [&metrics, &state](const http::Request& request) -> http::Response {
+      http::ServerOptions{.address = host, .port = port, .threads = 1},
+      [&metrics, &state](const http::Request& request) -> http::Response {
         if (request.path == "/metrics") return {200, "text/plain; version=0.0.4", metrics.text()};
         if (request.path == "/healthz") return {200, "application/json", R"({"status":"ok"})"};
         if (request.path == "/readyz") {

@@ -142,8 +142,8 @@ class Session : public std::enable_shared_from_this<Session> {
   // The request as its header gives it (no body): what `admit` and the handler see.
   Request head_of(const beast::http::request_parser<beast::http::string_body>::value_type& message) const {
     Request request;
-    request.method = message.method() == beast::http::verb::head ? std::string("GET")
-                                                                   : std::string(message.method_string());
+    request.method =
+        message.method() == beast::http::verb::head ? std::string("GET") : std::string(message.method_string());
     request.target = std::string(message.target());
     if (auto it = message.find(beast::http::field::authorization); it != message.end()) {
       request.authorization = std::string(it->value());
@@ -197,7 +197,9 @@ class Session : public std::enable_shared_from_this<Session> {
     const uint64_t room = parser_->content_length() ? *parser_->content_length() : server_->options.max_body_bytes;
     if (!server_->hold_body(room)) {
       ++server_->bodies_refused;
-      return refuse({503, "application/json", R"({"error":"too many request bodies in progress, retry"})",
+      return refuse({503,
+                     "application/json",
+                     R"({"error":"too many request bodies in progress, retry"})",
                      {{"Retry-After", "1"}}});
     }
     body_held_ = room;
@@ -244,7 +246,7 @@ class Session : public std::enable_shared_from_this<Session> {
     head_ = message.method() == beast::http::verb::head;
     Request request = head_of(message);
     request.body = message.body();
-    release_body();  // read: it is the handler's now
+    release_body();           // read: it is the handler's now
     stream_.expires_never();  // nothing is read while the handler works
     // Exactly once, from any thread, back onto this connection's thread.
     auto answered = std::make_shared<std::atomic<bool>>(false);
@@ -403,7 +405,7 @@ Server::~Server() {
 }
 
 ServerStats Server::stats() const {
-  return {impl_->open.load(),    impl_->total.load(),          impl_->refused.load(),
+  return {impl_->open.load(),     impl_->total.load(),          impl_->refused.load(),
           impl_->timeouts.load(), impl_->bodies_refused.load(), impl_->refused_on_header.load()};
 }
 

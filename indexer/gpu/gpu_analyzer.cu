@@ -30,7 +30,6 @@ struct alignas(32) Slot {
 static_assert(sizeof(Slot) == 32);
 constexpr unsigned kBusy = 2;
 
-
 __device__ __forceinline__ bool is_token_byte(unsigned char c) {
   return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
 }
@@ -204,7 +203,6 @@ GpuTokenTable::~GpuTokenTable() {
   if (count_ != nullptr) cudaFree(count_);
   if (prefixes_ != nullptr) cudaFree(prefixes_);
 }
-
 
 GpuAnalyzer::GpuAnalyzer(GpuTokenTable& table, size_t max_token_bytes)
     : state_(std::make_unique<State>()),

@@ -28,8 +28,8 @@ void plan_threads(const PipelineOptions& options, BuildPlan& plan) {
   // pieces. GPU indexers always own their collections and take pieces.
   plan.parsers_index = options.indexers == 0;
   plan.indexers = plan.parsers_index ? 0 : options.indexers;
-  plan.parsers = options.parsers ? options.parsers
-                                 : std::max<size_t>(1, plan.threads - std::min(plan.threads - 1, plan.indexers));
+  plan.parsers =
+      options.parsers ? options.parsers : std::max<size_t>(1, plan.threads - std::min(plan.threads - 1, plan.indexers));
   plan.gpu_indexers = options.gpu_indexers;
   plan.cpu_slots = plan.parsers_index ? 1 : plan.indexers;
   plan.slots = plan.cpu_slots + plan.gpu_indexers;

@@ -20,8 +20,8 @@ inline constexpr size_t kHandOverPostings = size_t{1} << 16;
 struct BuildPlan {
   size_t threads = 0;  // at work at once in every phase
   size_t parsers = 0;
-  size_t indexers = 0;      // indexer threads owning collections (0: the parsers index)
-  size_t gpu_indexers = 0;  // GPU indexer threads
+  size_t indexers = 0;         // indexer threads owning collections (0: the parsers index)
+  size_t gpu_indexers = 0;     // GPU indexer threads
   bool parsers_index = false;  // every parser indexes its own chunks with an indexer of its own
   // Indexer slots: the CPU side (the parsers' own indexers as one slot, or the indexer threads),
   // then the GPU indexers; `cpu_indexers` is how many indexers hold postings on the CPU.

@@ -67,7 +67,8 @@ void GpuAnalysisStart::set_up_all(const PipelineOptions& options, size_t stem_to
 std::unique_ptr<GpuAnalyzer> GpuAnalysisStart::take(size_t parser, std::string& why) {
   if (table_failed_) std::shared_future<void>(started_).get();  // no GPU at all: the build fails with the reason
   if (plan_.gpu_unused) return nullptr;
-  if (analyzers_[parser] == nullptr) why = failures_[parser].empty() ? "the GPU analyzer could not be made" : failures_[parser];
+  if (analyzers_[parser] == nullptr)
+    why = failures_[parser].empty() ? "the GPU analyzer could not be made" : failures_[parser];
   return std::move(analyzers_[parser]);
 }
 
@@ -75,12 +76,8 @@ void GpuAnalysisStart::finish() {
   if (started_.valid()) started_.get();
 }
 
-double GpuAnalysisStart::ready_first() const {
-  return *std::min_element(ready_seconds_.begin(), ready_seconds_.end());
-}
+double GpuAnalysisStart::ready_first() const { return *std::min_element(ready_seconds_.begin(), ready_seconds_.end()); }
 
-double GpuAnalysisStart::ready_last() const {
-  return *std::max_element(ready_seconds_.begin(), ready_seconds_.end());
-}
+double GpuAnalysisStart::ready_last() const { return *std::max_element(ready_seconds_.begin(), ready_seconds_.end()); }
 
 }  // namespace warp::pipeline

@@ -139,8 +139,7 @@ MergeShape merge_shape(const BuildPlan& plan, size_t runs) {
   const uint64_t run_count = std::max<size_t>(runs, 1);
   MergeShape shape;
   shape.threads = merge_concurrency(plan.budget, run_count, plan.threads, open_files);
-  shape.buffer_bytes =
-      std::clamp<uint64_t>(plan.budget / (4 * shape.threads * run_count), kMinMergeBuffer, 1u << 20);
+  shape.buffer_bytes = std::clamp<uint64_t>(plan.budget / (4 * shape.threads * run_count), kMinMergeBuffer, 1u << 20);
   return shape;
 }
 
@@ -202,7 +201,8 @@ MergeOutput merge_runs(const BuildPlan& plan, const PipelineOptions& options, Do
       out.ranges[task] =
           merge_range(runs, lo, hi, shape.buffer_bytes, docs, span_starts, out.encoders, partition_dirs, task);
       // To the partitions' movers (long lists to blob files) while this thread encodes the next range.
-      for (uint32_t p = 0; p < parts; ++p) out.assemblies[p]->add_terms(out.ranges[task].lexicon[p], out.ranges[task].postings[p]);
+      for (uint32_t p = 0; p < parts; ++p)
+        out.assemblies[p]->add_terms(out.ranges[task].lexicon[p], out.ranges[task].postings[p]);
       return;
     }
     const uint32_t p = static_cast<uint32_t>(task);

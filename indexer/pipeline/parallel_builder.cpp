@@ -24,8 +24,9 @@ class BuildSpace {
  public:
   BuildSpace(const std::string& out_dir, const std::string& spill_dir)
       : out_dir_(out_dir),
-        spill_dir_(spill_dir.empty() ? (fs::temp_directory_path() / ("warp-runs-" + std::to_string(::getpid()))).string()
-                                     : spill_dir) {
+        spill_dir_(spill_dir.empty()
+                       ? (fs::temp_directory_path() / ("warp-runs-" + std::to_string(::getpid()))).string()
+                       : spill_dir) {
     fs::create_directories(spill_dir_);
   }
   ~BuildSpace() {

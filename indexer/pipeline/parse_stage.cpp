@@ -79,8 +79,7 @@ ParseOutput parse_inputs(const BuildPlan& plan, const PipelineOptions& options, 
   const auto share_besides = [&plan, in_flight](uint64_t used) -> uint64_t {
     used += in_flight;
     const uint64_t usable = plan.budget / 10 * 9;
-    return std::max<uint64_t>(usable > used ? (usable - used) / (plan.cpu_indexers + plan.gpu_indexers) : 0,
-                              64u << 10);
+    return std::max<uint64_t>(usable > used ? (usable - used) / (plan.cpu_indexers + plan.gpu_indexers) : 0, 64u << 10);
   };
   // Where the device inverts the chunks, each parser's run on it is sized with its analyzer, beside
   // the parsers (on a parser's thread its allocations had waited on the driver with the others'

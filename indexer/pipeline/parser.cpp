@@ -288,7 +288,8 @@ void Parser::take_gpu() {
     if (gpu_ == nullptr && !why.empty()) drop_gpu(why.c_str());
     if (gpu_ != nullptr && plan_.own_takes_all && gpu_->run_capacity() > 0) {  // its run on the device
       gpu_run_ = std::make_unique<GpuRun>(
-          *gpu_, [this](const std::vector<GpuRun::Chunk>& kept, const RunOnDevice::Sink& sink) { replay_chunks(kept, sink); },
+          *gpu_,
+          [this](const std::vector<GpuRun::Chunk>& kept, const RunOnDevice::Sink& sink) { replay_chunks(kept, sink); },
           options_.gpu_analysis_fail_run_step);
       own_->set_run_on_device(gpu_run_.get());
     }
@@ -332,8 +333,9 @@ void Parser::analyze_chunk(DocId base, std::vector<Piece>& out) {
     stems_.clear();
     uint32_t length = 0;
     const bool by_gpu =
-        device_inverts_ ? take_document_tokens(*gpu_, d, next_token, analyzer_, stems_, length, folded_, misses_)
-                        : gpu_ != nullptr && take_document_stems(*gpu_, d, next_token, analyzer_, stems_, folded_, misses_);
+        device_inverts_
+            ? take_document_tokens(*gpu_, d, next_token, analyzer_, stems_, length, folded_, misses_)
+            : gpu_ != nullptr && take_document_stems(*gpu_, d, next_token, analyzer_, stems_, folded_, misses_);
     if (by_gpu) {
       ++on_gpu_;
     } else {

@@ -46,11 +46,11 @@ struct ParseShared {
   SharedStemCache& shared_stems;
   GpuAnalysisStart& gpu_start;
   SplitTaker& split_taker;
-  PostingRouter* router;               // where parsers route their shared stems' postings
-  std::vector<uint32_t> owner;                   // trie collection → indexer slot
+  PostingRouter* router;                                     // where parsers route their shared stems' postings
+  std::vector<uint32_t> owner;                               // trie collection → indexer slot
   std::vector<std::unique_ptr<BoundedQueue<Piece>>> pieces;  // by slot
-  std::function<uint64_t()> share;               // an indexer's share of the budget now
-  std::vector<std::vector<RunInfo>> parser_runs;  // by parser: its own indexer's runs
+  std::function<uint64_t()> share;                           // an indexer's share of the budget now
+  std::vector<std::vector<RunInfo>> parser_runs;             // by parser: its own indexer's runs
   std::atomic<uint64_t> runs_written{0}, bytes_read{0};
 
   // A failed build: the first failure is kept, everybody stops.
@@ -61,8 +61,8 @@ struct ParseShared {
   // The GPU analysis, summed over parsers. A GPU that fails during the build (a CUDA error, out
   // of memory) leaves the rest of the analysis to the CPU: every parser drops it, the first
   // failure's reason is reported.
-  std::atomic<uint64_t> gpu_documents{0}, gpu_cpu_documents{0}, gpu_early_documents{0}, gpu_misses{0},
-      gpu_tokens{0}, gpu_run_postings{0};
+  std::atomic<uint64_t> gpu_documents{0}, gpu_cpu_documents{0}, gpu_early_documents{0}, gpu_misses{0}, gpu_tokens{0},
+      gpu_run_postings{0};
   std::atomic<double> gpu_seconds{0};
   std::atomic<bool> gpu_failed{false};
   void record_gpu_failure(const char* why);

@@ -9,7 +9,6 @@
 
 namespace warp::sched {
 
-
 // Under `mutex`: the submitted queries join the core's queues; returns the parked threads to wake
 // for them (woken by the caller once `mutex` is released, so they do not wake into a held lock).
 std::vector<Scheduler::State::Parker*> Scheduler::State::drain() {

@@ -29,11 +29,11 @@ struct DirectPeer {
   void write_plain(std::string_view body);
 
   const int fd;
-  const bool secure;  // Curve on: the first frames must be a HELLO, then an INITIATE
-  const std::string source;                            // the peer's address (DirectAdmission)
+  const bool secure;         // Curve on: the first frames must be a HELLO, then an INITIATE
+  const std::string source;  // the peer's address (DirectAdmission)
   const std::chrono::steady_clock::time_point accepted;
-  std::atomic<bool> authenticated{false};  // the handshake done (Curve off: never needed)
-  std::atomic<bool> timed_out{false};      // closed for its handshake's deadline
+  std::atomic<bool> authenticated{false};              // the handshake done (Curve off: never needed)
+  std::atomic<bool> timed_out{false};                  // closed for its handshake's deadline
   std::optional<transfer::ServerHandshake> handshake;  // in progress (the front end's alone)
   std::optional<transfer::SecureSession> session;      // set by the front end after the handshake
   std::string in;                                      // bytes read, not yet whole frames

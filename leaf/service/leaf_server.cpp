@@ -94,7 +94,6 @@ struct LeafServer::Queue {
   std::atomic<size_t> size{0};
 };
 
-
 struct LeafServer::Sockets {
   zmq::context_t context{1};
   zmq::socket_t router{context, zmq::socket_type::router};

@@ -182,7 +182,8 @@ class LeafServer {
   prometheus::Counter& gpu_misses_;
   prometheus::Counter& gpu_evictions_;
   prometheus::Counter& curve_refused_;
-  prometheus::Family<prometheus::Counter>& direct_refused_;  // {reason}: DirectAdmission's, handshake_timeout, descriptors
+  prometheus::Family<prometheus::Counter>&
+      direct_refused_;  // {reason}: DirectAdmission's, handshake_timeout, descriptors
   uint64_t curve_refused_reported_ = 0;
   std::mutex device_metrics_mutex_;
   const LoadedIndex* device_metrics_index_ = nullptr;  // the totals below are of this index

@@ -415,7 +415,8 @@ TEST(GpuBatching, ExecutorsPolledFromOneThreadGiveTheCpusAnswers) {
       if (running[e] == SIZE_MAX) {
         if (next >= queries.size()) continue;
         running[e] = next;
-        executors[e]->start(std::span<const PreparedQuery>(prepared).subspan(next, std::min(kSpan, queries.size() - next)));
+        executors[e]->start(
+            std::span<const PreparedQuery>(prepared).subspan(next, std::min(kSpan, queries.size() - next)));
         next += kSpan;
       }
       ++polls;

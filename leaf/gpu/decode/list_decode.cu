@@ -160,9 +160,8 @@ void launch_decode_list(const DeviceList& list, const uint8_t* mask, uint32_t* d
 
 // A kernel compiled for the list's codec (kCodec) where its frequencies use the usual codec, else
 // the kernel that follows the codecs at run time.
-void launch_decode(const DeviceList& list, const uint8_t* mask, uint32_t* docs, uint32_t* freqs,
-                          float* accumulators, const float* norms, uint32_t doc_begin, float weight, Counters* counters,
-                          cudaStream_t stream) {
+void launch_decode(const DeviceList& list, const uint8_t* mask, uint32_t* docs, uint32_t* freqs, float* accumulators,
+                   const float* norms, uint32_t doc_begin, float weight, Counters* counters, cudaStream_t stream) {
   if (list.block_count == 0) return;
   const auto go = [&]<int BS, uint32_t kCodec>() {
     launch_decode_list<BS, kCodec>(list, mask, docs, freqs, accumulators, norms, doc_begin, weight, counters, stream);

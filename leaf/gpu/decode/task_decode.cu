@@ -106,9 +106,9 @@ __global__ void __launch_bounds__(kWarpsPerThreadBlock * 32)
 }  // namespace
 
 void launch_decode_tasks(uint32_t block_size, const Task* tasks, uint32_t task_count, uint32_t block_total,
-                                uint8_t* masks, TaskOutput output, uint32_t* docs_out, float* scores_out,
-                                uint32_t* query_out, float* accumulators, size_t accumulator_stride, const float* norms,
-                                uint32_t doc_begin, Counters* counters, cudaStream_t stream) {
+                         uint8_t* masks, TaskOutput output, uint32_t* docs_out, float* scores_out, uint32_t* query_out,
+                         float* accumulators, size_t accumulator_stride, const float* norms, uint32_t doc_begin,
+                         Counters* counters, cudaStream_t stream) {
   if (block_total == 0) return;
   const uint32_t grid = (block_total + kWarpsPerThreadBlock - 1) / kWarpsPerThreadBlock;
   auto kernel = block_size == 256 ? decode_tasks_kernel<256> : decode_tasks_kernel<128>;

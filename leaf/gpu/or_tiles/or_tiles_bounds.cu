@@ -187,11 +187,11 @@ void launch_sparse_maxima(uint32_t block_size, uint32_t grid, const SparseList* 
                           const float* norms, uint32_t doc_begin, uint32_t slices, uint32_t* sparse_maxima,
                           SparsePostings out, QueryScratch* scratch, cudaStream_t stream) {
   if (block_size == 256) {
-    sparse_maxima_kernel<256><<<grid, 256, 0, stream>>>(sparse, sizes, norms, doc_begin, slices, sparse_maxima, out,
-                                                        scratch);
+    sparse_maxima_kernel<256>
+        <<<grid, 256, 0, stream>>>(sparse, sizes, norms, doc_begin, slices, sparse_maxima, out, scratch);
   } else {
-    sparse_maxima_kernel<128><<<grid, 128, 0, stream>>>(sparse, sizes, norms, doc_begin, slices, sparse_maxima, out,
-                                                        scratch);
+    sparse_maxima_kernel<128>
+        <<<grid, 128, 0, stream>>>(sparse, sizes, norms, doc_begin, slices, sparse_maxima, out, scratch);
   }
   WARP_CUDA_CHECK_LAUNCH();
 }

@@ -87,8 +87,8 @@ struct SparsePostings {
 // maxima, the exact maxima of a sparse list, or else the largest block-max among the blocks
 // overlapping the slice (stored bounds scaled by `bound_scale`).
 __device__ inline float list_slice_bound(const DeviceList& list, float bound_scale, uint32_t sparse_slot,
-                                  const uint32_t* sparse_maxima, uint32_t slices, uint32_t slice, uint32_t doc_begin,
-                                  uint32_t doc_count) {
+                                         const uint32_t* sparse_maxima, uint32_t slices, uint32_t slice,
+                                         uint32_t doc_begin, uint32_t doc_count) {
   if (list.slice_max != nullptr) return unit_bound_dev(list.slice_max[slice] * list.slice_scale, bound_scale);
   if (sparse_slot != kDenseList) return __uint_as_float(sparse_maxima[size_t{sparse_slot} * slices + slice]);
   const uint32_t first = doc_begin + slice * kSliceDocs;
