@@ -153,7 +153,14 @@ void DirectLeafLink::read(const std::shared_ptr<Connection>& link) {
         link->in.append(link->buffer.data(), n);
         size_t at = 0;
         try {
-          while (auto body = transfer::next_stream_frame(link->in, at)) {
+          for (;;) {
+            // Until READY, nothing longer than a handshake message: a fake leaf cannot make the
+            // broker hold a large frame for it.
+            if (link->handshake && transfer::handshake_frame_too_long(link->in, at)) {
+              throw Error("a frame longer than a handshake message before the handshake's end");
+            }
+            const auto body = transfer::next_stream_frame(link->in, at);
+            if (!body) break;
             on_frame(link, *body);
             if (!link->socket.is_open()) return;  // a write failed: the connection is remade
           }

@@ -15,13 +15,13 @@ namespace {
 using Key = std::array<uint8_t, 32>;
 using Nonce = std::array<uint8_t, crypto_box_NONCEBYTES>;
 
-constexpr std::string_view kHello = "WSH2", kWelcome = "WSW2", kInitiate = "WSI2", kReady = "WSR2";
-constexpr size_t kHelloPadding = 64;                                                 // zeros, as CurveZMQ's
-constexpr size_t kHelloSize = 4 + 32 + 8 + crypto_box_MACBYTES + kHelloPadding;      // 124
-constexpr size_t kWelcomeSize = 4 + 16 + crypto_box_MACBYTES + 32;                   // 68
-constexpr size_t kVouchSize = crypto_box_MACBYTES + 64;                              // box[C' S]
-constexpr size_t kInitiateBoxed = 16 + kVouchSize;                                   // vouch's nonce, vouch
-constexpr size_t kInitiateSize = 4 + 32 + 8 + crypto_box_MACBYTES + kInitiateBoxed;  // 156
+constexpr std::string_view kHello = "WSH2", kWelcome = "WSW2", kInitiate = "WSI3", kReady = "WSR2";
+constexpr size_t kHelloPadding = 64;                                             // zeros, as CurveZMQ's
+constexpr size_t kHelloSize = 4 + 32 + 8 + crypto_box_MACBYTES + kHelloPadding;  // 124
+constexpr size_t kWelcomeSize = 4 + 16 + crypto_box_MACBYTES + 32;               // 68
+constexpr size_t kVouchSize = crypto_box_MACBYTES + 64;                          // box[C' S]
+constexpr size_t kInitiateBoxed = 32 + 16 + kVouchSize;                          // C, the vouch's nonce, the vouch
+constexpr size_t kInitiateSize = 4 + 8 + crypto_box_MACBYTES + kInitiateBoxed;   // 156
 static_assert(kHelloSize <= kMaxHandshakeFrame && kInitiateSize <= kMaxHandshakeFrame);
 
 // Each box under a nonce of its kind: a prefix naming the step, then random bytes. Session frames'
@@ -183,10 +183,12 @@ std::optional<std::string> ClientHandshake::welcome(std::string_view welcome) {
   uint8_t vouched[64];
   std::memcpy(vouched, temporary_public_.data(), 32);
   std::memcpy(vouched + 32, server_public_.data(), 32);
+  // Inside the INITIATE's box, as CurveZMQ has it: C (never in clear), the vouch's nonce, the vouch.
   uint8_t inner[kInitiateBoxed];
-  randombytes_buf(inner, 16);
-  const Nonce vouch_nonce = step_nonce(kVouchNonce, inner, 16);
-  if (crypto_box_easy(inner + 16, vouched, sizeof vouched, vouch_nonce.data(), server_temporary.data(),
+  std::memcpy(inner, own_public_.data(), 32);
+  randombytes_buf(inner + 32, 16);
+  const Nonce vouch_nonce = step_nonce(kVouchNonce, inner + 32, 16);
+  if (crypto_box_easy(inner + 48, vouched, sizeof vouched, vouch_nonce.data(), server_temporary.data(),
                       own_secret_.data()) != 0) {
     return std::nullopt;
   }
@@ -201,7 +203,6 @@ std::optional<std::string> ClientHandshake::welcome(std::string_view welcome) {
   session_ = session_of(server_temporary.data(), temporary_secret_.data(), /*client=*/true);
   if (!session_) return std::nullopt;
   std::string initiate(kInitiate);
-  append(initiate, own_public_.data(), 32);
   append(initiate, random_initiate, sizeof random_initiate);
   append(initiate, boxed, sizeof boxed);
   return initiate;
@@ -253,24 +254,32 @@ std::optional<std::string> ServerHandshake::hello(std::string_view hello) {
   return welcome;
 }
 
+bool handshake_frame_too_long(std::string_view buffer, size_t at) {
+  static_assert(kMaxHandshakeFrame < 256);
+  if (buffer.size() < at + 4) return false;
+  return static_cast<uint8_t>(buffer[at + 1]) + static_cast<uint8_t>(buffer[at + 2]) +
+             static_cast<uint8_t>(buffer[at + 3]) !=
+         0;
+}
+
 std::optional<ServerAccepted> ServerHandshake::initiate(std::string_view initiate) {
   if (!welcomed_ || initiate.size() != kInitiateSize || initiate.substr(0, 4) != kInitiate) return std::nullopt;
   welcomed_ = false;  // one INITIATE a HELLO, good or bad
-  const uint8_t* client_public = bytes(initiate.substr(4));
-  const uint8_t* random = client_public + 32;
-  const bool listed = std::any_of(allowed_.begin(), allowed_.end(), [&](const std::string& z85) {
-    return z85.size() == 40 && sodium_memcmp(decode(z85).data(), client_public, 32) == 0;
-  });
-  if (!listed) return std::nullopt;
+  const uint8_t* random = bytes(initiate.substr(4));
   const Nonce nonce = step_nonce(kInitiateNonce, random, 8);
   uint8_t inner[kInitiateBoxed];
   if (crypto_box_open_easy(inner, random + 8, crypto_box_MACBYTES + kInitiateBoxed, nonce.data(),
                            client_temporary_.data(), temporary_secret_.data()) != 0) {
     return std::nullopt;
   }
-  const Nonce vouch_nonce = step_nonce(kVouchNonce, inner, 16);
+  const uint8_t* client_public = inner;  // C, read only from inside the box
+  const bool listed = std::any_of(allowed_.begin(), allowed_.end(), [&](const std::string& z85) {
+    return z85.size() == 40 && sodium_memcmp(decode(z85).data(), client_public, 32) == 0;
+  });
+  if (!listed) return std::nullopt;
+  const Nonce vouch_nonce = step_nonce(kVouchNonce, inner + 32, 16);
   uint8_t vouched[64];
-  if (crypto_box_open_easy(vouched, inner + 16, kVouchSize, vouch_nonce.data(), client_public,
+  if (crypto_box_open_easy(vouched, inner + 48, kVouchSize, vouch_nonce.data(), client_public,
                            temporary_secret_.data()) != 0) {
     return std::nullopt;
   }

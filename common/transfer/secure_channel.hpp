@@ -8,9 +8,10 @@
 // kind (below), so no box of one step opens as another's:
 //   HELLO     client → server: "WSH2" C' n box[64 zero bytes](c' → S)       (to S, from a holder of c')
 //   WELCOME   server → client: "WSW2" n box[S'](s → C')                     (only s makes it for C')
-//   INITIATE  client → server: "WSI2" C n box[n' vouch](c' → S'),  vouch = box[C' S](c → S')
+//   INITIATE  client → server: "WSI3" n box[C n' vouch](c' → S'),  vouch = box[C' S](c → S')
 //   READY     server → client: the first sealed frame, "WSR2"
-// The server takes C only from its allow-list, and only on a vouch: a box from c for its fresh S',
+// C travels only inside the INITIATE's box (as in RFC 26: an eavesdropper does not learn which
+// broker connects). The server takes C only from its allow-list, and only on a vouch: a box from c for its fresh S',
 // which a recorded handshake cannot replay. The client takes the server only on a WELCOME boxed
 // for its fresh C', which a thief of the client's own secret cannot make (a WELCOME boxed from s to
 // C, as the first version of this handshake had it, could be made with c alone, and a HELLO's box
@@ -65,6 +66,10 @@ class SecureSession {
 // Handshake messages are at most this long: before its handshake is done, a server reads no longer
 // frame (a stranger cannot make it hold a large one).
 inline constexpr size_t kMaxHandshakeFrame = 255;
+// Whether the frame starting at `at` of `buffer` announces more than kMaxHandshakeFrame bytes (its
+// length's first byte read; false while fewer than 4 bytes are in): before its handshake is done,
+// neither side holds more than a handshake message for a peer.
+bool handshake_frame_too_long(std::string_view buffer, size_t at);
 
 // The client's side: hello(), then welcome() on the server's WELCOME gives the INITIATE to send,
 // then ready() on the server's first frame gives the session.

@@ -187,11 +187,7 @@ void LeafServer::direct_front_end(size_t index) {
         while (!closed) {
           // Before the handshake is done nothing longer than its messages (kMaxHandshakeFrame,
           // 255 bytes) is read: a stranger cannot make the leaf hold a large frame for it.
-          static_assert(transfer::kMaxHandshakeFrame < 256);
-          if (peer->secure && !peer->session && peer->in.size() - at >= 4 &&
-              static_cast<uint8_t>(peer->in[at + 1]) + static_cast<uint8_t>(peer->in[at + 2]) +
-                      static_cast<uint8_t>(peer->in[at + 3]) !=
-                  0) {
+          if (peer->secure && !peer->session && transfer::handshake_frame_too_long(peer->in, at)) {
             ++search_refused_;
             closed = true;
             break;

@@ -173,6 +173,7 @@ try:
 
     # Twenty sources of eight: past --max-unauthenticated 40 closed at once; meanwhile /healthz and
     # the allowed broker answer.
+    fds_before = len(os.listdir("/proc/%d/fd" % leaf2.pid))
     conns = flood(["127.0.0.%d" % i for i in range(10, 30)], 8)
     started = time.time()
     if http(leaf2_http + "/healthz")[0] != 200 or time.time() - started > 1:
@@ -186,9 +187,18 @@ try:
         c.close()
 
     # The leaf's descriptors nearly spent: the listener pauses (counted) rather than spin a core.
-    used = len(os.listdir("/proc/%d/fd" % leaf2.pid))
+    # First the flood's connections closed on the leaf's side too (their places given back).
+    wait_until(lambda: len(os.listdir("/proc/%d/fd" % leaf2.pid)) <= fds_before + 2, 10,
+               "the leaf to close the flood's connections")
+    # A new descriptor takes the lowest free number, refused at the limit: the limit that leaves
+    # exactly four free numbers below it (open descriptors may sit above it, past earlier floods).
+    open_fds = {int(name) for name in os.listdir("/proc/%d/fd" % leaf2.pid)}
+    used, limit, free = len(open_fds), 0, 0
+    while free < 4:
+        free += limit not in open_fds
+        limit += 1
     old = resource.prlimit(leaf2.pid, resource.RLIMIT_NOFILE)
-    resource.prlimit(leaf2.pid, resource.RLIMIT_NOFILE, (used + 4, old[1]))
+    resource.prlimit(leaf2.pid, resource.RLIMIT_NOFILE, (limit, old[1]))
     conns = flood(["127.0.0.%d" % i for i in range(40, 50)], 2)
 
     def cpu_seconds():
@@ -203,7 +213,9 @@ try:
     if spent > 0.3:
         fail("out of descriptors, the leaf spent %.0f%% of a core" % (100 * spent))
     if direct_refused("descriptors") < 1:
-        fail("the pause for descriptors was not counted")
+        fail("the pause for descriptors was not counted (%d fds used, limit %d; refused: %s)" % (
+            used, limit, {r: direct_refused(r) for r in ("connections", "unauthenticated", "source",
+                                                            "handshake_timeout", "descriptors")}))
     wait_until(lambda: http(allowed2 + "/search?q=heat+%d&k=3" % time.time_ns())[0] == 200, 10,
                "searches after the descriptors came back")
     print("curve_test: all checks passed")

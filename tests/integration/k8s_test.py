@@ -6,7 +6,8 @@ and @kubernetes-models/prometheus-operator, installed from npm into the build di
 tests/k8s/validate.mjs); then cross-checks: every container argument that is a flag is one its
 binary accepts (asked with --help), every $(VAR) resolves, every probe's port is a container port
 the binary listens on and its path one the binary serves, every Service and monitor selects pods
-and names ports they have, every ConfigMap and Secret referenced is defined, PDBs, HPAs and
+and names ports they have, every ConfigMap and Secret referenced is defined, each Curve Secret holds
+one role's secret key alone, every overlay's broker reads bearer tokens from a mounted Secret, PDBs, HPAs and
 NetworkPolicies select what exists, every pod runs hardened (non-root, read-only root, no
 privilege escalation, capabilities dropped), the broker names every partition the indexer builds
 and each has its leaves, the GPU overlay's leaves ask for a GPU, and the PrometheusRule holds
@@ -40,6 +41,9 @@ try:
     shutil.copytree(os.path.join(source, "k8s"), tree, ignore=shutil.ignore_patterns("keys"))
     subprocess.run([binaries["warp-indexer"], "keys", "--out", os.path.join(tree, "components/curve/keys")], check=True,
                    stdout=subprocess.DEVNULL)
+    os.makedirs(os.path.join(tree, "components/search-tokens/tokens"))
+    with open(os.path.join(tree, "components/search-tokens/tokens/tokens"), "w") as f:
+        f.write("a-search-token\n")
     validator = os.path.join(build, "k8s-validate")
     if not os.path.isdir(os.path.join(validator, "node_modules/@kubernetes-models/prometheus-operator")):
         os.makedirs(validator, exist_ok=True)
@@ -113,6 +117,11 @@ try:
                     for item in volume["secret"].get("items", []):
                         if item["key"] not in secrets[volume["secret"]["secretName"]]:
                             fail("%s: Secret %s has no key %s" % (where(w), volume["secret"]["secretName"], item["key"]))
+                if "secret" in volume and volume["secret"]["secretName"].startswith("warpsearch-curve-"):
+                    own = [k for k in secrets[volume["secret"]["secretName"]] if k.endswith(".key")]
+                    if len(own) != 1:
+                        fail("%s: Curve Secret %s holds the secret keys %s: one role's alone expected"
+                             % (where(w), volume["secret"]["secretName"], own))
                 if "configMap" in volume and volume["configMap"]["name"] not in configmaps:
                     fail("%s: ConfigMap %s is not defined" % (where(w), volume["configMap"]["name"]))
             for c in pod["containers"]:
@@ -146,6 +155,13 @@ try:
                     if arg.startswith("--") and arg not in flags:
                         fail("%s: %s does not accept %s (its --help lists %s)" % (where(w), binary, arg, sorted(flags)))
                 value = lambda flag: args[args.index(flag) + 1] if flag in args else None
+                if binary == "warp-broker":  # the search API closed by default: tokens from a mounted Secret
+                    tokens = value("--auth-tokens")
+                    mounts = {m["mountPath"]: m["name"] for m in c.get("volumeMounts", [])}
+                    holder = next((volumes.get(name) for path, name in mounts.items()
+                                   if tokens and tokens.startswith(path.rstrip("/") + "/")), None)
+                    if not tokens or not holder or "secret" not in holder:
+                        fail("%s: the broker needs --auth-tokens from a mounted Secret (overlay %s)" % (where(w), overlay))
                 resolve = lambda text: re.sub(r"\$\(([A-Z0-9_]+)\)", lambda m: next(
                     (cm[m.group(1)] for cm in configmaps.values() if m.group(1) in cm), m.group(0)), text)
                 ports = {p["name"]: p["containerPort"] for p in c.get("ports", [])}

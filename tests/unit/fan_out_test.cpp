@@ -178,19 +178,28 @@ class FakeLeaf {
 // one loop.
 class FanOutTest : public ::testing::Test {
  protected:
-  void start(const std::vector<std::string>& specs, bool direct = false) {
+  // `ports`: how many replicas offer a direct search port (their status names it).
+  void start(const std::vector<std::string>& specs, bool direct = false, size_t ports = 0) {
     cluster_ = std::make_unique<Cluster>(specs);
     // Made first, as the broker does: its sockets connect while the status poll finds the leaves.
     fan_out_ = std::make_unique<FanOut>(*cluster_, pool_, 1, direct);
-    const auto deadline = std::chrono::steady_clock::now() + 10s;
-    while (!cluster_->ready() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(20ms);
-    ASSERT_TRUE(cluster_->ready()) << "the fake leaves never answered the status poll";
-    if (direct) {  // the status poll names the search ports: wait for every replica's
-      while (cluster_->describe().dump().find("\"search_port\":0") != std::string::npos &&
-             std::chrono::steady_clock::now() < deadline) {
-        std::this_thread::sleep_for(20ms);
+    // Every replica healthy (cluster ready needs one a partition: a failover needs them all), and
+    // the direct search ports known.
+    const auto every_replica = [&] {
+      const nlohmann::json described = cluster_->describe();
+      size_t known_ports = 0;
+      for (const auto& partition : described["partitions"]) {
+        for (const auto& replica : partition["replicas"]) {
+          if (!replica["healthy"].get<bool>()) return false;
+          known_ports += replica.contains("search_port");
+        }
       }
-    }
+      return known_ports >= ports;
+    };
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (!every_replica() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(20ms);
+    ASSERT_TRUE(every_replica()) << "the fake leaves never all answered the status poll: "
+                                 << cluster_->describe().dump();
     std::this_thread::sleep_for(100ms);  // the fan-out's own connections up
   }
   void TearDown() override {
@@ -295,7 +304,7 @@ TEST_F(FanOutTest, ALeafThatDropsItsDirectConnectionMidQueryIsReplacedAtOnce) {
   // replica answers slowly, so that the dying one stays the first choice.
   FakeLeaf dying(Behaviour::kDropDirect, 0, {1}, 2, /*direct=*/true),
       good(Behaviour::kAnswer, 0, {7}, 6, /*direct=*/false, 30ms);
-  start({"0=" + dying.endpoint() + "," + good.endpoint()}, /*direct=*/true);
+  start({"0=" + dying.endpoint() + "," + good.endpoint()}, /*direct=*/true, /*ports=*/1);
   bool moved = false;
   for (int i = 0; i < 50 && !moved; ++i) {
     const int before = dying.searches();

@@ -278,3 +278,38 @@ TEST(SecureChannel, AlteredReplayedReorderedOrReflectedFramesFail) {
 
 }  // namespace
 }  // namespace warp::transfer
+
+namespace warp::transfer {
+namespace {
+
+// The client's long-term key never travels in clear: an INITIATE does not hold its 32 bytes, and
+// one whose box is altered is refused before the key inside is read.
+TEST(SecureChannel, TheClientsLongTermKeyIsOnlyInsideTheInitiatesBox) {
+  const CurveKeyPair server_keys = generate_curve_key_pair(), client_keys = generate_curve_key_pair();
+  const std::vector<std::string> allowed{client_keys.public_key};
+  ServerHandshake server(server_keys, allowed);
+  ClientHandshake client(client_keys, server_keys.public_key);
+  const auto welcome = server.hello(client.hello());
+  ASSERT_TRUE(welcome.has_value());
+  const auto initiate = client.welcome(*welcome);
+  ASSERT_TRUE(initiate.has_value());
+  const auto key = raw(client_keys.public_key);
+  const std::string client_public(reinterpret_cast<const char*>(key.data()), key.size());
+  EXPECT_EQ(initiate->find(client_public), std::string::npos) << "the broker's key in clear in the INITIATE";
+  ASSERT_TRUE(server.initiate(*initiate).has_value());
+}
+
+TEST(SecureChannel, AFrameLongerThanAHandshakeMessageIsSeenFromItsLength) {
+  std::string stream;
+  append_stream_frame(stream, std::string(kMaxHandshakeFrame, 'h'));
+  EXPECT_FALSE(handshake_frame_too_long(stream, 0));
+  append_stream_frame(stream, std::string(kMaxHandshakeFrame + 1, 'x'));
+  EXPECT_TRUE(handshake_frame_too_long(stream, 4 + kMaxHandshakeFrame));
+  EXPECT_FALSE(handshake_frame_too_long(stream.substr(0, 4 + kMaxHandshakeFrame + 3), 4 + kMaxHandshakeFrame))
+      << "three bytes of a length are not yet a length";
+  std::string huge("\x00\x00\x00\x04", 4);  // 64 MiB announced
+  EXPECT_TRUE(handshake_frame_too_long(huge, 0));
+}
+
+}  // namespace
+}  // namespace warp::transfer
