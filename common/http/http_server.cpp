@@ -121,6 +121,7 @@ class Session : public std::enable_shared_from_this<Session> {
   // the idle timeout; from them on (and from the connection's start) the request has the request
   // timeout, one expiry for header and body: a client trickling bytes cannot hold it longer.
   void read(bool kept_alive) {
+    admitted_.reset();
     parser_.emplace();
     parser_->header_limit(static_cast<uint32_t>(server_->options.max_header_bytes));
     parser_->body_limit(server_->options.max_body_bytes);
@@ -184,7 +185,8 @@ class Session : public std::enable_shared_from_this<Session> {
     }
     // Admitted on its header (the broker's tokens), before a byte of its body is read or held.
     if (server_->options.admit) {
-      if (std::optional<Response> refusal = server_->options.admit(head_of(header))) {
+      admitted_ = head_of(header);  // kept for the handler: the target is parsed once
+      if (std::optional<Response> refusal = server_->options.admit(*admitted_)) {
         ++server_->refused_on_header;
         return refuse(std::move(*refusal));
       }
@@ -244,7 +246,8 @@ class Session : public std::enable_shared_from_this<Session> {
     // HEAD is GET without the body (RFC 9110 §9.3.2): the handler answers a GET, write() sends
     // the head alone, with the Content-Length of what a GET would have got.
     head_ = message.method() == beast::http::verb::head;
-    Request request = head_of(message);
+    Request request = admitted_ ? std::move(*admitted_) : head_of(message);
+    admitted_.reset();
     request.body = message.body();
     release_body();           // read: it is the handler's now
     stream_.expires_never();  // nothing is read while the handler works
@@ -309,7 +312,8 @@ class Session : public std::enable_shared_from_this<Session> {
   beast::flat_buffer buffer_;
   std::optional<beast::http::request_parser<beast::http::string_body>> parser_;
   std::string source_;
-  uint64_t body_held_ = 0;  // this request's room among the bodies in flight
+  std::optional<Request> admitted_;  // the request's head as `admit` saw it, until the handler gets it
+  uint64_t body_held_ = 0;           // this request's room among the bodies in flight
   bool keep_alive_ = false;
   bool head_ = false;  // the request being answered is a HEAD
 };

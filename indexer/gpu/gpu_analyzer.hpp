@@ -209,7 +209,7 @@ bool take_document_stems(GpuAnalyzer& gpu, size_t doc, uint32_t& next, Analyzer&
 bool take_document_tokens(GpuAnalyzer& gpu, size_t doc, uint32_t& next, Analyzer& analyzer,
                           std::vector<uint32_t>& own_stems, uint32_t& length, std::string& folded, uint64_t& misses);
 
-// True when this build has CUDA and the CUDA device numbered `device` exists; else false with the
+// True when this build has CUDA and a GPU of that ordinal exists; else false with the
 // reason in `why`.
 bool gpu_analysis_available(int device, std::string* why = nullptr);
 

@@ -48,7 +48,7 @@ class GpuInverter {
   double gpu_seconds_ = 0;
 };
 
-// True when this build has CUDA and the CUDA device numbered `device` exists; else false with the
+// True when this build has CUDA and a GPU of that ordinal exists; else false with the
 // reason in `why`.
 bool gpu_inverter_available(int device, std::string* why = nullptr);
 

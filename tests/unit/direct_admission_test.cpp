@@ -3,6 +3,10 @@
 // connections authenticate and close.
 #include "leaf/service/direct_admission.hpp"
 
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <filesystem>
 #include <string>
 
 #include "gtest/gtest.h"
@@ -86,9 +90,22 @@ TEST(DirectAdmission, HandshakesAreRateLimitedOverallAndPerSource) {
   EXPECT_EQ(other, 3) << "what is left of the overall refill";
 }
 
+// Under an open-file limit 300 above the descriptors open now, the budget is what is left past the
+// 256 kept back (a few descriptors may open or close meanwhile); with no room, 16.
 TEST(DirectAdmission, TheBudgetLeavesTheProcessItsDescriptors) {
+  rlimit saved{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &saved), 0);
+  size_t open_now = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) open_now += !entry.path().empty();
+  rlimit lowered = saved;
+  lowered.rlim_cur = std::min<rlim_t>(saved.rlim_max, open_now + 300);
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &lowered), 0);
   const size_t budget = direct_connection_budget(256);
-  EXPECT_GE(budget, 16u);
+  const size_t cramped = direct_connection_budget(1000);
+  ::setrlimit(RLIMIT_NOFILE, &saved);
+  EXPECT_GE(budget, 40u);
+  EXPECT_LE(budget, 48u);
+  EXPECT_EQ(cramped, 16u);
 }
 
 }  // namespace
