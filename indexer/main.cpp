@@ -1,6 +1,7 @@
 // warp-indexer: builds Warpsearch partitions from document files (build), runs as the indexer
 // service that publishes generations (serve), fetches a published generation (fetch), makes
-// CurveZMQ keys (keys) or prints a digest of an index's content (digest).
+// CurveZMQ keys (keys) or the key pair generations are signed with (signing-key), or prints a digest of an index's
+// content (digest).
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -9,6 +10,7 @@
 
 #include "common/index/partition_store.hpp"
 #include "common/transfer/curve.hpp"
+#include "common/transfer/generation_manifest.hpp"
 #include "common/util/flags.hpp"
 #include "common/util/status.hpp"
 #include "indexer/serve_command.hpp"
@@ -18,7 +20,8 @@ namespace {
 constexpr const char* kUsage =
     "usage: warp-indexer build --input PATH... --out DIR [--partitions P] [flags]\n"
     "       warp-indexer serve --input PATH... --root DIR [--publish EP] [--fetch EP] [--metrics ADDR] [flags]\n"
-    "       warp-indexer fetch --from EP --root DIR\n"
+    "       warp-indexer fetch --from EP --root DIR (--generation-key FILE | --unsigned-generations)\n"
+    "       warp-indexer keys --out DIR | warp-indexer signing-key --out DIR\n"
     "       warp-indexer digest DIR\n"
     "\n"
     "Inputs: JSONL ({\"id\",\"title\",\"body\",\"url\"?} per line), TREC SGML and WARC (plain or .gz) files or\n"
@@ -104,7 +107,10 @@ int serve(int argc, char** argv) {
       .value("metrics", "", "HTTP address for /metrics, /healthz and /readyz, e.g. 127.0.0.1:9101")
       .value("rescan", "10", "seconds between checks of the inputs for changes")
       .boolean("once", "publish at most one new generation, then only serve")
-      .value("curve-keys", "", "CurveZMQ: a directory with indexer.key and the allowed leaf*.pub (warp-indexer keys)");
+      .value("curve-keys", "", "CurveZMQ: a directory with indexer.key and the allowed leaf*.pub (warp-indexer keys)")
+      .value("signing-key", "",
+             "sign every generation's manifest with this key (generation-signing.key, warp-indexer signing-key); "
+             "empty: unsigned, taken only by leaves run with --unsigned-generations");
   flags.parse(argc, argv, 2);
   if (flags.help_requested()) return std::printf("%s", flags.help_text().c_str()), 0;
   warp::ServeOptions options;
@@ -118,6 +124,7 @@ int serve(int argc, char** argv) {
   options.rescan_seconds = flags.number("rescan");
   options.once = flags.is_set("once");
   options.curve_keys = flags.get("curve-keys");
+  options.signing_key = flags.get("signing-key");
   return warp::run_serve_command(options);
 }
 
@@ -126,12 +133,31 @@ int fetch(int argc, char** argv) {
   flags.value("from", "tcp://127.0.0.1:5601", "the indexer's announcement endpoint")
       .value("root", "", "directory to place gen-NNNNNN in")
       .value("timeout", "30", "seconds to wait for an announcement")
-      .value("curve-keys", "", "CurveZMQ: a directory with leaf.key and indexer.pub");
+      .value("curve-keys", "", "CurveZMQ: a directory with leaf.key and indexer.pub")
+      .value("generation-key", "",
+             "the indexer's public signing key (generation-signing.pub): the manifest must verify")
+      .boolean("unsigned-generations", "without --generation-key: take a generation whose manifest is not signed");
   flags.parse(argc, argv, 2);
   if (flags.help_requested()) return std::printf("%s", flags.help_text().c_str()), 0;
   if (flags.get("root").empty()) throw warp::Error("--root is required\n" + flags.help_text());
-  return warp::run_fetch_command(
-      {flags.get("from"), flags.get("root"), flags.number("timeout"), flags.get("curve-keys")});
+  return warp::run_fetch_command({.from = flags.get("from"),
+                                  .root = flags.get("root"),
+                                  .timeout_seconds = flags.number("timeout"),
+                                  .curve_keys = flags.get("curve-keys"),
+                                  .generation_key = flags.get("generation-key"),
+                                  .unsigned_generations = flags.is_set("unsigned-generations")});
+}
+
+// The Ed25519 pair generations are signed with (common/transfer/generation_manifest.hpp).
+int signing_key(int argc, char** argv) {
+  warp::Flags flags(kUsage);
+  flags.value("out", "", "directory for generation-signing.key (secret, mode 0600) and generation-signing.pub");
+  flags.parse(argc, argv, 2);
+  if (flags.help_requested()) return std::printf("%s", flags.help_text().c_str()), 0;
+  if (flags.get("out").empty()) throw warp::Error("--out is required\n" + flags.help_text());
+  warp::transfer::write_signing_key_pair(flags.get("out"), warp::transfer::generate_signing_key_pair());
+  std::printf("%s/generation-signing.key and generation-signing.pub\n", flags.get("out").c_str());
+  return 0;
 }
 
 // CurveZMQ key pairs for the services (common/transfer/curve.hpp): ROLE.key and ROLE.pub per role.
@@ -191,9 +217,10 @@ int main(int argc, char** argv) {
     if (command == "serve") return serve(argc, argv);
     if (command == "fetch") return fetch(argc, argv);
     if (command == "keys") return keys(argc, argv);
+    if (command == "signing-key") return signing_key(argc, argv);
     if (command == "digest") return digest(argc, argv);
     if (command == "--help" || command == "-h" || command == "help") {
-      std::printf("%s\n\nCommands (each has --help): build, serve, fetch, keys, digest\n", kUsage);
+      std::printf("%s\n\nCommands (each has --help): build, serve, fetch, keys, signing-key, digest\n", kUsage);
       return 0;
     }
     std::fprintf(stderr, "%s\n\nunknown command '%s' (try: warp-indexer --help)\n", kUsage, command.c_str());

@@ -47,11 +47,22 @@ Publisher::~Publisher() {
 void Publisher::announce(uint64_t generation) {
   const fs::path dir = fs::path(options_.root) / transfer::generation_dir_name(generation);
   if (!fs::exists(dir / "manifest.json")) throw Error("publisher: " + dir.string() + " is not a complete generation");
-  auto files = transfer::list_generation_files(dir.string());
+  std::vector<transfer::GenerationFile> files = transfer::list_generation_files(dir.string());
+  uint32_t partitions = 0;
+  for (const auto& file : files) {
+    if (file.path.rfind("part-", 0) == 0 && file.path.find("/CURRENT") != std::string::npos) ++partitions;
+  }
+  transfer::SignedManifest manifest =
+      transfer::sign_manifest(generation, partitions, fetch_endpoint_, std::move(files), options_.signing_key);
   std::lock_guard<std::mutex> lock(mutex_);
-  generations_[generation] = std::move(files);
+  generations_[generation] = std::move(manifest);
   latest_ = std::max(latest_, generation);
   announce_now_ = true;
+}
+
+void Publisher::forget(uint64_t generation) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (generation != latest_) generations_.erase(generation);
 }
 
 void Publisher::serve() {
@@ -65,16 +76,20 @@ void Publisher::serve() {
         auto message = builder.initRoot<protocol::GenerationAnnouncement>();
         message.setGeneration(latest_);
         message.setFetchEndpoint(fetch_endpoint_);
-        const auto& files = generations_[latest_];
-        uint32_t partitions = 0;
+        const transfer::SignedManifest& signed_manifest = generations_[latest_];
+        const auto& files = signed_manifest.manifest.files;
         auto list = message.initFiles(static_cast<unsigned>(files.size()));
         for (size_t i = 0; i < files.size(); ++i) {
           list[i].setPath(files[i].path);
           list[i].setSize(files[i].size);
           list[i].setCrc32(files[i].crc32);
-          if (files[i].path.rfind("part-", 0) == 0 && files[i].path.find("/CURRENT") != std::string::npos) ++partitions;
         }
-        message.setPartitions(partitions);
+        message.setPartitions(signed_manifest.manifest.partitions);
+        const auto bytes = [](const std::string& text) {
+          return kj::arrayPtr(reinterpret_cast<const kj::byte*>(text.data()), text.size());
+        };
+        message.setManifest(bytes(signed_manifest.manifest.bytes));
+        message.setSignature(bytes(signed_manifest.signature));
         announce_now_ = false;
         lock.unlock();
         sockets_->pub.send(zmq::buffer(std::string_view("generation")), zmq::send_flags::sndmore);
@@ -115,7 +130,7 @@ void Publisher::answer_fetch(const zmq::message_t& body, capnp::MallocMessageBui
       std::lock_guard<std::mutex> lock(mutex_);
       auto it = generations_.find(request.getGeneration());
       if (it != generations_.end()) {
-        for (const auto& file : it->second) known = known || file.path == path;
+        for (const auto& file : it->second.manifest.files) known = known || file.path == path;
       }
     }
     if (!known)

@@ -66,6 +66,22 @@ std::string read_file(const fs::path& path) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
+// Generations older than `keep_from` (the one before the generation announced) are served no more
+// and removed: a leaf fetches the latest, and one that started on the one before may finish.
+void prune_before(const fs::path& root, uint64_t keep_from, Publisher& publisher) {
+  for (const auto& entry : fs::directory_iterator(root)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() != 10 || name.rfind("gen-", 0) != 0 || name.find_first_not_of("0123456789", 4) != std::string::npos)
+      continue;
+    const uint64_t generation = std::stoull(name.substr(4));
+    if (generation >= keep_from) continue;
+    publisher.forget(generation);
+    std::error_code error;
+    fs::remove_all(entry.path(), error);
+    log_line("removed generation " + std::to_string(generation) + (error ? " (partly: " + error.message() + ")" : ""));
+  }
+}
+
 // What /readyz reports: ready once a generation is announced (the leaves have something to fetch),
 // and whether a build is under way.
 struct ServeState {
@@ -111,8 +127,14 @@ int run_serve_command(const ServeOptions& options) {
   IndexerMetrics metrics;
   ServeState state;
   const std::unique_ptr<http::Server> http_server = serve_http(options.metrics_address, metrics, state);
-  Publisher publisher({root.string(), options.publish_endpoint, options.fetch_endpoint, 0,
-                       transfer::load_curve_config(options.curve_keys, "indexer", "leaf")});
+  Publisher publisher(
+      {.root = root.string(),
+       .publish_endpoint = options.publish_endpoint,
+       .fetch_endpoint = options.fetch_endpoint,
+       .curve = transfer::load_curve_config(options.curve_keys, "indexer", "leaf"),
+       .signing_key = options.signing_key.empty() ? std::string() : transfer::read_signing_key(options.signing_key)});
+  if (options.signing_key.empty())
+    log_line("announcing unsigned manifests (no --signing-key): leaves take them only with --unsigned-generations");
   log_line("publishing on " + publisher.publish_endpoint() + ", serving files on " + publisher.fetch_endpoint() +
            (http_server ? ", /metrics, /healthz and /readyz on http://" + options.metrics_address : ""));
   uint64_t latest = latest_generation(root);
@@ -187,6 +209,7 @@ int run_serve_command(const ServeOptions& options) {
           std::ofstream(tmp / "inputs.json") << fingerprint;
           fs::rename(tmp, root / transfer::generation_dir_name(generation));  // complete, atomically
           publisher.announce(generation);
+          prune_before(root, generation - 1, publisher);
           latest = generation;
           state.generation = generation;
           const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -223,18 +246,23 @@ int run_fetch_command(const FetchCommandOptions& options) {
   const transfer::CurveConfig curve = transfer::load_curve_config(options.curve_keys, "leaf");
   transfer::GenerationSubscriber subscriber(options.from, curve);
   const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(options.timeout_seconds * 1000));
+  if (options.generation_key.empty() && !options.unsigned_generations)
+    throw Error("give --generation-key FILE (the indexer's generation-signing.pub) or --unsigned-generations");
   const auto announcement = subscriber.next(timeout);
   if (!announcement) {
     std::fprintf(stderr, "warp-indexer fetch: no announcement from %s within %.0f s\n", options.from.c_str(),
                  options.timeout_seconds);
     return 1;
   }
+  transfer::ManifestLimits limits;
+  if (!options.generation_key.empty()) limits.verify_key = transfer::read_verify_key(options.generation_key);
+  const transfer::GenerationManifest manifest = transfer::open_announcement(*announcement, limits);
   transfer::FetchStats stats;
   transfer::FetchOptions fetch;
   fetch.curve = curve;
-  const std::string dir = transfer::fetch_generation(*announcement, options.root, fetch, stats);
+  const std::string dir = transfer::fetch_generation(manifest, options.root, fetch, stats);
   std::fprintf(stderr, "fetched generation %llu: %zu files, %.1f MB, %llu chunks, %llu retries\n",
-               static_cast<unsigned long long>(announcement->generation), announcement->files.size(), stats.bytes / 1e6,
+               static_cast<unsigned long long>(manifest.generation), manifest.files.size(), stats.bytes / 1e6,
                static_cast<unsigned long long>(stats.chunks), static_cast<unsigned long long>(stats.retries));
   std::printf("%s\n", dir.c_str());
   return 0;

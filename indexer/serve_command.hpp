@@ -2,7 +2,8 @@
 // inputs change (checked every --rescan seconds), writes it to ROOT/gen-NNNNNN.tmp and renames it
 // into place only when complete, then announces it; it serves the files to leaves and exposes
 // metrics. A killed indexer leaves at most a .tmp directory, never announced and removed at the
-// next start. SIGTERM or SIGINT: the current step finishes, then the service exits cleanly.
+// next start. Generations before the one announced and the one before it are removed (after they
+// are no longer served). SIGTERM or SIGINT: the current step finishes, then the service exits cleanly.
 // `warp-indexer fetch`: the leaf side as a command: wait for an announcement and fetch it.
 #pragma once
 #include <string>
@@ -21,8 +22,9 @@ struct ServeOptions {
   std::string fetch_endpoint = "tcp://127.0.0.1:5602";
   std::string metrics_address;  // e.g. 127.0.0.1:9101; empty: none
   double rescan_seconds = 10;
-  bool once = false;       // build and publish at most one generation, serve until stopped
-  std::string curve_keys;  // CurveZMQ: indexer.key and the allowed leaf*.pub; empty: off
+  bool once = false;        // build and publish at most one generation, serve until stopped
+  std::string curve_keys;   // CurveZMQ: indexer.key and the allowed leaf*.pub; empty: off
+  std::string signing_key;  // generation-signing.key: announcements' manifests signed; empty: unsigned
 };
 
 int run_serve_command(const ServeOptions& options);
@@ -31,7 +33,9 @@ struct FetchCommandOptions {
   std::string from;  // the indexer's publish endpoint
   std::string root;  // where gen-NNNNNN directories go
   double timeout_seconds = 30;
-  std::string curve_keys;  // CurveZMQ: leaf.key (the fetch acts as a leaf) and indexer.pub; empty: off
+  std::string curve_keys;      // CurveZMQ: leaf.key (the fetch acts as a leaf) and indexer.pub; empty: off
+  std::string generation_key;  // the indexer's generation-signing.pub; empty: unsigned_generations must be set
+  bool unsigned_generations = false;
 };
 
 int run_fetch_command(const FetchCommandOptions& options);

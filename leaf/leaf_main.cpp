@@ -39,6 +39,15 @@ int run(int argc, char** argv) {
   flags.value("index", "", "serve this index directory (or one partition directory)")
       .value("follow", "", "follow this indexer's announcements (its PUB endpoint) and hot-swap generations")
       .value("root", "", "with --follow: where fetched generations are kept")
+      .value("generation-key", "",
+             "with --follow: the indexer's public signing key (generation-signing.pub, warp-indexer signing-key); "
+             "only generations whose manifest it verifies are taken")
+      .boolean("unsigned-generations",
+               "with --follow and no --generation-key: take generations whose manifest is not signed (their files "
+               "are still checked against its SHA-256 digests); for a network where only the indexer can publish")
+      .value("max-generation-files", "100000", "with --follow: files in one generation, at most")
+      .value("max-generation-gb", "1024", "with --follow: bytes of one generation's files together, at most (GB)")
+      .value("max-generation-step", "1000000", "with --follow: how far beyond the one served a generation may be")
       .value("partitions", "", "partition ids to serve, comma-separated (default: all)")
       .value("listen", "tcp://127.0.0.1:5701", "ZeroMQ endpoint for broker requests")
       .value("http", "127.0.0.1:9201", "HTTP address for /metrics, /healthz, /readyz")
@@ -76,6 +85,18 @@ int run(int argc, char** argv) {
   if (flags.help_requested()) return std::printf("%s", flags.help_text().c_str()), 0;
   if (flags.get("index").empty() == flags.get("follow").empty())
     throw warp::Error("give one of --index or --follow\n" + flags.help_text());
+  warp::transfer::ManifestLimits manifest_limits;
+  if (!flags.get("follow").empty()) {  // fail closed: a follower checks whose generations it takes
+    if (!flags.get("generation-key").empty()) {
+      manifest_limits.verify_key = warp::transfer::read_verify_key(flags.get("generation-key"));
+    } else if (!flags.is_set("unsigned-generations")) {
+      throw warp::Error(
+          "--follow needs --generation-key FILE (the indexer's generation-signing.pub; warp-indexer signing-key "
+          "makes the pair), or --unsigned-generations to take generations nobody signed");
+    }
+    manifest_limits.max_files = flags.count("max-generation-files");
+    manifest_limits.max_bytes = static_cast<uint64_t>(flags.number("max-generation-gb") * 1e9);
+  }
   const std::vector<uint32_t> partitions = parse_ids(flags.get("partitions"));
   const std::string processor = flags.get("processor");
   warp::install_stop_handlers();
@@ -140,9 +161,16 @@ int run(int argc, char** argv) {
     const size_t gpu_generations = flags.count("gpu-generations");
     if (gpu_generations != 1 && gpu_generations != 2) throw warp::Error("--gpu-generations must be 1 or 2");
     follower = std::make_unique<warp::GenerationFollower>(
-        warp::FollowOptions{flags.get("follow"), flags.get("root"), partitions, processor,
-                            warp::gpu::gpu_settings_from(flags), curve, gpu_generations},
-        server);
+        warp::FollowOptions{.publish_endpoint = flags.get("follow"),
+                            .root = flags.get("root"),
+                            .partitions = partitions,
+                            .processor = processor,
+                            .gpu = warp::gpu::gpu_settings_from(flags),
+                            .curve = curve,
+                            .gpu_generations = gpu_generations,
+                            .manifest_limits = manifest_limits,
+                            .max_generation_step = flags.count("max-generation-step")},
+        server, *registry);
   }
   std::fprintf(stderr, "warp-leaf: serving on %s, http on %s:%u\n", server.endpoint().c_str(), host.c_str(),
                http.port());

@@ -19,6 +19,24 @@ struct GenerationAnnouncement {
   partitions @2 :UInt32;
   files @3 :List(FileEntry);
   fetchEndpoint @4 :Text;   # where the ROUTER serves the files
+  # The generation as the indexer vouches for it (common/transfer/generation_manifest.hpp): a
+  # GenerationManifest's bytes, and their Ed25519 signature by the indexer's signing key. A leaf
+  # reads the generation from these alone; the fields above are kept for older leaves.
+  manifest @5 :Data;
+  signature @6 :Data;
+}
+
+struct ManifestFile {
+  path @0 :Text;
+  size @1 :UInt64;
+  sha256 @2 :Data;    # 32 bytes, of the whole file
+}
+
+struct GenerationManifest {
+  generation @0 :UInt64;
+  partitions @1 :UInt32;
+  fetchEndpoint @2 :Text;
+  files @3 :List(ManifestFile);   # in path order, each path once
 }
 
 struct FetchRequest {

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "common/transfer/key_files.hpp"
 #include "common/util/status.hpp"
 
 namespace warp::transfer {
@@ -42,42 +43,14 @@ CurveKeyPair generate_curve_key_pair() {
   return {public_key, secret_key};
 }
 
-namespace {
-
-// Creates `path` with `mode` (never more, whatever the umask) and `text`; refuses an existing file:
-// a secret key is never readable by others, not even between its creation and a chmod, and a key
-// pair is never overwritten in place.
-void write_new_file(const fs::path& path, mode_t mode, const std::string& text) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
-  if (fd < 0) {
-    if (errno == EEXIST)
-      throw Error(path.string() + " exists: keys are never overwritten (remove it first, or use another --out)");
-    throw Error("cannot create " + path.string() + ": " + std::strerror(errno));
-  }
-  size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const std::string why = std::strerror(errno);
-      ::close(fd);
-      throw Error("cannot write " + path.string() + ": " + why);
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) throw Error("cannot write " + path.string() + ": " + std::strerror(errno));
-}
-
-}  // namespace
-
 void write_curve_key_pair(const std::string& dir, const std::string& name, const CurveKeyPair& pair) {
   fs::create_directories(dir);
   const fs::path public_file = fs::path(dir) / (name + ".pub");
   if (fs::exists(public_file))
     throw Error(public_file.string() + " exists: keys are never overwritten (remove it first, or use another --out)");
-  write_new_file(fs::path(dir) / (name + ".key"), 0600,
+  write_new_file((fs::path(dir) / (name + ".key")).string(), 0600,
                  "public " + pair.public_key + "\nsecret " + pair.secret_key + "\n");
-  write_new_file(public_file, 0644, pair.public_key + "\n");
+  write_new_file(public_file.string(), 0644, pair.public_key + "\n");
 }
 
 CurveConfig load_curve_config(const std::string& dir, const std::string& role, const std::string& client_role) {

@@ -1,5 +1,6 @@
 #include "common/transfer/fetcher.hpp"
 
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -50,6 +51,7 @@ struct GenerationSubscriber::State {
 GenerationSubscriber::GenerationSubscriber(const std::string& endpoint, const CurveConfig& curve)
     : state_(std::make_unique<State>()) {
   state_->endpoint = endpoint;
+  state_->socket.set(zmq::sockopt::maxmsgsize, int64_t{80} << 20);  // a manifest is at most 64 MiB
   if (curve.enabled()) make_curve_client(state_->socket, curve, curve_server_key(curve, "indexer"));
   state_->socket.set(zmq::sockopt::subscribe, "generation");
   state_->socket.connect(endpoint);
@@ -71,16 +73,28 @@ std::optional<Announcement> GenerationSubscriber::next(std::chrono::milliseconds
       auto message = frame.root<protocol::GenerationAnnouncement>();
       Announcement a;
       a.generation = message.getGeneration();
-      a.partitions = message.getPartitions();
-      a.fetch_endpoint = reachable_fetch_endpoint(message.getFetchEndpoint(), state_->endpoint);
-      for (auto file : message.getFiles())
-        a.files.push_back({std::string(file.getPath()), file.getSize(), file.getCrc32()});
+      const auto manifest = message.getManifest();
+      const auto signature = message.getSignature();
+      a.manifest.assign(reinterpret_cast<const char*>(manifest.begin()), manifest.size());
+      a.signature.assign(reinterpret_cast<const char*>(signature.begin()), signature.size());
+      a.publish_endpoint = state_->endpoint;
       return a;
     } catch (const std::exception&) {
       continue;  // not ours or corrupt: wait for the next one
     }
   }
   return std::nullopt;
+}
+
+GenerationManifest open_announcement(const Announcement& announcement, const ManifestLimits& limits) {
+  GenerationManifest manifest = open_manifest(announcement.manifest, announcement.signature, limits);
+  if (manifest.generation != announcement.generation) {
+    throw GenerationRefused(RefusalReason::kMalformed,
+                            "announced as generation " + std::to_string(announcement.generation) +
+                                " with the manifest of generation " + std::to_string(manifest.generation));
+  }
+  manifest.fetch_endpoint = reachable_fetch_endpoint(manifest.fetch_endpoint, announcement.publish_endpoint);
+  return manifest;
 }
 
 namespace {
@@ -141,62 +155,113 @@ bool wanted_file(const std::string& path, const std::vector<uint32_t>& partition
   }
 }
 
+// The manifest a generation directory was fetched for: root/gen-NNNNNN.manifest.
+fs::path manifest_path(const fs::path& root, uint64_t generation) {
+  return root / (generation_dir_name(generation) + ".manifest");
+}
+
+std::string read_whole(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// The files this leaf wants must fit the file system with 64 MiB to spare.
+void check_space(const fs::path& root, const std::vector<const GenerationFile*>& files, uint64_t generation) {
+  uint64_t wanted = 0;
+  for (const GenerationFile* file : files) wanted += file->size;
+  struct statvfs space {};
+  if (::statvfs(root.c_str(), &space) != 0) return;  // unknown: the writes will tell
+  const uint64_t available = static_cast<uint64_t>(space.f_bavail) * space.f_frsize;
+  constexpr uint64_t kSpare = 64ull << 20;
+  if (wanted + kSpare > available) {
+    throw GenerationRefused(RefusalReason::kNoSpace, "generation " + std::to_string(generation) + " needs " +
+                                                         std::to_string(wanted) + " bytes; " + root.string() + " has " +
+                                                         std::to_string(available) + " free");
+  }
+}
+
+// One file into `target`, whole and matching its digest, or GenerationRefused / Error.
+void fetch_file(zmq::socket_t& socket, const GenerationManifest& manifest, const GenerationFile& file,
+                const fs::path& target, const FetchOptions& options, FetchStats& stats) {
+  for (int attempt = 0; attempt < options.max_attempts; ++attempt) {
+    if (attempt > 0) ++stats.retries;
+    std::ofstream out(target, std::ios::binary | std::ios::trunc);
+    std::string data;
+    for (uint64_t offset = 0; offset < file.size; offset += options.chunk_bytes) {
+      const uint32_t length = static_cast<uint32_t>(std::min<uint64_t>(options.chunk_bytes, file.size - offset));
+      if (!fetch_chunk(socket, manifest.generation, file, offset, length, options, data, stats)) {
+        throw Error("fetching " + file.path + " of generation " + std::to_string(manifest.generation) + " from " +
+                    manifest.fetch_endpoint + ": no valid reply for the chunk at " + std::to_string(offset) +
+                    " after " + std::to_string(options.max_attempts) + " attempts");
+      }
+      out.write(data.data(), static_cast<std::streamsize>(data.size()));
+      stats.bytes += data.size();
+      ++stats.chunks;
+    }
+    out.close();
+    if (!out) throw Error("cannot write " + target.string());
+    if (sha256_of_file(target.string()) == file.sha256) return;
+  }
+  throw GenerationRefused(RefusalReason::kDigest, file.path + " of generation " + std::to_string(manifest.generation) +
+                                                      " does not match its SHA-256 in the manifest after " +
+                                                      std::to_string(options.max_attempts) + " fetches");
+}
+
 }  // namespace
 
-std::string fetch_generation(const Announcement& announcement, const std::string& root, const FetchOptions& options,
+std::string fetch_generation(const GenerationManifest& manifest, const std::string& root, const FetchOptions& options,
                              FetchStats& stats) {
-  const fs::path final_dir = fs::path(root) / generation_dir_name(announcement.generation);
-  if (fs::exists(final_dir)) return final_dir.string();
-  const std::string name = generation_dir_name(announcement.generation);
+  const std::string name = generation_dir_name(manifest.generation);
+  const fs::path final_dir = fs::path(root) / name;
+  const fs::path signed_copy = manifest_path(root, manifest.generation);
+  if (fs::exists(final_dir)) {
+    if (fs::exists(signed_copy) && read_whole(signed_copy) == manifest.bytes) return final_dir.string();
+    fs::remove_all(final_dir);  // fetched for another manifest of this number, or not to its end
+  }
   const fs::path partial = fs::path(root) / (name + ".partial-" + std::to_string(::getpid()));
   fs::create_directories(root);
   for (const auto& entry : fs::directory_iterator(root)) {  // left by a fetcher that was killed
     if (entry.path().filename().string().rfind(name + ".partial-", 0) == 0) fs::remove_all(entry.path());
   }
+  std::vector<const GenerationFile*> wanted;
+  for (const GenerationFile& file : manifest.files) {
+    if (wanted_file(file.path, options.partitions)) wanted.push_back(&file);
+  }
+  check_space(root, wanted, manifest.generation);
   fs::create_directories(partial);
   try {
     zmq::context_t context(1);
     zmq::socket_t socket(context, zmq::socket_type::dealer);
     socket.set(zmq::sockopt::linger, 0);
     if (options.curve.enabled()) make_curve_client(socket, options.curve, curve_server_key(options.curve, "indexer"));
-    socket.connect(announcement.fetch_endpoint);
-    for (const GenerationFile& file : announcement.files) {
-      if (file.path.find("..") != std::string::npos || fs::path(file.path).is_absolute()) {
-        throw Error("announcement names an unsafe path '" + file.path + "'");
-      }
-      if (!wanted_file(file.path, options.partitions)) continue;
-      const fs::path target = partial / file.path;
+    socket.connect(manifest.fetch_endpoint);
+    for (const GenerationFile* file : wanted) {
+      const fs::path target = partial / file->path;
       fs::create_directories(target.parent_path());
-      bool complete = false;
-      for (int attempt = 0; attempt < options.max_attempts && !complete; ++attempt) {
-        std::ofstream out(target, std::ios::binary | std::ios::trunc);
-        std::string data;
-        for (uint64_t offset = 0; offset < file.size; offset += options.chunk_bytes) {
-          const uint32_t length = static_cast<uint32_t>(std::min<uint64_t>(options.chunk_bytes, file.size - offset));
-          if (!fetch_chunk(socket, announcement.generation, file, offset, length, options, data, stats)) {
-            throw Error("fetching " + file.path + " of generation " + std::to_string(announcement.generation) +
-                        " from " + announcement.fetch_endpoint + ": no valid reply for the chunk at " +
-                        std::to_string(offset) + " after " + std::to_string(options.max_attempts) + " attempts");
-          }
-          out.write(data.data(), static_cast<std::streamsize>(data.size()));
-          stats.bytes += data.size();
-          ++stats.chunks;
-        }
-        out.close();
-        if (!out) throw Error("cannot write " + target.string());
-        complete = crc32_of_file(target.string()) == file.crc32;
-        if (!complete) ++stats.retries;
-      }
-      if (!complete)
-        throw Error("fetching " + file.path + ": file checksum mismatch after " + std::to_string(options.max_attempts) +
-                    " attempts");
+      fetch_file(socket, manifest, *file, target, options, stats);
     }
     fs::rename(partial, final_dir);  // the generation appears whole or not at all
+    const fs::path signed_tmp = signed_copy.string() + ".tmp";
+    std::ofstream(signed_tmp, std::ios::binary | std::ios::trunc) << manifest.bytes;
+    fs::rename(signed_tmp, signed_copy);
   } catch (...) {
     fs::remove_all(partial);
     throw;
   }
   return final_dir.string();
+}
+
+void prune_generations(const std::string& root, const std::vector<uint64_t>& keep) {
+  std::vector<std::string> kept;
+  for (uint64_t generation : keep) kept.push_back(generation_dir_name(generation));
+  std::error_code error;
+  for (const auto& entry : fs::directory_iterator(root, error)) {
+    std::string name = entry.path().filename().string();
+    if (name.size() > 9 && name.compare(name.size() - 9, 9, ".manifest") == 0) name.resize(name.size() - 9);
+    if (name.size() != 10 || name.rfind("gen-", 0) != 0 || name.find_first_not_of("0123456789", 4) != std::string::npos)
+      continue;
+    if (std::find(kept.begin(), kept.end(), name) == kept.end()) fs::remove_all(entry.path(), error);
+  }
 }
 
 }  // namespace warp::transfer

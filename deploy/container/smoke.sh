@@ -13,7 +13,7 @@ work=$(mktemp -d)
 names=()
 cleanup() { for n in "${names[@]}"; do "${podman[@]}" rm -f -t 5 "$n" > /dev/null 2>&1 || true; done; rm -rf "$work"; }
 trap cleanup EXIT
-mkdir -p "$work/input" "$work/indexer" "$work/leaf0" "$work/leaf1"
+mkdir -p "$work/input" "$work/indexer" "$work/leaf0" "$work/leaf1" "$work/signing"
 cp tests/data/cranfield/docs.jsonl "$work/input/cran.jsonl"
 chown -R 10001:10001 "$work"
 tag=$$
@@ -22,12 +22,15 @@ start() {  # start NAME ARGS...: a detached container
   "${run[@]}" -d --name "$name" "$@" > /dev/null
   names+=("$name")
 }
-start indexer -v "$work/input:/input:ro" -v "$work/indexer:/data" "$image" warp-indexer serve --input /input \
-  --root /data/generations --partitions 2 --publish tcp://127.0.0.1:15601 --fetch tcp://127.0.0.1:15602 \
-  --metrics 127.0.0.1:19101 --rescan 5
+# The generation signing pair, made by the image itself.
+"${run[@]}" --rm -v "$work/signing:/signing" "$image" warp-indexer signing-key --out /signing > /dev/null
+start indexer -v "$work/input:/input:ro" -v "$work/indexer:/data" -v "$work/signing:/signing:ro" "$image" \
+  warp-indexer serve --input /input --root /data/generations --partitions 2 --publish tcp://127.0.0.1:15601 \
+  --fetch tcp://127.0.0.1:15602 --metrics 127.0.0.1:19101 --rescan 5 --signing-key /signing/generation-signing.key
 for p in 0 1; do
-  start leaf$p -v "$work/leaf$p:/data" "$image" warp-leaf --follow tcp://127.0.0.1:15601 --root /data --partitions $p \
-    --listen tcp://127.0.0.1:1570$p --search-listen 127.0.0.1:1571$p --http 127.0.0.1:1920$p --processor auto
+  start leaf$p -v "$work/leaf$p:/data" -v "$work/signing/generation-signing.pub:/signing.pub:ro" "$image" warp-leaf \
+    --follow tcp://127.0.0.1:15601 --root /data --partitions $p --listen tcp://127.0.0.1:1570$p \
+    --search-listen 127.0.0.1:1571$p --http 127.0.0.1:1920$p --processor auto --generation-key /signing.pub
 done
 start broker "$image" warp-broker --listen 127.0.0.1:18080 --partition 0=tcp://127.0.0.1:15700 --partition 1=tcp://127.0.0.1:15701
 for _ in $(seq 300); do

@@ -48,6 +48,8 @@ mkdir -p "$state" data/corpus
 
 # CurveZMQ between the services (indexer -> leaves, broker -> leaves): a key pair per role, made once.
 [ -f "$state/keys/leaf.key" ] || ./build/indexer/warp-indexer keys --out "$state/keys" > /dev/null
+# Generations signed by the indexer, checked by every leaf before it is used: a pair made once.
+[ -f "$state/signing/generation-signing.key" ] || ./build/indexer/warp-indexer signing-key --out "$state/signing" > /dev/null
 
 run() {  # run NAME command...: start in the background, remember the pid
   local name=$1; shift
@@ -56,12 +58,12 @@ run() {  # run NAME command...: start in the background, remember the pid
 }
 run indexer ./build/indexer/warp-indexer serve --input data/corpus --root "$state/indexer" --partitions 2 \
   --publish tcp://127.0.0.1:5601 --fetch tcp://127.0.0.1:5602 --metrics 127.0.0.1:9101 --rescan 10 \
-  --curve-keys "$state/keys"
+  --curve-keys "$state/keys" --signing-key "$state/signing/generation-signing.key"
 for i in 1 2 3 4; do
   partition=$(( (i - 1) / 2 ))
   run "leaf$i" ./build/leaf/warp-leaf --follow tcp://127.0.0.1:5601 --root "$state/leaf$i" --partitions $partition \
     --listen tcp://127.0.0.1:$((5700 + i)) --search-listen 127.0.0.1:$((5710 + i)) --http 127.0.0.1:$((9200 + i)) \
-    --curve-keys "$state/keys"
+    --curve-keys "$state/keys" --generation-key "$state/signing/generation-signing.pub"
 done
 run broker ./build/broker/warp-broker --listen 127.0.0.1:$broker_port --curve-keys "$state/keys" \
   --partition 0=tcp://127.0.0.1:5701,tcp://127.0.0.1:5702 --partition 1=tcp://127.0.0.1:5703,tcp://127.0.0.1:5704

@@ -4,12 +4,24 @@
 #include <cstdio>
 #include <memory>
 
+#include <prometheus/counter.h>
+
 #include "common/transfer/fetcher.hpp"
 
 namespace warp {
 
-GenerationFollower::GenerationFollower(FollowOptions options, LeafServer& server)
-    : options_(std::move(options)), server_(server), thread_([this] { run(); }) {}
+GenerationFollower::GenerationFollower(FollowOptions options, LeafServer& server, prometheus::Registry& registry)
+    : options_(std::move(options)),
+      server_(server),
+      refused_(prometheus::BuildCounter()
+                   .Name("warpsearch_leaf_generations_refused_total")
+                   .Help("Announced generations refused, by reason: unsigned, signature, malformed, too_large, "
+                         "generation_step, no_space, digest")
+                   .Register(registry)) {
+  for (const transfer::RefusalReason reason : transfer::kAllRefusalReasons)
+    refused_.Add({{"reason", transfer::refusal_label(reason)}});
+  thread_ = std::thread([this] { run(); });
+}
 
 GenerationFollower::~GenerationFollower() {
   stop_ = true;
@@ -23,20 +35,57 @@ void GenerationFollower::run() {
     if (!announcement) continue;
     // Not held past this check: take() may wait for the generation served to be released.
     if (const auto current = server_.index(); current && current->generation >= announcement->generation) continue;
+    if (const auto refused = refused_until_.find(announcement->signature + announcement->manifest);
+        refused != refused_until_.end() && std::chrono::steady_clock::now() < refused->second)
+      continue;
     try {
-      transfer::FetchStats stats;
-      transfer::FetchOptions fetch;
-      fetch.partitions = options_.partitions;  // a leaf fetches only the partitions it serves
-      fetch.curve = options_.curve;
-      const std::string dir = transfer::fetch_generation(*announcement, options_.root, fetch, stats);
-      take(dir, announcement->generation);
-      std::fprintf(stderr, "warp-leaf: now serving generation %llu (fetched %.1f MB, %llu retries)\n",
-                   static_cast<unsigned long long>(announcement->generation), stats.bytes / 1e6,
-                   static_cast<unsigned long long>(stats.retries));
+      follow(*announcement);
+    } catch (const transfer::GenerationRefused& refusal) {
+      refuse(*announcement, refusal);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "warp-leaf: generation %llu not taken: %s\n",
                    static_cast<unsigned long long>(announcement->generation), e.what());
     }
+  }
+}
+
+void GenerationFollower::follow(const transfer::Announcement& announcement) {
+  const transfer::GenerationManifest manifest = transfer::open_announcement(announcement, options_.manifest_limits);
+  const std::shared_ptr<const LoadedIndex> current = server_.index();
+  const uint64_t previous = current ? current->generation : 0;
+  if (current && manifest.generation - previous > options_.max_generation_step) {
+    throw transfer::GenerationRefused(transfer::RefusalReason::kGenerationStep,
+                                      "generation " + std::to_string(manifest.generation) + " is more than " +
+                                          std::to_string(options_.max_generation_step) + " beyond the one served (" +
+                                          std::to_string(previous) + ")");
+  }
+  transfer::FetchStats stats;
+  transfer::FetchOptions fetch;
+  fetch.partitions = options_.partitions;  // a leaf fetches only the partitions it serves
+  fetch.curve = options_.curve;
+  const std::string dir = transfer::fetch_generation(manifest, options_.root, fetch, stats);
+  take(dir, manifest.generation);
+  std::fprintf(stderr, "warp-leaf: now serving generation %llu (fetched %.1f MB, %llu retries)\n",
+               static_cast<unsigned long long>(manifest.generation), stats.bytes / 1e6,
+               static_cast<unsigned long long>(stats.retries));
+  // The one served and the one before it (a rollback needs no fetch); older ones go.
+  transfer::prune_generations(options_.root, {manifest.generation, previous});
+}
+
+void GenerationFollower::refuse(const transfer::Announcement& announcement,
+                                const transfer::GenerationRefused& refusal) {
+  refused_.Add({{"reason", transfer::refusal_label(refusal.reason())}}).Increment();
+  std::fprintf(stderr, "warp-leaf: generation %llu refused (%s): %s; serving generation %llu still\n",
+               static_cast<unsigned long long>(announcement.generation), transfer::refusal_label(refusal.reason()),
+               refusal.what(), static_cast<unsigned long long>(server_.index() ? server_.index()->generation : 0));
+  std::string key = announcement.signature + announcement.manifest;
+  const auto until = refusal.reason() == transfer::RefusalReason::kNoSpace
+                         ? std::chrono::steady_clock::now() + std::chrono::minutes(1)
+                         : std::chrono::steady_clock::time_point::max();
+  if (refused_until_.insert_or_assign(key, until).second) refused_order_.push_back(std::move(key));
+  if (refused_order_.size() > 64) {
+    refused_until_.erase(refused_order_.front());
+    refused_order_.pop_front();
   }
 }
 

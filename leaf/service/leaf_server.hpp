@@ -69,11 +69,11 @@ struct LeafOptions {
   std::string listen = "tcp://127.0.0.1:5701";
   size_t workers = 4;
   size_t queue_depth = 256;              // requests waiting beyond this are refused ("overloaded")
-  transfer::CurveConfig curve;           // enabled: CURVE server, brokers from the allow-list only
+  transfer::CurveConfig curve{};         // enabled: CURVE server, brokers from the allow-list only
   uint64_t inline_max_postings = 20000;  // searches over at most this many postings: on the front end (0: none)
   // The direct search path: searches over TCP (secure_channel.hpp's frames, Curve when `curve` is
   // on) on HOST:PORT, beside the ROUTER; the status reply names its port. Empty: off.
-  std::string search_listen;
+  std::string search_listen{};
   size_t search_threads = 1;  // the direct path's front ends, each serving the connections dealt to it
   // What the direct path takes from strangers (direct_admission.hpp); `connections` is capped
   // further by the descriptors the process has left when the path opens. A connection that has not

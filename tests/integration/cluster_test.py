@@ -384,15 +384,23 @@ try:
     os.makedirs(inputs)
     shutil.copy(os.path.join(data, "docs.jsonl"), os.path.join(inputs, "cran.jsonl"))
     pub, fetch = next_port(), next_port()
+    sign, check = h.signing_flags()
+    # A follower checks whose generations it takes: with neither a key nor --unsigned-generations it
+    # does not start, and says what it needs.
+    unkeyed = subprocess.run([leaf, "--follow", "tcp://127.0.0.1:%d" % pub, "--root", os.path.join(work, "unkeyed"),
+                              "--http", "127.0.0.1:%d" % next_port()], capture_output=True, text=True, timeout=30)
+    if unkeyed.returncode == 0 or "--generation-key" not in unkeyed.stderr:
+        h.fail("a follower without a generation key started, or did not say why not: " + unkeyed.stderr)
     start([indexer, "serve", "--input", inputs, "--root", os.path.join(work, "published"), "--partitions", "2",
-           "--publish", "tcp://127.0.0.1:%d" % pub, "--fetch", "tcp://127.0.0.1:%d" % fetch, "--rescan", "1"], "indexer.log")
+           "--publish", "tcp://127.0.0.1:%d" % pub, "--fetch", "tcp://127.0.0.1:%d" % fetch, "--rescan", "1"] + sign,
+          "indexer.log")
     endpoints, follower_http = [], []
     for i in range(2):
         zmq_port, http_port = next_port(), next_port()
         # Follower 1 frees the GPU before it loads a new generation there (on a GPU machine).
         start([leaf, "--follow", "tcp://127.0.0.1:%d" % pub, "--root", os.path.join(work, "leaf%d" % i), "--partitions",
                str(i), "--listen", "tcp://127.0.0.1:%d" % zmq_port, "--http", "127.0.0.1:%d" % http_port]
-              + (["--gpu-generations", "1"] if i == 1 else []), "follower%d.log" % i)
+              + (["--gpu-generations", "1"] if i == 1 else []) + check, "follower%d.log" % i)
         endpoints.append(zmq_port)
         follower_http.append(http_port)
     broker_port = next_port()

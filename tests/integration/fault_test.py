@@ -102,14 +102,15 @@ try:
     os.makedirs(inputs)
     shutil.copy(os.path.join(data, "docs.jsonl"), os.path.join(inputs, "cran.jsonl"))
     publish, fetch = "tcp://%s:5601" % ip("indexer"), "tcp://%s:5602" % ip("indexer")
+    sign, check = h.signing_flags()
     start_in("indexer", [h.indexer, "serve", "--input", inputs, "--root", os.path.join(work, "published"), "--partitions", "2",
-                         "--publish", publish, "--fetch", fetch, "--rescan", "1"], "indexer.log")
+                         "--publish", publish, "--fetch", fetch, "--rescan", "1"] + sign, "indexer.log")
     leaves = {}
     for name in ("l0a", "l0b", "l1a", "l1b"):
         root = os.path.join(work, "root-" + name)
         proc = start_in(name, [h.leaf, "--follow", publish, "--root", root, "--partitions", name[1], "--listen",
                                "tcp://%s:5701" % ip(name), "--http", "%s:9201" % ip(name), "--workers", "2",
-                               "--search-listen", "%s:5702" % ip(name)], name + ".log")
+                               "--search-listen", "%s:5702" % ip(name)] + check, name + ".log")
         leaves[name] = (proc, root)
     start_in("broker", [h.broker, "--partition", "0=tcp://%s:5701,tcp://%s:5701" % (ip("l0a"), ip("l0b")),
                         "--partition", "1=tcp://%s:5701,tcp://%s:5701" % (ip("l1a"), ip("l1b")),

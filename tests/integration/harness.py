@@ -22,6 +22,15 @@ class Harness:
         self.procs.append(p)
         return p
 
+    def signing_flags(self):
+        """The flags that sign generations (the indexer's) and check them (a follower's), with a pair
+        made by `warp-indexer signing-key` in the scratch directory on first use."""
+        keys = os.path.join(self.work, "signing")
+        if not os.path.exists(keys):
+            subprocess.run([self.indexer, "signing-key", "--out", keys], check=True, stdout=subprocess.DEVNULL)
+        return (["--signing-key", os.path.join(keys, "generation-signing.key")],
+                ["--generation-key", os.path.join(keys, "generation-signing.pub")])
+
     def fail(self, message):
         print("FAIL:", message, file=sys.stderr)
         for name in sorted(os.listdir(self.work)):

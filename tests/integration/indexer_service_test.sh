@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The indexer service through the real binary: serve publishes generations over ZeroMQ on loopback,
-# fetch downloads them, warp-search answers from them, metrics are scraped over HTTP (also past 64
+# generations are signed (signing-key) and a fetch takes only those its key verifies; fetch
+# downloads them, warp-search answers from them, metrics are scraped over HTTP (also past 64
 # idle connections, and by HEAD), /healthz and /readyz answer, a changed input makes a new
 # generation, SIGTERM stops it cleanly, a restart builds again only where the inputs, the settings
-# or the format an older build wrote differ, and kill -9 mid-build leaves nothing published. usage: indexer_service_test.sh WARP_INDEXER WARP_SEARCH CRANFIELD_DIR
+# or the format an older build wrote differ, generations older than the one before the latest are
+# removed, and kill -9 mid-build leaves nothing published. usage: indexer_service_test.sh WARP_INDEXER WARP_SEARCH CRANFIELD_DIR
 set -euo pipefail
 indexer=$1 search=$2 data=$3
 work=$(mktemp -d)
@@ -33,11 +35,27 @@ PY
 
 mkdir -p "$work/in"
 cp "$data/docs.jsonl" "$work/in/cran.jsonl"
+# Generations signed: the pair from signing-key, the secret one private from its creation.
+"$indexer" signing-key --out "$work/signing" > /dev/null || fail "signing-key"
+"$indexer" signing-key --out "$work/other" > /dev/null || fail "signing-key (a second pair)"
+[ "$(stat -c %a "$work/signing/generation-signing.key")" = 600 ] || fail "the signing key is not mode 0600"
+if "$indexer" signing-key --out "$work/signing" 2> "$work/again.log"; then fail "a signing key was overwritten"; fi
+grep -q "never overwritten" "$work/again.log" || fail "no reason given for keeping the signing key"
+key="$work/signing/generation-signing.pub"
 "$indexer" serve --input "$work/in" --root "$work/root" --partitions 2 --publish "$pub" --fetch "$fetch" \
-  --metrics "$metrics" --rescan 1 2> "$work/serve.log" &
+  --metrics "$metrics" --rescan 1 --signing-key "$work/signing/generation-signing.key" 2> "$work/serve.log" &
 server=$!; pids+=("$server")
 wait_for 30 test -f "$work/root/gen-000001/manifest.json" || fail "generation 1 not published"
-"$indexer" fetch --from "$pub" --root "$work/leaf" --timeout 10 > "$work/fetched" 2> "$work/fetch.log" || fail "fetch"
+# A fetch checks whose generation it takes: without a key it refuses to start, with another key it
+# refuses the generation and writes nothing.
+if "$indexer" fetch --from "$pub" --root "$work/nokey" --timeout 10 2> "$work/nokey.log"; then fail "fetched without a key"; fi
+grep -q -- "--generation-key" "$work/nokey.log" || fail "no clear error without a key: $(cat "$work/nokey.log")"
+if "$indexer" fetch --from "$pub" --root "$work/wrong" --timeout 10 --generation-key "$work/other/generation-signing.pub" \
+  2> "$work/wrong.log"; then fail "fetched a generation signed by another key"; fi
+grep -q "signature does not verify" "$work/wrong.log" || fail "the wrong key's refusal: $(cat "$work/wrong.log")"
+[ ! -e "$work/wrong/gen-000001" ] || fail "a refused generation was written"
+"$indexer" fetch --from "$pub" --root "$work/leaf" --timeout 10 --generation-key "$key" > "$work/fetched" \
+  2> "$work/fetch.log" || fail "fetch: $(cat "$work/fetch.log")"
 [ "$(cat "$work/fetched")" = "$work/leaf/gen-000001" ] || fail "unexpected fetch target $(cat "$work/fetched")"
 "$search" --index "$work/leaf/gen-000001" --query "boundary layer" -k 3 > "$work/hits" 2>/dev/null || fail "search on fetched"
 [ "$(wc -l < "$work/hits")" -eq 3 ] || fail "expected 3 hits"
@@ -72,7 +90,8 @@ echo '{"id": "new-1", "title": "zeppelin", "body": "a rigid airship"}' > "$work/
 wait_for 30 test -f "$work/root/gen-000002/manifest.json" || fail "generation 2 not published"
 # Until an announcement names generation 2, a fetch still gets generation 1.
 fetched_second() {
-  "$indexer" fetch --from "$pub" --root "$work/leaf" --timeout 10 > "$work/fetched2" 2>> "$work/fetch.log" &&
+  "$indexer" fetch --from "$pub" --root "$work/leaf" --timeout 10 --generation-key "$key" > "$work/fetched2" \
+    2>> "$work/fetch.log" &&
     [ "$(cat "$work/fetched2")" = "$work/leaf/gen-000002" ]
 }
 wait_for 30 fetched_second || fail "generation 2 not fetched: $(cat "$work/fetched2")"
@@ -111,6 +130,10 @@ restart restart-partitions.log --partitions 3
 wait_for 30 test -f "$work/root/gen-000004/manifest.json" || fail "other settings were not built again"
 python3 -c "import json,sys; assert len(json.load(open(sys.argv[1]))['partitions']) == 3" "$work/root/gen-000004/manifest.json" \
   || fail "generation 4 has not 3 partitions"
+# Older generations are removed: the one announced and the one before it stay.
+[ "$(ls "$work/root" | grep '^gen-' | tr '\n' ' ')" = "gen-000003 gen-000004 " ] || fail "not pruned: $(ls "$work/root")"
+grep -q "removed generation 2" "$work/restart-partitions.log" || fail "no line for the pruned generation"
+grep -q "announcing unsigned manifests" "$work/restart-partitions.log" || fail "no warning for unsigned manifests"
 stop "other partitions"
 
 # kill -9 in the middle of a build: nothing is published; the next start cleans up and publishes.

@@ -41,6 +41,8 @@ try:
     shutil.copytree(os.path.join(source, "k8s"), tree, ignore=shutil.ignore_patterns("keys"))
     subprocess.run([binaries["warp-indexer"], "keys", "--out", os.path.join(tree, "components/curve/keys")], check=True,
                    stdout=subprocess.DEVNULL)
+    subprocess.run([binaries["warp-indexer"], "signing-key", "--out", os.path.join(tree, "components/generation-signing/keys")],
+                   check=True, stdout=subprocess.DEVNULL)
     os.makedirs(os.path.join(tree, "components/search-tokens/tokens"))
     with open(os.path.join(tree, "components/search-tokens/tokens/tokens"), "w") as f:
         f.write("a-search-token\n")
@@ -162,6 +164,19 @@ try:
                                    if tokens and tokens.startswith(path.rstrip("/") + "/")), None)
                     if not tokens or not holder or "secret" not in holder:
                         fail("%s: the broker needs --auth-tokens from a mounted Secret (overlay %s)" % (where(w), overlay))
+                # Generations signed by the indexer and checked by every leaf; the secret key in the
+                # indexer's pod alone.
+                key_flag = {"warp-indexer": "--signing-key", "warp-leaf": "--generation-key"}.get(binary)
+                if key_flag:
+                    key_file = value(key_flag)
+                    mounts = {m["mountPath"]: m["name"] for m in c.get("volumeMounts", [])}
+                    holder = next((volumes.get(name) for path, name in mounts.items()
+                                   if key_file and key_file.startswith(path.rstrip("/") + "/")), None)
+                    if not key_file or not holder or "secret" not in holder:
+                        fail("%s: %s needs %s from a mounted Secret (overlay %s)" % (where(w), binary, key_flag, overlay))
+                    held = secrets[holder["secret"]["secretName"]]
+                    if binary == "warp-leaf" and any(k.endswith("generation-signing.key") for k in held):
+                        fail("%s: a leaf's Secret holds the generation signing key" % where(w))
                 resolve = lambda text: re.sub(r"\$\(([A-Z0-9_]+)\)", lambda m: next(
                     (cm[m.group(1)] for cm in configmaps.values() if m.group(1) in cm), m.group(0)), text)
                 ports = {p["name"]: p["containerPort"] for p in c.get("ports", [])}
