@@ -20,6 +20,15 @@ class BoundedQueue {
     not_empty_.notify_one();
   }
 
+  // Without waiting: false (the item dropped) while the queue is full or closed.
+  bool try_push(T item) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (closed_ || items_.size() >= capacity_) return false;
+    items_.push_back(std::move(item));
+    not_empty_.notify_one();
+    return true;
+  }
+
   std::optional<T> pop() {
     std::unique_lock<std::mutex> lock(mutex_);
     not_empty_.wait(lock, [&] { return !items_.empty() || closed_; });

@@ -32,10 +32,14 @@ struct DirectPeer {
   const bool secure;         // Curve on: the first frames must be a HELLO, then an INITIATE
   const std::string source;  // the peer's address (DirectAdmission)
   const std::chrono::steady_clock::time_point accepted;
-  std::atomic<bool> authenticated{false};              // the handshake done (Curve off: never needed)
+  // The handshake done (Curve off: never needed). Set by the handshake thread after `session`
+  // (release); the front end reads `session` only once it sees this (acquire).
+  std::atomic<bool> authenticated{false};
   std::atomic<bool> timed_out{false};                  // closed for its handshake's deadline
-  std::optional<transfer::ServerHandshake> handshake;  // in progress (the front end's alone)
-  std::optional<transfer::SecureSession> session;      // set by the front end after the handshake
+  std::atomic<bool> refused{false};                    // its handshake failed: being closed
+  int handshake_frames = 0;                            // handed to the handshake thread (the front end's)
+  std::optional<transfer::ServerHandshake> handshake;  // in progress (the handshake thread's alone)
+  std::optional<transfer::SecureSession> session;      // set by the handshake thread, then the front end's
   std::string in;                                      // bytes read, not yet whole frames
   std::mutex write_mutex;
   bool broken = false;  // guarded by write_mutex

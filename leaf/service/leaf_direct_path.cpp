@@ -5,7 +5,8 @@
 // polls and generation transfers stay on ZeroMQ. With Curve on, a connection must first complete
 // the Curve handshake with a broker key of the allow-list; one that fails is closed and counted in
 // warpsearch_leaf_curve_refused_total. What strangers may take (connections, unauthenticated ones,
-// handshakes a second) is bounded by DirectAdmission; an unfinished handshake has a deadline.
+// handshakes a second) is bounded by DirectAdmission; an unfinished handshake has a deadline. The
+// handshakes' key exchanges run on a thread of their own, never on a front end that answers searches.
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -107,6 +108,9 @@ void LeafServer::open_direct_listener() {
   DirectAdmission::Limits limits = options_.direct_limits;
   limits.connections = std::min(limits.connections, direct_connection_budget());
   admission_ = std::make_unique<DirectAdmission>(limits, options_.curve.enabled());
+  // Two steps for every connection that may be in its handshake at once.
+  if (options_.curve.enabled())
+    handshake_steps_ = std::make_unique<BoundedQueue<HandshakeStep>>(2 * limits.unauthenticated);
   for (size_t i = 0; i < std::max<size_t>(1, options_.search_threads); ++i)
     direct_pollers_.push_back(::epoll_create1(EPOLL_CLOEXEC));
   epoll_event event{};
@@ -131,11 +135,13 @@ void LeafServer::direct_front_end(size_t index) {
   std::vector<char> buffer(1 << 16);
   const auto drop = [&](DirectPeer* peer) {
     ::epoll_ctl(poller, EPOLL_CTL_DEL, peer->fd, nullptr);
-    admission_->closed(peer->source, peer->authenticated || !peer->secure);
-    {
+    bool was_authenticated = false;
+    {  // under the lock the handshake thread authenticates under: counted once, one way or the other
       std::lock_guard<std::mutex> lock(peer->write_mutex);
-      peer->broken = true;  // a worker still holding it writes nothing
+      peer->broken = true;  // a worker (or the handshake thread) still holding it writes nothing
+      was_authenticated = peer->authenticated || !peer->secure;
     }
+    admission_->closed(peer->source, was_authenticated);
     std::lock_guard<std::mutex> lock(direct_peers_mutex_);
     direct_peers_.erase(peer);  // the descriptor closes with its last holder
   };
@@ -194,29 +200,19 @@ void LeafServer::direct_front_end(size_t index) {
           }
           const auto body = transfer::next_stream_frame(peer->in, at);
           if (!body) break;
-          if (peer->secure && !peer->session) {  // the HELLO, then the INITIATE
-            bool refused = true;
-            if (!peer->handshake->welcomed()) {
-              // Three X25519 operations a HELLO, on this thread: at most so many a second.
-              if (!admission_->handshake_allowed(peer->source, std::chrono::steady_clock::now())) {
-                direct_refused_.Add({{"reason", "handshake_rate"}}).Increment();
-                closed = true;
-                break;
-              }
-              if (const auto welcome = peer->handshake->hello(*body)) {
-                peer->write_plain(*welcome);
-                refused = false;
-              }
-            } else if (auto accepted = peer->handshake->initiate(*body)) {
-              peer->write_plain(accepted->ready);
-              peer->session.emplace(std::move(accepted->session));
-              peer->handshake.reset();
-              peer->authenticated = true;
-              admission_->authenticated(peer->source);
-              refused = false;
-            }
-            if (refused) {
+          if (peer->secure && !peer->authenticated.load(std::memory_order_acquire)) {
+            // The HELLO, then the INITIATE, to the handshake thread in order; nothing more before
+            // the READY (a client sends its first request after it), and HELLOs at most so many a
+            // second (admission), each a queue push here.
+            const bool hello = peer->handshake_frames++ == 0;
+            if (peer->handshake_frames > 2 || peer->refused) {
               ++search_refused_;
+              closed = true;
+              break;
+            }
+            if ((hello && !admission_->handshake_allowed(peer->source, std::chrono::steady_clock::now())) ||
+                !handshake_steps_->try_push({peer, std::string(*body)})) {
+              direct_refused_.Add({{"reason", "handshake_rate"}}).Increment();
               closed = true;
               break;
             }
@@ -288,6 +284,37 @@ void LeafServer::accept_direct(int poller) {
     }
     ::epoll_ctl(direct_pollers_[next_direct_poller_++ % direct_pollers_.size()], EPOLL_CTL_ADD, connection, &added);
   }
+}
+
+void LeafServer::handshake_thread() {
+  while (auto step = handshake_steps_->pop()) handshake_step(std::move(*step));
+}
+
+// One HELLO or INITIATE. A refused one shuts the connection down; its front end then sees the
+// hang-up and closes it.
+void LeafServer::handshake_step(HandshakeStep step) {
+  DirectPeer& peer = *step.peer;
+  if (peer.refused || peer.timed_out || peer.authenticated) return;
+  if (!peer.handshake->welcomed()) {
+    if (const auto welcome = peer.handshake->hello(step.frame)) return peer.write_plain(*welcome);
+  } else if (auto accepted = peer.handshake->initiate(step.frame)) {
+    {
+      std::lock_guard<std::mutex> lock(peer.write_mutex);
+      if (peer.broken) return;  // closed meanwhile: its front end counted it as unauthenticated
+      peer.session.emplace(std::move(accepted->session));
+      peer.handshake.reset();
+      peer.authenticated.store(true, std::memory_order_release);  // after the session: the front end reads it next
+      admission_->authenticated(peer.source);
+    }
+    return peer.write_plain(accepted->ready);
+  }
+  refuse_handshake(peer);
+}
+
+void LeafServer::refuse_handshake(DirectPeer& peer) {
+  if (peer.refused.exchange(true)) return;
+  ++search_refused_;
+  ::shutdown(peer.fd, SHUT_RDWR);
 }
 
 // Connections whose Curve handshake is not done within the handshake timeout are shut down; each

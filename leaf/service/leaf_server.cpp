@@ -1,5 +1,7 @@
 #include "leaf/service/leaf_server.hpp"
 
+#include <pthread.h>
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -206,15 +208,22 @@ LeafServer::LeafServer(LeafOptions options, std::shared_ptr<prometheus::Registry
   endpoint_ = sockets_->router.get(zmq::sockopt::last_endpoint);
   if (options_.scheduler) scheduler_ = std::make_unique<sched::Scheduler>(*options_.scheduler, registry_);
   if (!options_.search_listen.empty()) open_direct_listener();
-  for (size_t i = 0; i < std::max<size_t>(1, options_.workers); ++i) threads_.emplace_back([this] { worker(); });
-  threads_.emplace_back([this] { front_end(); });
-  for (size_t i = 0; i < direct_pollers_.size(); ++i) threads_.emplace_back([this, i] { direct_front_end(i); });
+  // Each thread named for what it does (top -H, /proc/PID/task/TID/comm; at most 15 characters).
+  const auto start = [this](const char* name, std::function<void()> body) {
+    threads_.emplace_back(std::move(body));
+    ::pthread_setname_np(threads_.back().native_handle(), name);
+  };
+  for (size_t i = 0; i < std::max<size_t>(1, options_.workers); ++i) start("warp-worker", [this] { worker(); });
+  start("warp-front", [this] { front_end(); });
+  for (size_t i = 0; i < direct_pollers_.size(); ++i) start("warp-direct", [this, i] { direct_front_end(i); });
+  if (handshake_steps_) start("warp-handshake", [this] { handshake_thread(); });
 }
 
 LeafServer::~LeafServer() {
   scheduler_.reset();  // answers what it holds while the sockets and the front end still run
   stop_ = true;
   queue_->work.close();
+  if (handshake_steps_) handshake_steps_->close();
   for (auto& thread : threads_) thread.join();
   close_direct_path();
 }

@@ -25,6 +25,7 @@
 #include "leaf/gpu/gpu_runtime.hpp"
 #include "leaf/query/query_processor.hpp"
 #include "leaf/sched/scheduler.hpp"
+#include "common/util/bounded_queue.hpp"
 #include "leaf/service/direct_admission.hpp"
 
 namespace zmq {
@@ -159,6 +160,17 @@ class LeafServer {
   std::chrono::steady_clock::time_point next_handshake_sweep_{};
   void accept_direct(int poller);
   void sweep_handshakes();
+  // Curve handshakes (three X25519 operations a HELLO, one more an INITIATE) on a thread of their
+  // own, in arrival order, so that a flood of HELLOs within the rate limit costs the front ends
+  // that answer searches nothing but a queue push. A full queue refuses the connection.
+  struct HandshakeStep {
+    std::shared_ptr<DirectPeer> peer;
+    std::string frame;
+  };
+  std::unique_ptr<BoundedQueue<HandshakeStep>> handshake_steps_;
+  void handshake_thread();
+  void handshake_step(HandshakeStep step);
+  void refuse_handshake(DirectPeer& peer);
   std::unique_ptr<sched::Scheduler> scheduler_;
   std::atomic<bool> scheduler_calibrated_{false};
   std::mutex completions_mutex_;  // scheduler threads share the socket below
