@@ -5,7 +5,7 @@
 # command to start them under, such as `taskset -c 0-5`; LEAF_CPUS_EACH (array, optional): leaf i
 # pinned to the CPUs of its i-th entry (taskset's list form) instead. Each leaf offers its direct
 # search path on 5901+i (EDGE_DIRECT=0: none; the broker's --search-path zmq keeps to ZeroMQ
-# either way). EDGE_CURVE=DIR: leaves and broker with --curve-keys DIR (warp-indexer keys --out DIR).
+# either way). EDGE_MAX_CONNECTIONS: the broker's --max-connections (20000). EDGE_CURVE=DIR: leaves and broker with --curve-keys DIR (warp-indexer keys --out DIR).
 # usage: start_edge_leaves BIN INDEX LOG_DIR [LEAF FLAGS]; start_edge_broker BIN LOG_DIR [BROKER FLAGS];
 #        wait_edge_ready [PORT]
 
@@ -34,7 +34,7 @@ start_edge_broker() {
     partitions+=(--partition "$p=$(IFS=,; echo "${endpoints[*]}")")
   done
   # shellcheck disable=SC2086
-  "${BROKER_PIN[@]}" "$bin/warp-broker" --listen 127.0.0.1:8181 "${partitions[@]}" --max-connections 20000 "${extra[@]}" $flags 2> "$logs/broker.log" &
+  "${BROKER_PIN[@]}" "$bin/warp-broker" --listen 127.0.0.1:8181 "${partitions[@]}" --max-connections "${EDGE_MAX_CONNECTIONS:-20000}" "${extra[@]}" $flags 2> "$logs/broker.log" &
   pids+=($!)
 }
 

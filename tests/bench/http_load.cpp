@@ -63,6 +63,7 @@ struct Load {
   bool repeat = false;
   std::vector<std::string> words;  // if not empty: 1-4 random words a request instead
   std::string distinct;            // if not empty: each such query also holds the term distinct + a number of its own
+  std::vector<std::pair<std::string, std::string>> headers;  // sent with every request (--header)
   Clock::time_point end;
   std::atomic<size_t> next{0};
 };
@@ -114,6 +115,7 @@ class Connection {
     if (Clock::now() >= load_.end || !next_target(target)) return;  // done: the loop runs out of work
     request_ = {beast::http::verb::get, target, 11};
     request_.set(beast::http::field::host, load_.host);
+    for (const auto& [name, value] : load_.headers) request_.set(name, value);
     request_.keep_alive(true);
     response_ = {};
     sent_ = Clock::now();
@@ -155,7 +157,8 @@ int run(int argc, char** argv) {
       .value("threads", "", "event loops the connections are spread over (default: a quarter of the cores)")
       .value("seconds", "10", "how long to send")
       .value("idle", "0", "connections opened first and left idle for the whole run")
-      .value("label", "", "first column of the printed row");
+      .value("label", "", "first column of the printed row")
+      .value("header", "", "'Name: value' sent with every request, e.g. a bearer token (repeatable)", true);
   flags.parse(argc, argv);
   if (flags.help_requested()) return std::printf("%s", flags.help_text().c_str()), 0;
   const auto [host, port] = warp::http::parse_host_port(flags.get("address"), "--address");
@@ -180,6 +183,13 @@ int run(int argc, char** argv) {
   }
   Load load;
   load.host = host;
+  for (const std::string& header : flags.all("header")) {
+    const size_t colon = header.find(':');
+    if (header.empty()) continue;
+    if (colon == std::string::npos) throw warp::Error("--header takes 'Name: value', not '" + header + "'");
+    const size_t value = std::min(header.find_first_not_of(' ', colon + 1), header.size());
+    load.headers.emplace_back(header.substr(0, colon), header.substr(value));
+  }
   load.targets = std::move(targets);
   load.repeat = flags.get("targets").empty();
   load.words = std::move(words);
