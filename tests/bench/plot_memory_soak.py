@@ -26,8 +26,9 @@ for i in range(1, len(rows) + 1):  # shade each phase, its name at the top
         if rows[start]["phase"]:
             ax.axvspan(t[start], t[i - 1], alpha=0.08 if len(set(r["phase"] for r in rows[:start])) % 2 else 0.16,
                        color="grey")
-            ax.text((t[start] + t[i - 1]) / 2, 1.01, rows[start]["phase"], transform=ax.get_xaxis_transform(),
-                    ha="center", va="bottom", fontsize=8)
+            if t[i - 1] - t[start] > 0.04 * (t[-1] - t[0]):  # a name where there is room for it
+                ax.text((t[start] + t[i - 1]) / 2, 1.01, rows[start]["phase"], transform=ax.get_xaxis_transform(),
+                        ha="center", va="bottom", fontsize=8)
         start = i
 ax.set_xlabel("minutes")
 ax.set_ylabel("resident memory (MiB)")
