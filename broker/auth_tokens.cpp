@@ -40,14 +40,32 @@ bool AuthTokens::read(std::string& content) const {
 }
 
 void AuthTokens::load(const std::string& content) {
-  std::vector<std::string> tokens;
+  std::vector<std::pair<std::string, uint8_t>> tokens;
   std::istringstream in(content);
   std::string line;
-  while (std::getline(in, line)) {
-    const size_t begin = line.find_first_not_of(" \t\r");
-    if (begin == std::string::npos || line[begin] == '#') continue;
-    const size_t end = line.find_last_not_of(" \t\r");
-    tokens.push_back(line.substr(begin, end - begin + 1));
+  for (size_t number = 1; std::getline(in, line); ++number) {
+    std::istringstream words(line);
+    std::string token, scopes, extra;
+    if (!(words >> token) || token[0] == '#') continue;
+    uint8_t held = kRead;
+    if (words >> scopes) {
+      held = 0;
+      for (size_t start = 0; start <= scopes.size();) {
+        size_t comma = scopes.find(',', start);
+        if (comma == std::string::npos) comma = scopes.size();
+        const std::string scope = scopes.substr(start, comma - start);
+        held |= scope == "read" ? kRead : scope == "write" ? kWrite : scope == "admin" ? (kRead | kWrite | kAdmin) : 0;
+        if (scope != "read" && scope != "write" && scope != "admin") held |= 0x80;  // unknown
+        start = comma + 1;
+      }
+    }
+    if ((held & 0x80) != 0 || (words >> extra)) {
+      std::fprintf(stderr,
+                   "warp-broker: %s line %zu: scopes are read, write and admin, comma-separated; line left out\n",
+                   path_.c_str(), number);
+      continue;
+    }
+    tokens.emplace_back(std::move(token), held);
   }
   tokens_ = std::move(tokens);
   loaded_content_ = content;
@@ -90,14 +108,16 @@ void AuthTokens::reload_if_changed() {
   }
 }
 
-bool AuthTokens::allows(std::string_view authorization) {
+bool AuthTokens::allows(std::string_view authorization, Scope scope) {
   constexpr std::string_view kScheme = "Bearer ";
   if (authorization.size() <= kScheme.size() || authorization.substr(0, kScheme.size()) != kScheme) return false;
   const std::string_view token = authorization.substr(kScheme.size());
   std::lock_guard<std::mutex> lock(mutex_);
   reload_if_changed();
   bool found = false;
-  for (const std::string& candidate : tokens_) found = equal_in_constant_time(token, candidate) || found;
+  for (const auto& [candidate, held] : tokens_) {
+    found = (equal_in_constant_time(token, candidate) && ((held & scope) != 0 || (held & kAdmin) != 0)) || found;
+  }
   return found;
 }
 

@@ -1,15 +1,18 @@
 // Bearer tokens for the broker's search API (--auth-tokens FILE): one token per line, blank lines
-// and lines starting with '#' ignored. The file is checked at most once a second and reloaded when
-// its content changed (not only its modification time), so tokens rotate without a restart: add the
-// new token, move clients over, remove the old one. Fails closed: a file that is gone accepts no
-// token until it is back (unless `keep_if_missing`), with a log line; a file that exists but cannot
-// be read keeps the tokens loaded last. A file readable by group or others is warned about.
+// and lines starting with '#' ignored. A token may be followed by its scopes, comma-separated:
+// `read` (searches; what a token without scopes has), `write` (the write API's puts and deletes),
+// `admin` (everything); a line with an unknown scope is left out, with a log line. The file is checked at most once a
+// second and reloaded when its content changed (not only its modification time), so tokens rotate without a restart:
+// add the new token, move clients over, remove the old one. Fails closed: a file that is gone accepts no token until it
+// is back (unless `keep_if_missing`), with a log line; a file that exists but cannot be read keeps the tokens loaded
+// last. A file readable by group or others is warned about.
 #pragma once
 #include <chrono>
 #include <filesystem>
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace warp {
@@ -18,8 +21,10 @@ class AuthTokens {
  public:
   // Throws Error if the file cannot be read at start.
   explicit AuthTokens(std::string path, bool keep_if_missing = false);
-  // True when `authorization` is "Bearer <token>" for a listed token (compared in constant time).
-  bool allows(std::string_view authorization);
+  enum Scope : uint8_t { kRead = 1, kWrite = 2, kAdmin = 4 };
+  // True when `authorization` is "Bearer <token>" for a listed token (compared in constant time)
+  // that holds `scope` (admin holds every scope).
+  bool allows(std::string_view authorization, Scope scope = kRead);
   size_t size();
 
  private:
@@ -33,7 +38,7 @@ class AuthTokens {
   std::string loaded_content_;
   bool missing_ = false;
   std::mutex mutex_;
-  std::vector<std::string> tokens_;
+  std::vector<std::pair<std::string, uint8_t>> tokens_;  // token, its scopes
   std::chrono::steady_clock::time_point next_check_{};
   bool reported_failure_ = false;
 };

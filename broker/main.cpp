@@ -8,6 +8,8 @@
 
 #include <prometheus/gauge.h>
 
+#include "broker/document_api.hpp"
+#include "broker/index_writer.hpp"
 #include "broker/search_api.hpp"
 #include "common/util/open_files.hpp"
 #include "common/util/cpu_wake_latency.hpp"
@@ -57,6 +59,11 @@ int run(int argc, char** argv) {
       .value("max-k", "1000", "largest k accepted")
       .value("max-query-bytes", "16384", "longest query text q accepted, in bytes")
       .value("max-terms", "1024", "most distinct analyzed terms a query may have")
+      .value("indexer", "",
+             "the indexer's write socket (its serve --write endpoint): enables the write API under /indexes/ "
+             "(documents put and deleted); empty: no writes")
+      .value("max-bulk-mb", "16", "with --indexer: the largest request body of the write API, in MiB")
+      .value("write-timeout-ms", "10000", "with --indexer: time the indexer has to make a request's writes durable")
       .value("curve-keys", "", "CurveZMQ to the leaves: a directory with broker.key and leaf.pub (warp-indexer keys)")
       .value("cpu-wake-latency-us", "",
              "hold a PM QoS request that idle CPUs wake within this many µs (0: they poll) while serving; needs write "
@@ -101,6 +108,15 @@ int run(int argc, char** argv) {
   options.admin_listener = !flags.get("admin-listen").empty();
   options.zmq_io_threads = flags.count("zmq-io-threads");
   options.direct_search = flags.get("search-path") == "direct";
+  std::unique_ptr<warp::IndexWriter> writer;
+  std::unique_ptr<warp::DocumentApi> documents;
+  if (!flags.get("indexer").empty()) {
+    writer = std::make_unique<warp::IndexWriter>(flags.get("indexer"),
+                                                 warp::transfer::load_curve_config(flags.get("curve-keys"), "broker"),
+                                                 std::chrono::milliseconds(flags.count("write-timeout-ms")));
+    documents = std::make_unique<warp::DocumentApi>(warp::DocumentApiOptions{}, *writer);
+    options.documents = documents.get();
+  }
   if (options.max_query_bytes == 0 || options.max_terms == 0)
     throw warp::Error("--max-query-bytes and --max-terms must be > 0");
   // Half the cores by default: on the GPU machine the cluster's uncached load ran with less CPU a
@@ -115,6 +131,8 @@ int run(int argc, char** argv) {
   // Room for q percent-encoded in a URL (3 bytes a byte) and JSON-escaped in a body (6 a byte).
   http_options.max_header_bytes = 8192 + 3 * options.max_query_bytes;
   http_options.max_body_bytes = 8192 + 6 * options.max_query_bytes;
+  if (documents)
+    http_options.max_body_bytes = std::max<size_t>(http_options.max_body_bytes, flags.count("max-bulk-mb") << 20);
   http_options.max_connections = flags.count("max-connections");
   http_options.max_connections_per_source = flags.count("max-connections-per-source");
   http_options.max_body_bytes_in_flight = static_cast<uint64_t>(flags.count("max-body-mb-in-flight")) << 20;

@@ -272,8 +272,14 @@ http::Response SearchApi::refuse(const std::string& reason, const std::string& m
 }
 
 std::optional<http::Response> SearchApi::admit(const http::Request& head) {
-  if (options_.auth == nullptr || options_.auth->allows(head.authorization)) return std::nullopt;
+  // Writes need a token with the write scope; everything else, read.
+  const bool writes = DocumentApi::serves(head.path) && head.method != "GET" && head.method != "HEAD";
+  if (options_.auth == nullptr ||
+      options_.auth->allows(head.authorization, writes ? AuthTokens::kWrite : AuthTokens::kRead))
+    return std::nullopt;
   unauthorized_.Increment();
+  if (writes && options_.auth->allows(head.authorization, AuthTokens::kRead))
+    return counted("unauthorized", error(403, "this token may search, not write (give it the write scope)"));
   return counted("unauthorized", {401,
                                   "application/json",
                                   error(401, "a valid bearer token is required (Authorization: Bearer TOKEN)").body,
@@ -284,6 +290,14 @@ void SearchApi::handle(const http::Request& request, http::Respond respond) {
   // Admitted on its header already where the server asks admit(); checked again for any other.
   if (std::optional<http::Response> refusal = admit(request)) return respond(std::move(*refusal));
   if (request.path == "/search") return search(request, std::move(respond));
+  if (DocumentApi::serves(request.path)) {
+    if (options_.documents == nullptr)
+      return respond_counted("/indexes", respond,
+                             error(404, "writes are not enabled here: start the broker with --indexer ENDPOINT"));
+    return options_.documents->handle(request, [this, respond](http::Response response) {
+      respond_counted("/indexes", respond, std::move(response));
+    });
+  }
   if (options_.admin_listener)
     return respond_counted("other", respond, error(404, "no such endpoint: " + request.path));
   respond(handle_admin(request));

@@ -19,6 +19,7 @@
 
 #include "broker/auth_tokens.hpp"
 #include "broker/cluster.hpp"
+#include "broker/document_api.hpp"
 #include "broker/fan_out.hpp"
 #include "broker/result_cache.hpp"
 #include "common/http/http_server.hpp"
@@ -38,6 +39,7 @@ struct SearchApiOptions {
   bool admin_listener = false;  // health, readiness, cluster and metrics only on the admin listener
   size_t zmq_io_threads = 0;    // ZeroMQ I/O threads of the fan-out; 0: one per eight event loops
   bool direct_search = true;    // searches over the leaves' direct search path where offered
+  DocumentApi* documents = nullptr;  // the write API under /indexes/ (--indexer); null: none
 };
 
 class SearchApi {

@@ -49,6 +49,15 @@ IndexerMetrics::IndexerMetrics(std::shared_ptr<prometheus::Registry> registry)
                          "Tokens the GPU's table missed, looked up on the CPU")),
       gpu_failures(counter(*registry, "warpsearch_indexer_gpu_analysis_failures_total",
                            "Builds in which the GPU analysis failed and the CPU analyzed the rest")),
+      write_ops(counter(*registry, "warpsearch_indexer_write_ops_total",
+                        "Documents put or deleted through the API, durable")),
+      write_sequence(
+          gauge(*registry, "warpsearch_indexer_write_log_sequence", "The write log's last durable sequence")),
+      write_log_bytes(gauge(*registry, "warpsearch_indexer_write_log_bytes", "Bytes of the write log")),
+      folded_sequence(gauge(*registry, "warpsearch_indexer_folded_sequence",
+                            "The last write the latest generation holds (the write log's sequence)")),
+      deleted_skipped(counter(*registry, "warpsearch_indexer_documents_deleted_total",
+                              "Input documents a build left out, deleted through the API")),
       registry_(std::move(registry)) {}
 
 std::string IndexerMetrics::text() const { return metrics_text(*registry_); }

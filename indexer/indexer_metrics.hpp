@@ -42,6 +42,13 @@ class IndexerMetrics {
   prometheus::Counter& gpu_tokens;     // warpsearch_indexer_gpu_analysis_tokens_total
   prometheus::Counter& gpu_misses;     // warpsearch_indexer_gpu_analysis_misses_total
   prometheus::Counter& gpu_failures;   // warpsearch_indexer_gpu_analysis_failures_total
+  // The write log (--write): ops acknowledged, its last sequence and bytes, the sequence the latest
+  // generation holds, and documents a build skipped as deleted.
+  prometheus::Counter& write_ops;        // warpsearch_indexer_write_ops_total
+  prometheus::Gauge& write_sequence;     // warpsearch_indexer_write_log_sequence
+  prometheus::Gauge& write_log_bytes;    // warpsearch_indexer_write_log_bytes
+  prometheus::Gauge& folded_sequence;    // warpsearch_indexer_folded_sequence
+  prometheus::Counter& deleted_skipped;  // warpsearch_indexer_documents_deleted_total
 
  private:
   std::shared_ptr<prometheus::Registry> registry_;

@@ -108,6 +108,10 @@ int serve(int argc, char** argv) {
       .value("rescan", "10", "seconds between checks of the inputs for changes")
       .boolean("once", "publish at most one new generation, then only serve")
       .value("curve-keys", "", "CurveZMQ: a directory with indexer.key and the allowed leaf*.pub (warp-indexer keys)")
+      .value("write", "",
+             "ZeroMQ ROUTER endpoint taking documents put and deleted through the brokers' API (e.g. "
+             "tcp://127.0.0.1:5603), durable in ROOT/writes.log before they are acknowledged; empty: none")
+      .value("fold-interval-ms", "1000", "with --write: a new generation holding the writes at most this often")
       .value("signing-key", "",
              "sign every generation's manifest with this key (generation-signing.key, warp-indexer signing-key); "
              "empty: unsigned, taken only by leaves run with --unsigned-generations");
@@ -125,6 +129,8 @@ int serve(int argc, char** argv) {
   options.once = flags.is_set("once");
   options.curve_keys = flags.get("curve-keys");
   options.signing_key = flags.get("signing-key");
+  options.write_endpoint = flags.get("write");
+  options.fold_interval_ms = flags.count("fold-interval-ms");
   return warp::run_serve_command(options);
 }
 

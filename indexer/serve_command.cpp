@@ -16,6 +16,8 @@
 #include "common/util/status.hpp"
 #include "indexer/indexer_metrics.hpp"
 #include "indexer/publisher.hpp"
+#include "indexer/writes/write_endpoint.hpp"
+#include "indexer/writes/write_log.hpp"
 
 namespace warp {
 namespace fs = std::filesystem;
@@ -82,6 +84,16 @@ void prune_before(const fs::path& root, uint64_t keep_from, Publisher& publisher
   }
 }
 
+// The write sequence a generation holds (its writes.json); 0 for one built without writes.
+constexpr const char* kWritesFile = "writes.json";
+uint64_t folded_sequence(const fs::path& generation_dir) {
+  try {
+    return nlohmann::json::parse(read_file(generation_dir / kWritesFile)).at("sequence").get<uint64_t>();
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
 // What /readyz reports: ready once a generation is announced (the leaves have something to fetch),
 // and whether a build is under way.
 struct ServeState {
@@ -109,6 +121,91 @@ std::unique_ptr<http::Server> serve_http(const std::string& address, const Index
         }
         return {404, "application/json", R"({"error":"not found: /metrics, /healthz, /readyz"})"};
       });
+}
+
+// Builds generation `generation` into ROOT/gen-N.tmp from the inputs and, with a write log, its
+// writes up to `writes_up_to` (the documents they leave, read after the inputs so that their copy
+// of an id wins; the ids they delete left out), renames it into place, announces it and removes
+// older ones. False when there was nothing to publish (no documents). Throws on a failed build.
+bool build_generation(const ServeOptions& options, const fs::path& root, uint64_t generation,
+                      const std::string& fingerprint, const writes::WriteLog* log, uint64_t writes_up_to,
+                      IndexerMetrics& metrics, ServeState& state, Publisher& publisher) {
+  const auto start = std::chrono::steady_clock::now();
+  const fs::path tmp = root / (transfer::generation_dir_name(generation) + ".tmp");
+  log_line("building generation " + std::to_string(generation));
+  state.building = true;
+  pipeline::PipelineOptions pipeline_options = options.pipeline;
+  pipeline_options.build = options.build;
+  pipeline_options.build.generation = generation;
+  pipeline_options.spill_dir = (root / (transfer::generation_dir_name(generation) + ".runs")).string();
+  std::vector<std::string> inputs = options.inputs;
+  const fs::path written = root / (transfer::generation_dir_name(generation) + ".runs.writes.jsonl");
+  if (log != nullptr) {
+    const writes::LogState writes = writes::write_live_documents(*log, writes_up_to, written.string());
+    inputs.push_back(written.string());
+    pipeline_options.excluded_ids =
+        std::make_shared<std::unordered_set<std::string>>(writes.deleted_ids.begin(), writes.deleted_ids.end());
+  }
+  ReadReport read;
+  const auto show = [&](const pipeline::PipelineProgress& p) {
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double rate = seconds > 0 ? p.bytes / seconds : 0;
+    metrics.build_bytes.Set(static_cast<double>(p.bytes));
+    metrics.build_total_bytes.Set(static_cast<double>(p.total_bytes));
+    metrics.build_rate.Set(rate);
+    metrics.build_eta.Set(rate > 0 && p.total_bytes > p.bytes ? (p.total_bytes - p.bytes) / rate : 0);
+    metrics.build_documents.Set(static_cast<double>(p.documents));
+  };
+  pipeline::PipelineReport report;
+  try {
+    report = pipeline::build_index(inputs, pipeline_options, tmp.string(), read, show);
+  } catch (...) {
+    show({});
+    state.building = false;
+    std::error_code ignored;
+    fs::remove(written, ignored);
+    throw;
+  }
+  std::error_code ignored;
+  fs::remove(written, ignored);
+  show({});
+  state.building = false;
+  for (const std::string& error : read.errors) log_line("rejected " + error);
+  metrics.documents.Increment(static_cast<double>(read.documents));
+  metrics.bytes.Increment(static_cast<double>(read.bytes));
+  metrics.rejected.Increment(static_cast<double>(read.rejected));
+  metrics.replaced.Increment(static_cast<double>(read.replaced));
+  metrics.deleted_skipped.Increment(static_cast<double>(report.excluded));
+  metrics.runs_written.Increment(static_cast<double>(report.runs_written));
+  metrics.runs_merged.Increment(static_cast<double>(report.runs_merged));
+  metrics.gpu_documents.Increment(static_cast<double>(report.gpu_analysis_documents));
+  metrics.gpu_tokens.Increment(static_cast<double>(report.gpu_analysis_tokens));
+  metrics.gpu_misses.Increment(static_cast<double>(report.gpu_analysis_misses));
+  if (!report.gpu_analysis_failure.empty()) {
+    metrics.gpu_failures.Increment();
+    log_line("the GPU analysis failed during the build (" + report.gpu_analysis_failure +
+             "); the CPU analyzed the rest");
+  }
+  if (report.partitions.empty()) {
+    log_line("no documents in the inputs; nothing published");
+    return false;
+  }
+  std::ofstream(tmp / "inputs.json") << fingerprint;
+  std::ofstream(tmp / kWritesFile) << nlohmann::json{{"sequence", writes_up_to}}.dump();
+  fs::rename(tmp, root / transfer::generation_dir_name(generation));  // complete, atomically
+  publisher.announce(generation);
+  prune_before(root, generation - 1, publisher);
+  state.generation = generation;
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  metrics.generations.Increment();
+  metrics.generation.Set(static_cast<double>(generation));
+  metrics.build_seconds.Set(seconds);
+  char line[256];
+  std::snprintf(line, sizeof line, "published generation %llu: %llu documents, %zu partitions, writes to %llu, %.2f s",
+                static_cast<unsigned long long>(generation), static_cast<unsigned long long>(read.documents),
+                report.partitions.size(), static_cast<unsigned long long>(writes_up_to), seconds);
+  log_line(line);
+  return true;
 }
 
 }  // namespace
@@ -144,6 +241,24 @@ int run_serve_command(const ServeOptions& options) {
     state.generation = latest;
     log_line("announcing existing generation " + std::to_string(latest));
   }
+  // Writes through the API (--write): the log, and the socket brokers send them to. The socket goes
+  // before the log (its last appends answered first).
+  std::atomic<uint64_t> folded{latest > 0 ? folded_sequence(root / transfer::generation_dir_name(latest)) : 0};
+  metrics.folded_sequence.Set(static_cast<double>(folded));
+  std::unique_ptr<writes::WriteLog> log;
+  std::unique_ptr<writes::WriteEndpoint> endpoint;
+  if (!options.write_endpoint.empty()) {
+    log = std::make_unique<writes::WriteLog>((root / "writes.log").string());
+    if (log->truncated_bytes() > 0)
+      log_line("write log: cut off " + std::to_string(log->truncated_bytes()) + " bytes of a write torn by a crash");
+    endpoint = std::make_unique<writes::WriteEndpoint>(
+        options.write_endpoint, *log, [&folded] { return folded.load(); },
+        transfer::load_curve_config(options.curve_keys, "indexer", "broker"));
+    log_line("taking writes on " + endpoint->endpoint() + " (the log at " + std::to_string(log->last_sequence()) +
+             ", generation " + std::to_string(latest) + " holds writes to " + std::to_string(folded.load()) + ")");
+  }
+  auto last_build = std::chrono::steady_clock::now() - std::chrono::hours(1);
+  const auto writes_waiting = [&] { return log && log->last_sequence() > folded; };
   uint64_t fetches_seen = 0;
   bool built_once = false;
   while (!stop_requested()) {
@@ -154,73 +269,19 @@ int run_serve_command(const ServeOptions& options) {
       metrics.builds_failed.Increment();
       log_line(std::string("cannot read the inputs, retrying at the next rescan: ") + e.what());
     }
-    const bool changed =
-        !fingerprint.empty() &&
-        (latest == 0 || read_file(root / transfer::generation_dir_name(latest) / "inputs.json") != fingerprint);
+    const bool changed = !fingerprint.empty() &&
+                         (latest == 0 || writes_waiting() ||
+                          read_file(root / transfer::generation_dir_name(latest) / "inputs.json") != fingerprint) &&
+                         !(options.inputs.empty() && !writes_waiting());  // nothing at all to build from
     if (changed && !(options.once && built_once)) try {
-        const uint64_t generation = latest + 1;
-        const auto start = std::chrono::steady_clock::now();
-        const fs::path tmp = root / (transfer::generation_dir_name(generation) + ".tmp");
-        log_line("building generation " + std::to_string(generation));
-        state.building = true;
-        pipeline::PipelineOptions pipeline_options = options.pipeline;
-        pipeline_options.build = options.build;
-        pipeline_options.build.generation = generation;
-        pipeline_options.spill_dir = (root / (transfer::generation_dir_name(generation) + ".runs")).string();
-        ReadReport read;
-        const auto show = [&](const pipeline::PipelineProgress& p) {
-          const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-          const double rate = seconds > 0 ? p.bytes / seconds : 0;
-          metrics.build_bytes.Set(static_cast<double>(p.bytes));
-          metrics.build_total_bytes.Set(static_cast<double>(p.total_bytes));
-          metrics.build_rate.Set(rate);
-          metrics.build_eta.Set(rate > 0 && p.total_bytes > p.bytes ? (p.total_bytes - p.bytes) / rate : 0);
-          metrics.build_documents.Set(static_cast<double>(p.documents));
-        };
-        pipeline::PipelineReport report;
-        try {
-          report = pipeline::build_index(options.inputs, pipeline_options, tmp.string(), read, show);
-        } catch (...) {
-          show({});
-          state.building = false;
-          throw;
-        }
-        show({});
-        state.building = false;
-        for (const std::string& error : read.errors) log_line("rejected " + error);
-        metrics.documents.Increment(static_cast<double>(read.documents));
-        metrics.bytes.Increment(static_cast<double>(read.bytes));
-        metrics.rejected.Increment(static_cast<double>(read.rejected));
-        metrics.replaced.Increment(static_cast<double>(read.replaced));
-        metrics.runs_written.Increment(static_cast<double>(report.runs_written));
-        metrics.runs_merged.Increment(static_cast<double>(report.runs_merged));
-        metrics.gpu_documents.Increment(static_cast<double>(report.gpu_analysis_documents));
-        metrics.gpu_tokens.Increment(static_cast<double>(report.gpu_analysis_tokens));
-        metrics.gpu_misses.Increment(static_cast<double>(report.gpu_analysis_misses));
-        if (!report.gpu_analysis_failure.empty()) {
-          metrics.gpu_failures.Increment();
-          log_line("the GPU analysis failed during the build (" + report.gpu_analysis_failure +
-                   "); the CPU analyzed the rest");
-        }
+        const uint64_t writes_up_to = log ? log->last_sequence() : 0;
+        last_build = std::chrono::steady_clock::now();
         built_once = true;
-        if (report.partitions.empty()) {
-          log_line("no documents in the inputs; nothing published");
-        } else {
-          std::ofstream(tmp / "inputs.json") << fingerprint;
-          fs::rename(tmp, root / transfer::generation_dir_name(generation));  // complete, atomically
-          publisher.announce(generation);
-          prune_before(root, generation - 1, publisher);
-          latest = generation;
-          state.generation = generation;
-          const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-          metrics.generations.Increment();
-          metrics.generation.Set(static_cast<double>(generation));
-          metrics.build_seconds.Set(seconds);
-          char line[256];
-          std::snprintf(line, sizeof line, "published generation %llu: %llu documents, %zu partitions, %.2f s",
-                        static_cast<unsigned long long>(generation), static_cast<unsigned long long>(read.documents),
-                        report.partitions.size(), seconds);
-          log_line(line);
+        if (build_generation(options, root, latest + 1, fingerprint, log.get(), writes_up_to, metrics, state,
+                             publisher)) {
+          latest = latest + 1;
+          folded = writes_up_to;
+          metrics.folded_sequence.Set(static_cast<double>(folded));
         }
       } catch (const std::exception& e) {
         // A failed build (unreadable input, a full disk) publishes nothing, is counted, and is tried
@@ -231,11 +292,21 @@ int run_serve_command(const ServeOptions& options) {
         fs::remove_all(root / (transfer::generation_dir_name(latest + 1) + ".tmp"), ignored);
         fs::remove_all(root / (transfer::generation_dir_name(latest + 1) + ".runs"), ignored);
       }
-    for (int i = 0; i < static_cast<int>(options.rescan_seconds * 10) && !stop_requested(); ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    // Until the next rescan, or until writes are waiting and --fold-interval-ms has passed since
+    // the last build began.
+    for (int i = 0; i < static_cast<int>(options.rescan_seconds * 100) && !stop_requested(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
       const uint64_t fetches = publisher.counters().fetch_requests;
       metrics.fetch_requests.Increment(static_cast<double>(fetches - fetches_seen));
       fetches_seen = fetches;
+      if (log) {
+        metrics.write_ops.Increment(static_cast<double>(log->last_sequence()) - metrics.write_sequence.Value());
+        metrics.write_sequence.Set(static_cast<double>(log->last_sequence()));
+        metrics.write_log_bytes.Set(static_cast<double>(log->bytes()));
+      }
+      if (writes_waiting() && !(options.once && built_once) &&
+          std::chrono::steady_clock::now() - last_build >= std::chrono::milliseconds(options.fold_interval_ms))
+        break;
     }
   }
   log_line("stopping (signal received)");

@@ -25,6 +25,11 @@ struct ServeOptions {
   bool once = false;        // build and publish at most one generation, serve until stopped
   std::string curve_keys;   // CurveZMQ: indexer.key and the allowed leaf*.pub; empty: off
   std::string signing_key;  // generation-signing.key: announcements' manifests signed; empty: unsigned
+  // Documents put and deleted through the API: the write socket brokers send them to (empty: none),
+  // durable in ROOT/writes.log before they are acknowledged, folded into a new generation at most
+  // every fold_interval_ms.
+  std::string write_endpoint;
+  uint64_t fold_interval_ms = 1000;
 };
 
 int run_serve_command(const ServeOptions& options);

@@ -6,7 +6,7 @@
 #   deploy/local/run.sh stop      stop everything (SIGTERM, then SIGKILL after 10 s)
 #   deploy/local/run.sh status    what runs, and the broker's /cluster
 # Logs and state: data/cluster/. Ports: broker 8080, leaves 5701-5704 (direct search path 5711-5714,
-# HTTP 9201-9204), indexer 5601 (announcements), 5602 (files), 9101 (metrics). Override the
+# HTTP 9201-9204), indexer 5601 (announcements), 5602 (files), 5603 (writes), 9101 (metrics). Override the
 # broker's with WARP_BROKER_PORT.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -58,7 +58,8 @@ run() {  # run NAME command...: start in the background, remember the pid
 }
 run indexer ./build/indexer/warp-indexer serve --input data/corpus --root "$state/indexer" --partitions 2 \
   --publish tcp://127.0.0.1:5601 --fetch tcp://127.0.0.1:5602 --metrics 127.0.0.1:9101 --rescan 10 \
-  --curve-keys "$state/keys" --signing-key "$state/signing/generation-signing.key"
+  --curve-keys "$state/keys" --signing-key "$state/signing/generation-signing.key" \
+  --write tcp://127.0.0.1:5603 --fold-interval-ms 500
 for i in 1 2 3 4; do
   partition=$(( (i - 1) / 2 ))
   run "leaf$i" ./build/leaf/warp-leaf --follow tcp://127.0.0.1:5601 --root "$state/leaf$i" --partitions $partition \
@@ -66,6 +67,7 @@ for i in 1 2 3 4; do
     --curve-keys "$state/keys" --generation-key "$state/signing/generation-signing.pub"
 done
 run broker ./build/broker/warp-broker --listen 127.0.0.1:$broker_port --curve-keys "$state/keys" \
+  --indexer tcp://127.0.0.1:5603 \
   --partition 0=tcp://127.0.0.1:5701,tcp://127.0.0.1:5702 --partition 1=tcp://127.0.0.1:5703,tcp://127.0.0.1:5704
 
 echo "waiting for the indexer to publish and the leaves to load (the first build takes a few seconds)..."
@@ -84,6 +86,7 @@ Warpsearch is running: broker http://127.0.0.1:$broker_port  (logs: $state/*.log
 
   curl 'http://127.0.0.1:$broker_port/search?q=striped+african+horse&k=5'
   curl -X POST -d '{"q": "aeroplane wing", "k": 3, "mode": "and"}' http://127.0.0.1:$broker_port/search
+  curl -X PUT -d '{"title": "Zeppelin", "body": "a rigid airship"}' http://127.0.0.1:$broker_port/indexes/default/documents/z1
   curl http://127.0.0.1:$broker_port/cluster
   curl http://127.0.0.1:$broker_port/metrics
 

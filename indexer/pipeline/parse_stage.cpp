@@ -48,6 +48,7 @@ std::vector<uint32_t> plan_owners(const BuildPlan& plan, const PipelineOptions& 
 void report_parse(const ParseShared& shared, const GpuAnalysisStart& gpu_start, const SharedStemCache& shared_stems,
                   PipelineReport& report) {
   report.runs_written = shared.runs_written;
+  report.excluded = shared.excluded;
   report.gpu_analysis_documents = shared.gpu_documents;
   report.gpu_analysis_cpu_documents = shared.gpu_cpu_documents;
   report.gpu_analysis_early_documents = shared.gpu_early_documents;

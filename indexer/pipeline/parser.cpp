@@ -268,7 +268,12 @@ bool Parser::read_chunk(SplitReader& reader) {
   uint64_t text = 0;
   const uint64_t before = reader.bytes_read();
   SourceDocument doc;
+  const auto* excluded = options_.excluded_ids.get();
   while (text < plan_.chunk_bytes && reader.next(doc)) {
+    if (excluded != nullptr && excluded->count(doc.external_id) > 0) {
+      ++shared_.excluded;
+      continue;
+    }
     text += doc.body.size() + doc.title.size() + doc.external_id.size() + doc.url.size();
     chunk_.push_back(std::move(doc));
   }

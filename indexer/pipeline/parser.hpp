@@ -51,7 +51,7 @@ struct ParseShared {
   std::vector<std::unique_ptr<BoundedQueue<Piece>>> pieces;  // by slot
   std::function<uint64_t()> share;                           // an indexer's share of the budget now
   std::vector<std::vector<RunInfo>> parser_runs;             // by parser: its own indexer's runs
-  std::atomic<uint64_t> runs_written{0}, bytes_read{0};
+  std::atomic<uint64_t> runs_written{0}, bytes_read{0}, excluded{0};
 
   // A failed build: the first failure is kept, everybody stops.
   std::atomic<bool> failed{false};

@@ -3,7 +3,9 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "common/index/index_builder.hpp"
@@ -45,6 +47,8 @@ struct PipelineOptions {
   // (posting_router.hpp); off only in tests, which compare the partitions either way.
   bool route_postings = true;
   std::string spill_dir;  // run files and the document spill (created, removed at the end)
+  // Documents whose id is here are skipped as they are read (deleted through the write API).
+  std::shared_ptr<const std::unordered_set<std::string>> excluded_ids{};
 };
 
 struct PipelineProgress {
@@ -62,6 +66,7 @@ struct BuiltSummary {
 
 struct PipelineReport {
   uint64_t documents = 0;
+  uint64_t excluded = 0;  // skipped for their id (PipelineOptions::excluded_ids)
   uint64_t runs_written = 0;
   uint64_t runs_merged = 0;
   size_t parsers = 0, indexers = 0, backend_threads = 0, splits = 0;

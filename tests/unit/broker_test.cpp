@@ -177,6 +177,25 @@ TEST_F(AuthTokensTest, AllowsListedBearerTokensOnly) {
   EXPECT_FALSE(tokens.allows(""));
 }
 
+// Scopes: a bare token searches only; write and admin as listed; a line with an unknown scope or a
+// third word is left out (fail closed), its neighbours kept.
+TEST_F(AuthTokensTest, ScopesSayWhoMayWrite) {
+  write("reader-1\nwriter-2 read,write\nonly-writes-3 write\nroot-4 admin\nodd-5 read,delete\nodd-6 read extra\n");
+  AuthTokens tokens(path_.string());
+  EXPECT_EQ(tokens.size(), 4u);
+  EXPECT_TRUE(tokens.allows("Bearer reader-1"));
+  EXPECT_FALSE(tokens.allows("Bearer reader-1", AuthTokens::kWrite));
+  EXPECT_TRUE(tokens.allows("Bearer writer-2"));
+  EXPECT_TRUE(tokens.allows("Bearer writer-2", AuthTokens::kWrite));
+  EXPECT_FALSE(tokens.allows("Bearer only-writes-3"));
+  EXPECT_TRUE(tokens.allows("Bearer only-writes-3", AuthTokens::kWrite));
+  EXPECT_TRUE(tokens.allows("Bearer root-4", AuthTokens::kWrite));
+  EXPECT_TRUE(tokens.allows("Bearer root-4", AuthTokens::kAdmin));
+  EXPECT_FALSE(tokens.allows("Bearer writer-2", AuthTokens::kAdmin));
+  EXPECT_FALSE(tokens.allows("Bearer odd-5"));
+  EXPECT_FALSE(tokens.allows("Bearer odd-6"));
+}
+
 // Polls `tokens` (each call may reload the file, at most once a second) until `allowed` says the
 // state was reached, for at most ten seconds.
 bool eventually(AuthTokens& tokens, const std::string& authorization, bool allowed) {
