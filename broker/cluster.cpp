@@ -211,6 +211,28 @@ bool Cluster::ready() const {
   return true;
 }
 
+bool Cluster::serves_writes(uint64_t sequence, std::string* behind) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (uint32_t partition : partitions_) {
+    bool any = false;
+    for (const auto& replica : replicas_) {
+      if (replica->partition != partition || !replica->healthy) continue;
+      any = true;
+      if (replica->write_sequence < sequence) {
+        if (behind)
+          *behind = "partition " + std::to_string(partition) + " at " + replica->endpoint + " serves writes up to " +
+                    std::to_string(replica->write_sequence.load());
+        return false;
+      }
+    }
+    if (!any) {
+      if (behind) *behind = "partition " + std::to_string(partition) + " has no healthy replica";
+      return false;
+    }
+  }
+  return true;
+}
+
 uint64_t Cluster::generation_signature() const {
   std::lock_guard<std::mutex> lock(mutex_);
   uint64_t signature = 1469598103934665603ull;
@@ -238,6 +260,7 @@ nlohmann::json Cluster::describe() const {
       nlohmann::json entry = {{"endpoint", r->endpoint},
                               {"healthy", r->healthy.load()},
                               {"generation", r->generation.load()},
+                              {"write_sequence", r->write_sequence.load()},
                               {"outstanding", r->outstanding.load()},
                               {"latency_ms", r->latency_ms}};
       if (!r->source.empty()) entry["dns"] = r->source;
@@ -290,6 +313,7 @@ void Cluster::poll_status() {
         auto status = reply.getStatus();
         Replica& replica = *replicas[i];
         replica.generation = status.getGeneration();
+        replica.write_sequence = status.getWriteSequence();
         replica.search_port = status.getSearchPort();
         std::lock_guard<std::mutex> lock(mutex_);
         // A replica retired meanwhile stays unhealthy.

@@ -34,9 +34,10 @@ struct Replica {
   std::atomic<int> outstanding{0};
   std::atomic<bool> healthy{false};  // answered the last status request in time, ready
   std::atomic<uint64_t> generation{0};
-  std::atomic<uint16_t> search_port{0};  // its direct search path's port, from its status (0: none)
-  double latency_ms = 1.0;               // EWMA of search round trips; guarded by the cluster mutex
-  std::string analyzer;                  // guarded by the cluster mutex
+  std::atomic<uint64_t> write_sequence{0};  // the writes through the API its generation holds
+  std::atomic<uint16_t> search_port{0};     // its direct search path's port, from its status (0: none)
+  double latency_ms = 1.0;                  // EWMA of search round trips; guarded by the cluster mutex
+  std::string analyzer;                     // guarded by the cluster mutex
 };
 
 struct DiscoveryOptions {
@@ -75,7 +76,10 @@ class Cluster {
   const transfer::CurveConfig& curve() const { return curve_; }
   const std::string& leaf_key() const { return leaf_key_; }
   void record_latency(Replica& replica, double ms);
-  bool ready() const;                     // every partition has a healthy replica
+  bool ready() const;  // every partition has a healthy replica
+  // Whether every healthy replica of every partition serves a generation holding the writes up to
+  // `sequence` (and every partition has one); else `behind` says which partition is not there yet.
+  bool serves_writes(uint64_t sequence, std::string* behind = nullptr) const;
   uint64_t generation_signature() const;  // changes whenever any replica's generation changes
   std::string analyzer() const;           // the leaves' analyzer version ("" before the first status)
   nlohmann::json describe() const;        // for /cluster

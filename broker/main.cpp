@@ -63,6 +63,7 @@ int run(int argc, char** argv) {
              "the indexer's write socket (its serve --write endpoint): enables the write API under /indexes/ "
              "(documents put and deleted); empty: no writes")
       .value("max-bulk-mb", "16", "with --indexer: the largest request body of the write API, in MiB")
+      .value("after-wait-ms", "10000", "the longest a search with after=SEQUENCE waits for those writes to be served")
       .value("write-timeout-ms", "10000", "with --indexer: time the indexer has to make a request's writes durable")
       .value("curve-keys", "", "CurveZMQ to the leaves: a directory with broker.key and leaf.pub (warp-indexer keys)")
       .value("cpu-wake-latency-us", "",
@@ -108,6 +109,7 @@ int run(int argc, char** argv) {
   options.admin_listener = !flags.get("admin-listen").empty();
   options.zmq_io_threads = flags.count("zmq-io-threads");
   options.direct_search = flags.get("search-path") == "direct";
+  options.after_wait = std::chrono::milliseconds(flags.count("after-wait-ms"));
   std::unique_ptr<warp::IndexWriter> writer;
   std::unique_ptr<warp::DocumentApi> documents;
   if (!flags.get("indexer").empty()) {

@@ -46,10 +46,20 @@ struct SearchParams {
   std::string q;
   std::string mode = "or";
   size_t k = 10;
-  size_t offset = 0;  // hits of the ranking skipped: a page past the first
+  size_t offset = 0;   // hits of the ranking skipped: a page past the first
+  uint64_t after = 0;  // read-your-writes: answered once every partition serves the writes up to here
 };
 
-constexpr const char* kSearchParams = "q, k, offset, mode";
+constexpr const char* kSearchParams = "q, k, offset, mode, after";
+
+// `after`: a write's sequence, a whole number of up to 19 digits.
+std::optional<uint64_t> text_sequence(const std::string& text) {
+  if (text.empty() || text.size() > 19 ||
+      !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return std::nullopt;
+  }
+  return std::stoull(text);
+}
 
 // A GET parameter as a whole number; nullopt when it is not one.
 std::optional<size_t> text_count(const std::string& text) {
@@ -91,6 +101,10 @@ std::optional<http::Response> read_search_params(const http::Request& request, s
         params.mode = value;
       } else if (name == "k" || name == "offset") {
         if (auto refused = set_count(name, text_count(value), max_k, params)) return refused;
+      } else if (name == "after") {
+        const auto sequence = text_sequence(value);
+        if (!sequence) return error(400, "after must be a write's sequence, a whole number");
+        params.after = *sequence;
       } else {
         return error(400, "unknown parameter '" + name + "' (accepted: " + kSearchParams + ")");
       }
@@ -112,6 +126,9 @@ std::optional<http::Response> read_search_params(const http::Request& request, s
         params.mode = value.get<std::string>();
       } else if (name == "k" || name == "offset") {
         if (auto refused = set_count(name, json_count(value), max_k, params)) return refused;
+      } else if (name == "after") {
+        if (!value.is_number_unsigned()) return error(400, "\"after\" must be a write's sequence, a whole number");
+        params.after = value.get<uint64_t>();
       } else {
         return error(400, "unknown field \"" + name + "\" (accepted: " + kSearchParams + ")");
       }
@@ -354,6 +371,56 @@ http::Response SearchApi::metrics() {
   return {200, "text/plain; version=0.0.4", metrics_text(*registry_)};
 }
 
+SearchApi::~SearchApi() {
+  std::vector<AfterWaiter> left;
+  {
+    std::lock_guard<std::mutex> lock(after_mutex_);
+    after_stop_ = true;
+    left.swap(after_waiters_);
+  }
+  after_wake_.notify_all();
+  if (after_thread_.joinable()) after_thread_.join();
+  for (AfterWaiter& waiter : left) waiter.respond(error(503, "the broker is stopping"));
+}
+
+void SearchApi::wait_for_writes(const http::Request& request, uint64_t after, http::Respond respond) {
+  std::lock_guard<std::mutex> lock(after_mutex_);
+  if (after_stop_) return respond(error(503, "the broker is stopping"));
+  if (!after_thread_.joinable()) after_thread_ = std::thread([this] { watch_writes(); });
+  after_waiters_.push_back({request, after, std::move(respond), Clock::now() + options_.after_wait});
+  after_wake_.notify_one();
+}
+
+void SearchApi::watch_writes() {
+  std::unique_lock<std::mutex> lock(after_mutex_);
+  while (!after_stop_) {
+    after_wake_.wait_for(lock, std::chrono::milliseconds(5));
+    std::vector<AfterWaiter> ready, late;
+    std::string behind;
+    for (auto it = after_waiters_.begin(); it != after_waiters_.end();) {
+      if (cluster_.serves_writes(it->after, &behind)) {
+        ready.push_back(std::move(*it));
+      } else if (Clock::now() >= it->deadline) {
+        late.push_back(std::move(*it));
+      } else {
+        ++it;
+        continue;
+      }
+      it = after_waiters_.erase(it);
+    }
+    if (ready.empty() && late.empty()) continue;
+    lock.unlock();
+    for (AfterWaiter& waiter : ready) search(waiter.request, std::move(waiter.respond));
+    for (AfterWaiter& waiter : late) {
+      cluster_.serves_writes(waiter.after, &behind);
+      respond_counted("/search", waiter.respond,
+                      error(504, "the writes up to " + std::to_string(waiter.after) + " were not searchable within " +
+                                     std::to_string(options_.after_wait.count()) + " ms: " + behind));
+    }
+    lock.lock();
+  }
+}
+
 prometheus::Histogram& SearchApi::leaf_latency(const std::string& replica) {
   std::lock_guard<std::mutex> lock(leaf_latency_mutex_);
   auto it = leaf_latency_by_replica_.find(replica);
@@ -378,6 +445,9 @@ void SearchApi::search(const http::Request& request, http::Respond respond) {
   const std::string& q = params.q;
   const size_t k = params.k, offset = params.offset;
   if (q.empty()) return reply(error(400, "the query q is empty"));
+  // Read-your-writes: answered once every partition serves the writes up to `after`, by the waiter
+  // (a search again, then), or 504 when that takes past --after-wait-ms.
+  if (params.after > 0 && !cluster_.serves_writes(params.after)) return wait_for_writes(request, params.after, respond);
   if (q.size() > options_.max_query_bytes)
     return reply(error(400, "the query is longer than " + std::to_string(options_.max_query_bytes) + " bytes"));
   if (!utf8_valid(q)) return reply(error(400, "the query is not valid UTF-8"));

@@ -10,11 +10,14 @@
 #include <prometheus/registry.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <mutex>
 #include <string>
+#include <thread>
+#include <vector>
 #include <unordered_map>
 
 #include "broker/auth_tokens.hpp"
@@ -39,7 +42,8 @@ struct SearchApiOptions {
   bool admin_listener = false;  // health, readiness, cluster and metrics only on the admin listener
   size_t zmq_io_threads = 0;    // ZeroMQ I/O threads of the fan-out; 0: one per eight event loops
   bool direct_search = true;    // searches over the leaves' direct search path where offered
-  DocumentApi* documents = nullptr;  // the write API under /indexes/ (--indexer); null: none
+  DocumentApi* documents = nullptr;             // the write API under /indexes/ (--indexer); null: none
+  std::chrono::milliseconds after_wait{10000};  // the longest a search with after=SEQUENCE waits for it
 };
 
 class SearchApi {
@@ -47,6 +51,9 @@ class SearchApi {
   // The fan-out runs on `pool`'s loops (shared with the HTTP server); stop the pool before the api goes.
   SearchApi(SearchApiOptions options, Cluster& cluster, ResultCache& cache,
             std::shared_ptr<prometheus::Registry> registry, http::IoPool& pool);
+  ~SearchApi();  // searches still waiting for writes answered 503
+  SearchApi(const SearchApi&) = delete;
+  SearchApi& operator=(const SearchApi&) = delete;
   // The main listener.
   void handle(const http::Request& request, http::Respond respond);
   // On a request's header, before its body is read (http::ServerOptions::admit): 401 without a
@@ -59,6 +66,21 @@ class SearchApi {
 
  private:
   void search(const http::Request& request, http::Respond respond);
+  // Searches with after=SEQUENCE waiting for every partition to serve those writes: checked every
+  // 5 ms on a thread of their own, searched again once there, answered 504 past after_wait.
+  struct AfterWaiter {
+    http::Request request;
+    uint64_t after;
+    http::Respond respond;
+    std::chrono::steady_clock::time_point deadline;
+  };
+  void wait_for_writes(const http::Request& request, uint64_t after, http::Respond respond);
+  void watch_writes();
+  std::mutex after_mutex_;
+  std::condition_variable after_wake_;
+  std::vector<AfterWaiter> after_waiters_;
+  bool after_stop_ = false;
+  std::thread after_thread_;
   http::Response metrics();
   http::Response counted(const std::string& endpoint, http::Response response);
   void respond_counted(const std::string& endpoint, const http::Respond& respond, http::Response response);

@@ -139,20 +139,22 @@ int run(int argc, char** argv) {
   }
   warp::LeafServer server(std::move(leaf_options), registry);
   const auto [host, port] = warp::http::parse_host_port(flags.get("http"), "--http");
-  warp::http::Server http(
-      {.address = host, .port = port, .threads = 2}, [&](const warp::http::Request& request) -> warp::http::Response {
-        if (request.path == "/metrics") {
-          server.refresh_device_metrics();
-          return {200, "text/plain; version=0.0.4", warp::metrics_text(*registry)};
-        }
-        if (request.path == "/healthz") return {200, "application/json", R"({"status":"ok"})"};
-        if (request.path == "/readyz") {
-          const auto index = server.index();
-          if (!index) return {503, "application/json", R"({"ready":false})"};
-          return {200, "application/json", R"({"ready":true,"generation":)" + std::to_string(index->generation) + "}"};
-        }
-        return {404, "application/json", R"({"error":"not found"})"};
-      });
+  warp::http::Server http({.address = host, .port = port, .threads = 2},
+                          [&](const warp::http::Request& request) -> warp::http::Response {
+                            if (request.path == "/metrics") {
+                              server.refresh_device_metrics();
+                              return {200, "text/plain; version=0.0.4", warp::metrics_text(*registry)};
+                            }
+                            if (request.path == "/healthz") return {200, "application/json", R"({"status":"ok"})"};
+                            if (request.path == "/readyz") {
+                              const auto index = server.index();
+                              if (!index) return {503, "application/json", R"({"ready":false})"};
+                              return {200, "application/json",
+                                      R"({"ready":true,"generation":)" + std::to_string(index->generation) +
+                                          R"(,"write_sequence":)" + std::to_string(index->write_sequence) + "}"};
+                            }
+                            return {404, "application/json", R"({"error":"not found"})"};
+                          });
   std::unique_ptr<warp::GenerationFollower> follower;
   if (!flags.get("index").empty()) {
     server.swap_index(warp::load_index(flags.get("index"), partitions, processor, warp::gpu::gpu_settings_from(flags)));

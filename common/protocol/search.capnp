@@ -60,6 +60,7 @@ struct LeafStatus {
   ready @3 :Bool;
   inFlight @4 :UInt32;
   searchPort @5 :UInt16;  # the leaf's direct search path (TCP, framed; Curve where ZeroMQ has it); 0: none
+  writeSequence @6 :UInt64;  # the generation served holds every write through the API up to this one
 }
 
 struct LeafReply {

@@ -40,6 +40,7 @@ struct DirectPeer;
 // and the GPU one when the leaf runs with --processor gpu, or auto on a machine with a GPU.
 struct LoadedIndex {
   uint64_t generation = 0;
+  uint64_t write_sequence = 0;  // the writes through the API it holds (its writes.json; 0 without)
   std::string analyzer;
   // Shared: the same generation with GPU processors made later (with_gpu) keeps these.
   std::vector<std::shared_ptr<Partition>> partitions;

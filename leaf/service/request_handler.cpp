@@ -93,6 +93,7 @@ LeafServer::Request LeafServer::read_request(std::string_view bytes, std::chrono
       status.setSearchPort(search_port_);
       if (index) {
         status.setGeneration(index->generation);
+        status.setWriteSequence(index->write_sequence);
         status.setAnalyzer(index->analyzer);
         auto ids = status.initPartitions(static_cast<unsigned>(index->partitions.size()));
         for (size_t i = 0; i < index->partitions.size(); ++i)

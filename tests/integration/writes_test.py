@@ -63,11 +63,14 @@ try:
     os.chmod(tokens, 0o600)
     h.start([h.broker, "--listen", "127.0.0.1:%d" % broker_port, "--partition", "0=tcp://127.0.0.1:%d" % leaves[0],
              "--partition", "1=tcp://127.0.0.1:%d" % leaves[1], "--indexer", "tcp://127.0.0.1:%d" % write,
-             "--write-timeout-ms", "3000", "--cache-ttl-s", "1", "--auth-tokens", tokens], "broker.log")
+             "--write-timeout-ms", "3000", "--cache-ttl-s", "1", "--auth-tokens", tokens, "--after-wait-ms", "20000"], "broker.log")
     wait_until(lambda: call("GET", base + "/readyz")[0] == 200, 60, "the cluster ready")
 
-    def search(q, k=10, mode="or"):
-        status, body = call("GET", base + "/search?" + urllib.parse.urlencode({"q": q, "k": k, "mode": mode}))
+    def search(q, k=10, mode="or", after=None):
+        params = {"q": q, "k": k, "mode": mode}
+        if after is not None:
+            params["after"] = after
+        status, body = call("GET", base + "/search?" + urllib.parse.urlencode(params), timeout=30)
         if status != 200:
             fail("search %r: %d %s" % (q, status, body))
         return json.loads(body)
@@ -136,6 +139,11 @@ try:
             fail("DELETE %s: %d %s" % (doc, status, body))
     if folded() < 0:
         fail("GET /indexes/default: %s" % (call("GET", base + "/indexes/default"),))
+    # Read-your-writes: a search after the last write's sequence is answered once every partition
+    # serves it, not before (the replace and both deletes in, at once).
+    got = [x["id"] for x in search("wreplaced wunique1 wunique0", after=303)["hits"]]
+    if got != ["w0"]:
+        fail("a search with after=303 did not see the writes up to 303: %s" % got)
     served_everywhere(303)
     for q, expected in (("wunique5", ["w5"]), ("wunique299", ["w299"]), ("wunique1", []), ("wunique0", [])):
         got = [x["id"] for x in search(q)["hits"]]
