@@ -173,6 +173,11 @@ LeafServer::LeafServer(LeafOptions options, std::shared_ptr<prometheus::Registry
                             .Help("Generation served")
                             .Register(*registry)
                             .Add({})),
+      write_sequence_gauge_(prometheus::BuildGauge()
+                                .Name("warpsearch_leaf_write_sequence")
+                                .Help("The writes through the API the generation served holds (up to this sequence)")
+                                .Register(*registry)
+                                .Add({})),
       gpu_serving_(prometheus::BuildGauge()
                        .Name("warpsearch_leaf_gpu_serving")
                        .Help("1 when the generation served has GPU processors, 0 when the CPU answers all of it")
@@ -259,6 +264,7 @@ void LeafServer::swap_index(std::shared_ptr<const LoadedIndex> index, bool count
   }
   partitions_gauge_.Set(static_cast<double>(index->partitions.size()));
   generation_gauge_.Set(static_cast<double>(index->generation));
+  write_sequence_gauge_.Set(static_cast<double>(index->write_sequence));
   gpu_serving_.Set(index->gpu.empty() ? 0 : 1);
   if (count_gpu_error && !index->gpu_error.empty()) gpu_load_failures_.Increment();
   std::lock_guard<std::mutex> lock(index_mutex_);

@@ -188,6 +188,7 @@ class LeafServer {
   prometheus::Gauge& in_flight_gauge_;
   prometheus::Gauge& partitions_gauge_;
   prometheus::Gauge& generation_gauge_;
+  prometheus::Gauge& write_sequence_gauge_;
   prometheus::Gauge& gpu_serving_;
   prometheus::Counter& gpu_load_failures_;
   prometheus::Gauge& gpu_bytes_;

@@ -32,7 +32,8 @@ try:
     sign, check = h.signing_flags()
     h.start([h.indexer, "serve", "--input", inputs, "--root", os.path.join(work, "published"), "--partitions", "2",
              "--publish", "tcp://127.0.0.1:%d" % pub, "--fetch", "tcp://127.0.0.1:%d" % fetch,
-             "--metrics", "127.0.0.1:%d" % indexer_metrics, "--rescan", "1"] + sign, "indexer.log")
+             "--metrics", "127.0.0.1:%d" % indexer_metrics, "--rescan", "1", "--write", "tcp://127.0.0.1:%d" % next_port()]
+            + sign, "indexer.log")
     leaves = []
     for i in range(4):
         zmq_port, http_port = next_port(), next_port()
@@ -120,8 +121,8 @@ try:
             fail("alert expression without a final comparison: " + expr)
         wait_until(lambda: query(signal_expr), 20, "data for the alert signal " + signal_expr)
         alerts += 1
-    if alerts != 8:
-        fail("expected the 8 alerts of %s, found %d expressions" % (rules, alerts))
+    if alerts != 9:
+        fail("expected the 9 alerts of %s, found %d expressions" % (rules, alerts))
     print("monitoring_test: %d panel queries and %d alert signals return data" % (panels, alerts))
 
     # Both replicas of partition 1 stop: the partition alert fires for partition 1 (for: 30s).

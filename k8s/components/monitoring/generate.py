@@ -86,6 +86,11 @@ indexer = dashboard("warpsearch-indexer", "Warpsearch / Indexer", "warpsearch_in
         ("sum(rate(warpsearch_indexer_gpu_analysis_documents_total{%s}[%s]))" % (SEL, RATE), "documents/s on the GPU"),
         ("sum(rate(warpsearch_indexer_gpu_analysis_misses_total{%s}[%s]))" % (SEL, RATE), "tokens missed/s (CPU)"),
         ("sum(increase(warpsearch_indexer_gpu_analysis_failures_total{%s}[1h]))" % SEL, "builds the GPU failed (1 h)")]),
+    panel("Writes through the API/s", [("sum(rate(warpsearch_indexer_write_ops_total{%s}[%s]))" % (SEL, RATE), "writes/s")], "ops"),
+    panel("Writes: logged, in the latest generation, served by the slowest leaf", [
+        ("max(warpsearch_indexer_write_log_sequence{%s})" % SEL, "logged"),
+        ("max(warpsearch_indexer_folded_sequence{%s})" % SEL, "in the latest generation"),
+        ('min(warpsearch_leaf_write_sequence{namespace=~"$namespace"})', "served by every leaf")]),
 ])
 
 here = os.path.dirname(os.path.abspath(__file__))
