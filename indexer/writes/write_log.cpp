@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstring>
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <future>
 #include <unordered_map>
@@ -81,6 +82,13 @@ uint64_t scan(int fd, uint64_t limit, const std::function<void(uint64_t, const W
 WriteLog::WriteLog(std::string path) : path_(std::move(path)) {
   fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0640);
   if (fd_ < 0) throw Error("cannot open the write log " + path_ + ": " + std::strerror(errno));
+  {  // the file's directory entry durable too: a log created just before a power loss is not lost
+    const std::string dir = std::filesystem::path(path_).parent_path().string();
+    const int dir_fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    const bool synced = dir_fd >= 0 && ::fsync(dir_fd) == 0;
+    if (dir_fd >= 0) ::close(dir_fd);
+    if (!synced) throw Error("cannot sync the directory of the write log " + path_ + ": " + std::strerror(errno));
+  }
   const off_t size = ::lseek(fd_, 0, SEEK_END);
   uint64_t expected = 1;
   bool gap = false;
