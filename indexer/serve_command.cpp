@@ -56,9 +56,8 @@ uint64_t latest_generation(const fs::path& root) {
   uint64_t latest = 0;
   for (const auto& entry : fs::directory_iterator(root)) {
     const std::string name = entry.path().filename().string();
-    if (name.size() == 10 && name.rfind("gen-", 0) == 0 && fs::exists(entry.path() / kManifestName)) {
-      latest = std::max<uint64_t>(latest, std::stoull(name.substr(4)));
-    }
+    const std::optional<uint64_t> generation = transfer::parse_generation_dir_name(name);
+    if (generation && fs::exists(entry.path() / kManifestName)) latest = std::max(latest, *generation);
   }
   return latest;
 }
@@ -73,24 +72,12 @@ std::string read_file(const fs::path& path) {
 void prune_before(const fs::path& root, uint64_t keep_from, Publisher& publisher) {
   for (const auto& entry : fs::directory_iterator(root)) {
     const std::string name = entry.path().filename().string();
-    if (name.size() != 10 || name.rfind("gen-", 0) != 0 || name.find_first_not_of("0123456789", 4) != std::string::npos)
-      continue;
-    const uint64_t generation = std::stoull(name.substr(4));
-    if (generation >= keep_from) continue;
-    publisher.forget(generation);
+    const std::optional<uint64_t> generation = transfer::parse_generation_dir_name(name);
+    if (!generation || *generation >= keep_from) continue;
+    publisher.forget(*generation);
     std::error_code error;
     fs::remove_all(entry.path(), error);
-    log_line("removed generation " + std::to_string(generation) + (error ? " (partly: " + error.message() + ")" : ""));
-  }
-}
-
-// The write sequence a generation holds (its writes.json); 0 for one built without writes.
-constexpr const char* kWritesFile = "writes.json";
-uint64_t folded_sequence(const fs::path& generation_dir) {
-  try {
-    return nlohmann::json::parse(read_file(generation_dir / kWritesFile)).at("sequence").get<uint64_t>();
-  } catch (const std::exception&) {
-    return 0;
+    log_line("removed generation " + std::to_string(*generation) + (error ? " (partly: " + error.message() + ")" : ""));
   }
 }
 
@@ -191,7 +178,7 @@ bool build_generation(const ServeOptions& options, const fs::path& root, uint64_
     return false;
   }
   std::ofstream(tmp / "inputs.json") << fingerprint;
-  std::ofstream(tmp / kWritesFile) << nlohmann::json{{"sequence", writes_up_to}}.dump();
+  transfer::write_write_sequence(tmp.string(), writes_up_to);
   fs::rename(tmp, root / transfer::generation_dir_name(generation));  // complete, atomically
   publisher.announce(generation);
   prune_before(root, generation - 1, publisher);
@@ -243,7 +230,8 @@ int run_serve_command(const ServeOptions& options) {
   }
   // Writes through the API (--write): the log, and the socket brokers send them to. The socket goes
   // before the log (its last appends answered first).
-  std::atomic<uint64_t> folded{latest > 0 ? folded_sequence(root / transfer::generation_dir_name(latest)) : 0};
+  std::atomic<uint64_t> folded{
+      latest > 0 ? transfer::read_write_sequence((root / transfer::generation_dir_name(latest)).string()) : 0};
   metrics.folded_sequence.Set(static_cast<double>(folded));
   std::unique_ptr<writes::WriteLog> log;
   std::unique_ptr<writes::WriteEndpoint> endpoint;

@@ -252,15 +252,13 @@ std::string fetch_generation(const GenerationManifest& manifest, const std::stri
 }
 
 void prune_generations(const std::string& root, const std::vector<uint64_t>& keep) {
-  std::vector<std::string> kept;
-  for (uint64_t generation : keep) kept.push_back(generation_dir_name(generation));
   std::error_code error;
   for (const auto& entry : fs::directory_iterator(root, error)) {
     std::string name = entry.path().filename().string();
     if (name.size() > 9 && name.compare(name.size() - 9, 9, ".manifest") == 0) name.resize(name.size() - 9);
-    if (name.size() != 10 || name.rfind("gen-", 0) != 0 || name.find_first_not_of("0123456789", 4) != std::string::npos)
-      continue;
-    if (std::find(kept.begin(), kept.end(), name) == kept.end()) fs::remove_all(entry.path(), error);
+    const std::optional<uint64_t> generation = parse_generation_dir_name(name);
+    if (generation && std::find(keep.begin(), keep.end(), *generation) == keep.end())
+      fs::remove_all(entry.path(), error);
   }
 }
 

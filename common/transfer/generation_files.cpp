@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include "common/util/checksum.hpp"
 #include "common/util/status.hpp"
@@ -55,6 +56,49 @@ std::string sha256_of_file(const std::string& path) {
   std::string digest;
   checksum_file(path, nullptr, &digest);
   return digest;
+}
+
+std::string sha256_of(std::string_view bytes) {
+  if (sodium_init() < 0) throw Error("libsodium could not be initialized");
+  std::string digest(crypto_hash_sha256_BYTES, '\0');
+  crypto_hash_sha256(reinterpret_cast<unsigned char*>(digest.data()),
+                     reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size());
+  return digest;
+}
+
+std::optional<uint64_t> parse_generation_dir_name(std::string_view name) {
+  if (name.size() < 10 || name.size() > 24 || name.substr(0, 4) != "gen-" ||
+      name.find_first_not_of("0123456789", 4) != std::string_view::npos)
+    return std::nullopt;
+  try {
+    return std::stoull(std::string(name.substr(4)));
+  } catch (const std::exception&) {  // past 2^64
+    return std::nullopt;
+  }
+}
+
+namespace {
+constexpr const char* kWritesFile = "writes.json";
+}
+
+uint64_t read_write_sequence(const std::string& generation_dir) {
+  std::ifstream in(fs::path(generation_dir) / kWritesFile);
+  const std::string text((std::istreambuf_iterator<char>(in)), {});
+  const size_t key = text.find("\"sequence\"");
+  const size_t colon = key == std::string::npos ? key : text.find(':', key);
+  if (colon == std::string::npos) return 0;
+  try {
+    return std::stoull(text.substr(colon + 1));
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
+void write_write_sequence(const std::string& generation_dir, uint64_t sequence) {
+  std::ofstream out(fs::path(generation_dir) / kWritesFile, std::ios::trunc);
+  out << "{\"sequence\":" << sequence << "}";
+  out.close();
+  if (!out) throw Error("cannot write " + (fs::path(generation_dir) / kWritesFile).string());
 }
 
 std::string generation_dir_name(uint64_t generation) {

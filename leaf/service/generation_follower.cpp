@@ -9,6 +9,15 @@
 #include "common/transfer/fetcher.hpp"
 
 namespace warp {
+namespace {
+
+// What a refused announcement is remembered by: the digest of its signature and manifest (32
+// bytes, not the up to 64 MiB of the manifest itself, 64 of them kept).
+std::string refusal_key(const transfer::Announcement& announcement) {
+  return transfer::sha256_of(announcement.signature + announcement.manifest);
+}
+
+}  // namespace
 
 GenerationFollower::GenerationFollower(FollowOptions options, LeafServer& server, prometheus::Registry& registry)
     : options_(std::move(options)),
@@ -35,7 +44,7 @@ void GenerationFollower::run() {
     if (!announcement) continue;
     // Not held past this check: take() may wait for the generation served to be released.
     if (const auto current = server_.index(); current && current->generation >= announcement->generation) continue;
-    if (const auto refused = refused_until_.find(announcement->signature + announcement->manifest);
+    if (const auto refused = refused_until_.find(refusal_key(*announcement));
         refused != refused_until_.end() && std::chrono::steady_clock::now() < refused->second)
       continue;
     try {
@@ -78,7 +87,7 @@ void GenerationFollower::refuse(const transfer::Announcement& announcement,
   std::fprintf(stderr, "warp-leaf: generation %llu refused (%s): %s; serving generation %llu still\n",
                static_cast<unsigned long long>(announcement.generation), transfer::refusal_label(refusal.reason()),
                refusal.what(), static_cast<unsigned long long>(server_.index() ? server_.index()->generation : 0));
-  std::string key = announcement.signature + announcement.manifest;
+  std::string key = refusal_key(announcement);
   const auto until = refusal.reason() == transfer::RefusalReason::kNoSpace
                          ? std::chrono::steady_clock::now() + std::chrono::minutes(1)
                          : std::chrono::steady_clock::time_point::max();

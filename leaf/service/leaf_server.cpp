@@ -6,14 +6,12 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <future>
 #include <optional>
 #include <zmq.hpp>
 
 #include "common/index/index_files.hpp"
+#include "common/transfer/generation_files.hpp"
 #include "common/metrics/metrics_text.hpp"
 #include "common/protocol/search.capnp.h"
 #include "common/transfer/capnp_frames.hpp"
@@ -51,22 +49,6 @@ void add_gpu_processors(LoadedIndex& loaded, const std::string& processor, const
 
 }  // namespace
 
-// The writes through the API a generation holds: writes.json's "sequence", as the indexer records
-// it (warp-indexer serve --write); 0 for an index without one.
-static uint64_t read_write_sequence(const std::string& index_dir) {
-  std::ifstream in(std::filesystem::path(index_dir) / "writes.json");
-  if (!in) return 0;
-  std::string text((std::istreambuf_iterator<char>(in)), {});
-  const size_t key = text.find("\"sequence\"");
-  const size_t colon = key == std::string::npos ? key : text.find(':', key);
-  if (colon == std::string::npos) return 0;
-  try {
-    return std::stoull(text.substr(colon + 1));
-  } catch (const std::exception&) {
-    return 0;
-  }
-}
-
 std::shared_ptr<const LoadedIndex> load_index(const std::string& index_dir, const std::vector<uint32_t>& wanted,
                                               const std::string& processor, const gpu::GpuSettings& gpu_settings) {
   if (processor != "cpu" && processor != "gpu" && processor != "auto")
@@ -84,7 +66,7 @@ std::shared_ptr<const LoadedIndex> load_index(const std::string& index_dir, cons
   }
   if (loaded->partitions.empty())
     throw Error("index " + index_dir + " holds none of the partitions this leaf should serve");
-  loaded->write_sequence = read_write_sequence(index_dir);
+  loaded->write_sequence = transfer::read_write_sequence(index_dir);
   if (use_gpu) add_gpu_processors(*loaded, processor, gpu_settings);
   return loaded;
 }

@@ -247,6 +247,16 @@ TEST_F(TransferTest, AnotherManifestOfTheSameNumberIsFetchedAgainAndOldGeneratio
   EXPECT_EQ(left, (std::vector<std::string>{"gen-000001", "gen-000001.manifest", "gen-000007", "notes.txt"}));
 }
 
+// Generation directory names: six digits at least, more past 999,999 (a name of 11 characters had
+// been skipped by the indexer's latest-generation scan and both prunings).
+TEST(GenerationDirName, RoundTripsPastSixDigits) {
+  for (uint64_t generation : {1ull, 999999ull, 1000000ull, ~0ull})
+    EXPECT_EQ(transfer::parse_generation_dir_name(transfer::generation_dir_name(generation)), generation);
+  for (const char* name : {"gen-00001", "gen-00000a", "gen-000001.tmp", "gen-000001.manifest",
+                           "gen-99999999999999999999", "part-000001", ""})
+    EXPECT_FALSE(transfer::parse_generation_dir_name(name).has_value()) << name;
+}
+
 // What a leaf accepts of a manifest: the indexer's signature over exactly its bytes, and limits
 // that keep a signed but wrong one (or an unsigned one, with --unsigned-generations) from filling
 // the disk, escaping the generation directory or freezing the generation number.
