@@ -31,10 +31,11 @@ constexpr ptrdiff_t kWindow = 64;
 constexpr double kExpiryScanEvery = 0.5e-3, kUrgencyScanEvery = 0.25e-3;
 // Probes (ScheduleCore::probe): a processor idle for kProbeIdle after its last run while the other
 // has queries queued takes one of them, at most one probe in flight and one every kProbeEvery.
-// A probe back in under a quarter of its predicted time shows the model far too high: its old
-// observations then weigh half (CostModel::forget) and the next probe follows as soon as the
-// processor is idle, so that a model hundreds of times too high is right again within a few dozen.
-constexpr double kProbeIdle = 2e-3, kProbeEvery = 20e-3, kProbeSurprise = 0.25, kProbeForget = 0.5;
+// A run (a probe or any other) back in under a quarter of its predicted time shows the model far
+// too high: its old observations keep under a 400th of their weight (CostModel::forget: a hundredth
+// of the fraction of its prediction the run took), and after such a probe the next follows as soon
+// as the processor is idle, so that a model hundreds of times too high is right within a few runs.
+constexpr double kProbeIdle = 2e-3, kProbeEvery = 20e-3, kProbeSurprise = 0.25, kSurpriseKeep = 0.01;
 // Weight of each take's sample in the average of workers busy with their processor's own work
 // (about the last 100 takes: a few ms under load).
 constexpr double kOwnBusyWeight = 0.01;
@@ -432,9 +433,12 @@ double ScheduleCore::finished(const Dispatch& run, double seconds, std::span<con
   size_t& dominant_steals = busy_dominant_steals_[static_cast<size_t>(run.processor)];
   if (dominant_steal(run) && dominant_steals > 0) --dominant_steals;
   const size_t i = static_cast<size_t>(run.processor);
+  const bool surprised = seconds < kProbeSurprise * run.predicted;
+  // A model this far off is relearned from what follows, on any run, not only probes: halving the
+  // old observations' weight on probes alone left a model 300 times too high at 2-24 times its
+  // true costs in one simulated run of thirty.
+  if (surprised) model(run.processor).forget(kSurpriseKeep * seconds / run.predicted);
   if (!run.jobs.empty() && run.jobs[0].probe) {
-    const bool surprised = seconds < kProbeSurprise * run.predicted;
-    if (surprised) model(run.processor).forget(kProbeForget);
     next_probe_[i] = clock_ + (surprised ? 0 : kProbeEvery);
   } else {
     next_probe_[i] = std::max(next_probe_[i], clock_ + kProbeIdle);
