@@ -111,6 +111,12 @@ int serve(int argc, char** argv) {
       .value("write", "",
              "ZeroMQ ROUTER endpoint taking documents put and deleted through the brokers' API (e.g. "
              "tcp://127.0.0.1:5603), durable in ROOT/writes.log before they are acknowledged; empty: none")
+      .value("tail", "",
+             "with --write: serve the write log to leaves on this ZeroMQ endpoint (e.g. tcp://127.0.0.1:5604), each "
+             "write with the collection's statistics after it, so that leaves with --tail search it before the next "
+             "generation; empty: none")
+      .value("fold-max-writes", "100000",
+             "with --write: a new generation as soon as this many writes wait, whatever --fold-interval-ms says")
       .value("fold-interval-ms", "1000", "with --write: a new generation holding the writes at most this often")
       .value("signing-key", "",
              "sign every generation's manifest with this key (generation-signing.key, warp-indexer signing-key); "
@@ -130,7 +136,10 @@ int serve(int argc, char** argv) {
   options.curve_keys = flags.get("curve-keys");
   options.signing_key = flags.get("signing-key");
   options.write_endpoint = flags.get("write");
+  options.tail_endpoint = flags.get("tail");
+  if (!options.tail_endpoint.empty() && options.write_endpoint.empty()) throw warp::Error("--tail needs --write");
   options.fold_interval_ms = flags.count("fold-interval-ms");
+  options.fold_max_writes = flags.count("fold-max-writes");
   return warp::run_serve_command(options);
 }
 

@@ -16,6 +16,7 @@
 #include "common/util/status.hpp"
 #include "indexer/indexer_metrics.hpp"
 #include "indexer/publisher.hpp"
+#include "indexer/writes/tail_endpoint.hpp"
 #include "indexer/writes/write_endpoint.hpp"
 #include "indexer/writes/write_log.hpp"
 
@@ -234,11 +235,20 @@ int run_serve_command(const ServeOptions& options) {
       latest > 0 ? transfer::read_write_sequence((root / transfer::generation_dir_name(latest)).string()) : 0};
   metrics.folded_sequence.Set(static_cast<double>(folded));
   std::unique_ptr<writes::WriteLog> log;
+  std::unique_ptr<writes::TailEndpoint> tail;  // after the log, before the write socket
   std::unique_ptr<writes::WriteEndpoint> endpoint;
   if (!options.write_endpoint.empty()) {
     log = std::make_unique<writes::WriteLog>((root / "writes.log").string());
     if (log->truncated_bytes() > 0)
       log_line("write log: cut off " + std::to_string(log->truncated_bytes()) + " bytes of a write torn by a crash");
+    if (!options.tail_endpoint.empty()) {
+      const fs::path dir = root / transfer::generation_dir_name(latest);
+      const std::string fingerprint_at_latest = latest > 0 ? read_file(dir / "inputs.json") : std::string();
+      tail = std::make_unique<writes::TailEndpoint>(
+          options.tail_endpoint, *log, options.build.analyzer, latest > 0 ? dir.string() : std::string(), latest,
+          folded.load(), fingerprint_at_latest, transfer::load_curve_config(options.curve_keys, "indexer", "leaf"));
+      log_line("serving the write log's tail to leaves on " + tail->endpoint());
+    }
     endpoint = std::make_unique<writes::WriteEndpoint>(
         options.write_endpoint, *log, [&folded] { return folded.load(); },
         transfer::load_curve_config(options.curve_keys, "indexer", "broker"));
@@ -246,7 +256,13 @@ int run_serve_command(const ServeOptions& options) {
              ", generation " + std::to_string(latest) + " holds writes to " + std::to_string(folded.load()) + ")");
   }
   auto last_build = std::chrono::steady_clock::now() - std::chrono::hours(1);
-  const auto writes_waiting = [&] { return log && log->last_sequence() > folded; };
+  // Writes wait for a fold once --fold-interval-ms has passed since the last build began, or sooner
+  // when --fold-max-writes of them are waiting (what leaves hold over their generation).
+  const auto writes_waiting = [&] {
+    if (!log || log->last_sequence() <= folded) return false;
+    return log->last_sequence() - folded >= options.fold_max_writes ||
+           std::chrono::steady_clock::now() - last_build >= std::chrono::milliseconds(options.fold_interval_ms);
+  };
   uint64_t fetches_seen = 0;
   bool built_once = false;
   while (!stop_requested()) {
@@ -270,6 +286,8 @@ int run_serve_command(const ServeOptions& options) {
           latest = latest + 1;
           folded = writes_up_to;
           metrics.folded_sequence.Set(static_cast<double>(folded));
+          if (tail)
+            tail->published((root / transfer::generation_dir_name(latest)).string(), latest, folded, fingerprint);
         }
       } catch (const std::exception& e) {
         // A failed build (unreadable input, a full disk) publishes nothing, is counted, and is tried
@@ -292,9 +310,7 @@ int run_serve_command(const ServeOptions& options) {
         metrics.write_sequence.Set(static_cast<double>(log->last_sequence()));
         metrics.write_log_bytes.Set(static_cast<double>(log->bytes()));
       }
-      if (writes_waiting() && !(options.once && built_once) &&
-          std::chrono::steady_clock::now() - last_build >= std::chrono::milliseconds(options.fold_interval_ms))
-        break;
+      if (writes_waiting() && !(options.once && built_once)) break;
     }
   }
   log_line("stopping (signal received)");

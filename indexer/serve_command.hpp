@@ -29,7 +29,10 @@ struct ServeOptions {
   // durable in ROOT/writes.log before they are acknowledged, folded into a new generation at most
   // every fold_interval_ms.
   std::string write_endpoint;
+  // The write log's tail for leaves (--tail; indexer/writes/tail_endpoint.hpp); empty: none.
+  std::string tail_endpoint;
   uint64_t fold_interval_ms = 1000;
+  uint64_t fold_max_writes = 100000;  // a fold sooner once this many writes wait
 };
 
 int run_serve_command(const ServeOptions& options);

@@ -13,6 +13,7 @@
 #include "common/util/status.hpp"
 #include "leaf/gpu/gpu_flags.hpp"
 #include "leaf/sched/scheduler_flags.hpp"
+#include "leaf/live/write_tail.hpp"
 #include "leaf/service/generation_follower.hpp"
 
 namespace {
@@ -32,11 +33,30 @@ std::vector<uint32_t> parse_ids(const std::string& text) {
   return ids;
 }
 
+// A follower's checks of the generations it takes; fail closed: a key, or --unsigned-generations.
+warp::transfer::ManifestLimits follower_manifest_limits(const warp::Flags& flags) {
+  warp::transfer::ManifestLimits limits;
+  if (flags.get("follow").empty()) return limits;
+  if (!flags.get("generation-key").empty()) {
+    limits.verify_key = warp::transfer::read_verify_key(flags.get("generation-key"));
+  } else if (!flags.is_set("unsigned-generations")) {
+    throw warp::Error(
+        "--follow needs --generation-key FILE (the indexer's generation-signing.pub; warp-indexer signing-key "
+        "makes the pair), or --unsigned-generations to take generations nobody signed");
+  }
+  limits.max_files = flags.count("max-generation-files");
+  limits.max_bytes = static_cast<uint64_t>(flags.number("max-generation-gb") * 1e9);
+  return limits;
+}
+
 int run(int argc, char** argv) {
   warp::Flags flags(
       "usage: warp-leaf (--index DIR | --follow ENDPOINT --root DIR) [--partitions 0,1] [--listen EP] [--http "
       "HOST:PORT]");
   flags.value("index", "", "serve this index directory (or one partition directory)")
+      .value("tail", "",
+             "with --follow: the indexer's write-log tail (its --tail endpoint): writes through the API are searched "
+             "as soon as they are logged, before a generation holds them; empty: only at the next generation")
       .value("follow", "", "follow this indexer's announcements (its PUB endpoint) and hot-swap generations")
       .value("root", "", "with --follow: where fetched generations are kept")
       .value("generation-key", "",
@@ -85,18 +105,7 @@ int run(int argc, char** argv) {
   if (flags.help_requested()) return std::printf("%s", flags.help_text().c_str()), 0;
   if (flags.get("index").empty() == flags.get("follow").empty())
     throw warp::Error("give one of --index or --follow\n" + flags.help_text());
-  warp::transfer::ManifestLimits manifest_limits;
-  if (!flags.get("follow").empty()) {  // fail closed: a follower checks whose generations it takes
-    if (!flags.get("generation-key").empty()) {
-      manifest_limits.verify_key = warp::transfer::read_verify_key(flags.get("generation-key"));
-    } else if (!flags.is_set("unsigned-generations")) {
-      throw warp::Error(
-          "--follow needs --generation-key FILE (the indexer's generation-signing.pub; warp-indexer signing-key "
-          "makes the pair), or --unsigned-generations to take generations nobody signed");
-    }
-    manifest_limits.max_files = flags.count("max-generation-files");
-    manifest_limits.max_bytes = static_cast<uint64_t>(flags.number("max-generation-gb") * 1e9);
-  }
+  const warp::transfer::ManifestLimits manifest_limits = follower_manifest_limits(flags);
   const std::vector<uint32_t> partitions = parse_ids(flags.get("partitions"));
   const std::string processor = flags.get("processor");
   warp::install_stop_handlers();
@@ -155,7 +164,14 @@ int run(int argc, char** argv) {
                             }
                             return {404, "application/json", R"({"error":"not found"})"};
                           });
+  std::unique_ptr<warp::WriteTail> tail;  // before the follower: it sees every generation swapped in
   std::unique_ptr<warp::GenerationFollower> follower;
+  if (!flags.get("tail").empty()) {
+    if (flags.get("follow").empty())
+      throw warp::Error("--tail needs --follow (writes apply over followed generations)");
+    tail = std::make_unique<warp::WriteTail>(warp::TailOptions{.endpoint = flags.get("tail"), .curve = curve}, server,
+                                             *registry);
+  }
   if (!flags.get("index").empty()) {
     server.swap_index(warp::load_index(flags.get("index"), partitions, processor, warp::gpu::gpu_settings_from(flags)));
   } else {

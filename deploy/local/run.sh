@@ -6,7 +6,7 @@
 #   deploy/local/run.sh stop      stop everything (SIGTERM, then SIGKILL after 10 s)
 #   deploy/local/run.sh status    what runs, and the broker's /cluster
 # Logs and state: data/cluster/. Ports: broker 8080, leaves 5701-5704 (direct search path 5711-5714,
-# HTTP 9201-9204), indexer 5601 (announcements), 5602 (files), 5603 (writes), 9101 (metrics). Override the
+# HTTP 9201-9204), indexer 5601 (announcements), 5602 (files), 5603 (writes), 5604 (the write log's tail), 9101 (metrics). Override the
 # broker's with WARP_BROKER_PORT.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -59,10 +59,11 @@ run() {  # run NAME command...: start in the background, remember the pid
 run indexer ./build/indexer/warp-indexer serve --input data/corpus --root "$state/indexer" --partitions 2 \
   --publish tcp://127.0.0.1:5601 --fetch tcp://127.0.0.1:5602 --metrics 127.0.0.1:9101 --rescan 10 \
   --curve-keys "$state/keys" --signing-key "$state/signing/generation-signing.key" \
-  --write tcp://127.0.0.1:5603 --fold-interval-ms 500
+  --write tcp://127.0.0.1:5603 --tail tcp://127.0.0.1:5604 --fold-interval-ms 60000
 for i in 1 2 3 4; do
   partition=$(( (i - 1) / 2 ))
-  run "leaf$i" ./build/leaf/warp-leaf --follow tcp://127.0.0.1:5601 --root "$state/leaf$i" --partitions $partition \
+  run "leaf$i" ./build/leaf/warp-leaf --follow tcp://127.0.0.1:5601 --tail tcp://127.0.0.1:5604 \
+    --root "$state/leaf$i" --partitions $partition \
     --listen tcp://127.0.0.1:$((5700 + i)) --search-listen 127.0.0.1:$((5710 + i)) --http 127.0.0.1:$((9200 + i)) \
     --curve-keys "$state/keys" --generation-key "$state/signing/generation-signing.pub"
 done

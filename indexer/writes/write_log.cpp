@@ -184,7 +184,10 @@ void WriteLog::commit_loop() {
       last_sequence_ = sequence;
       bytes_ = start + bytes.size();
     }
-    for (size_t i = 0; i < group.size(); ++i) group[i].done(last_of[i], "");
+    for (size_t i = 0; i < group.size(); ++i) {
+      if (durable_ && !group[i].ops.empty()) durable_(last_of[i] + 1 - group[i].ops.size(), group[i].ops);
+      group[i].done(last_of[i], "");
+    }
   }
 }
 

@@ -37,6 +37,10 @@ class WriteLog {
 
   // Queues `ops`; `done` is called on the committer thread once they are durable (or failed).
   void append(std::vector<WriteOp> ops, Done done);
+  // Called on the committer thread with every append made durable, before its `done`, in sequence
+  // order (the write-log tail: indexer/writes/tail_endpoint.hpp). Set before the first append.
+  using Durable = std::function<void(uint64_t first_sequence, const std::vector<WriteOp>& ops)>;
+  void on_durable(Durable listener) { durable_ = std::move(listener); }
   // Returns once every append queued before it is answered.
   void flush();
   uint64_t last_sequence() const;                          // durable
@@ -60,6 +64,7 @@ class WriteLog {
   std::vector<Pending> pending_;
   uint64_t last_sequence_ = 0, bytes_ = 0;
   bool stop_ = false;
+  Durable durable_;
   std::thread committer_;
 };
 

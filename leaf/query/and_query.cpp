@@ -23,7 +23,7 @@ uint64_t and_query(std::vector<PostingCursor*> cursors, TopkQueue& topk) {
       }
     }
     if (i == cursors.size()) {
-      ++matches;
+      matches += topk.masked(candidate) ? 0 : 1;
       Score score = 0;
       for (PostingCursor* cursor : cursors) score += cursor->score();
       topk.insert(score, candidate);

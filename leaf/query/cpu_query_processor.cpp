@@ -33,6 +33,13 @@ QueryResult CpuQueryProcessor::search(const PreparedQuery& prepared) const {
   QueryResult result;
   QueryScoring local;
   const QueryScoring& scoring = scoring_on(prepared, index_, local);
+  // Writes after the generation (live_overlay.hpp): today's norms, and the documents they replaced
+  // or deleted kept out. Prepared elsewhere, the overlay is not this view's.
+  const LiveOverlay* live = prepared.index == &index_ ? prepared.live : nullptr;
+  const float* norms = live ? live->length_norms.data() : index_.length_norms.data();
+  const auto masked = [&](TopkQueue& topk) {
+    if (live && !live->deleted.empty()) topk.mask(live->deleted.data(), index_.meta.doc_begin);
+  };
 
   std::vector<std::unique_ptr<PostingCursor>> owned;
   bool missing_term = false;
@@ -45,9 +52,8 @@ QueryResult CpuQueryProcessor::search(const PreparedQuery& prepared) const {
         missing_term = true;
         continue;
       }
-      owned.push_back(std::make_unique<PostingCursor>(index_.list(scoring.terms[i].text, *info),
-                                                      index_.length_norms.data(), index_.meta.doc_begin,
-                                                      scoring.scoring[i], &result.stats));
+      owned.push_back(std::make_unique<PostingCursor>(index_.list(scoring.terms[i].text, *info), norms,
+                                                      index_.meta.doc_begin, scoring.scoring[i], &result.stats));
       cursors.push_back(owned.back().get());
     }
     return cursors;
@@ -56,6 +62,7 @@ QueryResult CpuQueryProcessor::search(const PreparedQuery& prepared) const {
   if (query.mode == QueryMode::kAnd || query.mode == QueryMode::kAndOr) {
     std::vector<PostingCursor*> cursors = open_cursors();
     TopkQueue topk(query.k);
+    masked(topk);
     if (!missing_term && !cursors.empty()) result.and_matches = and_query(cursors, topk);
     result.hits = topk.take_sorted();
     units_to_scores(result.hits, scoring);
@@ -63,7 +70,9 @@ QueryResult CpuQueryProcessor::search(const PreparedQuery& prepared) const {
     result.fell_back_to_or = true;
   }
   std::vector<PostingCursor*> cursors = open_cursors();
-  TopkQueue topk(query.k, options_.term_tops_floor ? or_floor(scoring, index_, query.k) : 0);
+  // The floor's best postings and rank floors are of the generation's statistics: none with writes.
+  TopkQueue topk(query.k, options_.term_tops_floor && !live ? or_floor(scoring, index_, query.k) : 0);
+  masked(topk);
   if (options_.or_algorithm == OrAlgorithm::kMaxScore) {
     maxscore_query(cursors, topk);
   } else if (options_.or_algorithm == OrAlgorithm::kTiles) {

@@ -10,6 +10,7 @@
 
 #include "common/index/index_view.hpp"
 #include "common/query/query.hpp"
+#include "leaf/query/live_overlay.hpp"
 #include "leaf/query/posting_cursor.hpp"
 #include "leaf/query/topk_queue.hpp"
 
@@ -30,7 +31,8 @@ struct QueryScoring {
   float units_per_score = 1;
   float score_of_unit = 1;  // 1 / units_per_score, exact (a power of two)
 };
-QueryScoring score_query(const Query& query, const IndexView& index);
+// With `live`, on the statistics it gives (live_overlay.hpp) instead of the view's own.
+QueryScoring score_query(const Query& query, const IndexView& index, const LiveOverlay* live = nullptr);
 
 // A query made ready for one partition once, on its way in (the leaf's scheduler, or search() for
 // a bare Query): its distinct terms found in the partition's lexicon and weighed. The cost model
@@ -38,7 +40,8 @@ QueryScoring score_query(const Query& query, const IndexView& index);
 struct PreparedQuery {
   Query query;
   QueryScoring scoring;
-  const IndexView* index = nullptr;  // the partition it was prepared for
+  const IndexView* index = nullptr;   // the partition it was prepared for
+  const LiveOverlay* live = nullptr;  // and its overlay, where writes after its generation apply
 };
 PreparedQuery prepare_query(Query query, const IndexView& index);
 // `prepared`'s scoring where it was prepared for `index`; else scored on `index` into `local`.

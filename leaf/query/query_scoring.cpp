@@ -13,7 +13,7 @@
 
 namespace warp {
 
-QueryScoring score_query(const Query& query, const IndexView& index) {
+QueryScoring score_query(const Query& query, const IndexView& index, const LiveOverlay* live) {
   QueryScoring s;
   s.terms = distinct_terms(query);
   const Bm25Params& params = index.meta.bm25;
@@ -23,7 +23,8 @@ QueryScoring score_query(const Query& query, const IndexView& index) {
     factors.push_back(bm25_query_factor(term.count, params.k3));
     factor_sum += factors.back();
   }
-  s.units_per_score = bm25_units_per_score(factor_sum, index.meta.stats.doc_count, params);
+  const uint64_t doc_count = live ? live->stats.doc_count : index.meta.stats.doc_count;
+  s.units_per_score = bm25_units_per_score(factor_sum, doc_count, params);
   s.score_of_unit = 1.0f / s.units_per_score;
   s.infos.resize(s.terms.size(), nullptr);
   s.scoring.resize(s.terms.size());
@@ -31,10 +32,38 @@ QueryScoring score_query(const Query& query, const IndexView& index) {
     const TermInfo* info = index.find(s.terms[i].text);
     s.infos[i] = info;
     if (info == nullptr) continue;
-    const float idf = bm25_idf(info->df, index.meta.stats.doc_count);
-    s.scoring[i] = {bm25_unit_weight(idf, params, factors[i], s.units_per_score), factors[i] * s.units_per_score};
+    if (live == nullptr) {
+      const float idf = bm25_idf(info->df, index.meta.stats.doc_count);
+      s.scoring[i] = {bm25_unit_weight(idf, params, factors[i], s.units_per_score), factors[i] * s.units_per_score};
+      continue;
+    }
+    // The stored bounds hold the view's idf: scaled to today's (and its average length), with a
+    // margin far above the roundings of the ratio.
+    const float idf = bm25_idf(live->df_of(s.terms[i].text, *info), doc_count);
+    const double stored_idf = bm25_idf(info->df, index.meta.stats.doc_count);
+    const double growth = idf / stored_idf * live->bound_growth * (1 + 1e-5);
+    s.scoring[i] = {bm25_unit_weight(idf, params, factors[i], s.units_per_score),
+                    static_cast<float>(factors[i] * s.units_per_score * growth)};
   }
   return s;
+}
+
+std::optional<DocumentRecord> LiveSegment::document(DocId global_doc) const {
+  auto it = std::lower_bound(global.begin(), global.end(), global_doc);
+  if (it == global.end() || *it != global_doc) return std::nullopt;
+  return records[static_cast<size_t>(it - global.begin())];
+}
+
+LiveOverlay make_overlay(const IndexView& view, const CollectionStats& stats, std::shared_ptr<const DfMap> df) {
+  LiveOverlay live;
+  live.stats = stats;
+  live.df = std::move(df);
+  const double average = stats.average_length();
+  live.length_norms.resize(view.doc_lengths.size());
+  for (size_t d = 0; d < view.doc_lengths.size(); ++d)
+    live.length_norms[d] = bm25_length_norm(view.doc_lengths[d], average, view.meta.bm25);
+  live.bound_growth = std::max(1.0, average / view.meta.stats.average_length());
+  return live;
 }
 
 PreparedQuery prepare_query(Query query, const IndexView& index) {

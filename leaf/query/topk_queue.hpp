@@ -2,6 +2,7 @@
 // A min-heap on that order; would_enter() tells whether a score can still beat the worst kept hit.
 #pragma once
 #include <algorithm>
+#include <cstdint>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -45,8 +46,14 @@ class TopkQueue {
   bool full() const { return k_ > 0 && (heap_.size() >= k_ || floor_ > 0); }
   Score threshold() const { return heap_.size() >= k_ ? heap_.front().score : below_floor_; }  // only when full()
 
+  // Documents that never enter (replaced or deleted since the generation: LiveOverlay::deleted),
+  // by doc - doc_begin; checked only for a score that would enter, so it costs nothing otherwise.
+  void mask(const uint8_t* deleted, DocId doc_begin) { deleted_ = deleted, deleted_begin_ = doc_begin; }
+  bool masked(DocId doc) const { return deleted_ != nullptr && deleted_[doc - deleted_begin_] != 0; }
+
   bool insert(Score score, DocId doc) {
     const Hit hit{doc, score};
+    if (deleted_ != nullptr && deleted_[doc - deleted_begin_] != 0) return false;
     if (heap_.size() < k_) {
       if (floor_ > 0 && score < floor_) return false;
       heap_.push_back(hit);
@@ -72,6 +79,8 @@ class TopkQueue {
   size_t k_;
   Score floor_, below_floor_;
   std::vector<Hit> heap_;  // heap_.front() is the worst kept hit
+  const uint8_t* deleted_ = nullptr;
+  DocId deleted_begin_ = 0;
 };
 
 // Merges per-partition top-k lists into the global top-k (same order rule).

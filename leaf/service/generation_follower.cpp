@@ -99,7 +99,7 @@ void GenerationFollower::refuse(const transfer::Announcement& announcement,
 }
 
 void GenerationFollower::take(const std::string& dir, uint64_t generation) {
-  std::shared_ptr<const LoadedIndex> current = server_.index();
+  std::shared_ptr<const LoadedIndex> current = server_.base_index();  // the generation, not writes over it
   const bool gpu_held = options_.processor == "auto" && current && !current->gpu.empty();
   const bool beside = !gpu_held || options_.gpu_generations > 1;
   auto loaded = load_index(dir, options_.partitions, beside ? options_.processor : "cpu", options_.gpu);

@@ -244,13 +244,40 @@ void LeafServer::swap_index(std::shared_ptr<const LoadedIndex> index, bool count
     std::fprintf(stderr, "warp-leaf: scheduler calibrated in %.1f s\n",
                  std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
+  if (count_gpu_error && !index->gpu_error.empty()) gpu_load_failures_.Increment();
+  std::lock_guard<std::mutex> live(live_mutex_);
+  base_ = index;
+  install(over_base_ ? over_base_(std::move(index)) : std::move(index));
+}
+
+void LeafServer::install(std::shared_ptr<const LoadedIndex> index) {
   partitions_gauge_.Set(static_cast<double>(index->partitions.size()));
   generation_gauge_.Set(static_cast<double>(index->generation));
   write_sequence_gauge_.Set(static_cast<double>(index->write_sequence));
   gpu_serving_.Set(index->gpu.empty() ? 0 : 1);
-  if (count_gpu_error && !index->gpu_error.empty()) gpu_load_failures_.Increment();
   std::lock_guard<std::mutex> lock(index_mutex_);
   index_ = std::move(index);
+}
+
+void LeafServer::set_over_base(OverBase over) {
+  std::lock_guard<std::mutex> live(live_mutex_);
+  over_base_ = std::move(over);
+}
+
+void LeafServer::serve_live(const std::function<std::shared_ptr<const LoadedIndex>()>& make) {
+  std::lock_guard<std::mutex> live(live_mutex_);
+  if (auto index = make()) install(std::move(index));
+}
+
+std::shared_ptr<const LoadedIndex> LeafServer::base_index() const {
+  std::lock_guard<std::mutex> live(live_mutex_);
+  return base_;
+}
+
+std::optional<DocumentRecord> LoadedIndex::document(size_t slot, DocId doc) const {
+  if (auto record = partitions[slot]->document(doc)) return record;
+  if (slot < live.size() && live[slot]) return live[slot]->document(doc);
+  return std::nullopt;
 }
 
 void LeafServer::refresh_device_metrics() {

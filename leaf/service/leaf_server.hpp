@@ -52,6 +52,11 @@ struct LoadedIndex {
   std::string gpu_error;
   // --processor auto with a GPU: the leaf's scheduler chooses per query (LeafOptions::scheduler).
   bool scheduled() const { return !gpu.empty() && !gpu_only; }
+  // With writes after the generation (leaf/live/live_writes.hpp): by slot, the documents written
+  // since that the partition searches (their records answer for their docIDs). Empty: none.
+  std::vector<std::shared_ptr<const LiveSegment>> live{};
+  // The record of a document of the partition in `slot`: the generation's, or a written one's.
+  std::optional<DocumentRecord> document(size_t slot, DocId doc) const;
 };
 
 // Opens the partitions of `index_dir` whose ids are in `wanted` (all when empty) with processor
@@ -96,6 +101,14 @@ class LeafServer {
   // old one is not counted as a failure.
   void swap_index(std::shared_ptr<const LoadedIndex> index, bool count_gpu_error = true);
   std::shared_ptr<const LoadedIndex> index() const;
+  // The writes after the generation (leaf/live/): `over` turns each generation swapped in into what
+  // to serve (the generation itself where no write applies); serve_live installs what `make` gives
+  // (nothing when it gives null). Both run under one lock, so a generation and the writes over it
+  // never cross. base_index() is the generation last swapped in.
+  using OverBase = std::function<std::shared_ptr<const LoadedIndex>(std::shared_ptr<const LoadedIndex>)>;
+  void set_over_base(OverBase over);
+  void serve_live(const std::function<std::shared_ptr<const LoadedIndex>()>& make);
+  std::shared_ptr<const LoadedIndex> base_index() const;
   bool ready() const { return index() != nullptr; }
   const std::string& endpoint() const { return endpoint_; }
   // Brings the GPU memory and Curve metrics up to date (called before each /metrics scrape).
@@ -141,6 +154,10 @@ class LeafServer {
   std::unique_ptr<Sockets> sockets_;
   mutable std::mutex index_mutex_;
   std::shared_ptr<const LoadedIndex> index_;
+  mutable std::mutex live_mutex_;  // the two below, and the order of swaps and live installs
+  OverBase over_base_;
+  std::shared_ptr<const LoadedIndex> base_;
+  void install(std::shared_ptr<const LoadedIndex> index);
   std::atomic<bool> stop_{false};
   std::atomic<uint32_t> in_flight_{0};
   struct Queue;

@@ -48,12 +48,11 @@ std::string search_reply(const LoadedIndex& index, size_t slot, uint64_t query_i
   response.setProcessor(std::string(processor));
   response.setMicros(static_cast<uint64_t>(seconds * 1e6));
   auto hits = response.initHits(static_cast<unsigned>(result.hits.size()));
-  const Partition& partition = *index.partitions[slot];
   for (size_t i = 0; i < result.hits.size(); ++i) {
     auto hit = hits[static_cast<unsigned>(i)];
     hit.setDoc(result.hits[i].doc);
     hit.setScore(result.hits[i].score);
-    if (auto record = partition.document(result.hits[i].doc)) {
+    if (auto record = index.document(slot, result.hits[i].doc)) {
       hit.setExternalId(whole_text(record->external_id));
       hit.setTitle(whole_text(record->title));
       hit.setUrl(whole_text(record->url));

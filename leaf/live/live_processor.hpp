@@ -1,0 +1,37 @@
+// The search of one partition with the writes after its generation (docs/writes.md): the
+// generation's lists under a LiveOverlay (today's statistics, the replaced and deleted documents
+// kept out) beside a small in-memory segment of the documents written since that belong to the
+// partition, merged into one top-k. Both are searched by the CPU processor with the same float
+// operations as a fresh build, so the answer is that build's: the same documents, the same scores,
+// ties broken by docID where the segment's documents follow the generation's in write order.
+#pragma once
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "common/index/index_builder.hpp"
+#include "leaf/query/cpu_query_processor.hpp"
+
+namespace warp {
+
+class LiveQueryProcessor final : public QueryProcessor {
+ public:
+  // `base`: the generation's CPU processor of the partition; `overlay`: over its view.
+  LiveQueryProcessor(std::shared_ptr<QueryProcessor> base, std::shared_ptr<const LiveOverlay> overlay,
+                     std::shared_ptr<const LiveSegment> segment, std::shared_ptr<const LiveOverlay> segment_overlay);
+  std::string_view name() const override { return "cpu"; }
+  const IndexView& index() const override { return base_->index(); }
+  using QueryProcessor::search;
+  QueryResult search(const PreparedQuery& prepared) const override;
+  const LiveSegment& segment() const { return *segment_; }
+
+ private:
+  QueryResult search_both(const Query& query) const;
+  std::shared_ptr<QueryProcessor> base_;
+  std::shared_ptr<const LiveOverlay> overlay_;
+  std::shared_ptr<const LiveSegment> segment_;
+  std::shared_ptr<const LiveOverlay> segment_overlay_;
+  std::unique_ptr<CpuQueryProcessor> segment_processor_;  // over segment_->view
+};
+
+}  // namespace warp

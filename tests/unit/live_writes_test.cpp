@@ -1,0 +1,219 @@
+// The near-real-time path against a fresh build: a generation, then random puts (new ids and
+// replacements of the generation's documents and of written ones) and deletes, computed by the
+// indexer's CollectionState and applied by a leaf's LiveWrites in batches. After every batch, and
+// after a newer generation holding some of the writes is swapped in, every query's top k (ids and
+// scores, bit for bit, ties in order) equals that of a fresh single-partition build of the
+// documents the writes leave, in the order a fold gives them (the generation's survivors, then the
+// written documents by their last write).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "common/index/index_files.hpp"
+#include "common/transfer/generation_files.hpp"
+#include "indexer/writes/collection_state.hpp"
+#include "leaf/gpu/gpu_runtime.hpp"
+#include "leaf/live/live_writes.hpp"
+#include "leaf/query/cpu_query_processor.hpp"
+#include "tests/support/test_seed.hpp"
+
+namespace warp {
+namespace {
+namespace fs = std::filesystem;
+
+struct Doc {
+  std::string id, title, body;
+};
+
+class Collection {
+ public:
+  explicit Collection(std::mt19937_64& rng) : rng_(rng) {
+    const char* syllables[] = {"ka", "lo", "mi", "ru", "te", "zan", "por", "vel", "dus", "quin"};
+    for (int i = 0; i < 10; ++i)
+      for (int j = 0; j < 10; ++j) words_.push_back(std::string(syllables[i]) + syllables[j] + "x");
+  }
+  std::string word() {  // skewed: low ranks often, as in text
+    std::uniform_real_distribution<double> u(0, 1);
+    return words_[static_cast<size_t>(std::pow(u(rng_), 2.5) * static_cast<double>(words_.size()))];
+  }
+  std::string text(int at_most) {
+    std::string t;
+    const int n = std::uniform_int_distribution<int>(0, at_most)(rng_);
+    for (int i = 0; i < n; ++i) t += word() + " ";
+    return t;
+  }
+  Doc doc(const std::string& id) { return {id, text(3), text(40)}; }
+
+ private:
+  std::mt19937_64& rng_;
+  std::vector<std::string> words_;
+};
+
+SourceDocument source(const Doc& d) { return {d.id, d.title, d.body, ""}; }
+
+void write_generation(const std::vector<Doc>& docs, uint32_t partitions, uint64_t generation, uint64_t sequence,
+                      const fs::path& dir) {
+  BuildOptions options;
+  options.partitions = partitions, options.generation = generation;
+  IndexBuilder builder(options);
+  for (const Doc& d : docs) builder.add_document(source(d));
+  write_index(builder.build(), dir.string());
+  transfer::write_write_sequence(dir.string(), sequence);
+}
+
+using Answer = std::vector<std::pair<std::string, Score>>;
+
+Answer live_answer(const LoadedIndex& index, const Query& query) {
+  std::vector<std::vector<Hit>> lists;
+  std::map<DocId, std::string> ids;
+  for (size_t slot = 0; slot < index.cpu.size(); ++slot) {
+    lists.push_back(index.cpu[slot]->search(query).hits);
+    for (const Hit& hit : lists.back()) {
+      auto record = index.document(slot, hit.doc);
+      ids[hit.doc] = record ? record->external_id : "?";
+    }
+  }
+  Answer answer;
+  for (const Hit& hit : merge_topk(std::move(lists), query.k)) answer.emplace_back(ids[hit.doc], hit.score);
+  return answer;
+}
+
+Answer fresh_answer(const std::vector<Doc>& docs, const Query& query) {
+  IndexBuilder builder(BuildOptions{});
+  for (const Doc& d : docs) builder.add_document(source(d));
+  std::vector<BuiltPartition> built = builder.build();
+  CpuQueryProcessor processor(built[0].view);
+  Answer answer;
+  for (const Hit& hit : processor.search(query).hits)
+    answer.emplace_back(built[0].documents[hit.doc - built[0].view.meta.doc_begin].external_id, hit.score);
+  return answer;
+}
+
+// The documents the writes leave, in a fold's order.
+struct Truth {
+  std::vector<Doc> base;                                                   // the generation's, in order
+  std::map<std::string, std::pair<uint64_t, std::optional<Doc>>> written;  // id → last write
+  std::vector<Doc> documents() const {
+    std::vector<Doc> out;
+    for (const Doc& d : base)
+      if (!written.count(d.id)) out.push_back(d);
+    std::map<uint64_t, Doc> by_sequence;
+    for (const auto& [id, last] : written)
+      if (last.second) by_sequence.emplace(last.first, *last.second);
+    for (auto& [sequence, d] : by_sequence) out.push_back(d);
+    return out;
+  }
+};
+
+void expect_same_answers(const LoadedIndex& served, const std::vector<Doc>& docs, Collection& words,
+                         std::mt19937_64& rng, const std::string& where) {
+  Analyzer analyzer;
+  for (int q = 0; q < 60; ++q) {
+    std::vector<std::string> terms = analyzer.analyze(words.text(4) + words.word());
+    const QueryMode mode = q % 2 == 0 ? QueryMode::kOr : QueryMode::kAnd;
+    const size_t k = std::vector<size_t>{1, 10, 50}[static_cast<size_t>(q) % 3];
+    const Query query(terms, mode, k);
+    const Answer expected = fresh_answer(docs, query);
+    const Answer got = live_answer(served, query);
+    ASSERT_EQ(got, expected) << where << ": query " << q << " (" << (mode == QueryMode::kOr ? "OR" : "AND") << ", k "
+                             << k << ")";
+  }
+  (void)rng;
+}
+
+TEST(LiveWrites, EveryPointAnswersAsAFreshBuildOfTheSameDocuments) {
+  std::mt19937_64 rng(testing::test_seed());
+  Collection words(rng);
+  const fs::path root = fs::temp_directory_path() / ("warp-live-writes-" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  Truth truth;
+  for (int i = 0; i < 300; ++i) truth.base.push_back(words.doc("base-" + std::to_string(i)));
+  constexpr uint32_t kPartitions = 3;
+  write_generation(truth.base, kPartitions, 1, 0, root / "gen-000001");
+
+  writes::CollectionState indexer{AnalyzerConfig{}};
+  indexer.load_generation((root / "gen-000001").string());
+  ASSERT_EQ(indexer.doc_count(), 300u);
+  LiveWrites live;
+  std::shared_ptr<const LoadedIndex> served =
+      live.rebase(load_index((root / "gen-000001").string(), {}, "cpu", gpu::GpuSettings{}));
+  transfer::TailAnswer hello;
+  hello.epoch = 1;
+  live.take(hello);  // the indexer's epoch learned
+
+  uint64_t sequence = 0;
+  std::vector<transfer::TailAnswer> batches;
+  std::map<uint64_t, Doc> put_docs;  // by sequence
+  for (int batch = 0; batch < 6; ++batch) {
+    transfer::TailAnswer answer;
+    answer.epoch = 1;
+    const int ops = std::uniform_int_distribution<int>(1, 40)(rng);
+    for (int o = 0; o < ops; ++o) {
+      const int kind = std::uniform_int_distribution<int>(0, 9)(rng);
+      std::string id;
+      if (kind < 4)
+        id = "new-" + std::to_string(sequence);
+      else if (kind < 7)
+        id = "base-" + std::to_string(std::uniform_int_distribution<int>(0, 299)(rng));
+      else
+        id = "new-" + std::to_string(std::uniform_int_distribution<uint64_t>(0, sequence)(rng));
+      const bool remove = kind == 9 || kind == 6;
+      writes::WriteOp op;
+      op.id = id;
+      ++sequence;
+      if (remove) {
+        op.kind = writes::WriteOp::Kind::kDelete;
+        truth.written[id] = {sequence, std::nullopt};
+      } else {
+        const Doc d = words.doc(id);
+        op.document = nlohmann::json{{"id", d.id}, {"title", d.title}, {"body", d.body}}.dump();
+        truth.written[id] = {sequence, d};
+        put_docs[sequence] = d;
+      }
+      answer.writes.push_back(indexer.apply(sequence, op));
+    }
+    answer.last = sequence;
+    served = live.take(answer);
+    ASSERT_NE(served, nullptr);
+    EXPECT_EQ(served->write_sequence, sequence);
+    const std::vector<Doc> docs = truth.documents();
+    EXPECT_EQ(indexer.doc_count(), docs.size());
+    expect_same_answers(*served, docs, words, rng, "after batch " + std::to_string(batch));
+    if (HasFatalFailure()) return;
+    batches.push_back(std::move(answer));
+  }
+
+  // A generation holding the first three batches' writes (a fold: in the fold's order, split in
+  // two partitions): swapped in, the writes it holds are dropped and the rest served over it.
+  Truth at_fold;
+  at_fold.base = truth.base;
+  for (size_t b = 0; b <= 2; ++b)
+    for (const LoggedWrite& w : batches[b].writes)
+      at_fold.written[w.id] = {
+          w.sequence, w.kind == LoggedWrite::Kind::kPut ? std::optional<Doc>(put_docs.at(w.sequence)) : std::nullopt};
+  const uint64_t folded_to = batches[2].writes.back().sequence;
+  write_generation(at_fold.documents(), 2, 2, folded_to, root / "gen-000002");
+  served = live.rebase(load_index((root / "gen-000002").string(), {}, "cpu", gpu::GpuSettings{}));
+  EXPECT_EQ(served->generation, 2u);
+  EXPECT_EQ(served->write_sequence, sequence);
+  EXPECT_EQ(live.writes_held(), sequence - folded_to);
+  expect_same_answers(*served, truth.documents(), words, rng, "over generation 2");
+  if (HasFatalFailure()) return;
+
+  // One holding them all: served as it is, nothing over it.
+  write_generation(truth.documents(), 1, 3, sequence, root / "gen-000003");
+  std::shared_ptr<const LoadedIndex> generation3 =
+      load_index((root / "gen-000003").string(), {}, "cpu", gpu::GpuSettings{});
+  served = live.rebase(generation3);
+  EXPECT_EQ(served, generation3);
+  EXPECT_EQ(live.writes_held(), 0u);
+  expect_same_answers(*served, truth.documents(), words, rng, "over generation 3");
+  fs::remove_all(root);
+}
+
+}  // namespace
+}  // namespace warp
