@@ -14,24 +14,29 @@
 
 namespace warp {
 
+// A segment of written documents with its overlay (today's statistics, those replaced since).
+struct OverlaidSegment {
+  std::shared_ptr<const LiveSegment> segment;
+  std::shared_ptr<const LiveOverlay> overlay;
+};
+
 class LiveQueryProcessor final : public QueryProcessor {
  public:
-  // `base`: the generation's CPU processor of the partition; `overlay`: over its view.
+  // `base`: the generation's CPU processor of the partition; `overlay`: over its view; `segments`:
+  // the partition's written documents, in write order.
   LiveQueryProcessor(std::shared_ptr<QueryProcessor> base, std::shared_ptr<const LiveOverlay> overlay,
-                     std::shared_ptr<const LiveSegment> segment, std::shared_ptr<const LiveOverlay> segment_overlay);
+                     std::vector<OverlaidSegment> segments);
   std::string_view name() const override { return "cpu"; }
   const IndexView& index() const override { return base_->index(); }
   using QueryProcessor::search;
   QueryResult search(const PreparedQuery& prepared) const override;
-  const LiveSegment& segment() const { return *segment_; }
 
  private:
-  QueryResult search_both(const Query& query) const;
+  QueryResult search_all(const Query& query) const;
   std::shared_ptr<QueryProcessor> base_;
   std::shared_ptr<const LiveOverlay> overlay_;
-  std::shared_ptr<const LiveSegment> segment_;
-  std::shared_ptr<const LiveOverlay> segment_overlay_;
-  std::unique_ptr<CpuQueryProcessor> segment_processor_;  // over segment_->view
+  std::vector<OverlaidSegment> segments_;
+  std::vector<std::unique_ptr<CpuQueryProcessor>> processors_;  // by segment, over its view
 };
 
 }  // namespace warp

@@ -276,7 +276,9 @@ std::shared_ptr<const LoadedIndex> LeafServer::base_index() const {
 
 std::optional<DocumentRecord> LoadedIndex::document(size_t slot, DocId doc) const {
   if (auto record = partitions[slot]->document(doc)) return record;
-  if (slot < live.size() && live[slot]) return live[slot]->document(doc);
+  if (slot < live.size())
+    for (const auto& segment : live[slot])
+      if (auto record = segment->document(doc)) return record;
   return std::nullopt;
 }
 

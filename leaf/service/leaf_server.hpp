@@ -54,7 +54,7 @@ struct LoadedIndex {
   bool scheduled() const { return !gpu.empty() && !gpu_only; }
   // With writes after the generation (leaf/live/live_writes.hpp): by slot, the documents written
   // since that the partition searches (their records answer for their docIDs). Empty: none.
-  std::vector<std::shared_ptr<const LiveSegment>> live{};
+  std::vector<std::vector<std::shared_ptr<const LiveSegment>>> live{};
   // The record of a document of the partition in `slot`: the generation's, or a written one's.
   std::optional<DocumentRecord> document(size_t slot, DocId doc) const;
 };
