@@ -35,21 +35,32 @@ class LiveWrites {
   size_t writes_held() const { return writes_.size(); }
 
  private:
-  // A partition's documents written in a run of sequences: a segment, and each document's write.
+  // A partition's documents written in a run of sequences: a segment, each document's write, and
+  // those written again since (kept out of its searches).
   struct Chunk {
     std::shared_ptr<LiveSegment> segment;
     std::vector<const LoggedWrite*> writes;  // by doc of the segment (into writes_)
+    std::vector<uint8_t> deleted;            // by doc of the segment
+    size_t deleted_count = 0;
   };
   std::shared_ptr<const LoadedIndex> snapshot() const;
-  // Adds a segment to each partition of the puts among writes_[from...] that are the last write of
-  // their id there, then merges as the policy says.
-  void add_chunks(size_t from);
-  Chunk build_chunk(size_t slot, const std::vector<const LoggedWrite*>& writes) const;
+  void reset();  // nothing held over the generation
+  // Takes writes_[from...] in: the copies they replace masked, a segment a partition of their puts
+  // that are the last write of their id, merges as the policy says, a layer of their df.
+  void absorb(size_t from);
+  std::shared_ptr<Chunk> build_chunk(size_t slot, const std::vector<const LoggedWrite*>& writes);
+  void mark(std::string_view id);  // the live copy of `id` (the generation's or a segment's) replaced
   std::shared_ptr<const LoadedIndex> base_;
-  std::vector<std::vector<Chunk>> chunks_;                        // by slot, oldest first
   std::vector<std::unordered_map<std::string_view, DocId>> ids_;  // by slot: the generation's documents
   std::deque<LoggedWrite> writes_;                                // consecutive, after the generation's
   uint64_t epoch_ = 0;
+  // Kept from answer to answer, each updated by the new writes only (an answer costs its own
+  // writes, a pass over the documents' lengths and a copy of the masks, not a rebuild of all held).
+  std::vector<std::vector<std::shared_ptr<Chunk>>> chunks_;                  // by slot, oldest first
+  std::vector<std::vector<uint8_t>> base_deleted_;                           // by slot, by doc - doc_begin
+  std::unordered_map<std::string_view, uint64_t> latest_;                    // id → the sequence of its last write
+  std::unordered_map<std::string_view, std::pair<Chunk*, uint32_t>> where_;  // id → its live copy in a segment
+  std::vector<std::shared_ptr<const DfMap>> df_layers_;                      // oldest first
 };
 
 }  // namespace warp

@@ -21,8 +21,9 @@ namespace warp {
 using DfMap = std::unordered_map<std::string, uint64_t, TermHash, std::equal_to<>>;
 
 struct LiveOverlay {
-  CollectionStats stats;            // collection-wide, now
-  std::shared_ptr<const DfMap> df;  // the terms whose df moved since the generation: their df now
+  CollectionStats stats;  // collection-wide, now
+  // The terms whose df moved since the generation, their df now: layers, the newest last.
+  std::vector<std::shared_ptr<const DfMap>> df;
   std::vector<float> length_norms;  // the view's documents', for stats.average_length()
   std::vector<uint8_t> deleted;     // by doc - doc_begin (empty: none): replaced or deleted since
   // max(1, average length now / the view's): a term's score in a document grows by at most this
@@ -31,9 +32,9 @@ struct LiveOverlay {
 
   // The term's df now: moved, or the view's.
   uint64_t df_of(std::string_view term, const TermInfo& info) const {
-    if (df) {
-      auto it = df->find(term);
-      if (it != df->end()) return it->second;
+    for (auto layer = df.rbegin(); layer != df.rend(); ++layer) {
+      auto it = (*layer)->find(term);
+      if (it != (*layer)->end()) return it->second;
     }
     return info.df;
   }
@@ -49,6 +50,7 @@ struct LiveSegment {
 };
 
 // The overlay of `view` at `stats` with the moved `df` (no deletions).
-LiveOverlay make_overlay(const IndexView& view, const CollectionStats& stats, std::shared_ptr<const DfMap> df);
+LiveOverlay make_overlay(const IndexView& view, const CollectionStats& stats,
+                         std::vector<std::shared_ptr<const DfMap>> df);
 
 }  // namespace warp

@@ -54,7 +54,8 @@ std::optional<DocumentRecord> LiveSegment::document(DocId global_doc) const {
   return records[static_cast<size_t>(it - global.begin())];
 }
 
-LiveOverlay make_overlay(const IndexView& view, const CollectionStats& stats, std::shared_ptr<const DfMap> df) {
+LiveOverlay make_overlay(const IndexView& view, const CollectionStats& stats,
+                         std::vector<std::shared_ptr<const DfMap>> df) {
   LiveOverlay live;
   live.stats = stats;
   live.df = std::move(df);

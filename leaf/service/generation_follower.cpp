@@ -60,9 +60,12 @@ void GenerationFollower::run() {
 
 void GenerationFollower::follow(const transfer::Announcement& announcement) {
   const transfer::GenerationManifest manifest = transfer::open_announcement(announcement, options_.manifest_limits);
-  const std::shared_ptr<const LoadedIndex> current = server_.index();
+  // Only its number: the generation served is not held across take(), which may wait for it to go.
+  std::shared_ptr<const LoadedIndex> current = server_.index();
   const uint64_t previous = current ? current->generation : 0;
-  if (current && manifest.generation - previous > options_.max_generation_step) {
+  const bool serving = current != nullptr;
+  current.reset();
+  if (serving && manifest.generation - previous > options_.max_generation_step) {
     throw transfer::GenerationRefused(transfer::RefusalReason::kGenerationStep,
                                       "generation " + std::to_string(manifest.generation) + " is more than " +
                                           std::to_string(options_.max_generation_step) + " beyond the one served (" +
