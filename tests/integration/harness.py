@@ -1,7 +1,7 @@
 """What the integration tests share: a scratch directory, processes started with their logs there
 and killed at the end, loopback ports, failure reports that show the logs, HTTP calls, and waiting
 for a state (never for a fixed time)."""
-import json, os, random, shutil, subprocess, sys, tempfile, threading, time, urllib.error, urllib.parse, urllib.request
+import json, os, random, shutil, struct, subprocess, sys, tempfile, threading, time, urllib.error, urllib.parse, urllib.request
 
 
 class Harness:
@@ -76,6 +76,23 @@ def http_full(url, body=None, timeout=5, token=None):
 def http(url, body=None, timeout=5):
     """(status, body)."""
     return http_full(url, body, timeout)[:2]
+
+
+def http_method(method, url, body=None, timeout=10, token=None):
+    """(status, body) of any method; raises OSError when nothing answered (the caller retries)."""
+    request = urllib.request.Request(url, data=body, method=method)
+    if token:
+        request.add_header("Authorization", "Bearer " + token)
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+def as_float32(value):
+    """A JSON score as the float32 the engine computed (warp-search's runs print more digits)."""
+    return struct.unpack("f", struct.pack("f", value))[0]
 
 
 class PhasedLoad:

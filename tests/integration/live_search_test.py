@@ -9,10 +9,10 @@ the same documents; a leaf killed with -9 and started again serves the writes ag
 generation and the tail; the indexer killed with -9 and started again goes on with the same
 statistics (more writes, the answers still those of a fresh build).
 usage: live_search_test.py BUILD_DIR CRANFIELD_DIR"""
-import json, os, shutil, signal, struct, subprocess, sys, time, urllib.error, urllib.parse, urllib.request
+import json, os, shutil, signal, subprocess, sys, time, urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Harness  # noqa: E402
+from harness import Harness, as_float32, http_method  # noqa: E402
 
 build, data = sys.argv[1], sys.argv[2]
 h = Harness(build, "warp-live-")
@@ -21,17 +21,7 @@ TOKEN = "writer-token-1"
 
 
 def call(method, url, body=None, timeout=10):
-    request = urllib.request.Request(url, data=body, method=method)
-    request.add_header("Authorization", "Bearer " + TOKEN)
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as r:
-            return r.status, r.read().decode()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode()
-
-
-def as_float32(value):
-    return struct.unpack("f", struct.pack("f", value))[0]
+    return http_method(method, url, body, timeout, TOKEN)
 
 
 try:

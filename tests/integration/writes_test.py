@@ -9,10 +9,10 @@ documents and float scores, to warp-search over a fresh build of the same docume
 the indexer in the middle of bulk loads: every acknowledged document searchable once, none twice,
 after the restart (requests not acknowledged are sent again, as a client would).
 usage: writes_test.py BUILD_DIR CRANFIELD_DIR"""
-import json, os, shutil, signal, struct, subprocess, sys, threading, urllib.error, urllib.parse, urllib.request
+import json, os, shutil, signal, subprocess, sys, threading, urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Harness  # noqa: E402
+from harness import Harness, as_float32, http_method  # noqa: E402
 
 build, data = sys.argv[1], sys.argv[2]
 h = Harness(build, "warp-writes-")
@@ -23,18 +23,7 @@ WRITER, READER = "writer-token-1", "reader-token-2"
 
 
 def call(method, url, body=None, timeout=10, token=WRITER):
-    request = urllib.request.Request(url, data=body, method=method)
-    if token:
-        request.add_header("Authorization", "Bearer " + token)
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as r:
-            return r.status, r.read().decode()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode()
-
-
-def as_float32(value):
-    return struct.unpack("f", struct.pack("f", value))[0]
+    return http_method(method, url, body, timeout, token)
 
 
 try:
