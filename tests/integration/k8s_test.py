@@ -177,6 +177,18 @@ try:
                     held = secrets[holder["secret"]["secretName"]]
                     if binary == "warp-leaf" and any(k.endswith("generation-signing.key") for k in held):
                         fail("%s: a leaf's Secret holds the generation signing key" % where(w))
+                # Curve: the public key of every server the process connects to, in its mounted key folder
+                # (a broker with --indexer needs indexer.pub; an indexer with --write broker.pub, its clients).
+                curve_dir = value("--curve-keys")
+                if curve_dir:
+                    mounts = {m["mountPath"]: m["name"] for m in c.get("volumeMounts", [])}
+                    holder = volumes.get(mounts.get(curve_dir.rstrip("/"), ""), {})
+                    files = {item["path"] for item in holder.get("secret", {}).get("items", [])}
+                    needed = {"warp-broker": {"leaf.pub"} | ({"indexer.pub"} if value("--indexer") else set()),
+                              "warp-leaf": {"indexer.pub", "broker.pub"},
+                              "warp-indexer": {"leaf.pub"} | ({"broker.pub"} if value("--write") else set())}[binary]
+                    if not needed <= files:
+                        fail("%s: %s's Curve keys %s lack %s" % (where(w), binary, sorted(files), sorted(needed - files)))
                 resolve = lambda text: re.sub(r"\$\(([A-Z0-9_]+)\)", lambda m: next(
                     (cm[m.group(1)] for cm in configmaps.values() if m.group(1) in cm), m.group(0)), text)
                 ports = {p["name"]: p["containerPort"] for p in c.get("ports", [])}
@@ -184,7 +196,7 @@ try:
                           "warp-indexer": [value("--metrics")]}[binary]
                 http_ports = {int(s.rsplit(":", 1)[1]) for s in served if s}
                 listen_flags = {"warp-leaf": ["--listen", "--search-listen", "--http"], "warp-broker": ["--listen", "--admin-listen"],
-                                "warp-indexer": ["--publish", "--fetch", "--metrics"]}[binary]
+                                "warp-indexer": ["--publish", "--fetch", "--metrics", "--write", "--tail"]}[binary]
                 listening = {int(value(f).rsplit(":", 1)[1]) for f in listen_flags if value(f)}
                 for port in ports.values():
                     if port not in listening:
@@ -205,6 +217,10 @@ try:
                             fail("%s: %s path %s is not served" % (where(w), probe_name, probe["httpGet"]["path"]))
                 if binary == "warp-indexer":
                     partitions_built = int(resolve(value("--partitions")))
+                if binary == "warp-broker" and value("--indexer") != "tcp://indexer:5603":
+                    fail("%s: the broker sends writes to the indexer's write socket (--indexer tcp://indexer:5603)" % where(w))
+                if binary == "warp-indexer" and (value("--write") != "tcp://0.0.0.0:5603" or value("--tail") != "tcp://0.0.0.0:5604"):
+                    fail("%s: the indexer takes writes on 5603 and serves its log on 5604" % where(w))
                 if binary == "warp-broker":
                     broker_partitions = sorted(int(args[i + 1].split("=")[0]) for i, a in enumerate(args) if a == "--partition")
                     for i, a in enumerate(args):
@@ -216,6 +232,8 @@ try:
                     leaf_partitions.append(int(value("--partitions")))
                     if value("--follow") != "tcp://indexer:5601" or "indexer" not in names("Service"):
                         fail("%s: leaves follow the indexer Service" % where(w))
+                    if value("--tail") != "tcp://indexer:5604":  # writes searched before a generation holds them
+                        fail("%s: leaves tail the indexer's write log (--tail tcp://indexer:5604)" % where(w))
                     if overlay == "gpu":
                         if c["resources"]["limits"].get("nvidia.com/gpu") != 1 or not pod.get("tolerations") or not pod.get("nodeSelector"):
                             fail("%s: a GPU leaf needs nvidia.com/gpu 1, a toleration and a node selector" % where(w))
