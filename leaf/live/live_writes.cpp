@@ -7,7 +7,16 @@
 namespace warp {
 
 namespace {
-// Binary-counter merging: the two newest merged while the older is at most twice the newer.
+// Tiered merging: a segment's tier is log4 of its documents, and the newest four are merged when
+// the oldest of them is of no higher tier than the newest (a written document is indexed again
+// about log4 of the documents held times; about three segments a tier are searched).
+constexpr size_t kFanIn = 4;
+size_t tier(size_t documents) {
+  size_t t = 0;
+  for (; documents >= kFanIn; documents /= kFanIn) ++t;
+  return t;
+}
+// Binary-counter merging of the df layers: the two newest while the older is at most twice the newer.
 bool merge_due(size_t older, size_t newer) { return older <= 2 * newer; }
 }  // namespace
 
@@ -26,9 +35,38 @@ void LiveWrites::reset() {
 }
 
 std::shared_ptr<const LoadedIndex> LiveWrites::rebase(std::shared_ptr<const LoadedIndex> base) {
+  const std::shared_ptr<const LoadedIndex> old = std::move(base_);
   base_ = std::move(base);
-  while (!writes_.empty() && writes_.front().sequence <= base_->write_sequence) writes_.pop_front();
-  if (!writes_.empty() && writes_.front().sequence != base_->write_sequence + 1) writes_.clear();  // a gap
+  const uint64_t held = base_->write_sequence;
+  bool same_partitions = old && old->partitions.size() == base_->partitions.size();
+  for (size_t slot = 0; same_partitions && slot < base_->partitions.size(); ++slot) {
+    const PartitionMeta &was = old->partitions[slot]->view().meta, &now = base_->partitions[slot]->view().meta;
+    same_partitions = was.partition_id == now.partition_id && was.partition_count == now.partition_count;
+  }
+  // The segments stay, their documents the new generation holds masked and the others given
+  // docIDs past its own: no document is indexed again (a swap rebuilt every write the new
+  // generation did not hold, seconds of them, on the thread that applies the tail).
+  const bool keep =
+      same_partitions && !writes_.empty() && writes_.front().sequence <= held + 1 && writes_.back().sequence > held;
+  if (keep) {
+    for (size_t slot = 0; slot < chunks_.size(); ++slot) {
+      const DocId generation_end = static_cast<DocId>(base_->partitions[slot]->view().meta.stats.doc_count);
+      std::vector<std::shared_ptr<Chunk>> kept;
+      for (const auto& chunk : chunks_[slot]) {
+        auto copy = std::make_shared<Chunk>(*chunk);
+        copy->segment = std::make_shared<LiveSegment>(*chunk->segment);
+        for (size_t d = 0; d < copy->writes.size(); ++d) {
+          const uint64_t sequence = copy->writes[d]->sequence;  // read before the writes it holds go
+          if (sequence <= held && !copy->deleted[d]) copy->deleted[d] = 1, ++copy->deleted_count;
+          copy->segment->global[d] = generation_end + static_cast<DocId>(sequence > held ? sequence - held : 0);
+        }
+        if (copy->deleted_count < copy->writes.size()) kept.push_back(std::move(copy));
+      }
+      chunks_[slot] = std::move(kept);
+    }
+  }
+  while (!writes_.empty() && writes_.front().sequence <= held) writes_.pop_front();
+  if (!writes_.empty() && writes_.front().sequence != held + 1) writes_.clear();  // a gap
   ids_.assign(base_->partitions.size(), {});
   for (size_t slot = 0; slot < base_->partitions.size(); ++slot) {
     const IndexView& view = base_->partitions[slot]->view();
@@ -36,8 +74,27 @@ std::shared_ptr<const LoadedIndex> LiveWrites::rebase(std::shared_ptr<const Load
     for (DocId d = 0; d < view.external_ids.size(); ++d)
       ids_[slot].emplace(view.external_ids[d], view.meta.doc_begin + d);
   }
-  reset();
-  absorb(0);  // what the new generation does not hold
+  if (!keep) {
+    reset();
+    absorb(0);  // what the new generation does not hold
+    return snapshot();
+  }
+  // The maps into the writes dropped are made again from those held; the df layers stay (a term
+  // last moved by a write the generation holds has that df in the generation too).
+  latest_.clear(), where_.clear();
+  for (const LoggedWrite& write : writes_) latest_[write.id] = write.sequence;
+  for (size_t slot = 0; slot < base_->partitions.size(); ++slot) {
+    base_deleted_[slot].assign(base_->partitions[slot]->view().doc_count(), 0);
+    for (const auto& chunk : chunks_[slot])
+      for (size_t d = 0; d < chunk->writes.size(); ++d)
+        if (!chunk->deleted[d]) where_[chunk->writes[d]->id] = {chunk.get(), static_cast<uint32_t>(d)};
+  }
+  for (const auto& [id, sequence] : latest_) {
+    for (size_t slot = 0; slot < ids_.size(); ++slot) {
+      auto it = ids_[slot].find(id);
+      if (it != ids_[slot].end()) base_deleted_[slot][it->second - base_->partitions[slot]->view().meta.doc_begin] = 1;
+    }
+  }
   return snapshot();
 }
 
@@ -68,20 +125,22 @@ std::shared_ptr<LiveWrites::Chunk> LiveWrites::build_chunk(size_t slot, const st
   IndexBuilder builder(options);
   auto chunk = std::make_shared<Chunk>();
   chunk->segment = std::make_shared<LiveSegment>();
+  auto records = std::make_shared<std::vector<DocumentRecord>>();
   std::vector<std::string> tokens;
   for (const LoggedWrite* write : writes) {
     tokens.clear();
     for (const auto& [term, freq] : write->terms) tokens.insert(tokens.end(), freq, term);
     DocumentRecord record{write->id, write->title, write->url, write->length};
     builder.add_analyzed(record, tokens);
-    chunk->segment->records.push_back(std::move(record));
+    records->push_back(std::move(record));
     chunk->segment->global.push_back(generation_end + static_cast<DocId>(write->sequence - base_->write_sequence));
     where_[write->id] = {chunk.get(), static_cast<uint32_t>(chunk->writes.size())};
     chunk->writes.push_back(write);
   }
+  chunk->segment->records = std::move(records);
   chunk->deleted.assign(writes.size(), 0);
   if (builder.document_count() > 0)
-    chunk->segment->view = std::make_unique<IndexView>(std::move(builder.build().front().view));
+    chunk->segment->view = std::make_shared<const IndexView>(std::move(builder.build().front().view));
   return chunk;
 }
 
@@ -121,15 +180,15 @@ void LiveWrites::absorb(size_t from) {
     auto& chunks = chunks_[slot];
     if (!puts.empty()) chunks.push_back(build_chunk(slot, puts));
     // Merged, the documents still searched: those not written again since.
-    while (chunks.size() >= 2 && merge_due(chunks[chunks.size() - 2]->writes.size(), chunks.back()->writes.size())) {
+    while (chunks.size() >= kFanIn &&
+           tier(chunks[chunks.size() - kFanIn]->writes.size()) <= tier(chunks.back()->writes.size())) {
       std::vector<const LoggedWrite*> kept;
-      for (size_t c = chunks.size() - 2; c < chunks.size(); ++c)
+      for (size_t c = chunks.size() - kFanIn; c < chunks.size(); ++c)
         for (size_t d = 0; d < chunks[c]->writes.size(); ++d)
           if (!chunks[c]->deleted[d]) kept.push_back(chunks[c]->writes[d]);
       std::shared_ptr<Chunk> merged = build_chunk(slot, kept);  // where_ now points into it
-      chunks.pop_back();
-      chunks.back() = std::move(merged);
-      if (chunks.back()->writes.empty()) chunks.pop_back();  // every one written again since
+      chunks.resize(chunks.size() - kFanIn);
+      if (!merged->writes.empty()) chunks.push_back(std::move(merged));  // else every one written again since
     }
   }
   auto layer = std::make_shared<DfMap>();

@@ -42,10 +42,14 @@ struct LiveOverlay {
 
 // The documents written since a generation that one partition searches: an index of their own,
 // their records, and the docID each has in the answers (after every docID of the generation).
+// The index and the records are shared by the segment's copies with other docIDs (after a new
+// generation, leaf/live/live_writes.cpp).
 struct LiveSegment {
-  std::unique_ptr<IndexView> view;      // null: no documents
-  std::vector<DocumentRecord> records;  // by doc of view
-  std::vector<DocId> global;            // by doc of view, ascending
+  std::shared_ptr<const IndexView> view;                       // null: no documents
+  std::shared_ptr<const std::vector<DocumentRecord>> records;  // by doc of view
+  // By doc of view, ascending; documents a newer generation holds (masked) all take the first
+  // docID past that generation's, which no document searched has.
+  std::vector<DocId> global;
   std::optional<DocumentRecord> document(DocId global_doc) const;
 };
 

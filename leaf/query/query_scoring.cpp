@@ -51,7 +51,7 @@ QueryScoring score_query(const Query& query, const IndexView& index, const LiveO
 std::optional<DocumentRecord> LiveSegment::document(DocId global_doc) const {
   auto it = std::lower_bound(global.begin(), global.end(), global_doc);
   if (it == global.end() || *it != global_doc) return std::nullopt;
-  return records[static_cast<size_t>(it - global.begin())];
+  return (*records)[static_cast<size_t>(it - global.begin())];
 }
 
 LiveOverlay make_overlay(const IndexView& view, const CollectionStats& stats,

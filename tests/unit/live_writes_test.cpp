@@ -4,7 +4,9 @@
 // after a newer generation holding some of the writes is swapped in, every query's top k (ids and
 // scores, bit for bit, ties in order) equals that of a fresh single-partition build of the
 // documents the writes leave, in the order a fold gives them (the generation's survivors, then the
-// written documents by their last write).
+// written documents by their last write). Three swaps: to a generation of as many partitions
+// holding some of the writes (the segments kept), to one of fewer partitions holding more (made
+// again), and to one holding all (served as it is).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -148,7 +150,25 @@ TEST(LiveWrites, EveryPointAnswersAsAFreshBuildOfTheSameDocuments) {
   uint64_t sequence = 0;
   std::vector<transfer::TailAnswer> batches;
   std::map<uint64_t, Doc> put_docs;  // by sequence
-  for (int batch = 0; batch < 6; ++batch) {
+  // A generation holding the writes of batches 0..last (a fold: in the fold's order), swapped in:
+  // the writes it holds are dropped and the rest served over it.
+  const auto fold = [&](size_t last, uint32_t partitions, uint64_t generation) {
+    Truth at_fold;
+    at_fold.base = truth.base;
+    for (size_t b = 0; b <= last; ++b)
+      for (const LoggedWrite& w : batches[b].writes)
+        at_fold.written[w.id] = {
+            w.sequence, w.kind == LoggedWrite::Kind::kPut ? std::optional<Doc>(put_docs.at(w.sequence)) : std::nullopt};
+    const uint64_t folded_to = batches[last].writes.back().sequence;
+    const fs::path dir = root / ("gen-00000" + std::to_string(generation));
+    write_generation(at_fold.documents(), partitions, generation, folded_to, dir);
+    served = live.rebase(load_index(dir.string(), {}, "cpu", gpu::GpuSettings{}));
+    EXPECT_EQ(served->generation, generation);
+    EXPECT_EQ(served->write_sequence, sequence);
+    EXPECT_EQ(live.writes_held(), sequence - folded_to);
+    expect_same_answers(*served, truth.documents(), words, rng, "over generation " + std::to_string(generation));
+  };
+  for (int batch = 0; batch < 9; ++batch) {
     transfer::TailAnswer answer;
     answer.epoch = 1;
     const int ops = std::uniform_int_distribution<int>(1, 40)(rng);
@@ -185,33 +205,22 @@ TEST(LiveWrites, EveryPointAnswersAsAFreshBuildOfTheSameDocuments) {
     expect_same_answers(*served, docs, words, rng, "after batch " + std::to_string(batch));
     if (HasFatalFailure()) return;
     batches.push_back(std::move(answer));
+    // Folds: after batch 5 a generation holding batches 0-2 in as many partitions (the segments
+    // kept, what it holds masked in them); after batch 7 one holding batches 0-6 in 2 partitions
+    // (the segments made again from the writes it lacks).
+    if (batch == 5) fold(2, kPartitions, 2);
+    if (batch == 7) fold(6, 2, 3);
+    if (HasFatalFailure()) return;
   }
 
-  // A generation holding the first three batches' writes (a fold: in the fold's order, split in
-  // two partitions): swapped in, the writes it holds are dropped and the rest served over it.
-  Truth at_fold;
-  at_fold.base = truth.base;
-  for (size_t b = 0; b <= 2; ++b)
-    for (const LoggedWrite& w : batches[b].writes)
-      at_fold.written[w.id] = {
-          w.sequence, w.kind == LoggedWrite::Kind::kPut ? std::optional<Doc>(put_docs.at(w.sequence)) : std::nullopt};
-  const uint64_t folded_to = batches[2].writes.back().sequence;
-  write_generation(at_fold.documents(), 2, 2, folded_to, root / "gen-000002");
-  served = live.rebase(load_index((root / "gen-000002").string(), {}, "cpu", gpu::GpuSettings{}));
-  EXPECT_EQ(served->generation, 2u);
-  EXPECT_EQ(served->write_sequence, sequence);
-  EXPECT_EQ(live.writes_held(), sequence - folded_to);
-  expect_same_answers(*served, truth.documents(), words, rng, "over generation 2");
-  if (HasFatalFailure()) return;
-
   // One holding them all: served as it is, nothing over it.
-  write_generation(truth.documents(), 1, 3, sequence, root / "gen-000003");
-  std::shared_ptr<const LoadedIndex> generation3 =
-      load_index((root / "gen-000003").string(), {}, "cpu", gpu::GpuSettings{});
-  served = live.rebase(generation3);
-  EXPECT_EQ(served, generation3);
+  write_generation(truth.documents(), 1, 4, sequence, root / "gen-000004");
+  std::shared_ptr<const LoadedIndex> generation4 =
+      load_index((root / "gen-000004").string(), {}, "cpu", gpu::GpuSettings{});
+  served = live.rebase(generation4);
+  EXPECT_EQ(served, generation4);
   EXPECT_EQ(live.writes_held(), 0u);
-  expect_same_answers(*served, truth.documents(), words, rng, "over generation 3");
+  expect_same_answers(*served, truth.documents(), words, rng, "over generation 4");
   fs::remove_all(root);
 }
 
