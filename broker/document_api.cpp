@@ -17,12 +17,26 @@ http::Response error(int status, const std::string& message) { return json_answe
 http::Response refused(const WriteOutcome& outcome) {
   if (outcome.full)
     return error(507, "the indexer's disk is full: nothing of this request was kept (" + outcome.error + ")");
+  if (outcome.behind) {
+    http::Response answer = error(429, outcome.error);
+    answer.headers.emplace_back("Retry-After", "1");
+    return answer;
+  }
   if (outcome.unavailable) {
     http::Response answer = error(503, outcome.error);
     answer.headers.emplace_back("Retry-After", "1");
     return answer;
   }
   return error(500, outcome.error);
+}
+
+// What write `i` of a request did, as the indexer said ("created", "replaced", "deleted",
+// "not_found"); without its word, "put" or "deleted".
+std::string result_name(const WriteOutcome& outcome, size_t i, bool put) {
+  static const char* const kNames[] = {"", "created", "replaced", "deleted", "not_found"};
+  if (i < outcome.results.size() && outcome.results[i] >= 1 && outcome.results[i] <= 4)
+    return kNames[outcome.results[i]];
+  return put ? "put" : "deleted";
 }
 
 }  // namespace
@@ -105,7 +119,7 @@ void DocumentApi::bulk(const http::Request& request, http::Respond respond) {
       continue;
     }
     item_of.push_back(items.size());
-    items.push_back({{"line", line_number}, {"id", checked.id}, {"result", "put"}});
+    items.push_back({{"line", line_number}, {"id", checked.id}});
     writes.push_back({true, std::move(checked.id), std::move(checked.line)});
   }
   if (writes.empty()) {
@@ -121,7 +135,10 @@ void DocumentApi::bulk(const http::Request& request, http::Respond respond) {
                                     errors](const WriteOutcome& outcome) mutable {
     if (!outcome.error.empty()) return respond(refused(outcome));
     const uint64_t first = outcome.last_sequence - count + 1;
-    for (size_t i = 0; i < item_of.size(); ++i) items[item_of[i]]["sequence"] = first + i;
+    for (size_t i = 0; i < item_of.size(); ++i) {
+      items[item_of[i]]["result"] = result_name(outcome, i, true);
+      items[item_of[i]]["sequence"] = first + i;
+    }
     respond(json_answer(200, {{"sequence", outcome.last_sequence}, {"errors", errors}, {"items", items}}));
   });
 }
@@ -143,7 +160,11 @@ void DocumentApi::one(const http::Request& request, const std::string& id, http:
   const bool put = writes[0].put;
   writer_.write(std::move(writes), [respond, id, put](const WriteOutcome& outcome) {
     if (!outcome.error.empty()) return respond(refused(outcome));
-    respond(json_answer(200, {{"id", id}, {"result", put ? "put" : "deleted"}, {"sequence", outcome.last_sequence}}));
+    // As HTTP has it: 201 for a document created, 404 for a delete that found none (it is logged
+    // all the same: it keeps the id deleted wherever a copy might still arrive from).
+    const std::string result = result_name(outcome, 0, put);
+    const int status = result == "created" ? 201 : result == "not_found" ? 404 : 200;
+    respond(json_answer(status, {{"id", id}, {"result", result}, {"sequence", outcome.last_sequence}}));
   });
 }
 

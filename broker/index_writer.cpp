@@ -109,6 +109,8 @@ void IndexWriter::run() {
           outcome.folded_sequence = reply.getFoldedSequence();
           outcome.error = reply.getError();
           outcome.full = reply.getFull();
+          outcome.behind = reply.getBehind();
+          for (uint8_t result : reply.getResults()) outcome.results.push_back(result);
           auto done = std::move(found->second.done);
           s.waiting.erase(found);
           done(outcome);

@@ -28,6 +28,10 @@ struct WriteOutcome {
   std::string error;             // empty: durable
   bool full = false;             // the error is the indexer's full disk
   bool unavailable = false;      // the indexer did not answer in time (or the request could not be sent)
+  bool behind = false;           // refused: the leaves lag too far behind the log (answer 429)
+  // By write, what it did (write.capnp WriteReply.results: 1 created, 2 replaced, 3 deleted, 4 not
+  // found); empty where the indexer does not say.
+  std::vector<uint8_t> results;
 };
 
 class IndexWriter {

@@ -58,6 +58,14 @@ IndexerMetrics::IndexerMetrics(std::shared_ptr<prometheus::Registry> registry)
                             "The last write the latest generation holds (the write log's sequence)")),
       deleted_skipped(counter(*registry, "warpsearch_indexer_documents_deleted_total",
                               "Input documents a build left out, deleted through the API")),
+      live_documents(gauge(*registry, "warpsearch_indexer_live_documents",
+                           "Documents the index holds at the head of the write log (--write)")),
+      apply_lag(gauge(*registry, "warpsearch_indexer_write_apply_lag",
+                      "Writes the log holds beyond what the furthest-behind tailing leaf has applied (--tail)")),
+      tailing_leaves(gauge(*registry, "warpsearch_indexer_tailing_leaves",
+                           "Leaves tailing the write log (heard from in the last 15 s)")),
+      writes_held_back(counter(*registry, "warpsearch_indexer_write_requests_held_back_total",
+                               "Write requests refused because a tailing leaf lagged more than --max-apply-lag")),
       registry_(std::move(registry)) {}
 
 std::string IndexerMetrics::text() const { return metrics_text(*registry_); }

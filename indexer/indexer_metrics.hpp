@@ -49,6 +49,12 @@ class IndexerMetrics {
   prometheus::Gauge& write_log_bytes;    // warpsearch_indexer_write_log_bytes
   prometheus::Gauge& folded_sequence;    // warpsearch_indexer_folded_sequence
   prometheus::Counter& deleted_skipped;  // warpsearch_indexer_documents_deleted_total
+  // The documents held at the log's head; with --tail, the furthest-behind leaf's lag, the leaves
+  // tailing, and requests refused for that lag (the broker's 429).
+  prometheus::Gauge& live_documents;      // warpsearch_indexer_live_documents
+  prometheus::Gauge& apply_lag;           // warpsearch_indexer_write_apply_lag
+  prometheus::Gauge& tailing_leaves;      // warpsearch_indexer_tailing_leaves
+  prometheus::Counter& writes_held_back;  // warpsearch_indexer_write_requests_held_back_total
 
  private:
   std::shared_ptr<prometheus::Registry> registry_;

@@ -118,6 +118,9 @@ int serve(int argc, char** argv) {
       .value("fold-max-writes", "100000",
              "with --write: a new generation as soon as this many writes wait, whatever --fold-interval-ms says")
       .value("fold-interval-ms", "1000", "with --write: a new generation holding the writes at most this often")
+      .value("max-apply-lag", "100000",
+             "with --tail: refuse writes (the broker answers 429) while a tailing leaf has applied more than this "
+             "many fewer writes than the log holds; 0: never")
       .value("signing-key", "",
              "sign every generation's manifest with this key (generation-signing.key, warp-indexer signing-key); "
              "empty: unsigned, taken only by leaves run with --unsigned-generations");
@@ -140,6 +143,7 @@ int serve(int argc, char** argv) {
   if (!options.tail_endpoint.empty() && options.write_endpoint.empty()) throw warp::Error("--tail needs --write");
   options.fold_interval_ms = flags.count("fold-interval-ms");
   options.fold_max_writes = flags.count("fold-max-writes");
+  options.max_apply_lag = flags.count("max-apply-lag");
   return warp::run_serve_command(options);
 }
 

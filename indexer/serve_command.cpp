@@ -16,6 +16,7 @@
 #include "common/util/status.hpp"
 #include "indexer/indexer_metrics.hpp"
 #include "indexer/publisher.hpp"
+#include "indexer/writes/live_ids.hpp"
 #include "indexer/writes/tail_endpoint.hpp"
 #include "indexer/writes/write_endpoint.hpp"
 #include "indexer/writes/write_log.hpp"
@@ -235,23 +236,31 @@ int run_serve_command(const ServeOptions& options) {
       latest > 0 ? transfer::read_write_sequence((root / transfer::generation_dir_name(latest)).string()) : 0};
   metrics.folded_sequence.Set(static_cast<double>(folded));
   std::unique_ptr<writes::WriteLog> log;
+  std::unique_ptr<writes::LiveIds> ids;
   std::unique_ptr<writes::TailEndpoint> tail;  // after the log, before the write socket
   std::unique_ptr<writes::WriteEndpoint> endpoint;
   if (!options.write_endpoint.empty()) {
     log = std::make_unique<writes::WriteLog>((root / "writes.log").string());
     if (log->truncated_bytes() > 0)
       log_line("write log: cut off " + std::to_string(log->truncated_bytes()) + " bytes of a write torn by a crash");
+    const fs::path dir = root / transfer::generation_dir_name(latest);
+    ids = std::make_unique<writes::LiveIds>(latest > 0 ? dir.string() : std::string(), folded.load(), *log);
     if (!options.tail_endpoint.empty()) {
-      const fs::path dir = root / transfer::generation_dir_name(latest);
       const std::string fingerprint_at_latest = latest > 0 ? read_file(dir / "inputs.json") : std::string();
       tail = std::make_unique<writes::TailEndpoint>(
           options.tail_endpoint, *log, options.build.analyzer, latest > 0 ? dir.string() : std::string(), latest,
           folded.load(), fingerprint_at_latest, transfer::load_curve_config(options.curve_keys, "indexer", "leaf"));
       log_line("serving the write log's tail to leaves on " + tail->endpoint());
     }
+    writes::TailEndpoint* tailing = tail.get();
     endpoint = std::make_unique<writes::WriteEndpoint>(
-        options.write_endpoint, *log, [&folded] { return folded.load(); },
-        transfer::load_curve_config(options.curve_keys, "indexer", "broker"));
+        options.write_endpoint, *log,
+        writes::WriteEndpointOptions{
+            .folded = [&folded] { return folded.load(); },
+            .ids = ids.get(),
+            .applied_by_leaves = [tailing] { return tailing ? tailing->applied_by_leaves() : UINT64_MAX; },
+            .max_apply_lag = options.max_apply_lag,
+            .curve = transfer::load_curve_config(options.curve_keys, "indexer", "broker")});
     log_line("taking writes on " + endpoint->endpoint() + " (the log at " + std::to_string(log->last_sequence()) +
              ", generation " + std::to_string(latest) + " holds writes to " + std::to_string(folded.load()) + ")");
   }
@@ -286,8 +295,13 @@ int run_serve_command(const ServeOptions& options) {
           latest = latest + 1;
           folded = writes_up_to;
           metrics.folded_sequence.Set(static_cast<double>(folded));
-          if (tail)
-            tail->published((root / transfer::generation_dir_name(latest)).string(), latest, folded, fingerprint);
+          const std::string dir = (root / transfer::generation_dir_name(latest)).string();
+          if (tail) tail->published(dir, latest, folded, fingerprint);
+          if (ids) try {
+              ids->published(dir, folded);
+            } catch (const std::exception& e) {  // the ids before it, and the writes since, still hold
+              log_line(std::string("cannot read the ids of the new generation: ") + e.what());
+            }
         }
       } catch (const std::exception& e) {
         // A failed build (unreadable input, a full disk) publishes nothing, is counted, and is tried
@@ -309,6 +323,14 @@ int run_serve_command(const ServeOptions& options) {
         metrics.write_ops.Increment(static_cast<double>(log->last_sequence()) - metrics.write_sequence.Value());
         metrics.write_sequence.Set(static_cast<double>(log->last_sequence()));
         metrics.write_log_bytes.Set(static_cast<double>(log->bytes()));
+        metrics.live_documents.Set(static_cast<double>(ids->size()));
+        metrics.writes_held_back.Increment(static_cast<double>(endpoint->held_back()) -
+                                           metrics.writes_held_back.Value());
+      }
+      if (tail) {
+        const uint64_t applied = tail->applied_by_leaves(), last = log->last_sequence();
+        metrics.apply_lag.Set(applied == UINT64_MAX || applied >= last ? 0.0 : static_cast<double>(last - applied));
+        metrics.tailing_leaves.Set(static_cast<double>(tail->tailers()));
       }
       if (writes_waiting() && !(options.once && built_once)) break;
     }

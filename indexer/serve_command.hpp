@@ -33,6 +33,7 @@ struct ServeOptions {
   std::string tail_endpoint;
   uint64_t fold_interval_ms = 1000;
   uint64_t fold_max_writes = 100000;  // a fold sooner once this many writes wait
+  uint64_t max_apply_lag = 100000;    // with a tail: writes refused while a leaf lags more (0: never)
 };
 
 int run_serve_command(const ServeOptions& options);

@@ -23,6 +23,8 @@ struct WriteReply {
   foldedSequence @2 :UInt64;  # the latest generation holds every write up to this one
   error @3 :Text;             # empty on success; else nothing of the request was kept
   full @4 :Bool;              # the error is a full disk
+  results @5 :List(UInt8);    # by op: 1 created, 2 replaced (puts), 3 deleted, 4 not found (deletes)
+  behind @6 :Bool;            # refused: the leaves have applied too little of the log (retry later)
 }
 
 # Indexer → leaves: the write log as leaves apply it (indexer/writes/tail_endpoint.hpp). A leaf

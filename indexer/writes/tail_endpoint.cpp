@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <deque>
 #include <mutex>
+#include <unordered_map>
 #include <vector>
 #include <zmq.hpp>
 
@@ -66,6 +67,11 @@ struct TailEndpoint::State {
     Clock::time_point deadline;
   };
   std::vector<Waiter> waiting;
+  struct Tailer {
+    uint64_t after = 0;
+    Clock::time_point heard;
+  };
+  std::unordered_map<std::string, Tailer> tailers;  // by the leaf socket's identity
 
   uint64_t first_kept() const { return kept.empty() ? applied + 1 : kept.front().sequence; }
   void apply(uint64_t sequence, const WriteOp& op, uint64_t logged_unix_ns = 0) {
@@ -197,6 +203,13 @@ void TailEndpoint::serve() {
       }
     }
     const Clock::time_point after_events = Clock::now();
+    uint64_t least = UINT64_MAX;
+    std::erase_if(s.tailers, [&](const auto& entry) {
+      return after_events - entry.second.heard > std::chrono::milliseconds(kTailerForgetMs);
+    });
+    for (const auto& [who, tailer] : s.tailers) least = std::min(least, tailer.after);
+    applied_by_leaves_ = least;
+    tailers_ = s.tailers.size();
     for (auto it = s.waiting.begin(); it != s.waiting.end();) {
       if (answer(it->who, it->after, it->max, after_events >= it->deadline))
         it = s.waiting.erase(it);
@@ -217,6 +230,7 @@ void TailEndpoint::serve() {
       const uint32_t max = std::clamp<uint32_t>(request.getMaxWrites(), 1, kMaxWritesAReply);
       const uint32_t wait = std::min(request.getWaitMs(), kMaxWaitMs);
       std::erase_if(s.waiting, [&](const State::Waiter& w) { return w.who == who; });  // its newer ask replaces it
+      s.tailers[who] = {request.getAfter(), Clock::now()};
       if (!answer(who, request.getAfter(), max, wait == 0))
         s.waiting.push_back({who, request.getAfter(), max, Clock::now() + std::chrono::milliseconds(wait)});
     } catch (const std::exception& e) {

@@ -37,6 +37,12 @@ class TailEndpoint {
                  const std::string& fingerprint);
   uint64_t requests() const { return requests_; }
   uint64_t refused() const { return refused_; }  // malformed requests
+  // The last write every leaf tailing now has applied (the least of what their latest requests
+  // said they hold; a leaf not heard from for kTailerForgetMs no longer counts); UINT64_MAX when
+  // none tails. The write socket's backpressure reads it.
+  uint64_t applied_by_leaves() const { return applied_by_leaves_; }
+  size_t tailers() const { return tailers_; }  // leaves counted in it
+  static constexpr int kTailerForgetMs = 15000;
 
  private:
   struct State;
@@ -44,7 +50,8 @@ class TailEndpoint {
   std::unique_ptr<State> state_;
   std::string endpoint_;
   std::atomic<bool> stop_{false};
-  std::atomic<uint64_t> requests_{0}, refused_{0};
+  std::atomic<uint64_t> requests_{0}, refused_{0}, applied_by_leaves_{UINT64_MAX};
+  std::atomic<size_t> tailers_{0};
   std::thread thread_;
 };
 

@@ -25,7 +25,8 @@ struct WriteEndpoint::State {
 
 namespace {
 
-std::string reply_bytes(uint64_t request_id, uint64_t last, uint64_t folded, const std::string& error) {
+std::string reply_bytes(uint64_t request_id, uint64_t last, uint64_t folded, const std::string& error,
+                        const std::vector<WriteResult>& results = {}, bool behind = false) {
   capnp::MallocMessageBuilder builder;
   auto reply = builder.initRoot<protocol::WriteReply>();
   reply.setRequestId(request_id);
@@ -33,15 +34,18 @@ std::string reply_bytes(uint64_t request_id, uint64_t last, uint64_t folded, con
   reply.setFoldedSequence(folded);
   reply.setError(error);
   reply.setFull(error.find("No space") != std::string::npos || error.find("Disk quota") != std::string::npos);
+  reply.setBehind(behind);
+  auto list = reply.initResults(static_cast<unsigned>(results.size()));
+  for (size_t i = 0; i < results.size(); ++i) list.set(static_cast<unsigned>(i), static_cast<uint8_t>(results[i]));
   const zmq::message_t frame = transfer::to_frame(builder);
   return std::string(static_cast<const char*>(frame.data()), frame.size());
 }
 
 }  // namespace
 
-WriteEndpoint::WriteEndpoint(const std::string& endpoint, WriteLog& log, std::function<uint64_t()> folded,
-                             const transfer::CurveConfig& curve)
-    : state_(std::make_unique<State>()), log_(log), folded_(std::move(folded)) {
+WriteEndpoint::WriteEndpoint(const std::string& endpoint, WriteLog& log, WriteEndpointOptions options)
+    : state_(std::make_unique<State>()), log_(log), options_(std::move(options)) {
+  const transfer::CurveConfig& curve = options_.curve;
   try {
     state_->router.set(zmq::sockopt::linger, 0);
     state_->router.set(zmq::sockopt::maxmsgsize, int64_t{256} << 20);
@@ -105,27 +109,51 @@ void WriteEndpoint::serve() {
       }
     } catch (const std::exception& e) {
       ++refused_;
-      const std::string reply = reply_bytes(request_id, 0, folded_(), std::string("malformed request: ") + e.what());
+      const std::string reply =
+          reply_bytes(request_id, 0, options_.folded(), std::string("malformed request: ") + e.what());
       state_->router.send(zmq::buffer(who), zmq::send_flags::sndmore);
       state_->router.send(zmq::buffer(reply), zmq::send_flags::none);
       continue;
     }
     if (ops.empty()) {  // the log's state
-      const std::string reply = reply_bytes(request_id, log_.last_sequence(), folded_(), "");
+      const std::string reply = reply_bytes(request_id, log_.last_sequence(), options_.folded(), "");
       state_->router.send(zmq::buffer(who), zmq::send_flags::sndmore);
       state_->router.send(zmq::buffer(reply), zmq::send_flags::none);
       continue;
     }
-    log_.append(std::move(ops), [this, who, request_id](uint64_t last, const std::string& error) {
-      std::string reply = reply_bytes(request_id, last, folded_(), error);
-      {
-        std::lock_guard<std::mutex> lock(state_->mutex);
-        state_->replies.emplace_back(who, std::move(reply));
+    if (options_.max_apply_lag > 0 && options_.applied_by_leaves) {
+      const uint64_t applied = options_.applied_by_leaves(), last = log_.last_sequence();
+      if (applied != UINT64_MAX && last > applied + options_.max_apply_lag) {
+        ++held_back_;
+        const std::string reply =
+            reply_bytes(request_id, last, options_.folded(),
+                        "the leaves have applied the write log up to " + std::to_string(applied) + " of " +
+                            std::to_string(last) + " (at most " + std::to_string(options_.max_apply_lag) +
+                            " writes behind): nothing of this request was kept, send it again shortly",
+                        {}, true);
+        state_->router.send(zmq::buffer(who), zmq::send_flags::sndmore);
+        state_->router.send(zmq::buffer(reply), zmq::send_flags::none);
+        continue;
       }
-      const uint64_t one = 1;
-      if (::write(state_->wake, &one, sizeof one) < 0) {
-      }  // the counter is far from its limit
-    });
+    }
+    std::vector<WriteOp> keys;  // the ops without their documents: what LiveIds needs
+    if (options_.ids) {
+      keys.reserve(ops.size());
+      for (const WriteOp& op : ops) keys.push_back({op.kind, op.id, {}});
+    }
+    log_.append(std::move(ops),
+                [this, who, request_id, keys = std::move(keys)](uint64_t last, const std::string& error) {
+                  std::vector<WriteResult> results;
+                  if (error.empty() && options_.ids) results = options_.ids->apply(last + 1 - keys.size(), keys);
+                  std::string reply = reply_bytes(request_id, last, options_.folded(), error, results);
+                  {
+                    std::lock_guard<std::mutex> lock(state_->mutex);
+                    state_->replies.emplace_back(who, std::move(reply));
+                  }
+                  const uint64_t one = 1;
+                  if (::write(state_->wake, &one, sizeof one) < 0) {
+                  }  // the counter is far from its limit
+                });
   }
 }
 

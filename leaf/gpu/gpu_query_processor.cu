@@ -303,7 +303,9 @@ DeviceMemoryStats GpuQueryProcessor::device_memory() const {
 QueryResult GpuQueryProcessor::search(const PreparedQuery& prepared) const {
   const Query& query = prepared.query;
   if (query.k > kMaxTopK) throw Error("k must be at most " + std::to_string(kMaxTopK));
-  if (batcher_) return batcher_->search(prepared);
+  // Queries under an overlay go on the lanes: a batch of the batcher may mix queries of several
+  // overlays (snapshots), an executor's batch never does (one LiveQueryProcessor's).
+  if (batcher_ && prepared.live == nullptr) return batcher_->search(prepared);
   DeviceSelect select(options_.device);
   QueryScoring local;
   const QueryScoring& scoring = scoring_on(prepared, device_.host(), local);
@@ -332,10 +334,16 @@ QueryResult GpuQueryProcessor::search(const PreparedQuery& prepared) const {
       device.release(lane->pins);
     }
   } unpin{device_, lane};
-  if (query.mode == QueryMode::kOr) return search_or(*lane, scoring, query.k);
-  QueryResult result = search_and(*lane, scoring, query.k);
+  // Under an overlay: its norms (deleted documents score 0), and no OR floor (it rests on the
+  // generation's own statistics).
+  const std::shared_ptr<const float> live_norms =
+      prepared.live ? device_.overlay_norms(*prepared.live, lane->stream) : nullptr;
+  const Scoring on{scoring, live_norms ? live_norms.get() : device_.length_norms(),
+                   options_.or_floor && prepared.live == nullptr};
+  if (query.mode == QueryMode::kOr) return search_or(*lane, on, query.k);
+  QueryResult result = search_and(*lane, on, query.k);
   if (query.mode == QueryMode::kAnd || result.hits.size() >= query.k) return result;
-  QueryResult fallback = search_or(*lane, scoring, query.k);
+  QueryResult fallback = search_or(*lane, on, query.k);
   fallback.and_matches = result.and_matches;
   fallback.fell_back_to_or = true;
   fallback.stats.blocks_decoded += result.stats.blocks_decoded;
@@ -344,7 +352,9 @@ QueryResult GpuQueryProcessor::search(const PreparedQuery& prepared) const {
   return fallback;
 }
 
-QueryResult GpuQueryProcessor::search_and(Lane& b, const QueryScoring& scoring, size_t k) const {
+QueryResult GpuQueryProcessor::search_and(Lane& b, const Scoring& on, size_t k) const {
+  const QueryScoring& scoring = on.scoring;
+  const float* norms = on.norms;
   QueryResult result;
   const IndexView& index = device_.host();
   std::vector<QueryList> lists;
@@ -365,17 +375,16 @@ QueryResult GpuQueryProcessor::search_and(Lane& b, const QueryScoring& scoring, 
 
   const DeviceList& shortest = lists[0].list;
   const uint32_t candidates = shortest.count;
-  launch_decode(shortest, nullptr, b.candidate_docs, b.candidate_freqs, nullptr, device_.length_norms(), doc_begin, 0,
-                b.counters, b.stream);
+  launch_decode(shortest, nullptr, b.candidate_docs, b.candidate_freqs, nullptr, norms, doc_begin, 0, b.counters,
+                b.stream);
   score_candidates_kernel<<<grid_for(candidates), kThreads, 0, b.stream>>>(
-      candidates, b.candidate_docs, b.candidate_freqs, device_.length_norms(), doc_begin, lists[0].weight,
-      b.candidate_scores);
+      candidates, b.candidate_docs, b.candidate_freqs, norms, doc_begin, lists[0].weight, b.candidate_scores);
   WARP_CUDA_CHECK_LAUNCH();
   for (size_t t = 1; t < lists.size(); ++t) {
     const DeviceList& list = lists[t].list;
     if (options_.search_compressed && is_lrc(list.codec)) {
       lrc_probe_kernel<<<grid_for(candidates), kThreads, 0, b.stream>>>(
-          candidates, b.candidate_docs, b.candidate_scores, list, device_.length_norms(), doc_begin, lists[t].weight);
+          candidates, b.candidate_docs, b.candidate_scores, list, norms, doc_begin, lists[t].weight);
       WARP_CUDA_CHECK_LAUNCH();
       continue;
     }
@@ -384,11 +393,10 @@ QueryResult GpuQueryProcessor::search_and(Lane& b, const QueryScoring& scoring, 
         candidates, b.candidate_docs, b.candidate_scores, list.block_last_docid, list.block_count, b.candidate_block,
         b.block_mask);
     WARP_CUDA_CHECK_LAUNCH();
-    launch_decode(list, b.block_mask, b.block_docs, b.block_freqs, nullptr, device_.length_norms(), doc_begin, 0,
-                  b.counters, b.stream);
+    launch_decode(list, b.block_mask, b.block_docs, b.block_freqs, nullptr, norms, doc_begin, 0, b.counters, b.stream);
     probe_kernel<<<grid_for(candidates), kThreads, 0, b.stream>>>(
         candidates, b.candidate_docs, b.candidate_scores, b.candidate_block, list.count, list.block_size, b.block_docs,
-        b.block_freqs, device_.length_norms(), doc_begin, lists[t].weight);
+        b.block_freqs, norms, doc_begin, lists[t].weight);
     WARP_CUDA_CHECK_LAUNCH();
   }
   launch_candidate_keys(candidates, b.candidate_docs, b.candidate_scores, b.topk.keys, b.topk.buckets,
@@ -403,7 +411,9 @@ QueryResult GpuQueryProcessor::search_and(Lane& b, const QueryScoring& scoring, 
   return result;
 }
 
-QueryResult GpuQueryProcessor::search_or(Lane& b, const QueryScoring& scoring, size_t k) const {
+QueryResult GpuQueryProcessor::search_or(Lane& b, const Scoring& on, size_t k) const {
+  const QueryScoring& scoring = on.scoring;
+  const float* norms = on.norms;
   QueryResult result;
   const IndexView& index = device_.host();
   const uint32_t doc_begin = index.meta.doc_begin, doc_count = index.doc_count();
@@ -419,7 +429,7 @@ QueryResult GpuQueryProcessor::search_or(Lane& b, const QueryScoring& scoring, s
       lists.push_back({list, scoring.scoring[i].unit_weight, scoring.scoring[i].bound_scale});
     }
     if (lists.empty()) return result;
-    const OrTileQuery query{lists, static_cast<uint32_t>(k), options_.or_floor ? or_floor(scoring, index, k) : 0};
+    const OrTileQuery query{lists, static_cast<uint32_t>(k), on.or_floor ? or_floor(scoring, index, k) : 0, norms};
     OrTileAnswer answer = std::move(b.or_tiles->run({&query, 1}, {b.topk.keys, b.topk.capacity, &b.topk}, b.stream)[0]);
     result.hits = std::move(answer.hits);
     units_to_scores(result.hits, scoring);
@@ -437,8 +447,8 @@ QueryResult GpuQueryProcessor::search_or(Lane& b, const QueryScoring& scoring, s
     const TermInfo* info = nullptr;
     if (!device_.acquire(scoring.terms[i].text, list, &info, b.stream, b.pins)) continue;
     result.stats.blocks_total += list.block_count;
-    launch_decode(list, nullptr, nullptr, nullptr, b.accumulators, device_.length_norms(), doc_begin,
-                  scoring.scoring[i].unit_weight, b.counters, b.stream);
+    launch_decode(list, nullptr, nullptr, nullptr, b.accumulators, norms, doc_begin, scoring.scoring[i].unit_weight,
+                  b.counters, b.stream);
   }
   b.request_counters();
   if (options_.topk == TopkMethod::kBucketSelect) {

@@ -71,8 +71,15 @@ class GpuQueryProcessor final : public QueryProcessor {
   BatchExecutor* take_executor() const;      // waits for a free one
   BatchExecutor* try_take_executor() const;  // null when none is free
   void give_back(BatchExecutor* executor) const;
-  QueryResult search_and(Lane& lane, const QueryScoring& scoring, size_t k) const;
-  QueryResult search_or(Lane& lane, const QueryScoring& scoring, size_t k) const;
+  // A query's scoring on this partition with the document norms it scores with (the generation's,
+  // or an overlay's on the device) and whether an OR floor may start θ.
+  struct Scoring {
+    const QueryScoring& scoring;
+    const float* norms;
+    bool or_floor;
+  };
+  QueryResult search_and(Lane& lane, const Scoring& on, size_t k) const;
+  QueryResult search_or(Lane& lane, const Scoring& on, size_t k) const;
   bool or_tiles() const {
     return options_.or_method != OrMethod::kDenseAccumulators && options_.topk == TopkMethod::kBucketSelect;
   }

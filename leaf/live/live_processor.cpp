@@ -5,8 +5,8 @@
 namespace warp {
 
 LiveQueryProcessor::LiveQueryProcessor(std::shared_ptr<QueryProcessor> base, std::shared_ptr<const LiveOverlay> overlay,
-                                       std::vector<OverlaidSegment> segments)
-    : base_(std::move(base)), overlay_(std::move(overlay)), segments_(std::move(segments)) {
+                                       std::vector<OverlaidSegment> segments, std::string_view name)
+    : base_(std::move(base)), overlay_(std::move(overlay)), segments_(std::move(segments)), name_(name) {
   for (const OverlaidSegment& s : segments_)
     processors_.push_back(std::make_unique<CpuQueryProcessor>(*s.segment->view));
 }
@@ -20,49 +20,73 @@ void add_stats(QueryResult& into, const QueryResult& from) {
 }
 }  // namespace
 
-// One mode on all: the generation's lists under the overlay, each segment's under its own, merged.
-QueryResult LiveQueryProcessor::search_all(const Query& query) const {
-  PreparedQuery on_base;
-  on_base.scoring = score_query(query, base_->index(), overlay_.get());
-  on_base.query = query;
-  on_base.index = &base_->index();
-  on_base.live = overlay_.get();
-  QueryResult result = base_->search(on_base);
-  if (segments_.empty()) return result;
-  std::vector<std::vector<Hit>> lists;
-  lists.push_back(std::move(result.hits));
-  for (size_t i = 0; i < segments_.size(); ++i) {
-    const OverlaidSegment& s = segments_[i];
-    PreparedQuery on_segment;
-    on_segment.scoring = score_query(query, *s.segment->view, s.overlay.get());
-    on_segment.query = query;
-    on_segment.index = s.segment->view.get();
-    on_segment.live = s.overlay.get();
-    QueryResult added = processors_[i]->search(on_segment);
-    for (Hit& hit : added.hits) hit.doc = s.segment->global[hit.doc];
-    lists.push_back(std::move(added.hits));
-    add_stats(result, added);
+// One mode a query on all: the generation's lists under the overlay (the queries together, as the
+// base processor batches them), each segment's under its own, merged.
+std::vector<QueryResult> LiveQueryProcessor::search_all(const std::vector<Query>& queries) const {
+  std::vector<PreparedQuery> on_base(queries.size());
+  for (size_t i = 0; i < queries.size(); ++i) {
+    on_base[i].scoring = score_query(queries[i], base_->index(), overlay_.get());
+    on_base[i].query = queries[i];
+    on_base[i].index = &base_->index();
+    on_base[i].live = overlay_.get();
   }
-  result.hits = merge_topk(std::move(lists), query.k);
-  return result;
+  std::vector<QueryResult> results = base_->search_batch(std::span<const PreparedQuery>(on_base));
+  if (segments_.empty()) return results;
+  for (size_t q = 0; q < queries.size(); ++q) {
+    std::vector<std::vector<Hit>> lists;
+    lists.push_back(std::move(results[q].hits));
+    for (size_t i = 0; i < segments_.size(); ++i) {
+      const OverlaidSegment& s = segments_[i];
+      PreparedQuery on_segment;
+      on_segment.scoring = score_query(queries[q], *s.segment->view, s.overlay.get());
+      on_segment.query = queries[q];
+      on_segment.index = s.segment->view.get();
+      on_segment.live = s.overlay.get();
+      QueryResult added = processors_[i]->search(on_segment);
+      for (Hit& hit : added.hits) hit.doc = s.segment->global[hit.doc];
+      lists.push_back(std::move(added.hits));
+      add_stats(results[q], added);
+    }
+    results[q].hits = merge_topk(std::move(lists), queries[q].k);
+  }
+  return results;
 }
 
 QueryResult LiveQueryProcessor::search(const PreparedQuery& prepared) const {
-  const Query& query = prepared.query;
-  if (query.mode != QueryMode::kAndOr) return search_all(query);
-  // AND+OR as one partition: AND over the generation and the segment together, OR when together
-  // they hold fewer than k.
-  Query conjunctive = query;
-  conjunctive.mode = QueryMode::kAnd;
-  QueryResult result = search_all(conjunctive);
-  if (result.hits.size() >= query.k) return result;
-  Query disjunctive = query;
-  disjunctive.mode = QueryMode::kOr;
-  QueryResult fallback = search_all(disjunctive);
-  fallback.and_matches = 0;
-  add_stats(fallback, result);
-  fallback.fell_back_to_or = true;
-  return fallback;
+  return search_batch(std::span<const PreparedQuery>(&prepared, 1))[0];
+}
+
+std::vector<QueryResult> LiveQueryProcessor::search_batch(std::span<const PreparedQuery> queries) const {
+  // AND+OR as one partition: AND over the generation and the segments together, then OR for those
+  // that together hold fewer than k.
+  std::vector<Query> first;
+  for (const PreparedQuery& prepared : queries) {
+    first.push_back(prepared.query);
+    if (first.back().mode == QueryMode::kAndOr) first.back().mode = QueryMode::kAnd;
+  }
+  std::vector<QueryResult> results = search_all(first);
+  std::vector<size_t> again;
+  std::vector<Query> disjunctive;
+  for (size_t q = 0; q < queries.size(); ++q) {
+    if (queries[q].query.mode != QueryMode::kAndOr || results[q].hits.size() >= queries[q].query.k) continue;
+    again.push_back(q);
+    disjunctive.push_back(queries[q].query);
+    disjunctive.back().mode = QueryMode::kOr;
+  }
+  if (again.empty()) return results;
+  std::vector<QueryResult> fallbacks = search_all(disjunctive);
+  for (size_t i = 0; i < again.size(); ++i) {
+    QueryResult& fallback = fallbacks[i];
+    fallback.and_matches = 0;
+    add_stats(fallback, results[again[i]]);
+    fallback.fell_back_to_or = true;
+    results[again[i]] = std::move(fallback);
+  }
+  return results;
+}
+
+std::unique_ptr<BatchRun> LiveQueryProcessor::start_batch(std::span<const PreparedQuery> queries) const {
+  return run_on_thread([this, queries] { return search_batch(queries); });
 }
 
 }  // namespace warp

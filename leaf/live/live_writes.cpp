@@ -210,6 +210,7 @@ std::shared_ptr<const LoadedIndex> LiveWrites::snapshot() const {
   live->write_sequence = writes_.back().sequence;
   live->analyzer = base_->analyzer;
   live->partitions = base_->partitions;
+  live->gpu_only = base_->gpu_only, live->gpu_error = base_->gpu_error;
   const CollectionStats stats{writes_.back().doc_count, writes_.back().total_length};
   for (size_t slot = 0; slot < base_->partitions.size(); ++slot) {
     const IndexView& view = base_->partitions[slot]->view();
@@ -222,6 +223,10 @@ std::shared_ptr<const LoadedIndex> LiveWrites::snapshot() const {
       if (chunk->deleted_count > 0) segment_overlay->deleted = chunk->deleted;
       segments.push_back({chunk->segment, std::move(segment_overlay)});
       live->live.back().push_back(chunk->segment);
+    }
+    if (slot < base_->gpu.size()) {  // the generation's GPU processor under the same overlay (held by base_)
+      std::shared_ptr<QueryProcessor> gpu(base_, base_->gpu[slot].get());
+      live->gpu.push_back(std::make_unique<LiveQueryProcessor>(std::move(gpu), overlay, segments, "gpu"));
     }
     live->cpu.push_back(
         std::make_shared<LiveQueryProcessor>(base_->cpu[slot], std::move(overlay), std::move(segments)));

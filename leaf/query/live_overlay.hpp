@@ -29,6 +29,9 @@ struct LiveOverlay {
   // max(1, average length now / the view's): a term's score in a document grows by at most this
   // factor when the average length grows (its length norm shrinks by at most it).
   double bound_growth = 1;
+  // Distinct for every overlay make_overlay makes (never reused in the process): what a device
+  // copy of its norms is kept under (leaf/gpu/index/device_index.hpp).
+  uint64_t serial = 0;
 
   // The term's df now: moved, or the view's.
   uint64_t df_of(std::string_view term, const TermInfo& info) const {

@@ -3,6 +3,7 @@
 // the interface's default asynchronous batch.
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <functional>
@@ -56,7 +57,9 @@ std::optional<DocumentRecord> LiveSegment::document(DocId global_doc) const {
 
 LiveOverlay make_overlay(const IndexView& view, const CollectionStats& stats,
                          std::vector<std::shared_ptr<const DfMap>> df) {
+  static std::atomic<uint64_t> serials{0};
   LiveOverlay live;
+  live.serial = ++serials;
   live.stats = stats;
   live.df = std::move(df);
   const double average = stats.average_length();

@@ -3,7 +3,8 @@
 # processor and brute force, fresh random inputs each run), then warp-search's GPU paths against its
 # CPU path on Cranfield and CISI (runs identical byte for byte: one ranking; CISI with 65-, 200- and
 # 1,000-word queries added), then the cluster test with every leaf on the GPU, batching, and again
-# on --processor auto (the scheduler). Logs land in OUT; exit status 0 only if everything passed.
+# on --processor auto (the scheduler), and the near-real-time writes test on both. Logs land in OUT;
+# exit status 0 only if everything passed.
 # usage: tests/gpu_host/gpu_tests.sh BUNDLE OUT
 set -uo pipefail
 bundle=$(realpath "${1:?usage: gpu_tests.sh BUNDLE OUT}") out=$(realpath -m "${2:?usage: gpu_tests.sh BUNDLE OUT}")
@@ -11,7 +12,7 @@ cd "$(dirname "$0")/../.."
 # shellcheck source=tests/gpu_host/env.sh
 . tests/gpu_host/env.sh
 status=0
-for test in gpu_processor_test gpu_indexer_test; do
+for test in gpu_processor_test gpu_indexer_test live_writes_test; do
   "$bin/$test" > "$out/$test.log" 2>&1 || status=1
   grep -E "random seed|FAILED|PASSED|SKIPPED" "$out/$test.log" | head -20
 done
@@ -51,6 +52,15 @@ for leaf_args in "--processor gpu --gpu-batch-threshold 200000 --gpu-batch-max 8
   code=$?
   echo "cluster_test with leaves on $leaf_args: exit $code"
   [ $code -eq 0 ] || { tail -5 "$out/cluster_test_$name.log"; status=1; }
+done
+# Writes searched before a generation holds them, with the generation's lists on the GPU.
+for leaf_args in "--processor gpu" "--processor auto --scheduler-calibration-ms 300"; do
+  name=$(echo "$leaf_args" | awk '{print $2}')
+  WARP_LEAF_ARGS="$leaf_args" python3 tests/integration/live_search_test.py "$work/build" \
+    "$bundle/data/cranfield" > "$out/live_search_test_$name.log" 2>&1
+  code=$?
+  echo "live_search_test with leaves on $leaf_args: exit $code"
+  [ $code -eq 0 ] || { tail -5 "$out/live_search_test_$name.log"; status=1; }
 done
 rm -rf "$work"
 echo "gpu_tests: $([ $status -eq 0 ] && echo passed || echo FAILED)"

@@ -78,16 +78,78 @@ def http(url, body=None, timeout=5):
     return http_full(url, body, timeout)[:2]
 
 
-def http_method(method, url, body=None, timeout=10, token=None):
-    """(status, body) of any method; raises OSError when nothing answered (the caller retries)."""
+def http_call(method, url, body=None, timeout=10, token=None):
+    """(status, body, headers) of any method; raises OSError when nothing answered (the caller retries)."""
     request = urllib.request.Request(url, data=body, method=method)
     if token:
         request.add_header("Authorization", "Bearer " + token)
     try:
         with urllib.request.urlopen(request, timeout=timeout) as r:
-            return r.status, r.read().decode()
+            return r.status, r.read().decode(), dict(r.headers)
     except urllib.error.HTTPError as e:
-        return e.code, e.read().decode()
+        return e.code, e.read().decode(), dict(e.headers)
+
+
+def http_method(method, url, body=None, timeout=10, token=None):
+    """(status, body) of any method; raises OSError when nothing answered (the caller retries)."""
+    return http_call(method, url, body, timeout, token)[:2]
+
+
+class WritesCluster:
+    """warp-indexer serve with --write and --tail over the documents of `data` (Cranfield), two
+    leaves following it with --tail (one per partition), a broker with --indexer whose token
+    `token` may read and write. `root`: the indexer's root (default: in the scratch directory);
+    `indexer_flags`: more flags for the indexer."""
+
+    def __init__(self, h, data, token, root=None, indexer_flags=(), fold_interval_ms=3600000):
+        inputs = os.path.join(h.work, "inputs")
+        os.makedirs(inputs)
+        shutil.copy(os.path.join(data, "docs.jsonl"), os.path.join(inputs, "cran.jsonl"))
+        sign, check = h.signing_flags()
+        pub, fetch, write, tail, self.metrics = (h.next_port() for _ in range(5))
+        self.indexer_args = [h.indexer, "serve", "--input", inputs, "--root", root or os.path.join(h.work, "root"),
+                             "--partitions", "2", "--publish", "tcp://127.0.0.1:%d" % pub, "--fetch",
+                             "tcp://127.0.0.1:%d" % fetch, "--write", "tcp://127.0.0.1:%d" % write, "--tail",
+                             "tcp://127.0.0.1:%d" % tail, "--rescan", "1", "--fold-interval-ms", str(fold_interval_ms),
+                             "--metrics", "127.0.0.1:%d" % self.metrics] + sign + list(indexer_flags)
+        self.indexer = h.start(self.indexer_args, "indexer.log")
+        self.leaves, leaf_ports = [], []
+        for p in (0, 1):
+            zmq_port, http_port = h.next_port(), h.next_port()
+            self.leaves.append(h.start([h.leaf, "--follow", "tcp://127.0.0.1:%d" % pub, "--tail",
+                                        "tcp://127.0.0.1:%d" % tail, "--root", os.path.join(h.work, "leaf%d" % p),
+                                        "--partitions", str(p), "--listen", "tcp://127.0.0.1:%d" % zmq_port, "--http",
+                                        "127.0.0.1:%d" % http_port, "--workers", "2"] + check, "leaf%d.log" % p))
+            leaf_ports.append(zmq_port)
+        broker_port = h.next_port()
+        self.base = "http://127.0.0.1:%d" % broker_port
+        tokens = os.path.join(h.work, "tokens")
+        with open(tokens, "w") as f:
+            f.write("%s read,write\n" % token)
+        os.chmod(tokens, 0o600)
+        h.start([h.broker, "--listen", "127.0.0.1:%d" % broker_port, "--partition", "0=tcp://127.0.0.1:%d" % leaf_ports[0],
+                 "--partition", "1=tcp://127.0.0.1:%d" % leaf_ports[1], "--indexer", "tcp://127.0.0.1:%d" % write,
+                 "--write-timeout-ms", "3000", "--cache-ttl-s", "0", "--auth-tokens", tokens, "--after-wait-ms",
+                 "20000"], "broker.log")
+        self.token = token
+        h.wait_until(lambda: self.call("GET", "/readyz")[0] == 200, 60, "the cluster ready")
+
+    def call(self, method, path, body=None, timeout=10):
+        """(status, body, headers) of a call to the broker with the token."""
+        return http_call(method, self.base + path, body, timeout, self.token)
+
+    def search_ids(self, q, after=None):
+        params = {"q": q, "k": 10}
+        if after is not None:
+            params["after"] = after
+        status, body, _ = self.call("GET", "/search?" + urllib.parse.urlencode(params), timeout=30)
+        return [x["id"] for x in json.loads(body)["hits"]] if status == 200 else ("status %d" % status, body[:300])
+
+    def indexer_metric(self, name):
+        for line in http_method("GET", "http://127.0.0.1:%d/metrics" % self.metrics)[1].splitlines():
+            if line.startswith(name + " "):
+                return float(line.split()[1])
+        return -1
 
 
 def as_float32(value):

@@ -7,7 +7,9 @@ written document and of an input one) are searchable with after= while the index
 generation 1; the answers then equal, documents and float scores, warp-search over a fresh build of
 the same documents; a leaf killed with -9 and started again serves the writes again from its
 generation and the tail; the indexer killed with -9 and started again goes on with the same
-statistics (more writes, the answers still those of a fresh build).
+statistics (more writes, the answers still those of a fresh build). WARP_LEAF_ARGS adds flags to
+the leaves (the GPU host runs it with --processor gpu and auto); with --processor gpu, the leaves
+must have answered the writes' searches on the GPU (the generation's lists under the overlay).
 usage: live_search_test.py BUILD_DIR CRANFIELD_DIR"""
 import json, os, shutil, signal, subprocess, sys, time, urllib.parse
 
@@ -40,7 +42,8 @@ try:
         zmq_port, http_port = next_port(), next_port()
         leaf_args.append([h.leaf, "--follow", "tcp://127.0.0.1:%d" % pub, "--tail", "tcp://127.0.0.1:%d" % tail,
                           "--root", os.path.join(work, "leaf%d" % p), "--partitions", str(p), "--listen",
-                          "tcp://127.0.0.1:%d" % zmq_port, "--http", "127.0.0.1:%d" % http_port, "--workers", "2"] + check)
+                          "tcp://127.0.0.1:%d" % zmq_port, "--http", "127.0.0.1:%d" % http_port, "--workers", "2"] + check
+                         + os.environ.get("WARP_LEAF_ARGS", "").split())
         leaf_procs.append(h.start(leaf_args[-1], "leaf%d.log" % p))
         leaves.append(zmq_port)
         leaf_http.append(http_port)
@@ -143,6 +146,18 @@ try:
     written = {d["id"]: d for d in docs[2:]}
     written["w0"] = {"id": "w0", "body": "wreplaced glider"}
     compare_with_fresh_build(written, {"1"}, "live")
+
+    def leaf_metric(port, prefix):
+        """The sum of a leaf's samples whose line starts with `prefix`."""
+        lines = call("GET", "http://127.0.0.1:%d/metrics" % port)[1].splitlines()
+        return sum(float(line.split()[-1]) for line in lines if line.startswith(prefix))
+
+    if "--processor gpu" in os.environ.get("WARP_LEAF_ARGS", ""):
+        for port in leaf_http:  # the writes held, the GPU still serving: on the GPU under the overlay
+            serving = leaf_metric(port, "warpsearch_leaf_gpu_serving")
+            on_gpu = leaf_metric(port, 'warpsearch_leaf_query_seconds_count{processor="gpu"}')
+            if serving != 1 or on_gpu == 0:
+                fail("leaf :%d with writes held: gpu_serving %s, %d searches on the GPU" % (port, serving, on_gpu))
 
     # A leaf killed with -9 comes back with the writes: its generation from disk, the rest by the tail.
     leaf_procs[1].send_signal(signal.SIGKILL)

@@ -28,16 +28,18 @@ try:
     inputs = os.path.join(work, "inputs")
     os.makedirs(inputs)
     shutil.copy(os.path.join(data, "docs.jsonl"), os.path.join(inputs, "cran.jsonl"))
-    pub, fetch, indexer_metrics = next_port(), next_port(), next_port()
+    pub, fetch, indexer_metrics, tail = next_port(), next_port(), next_port(), next_port()
     sign, check = h.signing_flags()
     h.start([h.indexer, "serve", "--input", inputs, "--root", os.path.join(work, "published"), "--partitions", "2",
              "--publish", "tcp://127.0.0.1:%d" % pub, "--fetch", "tcp://127.0.0.1:%d" % fetch,
-             "--metrics", "127.0.0.1:%d" % indexer_metrics, "--rescan", "1", "--write", "tcp://127.0.0.1:%d" % next_port()]
+             "--metrics", "127.0.0.1:%d" % indexer_metrics, "--rescan", "1", "--write", "tcp://127.0.0.1:%d" % next_port(),
+             "--tail", "tcp://127.0.0.1:%d" % tail]
             + sign, "indexer.log")
     leaves = []
     for i in range(4):
         zmq_port, http_port = next_port(), next_port()
-        proc = h.start([h.leaf, "--follow", "tcp://127.0.0.1:%d" % pub, "--root", os.path.join(work, "leaf%d" % i),
+        proc = h.start([h.leaf, "--follow", "tcp://127.0.0.1:%d" % pub, "--tail", "tcp://127.0.0.1:%d" % tail,
+                        "--root", os.path.join(work, "leaf%d" % i),
                         "--partitions", str(i // 2), "--listen", "tcp://127.0.0.1:%d" % zmq_port, "--http",
                         "127.0.0.1:%d" % http_port, "--workers", "2"] + check, "leaf%d.log" % i)
         leaves.append((proc, zmq_port, http_port))
@@ -121,8 +123,8 @@ try:
             fail("alert expression without a final comparison: " + expr)
         wait_until(lambda: query(signal_expr), 20, "data for the alert signal " + signal_expr)
         alerts += 1
-    if alerts != 9:
-        fail("expected the 9 alerts of %s, found %d expressions" % (rules, alerts))
+    if alerts != 10:
+        fail("expected the 10 alerts of %s, found %d expressions" % (rules, alerts))
     print("monitoring_test: %d panel queries and %d alert signals return data" % (panels, alerts))
 
     # Both replicas of partition 1 stop: the partition alert fires for partition 1 (for: 30s).

@@ -102,6 +102,8 @@ try:
     written = [item for item in items if "error" not in item]
     if len(written) != 300 or [i["sequence"] for i in written] != list(range(1, 301)) or not answer["errors"]:
         fail("bulk: the written lines' sequences %s" % [i.get("sequence") for i in written][:20])
+    if {i["result"] for i in written} != {"created"}:
+        fail("bulk: new documents not answered as created: %s" % {i["result"] for i in written})
     if call("POST", base + "/indexes/default/documents", b"\n\n")[0] != 400:
         fail("an empty bulk request was not refused")
     if call("POST", base + "/indexes/other/documents", b'{"id":"a"}\n')[0] != 404:
@@ -118,7 +120,7 @@ try:
 
     # A replace, a delete of a written document and of an input one.
     status, body = call("PUT", base + "/indexes/default/documents/w0", json.dumps({"body": "wreplaced glider"}).encode())
-    if status != 200 or json.loads(body)["sequence"] != 301:
+    if status != 200 or json.loads(body)["sequence"] != 301 or json.loads(body)["result"] != "replaced":
         fail("PUT: %d %s" % (status, body))
     if call("PUT", base + "/indexes/default/documents/w0", json.dumps({"id": "other"}).encode())[0] != 400:
         fail("a PUT whose body names another id was not refused")
@@ -126,6 +128,9 @@ try:
         status, body = call("DELETE", base + "/indexes/default/documents/" + doc)
         if status != 200 or json.loads(body)["result"] != "deleted":
             fail("DELETE %s: %d %s" % (doc, status, body))
+    status, body = call("DELETE", base + "/indexes/default/documents/w1")  # the second time: none left
+    if status != 404 or json.loads(body)["result"] != "not_found" or json.loads(body)["sequence"] != 304:
+        fail("DELETE of a deleted document: %d %s" % (status, body))
     if folded() < 0:
         fail("GET /indexes/default: %s" % (call("GET", base + "/indexes/default"),))
     # Read-your-writes: a search after the last write's sequence is answered once every partition

@@ -6,7 +6,9 @@
 // documents the writes leave, in the order a fold gives them (the generation's survivors, then the
 // written documents by their last write). Three swaps: to a generation of as many partitions
 // holding some of the writes (the segments kept), to one of fewer partitions holding more (made
-// again), and to one holding all (served as it is).
+// again), and to one holding all (served as it is). On the CPU, and on the GPU where there is one
+// (the generation's lists searched there under the overlay; the deleted documents kept out by
+// their norms on the device).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -69,11 +71,12 @@ void write_generation(const std::vector<Doc>& docs, uint32_t partitions, uint64_
 
 using Answer = std::vector<std::pair<std::string, Score>>;
 
+// The served index's answer: on its GPU processors where it has them (processor "gpu"), else the CPU's.
 Answer live_answer(const LoadedIndex& index, const Query& query) {
   std::vector<std::vector<Hit>> lists;
   std::map<DocId, std::string> ids;
   for (size_t slot = 0; slot < index.cpu.size(); ++slot) {
-    lists.push_back(index.cpu[slot]->search(query).hits);
+    lists.push_back(index.gpu.empty() ? index.cpu[slot]->search(query).hits : index.gpu[slot]->search(query).hits);
     for (const Hit& hit : lists.back()) {
       auto record = index.document(slot, hit.doc);
       ids[hit.doc] = record ? record->external_id : "?";
@@ -121,13 +124,15 @@ void expect_same_answers(const LoadedIndex& served, const std::vector<Doc>& docs
     const Query query(terms, mode, k);
     const Answer expected = fresh_answer(docs, query);
     const Answer got = live_answer(served, query);
-    ASSERT_EQ(got, expected) << where << ": query " << q << " (" << (mode == QueryMode::kOr ? "OR" : "AND") << ", k "
-                             << k << ")";
+    ASSERT_EQ(got, expected) << where << " on the " << (served.gpu.empty() ? "CPU" : "GPU") << ": query " << q << " ("
+                             << (mode == QueryMode::kOr ? "OR" : "AND") << ", k " << k << ")";
   }
   (void)rng;
 }
 
-TEST(LiveWrites, EveryPointAnswersAsAFreshBuildOfTheSameDocuments) {
+// The whole run with the generations served on `processor` ("cpu", or "gpu": the overlay's norms
+// on the device, the segments on the CPU).
+void every_point_answers_as_a_fresh_build(const std::string& processor) {
   std::mt19937_64 rng(testing::test_seed());
   Collection words(rng);
   const fs::path root = fs::temp_directory_path() / ("warp-live-writes-" + std::to_string(::getpid()));
@@ -142,7 +147,7 @@ TEST(LiveWrites, EveryPointAnswersAsAFreshBuildOfTheSameDocuments) {
   ASSERT_EQ(indexer.doc_count(), 300u);
   LiveWrites live;
   std::shared_ptr<const LoadedIndex> served =
-      live.rebase(load_index((root / "gen-000001").string(), {}, "cpu", gpu::GpuSettings{}));
+      live.rebase(load_index((root / "gen-000001").string(), {}, processor, gpu::GpuSettings{}));
   transfer::TailAnswer hello;
   hello.epoch = 1;
   live.take(hello);  // the indexer's epoch learned
@@ -162,7 +167,7 @@ TEST(LiveWrites, EveryPointAnswersAsAFreshBuildOfTheSameDocuments) {
     const uint64_t folded_to = batches[last].writes.back().sequence;
     const fs::path dir = root / ("gen-00000" + std::to_string(generation));
     write_generation(at_fold.documents(), partitions, generation, folded_to, dir);
-    served = live.rebase(load_index(dir.string(), {}, "cpu", gpu::GpuSettings{}));
+    served = live.rebase(load_index(dir.string(), {}, processor, gpu::GpuSettings{}));
     EXPECT_EQ(served->generation, generation);
     EXPECT_EQ(served->write_sequence, sequence);
     EXPECT_EQ(live.writes_held(), sequence - folded_to);
@@ -203,25 +208,33 @@ TEST(LiveWrites, EveryPointAnswersAsAFreshBuildOfTheSameDocuments) {
     const std::vector<Doc> docs = truth.documents();
     EXPECT_EQ(indexer.doc_count(), docs.size());
     expect_same_answers(*served, docs, words, rng, "after batch " + std::to_string(batch));
-    if (HasFatalFailure()) return;
+    if (::testing::Test::HasFatalFailure()) return;
     batches.push_back(std::move(answer));
     // Folds: after batch 5 a generation holding batches 0-2 in as many partitions (the segments
     // kept, what it holds masked in them); after batch 7 one holding batches 0-6 in 2 partitions
     // (the segments made again from the writes it lacks).
     if (batch == 5) fold(2, kPartitions, 2);
     if (batch == 7) fold(6, 2, 3);
-    if (HasFatalFailure()) return;
+    if (::testing::Test::HasFatalFailure()) return;
   }
 
   // One holding them all: served as it is, nothing over it.
   write_generation(truth.documents(), 1, 4, sequence, root / "gen-000004");
   std::shared_ptr<const LoadedIndex> generation4 =
-      load_index((root / "gen-000004").string(), {}, "cpu", gpu::GpuSettings{});
+      load_index((root / "gen-000004").string(), {}, processor, gpu::GpuSettings{});
   served = live.rebase(generation4);
   EXPECT_EQ(served, generation4);
   EXPECT_EQ(live.writes_held(), 0u);
   expect_same_answers(*served, truth.documents(), words, rng, "over generation 4");
   fs::remove_all(root);
+}
+
+TEST(LiveWrites, EveryPointAnswersAsAFreshBuildOfTheSameDocuments) { every_point_answers_as_a_fresh_build("cpu"); }
+
+TEST(LiveWrites, OnTheGpuEveryPointAnswersAsAFreshBuild) {
+  std::string why;
+  if (!gpu::gpu_available(&why)) GTEST_SKIP() << "no usable GPU: " << why;
+  every_point_answers_as_a_fresh_build("gpu");
 }
 
 }  // namespace

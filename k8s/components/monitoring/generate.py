@@ -70,6 +70,8 @@ leaves = dashboard("warpsearch-leaves", "Warpsearch / Leaves", "warpsearch_leaf_
     panel("GPU serving the generation (1) or the CPU alone (0)", [("max by (pod, instance) (warpsearch_leaf_gpu_serving{%s})" % SEL, "{{pod}}{{instance}}")]),
     panel("GPU list-cache hit ratio", [("sum(rate(warpsearch_leaf_gpu_list_cache_hits_total{%s}[%s])) / clamp_min(sum(rate(warpsearch_leaf_gpu_list_cache_hits_total{%s}[%s])) + sum(rate(warpsearch_leaf_gpu_list_cache_misses_total{%s}[%s])), 1e-9)" % (SEL, RATE, SEL, RATE, SEL, RATE), "hit ratio")], "percentunit"),
     panel("Generation per leaf", [("max by (pod, instance) (warpsearch_leaf_generation{%s})" % SEL, "{{pod}}{{instance}}")]),
+    panel("Written documents held over the generation (near-real-time segment)", [("max by (pod, instance) (warpsearch_leaf_live_writes{%s})" % SEL, "{{pod}}{{instance}}")]),
+    panel("Write apply delay (durable in the log to searched here)", quantiles("warpsearch_leaf_live_apply_delay_seconds"), "s"),
     panel("Generations behind the indexer", [('scalar(max(warpsearch_indexer_generation{namespace=~"$namespace"})) - max by (pod, instance) (warpsearch_leaf_generation{%s})' % SEL, "{{pod}}{{instance}}")]),
 ])
 
@@ -91,6 +93,12 @@ indexer = dashboard("warpsearch-indexer", "Warpsearch / Indexer", "warpsearch_in
         ("max(warpsearch_indexer_write_log_sequence{%s})" % SEL, "logged"),
         ("max(warpsearch_indexer_folded_sequence{%s})" % SEL, "in the latest generation"),
         ('min(warpsearch_leaf_write_sequence{namespace=~"$namespace"})', "served by every leaf")]),
+    panel("Write-log lag of the slowest tailing leaf (writes), leaves tailing", [
+        ("max(warpsearch_indexer_write_apply_lag{%s})" % SEL, "lag"),
+        ("max(warpsearch_indexer_tailing_leaves{%s})" % SEL, "leaves tailing")]),
+    panel("Write requests refused for that lag (429)/s, documents held", [
+        ("sum(rate(warpsearch_indexer_write_requests_held_back_total{%s}[%s]))" % (SEL, RATE), "refused/s"),
+        ("max(warpsearch_indexer_live_documents{%s})" % SEL, "documents")]),
 ])
 
 here = os.path.dirname(os.path.abspath(__file__))

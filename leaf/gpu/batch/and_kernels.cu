@@ -57,7 +57,7 @@ __global__ void batch_probe_compressed_kernel(uint32_t count, const uint32_t* do
 __global__ void and_keys_kernel(uint32_t count, const uint32_t* docs, const float* scores, const uint32_t* query_of,
                                 uint64_t* keys, uint32_t* buckets, unsigned long long* matches) {
   const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-  const bool live = i < count && scores[i] >= 0;
+  const bool live = i < count && scores[i] > 0;  // -1: a term missed; 0: deleted under an overlay
   const uint32_t query = live ? query_of[i] : 0xFFFFFFFFu;
   const uint64_t key = live ? topk_key(scores[i], docs[i]) : 0;
   if (i < count) keys[i] = key;

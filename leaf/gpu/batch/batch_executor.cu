@@ -163,6 +163,11 @@ void BatchExecutor::start(std::span<const PreparedQuery> queries) {
   try {
     job.results.resize(queries.size());
     const IndexView& index = device_.host();
+    const LiveOverlay* live = queries.empty() ? nullptr : queries[0].live;
+    for (const PreparedQuery& query : queries)
+      if (query.live != live) throw Error("a batch of queries over different overlays");
+    if (live) job.live_norms = device_.overlay_norms(*live, buffers_->stream);
+    job.norms = live ? job.live_norms.get() : device_.length_norms();
     std::vector<Prepared> and_pieces;
     job.prepared.resize(queries.size());
     for (size_t i = 0; i < queries.size(); ++i) {
@@ -174,7 +179,9 @@ void BatchExecutor::start(std::span<const PreparedQuery> queries) {
       QueryScoring local;
       const QueryScoring& scoring = scoring_on(queries[i], index, local);
       p.score_of_unit = scoring.score_of_unit;
-      if (options_.or_floor && query.mode != QueryMode::kAnd) p.or_floor = or_floor(scoring, index, query.k);
+      // The OR floor rests on the generation's own statistics: none under an overlay.
+      if (options_.or_floor && query.mode != QueryMode::kAnd && live == nullptr)
+        p.or_floor = or_floor(scoring, index, query.k);
       for (size_t t = 0; t < scoring.terms.size(); ++t) {
         DeviceList list;
         const TermInfo* info = nullptr;

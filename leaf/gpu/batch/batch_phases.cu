@@ -78,7 +78,7 @@ BatchExecutor::AndLaunch BatchExecutor::launch_and(std::vector<Prepared>& batch)
     if (staged[r].blocks == 0) return;
     launch_decode_tasks(list_block_size, b.tasks + r * stride, staged[r].tasks, staged[r].blocks, masks, output,
                         b.candidate_docs, b.candidate_scores, b.candidate_query, b.accumulators, b.accumulator_stride,
-                        device_.length_norms(), doc_begin, b.counters, b.stream);
+                        job_->norms, doc_begin, b.counters, b.stream);
   };
   if (rounds > 0) launch(0, nullptr, TaskOutput::kCandidates);
   for (size_t r = 1; r < rounds; ++r) {
@@ -89,7 +89,7 @@ BatchExecutor::AndLaunch BatchExecutor::launch_and(std::vector<Prepared>& batch)
     if (staged[r].decode) launch(r, b.masks, TaskOutput::kProbe);
     if (staged[r].compressed) {
       launch_batch_probe_compressed(total_candidates, b.candidate_docs, b.candidate_scores, b.candidate_query,
-                                    device_round, device_tasks, device_.length_norms(), doc_begin, b.stream);
+                                    device_round, device_tasks, job_->norms, doc_begin, b.stream);
     }
   }
   // Top-k of each query over its own candidates: batched (four launches for the whole batch, one
@@ -178,7 +178,7 @@ bool BatchExecutor::launch_or(std::vector<Prepared>& batch, std::vector<QueryRes
     Job& job = *job_;
     job.or_queries.resize(n);
     for (size_t q = 0; q < n; ++q)
-      job.or_queries[q] = {batch[q].lists, static_cast<uint32_t>(batch[q].query->k), batch[q].or_floor};
+      job.or_queries[q] = {batch[q].lists, static_cast<uint32_t>(batch[q].query->k), batch[q].or_floor, job.norms};
     job.or_launched = b.or_tiles->launch(job.or_queries, {b.or_keys, b.key_row, &b.topk}, b.stream);
     return true;
   }
@@ -237,8 +237,7 @@ void BatchExecutor::run_or_dense(std::vector<Prepared>& batch, std::vector<Query
   if (tasks > 0) {
     WARP_CUDA_CHECK(cudaMemcpyAsync(b.tasks, b.host_tasks, tasks * sizeof(Task), cudaMemcpyHostToDevice, b.stream));
     launch_decode_tasks(list_block_size, b.tasks, tasks, blocks, nullptr, TaskOutput::kAccumulate, nullptr, nullptr,
-                        nullptr, b.accumulators, b.accumulator_stride, device_.length_norms(), doc_begin, b.counters,
-                        b.stream);
+                        nullptr, b.accumulators, b.accumulator_stride, job_->norms, doc_begin, b.counters, b.stream);
   }
   for (size_t q = 0; q < n; ++q) {
     float* accumulators = b.accumulators + q * b.accumulator_stride;

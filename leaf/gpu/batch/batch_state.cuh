@@ -105,6 +105,10 @@ struct BatchExecutor::Buffers {
 // then OR batches (known once every AND answer is in).
 struct BatchExecutor::Job {
   std::span<const PreparedQuery> queries;
+  // The batch's overlay norms (its queries' LiveOverlay, all the same one), held until the batch
+  // ends; null: the index's own (norms).
+  std::shared_ptr<const float> live_norms;
+  const float* norms = nullptr;
   std::vector<QueryResult> results;
   std::vector<Prepared> prepared;
   std::vector<size_t> and_or;  // AND+OR queries, by index: to OR when AND finds fewer than k

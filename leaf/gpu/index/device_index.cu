@@ -1,6 +1,7 @@
 #include "leaf/gpu/index/device_index.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "common/codec/codec.hpp"
@@ -103,6 +104,7 @@ DeviceIndex::DeviceIndex(const IndexView& index, DeviceIndexOptions options) : i
       WARP_CUDA_CHECK(cudaMemcpy(postings_, index.postings.data(), postings_bytes, cudaMemcpyHostToDevice));
     }
     const size_t norm_count = std::max<size_t>(1, index.length_norms.size());
+    norm_count_ = norm_count;
     WARP_CUDA_CHECK(cudaMalloc(&norms_, norm_count * sizeof(float)));
     if (!index.length_norms.empty()) {
       WARP_CUDA_CHECK(cudaMemcpy(norms_, index.length_norms.data(), index.length_norms.size() * sizeof(float),
@@ -130,7 +132,45 @@ DeviceIndex::DeviceIndex(const IndexView& index, DeviceIndexOptions options) : i
   stats_.list_bytes_resident = caching_ ? 0 : postings_bytes;
 }
 
-DeviceIndex::~DeviceIndex() { free_device(); }
+DeviceIndex::~DeviceIndex() {
+  overlay_cache_.clear();  // every query has ended: the buffers are all free again
+  for (float* buffer : overlay_buffers_) cudaFree(buffer);
+  free_device();
+}
+
+std::shared_ptr<const float> DeviceIndex::overlay_norms(const LiveOverlay& live, cudaStream_t stream) const {
+  std::shared_ptr<const float> dropped;  // out of the cache: handed back after the lock below is let go
+  std::lock_guard<std::mutex> lock(overlay_mutex_);
+  for (const auto& [serial, norms] : overlay_cache_)
+    if (serial == live.serial) return norms;
+  std::vector<float> host(norm_count_, 0.0f);
+  std::copy_n(live.length_norms.begin(), std::min(live.length_norms.size(), host.size()), host.begin());
+  for (size_t d = 0; d < live.deleted.size() && d < host.size(); ++d)
+    if (live.deleted[d]) host[d] = INFINITY;
+  if (overlay_free_.empty()) {
+    float* buffer = nullptr;
+    WARP_CUDA_CHECK(cudaMalloc(&buffer, norm_count_ * sizeof(float)));
+    overlay_buffers_.push_back(buffer);
+    overlay_free_.push_back(buffer);
+  }
+  float* buffer = overlay_free_.back();
+  // Synchronous on the caller's stream: a query of another stream that finds it cached reads it
+  // whole. A failed copy leaves the buffer free.
+  WARP_CUDA_CHECK(cudaMemcpyAsync(buffer, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice, stream));
+  WARP_CUDA_CHECK(cudaStreamSynchronize(stream));
+  overlay_free_.pop_back();
+  // Handed back to the free buffers once neither the cache nor a query holds it.
+  std::shared_ptr<const float> norms(buffer, [this](const float* held) {
+    std::lock_guard<std::mutex> back(overlay_mutex_);
+    overlay_free_.push_back(const_cast<float*>(held));
+  });
+  overlay_cache_.insert(overlay_cache_.begin(), {live.serial, norms});
+  if (overlay_cache_.size() > 2) {
+    dropped = std::move(overlay_cache_.back().second);
+    overlay_cache_.pop_back();
+  }
+  return norms;
+}
 
 // Slice maxima for the lists with at least a posting per 4 slices, longest first, within `budget`
 // bytes; shorter lists are cheap to decode at query time (or_tiles.cu).

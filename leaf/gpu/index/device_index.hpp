@@ -16,12 +16,14 @@
 
 #include <cstdint>
 #include <list>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "common/index/index_view.hpp"
+#include "leaf/query/live_overlay.hpp"
 #include "leaf/gpu/device/device_list.hpp"
 
 namespace warp::gpu {
@@ -60,6 +62,12 @@ class DeviceIndex {
   bool find(const std::string& term, DeviceList& list, const TermInfo** info = nullptr) const;
 
   const float* length_norms() const { return norms_; }
+  // The length norms of `live` (the near-real-time overlay: today's statistics) on the device,
+  // where a document replaced or deleted since has an infinite norm: it scores 0 for every term,
+  // and no top k or AND count takes a document scoring 0. Copied at the overlay's first query (4
+  // bytes a document; the lists are never uploaded again) and kept for the two newest overlays;
+  // the buffer is held as long as the pointer returned, then reused.
+  std::shared_ptr<const float> overlay_norms(const LiveOverlay& live, cudaStream_t stream) const;
   ListCacheStats stats() const;
   uint32_t max_list_slots() const { return max_list_slots_; }  // blocks × block size of the longest list
   uint32_t max_list_blocks() const { return max_list_blocks_; }
@@ -98,6 +106,14 @@ class DeviceIndex {
   uint32_t max_list_slots_ = 0;
   uint32_t max_list_blocks_ = 0;
   uint32_t block_size_ = 128;
+
+  // overlay_norms(): buffers of norm_count_ floats (all freed with the index; those neither a query
+  // nor the cache holds are free to reuse), and the cache, newest first. In this order: the cache
+  // goes first, handing its buffers back.
+  size_t norm_count_ = 1;
+  mutable std::mutex overlay_mutex_;
+  mutable std::vector<float*> overlay_buffers_, overlay_free_;
+  mutable std::vector<std::pair<uint64_t, std::shared_ptr<const float>>> overlay_cache_;
 
   cudaMemPool_t pool_ = nullptr;
   mutable std::mutex mutex_;

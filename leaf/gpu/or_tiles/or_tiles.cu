@@ -308,9 +308,12 @@ OrTiles::Launched OrTiles::launch(std::span<const OrTileQuery> queries, const Or
   if (list_total > max_lists_) grow_staging(list_total);
   uint64_t* const candidate_keys = rows.keys;  // query i's row at candidate_keys + i * key_stride
   const size_t key_stride = std::min<size_t>(rows.row, doc_count);
+  const float* norms = n > 0 && queries[0].norms != nullptr ? queries[0].norms : device_.length_norms();
   // The graph's staging has room for the most queries and kGraphLists lists at fixed places; a run
-  // with more lists, other rows (a query again alone) or stage timing launches kernel by kernel.
+  // with more lists, other rows (a query again alone), an overlay's norms (the graph holds the
+  // index's) or stage timing launches kernel by kernel.
   const bool graph = b.graphs && rows.lasting && !times_->on && list_total <= kGraphLists && list_total <= max_lists_ &&
+                     norms == device_.length_norms() &&
                      (b.graph_keys == nullptr || (b.graph_keys == candidate_keys && b.graph_key_stride == key_stride));
   const size_t staged_queries = graph ? max_queries_ : n,
                staged_lists = graph ? std::min(kGraphLists, max_lists_) : list_total;
@@ -343,7 +346,6 @@ OrTiles::Launched OrTiles::launch(std::span<const OrTileQuery> queries, const Or
   WARP_CUDA_CHECK(cudaMemcpyAsync(b.inputs, b.host_inputs, host.bytes, cudaMemcpyHostToDevice, stream));
   // The run's kernels, for `qn` queries' grids and `sparse_grid` blocks over the sparse lists'
   // blocks (0: none); the kernels read the run's own sizes from dev.sizes.
-  const float* norms = device_.length_norms();
   const BoundInputs in{dev.lists, dev.sparse_slots, dev.bound_scales, b.sparse_maxima, b.slices,
                        doc_begin, doc_count,        b.sparse,         b.slice_bounds};
   const std::vector<uint32_t> rounds = plan_rounds(b.first_capacity, b.tiles);

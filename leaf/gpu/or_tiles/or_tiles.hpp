@@ -47,6 +47,9 @@ struct OrTileQuery {
   uint32_t k = 0;
   // A score in those units that the k-th best is known to reach (or_floor), or 0: θ starts there.
   Score floor = 0;
+  // The documents' length norms on the device (an overlay's, DeviceIndex::overlay_norms); null: the
+  // index's own. Every query of one run has the same.
+  const float* norms = nullptr;
 };
 
 struct OrTileAnswer {

@@ -15,7 +15,7 @@ __global__ void candidate_keys_kernel(uint32_t count, const uint32_t* docs, cons
                                       uint32_t* buckets, unsigned long long* matches) {
   const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= count) return;
-  const bool live = scores[i] >= 0;
+  const bool live = scores[i] > 0;  // -1: a term missed; 0: a document deleted under an overlay
   const uint64_t key = live ? topk_key(scores[i], docs[i]) : 0;
   keys[i] = key;
   count_key(key, buckets);

@@ -8,7 +8,8 @@
 
 namespace warp::gpu {
 
-// Candidates with a score >= 0 are live (matched every term so far); `matches` counts them.
+// Candidates with a score > 0 are live (matched every term so far: any match scores at least one
+// unit; a document deleted under an overlay scores 0 with its infinite norm); `matches` counts them.
 // One thread a candidate, 256 a block.
 void launch_candidate_keys(uint32_t count, const uint32_t* docs, const float* scores, uint64_t* keys, uint32_t* buckets,
                            unsigned long long* matches, cudaStream_t stream);
