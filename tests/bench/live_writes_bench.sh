@@ -6,7 +6,8 @@
 # uncached distinct searches for 15 s with no writes (http_load, 16 connections); the write phases
 # of live_writes_load.py (1,000 and 10,000 documents/s, then as fast as 8 connections go), with
 # the same searches running through the 10,000/s phase; the table into OUT/live-writes.md and, with
-# matplotlib, OUT/live-writes.png (apply delay and visibility by phase).
+# matplotlib, OUT/live-writes.png (apply delay and visibility by phase). Then, the cluster stopped,
+# Xapian's writable database fed the same documents at the same rates (xapian_writes, where built).
 # usage: tests/bench/live_writes_bench.sh BIN_DIR CORPUS_JSONL WORDS OUT [SECONDS] [FOLD_MS]
 set -uo pipefail
 bin=$(realpath "$1") corpus=$(realpath "$2") words=$(realpath "$3") out=$(realpath -m "$4")
@@ -56,6 +57,12 @@ searcher=$!
 python3 "$here/live_writes_load.py" 127.0.0.1:6900 "$corpus" "$(IFS=,; echo "${leaf_ports[*]}")" "$token" \
   "$out/live-writes.json" "$seconds" 8 1000,10000 > "$work/writes.md" || { cat "$work/"*.log >&2; exit 1; }
 wait $searcher
+{ for p in "${pids[@]}"; do kill -9 "$p"; done; wait "${pids[@]}"; } 2>/dev/null  # the host to Xapian alone
+pids=()
+if [ -x "$bin/xapian_writes" ]; then
+  "$bin/xapian_writes" --corpus "$corpus" --work "$work/xapian" --seconds "$seconds" > "$work/xapian.md" 2> "$work/xapian.log" ||
+    { cat "$work/xapian.log" >&2; echo "xapian_writes failed" > "$work/xapian.md"; }
+fi
 {
   echo "## Writes ($(nproc) vCPUs, $(date +%F), fold every $fold_ms ms, leaves: ${LIVE_LEAF_FLAGS:---processor auto})"
   echo
@@ -66,6 +73,13 @@ wait $searcher
   cat "$work/search.md"
   echo
   echo "Generations built: $(grep -c 'published generation' "$work/indexer.log")"
+  if [ -f "$work/xapian.md" ]; then
+    echo
+    echo "## Xapian, the same documents and rates (one writer, replace + commit, a reader reopened)"
+    echo
+    cat "$work/xapian.md"
+    cat "$work/xapian.log"
+  fi
 } | tee "$out/live-writes.md"
 grep -h "generation\|tail" "$work/indexer.log" | tail -5 >&2
 python3 - "$out/live-writes.json" "$out/live-writes.png" <<'PY' || echo "no plot (matplotlib missing?)" >&2
