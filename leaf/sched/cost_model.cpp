@@ -182,7 +182,7 @@ void CostModel::refit() {
   }
   std::array<double, n> y{};
   for (size_t i = 0; i < n; ++i) {
-    double s = moment_[i];
+    double s = moment_[i] + ridge * coefficients_[i];  // the ridge pulls toward the fit so far, not 0
     for (size_t p = 0; p < i; ++p) s -= l[i * n + p] * y[p];
     y[i] = s / l[i * n + i];
   }

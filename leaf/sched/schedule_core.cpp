@@ -36,6 +36,16 @@ constexpr double kExpiryScanEvery = 0.5e-3, kUrgencyScanEvery = 0.25e-3;
 // of the fraction of its prediction the run took), and after such a probe the next follows as soon
 // as the processor is idle, so that a model hundreds of times too high is right within a few runs.
 constexpr double kProbeIdle = 2e-3, kProbeEvery = 20e-3, kProbeSurprise = 0.25, kSurpriseKeep = 0.01;
+// A probe is a query the models say finishes on the prober no later than where it waits (a probe
+// at low load that sent a long-list query to an idle CPU, where it took 0.5-0.9 ms against the
+// GPU's 0.2, made the scheduler's p99 5-10x the GPU's alone below 1,000 q/s on the H100 host; a
+// slack of 0.3 ms still let through, in simulation, a CPU model that had seen only short queries
+// for a while and predicted 0.5 ms for a 5 ms one); the cheapest such query by postings. Only a processor that has
+// finished no run for kProbeStarved (or never) takes the cheapest query whatever its model says (its model may be far
+// too high, and nothing else would show it), and such a blind probe at most once in kBlindProbeEvery queries arrived:
+// at most one query in a thousand pays for it, below any p99.
+constexpr double kProbeStarved = 0.25;
+constexpr uint64_t kBlindProbeEvery = 1000;
 // Weight of each take's sample in the average of workers busy with their processor's own work
 // (about the last 100 takes: a few ms under load).
 constexpr double kOwnBusyWeight = 0.01;
@@ -291,15 +301,25 @@ bool ScheduleCore::take_from_other(Processor p, bool probing, Job& out) {
   std::deque<Job>& theirs = queue(own_queue(other(p)));
   auto best = theirs.end();
   double best_ratio = std::numeric_limits<double>::infinity();
+  const size_t pi = static_cast<size_t>(p);
+  const uint64_t arrived = counters_.enqueued[0] + counters_.enqueued[1] + counters_.enqueued[2];
+  const bool starved = probing && clock_ - last_finished_[pi] >= kProbeStarved &&
+                       arrived - arrived_at_blind_probe_[pi] >= kBlindProbeEvery;
+  const double other_backlog = probing && !starved ? backlog(other(p)) : 0;
   for (auto it = theirs.begin(); it != window_end(theirs); ++it) {
-    if (probing ? (p == Processor::kCpu ? it->gpu_only : it->cpu_only)
+    if (probing ? (p == Processor::kCpu ? it->gpu_only : it->cpu_only) ||
+                      (!starved && predicted(*it, p) > other_backlog + predicted(*it, other(p)))
                 : !steal_worthwhile(*it, p) || (belongs_to_other(*it, p) && !spare_for_dominant_steal(p))) {
       continue;
     }
-    const double ratio = predicted(*it, p) / predicted(*it, other(p));
+    // A probe: the fewest postings (the least harm, whatever the models say); a steal: the query
+    // that suits the taker best.
+    const double ratio =
+        probing ? static_cast<double>(it->features.total) : predicted(*it, p) / predicted(*it, other(p));
     if (ratio < best_ratio) best_ratio = ratio, best = it;
   }
   if (best == theirs.end()) return false;
+  if (starved) arrived_at_blind_probe_[pi] = arrived;
   out = *best;
   account_queued(*best, -1);
   theirs.erase(best);
@@ -433,6 +453,7 @@ double ScheduleCore::finished(const Dispatch& run, double seconds, std::span<con
   size_t& dominant_steals = busy_dominant_steals_[static_cast<size_t>(run.processor)];
   if (dominant_steal(run) && dominant_steals > 0) --dominant_steals;
   const size_t i = static_cast<size_t>(run.processor);
+  last_finished_[i] = clock_;
   const bool surprised = seconds < kProbeSurprise * run.predicted;
   // A model this far off is relearned from what follows, on any run, not only probes: halving the
   // old observations' weight on probes alone left a model 300 times too high at 2-24 times its

@@ -14,7 +14,11 @@
 //   processor's own, not only when its queue runs dry); a query stolen from the other processor's
 //   queue, only when it would finish here before the other processor would even start it; and,
 //   when it has answered nothing for a while although the other processor has queries waiting, one
-//   of them as a probe, so that its model never stays wrong for want of runs to learn from.
+//   of them as a probe, so that its model never stays wrong for want of runs to learn from: the
+//   cheapest that the models say it finishes no later than where it waits (so that a probe never
+//   costs the query: at low load each search goes where it finishes first), or, by a processor
+//   that has finished nothing for a quarter of a second, the cheapest whatever its model says, at
+//   most once in a thousand queries.
 // - Comparative advantage (off by default until measured on the GPU machine): a query that costs
 //   one processor `dominance` times less of its capacity (its time over the processor's workers:
 //   CPU threads, GPU streams, the GPU's time as a share of a full batch) joins that processor's
@@ -156,7 +160,9 @@ class ScheduleCore {
   bool steal_worthwhile(const Job& job, Processor taker) const;
   // A query of the other processor's queue for `p` to run as a probe: `p` idle (so no probe of its
   // in flight), kProbeIdle past its last run, the last probe kProbeEvery ago (or it came back far
-  // faster than predicted). False, taking nothing, otherwise.
+  // faster than predicted), a query predicted to finish on `p` no later than where it waits (any,
+  // once `p` has finished nothing for kProbeStarved, once in kBlindProbeEvery queries). False,
+  // taking nothing, otherwise.
   bool probe(Processor p, double now, Job& out);
   // From the other processor's queue (its oldest kWindow), the query that suits `p` best against
   // the other processor (least time on `p` over time there) among those a steal may take (worth
@@ -180,7 +186,11 @@ class ScheduleCore {
   std::array<double, 2> own_busy_average_{};      // workers busy with the processor's own queries
   size_t runs_in_progress_ = 0;
   std::array<double, 2> next_probe_{};  // p's next probe no sooner than this
-  double clock_ = 0;                    // the latest time seen (arrivals, takes)
+  // When p last finished a run (never: -infinity, so a processor that never ran may be probed).
+  std::array<double, 2> last_finished_{-std::numeric_limits<double>::infinity(),
+                                       -std::numeric_limits<double>::infinity()};
+  std::array<uint64_t, 2> arrived_at_blind_probe_{};  // queries enqueued when p last probed blind
+  double clock_ = 0;                                  // the latest time seen (arrivals, takes)
   double next_expiry_scan_ = -std::numeric_limits<double>::infinity();
   std::array<double, 2> next_urgency_scan_{-std::numeric_limits<double>::infinity(),
                                            -std::numeric_limits<double>::infinity()};

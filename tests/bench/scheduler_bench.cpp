@@ -418,6 +418,35 @@ void print_targets(const std::string& load, const std::map<std::string, std::map
       cpu.count(half) ? "" : "> ", cpu_p99 * 1e3, scheduler_p99 > 0 ? cpu_p99 / scheduler_p99 : 0);
 }
 
+// Dominance, rate by rate: the scheduler's p99 and mean against the better single processor's at
+// that rate (within 10% or 0.3 ms, whichever is larger, counts as no worse; a rate a processor's
+// ladder never reached counts as past 500 ms for it). `delays`: policy → rate → (p99, mean).
+using Delays = std::map<std::string, std::map<double, std::pair<double, double>>>;
+void print_dominance(const std::string& load, const Delays& delays) {
+  for (const char* p : {"cpu", "gpu", "scheduler"}) {
+    if (!delays.count(p)) return;
+  }
+  const auto at = [&](const char* policy, double rate) {
+    const auto& of = delays.at(policy);
+    return of.count(rate) ? of.at(rate) : std::pair<double, double>{0.5, 0.5};
+  };
+  const auto no_worse = [](double mine, double best) { return mine <= std::max(1.1 * best, best + 0.3e-3); };
+  std::printf(
+      "\nDominance (%s): p99 / mean ms at each rate the scheduler ran\n\n| q/s | CPU alone | GPU alone | scheduler | "
+      "no worse than the better |\n|---:|---|---|---|---|\n",
+      load.c_str());
+  size_t dominated = 0, rates = 0;
+  for (const auto& [rate, mine] : delays.at("scheduler")) {
+    const auto cpu = at("cpu", rate), gpu = at("gpu", rate);
+    const double best_p99 = std::min(cpu.first, gpu.first), best_mean = std::min(cpu.second, gpu.second);
+    const bool ok = no_worse(mine.first, best_p99) && no_worse(mine.second, best_mean);
+    dominated += ok, ++rates;
+    std::printf("| %.0f | %.2f / %.2f | %.2f / %.2f | %.2f / %.2f | %s |\n", rate, cpu.first * 1e3, cpu.second * 1e3,
+                gpu.first * 1e3, gpu.second * 1e3, mine.first * 1e3, mine.second * 1e3, ok ? "yes" : "**no**");
+  }
+  std::printf("\nThe scheduler is no worse than the better single processor at %zu of %zu rates.\n", dominated, rates);
+}
+
 // Each query of each load searched on the CPU processor alone, one thread, warm (the best of three
 // runs), into a CSV: its terms' document frequencies, its time and what it decoded. On stdout, where
 // a load's CPU time concentrates: the costliest queries' share, and the mean by number of terms
@@ -671,6 +700,7 @@ int run(int argc, char** argv) {
   const size_t stop_past = flags.count("stop-past-50ms");
   for (const Load& load : loads) {
     std::map<std::string, std::map<double, double>> p99_at;  // policy's name → rate → p99 (s)
+    Delays delays;                                           // policy's name → rate → (p99, mean) (s)
     // The load's first short-list and first long-list search: each rate reports the models'
     // predictions for them (the scheduler's decisions follow them; a model far from the measured
     // times shows there).
@@ -757,6 +787,7 @@ int run(int argc, char** argv) {
                   [](const RateResult& a, const RateResult& b) { return a.p99 < b.p99; });
         const RateResult r = windows[windows.size() / 2];
         p99_at[name][rate] = r.p99;
+        delays[name][rate] = {r.p99, r.mean};
         csv << load.name << ',' << name << ',' << r.rate << ',' << r.mean * 1e3 << ',' << r.p99 * 1e3 << ',' << r.missed
             << ',' << r.queries << ',' << (r.parts ? double(r.gpu_parts) / r.parts : 0) << ',' << r.hiccup * 1e3 << ','
             << r.steal << '\n';
@@ -832,6 +863,7 @@ int run(int argc, char** argv) {
       std::fflush(stdout);
     }
     print_targets(load.name, p99_at);
+    print_dominance(load.name, delays);
   }
   return 0;
 }
