@@ -90,6 +90,9 @@ int run(int argc, char** argv) {
              "hand-off (0: none)")
       .value("processor", "auto",
              "cpu, gpu, or auto (where a GPU is usable: the CPU+GPU scheduler chooses per query; else the CPU)")
+      .boolean("scheduler-cpu-as-gpu",
+               "with --processor auto on a machine without a GPU: a second CPU processor plays the GPU's part, so "
+               "that the scheduler (and its metrics) run; for tests and dashboards, answers are the CPU's")
       .value("gpu-generations", "2",
              "with --follow and --processor auto: generations on the GPU at once; 2: a new one loads beside the one "
              "served (on the CPU first where the GPU cannot hold both), 1: the one served frees the GPU first")
@@ -133,10 +136,14 @@ int run(int argc, char** argv) {
   leaf_options.direct_limits.handshakes_per_second = static_cast<double>(flags.count("handshakes-per-second"));
   leaf_options.direct_limits.handshakes_per_source_per_second =
       static_cast<double>(flags.count("handshakes-per-source-per-second"));
+  warp::gpu::GpuSettings gpu_settings = warp::gpu::gpu_settings_from(flags);
+  gpu_settings.cpu_stand_in = processor == "auto" && flags.is_set("scheduler-cpu-as-gpu");
   if (processor == "auto") {  // one line saying which processors this leaf will use, and why
     std::string why;
-    if (warp::gpu::gpu_available(&why)) {
+    if (flags.is_set("scheduler-cpu-as-gpu") || warp::gpu::gpu_available(&why)) {
       leaf_options.scheduler = warp::sched::scheduler_options_from(flags, true);
+      if (flags.is_set("scheduler-cpu-as-gpu"))
+        std::fprintf(stderr, "warp-leaf: --scheduler-cpu-as-gpu: a CPU processor plays the GPU's part\n");
       std::fprintf(stderr,
                    "warp-leaf: --processor auto: GPU and CPU processors, the scheduler choosing per query (%zu CPU "
                    "threads, %zu GPU streams driven by %zu threads)\n",
@@ -173,7 +180,7 @@ int run(int argc, char** argv) {
                                              *registry);
   }
   if (!flags.get("index").empty()) {
-    server.swap_index(warp::load_index(flags.get("index"), partitions, processor, warp::gpu::gpu_settings_from(flags)));
+    server.swap_index(warp::load_index(flags.get("index"), partitions, processor, gpu_settings));
   } else {
     if (flags.get("root").empty()) throw warp::Error("--follow needs --root");
     const size_t gpu_generations = flags.count("gpu-generations");
@@ -183,7 +190,7 @@ int run(int argc, char** argv) {
                             .root = flags.get("root"),
                             .partitions = partitions,
                             .processor = processor,
-                            .gpu = warp::gpu::gpu_settings_from(flags),
+                            .gpu = gpu_settings,
                             .curve = curve,
                             .gpu_generations = gpu_generations,
                             .manifest_limits = manifest_limits,

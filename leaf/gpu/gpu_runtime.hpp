@@ -48,6 +48,9 @@ struct GpuSettings {
   bool scheduled = false;         // the leaf's scheduler forms the batches: batch_streams batch
                                   // executors beside the lanes (search_batch), no batch queue
   GpuWait wait = GpuWait::kSpin;  // set on every device in `devices` when a processor is made
+  // warp-leaf --scheduler-cpu-as-gpu (tests and dashboards on machines without one): under
+  // --processor auto, CPU processors named "gpu" take the GPU's place, so the scheduler runs.
+  bool cpu_stand_in = false;
 };
 
 // A GPU query processor over `index`; throws Error naming the reason when this build or machine

@@ -26,6 +26,22 @@ namespace warp {
 
 namespace {
 
+// --scheduler-cpu-as-gpu: a CPU processor in the GPU's place, so that the scheduler and its
+// metrics run on a machine without a GPU; its answers are the CPU's.
+class CpuStandIn final : public QueryProcessor {
+ public:
+  explicit CpuStandIn(const IndexView& index) : cpu_(index) {}
+  std::string_view name() const override { return "gpu"; }
+  const IndexView& index() const override { return cpu_.index(); }
+  using QueryProcessor::search;
+  QueryResult search(const PreparedQuery& prepared) const override { return cpu_.search(prepared); }
+
+ private:
+  CpuQueryProcessor cpu_;
+};
+
+bool gpu_or_stand_in(const gpu::GpuSettings& settings) { return settings.cpu_stand_in || gpu::gpu_available(); }
+
 // GPU processors for every partition of `loaded`. Under auto, a GPU that cannot take the
 // generation (a partition too large for its memory, say) leaves it to the CPU rather than the
 // leaf refusing it; the processors already made free their memory here.
@@ -34,6 +50,11 @@ void add_gpu_processors(LoadedIndex& loaded, const std::string& processor, const
   if (processor == "auto") {  // the scheduler forms the GPU's batches
     settings.scheduled = true;
     settings.batch_threshold = 0;
+  }
+  if (settings.cpu_stand_in && processor == "auto") {
+    for (const auto& partition : loaded.partitions)
+      loaded.gpu.push_back(std::make_unique<CpuStandIn>(partition->view()));
+    return;
   }
   try {
     for (const auto& partition : loaded.partitions)
@@ -53,7 +74,7 @@ std::shared_ptr<const LoadedIndex> load_index(const std::string& index_dir, cons
                                               const std::string& processor, const gpu::GpuSettings& gpu_settings) {
   if (processor != "cpu" && processor != "gpu" && processor != "auto")
     throw Error("--processor must be cpu, gpu or auto");
-  const bool use_gpu = processor == "gpu" || (processor == "auto" && gpu::gpu_available());
+  const bool use_gpu = processor == "gpu" || (processor == "auto" && gpu_or_stand_in(gpu_settings));
   auto loaded = std::make_shared<LoadedIndex>();
   loaded->gpu_only = processor == "gpu";
   OpenOptions open_options;
@@ -79,7 +100,7 @@ std::shared_ptr<const LoadedIndex> with_gpu(const std::shared_ptr<const LoadedIn
   again->analyzer = loaded->analyzer;
   again->partitions = loaded->partitions;
   again->cpu = loaded->cpu;
-  if (!gpu::gpu_available()) {
+  if (!gpu_or_stand_in(gpu_settings)) {
     again->gpu_error = "no usable GPU";
     return again;
   }

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Dashboards and alert rules against a real Prometheus (Debian's `prometheus`, started here):
 `promtool check rules` and `check config`; then a local cluster (warp-indexer serve, 4 following
-leaves in 2 partitions x 2 replicas, the broker) scraped every second under a query load with some
-bad requests. Every query of every panel of k8s/components/monitoring/dashboards/*.json (variables set to
+leaves in 2 partitions x 2 replicas whose scheduler runs with a CPU processor in the GPU's place,
+--scheduler-cpu-as-gpu, the broker) scraped every second under a query load with some bad
+requests; the scheduler must have answered on both processors. Every query of every panel of k8s/components/monitoring/dashboards/*.json (variables set to
 match all) and the signal of every alert (its expression without the final comparison) must return
 data through Prometheus' HTTP API. Then both replicas of partition 1 stop, and
 WarpsearchPartitionWithoutReadyReplica must fire for partition 1.
@@ -39,7 +40,7 @@ try:
     for i in range(4):
         zmq_port, http_port = next_port(), next_port()
         proc = h.start([h.leaf, "--follow", "tcp://127.0.0.1:%d" % pub, "--tail", "tcp://127.0.0.1:%d" % tail,
-                        "--root", os.path.join(work, "leaf%d" % i),
+                        "--root", os.path.join(work, "leaf%d" % i), "--scheduler-cpu-as-gpu", "--inline-max-postings", "0",
                         "--partitions", str(i // 2), "--listen", "tcp://127.0.0.1:%d" % zmq_port, "--http",
                         "127.0.0.1:%d" % http_port, "--workers", "2"] + check, "leaf%d.log" % i)
         leaves.append((proc, zmq_port, http_port))
@@ -114,6 +115,11 @@ try:
                 wait_until(lambda: query(substitute(target["expr"])), 20,
                            "data for %s / %s: %s" % (os.path.basename(path), p["title"], target["expr"]))
                 panels += 1
+    # The leaves' scheduler ran (--scheduler-cpu-as-gpu: a CPU processor in the GPU's place) and
+    # answered on both of its processors: its panels show a working scheduler, not only zeros.
+    for processor in ("cpu", "gpu"):
+        wait_until(lambda: query('sum(warpsearch_leaf_scheduler_queries_total{processor="%s"}) > 0' % processor), 30,
+                   "the leaves' scheduler answering on its %s processor" % processor)
     # Every alert's signal returns data (its expression without the final comparison).
     alerts = 0
     loaded = json.loads(http(prom + "/api/v1/rules")[1])["data"]["groups"]  # the rules as Prometheus loaded them

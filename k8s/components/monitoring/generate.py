@@ -72,6 +72,14 @@ leaves = dashboard("warpsearch-leaves", "Warpsearch / Leaves", "warpsearch_leaf_
     panel("Generation per leaf", [("max by (pod, instance) (warpsearch_leaf_generation{%s})" % SEL, "{{pod}}{{instance}}")]),
     panel("Written documents held over the generation (near-real-time segment)", [("max by (pod, instance) (warpsearch_leaf_live_writes{%s})" % SEL, "{{pod}}{{instance}}")]),
     panel("Write apply delay (durable in the log to searched here)", quantiles("warpsearch_leaf_live_apply_delay_seconds"), "s"),
+    panel("Scheduler: queries waiting by queue (cpu, gpu, flexible)", [("sum by (queue) (warpsearch_leaf_scheduler_queue_depth{%s})" % SEL, "{{queue}}")]),
+    panel("Scheduler: answers/s by processor", [("sum by (processor) (rate(warpsearch_leaf_scheduler_queries_total{%s}[%s]))" % (SEL, RATE), "{{processor}}")], "reqps"),
+    panel("Scheduler: predicted against measured time by processor (s/s)", [
+        ("sum by (processor) (rate(warpsearch_leaf_scheduler_predicted_seconds_total{%s}[%s]))" % (SEL, RATE), "predicted {{processor}}"),
+        ("sum by (processor) (rate(warpsearch_leaf_scheduler_measured_seconds_total{%s}[%s]))" % (SEL, RATE), "measured {{processor}}")]),
+    panel("Scheduler: probes and steals/s by taker", [
+        ("sum by (processor) (rate(warpsearch_leaf_scheduler_probes_total{%s}[%s]))" % (SEL, RATE), "probes {{processor}}"),
+        ("sum by (processor) (rate(warpsearch_leaf_scheduler_steals_total{%s}[%s]))" % (SEL, RATE), "steals {{processor}}")], "reqps"),
     panel("Generations behind the indexer", [('scalar(max(warpsearch_indexer_generation{namespace=~"$namespace"})) - max by (pod, instance) (warpsearch_leaf_generation{%s})' % SEL, "{{pod}}{{instance}}")]),
 ])
 
