@@ -20,18 +20,19 @@ void add_stats(QueryResult& into, const QueryResult& from) {
 }
 }  // namespace
 
-// One mode a query on all: the generation's lists under the overlay (the queries together, as the
-// base processor batches them), each segment's under its own, merged.
-std::vector<QueryResult> LiveQueryProcessor::search_all(const std::vector<Query>& queries) const {
-  std::vector<PreparedQuery> on_base(queries.size());
+std::vector<PreparedQuery> LiveQueryProcessor::on_base(const std::vector<Query>& queries) const {
+  std::vector<PreparedQuery> prepared(queries.size());
   for (size_t i = 0; i < queries.size(); ++i) {
-    on_base[i].scoring = score_query(queries[i], base_->index(), overlay_.get());
-    on_base[i].query = queries[i];
-    on_base[i].index = &base_->index();
-    on_base[i].live = overlay_.get();
+    prepared[i].scoring = score_query(queries[i], base_->index(), overlay_.get());
+    prepared[i].query = queries[i];
+    prepared[i].index = &base_->index();
+    prepared[i].live = overlay_.get();
   }
-  std::vector<QueryResult> results = base_->search_batch(std::span<const PreparedQuery>(on_base));
-  if (segments_.empty()) return results;
+  return prepared;
+}
+
+void LiveQueryProcessor::add_segments(const std::vector<Query>& queries, std::vector<QueryResult>& results) const {
+  if (segments_.empty()) return;
   for (size_t q = 0; q < queries.size(); ++q) {
     std::vector<std::vector<Hit>> lists;
     lists.push_back(std::move(results[q].hits));
@@ -49,6 +50,14 @@ std::vector<QueryResult> LiveQueryProcessor::search_all(const std::vector<Query>
     }
     results[q].hits = merge_topk(std::move(lists), queries[q].k);
   }
+}
+
+// One mode a query on all: the generation's lists under the overlay (the queries together, as the
+// base processor batches them), each segment's under its own, merged.
+std::vector<QueryResult> LiveQueryProcessor::search_all(const std::vector<Query>& queries) const {
+  const std::vector<PreparedQuery> prepared = on_base(queries);
+  std::vector<QueryResult> results = base_->search_batch(std::span<const PreparedQuery>(prepared));
+  add_segments(queries, results);
   return results;
 }
 
@@ -85,8 +94,37 @@ std::vector<QueryResult> LiveQueryProcessor::search_batch(std::span<const Prepar
   return results;
 }
 
+// A batch of one mode each (no AND+OR) started on the base processor as it starts batches (a GPU
+// batch in flight, polled by the caller), the segments searched and merged when it is taken.
+class LiveQueryProcessor::BaseRun final : public BatchRun {
+ public:
+  BaseRun(const LiveQueryProcessor& self, std::vector<Query> queries)
+      : self_(self), queries_(std::move(queries)), prepared_(self.on_base(queries_)) {
+    run_ = self_.base_->start_batch(std::span<const PreparedQuery>(prepared_));
+  }
+  bool poll() override { return run_->poll(); }
+  std::vector<QueryResult> take() override {
+    std::vector<QueryResult> results = run_->take();
+    self_.add_segments(queries_, results);
+    return results;
+  }
+  double between_phases_seconds() const override { return run_->between_phases_seconds(); }
+
+ private:
+  const LiveQueryProcessor& self_;
+  std::vector<Query> queries_;
+  std::vector<PreparedQuery> prepared_;  // before run_: the run reads them until it ends
+  std::unique_ptr<BatchRun> run_;
+};
+
 std::unique_ptr<BatchRun> LiveQueryProcessor::start_batch(std::span<const PreparedQuery> queries) const {
-  return run_on_thread([this, queries] { return search_batch(queries); });
+  // AND+OR needs the AND's answers over everything before its OR: answered whole on a thread.
+  const bool and_or = std::any_of(queries.begin(), queries.end(),
+                                  [](const PreparedQuery& q) { return q.query.mode == QueryMode::kAndOr; });
+  if (and_or) return run_on_thread([this, queries] { return search_batch(queries); });
+  std::vector<Query> plain;
+  for (const PreparedQuery& prepared : queries) plain.push_back(prepared.query);
+  return std::make_unique<BaseRun>(*this, std::move(plain));
 }
 
 }  // namespace warp

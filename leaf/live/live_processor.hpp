@@ -40,6 +40,10 @@ class LiveQueryProcessor final : public QueryProcessor {
   DeviceMemoryStats device_memory() const override { return base_->device_memory(); }
 
  private:
+  class BaseRun;
+  std::vector<PreparedQuery> on_base(const std::vector<Query>& queries) const;  // under the overlay
+  // The segments' hits merged into each query's answer from the generation.
+  void add_segments(const std::vector<Query>& queries, std::vector<QueryResult>& results) const;
   std::vector<QueryResult> search_all(const std::vector<Query>& queries) const;
   std::shared_ptr<QueryProcessor> base_;
   std::shared_ptr<const LiveOverlay> overlay_;

@@ -8,8 +8,10 @@ generation 1; the answers then equal, documents and float scores, warp-search ov
 the same documents; a leaf killed with -9 and started again serves the writes again from its
 generation and the tail; the indexer killed with -9 and started again goes on with the same
 statistics (more writes, the answers still those of a fresh build). WARP_LEAF_ARGS adds flags to
-the leaves (the GPU host runs it with --processor gpu and auto); with --processor gpu, the leaves
-must have answered the writes' searches on the GPU (the generation's lists under the overlay).
+the leaves (the GPU host runs it with --processor gpu and auto; the test command also with the
+scheduler over a CPU processor in the GPU's place, --scheduler-cpu-as-gpu); with --processor gpu,
+the leaves must have answered the writes' searches on the GPU (the generation's lists under the
+overlay), with --scheduler-cpu-as-gpu the scheduler some on its stand-in.
 usage: live_search_test.py BUILD_DIR CRANFIELD_DIR"""
 import json, os, shutil, signal, subprocess, sys, time, urllib.parse
 
@@ -152,6 +154,12 @@ try:
         lines = call("GET", "http://127.0.0.1:%d/metrics" % port)[1].splitlines()
         return sum(float(line.split()[-1]) for line in lines if line.startswith(prefix))
 
+    if "--scheduler-cpu-as-gpu" in os.environ.get("WARP_LEAF_ARGS", ""):
+        # The scheduler sent writes' searches to its stand-in GPU processor (batches started on the
+        # generation under the overlay, the segments merged when taken).
+        batched = sum(leaf_metric(port, 'warpsearch_leaf_scheduler_queries_total{processor="gpu"') for port in leaf_http)
+        if batched == 0:
+            fail("the leaves' scheduler answered none of the writes' searches on its GPU processor")
     if "--processor gpu" in os.environ.get("WARP_LEAF_ARGS", ""):
         for port in leaf_http:  # the writes held, the GPU still serving: on the GPU under the overlay
             serving = leaf_metric(port, "warpsearch_leaf_gpu_serving")
