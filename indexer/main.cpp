@@ -118,6 +118,9 @@ int serve(int argc, char** argv) {
       .value("fold-max-writes", "100000",
              "with --write: a new generation as soon as this many writes wait, whatever --fold-interval-ms says")
       .value("fold-interval-ms", "1000", "with --write: a new generation holding the writes at most this often")
+      .value("build-nice", "10",
+             "builds (folds of the writes, changed inputs) run this much nicer than the sockets, the write log and "
+             "its tail (0..19), so that on a shared host they yield to searches and writes")
       .value("max-apply-lag", "100000",
              "with --tail: refuse writes (the broker answers 429) while a tailing leaf has applied more than this "
              "many fewer writes than the log holds; 0: never")
@@ -144,6 +147,8 @@ int serve(int argc, char** argv) {
   options.fold_interval_ms = flags.count("fold-interval-ms");
   options.fold_max_writes = flags.count("fold-max-writes");
   options.max_apply_lag = flags.count("max-apply-lag");
+  options.build_nice = static_cast<int>(flags.count("build-nice"));
+  if (options.build_nice > 19) throw warp::Error("--build-nice must be 0..19");
   return warp::run_serve_command(options);
 }
 

@@ -1,6 +1,11 @@
 #include "indexer/serve_command.hpp"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <cerrno>
+#include <cstring>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -264,6 +269,11 @@ int run_serve_command(const ServeOptions& options) {
     log_line("taking writes on " + endpoint->endpoint() + " (the log at " + std::to_string(log->last_sequence()) +
              ", generation " + std::to_string(latest) + " holds writes to " + std::to_string(folded.load()) + ")");
   }
+  // The builds below run at a lower priority than what serves (--build-nice): Linux gives each
+  // thread its own nice value and a new thread its creator's, so raising this thread's now, after
+  // the sockets' and the log's threads are made, lowers every build thread (and RocksDB's) alone.
+  if (options.build_nice > 0 && ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), options.build_nice) != 0)
+    log_line("--build-nice: cannot lower the builds' priority (" + std::string(std::strerror(errno)) + ")");
   auto last_build = std::chrono::steady_clock::now() - std::chrono::hours(1);
   // Writes wait for a fold once --fold-interval-ms has passed since the last build began, or sooner
   // when --fold-max-writes of them are waiting (what leaves hold over their generation).

@@ -34,6 +34,7 @@ struct ServeOptions {
   uint64_t fold_interval_ms = 1000;
   uint64_t fold_max_writes = 100000;  // a fold sooner once this many writes wait
   uint64_t max_apply_lag = 100000;    // with a tail: writes refused while a leaf lags more (0: never)
+  int build_nice = 10;                // the builds' threads this much nicer than the serving ones (0: same)
 };
 
 int run_serve_command(const ServeOptions& options);

@@ -6,6 +6,7 @@ writes past what it holds, a write is refused with 429, a Retry-After header and
 nothing of it is kept; the indexer counts the refusal and shows the lag. When the leaf goes on
 (SIGCONT) and catches up, writes are taken again, their sequences right after the last taken.
 Each write says what it did: created, replaced, deleted, not_found (201, 200, 200, 404 for one).
+The indexer's building thread runs at nice 10, its serving threads at 0 (--build-nice).
 usage: write_backpressure_test.py BUILD_DIR CRANFIELD_DIR"""
 import json, os, signal, sys
 
@@ -75,6 +76,14 @@ try:
         fail("after the lag: %s %s" % (c.search_ids("aafter"), c.search_ids("rrefused")))
     if c.search_ids("mpressure42") != ["m42"]:
         fail("a write taken while leaf 0 was stopped is not searched: %s" % (c.search_ids("mpressure42"),))
+    # Builds run nicer than what serves (--build-nice 10 by default): the thread that builds (the
+    # main one) and what it starts at 10, the sockets', the log's and its tail's at 0.
+    pid = c.indexer.pid
+    nice = {int(t): int(open("/proc/%d/task/%s/stat" % (pid, t)).read().rsplit(")", 1)[1].split()[16])
+            for t in os.listdir("/proc/%d/task" % pid)}
+    if nice[pid] != 10 or 0 not in nice.values():
+        fail("the indexer's threads' nice values: %s (the building thread %d should be 10, the serving ones 0)"
+             % (sorted(nice.values()), pid))
     print("write_backpressure_test: refused with 429 while a leaf lagged 50 writes (bound 40), nothing kept; "
           "taken again once it caught up")
 finally:
