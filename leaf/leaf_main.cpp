@@ -1,6 +1,7 @@
 // warp-leaf: serves partitions to brokers over ZeroMQ, from a local index directory or following
 // an indexer's published generations; /metrics, /healthz and /readyz over HTTP.
 #include <cstdio>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -47,6 +48,24 @@ warp::transfer::ManifestLimits follower_manifest_limits(const warp::Flags& flags
   limits.max_files = flags.count("max-generation-files");
   limits.max_bytes = static_cast<uint64_t>(flags.number("max-generation-gb") * 1e9);
   return limits;
+}
+
+// --processor auto: the scheduler's options where a GPU (or --scheduler-cpu-as-gpu's stand-in)
+// is there, else none; one line saying which processors this leaf will use, and why.
+std::optional<warp::sched::SchedulerOptions> auto_scheduler(const warp::Flags& flags) {
+  std::string why;
+  if (!flags.is_set("scheduler-cpu-as-gpu") && !warp::gpu::gpu_available(&why)) {
+    std::fprintf(stderr, "warp-leaf: --processor auto: no usable GPU (%s); every query on the CPU\n", why.c_str());
+    return std::nullopt;
+  }
+  if (flags.is_set("scheduler-cpu-as-gpu"))
+    std::fprintf(stderr, "warp-leaf: --scheduler-cpu-as-gpu: a CPU processor plays the GPU's part\n");
+  warp::sched::SchedulerOptions options = warp::sched::scheduler_options_from(flags, true);
+  std::fprintf(stderr,
+               "warp-leaf: --processor auto: GPU and CPU processors, the scheduler choosing per query (%zu CPU "
+               "threads, %zu GPU streams driven by %zu threads)\n",
+               options.core.cpu_workers, options.core.gpu_streams, options.gpu_threads);
+  return options;
 }
 
 int run(int argc, char** argv) {
@@ -138,21 +157,7 @@ int run(int argc, char** argv) {
       static_cast<double>(flags.count("handshakes-per-source-per-second"));
   warp::gpu::GpuSettings gpu_settings = warp::gpu::gpu_settings_from(flags);
   gpu_settings.cpu_stand_in = processor == "auto" && flags.is_set("scheduler-cpu-as-gpu");
-  if (processor == "auto") {  // one line saying which processors this leaf will use, and why
-    std::string why;
-    if (flags.is_set("scheduler-cpu-as-gpu") || warp::gpu::gpu_available(&why)) {
-      leaf_options.scheduler = warp::sched::scheduler_options_from(flags, true);
-      if (flags.is_set("scheduler-cpu-as-gpu"))
-        std::fprintf(stderr, "warp-leaf: --scheduler-cpu-as-gpu: a CPU processor plays the GPU's part\n");
-      std::fprintf(stderr,
-                   "warp-leaf: --processor auto: GPU and CPU processors, the scheduler choosing per query (%zu CPU "
-                   "threads, %zu GPU streams driven by %zu threads)\n",
-                   leaf_options.scheduler->core.cpu_workers, leaf_options.scheduler->core.gpu_streams,
-                   leaf_options.scheduler->gpu_threads);
-    } else {
-      std::fprintf(stderr, "warp-leaf: --processor auto: no usable GPU (%s); every query on the CPU\n", why.c_str());
-    }
-  }
+  if (processor == "auto") leaf_options.scheduler = auto_scheduler(flags);
   warp::LeafServer server(std::move(leaf_options), registry);
   const auto [host, port] = warp::http::parse_host_port(flags.get("http"), "--http");
   warp::http::Server http({.address = host, .port = port, .threads = 2},
