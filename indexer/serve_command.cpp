@@ -242,6 +242,7 @@ int run_serve_command(const ServeOptions& options) {
   metrics.folded_sequence.Set(static_cast<double>(folded));
   std::unique_ptr<writes::WriteLog> log;
   std::unique_ptr<writes::LiveIds> ids;
+  std::string ids_inputs;                      // the inputs' fingerprint of the generation whose ids `ids` holds
   std::unique_ptr<writes::TailEndpoint> tail;  // after the log, before the write socket
   std::unique_ptr<writes::WriteEndpoint> endpoint;
   if (!options.write_endpoint.empty()) {
@@ -250,6 +251,7 @@ int run_serve_command(const ServeOptions& options) {
       log_line("write log: cut off " + std::to_string(log->truncated_bytes()) + " bytes of a write torn by a crash");
     const fs::path dir = root / transfer::generation_dir_name(latest);
     ids = std::make_unique<writes::LiveIds>(latest > 0 ? dir.string() : std::string(), folded.load(), *log);
+    ids_inputs = latest > 0 ? read_file(dir / "inputs.json") : std::string();
     if (!options.tail_endpoint.empty()) {
       const std::string fingerprint_at_latest = latest > 0 ? read_file(dir / "inputs.json") : std::string();
       tail = std::make_unique<writes::TailEndpoint>(
@@ -308,7 +310,8 @@ int run_serve_command(const ServeOptions& options) {
           const std::string dir = (root / transfer::generation_dir_name(latest)).string();
           if (tail) tail->published(dir, latest, folded, fingerprint);
           if (ids) try {
-              ids->published(dir, folded);
+              ids->published(dir, folded, fingerprint != ids_inputs);
+              ids_inputs = fingerprint;
             } catch (const std::exception& e) {  // the ids before it, and the writes since, still hold
               log_line(std::string("cannot read the ids of the new generation: ") + e.what());
             }

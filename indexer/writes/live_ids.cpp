@@ -54,11 +54,23 @@ std::vector<WriteResult> LiveIds::apply(uint64_t first, const std::vector<WriteO
   return results;
 }
 
-void LiveIds::published(const std::string& dir, uint64_t folded) {
-  std::unordered_set<std::string> ids = read_generation_ids(dir);  // outside the lock: the committer goes on
+void LiveIds::published(const std::string& dir, uint64_t folded, bool inputs_changed) {
+  // Read outside the lock: the committer goes on meanwhile.
+  std::unordered_set<std::string> ids = inputs_changed ? read_generation_ids(dir) : std::unordered_set<std::string>{};
   std::lock_guard<std::mutex> lock(mutex_);
-  generation_.swap(ids);
-  std::erase_if(written_, [folded](const auto& entry) { return entry.second.sequence <= folded; });
+  if (inputs_changed) generation_.swap(ids);
+  // A write whose id was written again after `folded` stays: holds() reads it before the
+  // generation's ids, and it is moved in by the fold that holds its last write.
+  std::erase_if(written_, [&](const auto& entry) {
+    if (entry.second.sequence > folded) return false;
+    if (!inputs_changed) {
+      if (entry.second.live)
+        generation_.insert(entry.first);
+      else
+        generation_.erase(entry.first);
+    }
+    return true;
+  });
   size_ = generation_.size();
   for (const auto& [id, written] : written_)
     size_ += static_cast<size_t>(written.live) - static_cast<size_t>(generation_.contains(id));

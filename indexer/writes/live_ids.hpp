@@ -1,9 +1,9 @@
 // Which document ids the index holds at the head of the write log, so that each acknowledged write
 // can say what it did: a put `created` or `replaced` a document, a delete `deleted` one or found
 // `not_found`. The ids of the latest generation, and over them the writes after what it folded in
-// (id → its last write's sequence and whether it left the document). Each publication replaces
-// the generation's ids and drops the writes it folded in, so it is exact whatever the generation
-// was built from (the inputs may have changed). Classification happens on the log's committer in
+// (id → its last write's sequence and whether it left the document). Each publication moves the
+// writes it folded in into the generation's ids (or, the inputs changed, reads its ids), so it is
+// exact whatever the generation was built from. Classification happens on the log's committer in
 // sequence order; publication on the service's thread: a mutex between them.
 #pragma once
 #include <cstdint>
@@ -27,8 +27,10 @@ class LiveIds {
   LiveIds(const std::string& dir, uint64_t folded, const WriteLog& log);
   // The writes `ops`, durable from sequence `first`: what each did, and the state moves on.
   std::vector<WriteResult> apply(uint64_t first, const std::vector<WriteOp>& ops);
-  // A new generation in `dir` holds the writes up to `folded`.
-  void published(const std::string& dir, uint64_t folded);
+  // A new generation in `dir` holds the writes up to `folded`. Built from the same inputs as the
+  // one before, its ids are those ids with the folded writes applied (nothing read); from other
+  // inputs (`inputs_changed`), they are read from `dir`.
+  void published(const std::string& dir, uint64_t folded, bool inputs_changed);
   size_t size() const;  // documents held now
 
  private:

@@ -92,7 +92,7 @@ TEST(WriteResults, EveryWriteSaysWhatItDidAcrossRestartsAndFolds) {
   const uint64_t folded = f.sequence;
   write_generation(f.truth, 2, f.dir / "gen-2");
   f.write_and_check(log, *ids, f.random_ops(15));  // between the build and its publication
-  ids->published((f.dir / "gen-2").string(), folded);
+  ids->published((f.dir / "gen-2").string(), folded, /*inputs_changed=*/false);  // derived, not read
   ASSERT_EQ(ids->size(), f.truth.size()) << "after the fold";
   for (int batch = 0; batch < 5; ++batch) f.write_and_check(log, *ids, f.random_ops(10));
   // A restart over the new generation.
@@ -104,7 +104,7 @@ TEST(WriteResults, EveryWriteSaysWhatItDidAcrossRestartsAndFolds) {
   std::set<std::string> expected = f.truth;
   for (int i = 0; i < 20; ++i) expected.insert("e" + std::to_string(i));
   write_generation(expected, 3, f.dir / "gen-3");
-  ids->published((f.dir / "gen-3").string(), f.sequence);
+  ids->published((f.dir / "gen-3").string(), f.sequence, /*inputs_changed=*/true);
   f.truth = expected;
   ASSERT_EQ(ids->size(), f.truth.size()) << "after a generation of other inputs";
   std::vector<WriteOp> touch_inputs = {
