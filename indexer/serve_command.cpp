@@ -55,6 +55,7 @@ std::string build_fingerprint(const std::vector<std::string>& inputs, const Buil
                                    {"partitions", build.partitions},
                                    {"codec", build.codec},
                                    {"analyzer", build.analyzer.version()},
+                                   {"store", build.store},
                                    {"bm25", {decimal(build.bm25.k1), decimal(build.bm25.b), decimal(build.bm25.k3)}}};
   return nlohmann::json{{"inputs", files}, {"build", settings}}.dump();
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 
+#include "common/index/stored_source.hpp"
 #include "common/util/status.hpp"
 
 namespace warp {
@@ -16,7 +17,9 @@ DocId IndexBuilder::add_document(const SourceDocument& document) {
   scratch_terms_.clear();
   analyzer_.analyze(document.title, scratch_terms_);
   analyzer_.analyze(document.body, scratch_terms_);
-  return add_analyzed({document.external_id, document.title, document.url, 0}, scratch_terms_);
+  return add_analyzed(
+      {document.external_id, document.title, document.url, 0, options_.store ? stored_source(document) : std::string()},
+      scratch_terms_);
 }
 
 DocId IndexBuilder::add_analyzed(DocumentRecord record, std::span<const std::string> terms) {

@@ -19,6 +19,9 @@ struct SourceDocument {
   std::string title;
   std::string body;
   std::string url;
+  // The document as it came, a JSON object (a JSONL line, a write through the API); empty for
+  // TREC and WARC input, whose stored form is made of the fields (stored_source).
+  std::string source;
 };
 
 struct DocumentRecord {
@@ -26,6 +29,9 @@ struct DocumentRecord {
   std::string title;
   std::string url;
   uint32_t length = 0;  // analyzed terms
+  // Its stored form (common/index/stored_source.hpp): written to the partition's stored family,
+  // never held in a leaf's memory. Empty: nothing stored.
+  std::string source;
 };
 
 struct BuildOptions {
@@ -34,6 +40,7 @@ struct BuildOptions {
   AnalyzerConfig analyzer;
   Bm25Params bm25;
   uint64_t generation = 1;
+  bool store = true;  // documents' stored forms kept in the partitions (fetch, snippets)
 };
 
 struct BuiltPartition {

@@ -16,7 +16,8 @@ struct LoggedWrite {
   uint64_t sequence = 0;
   Kind kind = Kind::kPut;
   std::string id;
-  std::string title, url;                                 // kPut
+  std::string title, url;  // kPut
+  std::string source;      // kPut: the document as written, its stored form (stored_source.hpp)
   std::vector<std::pair<std::string, uint32_t>> terms{};  // kPut: distinct terms and frequencies
   uint32_t length = 0;                                    // kPut: analyzed terms
   uint64_t doc_count = 0, total_length = 0;               // the collection after this op

@@ -14,7 +14,7 @@
 
 namespace warp::partition_format {
 
-const std::vector<std::string> kFamilies = {"default", "meta", "lexicon", "postings", "documents"};
+const std::vector<std::string> kFamilies = {"default", "meta", "lexicon", "postings", "documents", "stored"};
 
 // One block cache per open partition, shared by its column families (16 MiB; the lists are copied
 // into memory at load, so it serves document lookups), instead of RocksDB's default of a 32 MiB
@@ -32,6 +32,17 @@ rocksdb::ColumnFamilyOptions family_options(int family, const std::shared_ptr<ro
   // LZ4 for the other families' rows (terms and their statistics, document records): RocksDB's
   // default, Snappy, took 3.7-3.8% of a 16-thread build's back end on the H100 host, LZ4 3.0-3.3%.
   options.compression = rocksdb::kLZ4Compression;
+  if (family == kStored) {
+    // Whole documents, read one per fetched hit: ZSTD over 16 KiB blocks compresses text about
+    // twice as well as LZ4 over 4 KiB, and a fetch reads a block or two. Set here for the writers
+    // (SstFileWriter); a reader's table factory reads any block size.
+    options.compression = rocksdb::kZSTD;
+    if (!tables) {
+      rocksdb::BlockBasedTableOptions table;
+      table.block_size = 16u << 10;
+      options.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
+    }
+  }
   if (family == kPostings) {
     options.enable_blob_files = true;  // long lists live in blob files, out of the LSM tree
     options.min_blob_size = kMinBlobBytes;
@@ -134,11 +145,29 @@ uint64_t verify_files(const std::string& dir) {
 }
 
 void open_read_only(const std::string& dir, const rocksdb::DBOptions& options,
-                    const std::shared_ptr<rocksdb::TableFactory>& tables, OpenDb& out) {
+                    const std::shared_ptr<rocksdb::TableFactory>& tables, OpenDb& out,
+                    const std::vector<int>& families) {
+  // The families the partition has: one written before the stored family lacks it.
+  std::vector<std::string> present;
+  rocksdb::DB::ListColumnFamilies(options, dir, &present);  // on failure, the open below says why
+  std::vector<rocksdb::ColumnFamilyDescriptor> wanted;
+  std::vector<int> slots;
+  for (size_t i = 0; i < kFamilies.size(); ++i) {
+    const int family = static_cast<int>(i);
+    const bool asked =
+        family == kDefault || families.empty() || std::find(families.begin(), families.end(), family) != families.end();
+    const bool there = std::find(present.begin(), present.end(), kFamilies[i]) != present.end();
+    if (!asked || (family == kStored && !there && !present.empty())) continue;
+    wanted.emplace_back(kFamilies[i], family_options(family, tables));
+    slots.push_back(family);
+  }
   rocksdb::DB* raw = nullptr;
-  check(rocksdb::DB::OpenForReadOnly(options, dir, descriptors(tables), &out.handles, &raw), dir,
+  std::vector<rocksdb::ColumnFamilyHandle*> opened;
+  check(rocksdb::DB::OpenForReadOnly(options, dir, wanted, &opened, &raw), dir,
         "cannot open as a Warpsearch partition (RocksDB)");
   out.db.reset(raw);
+  out.handles.assign(kFamilies.size(), nullptr);
+  for (size_t i = 0; i < slots.size(); ++i) out.handles[static_cast<size_t>(slots[i])] = opened[i];
 }
 
 }  // namespace warp::partition_format

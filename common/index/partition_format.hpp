@@ -16,7 +16,10 @@ namespace warp::partition_format {
 
 // "default" spelled out: rocksdb::kDefaultColumnFamilyName may not be constructed yet at static init.
 extern const std::vector<std::string> kFamilies;
-enum Family { kDefault = 0, kMeta, kLexicon, kPostings, kDocuments };
+// kStored: each document's stored form (stored_source.hpp), ZSTD-compressed in 16 KiB blocks; read
+// per fetched hit, never loaded. Partitions written before it lack the family (readers of those
+// builds open this one's partitions and ignore it: the format version stays).
+enum Family { kDefault = 0, kMeta, kLexicon, kPostings, kDocuments, kStored };
 // Postings values of this size and more go to blob files (SstRows writes them to a file of their own).
 constexpr size_t kMinBlobBytes = 4096;
 constexpr const char* kChecksumsName = "WARP-CHECKSUMS";
@@ -47,13 +50,17 @@ struct OpenDb {
   OpenDb& operator=(const OpenDb&) = delete;
   ~OpenDb() { close(); }
   void close() {
-    for (auto* handle : handles) db->DestroyColumnFamilyHandle(handle);
+    for (auto* handle : handles)
+      if (handle != nullptr) db->DestroyColumnFamilyHandle(handle);
     handles.clear();
     db.reset();
   }
 };
-// Opens DIR's database read-only with the partition's column families; throws on failure.
+// Opens DIR's database read-only with the partition's column families, `handles` by Family (a
+// family the partition lacks: null; only kStored may be); throws on failure. `families`: only those (and
+// the default one); empty: all.
 void open_read_only(const std::string& dir, const rocksdb::DBOptions& options,
-                    const std::shared_ptr<rocksdb::TableFactory>& tables, OpenDb& out);
+                    const std::shared_ptr<rocksdb::TableFactory>& tables, OpenDb& out,
+                    const std::vector<int>& families = {});
 
 }  // namespace warp::partition_format

@@ -32,6 +32,11 @@ namespace warp {
 
 using namespace partition_format;
 
+struct Partition::StoredFamily {
+  OpenDb db;
+  rocksdb::ReadOptions read;
+};
+
 Partition::~Partition() = default;
 
 // Where a partition's lexicon splits into term ranges read side by side: the first keys of its
@@ -436,11 +441,51 @@ std::unique_ptr<Partition> open_partition(const std::string& dir, const OpenOpti
   build_lexicon(load);
   check_lists(load);
   read_documents(load);
-  // Closed here: everything the partition serves is held in memory.
+  // Closed here: everything the partition serves is held in memory but the stored forms, which a
+  // database of that family alone serves (every file opened now: the directory may go before the
+  // partition does).
+  const bool stored = load.opened.handles[kStored] != nullptr;
   load.opened.close();
+  if (stored) {
+    auto family = std::make_unique<Partition::StoredFamily>();
+    rocksdb::DBOptions db_options;
+    db_options.max_open_files = -1;
+    db_options.max_file_opening_threads = 1;
+    open_read_only(dir, db_options, table_factory_with_cache(), family->db, {kStored});
+    family->read.verify_checksums = true;
+    rocksdb::ColumnFamilyMetaData meta;
+    family->db.db->GetColumnFamilyMetaData(family->db.handles[kStored], &meta);
+    if (meta.file_count > 0) partition->stored_family_ = std::move(family);
+  }
   partition->view_.compute_length_norms();
   partition->view_.rescore(options.bm25.applied_to(partition->view_.meta.bm25));
   return partition;
+}
+
+std::optional<std::string> Partition::source(DocId doc) const {
+  if (stored_family_ == nullptr || doc < view_.meta.doc_begin || doc >= view_.meta.doc_end) return std::nullopt;
+  std::string value;
+  const rocksdb::Status status =
+      stored_family_->db.db->Get(stored_family_->read, stored_family_->db.handles[kStored], doc_key(doc), &value);
+  if (status.IsNotFound()) return std::nullopt;
+  check(status, path_, "reading a stored document");
+  return value;
+}
+
+const Partition::IdMap& Partition::ids() const {
+  std::call_once(ids_once_, [this] {
+    ids_.reserve(view_.external_ids.size());
+    for (size_t i = 0; i < view_.external_ids.size(); ++i)
+      ids_.emplace(view_.external_ids[i], view_.meta.doc_begin + static_cast<DocId>(i));
+  });
+  return ids_;
+}
+
+std::optional<DocId> Partition::find(std::string_view external_id) const {
+  const IdMap& map = ids();
+  auto it = map.find(external_id);
+  if (it == map.end()) return std::nullopt;
+  return it->second;
 }
 
 std::optional<DocumentRecord> Partition::document(DocId doc) const {

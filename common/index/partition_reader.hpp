@@ -5,8 +5,11 @@
 // memory and closes the database.
 #pragma once
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "common/index/index_builder.hpp"
@@ -44,14 +47,28 @@ class Partition {
   // the partition. From memory: a RocksDB read for each of a reply's hits was a third of a leaf's
   // CPU per query (two block-cache lookups with their locks per Get; a MultiGet measured no less).
   std::optional<DocumentRecord> document(DocId doc) const;
+  // The document's stored form (stored_source.hpp), read from the partition's stored family (a
+  // RocksDB read: only for hits being fetched); nullopt outside the partition or where it keeps
+  // none (built with --no-store, or before stored forms were kept). Thread-safe.
+  std::optional<std::string> source(DocId doc) const;
+  bool keeps_sources() const { return stored_family_ != nullptr; }
+  // The docID of the document with this external id; nullopt when the partition has none. The map
+  // behind it (about 40 bytes a document) is made at the first call. Thread-safe.
+  std::optional<DocId> find(std::string_view external_id) const;
+  using IdMap = std::unordered_map<std::string_view, DocId>;
+  const IdMap& ids() const;  // external id -> docID, every document of the partition
 
  private:
   friend std::unique_ptr<Partition> open_partition(const std::string& dir, const OpenOptions& options);
   Partition() = default;
   std::string path_;
   IndexView view_;
-  std::string stored_;               // each document's title, url and length as written, one after another
-  std::vector<size_t> stored_ends_;  // where each document's part of stored_ ends
+  std::string stored_;                           // each document's title, url and length as written, one after another
+  std::vector<size_t> stored_ends_;              // where each document's part of stored_ ends
+  struct StoredFamily;                           // the database kept open on the stored family alone
+  std::unique_ptr<StoredFamily> stored_family_;  // null: no stored forms
+  mutable std::once_flag ids_once_;
+  mutable IdMap ids_;
 };
 
 std::unique_ptr<Partition> open_partition(const std::string& dir, const OpenOptions& options = {});

@@ -79,6 +79,8 @@ int family_index(SstRows::Family family) {
       return kPostings;
     case SstRows::Family::kDocuments:
       return kDocuments;
+    case SstRows::Family::kStored:
+      return kStored;
   }
   return kDefault;
 }
@@ -140,6 +142,10 @@ void SstRows::put_document(DocId doc, const DocumentRecord& record) {
   value.str(record.url);
   value.u32(record.length);
   put(doc_key(doc), value.take());
+}
+
+void SstRows::put_stored(DocId doc, const DocumentRecord& record) {
+  if (!record.source.empty()) put(doc_key(doc), record.source);
 }
 
 SstRows::Done SstRows::finish() {
@@ -286,7 +292,8 @@ void PartitionAssembly::State::move_in(const SstRows::Done& lexicon, const SstRo
 }
 
 void PartitionAssembly::finish(const PartitionMeta& meta, uint64_t term_count, const std::vector<uint32_t>& doc_lengths,
-                               const std::vector<SstRows::Done>& lexicon, const std::vector<SstRows::Done>& documents) {
+                               const std::vector<SstRows::Done>& lexicon, const std::vector<SstRows::Done>& documents,
+                               const std::vector<SstRows::Done>& stored) {
   state_->drain();
   const std::string& dir = state_->dir;
   // The content checksum, in key order: lexicon rows (key, then value), document lengths, documents'
@@ -336,6 +343,7 @@ void PartitionAssembly::finish(const PartitionMeta& meta, uint64_t term_count, c
   };
   ingest_parts(kMeta, {meta_part});
   ingest_parts(kDocuments, documents);
+  ingest_parts(kStored, stored);
   state_->db.reset();  // closed: the files are final
   seal_partition(dir, state_->seal_threads);
 }
@@ -352,6 +360,7 @@ void write_partition(const BuiltPartition& partition, const std::string& dir) {
   SstRows lexicon(SstRows::Family::kLexicon, dir + "/ingest-lexicon.sst");
   SstRows postings(SstRows::Family::kPostings, dir + "/ingest-postings.sst");
   SstRows documents(SstRows::Family::kDocuments, dir + "/ingest-documents.sst");
+  SstRows stored(SstRows::Family::kStored, dir + "/ingest-stored.sst");
   for (const auto* entry : terms) {
     const uint32_t* words = view.postings.data() + entry->second.offset;
     const uint32_t list_crc = crc32_of(words, size_t{entry->second.words} * 4);
@@ -360,11 +369,13 @@ void write_partition(const BuiltPartition& partition, const std::string& dir) {
   }
   for (size_t i = 0; i < partition.documents.size(); ++i) {
     documents.put_document(view.meta.doc_begin + static_cast<DocId>(i), partition.documents[i]);
+    stored.put_stored(view.meta.doc_begin + static_cast<DocId>(i), partition.documents[i]);
   }
   PartitionAssembly assembly(dir);
   const SstRows::Done lexicon_part = lexicon.finish();
   assembly.add_terms(lexicon_part, postings.finish());
-  assembly.finish(view.meta, view.lexicon.size(), view.doc_lengths, {lexicon_part}, {documents.finish()});
+  assembly.finish(view.meta, view.lexicon.size(), view.doc_lengths, {lexicon_part}, {documents.finish()},
+                  {stored.finish()});
 }
 
 uint64_t seal_partition(const std::string& dir, size_t threads) {

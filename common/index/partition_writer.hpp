@@ -29,7 +29,7 @@ void write_partition(const BuiltPartition& partition, const std::string& dir);
 // PartitionAssembly ingests them into a fresh database. write_partition uses the same pieces.
 class SstRows {
  public:
-  enum class Family { kMeta, kLexicon, kPostings, kDocuments };
+  enum class Family { kMeta, kLexicon, kPostings, kDocuments, kStored };
   // Postings go to two files: the lists shorter than the family's min_blob_size (`path`) and the
   // longer ones (`long_path`), which PartitionAssembly alone compacts, to move them to blob files.
   struct Done {
@@ -54,6 +54,8 @@ class SstRows {
                 std::span<const Score> rank_floors = {});
   void put_list(std::string_view term, const uint32_t* words, uint32_t count);
   void put_document(DocId doc, const DocumentRecord& record);
+  // kStored: the record's stored form (nothing where it has none).
+  void put_stored(DocId doc, const DocumentRecord& record);
   Done finish();
 
  private:
@@ -83,9 +85,10 @@ class PartitionAssembly {
   // returns at once; a move that failed is thrown by the next add_terms or by finish.
   void add_terms(const SstRows::Done& lexicon, const SstRows::Done& postings);
   // After the last add_terms. `meta.posting_count` set; `term_count`: lexicon rows; `lexicon`: the
-  // ranges' lexicon parts in key order (the content checksum); `documents` in key order.
+  // ranges' lexicon parts in key order (the content checksum); `documents` and `stored` in key order.
   void finish(const PartitionMeta& meta, uint64_t term_count, const std::vector<uint32_t>& doc_lengths,
-              const std::vector<SstRows::Done>& lexicon, const std::vector<SstRows::Done>& documents);
+              const std::vector<SstRows::Done>& lexicon, const std::vector<SstRows::Done>& documents,
+              const std::vector<SstRows::Done>& stored = {});
 
  private:
   struct State;

@@ -52,6 +52,7 @@ struct LoggedWrite {
   dfTerms @10 :List(Text);        # the terms whose document frequency this op changed, and a put's terms
   dfValues @11 :List(UInt64);     # their document frequency after it
   loggedUnixNs @12 :UInt64;       # when the indexer had it durable (the leaves' apply delay counts from it)
+  source @13 :Text;               # put: the document as written (what a fetch of it returns)
 }
 
 struct TailReply {

@@ -35,6 +35,7 @@ zmq::message_t tail_reply_frame(const TailAnswer& answer) {
     out.setId(text(w.id));
     out.setTitle(text(w.title));
     out.setUrl(text(w.url));
+    out.setSource(text(w.source));
     out.setLength(w.length);
     out.setDocCount(w.doc_count);
     out.setTotalLength(w.total_length);
@@ -70,6 +71,7 @@ TailAnswer read_tail_reply(const zmq::message_t& frame, uint64_t after) {
     w.id = in.getId();
     w.title = in.getTitle();
     w.url = in.getUrl();
+    w.source = in.getSource();
     w.length = in.getLength();
     w.doc_count = in.getDocCount();
     w.total_length = in.getTotalLength();

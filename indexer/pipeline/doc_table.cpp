@@ -5,13 +5,14 @@
 #include <functional>
 #include <unordered_map>
 
+#include "common/index/stored_source.hpp"
 #include "common/util/byte_io.hpp"
 #include "common/util/parallel_tasks.hpp"
 #include "common/util/status.hpp"
 
 namespace warp::pipeline {
 
-DocTable::DocTable(std::string spill_path) : spill_path_(std::move(spill_path)) {
+DocTable::DocTable(std::string spill_path, bool store) : spill_path_(std::move(spill_path)), store_(store) {
   spill_ = std::fopen(spill_path_.c_str(), "wb");
   if (spill_ == nullptr) throw Error("cannot create " + spill_path_);
   std::setvbuf(spill_, nullptr, _IOFBF, 1u << 20);
@@ -29,6 +30,7 @@ DocId DocTable::add_chunk(size_t split, uint32_t seq, const std::vector<SourceDo
     records.str(doc.external_id);
     records.str(doc.title);
     records.str(doc.url);
+    records.str(store_ ? stored_source(doc) : std::string());
     hashes.push_back(std::hash<std::string_view>()(doc.external_id));
   }
   std::lock_guard<std::mutex> lock(mutex_);
@@ -87,6 +89,7 @@ void DocTable::read_records(const Chunk& chunk, const std::function<void(DocId, 
       field(record.external_id);
       field(record.title);
       field(record.url);
+      field(record.source);
       visit(chunk.first + i, record);
     }
   } catch (...) {

@@ -1,7 +1,7 @@
 // The documents of an out-of-core build, in the order threads finish reading them, and their
 // final docIDs. Threads read splits in parallel and register their documents chunk by chunk;
 // each chunk gets a block of provisional ids (dense, in registration order), its records (id,
-// title, url) go to a spill file and only 16 bytes per document stay in memory (length, distinct
+// title, url, stored form) go to a spill file and only 16 bytes per document stay in memory (length, distinct
 // terms, a 64-bit hash of the external id). When reading ends, finish() orders the chunks by
 // input position (split, then chunk within it), resolves duplicate ids (the last in input order
 // wins; equal hashes are checked against the ids themselves) and maps every provisional id to its
@@ -23,14 +23,16 @@ inline constexpr DocId kDropped = kEndDoc;  // a provisional id whose document w
 
 class DocTable {
  public:
-  explicit DocTable(std::string spill_path);  // throws Error when the file cannot be created
+  // `store`: each document's stored form (stored_source.hpp) is spilled with its record, for the
+  // partitions' stored family. Throws Error when the file cannot be created.
+  explicit DocTable(std::string spill_path, bool store = true);
   ~DocTable();
   DocTable(const DocTable&) = delete;
   DocTable& operator=(const DocTable&) = delete;
 
-  // Thread-safe. The `seq`th chunk of split `split`: its documents (title, url and id used; the
-  // body is not kept). Returns the first of their provisional ids, taken before the chunk is
-  // analyzed so that its postings carry them from the start.
+  // Thread-safe. The `seq`th chunk of split `split`: its documents (title, url and id kept, and
+  // with `store` the stored form; the body only as part of that). Returns the first of their provisional ids, taken
+  // before the chunk is analyzed so that its postings carry them from the start.
   DocId add_chunk(size_t split, uint32_t seq, const std::vector<SourceDocument>& documents);
   // Thread-safe. The analyzed lengths and distinct terms of the chunk that starts at `first`.
   void set_counts(DocId first, const std::vector<uint32_t>& lengths, const std::vector<uint32_t>& distinct);
@@ -68,6 +70,7 @@ class DocTable {
   void read_records(const Chunk& chunk, const std::function<void(DocId provisional, DocumentRecord&)>& visit) const;
 
   std::string spill_path_;
+  bool store_ = true;
   std::FILE* spill_ = nullptr;
   uint64_t spill_bytes_ = 0;
   mutable std::mutex mutex_;

@@ -161,6 +161,7 @@ MergeOutput merge_runs(const BuildPlan& plan, const PipelineOptions& options, Do
   MergeOutput out;
   out.ranges.resize(ranges);
   out.documents.resize(parts);
+  out.stored.resize(parts);
   // Movers: a partition's share of the back-end threads, beside them (they wait on RocksDB about as
   // much as they work); with fewer threads than partitions, the threads move their ranges in.
   const size_t movers = shape.threads / parts;
@@ -207,9 +208,13 @@ MergeOutput merge_runs(const BuildPlan& plan, const PipelineOptions& options, Do
     }
     const uint32_t p = static_cast<uint32_t>(task);
     SstRows rows(SstRows::Family::kDocuments, partition_dirs[p] + "/ingest-documents.sst");
-    docs.for_each_document(out.bounds[p], out.bounds[p + 1],
-                           [&](DocId doc, const DocumentRecord& record) { rows.put_document(doc, record); });
+    SstRows stored(SstRows::Family::kStored, partition_dirs[p] + "/ingest-stored.sst");
+    docs.for_each_document(out.bounds[p], out.bounds[p + 1], [&](DocId doc, const DocumentRecord& record) {
+      rows.put_document(doc, record);
+      stored.put_stored(doc, record);
+    });
     out.documents[p] = rows.finish();
+    out.stored[p] = stored.finish();
   });
   report.encode_seconds = seconds_since(encode_start);
   return out;

@@ -28,6 +28,7 @@ struct MergeOutput {
   std::vector<PartitionEncoder> encoders;  // by partition: its meta and document lengths
   std::vector<RangeOutput> ranges;         // in term order
   std::vector<SstRows::Done> documents;    // by partition
+  std::vector<SstRows::Done> stored;       // by partition: the documents' stored forms
   std::vector<std::unique_ptr<PartitionAssembly>> assemblies;  // by partition: the files moved in so far
 };
 

@@ -285,6 +285,9 @@ class JsonlReader final : public DocumentStream::FileReader {
       if (line.find_first_not_of(" \t") == std::string::npos) continue;  // blank lines are not records
       try {  // invalid UTF-8 is replaced, the record kept (RecordFields::parse)
         fields_.parse(line, doc);
+        // Kept as given (its invalid UTF-8 replaced), for the partition's stored family.
+        const size_t first = line.find_first_not_of(" \t"), last = line.find_last_not_of(" \t\r");
+        doc.source.assign(line, first, last - first + 1);
         return true;
       } catch (const Error& e) {
         reject_line(source_.line_number(), e.what());
@@ -376,6 +379,7 @@ class TrecReader final : public DocumentStream::FileReader {
   }
 
   bool parse(const std::string& record, SourceDocument& doc, uint64_t start_line) {
+    doc.source.clear();  // stored as its fields (stored_source)
     doc.external_id = first_element_text(record, "docno");
     if (doc.external_id.empty()) {
       reject_line(start_line, "document without <DOCNO>");
@@ -444,6 +448,7 @@ class WarcReader final : public DocumentStream::FileReader {
       }
       const std::string type = headers.count("warc-type") ? headers["warc-type"] : "";
       if (type != "response" && type != "resource" && type != "conversion") continue;
+      doc.source.clear();  // stored as its fields (stored_source)
       doc.external_id = headers.count("warc-trec-id") ? headers["warc-trec-id"] : headers["warc-record-id"];
       if (doc.external_id.empty()) {
         reject_at(record_offset, "WARC record without WARC-Record-ID");

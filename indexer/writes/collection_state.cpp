@@ -71,6 +71,7 @@ LoggedWrite CollectionState::apply(uint64_t sequence, const WriteOp& op, bool* o
       return write;
     }
     write.title = text("title"), write.url = text("url");
+    write.source = op.document;
     scratch_.clear();
     analyzer_.analyze(write.title, scratch_);  // as IndexBuilder::add_document: the title, then the body
     analyzer_.analyze(text("body"), scratch_);

@@ -67,13 +67,8 @@ std::shared_ptr<const LoadedIndex> LiveWrites::rebase(std::shared_ptr<const Load
   }
   while (!writes_.empty() && writes_.front().sequence <= held) writes_.pop_front();
   if (!writes_.empty() && writes_.front().sequence != held + 1) writes_.clear();  // a gap
-  ids_.assign(base_->partitions.size(), {});
-  for (size_t slot = 0; slot < base_->partitions.size(); ++slot) {
-    const IndexView& view = base_->partitions[slot]->view();
-    ids_[slot].reserve(view.external_ids.size());
-    for (DocId d = 0; d < view.external_ids.size(); ++d)
-      ids_[slot].emplace(view.external_ids[d], view.meta.doc_begin + d);
-  }
+  ids_.assign(base_->partitions.size(), nullptr);
+  for (size_t slot = 0; slot < base_->partitions.size(); ++slot) ids_[slot] = &base_->partitions[slot]->ids();
   if (!keep) {
     reset();
     absorb(0);  // what the new generation does not hold
@@ -91,8 +86,8 @@ std::shared_ptr<const LoadedIndex> LiveWrites::rebase(std::shared_ptr<const Load
   }
   for (const auto& [id, sequence] : latest_) {
     for (size_t slot = 0; slot < ids_.size(); ++slot) {
-      auto it = ids_[slot].find(id);
-      if (it != ids_[slot].end()) base_deleted_[slot][it->second - base_->partitions[slot]->view().meta.doc_begin] = 1;
+      auto it = ids_[slot]->find(id);
+      if (it != ids_[slot]->end()) base_deleted_[slot][it->second - base_->partitions[slot]->view().meta.doc_begin] = 1;
     }
   }
   return snapshot();
@@ -130,7 +125,7 @@ std::shared_ptr<LiveWrites::Chunk> LiveWrites::build_chunk(size_t slot, const st
   for (const LoggedWrite* write : writes) {
     tokens.clear();
     for (const auto& [term, freq] : write->terms) tokens.insert(tokens.end(), freq, term);
-    DocumentRecord record{write->id, write->title, write->url, write->length};
+    DocumentRecord record{write->id, write->title, write->url, write->length, write->source};
     builder.add_analyzed(record, tokens);
     records->push_back(std::move(record));
     chunk->segment->global.push_back(generation_end + static_cast<DocId>(write->sequence - base_->write_sequence));
@@ -153,8 +148,8 @@ void LiveWrites::mark(std::string_view id) {
   }
   if (latest_.count(id)) return;  // written before: the generation's copy is already masked
   for (size_t slot = 0; slot < ids_.size(); ++slot) {
-    auto it = ids_[slot].find(id);
-    if (it != ids_[slot].end()) base_deleted_[slot][it->second - base_->partitions[slot]->view().meta.doc_begin] = 1;
+    auto it = ids_[slot]->find(id);
+    if (it != ids_[slot]->end()) base_deleted_[slot][it->second - base_->partitions[slot]->view().meta.doc_begin] = 1;
   }
 }
 

@@ -51,8 +51,8 @@ class LiveWrites {
   std::shared_ptr<Chunk> build_chunk(size_t slot, const std::vector<const LoggedWrite*>& writes);
   void mark(std::string_view id);  // the live copy of `id` (the generation's or a segment's) replaced
   std::shared_ptr<const LoadedIndex> base_;
-  std::vector<std::unordered_map<std::string_view, DocId>> ids_;  // by slot: the generation's documents
-  std::deque<LoggedWrite> writes_;                                // consecutive, after the generation's
+  std::vector<const Partition::IdMap*> ids_;  // by slot: the generation's documents (the partition's own map)
+  std::deque<LoggedWrite> writes_;            // consecutive, after the generation's
   uint64_t epoch_ = 0;
   // Kept from answer to answer, each updated by the new writes only (an answer costs its own
   // writes, a pass over the documents' lengths and a copy of the masks, not a rebuild of all held).
