@@ -73,6 +73,12 @@ CheckedDocument check_document(std::string_view text, const std::string& path_id
   return out;
 }
 
+std::optional<std::string> DocumentApi::document_path_id(const std::string& path) {
+  static const std::string kPrefix = "/indexes/default/documents/";
+  if (path.size() <= kPrefix.size() || path.compare(0, kPrefix.size(), kPrefix) != 0) return std::nullopt;
+  return path.substr(kPrefix.size());
+}
+
 void DocumentApi::handle(const http::Request& request, http::Respond respond) {
   // /indexes/{name}[/documents[/{id}]]
   std::string rest = request.path.size() > 9 ? request.path.substr(9) : "";

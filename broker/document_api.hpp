@@ -10,6 +10,7 @@
 // writes.
 #pragma once
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "broker/index_writer.hpp"
@@ -27,6 +28,8 @@ class DocumentApi {
   DocumentApi(DocumentApiOptions options, IndexWriter& writer) : options_(options), writer_(writer) {}
   // Whether `path` is the write API's (under /indexes/).
   static bool serves(const std::string& path) { return path.rfind("/indexes/", 0) == 0 || path == "/indexes"; }
+  // The id of /indexes/default/documents/{id}; nullopt for any other path.
+  static std::optional<std::string> document_path_id(const std::string& path);
   void handle(const http::Request& request, http::Respond respond);
 
  private:

@@ -120,7 +120,11 @@ struct FanOut::Worker {
     try {
       auto reader = std::make_shared<transfer::FrameReader>(body.data(), body.size());
       const auto reply = reader->root<protocol::LeafReply>();
-      if (reply.isSearch()) on_reply(reply.getSearch(), std::move(reader));
+      if (reply.isSearch()) {
+        on_reply(reply.getSearch(), std::move(reader));
+      } else if (reply.isDocuments()) {
+        on_documents(reply.getDocuments(), std::move(reader));
+      }
     } catch (const std::exception&) {
       // malformed: counts as silence, the attempt times out
     }
@@ -136,12 +140,18 @@ struct FanOut::Worker {
     query.attempt_timeout = std::max<Clock::duration>(request.timeout / 3, std::chrono::milliseconds(50));
     query.request = std::move(request);
     query.done = std::move(done);
-    for (uint32_t partition : cluster.partitions()) {
+    // A search asks every partition; a fetch only those holding its hits (a read by id: all).
+    std::vector<uint32_t> partitions = cluster.partitions();
+    if (query.request.documents && !query.request.documents->hits.empty()) {
+      partitions.clear();
+      for (const auto& [partition, hits] : query.request.documents->hits) partitions.push_back(partition);
+    }
+    for (uint32_t partition : partitions) {
       query.slot[partition] = query.result.partitions.size();
       query.result.partitions.push_back({});
       query.result.partitions.back().partition = partition;
     }
-    for (uint32_t partition : cluster.partitions()) send(id, query, partition);
+    for (uint32_t partition : partitions) send(id, query, partition);
     if (query.pending.empty()) {
       finish(id);
     } else {
@@ -186,23 +196,13 @@ struct FanOut::Worker {
       outcome.replica = replica->endpoint;
       if (outcome.attempts > 1) ++query.result.retries;
       capnp::MallocMessageBuilder builder(64);  // a request of a few terms: not capnp's 8 KiB calloc
-      auto search = builder.initRoot<protocol::LeafRequest>().initSearch();
-      search.setQueryId(id);
-      const std::vector<QueryTerm>& terms = query.request.terms;
-      auto list = search.initTerms(static_cast<unsigned>(terms.size()));
-      auto counts = search.initTermCounts(static_cast<unsigned>(terms.size()));
-      for (size_t i = 0; i < terms.size(); ++i) {
-        list.set(static_cast<unsigned>(i), terms[i].text);
-        counts.set(static_cast<unsigned>(i), terms[i].count);
-      }
-      const QueryMode mode = query.request.mode;
-      search.setMode(mode == QueryMode::kAnd  ? protocol::Mode::AND
-                     : mode == QueryMode::kOr ? protocol::Mode::OR
-                                              : protocol::Mode::AND_OR);
-      search.setK(static_cast<uint32_t>(query.request.k));
-      search.setPartition(partition);
       const auto left = std::chrono::duration_cast<std::chrono::microseconds>(query.deadline - Clock::now());
-      search.setDeadlineMicros(static_cast<uint64_t>(std::max<int64_t>(0, left.count())));
+      if (query.request.documents) {
+        build_documents(builder.initRoot<protocol::LeafRequest>().initDocuments(), *query.request.documents, id,
+                        partition, left);
+      } else {
+        build_search(builder.initRoot<protocol::LeafRequest>().initSearch(), query.request, id, partition, left);
+      }
       // Taken before the send: the leaf may read the request before this thread runs again, and its
       // time must lie within the round trip (the stages, search_api.cpp).
       const Clock::time_point sent_at = Clock::now();
@@ -221,44 +221,117 @@ struct FanOut::Worker {
     }
   }
 
-  void on_reply(protocol::SearchResponse::Reader response, std::shared_ptr<const transfer::FrameReader> reader) {
-    const uint64_t id = response.getQueryId();
+  static void build_search(protocol::SearchRequest::Builder search, const FanOutRequest& request, uint64_t id,
+                           uint32_t partition, std::chrono::microseconds left) {
+    search.setQueryId(id);
+    const std::vector<QueryTerm>& terms = request.terms;
+    auto list = search.initTerms(static_cast<unsigned>(terms.size()));
+    auto counts = search.initTermCounts(static_cast<unsigned>(terms.size()));
+    for (size_t i = 0; i < terms.size(); ++i) {
+      list.set(static_cast<unsigned>(i), terms[i].text);
+      counts.set(static_cast<unsigned>(i), terms[i].count);
+    }
+    const QueryMode mode = request.mode;
+    search.setMode(mode == QueryMode::kAnd  ? protocol::Mode::AND
+                   : mode == QueryMode::kOr ? protocol::Mode::OR
+                                            : protocol::Mode::AND_OR);
+    search.setK(static_cast<uint32_t>(request.k));
+    search.setPartition(partition);
+    search.setDeadlineMicros(static_cast<uint64_t>(std::max<int64_t>(0, left.count())));
+  }
+
+  static void build_documents(protocol::DocumentsRequest::Builder out, const DocumentsPlan& plan, uint64_t id,
+                              uint32_t partition, std::chrono::microseconds left) {
+    out.setQueryId(id);
+    out.setPartition(partition);
+    out.setDeadlineMicros(static_cast<uint64_t>(std::max<int64_t>(0, left.count())));
+    auto found = plan.hits.find(partition);
+    if (found != plan.hits.end()) {
+      auto docs = out.initDocs(static_cast<unsigned>(found->second.size()));
+      auto ids = out.initIds(static_cast<unsigned>(found->second.size()));
+      for (unsigned i = 0; i < found->second.size(); ++i) {
+        docs.set(i, found->second[i].first);
+        ids.set(i, capnp::Text::Reader(found->second[i].second.data(), found->second[i].second.size()));
+      }
+    } else {
+      auto ids = out.initIds(static_cast<unsigned>(plan.ids.size()));
+      for (unsigned i = 0; i < plan.ids.size(); ++i)
+        ids.set(i, capnp::Text::Reader(plan.ids[i].data(), plan.ids[i].size()));
+    }
+    out.setSource(plan.source);
+    auto terms = out.initTerms(static_cast<unsigned>(plan.terms.size()));
+    for (unsigned i = 0; i < plan.terms.size(); ++i) terms.set(i, plan.terms[i]);
+    out.setSnippetField(plan.field);
+    out.setSnippetLength(plan.length);
+    out.setPreTag(plan.pre_tag);
+    out.setPostTag(plan.post_tag);
+  }
+
+  // A reply of `partition` to query `id`: its outcome settled ok, for the caller to fill in; null
+  // where the reply is late or an error (then sent to another replica while time remains).
+  PartitionOutcome* settle(uint64_t id, uint32_t partition, capnp::Text::Reader error, uint64_t leaf_micros) {
     auto found = queries.find(id);
-    if (found == queries.end()) return;  // a late reply to a finished query
+    if (found == queries.end()) return nullptr;  // a late reply to a finished query
     InFlight& query = found->second;
-    auto it = query.pending.find(response.getPartition());
-    if (it == query.pending.end()) return;
+    auto it = query.pending.find(partition);
+    if (it == query.pending.end()) return nullptr;
     std::shared_ptr<Replica> replica = it->second.replica;
     --replica->outstanding;
-    const uint32_t partition = it->first;
     const Clock::time_point sent = it->second.sent;
     PartitionOutcome& outcome = query.result.partitions[query.slot[partition]];
     query.pending.erase(it);
-    if (response.getError().size() > 0) {
+    if (error.size() > 0) {
       outcome.status = "error";
-      outcome.error = response.getError().cStr();
+      outcome.error = error.cStr();
       send(id, query, partition);  // another replica while time remains
       schedule(Clock::now() + query.attempt_timeout);
-    } else {
-      const Clock::time_point now = Clock::now();
-      const double ms = std::chrono::duration<double, std::milli>(now - query.start).count();
-      cluster.record_latency(*replica, ms);
-      outcome.round_trip_ms = std::chrono::duration<double, std::milli>(now - sent).count();
-      outcome.leaf_ms = static_cast<double>(response.getLeafMicros()) / 1000;
-      outcome.status = "ok";
-      outcome.replica = replica->endpoint;
-      outcome.error.clear();
-      outcome.took_ms = ms;
-      outcome.and_matches = response.getAndMatches();
-      outcome.hits.reserve(response.getHits().size());
-      const auto text = [](capnp::Text::Reader t) { return std::string_view(t.cStr(), t.size()); };
-      for (auto hit : response.getHits()) {
-        outcome.hits.push_back(
-            {hit.getDoc(), hit.getScore(), text(hit.getExternalId()), text(hit.getTitle()), text(hit.getUrl())});
-      }
-      outcome.reply = std::move(reader);  // keeps the hits' strings
+      return nullptr;
     }
-    if (query.pending.empty()) finish(id);
+    const Clock::time_point now = Clock::now();
+    const double ms = std::chrono::duration<double, std::milli>(now - query.start).count();
+    cluster.record_latency(*replica, ms);
+    outcome.round_trip_ms = std::chrono::duration<double, std::milli>(now - sent).count();
+    outcome.leaf_ms = static_cast<double>(leaf_micros) / 1000;
+    outcome.status = "ok";
+    outcome.replica = replica->endpoint;
+    outcome.error.clear();
+    outcome.took_ms = ms;
+    return &outcome;
+  }
+
+  void finish_if_answered(uint64_t id) {
+    auto found = queries.find(id);
+    if (found != queries.end() && found->second.pending.empty()) finish(id);
+  }
+
+  static std::string_view text(capnp::Text::Reader t) { return std::string_view(t.cStr(), t.size()); }
+
+  void on_reply(protocol::SearchResponse::Reader response, std::shared_ptr<const transfer::FrameReader> reader) {
+    const uint64_t id = response.getQueryId();
+    const uint32_t partition = response.getPartition();
+    if (PartitionOutcome* outcome = settle(id, partition, response.getError(), response.getLeafMicros())) {
+      outcome->and_matches = response.getAndMatches();
+      outcome->hits.reserve(response.getHits().size());
+      for (auto hit : response.getHits()) {
+        outcome->hits.push_back({hit.getDoc(), hit.getScore(), text(hit.getExternalId()), text(hit.getTitle()),
+                                 text(hit.getUrl()), partition});
+      }
+      outcome->reply = std::move(reader);  // keeps the hits' strings
+    }
+    finish_if_answered(id);
+  }
+
+  void on_documents(protocol::DocumentsReply::Reader response, std::shared_ptr<const transfer::FrameReader> reader) {
+    const uint64_t id = response.getQueryId();
+    if (PartitionOutcome* outcome = settle(id, response.getPartition(), response.getError(), 0)) {
+      outcome->fetched.reserve(response.getDocuments().size());
+      for (auto doc : response.getDocuments()) {
+        outcome->fetched.push_back({doc.getFound(), doc.getHasSnippet(), doc.getDoc(), text(doc.getId()),
+                                    text(doc.getSource()), text(doc.getSnippet())});
+      }
+      outcome->reply = std::move(reader);  // keeps the documents' strings
+    }
+    finish_if_answered(id);
   }
 
   // Attempts silent too long go to another replica; queries past their deadline end partial.

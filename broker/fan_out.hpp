@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -27,6 +28,15 @@ struct BrokerHit {
   DocId doc;
   float score;
   std::string_view id, title, url;
+  uint32_t partition = 0;  // the one that answered it
+};
+
+// A document a DocumentsRequest brought back (common/protocol/search.capnp FetchedDocument); its
+// strings point into the reply, as a hit's do.
+struct FetchedHit {
+  bool found = false, has_snippet = false;
+  DocId doc = 0;
+  std::string_view id, source, snippet;
 };
 
 struct PartitionOutcome {
@@ -40,6 +50,7 @@ struct PartitionOutcome {
   double leaf_ms = 0;        // of that, in the leaf (its queues and search; 0 from older leaves)
   uint64_t and_matches = 0;
   std::vector<BrokerHit> hits;
+  std::vector<FetchedHit> fetched;                     // a documents request's, in its order
   std::shared_ptr<const transfer::FrameReader> reply;  // the reply the hits' strings point into
 };
 
@@ -49,11 +60,25 @@ struct FanOutResult {
   int retries = 0;
 };
 
+// The fetch phase of a search and reads by id (query then fetch): what to ask each partition.
+struct DocumentsPlan {
+  // By partition, the docIDs its search reply gave and their external ids; only these partitions
+  // are asked. Empty: every partition is asked for `ids` by id.
+  std::map<uint32_t, std::vector<std::pair<DocId, std::string>>> hits;
+  std::vector<std::string> ids;
+  bool source = false;             // the stored forms
+  std::vector<std::string> terms;  // analyzed query terms to highlight; empty: no snippets
+  std::string field = "body";
+  uint32_t length = 160;
+  std::string pre_tag = "<em>", post_tag = "</em>";
+};
+
 struct FanOutRequest {
   std::vector<QueryTerm> terms;  // distinct terms with how often the query holds each
   QueryMode mode = QueryMode::kOr;
   size_t k = 10;
-  std::chrono::milliseconds timeout{1000};  // for the whole query, retries included
+  std::chrono::milliseconds timeout{1000};           // for the whole query, retries included
+  std::shared_ptr<const DocumentsPlan> documents{};  // set: a documents request instead of a search
 };
 
 using FanOutDone = std::function<void(FanOutResult)>;

@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 
 #include "broker/fan_out.hpp"
+#include "broker/fetch_phase.hpp"
+#include "broker/search_params.hpp"
 #include "common/analysis/analyzer.hpp"
 #include "common/util/utf8.hpp"
 #include "common/metrics/metrics_text.hpp"
@@ -22,9 +24,7 @@ std::string json_text(const nlohmann::json& value) {
   return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-http::Response error(int status, const std::string& message) {
-  return {status, "application/json", json_text(nlohmann::json{{"error", message}})};
-}
+http::Response error(int status, const std::string& message) { return json_error(status, message); }
 
 // One analyzer per thread and analyzer version (libstemmer state is not shared). Its stem cache
 // holds at most 2^15 words between trims (~3.4 MB a thread; the analyzer's default, 2^18 for an
@@ -39,106 +39,6 @@ Analyzer& analyzer_for(const std::string& version) {
     current = version;
   }
   return *analyzer;
-}
-
-// A search's parameters as the client sent them, before analysis.
-struct SearchParams {
-  std::string q;
-  std::string mode = "or";
-  size_t k = 10;
-  size_t offset = 0;   // hits of the ranking skipped: a page past the first
-  uint64_t after = 0;  // read-your-writes: answered once every partition serves the writes up to here
-};
-
-constexpr const char* kSearchParams = "q, k, offset, mode, after";
-
-// `after`: a write's sequence, a whole number of up to 19 digits.
-std::optional<uint64_t> text_sequence(const std::string& text) {
-  if (text.empty() || text.size() > 19 ||
-      !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-    return std::nullopt;
-  }
-  return std::stoull(text);
-}
-
-// A GET parameter as a whole number; nullopt when it is not one.
-std::optional<size_t> text_count(const std::string& text) {
-  if (text.empty() || text.size() > 9 ||
-      !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-    return std::nullopt;
-  }
-  return std::stoul(text);
-}
-
-// A JSON body's field as a whole number; nullopt when it is not one (a float, a string, negative).
-std::optional<size_t> json_count(const nlohmann::json& value) {
-  if (!value.is_number_integer() || value.get<int64_t>() < 0) return std::nullopt;
-  return static_cast<size_t>(value.get<int64_t>());
-}
-
-// `k` or `offset` (`name`), read from either source as `count`, into `params` if in range.
-std::optional<http::Response> set_count(const std::string& name, std::optional<size_t> count, size_t max_k,
-                                        SearchParams& params) {
-  const bool is_k = name == "k";
-  const size_t least = is_k ? 1 : 0, most = is_k ? max_k : max_k - 1;
-  if (!count || *count < least || *count > most) {
-    return error(400, name + " must be an integer from " + std::to_string(least) + " to " + std::to_string(most));
-  }
-  (is_k ? params.k : params.offset) = *count;
-  return std::nullopt;
-}
-
-// `params` from a GET's query string or a POST's JSON body. An unknown parameter is refused, not
-// ignored: a misspelt `offest` or `size` would otherwise return the first page as if it were the
-// one asked for (Elasticsearch refuses them the same way).
-std::optional<http::Response> read_search_params(const http::Request& request, size_t max_k, SearchParams& params) {
-  if (request.method == "GET") {
-    if (!request.query_ok) return error(400, "malformed query string (bad percent-encoding)");
-    for (const auto& [name, value] : request.query) {
-      if (name == "q") {
-        params.q = value;
-      } else if (name == "mode") {
-        params.mode = value;
-      } else if (name == "k" || name == "offset") {
-        if (auto refused = set_count(name, text_count(value), max_k, params)) return refused;
-      } else if (name == "after") {
-        const auto sequence = text_sequence(value);
-        if (!sequence) return error(400, "after must be a write's sequence, a whole number");
-        params.after = *sequence;
-      } else {
-        return error(400, "unknown parameter '" + name + "' (accepted: " + kSearchParams + ")");
-      }
-    }
-  } else {
-    nlohmann::json body;
-    try {
-      body = nlohmann::json::parse(request.body);
-    } catch (const nlohmann::json::exception&) {
-      return error(400, "the body is not valid JSON");
-    }
-    if (!body.is_object() || !body.contains("q") || !body["q"].is_string())
-      return error(400, "the body needs a string \"q\"");
-    for (const auto& [name, value] : body.items()) {
-      if (name == "q") {
-        params.q = value.get<std::string>();
-      } else if (name == "mode") {
-        if (!value.is_string()) return error(400, "\"mode\" must be a string");
-        params.mode = value.get<std::string>();
-      } else if (name == "k" || name == "offset") {
-        if (auto refused = set_count(name, json_count(value), max_k, params)) return refused;
-      } else if (name == "after") {
-        if (!value.is_number_unsigned()) return error(400, "\"after\" must be a write's sequence, a whole number");
-        params.after = value.get<uint64_t>();
-      } else {
-        return error(400, "unknown field \"" + name + "\" (accepted: " + kSearchParams + ")");
-      }
-    }
-  }
-  if (params.offset + params.k > max_k) {
-    return error(400, "offset + k must be at most " + std::to_string(max_k) +
-                          " (--max-k): a page that deep costs every leaf offset + k hits");
-  }
-  return std::nullopt;
 }
 
 }  // namespace
@@ -307,6 +207,11 @@ void SearchApi::handle(const http::Request& request, http::Respond respond) {
   // Admitted on its header already where the server asks admit(); checked again for any other.
   if (std::optional<http::Response> refusal = admit(request)) return respond(std::move(*refusal));
   if (request.path == "/search") return search(request, std::move(respond));
+  // A document's read needs no indexer: the leaves hold the stored documents.
+  if (request.method == "GET" || request.method == "HEAD") {
+    if (std::optional<std::string> id = DocumentApi::document_path_id(request.path))
+      return get_document(request, *id, std::move(respond));
+  }
   if (DocumentApi::serves(request.path)) {
     if (options_.documents == nullptr)
       return respond_counted("/indexes", respond,
@@ -410,10 +315,10 @@ void SearchApi::watch_writes() {
     }
     if (ready.empty() && late.empty()) continue;
     lock.unlock();
-    for (AfterWaiter& waiter : ready) search(waiter.request, std::move(waiter.respond));
+    for (AfterWaiter& waiter : ready) handle(waiter.request, std::move(waiter.respond));
     for (AfterWaiter& waiter : late) {
       cluster_.serves_writes(waiter.after, &behind);
-      respond_counted("/search", waiter.respond,
+      respond_counted(waiter.request.path == "/search" ? "/search" : "/indexes", waiter.respond,
                       error(504, "the writes up to " + std::to_string(waiter.after) + " were not searchable within " +
                                      std::to_string(options_.after_wait.count()) + " ms: " + behind));
     }
@@ -471,6 +376,10 @@ void SearchApi::search(const http::Request& request, http::Respond respond) {
   for (const QueryTerm& term : terms) key += term.text + ' ' + std::to_string(term.count) + ' ';
   key += "|" + mode_text + "|" + std::to_string(k) + "|" + std::to_string(offset) + "|" +
          std::to_string(cluster_.generation_signature());
+  if (params.fetches()) {  // what the fetch phase adds to the answer
+    key += "|" + std::to_string(params.source) + "|" + params.snippet + "|" + std::to_string(params.snippet_length) +
+           "|" + params.highlight_pre + "|" + params.highlight_post;
+  }
   // `ms`: the answer's time, where the caller has taken it already (its stages add up to it).
   const auto answer = [this, start](const std::string& core, bool cached, double ms = -1) {
     if (ms < 0) ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
@@ -495,50 +404,117 @@ void SearchApi::search(const http::Request& request, http::Respond respond) {
   // global top offset + k, of which the page is the last k (ties go to the lower docID, so pages
   // tile the ranking without gaps or repeats).
   FanOutRequest fan_out_request{terms, mode, offset + k, options_.timeout};
-  // Runs on this I/O thread's loop once every partition answered or the deadline passed.
-  auto done = [this, reply, answer, key, q, terms, mode_text, k, offset, start](FanOutResult result) {
+  auto shown = std::make_shared<const ShownSearch>(ShownSearch{params, terms, mode_text, key, start});
+  // Runs on this I/O thread's loop once every partition answered or the deadline passed; with
+  // stored documents or snippets asked for, the page's hits are fetched (fetch_phase.hpp) first.
+  auto done = [this, reply, answer, shown](FanOutResult result) {
     retries_.Increment(result.retries);
     if (result.partial) partials_.Increment();
-    // Keys in alphabetical order, as the answers were written before (nlohmann's objects).
-    JsonWriter json;
-    json.begin_object();
-    uint64_t matches = 0;
-    for (const PartitionOutcome& outcome : result.partitions) matches += outcome.and_matches;
-    json.key("and_matches").value(matches).key("hits").begin_array();
-    const std::vector<const BrokerHit*> ranked = merge_hits(result, offset + k);
-    for (size_t i = offset; i < ranked.size(); ++i) {
-      const BrokerHit& hit = *ranked[i];
-      json.begin_object().key("id").value(hit.id).key("score").value(static_cast<double>(hit.score));
-      json.key("title").value(hit.title).key("url").value(hit.url).end_object();
-    }
-    json.end_array().key("k").value(static_cast<uint64_t>(k)).key("mode").value(mode_text);
-    json.key("offset")
-        .value(static_cast<uint64_t>(offset))
-        .key("partial")
-        .value(result.partial)
-        .key("partitions")
-        .begin_array();
-    for (const PartitionOutcome& outcome : result.partitions) {
-      json.begin_object().key("attempts").value(outcome.attempts);
-      if (!outcome.error.empty()) json.key("error").value(outcome.error);
-      json.key("partition").value(static_cast<uint64_t>(outcome.partition)).key("replica").value(outcome.replica);
-      json.key("status").value(outcome.status).key("took_ms").value(outcome.took_ms).end_object();
-      if (outcome.status == "ok") leaf_latency(outcome.replica).Observe(outcome.took_ms / 1000);
-    }
-    json.end_array().key("query").value(q).key("term_counts").begin_array();
-    for (const QueryTerm& term : terms) json.value(static_cast<uint64_t>(term.count));
-    json.end_array().key("terms").begin_array();
-    for (const QueryTerm& term : terms) json.value(term.text);
-    json.end_array().end_object();
-    const std::string body = json.take();
-    const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-    if (!result.partial) {
-      cache_.put(key, body);  // partial answers are never cached
-      observe_stages(result, ms);
-    }
-    reply(answer(body, false, ms));
+    auto searched = std::make_shared<FanOutResult>(std::move(result));
+    const std::vector<const BrokerHit*> ranked = merge_hits(*searched, shown->params.offset + shown->params.k);
+    const std::vector<const BrokerHit*> page(
+        ranked.begin() + static_cast<std::ptrdiff_t>(std::min(shown->params.offset, ranked.size())), ranked.end());
+    const auto finish = [this, reply, answer, shown, searched, page](const FanOutResult* fetched) {
+      const FetchedDocuments documents = fetched ? FetchedDocuments(*fetched) : FetchedDocuments(FanOutResult{});
+      const bool partial = searched->partial || (fetched && documents.partial());
+      const std::string body = search_body(*shown, *searched, page, fetched ? &documents : nullptr, partial);
+      const double ms = std::chrono::duration<double, std::milli>(Clock::now() - shown->start).count();
+      if (!partial) {
+        cache_.put(shown->key, body);  // partial answers are never cached
+        if (!fetched) observe_stages(*searched, ms);
+      }
+      reply(answer(body, false, ms));
+    };
+    std::shared_ptr<const DocumentsPlan> plan = plan_fetch(page, shown->params, shown->terms);
+    if (!plan) return finish(nullptr);
+    const auto left =
+        options_.timeout - std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - shown->start);
+    FanOutRequest fetch{{}, QueryMode::kOr, 0, std::max(left, std::chrono::milliseconds(1)), std::move(plan)};
+    fan_out_.submit(std::move(fetch), [finish](FanOutResult fetched) { finish(&fetched); });
   };
   fan_out_.submit(std::move(fan_out_request), std::move(done));
+}
+
+std::string SearchApi::search_body(const ShownSearch& shown, const FanOutResult& result,
+                                   const std::vector<const BrokerHit*>& page, const FetchedDocuments* fetched,
+                                   bool partial) {
+  // Keys in alphabetical order, as the answers were written before (nlohmann's objects).
+  JsonWriter json;
+  json.begin_object();
+  uint64_t matches = 0;
+  for (const PartitionOutcome& outcome : result.partitions) matches += outcome.and_matches;
+  json.key("and_matches").value(matches).key("hits").begin_array();
+  for (const BrokerHit* hit : page) write_hit(json, *hit, fetched, shown.params);
+  json.end_array().key("k").value(static_cast<uint64_t>(shown.params.k)).key("mode").value(shown.mode_text);
+  json.key("offset")
+      .value(static_cast<uint64_t>(shown.params.offset))
+      .key("partial")
+      .value(partial)
+      .key("partitions")
+      .begin_array();
+  for (const PartitionOutcome& outcome : result.partitions) {
+    json.begin_object().key("attempts").value(outcome.attempts);
+    if (!outcome.error.empty()) json.key("error").value(outcome.error);
+    json.key("partition").value(static_cast<uint64_t>(outcome.partition)).key("replica").value(outcome.replica);
+    json.key("status").value(outcome.status).key("took_ms").value(outcome.took_ms).end_object();
+    if (outcome.status == "ok") leaf_latency(outcome.replica).Observe(outcome.took_ms / 1000);
+  }
+  json.end_array().key("query").value(shown.params.q).key("term_counts").begin_array();
+  for (const QueryTerm& term : shown.terms) json.value(static_cast<uint64_t>(term.count));
+  json.end_array().key("terms").begin_array();
+  for (const QueryTerm& term : shown.terms) json.value(term.text);
+  json.end_array().end_object();
+  return json.take();
+}
+
+void SearchApi::get_document(const http::Request& request, const std::string& id, http::Respond respond) {
+  const auto reply = [this, respond](http::Response response) {
+    respond_counted("/indexes", respond, std::move(response));
+  };
+  if (id.size() > 512) return reply(error(400, "not a document id: more than 512 bytes"));
+  uint64_t after = 0;
+  for (const auto& [name, value] : request.query) {
+    if (name != "after") return reply(error(400, "unknown parameter '" + name + "' (accepted: after)"));
+    if (value.empty() || value.size() > 19 || value.find_first_not_of("0123456789") != std::string::npos)
+      return reply(error(400, "after must be a write's sequence, a whole number"));
+    after = std::stoull(value);
+  }
+  // Read-your-writes, as for a search: answered once every partition serves the writes up to `after`.
+  if (after > 0 && !cluster_.serves_writes(after)) return wait_for_writes(request, after, std::move(respond));
+  if (!cluster_.ready())
+    return reply(
+        {503, "application/json", error(503, "no leaf serves the index yet; retry").body, {{"Retry-After", "1"}}});
+  if (fan_out_.in_flight() >= options_.max_in_flight) {
+    return reply(refuse("in_flight", "overloaded: " + std::to_string(options_.max_in_flight) +
+                                         " queries in flight (--max-in-flight); retry"));
+  }
+  // Asked of every partition: a document's partition follows from how the generation was built.
+  auto plan = std::make_shared<DocumentsPlan>();
+  plan->ids = {id};
+  plan->source = true;
+  FanOutRequest fetch{{}, QueryMode::kOr, 0, options_.timeout, std::move(plan)};
+  fan_out_.submit(std::move(fetch), [reply, id](FanOutResult result) {
+    std::string silent;
+    for (const PartitionOutcome& outcome : result.partitions) {
+      if (outcome.status != "ok") silent += (silent.empty() ? "" : ", ") + std::to_string(outcome.partition);
+      for (const FetchedHit& hit : outcome.fetched) {
+        if (!hit.found) continue;
+        if (hit.source.empty()) {
+          return reply({200, "application/json",
+                        nlohmann::json{{"id", id}, {"stored", false}}.dump(-1, ' ', false,
+                                                                           nlohmann::json::error_handler_t::replace)});
+        }
+        return reply({200, "application/json", std::string(hit.source)});
+      }
+    }
+    if (!silent.empty()) {
+      return reply({503,
+                    "application/json",
+                    error(503, "partitions " + silent + " did not answer: the document may be there; retry").body,
+                    {{"Retry-After", "1"}}});
+    }
+    reply(error(404, "no document with id \"" + id + "\""));
+  });
 }
 
 }  // namespace warp

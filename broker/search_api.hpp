@@ -24,11 +24,14 @@
 #include "broker/cluster.hpp"
 #include "broker/document_api.hpp"
 #include "broker/fan_out.hpp"
+#include "broker/search_params.hpp"
 #include "broker/result_cache.hpp"
 #include "common/http/http_server.hpp"
 #include "common/http/io_pool.hpp"
 
 namespace warp {
+
+class FetchedDocuments;
 
 struct SearchApiOptions {
   std::chrono::milliseconds timeout{1000};  // per query, fan-out included
@@ -86,6 +89,17 @@ class SearchApi {
   void respond_counted(const std::string& endpoint, const http::Respond& respond, http::Response response);
   http::Response refuse(const std::string& reason, const std::string& message);
   void observe_stages(const FanOutResult& result, double total_ms);
+  // A search as its answer shows it (what the fan-out's callbacks carry).
+  struct ShownSearch {
+    SearchParams params;
+    std::vector<QueryTerm> terms;
+    std::string mode_text, key;
+    std::chrono::steady_clock::time_point start;
+  };
+  std::string search_body(const ShownSearch& shown, const FanOutResult& result,
+                          const std::vector<const BrokerHit*>& page, const FetchedDocuments* fetched, bool partial);
+  // GET /indexes/default/documents/{id}: the stored document, read from the leaves.
+  void get_document(const http::Request& request, const std::string& id, http::Respond respond);
 
   SearchApiOptions options_;
   Cluster& cluster_;

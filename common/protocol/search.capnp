@@ -16,7 +16,42 @@ struct LeafRequest {
   union {
     search @0 :SearchRequest;
     status @1 :Void;
+    documents @2 :DocumentsRequest;
   }
+}
+
+# The fetch phase of a search (query then fetch: only the final page's hits, after the broker's
+# merge) and the read of a document by id: stored forms and snippets from one partition.
+struct DocumentsRequest {
+  queryId @0 :UInt64;
+  partition @1 :UInt32;
+  docs @2 :List(UInt32);     # the hits' docIDs as the partition's search reply gave them
+  ids @3 :List(Text);        # each one's external id; with no docs, the documents are looked up by id
+  source @4 :Bool;           # each document's stored form
+  terms @5 :List(Text);      # analyzed query terms to highlight; none: no snippet
+  snippetField @6 :Text;     # the stored form's field the snippet is taken from
+  snippetLength @7 :UInt32;  # characters
+  preTag @8 :Text;
+  postTag @9 :Text;
+  deadlineMicros @10 :UInt64;
+}
+
+struct FetchedDocument {
+  found @0 :Bool;            # the partition holds it now (a document deleted since the search: false)
+  doc @1 :UInt32;
+  id @2 :Text;
+  source @3 :Text;           # asked for and kept: the stored form
+  snippet @4 :Text;
+  hasSnippet @5 :Bool;       # the field is in the stored form (snippet may still be empty: an empty field)
+}
+
+struct DocumentsReply {
+  queryId @0 :UInt64;
+  partition @1 :UInt32;
+  generation @2 :UInt64;
+  documents @3 :List(FetchedDocument);  # in the request's order
+  error @4 :Text;
+  writeSequence @5 :UInt64;  # the writes through the API the answer holds
 }
 
 struct SearchRequest {
@@ -67,5 +102,6 @@ struct LeafReply {
   union {
     search @0 :SearchResponse;
     status @1 :LeafStatus;
+    documents @2 :DocumentsReply;
   }
 }

@@ -7,6 +7,12 @@
 
 namespace warp {
 
+JsonWriter& JsonWriter::raw(std::string_view json) {
+  separate();
+  out_.append(json);
+  return *this;
+}
+
 void append_json_string(std::string& out, std::string_view text) {
   static constexpr char kHex[] = "0123456789abcdef";
   out.reserve(out.size() + text.size() + 2);

@@ -25,6 +25,9 @@ class JsonWriter {
   JsonWriter& value(uint64_t number);
   JsonWriter& value(int number) { return value(static_cast<int64_t>(number)); }
   JsonWriter& value(bool truth);
+  // A value that is JSON text already (a stored document), written as it is: the caller vouches
+  // for it.
+  JsonWriter& raw(std::string_view json);
 
   const std::string& text() const { return out_; }
   std::string take() { return std::move(out_); }

@@ -198,6 +198,22 @@ void LiveWrites::absorb(size_t from) {
   }
 }
 
+LeafServer::WrittenCopy LiveWrites::written(std::string_view id) const {
+  LeafServer::WrittenCopy copy;
+  // What is served is the generation alone.
+  if (writes_.empty() || waiting_for_generation() || base_->partitions.empty()) return copy;
+  auto it = latest_.find(id);
+  if (it == latest_.end() || it->second < writes_.front().sequence) return copy;
+  const LoggedWrite& write = writes_[static_cast<size_t>(it->second - writes_.front().sequence)];
+  copy.written = true;
+  copy.put = write.kind == LoggedWrite::Kind::kPut;
+  if (copy.put) {
+    copy.partition = live_partition_of(write.id, base_->partitions.front()->view().meta.partition_count);
+    copy.source = write.source;
+  }
+  return copy;
+}
+
 std::shared_ptr<const LoadedIndex> LiveWrites::snapshot() const {
   if (writes_.empty() || waiting_for_generation()) return base_;
   auto live = std::make_shared<LoadedIndex>();

@@ -33,6 +33,8 @@ class LiveWrites {
   // no write applies until that generation is served.
   bool waiting_for_generation() const { return base_ && base_->generation < epoch_; }
   size_t writes_held() const { return writes_.size(); }
+  // The last write of `id` among those served (LeafServer::written).
+  LeafServer::WrittenCopy written(std::string_view id) const;
 
  private:
   // A partition's documents written in a run of sequences: a segment, each document's write, and

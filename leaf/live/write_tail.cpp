@@ -47,6 +47,7 @@ WriteTail::WriteTail(TailOptions options, LeafServer& server, prometheus::Regist
     held_.Set(static_cast<double>(live->writes_held()));
     return served;
   });
+  server_.set_written_lookup([live](std::string_view id) { return live->written(id); });
   thread_ = std::thread([this] { run(); });
 }
 

@@ -7,12 +7,15 @@
 #include <string>
 
 #include "leaf/query/query_processor.hpp"
+#include "leaf/service/documents_request.hpp"
 #include "leaf/service/leaf_server.hpp"
 
 namespace warp {
 
 struct LeafServer::Request {
-  bool search = false;  // false: `reply` holds the answer already (a status, an error)
+  bool search = false;     // false (and not `documents`): `reply` holds the answer already (a status, an error)
+  bool documents = false;  // a DocumentsRequest, `ask`, for a worker (RocksDB reads, snippets)
+  DocumentsAsk ask;
   std::string reply;
   std::chrono::steady_clock::time_point arrival;
   std::shared_ptr<const LoadedIndex> index;  // the generation it reads, to the end

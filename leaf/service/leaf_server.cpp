@@ -146,6 +146,11 @@ LeafServer::LeafServer(LeafOptions options, std::shared_ptr<prometheus::Registry
                            .Help("Searches answered on the front-end thread (few postings), without a worker hand-off")
                            .Register(*registry)
                            .Add({})),
+      fetched_documents_(prometheus::BuildCounter()
+                             .Name("warpsearch_leaf_fetched_documents_total")
+                             .Help("Documents asked for by fetch phases and reads by id (stored forms, snippets)")
+                             .Register(*registry)
+                             .Add({})),
       latency_cpu_(prometheus::BuildHistogram()
                        .Name("warpsearch_leaf_query_seconds")
                        .Help("Query time in the leaf by processor")
@@ -283,6 +288,16 @@ void LeafServer::install(std::shared_ptr<const LoadedIndex> index) {
 void LeafServer::set_over_base(OverBase over) {
   std::lock_guard<std::mutex> live(live_mutex_);
   over_base_ = std::move(over);
+}
+
+void LeafServer::set_written_lookup(WrittenLookup lookup) {
+  std::lock_guard<std::mutex> live(live_mutex_);
+  written_lookup_ = std::move(lookup);
+}
+
+LeafServer::WrittenCopy LeafServer::written(std::string_view id) const {
+  std::lock_guard<std::mutex> live(live_mutex_);
+  return written_lookup_ ? written_lookup_(id) : WrittenCopy{};
 }
 
 void LeafServer::serve_live(const std::function<std::shared_ptr<const LoadedIndex>()>& make) {

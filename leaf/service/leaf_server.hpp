@@ -109,6 +109,16 @@ class LeafServer {
   // never cross. base_index() is the generation last swapped in.
   using OverBase = std::function<std::shared_ptr<const LoadedIndex>(std::shared_ptr<const LoadedIndex>)>;
   void set_over_base(OverBase over);
+  // The last write through the API of a document id that the served writes hold (none where the
+  // generation's copy, if any, is current): a put with its stored form and partition, or a delete.
+  struct WrittenCopy {
+    bool written = false, put = false;
+    uint32_t partition = 0;
+    std::string source;
+  };
+  using WrittenLookup = std::function<WrittenCopy(std::string_view id)>;
+  void set_written_lookup(WrittenLookup lookup);  // called under the live lock, as `over` is
+  WrittenCopy written(std::string_view id) const;
   void serve_live(const std::function<std::shared_ptr<const LoadedIndex>()>& make);
   std::shared_ptr<const LoadedIndex> base_index() const;
   bool ready() const { return index() != nullptr; }
@@ -131,6 +141,7 @@ class LeafServer {
   // once for the inline decision, the scheduler and the processor.
   struct Request;
   Request read_request(std::string_view bytes, std::chrono::steady_clock::time_point arrival);
+  std::string answer_documents(const Request& request);
   // A status or error, and where --inline-max-postings allows, a search over few postings: answered
   // on the front end (the hand-offs to and from a worker would cost more than the search).
   bool answers_inline(const Request& request);
@@ -158,6 +169,7 @@ class LeafServer {
   std::shared_ptr<const LoadedIndex> index_;
   mutable std::mutex live_mutex_;  // the two below, and the order of swaps and live installs
   OverBase over_base_;
+  WrittenLookup written_lookup_;
   std::shared_ptr<const LoadedIndex> base_;
   void install(std::shared_ptr<const LoadedIndex> index);
   std::atomic<bool> stop_{false};
@@ -201,6 +213,7 @@ class LeafServer {
   prometheus::Counter& malformed_;
   prometheus::Counter& overloaded_;
   prometheus::Counter& answered_inline_;
+  prometheus::Counter& fetched_documents_;
   prometheus::Histogram& latency_cpu_;
   prometheus::Histogram& latency_gpu_;
   prometheus::Gauge& queue_depth_;

@@ -2,6 +2,7 @@
 // path): a request is read once (read_request: checked, its query prepared on its partition), then
 // answered inline, by a worker, or by the scheduler (answer).
 #include <future>
+#include <optional>
 
 #include "common/protocol/search.capnp.h"
 #include "common/transfer/capnp_frames.hpp"
@@ -64,6 +65,44 @@ std::string search_reply(const LoadedIndex& index, size_t slot, uint64_t query_i
   return flat_bytes(builder);
 }
 
+std::string documents_error(uint64_t query_id, uint32_t partition_id, const std::string& why) {
+  capnp::MallocMessageBuilder builder(kSmallFirstSegmentWords);
+  auto reply = builder.initRoot<protocol::LeafReply>().initDocuments();
+  reply.setQueryId(query_id);
+  reply.setPartition(partition_id);
+  reply.setError(why);
+  return flat_bytes(builder);
+}
+
+// The slot of partition `id` in `index`; partitions.size() when the leaf does not serve it.
+size_t slot_of(const LoadedIndex& index, uint32_t id) {
+  for (size_t i = 0; i < index.partitions.size(); ++i)
+    if (index.partitions[i]->view().meta.partition_id == id) return i;
+  return index.partitions.size();
+}
+
+constexpr size_t kMaxSnippetLength = 10000, kMaxTagBytes = 256;
+
+// A DocumentsRequest's ask; the reason it is refused, if it is.
+std::optional<std::string> read_ask(protocol::DocumentsRequest::Reader frame, DocumentsAsk& ask) {
+  for (uint32_t doc : frame.getDocs()) ask.docs.push_back(doc);
+  for (auto id : frame.getIds()) ask.ids.emplace_back(id.cStr(), id.size());
+  if (!ask.docs.empty() && !ask.ids.empty() && ask.ids.size() != ask.docs.size())
+    return "ids must be absent or one per doc";
+  if (std::max(ask.docs.size(), ask.ids.size()) > kMaxTopK)
+    return "at most " + std::to_string(kMaxTopK) + " documents a request";
+  ask.source = frame.getSource();
+  for (auto term : frame.getTerms()) ask.terms.emplace_back(term.cStr(), term.size());
+  ask.field = frame.getSnippetField().cStr();
+  ask.snippet.length = frame.getSnippetLength();
+  ask.snippet.pre_tag = frame.getPreTag().cStr();
+  ask.snippet.post_tag = frame.getPostTag().cStr();
+  if (ask.snippet.length > kMaxSnippetLength || ask.snippet.pre_tag.size() > kMaxTagBytes ||
+      ask.snippet.post_tag.size() > kMaxTagBytes)
+    return "snippet length at most 10000 and tags at most 256 bytes";
+  return std::nullopt;
+}
+
 std::string search_error(uint64_t query_id, uint32_t partition_id, const std::string& why) {
   capnp::MallocMessageBuilder builder(kSmallFirstSegmentWords);
   auto response = builder.initRoot<protocol::LeafReply>().initSearch();
@@ -101,6 +140,24 @@ LeafServer::Request LeafServer::read_request(std::string_view bytes, std::chrono
       request.reply = flat_bytes(builder);
       return request;
     }
+    if (frame.isDocuments()) {
+      auto documents = frame.getDocuments();
+      request.query_id = documents.getQueryId();
+      request.partition_id = documents.getPartition();
+      const auto refuse = [&](const char* kind, const std::string& why) {
+        requests_.Add({{"kind", kind}}).Increment();
+        request.reply = documents_error(request.query_id, request.partition_id, why);
+        return std::move(request);
+      };
+      if (index == nullptr) return refuse("not_ready", "leaf is not ready");
+      request.slot = slot_of(*index, request.partition_id);
+      if (request.slot == index->partitions.size())
+        return refuse("bad_request", "this leaf does not serve partition " + std::to_string(request.partition_id));
+      if (auto why = read_ask(documents, request.ask)) return refuse("bad_request", *why);
+      request.budget = std::chrono::microseconds(documents.getDeadlineMicros());
+      request.documents = true;
+      return request;
+    }
     auto search = frame.getSearch();
     request.query_id = search.getQueryId();
     request.partition_id = search.getPartition();
@@ -111,10 +168,7 @@ LeafServer::Request LeafServer::read_request(std::string_view bytes, std::chrono
     };
     if (index == nullptr) return fail("not_ready", "leaf is not ready");
     if (search.getK() == 0 || search.getK() > kMaxTopK) return fail("bad_request", "k must be between 1 and 10000");
-    request.slot = index->partitions.size();
-    for (size_t i = 0; i < index->partitions.size(); ++i) {
-      if (index->partitions[i]->view().meta.partition_id == request.partition_id) request.slot = i;
-    }
+    request.slot = slot_of(*index, request.partition_id);
     if (request.slot == index->partitions.size()) {
       return fail("bad_request", "this leaf does not serve partition " + std::to_string(request.partition_id));
     }
@@ -138,6 +192,7 @@ LeafServer::Request LeafServer::read_request(std::string_view bytes, std::chrono
 }
 
 bool LeafServer::answers_inline(const Request& request) {
+  if (request.documents) return false;  // reads and snippets: a worker's
   if (!request.search) return true;
   // --processor gpu: every search on the GPU. With the scheduler (auto), a search this small is the
   // CPU's at once: it costs less than the queue hand-off the scheduler would add.
@@ -149,6 +204,7 @@ bool LeafServer::answers_inline(const Request& request) {
 
 std::optional<std::string> LeafServer::answer(Request request, std::function<void(std::string)> deliver,
                                               bool on_cpu_now) {
+  if (request.documents) return answer_documents(request);
   if (!request.search) return std::move(request.reply);
   const std::shared_ptr<const LoadedIndex> index = request.index;
   const uint64_t query_id = request.query_id;
@@ -190,6 +246,22 @@ std::optional<std::string> LeafServer::answer(Request request, std::function<voi
   } catch (...) {  // nothing may reach the top of a worker thread
     requests_.Add({{"kind", "error"}}).Increment();
     return error_reply("internal error");
+  }
+}
+
+std::string LeafServer::answer_documents(const Request& request) {
+  try {
+    if (std::chrono::steady_clock::now() - request.arrival > request.budget) {
+      requests_.Add({{"kind", "deadline"}}).Increment();
+      return documents_error(request.query_id, request.partition_id, "deadline exceeded before the fetch started");
+    }
+    requests_.Add({{"kind", "documents"}}).Increment();
+    fetched_documents_.Increment(static_cast<double>(std::max(request.ask.docs.size(), request.ask.ids.size())));
+    return documents_reply(*request.index, request.slot, request.query_id, request.partition_id, request.ask,
+                           [this](std::string_view id) { return written(id); });
+  } catch (const std::exception& e) {
+    requests_.Add({{"kind", "error"}}).Increment();
+    return documents_error(request.query_id, request.partition_id, std::string("cannot fetch: ") + e.what());
   }
 }
 
