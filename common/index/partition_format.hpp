@@ -16,7 +16,7 @@ namespace warp::partition_format {
 
 // "default" spelled out: rocksdb::kDefaultColumnFamilyName may not be constructed yet at static init.
 extern const std::vector<std::string> kFamilies;
-// kStored: each document's stored form (stored_source.hpp), ZSTD-compressed in 16 KiB blocks; read
+// kStored: each document's stored form (stored_source.hpp), ZSTD-compressed in 4 KiB blocks; read
 // per fetched hit, never loaded. Partitions written before it lack the family (readers of those
 // builds open this one's partitions and ignore it: the format version stays).
 enum Family { kDefault = 0, kMeta, kLexicon, kPostings, kDocuments, kStored };

@@ -13,7 +13,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static warp::Analyzer analyzer;
   if (size < 3) return 0;
   const std::string_view text(reinterpret_cast<const char*>(data) + 3, size - 3);
-  warp::SnippetOptions options{1 + data[0] % 200, "<em>", "</em>"};
+  warp::SnippetOptions options{static_cast<size_t>(1 + data[0] % 200), "<em>", "</em>"};
   if (data[1] & 1) options.max_scan_bytes = 1 + data[1];
   // Query terms: the analyzed words of a slice of the text.
   warp::SnippetTerms terms;
