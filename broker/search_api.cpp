@@ -7,6 +7,7 @@
 
 #include "broker/fan_out.hpp"
 #include "broker/fetch_phase.hpp"
+#include "broker/search_page.hpp"
 #include "broker/search_params.hpp"
 #include "common/analysis/analyzer.hpp"
 #include "common/util/utf8.hpp"
@@ -189,6 +190,8 @@ http::Response SearchApi::refuse(const std::string& reason, const std::string& m
 }
 
 std::optional<http::Response> SearchApi::admit(const http::Request& head) {
+  // The search page holds no data: a browser gets it without a token (its searches need one).
+  if (head.path == "/" || head.path == "/index.html") return std::nullopt;
   // Writes need a token with the write scope; everything else, read.
   const bool writes = DocumentApi::serves(head.path) && head.method != "GET" && head.method != "HEAD";
   if (options_.auth == nullptr ||
@@ -207,6 +210,19 @@ void SearchApi::handle(const http::Request& request, http::Respond respond) {
   // Admitted on its header already where the server asks admit(); checked again for any other.
   if (std::optional<http::Response> refusal = admit(request)) return respond(std::move(*refusal));
   if (request.path == "/search") return search(request, std::move(respond));
+  if (request.path == "/" || request.path == "/index.html") {
+    if (request.method != "GET" && request.method != "HEAD")
+      return respond_counted("/", respond, error(405, "use GET"));
+    // Its own policy: nothing but this page's inline style and script, and calls to this origin.
+    return respond_counted("/", respond,
+                           {200,
+                            "text/html; charset=utf-8",
+                            search_page_html(),
+                            {{"Content-Security-Policy",
+                              "default-src 'self'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; "
+                              "img-src 'self' data:; base-uri 'none'; form-action 'self'"},
+                             {"Cache-Control", "no-cache"}}});
+  }
   // A document's read needs no indexer: the leaves hold the stored documents.
   if (request.method == "GET" || request.method == "HEAD") {
     if (std::optional<std::string> id = DocumentApi::document_path_id(request.path))

@@ -14,6 +14,7 @@ pkgs=(
   iproute2 iptables
   libc-ares-dev dnsmasq-base prometheus python3-yaml
   libgoogle-perftools-dev
+  chromium chromium-driver python3-selenium  # the search page's test in a headless browser
 )
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"

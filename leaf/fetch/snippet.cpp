@@ -138,8 +138,13 @@ std::string build_snippet(std::string_view field, const SnippetTerms& terms, Ana
     return character < it->last ? it : words.end();
   };
   if (first > 0) {
+    // Starting inside a word: the whole word where the best window still fits after it, else after it.
     auto w = word_at(first);
-    if (w != words.end() && w->first < first) first = w->last;  // starts inside a word: after it
+    if (w != words.end() && w->first < first) {
+      const bool fits = best <= 0 || words[best_to - 1].last <= w->first + length;
+      first = fits ? w->first : w->last;
+      last = std::min(characters, first + length);
+    }
   }
   if (last < characters) {
     auto w = word_at(last);
