@@ -24,8 +24,8 @@ void assemble_partitions(const BuildPlan& plan, const DocTable& docs, MergeOutpu
     }
     const std::vector<uint32_t> lengths(docs.lengths().begin() + merged.bounds[p],
                                         docs.lengths().begin() + merged.bounds[p + 1]);
-    merged.assemblies[p]->finish(summary.meta, summary.terms, lengths, lexicon, {merged.documents[p]},
-                                 {merged.stored[p]});
+    merged.assemblies[p]->finish(summary.meta, summary.terms, lengths, lexicon, merged.documents[p],
+                                 merged.stored[p]);
     merged.assemblies[p].reset();
   });
   std::vector<ManifestPartition> manifest;

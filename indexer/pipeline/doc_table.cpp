@@ -30,7 +30,13 @@ DocId DocTable::add_chunk(size_t split, uint32_t seq, const std::vector<SourceDo
     records.str(doc.external_id);
     records.str(doc.title);
     records.str(doc.url);
-    records.str(store_ ? stored_source(doc) : std::string());
+    if (!store_) {
+      records.str("");
+    } else if (!doc.source.empty()) {
+      records.str(doc.source);  // as read: no copy made
+    } else {
+      records.str(stored_source(doc));
+    }
     hashes.push_back(std::hash<std::string_view>()(doc.external_id));
   }
   std::lock_guard<std::mutex> lock(mutex_);

@@ -27,8 +27,8 @@ struct MergeOutput {
   std::vector<DocId> bounds;               // partition p holds final docIDs [bounds[p], bounds[p + 1])
   std::vector<PartitionEncoder> encoders;  // by partition: its meta and document lengths
   std::vector<RangeOutput> ranges;         // in term order
-  std::vector<SstRows::Done> documents;    // by partition
-  std::vector<SstRows::Done> stored;       // by partition: the documents' stored forms
+  // By partition, its slices' files in docID order: the documents' records, and their stored forms.
+  std::vector<std::vector<SstRows::Done>> documents, stored;
   std::vector<std::unique_ptr<PartitionAssembly>> assemblies;  // by partition: the files moved in so far
 };
 
