@@ -1,7 +1,8 @@
 // libFuzzer: LeafRequest frames as a leaf's worker handles them, over a small index. The first
-// byte chooses: the raw bytes as the frame (malformed Cap'n Proto), or a well-formed request built
-// from the rest (terms, counts, mode, k, partition, deadline from the input), reaching the query
-// processors. Every answer must be a LeafReply that parses.
+// byte chooses: the raw bytes as the frame (malformed Cap'n Proto), a well-formed search built from
+// the rest (terms, counts, mode, k, partition, deadline from the input), reaching the query
+// processors, or a documents request (ids, docIDs, terms, snippet settings from the input),
+// reaching the stored forms and the snippets. Every answer must be a LeafReply that parses.
 #include <capnp/message.h>
 #include <capnp/serialize.h>
 
@@ -40,8 +41,36 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static warp::LeafServer* leaf = make_leaf();
   if (size == 0) return 0;
   std::string frame;
-  if (data[0] % 2 == 0) {
+  if (data[0] % 4 == 0) {
     frame.assign(reinterpret_cast<const char*>(data + 1), size - 1);
+  } else if (data[0] % 4 == 2) {  // a documents request: ids and terms from the words, docIDs from the bytes
+    capnp::MallocMessageBuilder builder;
+    auto documents = builder.initRoot<warp::protocol::LeafRequest>().initDocuments();
+    const std::string rest(reinterpret_cast<const char*>(data + 1), size - 1);
+    std::vector<std::string> words;
+    for (size_t start = 0, end; start < rest.size(); start = end + 1) {
+      end = std::min(rest.find(' ', start), rest.size());
+      words.push_back(rest.substr(start, end - start));
+    }
+    const uint8_t shape = size > 1 ? data[1] : 0;
+    auto ids = documents.initIds(static_cast<unsigned>(words.size()));
+    auto terms = documents.initTerms(static_cast<unsigned>(words.size()));
+    for (size_t i = 0; i < words.size(); ++i) {
+      ids.set(static_cast<unsigned>(i), words[i]);
+      terms.set(static_cast<unsigned>(i), words[i]);
+    }
+    if (shape & 1) {  // docIDs too, one per id (or one more: refused)
+      auto docs = documents.initDocs(static_cast<unsigned>(words.size() + (shape >> 7)));
+      for (unsigned i = 0; i < docs.size(); ++i) docs.set(i, i < rest.size() ? static_cast<uint8_t>(rest[i]) * 5u : i);
+    }
+    documents.setSource(shape & 2);
+    documents.setSnippetField(shape & 4 ? "body" : "title");
+    documents.setSnippetLength(shape & 8 ? 20000 : (shape >> 2) * 7u);
+    documents.setPreTag(shape & 16 ? std::string(300, '<') : "<em>");
+    documents.setPartition((shape >> 5) & 3);
+    documents.setDeadlineMicros(1000000);
+    const auto words_array = capnp::messageToFlatArray(builder);
+    frame.assign(reinterpret_cast<const char*>(words_array.asBytes().begin()), words_array.asBytes().size());
   } else {
     capnp::MallocMessageBuilder builder;
     auto search = builder.initRoot<warp::protocol::LeafRequest>().initSearch();
