@@ -125,7 +125,8 @@ std::shared_ptr<LiveWrites::Chunk> LiveWrites::build_chunk(size_t slot, const st
   for (const LoggedWrite* write : writes) {
     tokens.clear();
     for (const auto& [term, freq] : write->terms) tokens.insert(tokens.end(), freq, term);
-    DocumentRecord record{write->id, write->title, write->url, write->length, write->source};
+    // No stored form: a fetch reads the write's own (LiveWrites::written), not a second copy.
+    DocumentRecord record{write->id, write->title, write->url, write->length};
     builder.add_analyzed(record, tokens);
     records->push_back(std::move(record));
     chunk->segment->global.push_back(generation_end + static_cast<DocId>(write->sequence - base_->write_sequence));

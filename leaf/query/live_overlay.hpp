@@ -53,9 +53,7 @@ struct LiveSegment {
   // By doc of view, ascending; documents a newer generation holds (masked) all take the first
   // docID past that generation's, which no document searched has.
   std::vector<DocId> global;
-  // Its record (without the stored form), and its stored form; nullopt where it has none here.
   std::optional<DocumentRecord> document(DocId global_doc) const;
-  std::optional<std::string> source(DocId global_doc) const;
 };
 
 // The overlay of `view` at `stats` with the moved `df` (no deletions).

@@ -52,16 +52,7 @@ QueryScoring score_query(const Query& query, const IndexView& index, const LiveO
 std::optional<DocumentRecord> LiveSegment::document(DocId global_doc) const {
   auto it = std::lower_bound(global.begin(), global.end(), global_doc);
   if (it == global.end() || *it != global_doc) return std::nullopt;
-  const DocumentRecord& record = (*records)[static_cast<size_t>(it - global.begin())];
-  return DocumentRecord{record.external_id, record.title, record.url, record.length, {}};
-}
-
-std::optional<std::string> LiveSegment::source(DocId global_doc) const {
-  auto it = std::lower_bound(global.begin(), global.end(), global_doc);
-  if (it == global.end() || *it != global_doc) return std::nullopt;
-  const DocumentRecord& record = (*records)[static_cast<size_t>(it - global.begin())];
-  if (record.source.empty()) return std::nullopt;
-  return record.source;
+  return (*records)[static_cast<size_t>(it - global.begin())];
 }
 
 LiveOverlay make_overlay(const IndexView& view, const CollectionStats& stats,

@@ -76,8 +76,14 @@ std::string documents_reply(const LoadedIndex& index, size_t slot, uint64_t quer
       const DocId doc = ask.docs[i];
       out.setDoc(doc);
       const std::optional<DocumentRecord> record = index.document(slot, doc);
-      if (record && (id.empty() || record->external_id == id)) {
-        found = {true, index.source(slot, doc)};
+      const Partition& partition = *index.partitions[slot];
+      const bool in_generation = doc >= partition.view().meta.doc_begin && doc < partition.view().meta.doc_end;
+      if (record && in_generation && (id.empty() || record->external_id == id)) {
+        found = {true, partition.source(doc)};
+        out.setId(capnp::Text::Reader(record->external_id.data(), record->external_id.size()));
+      } else if (record && (id.empty() || record->external_id == id)) {
+        // Written since the generation: its stored form is its write's.
+        found = by_id(index, slot, record->external_id, written);
         out.setId(capnp::Text::Reader(record->external_id.data(), record->external_id.size()));
       } else if (!id.empty()) {
         found = by_id(index, slot, id, written);

@@ -310,15 +310,6 @@ std::shared_ptr<const LoadedIndex> LeafServer::base_index() const {
   return base_;
 }
 
-std::optional<std::string> LoadedIndex::source(size_t slot, DocId doc) const {
-  const Partition& partition = *partitions[slot];
-  if (doc >= partition.view().meta.doc_begin && doc < partition.view().meta.doc_end) return partition.source(doc);
-  if (slot < live.size())
-    for (const auto& segment : live[slot])
-      if (auto source = segment->source(doc)) return source;
-  return std::nullopt;
-}
-
 std::optional<DocumentRecord> LoadedIndex::document(size_t slot, DocId doc) const {
   if (auto record = partitions[slot]->document(doc)) return record;
   if (slot < live.size())

@@ -57,8 +57,6 @@ struct LoadedIndex {
   std::vector<std::vector<std::shared_ptr<const LiveSegment>>> live{};
   // The record of a document of the partition in `slot`: the generation's, or a written one's.
   std::optional<DocumentRecord> document(size_t slot, DocId doc) const;
-  // Its stored form (a RocksDB read for the generation's documents); nullopt where none is kept.
-  std::optional<std::string> source(size_t slot, DocId doc) const;
 };
 
 // Opens the partitions of `index_dir` whose ids are in `wanted` (all when empty) with processor
