@@ -1,6 +1,9 @@
 #include "broker/document_api.hpp"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
+#include <utility>
+#include <vector>
 
 namespace warp {
 namespace {
@@ -39,6 +42,24 @@ std::string result_name(const WriteOutcome& outcome, size_t i, bool put) {
   return put ? "put" : "deleted";
 }
 
+// Objects and arrays within objects and arrays: a document nested deeper is refused (everything
+// downstream, the indexer's log reader and the leaves' fetches, then parses a bounded document).
+constexpr size_t kMaxDepth = 32;
+size_t depth_of(const nlohmann::json& root) {
+  size_t deepest = 0;
+  std::vector<std::pair<const nlohmann::json*, size_t>> stack{{&root, 1}};
+  while (!stack.empty()) {
+    const auto [value, depth] = stack.back();
+    stack.pop_back();
+    deepest = std::max(deepest, depth);
+    if (depth > kMaxDepth) break;
+    if (value->is_structured())
+      for (const auto& child : *value)
+        if (child.is_structured()) stack.emplace_back(&child, depth + 1);
+  }
+  return deepest;
+}
+
 }  // namespace
 
 CheckedDocument check_document(std::string_view text, const std::string& path_id, size_t max_bytes) {
@@ -53,11 +74,13 @@ CheckedDocument check_document(std::string_view text, const std::string& path_id
         413, "a document of " + std::to_string(text.size()) + " bytes (at most " + std::to_string(max_bytes) + ")");
   nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
   if (doc.is_discarded() || !doc.is_object()) return refuse(400, "not a JSON object");
+  if (depth_of(doc) > kMaxDepth) return refuse(400, "nested more than " + std::to_string(kMaxDepth) + " levels deep");
+  // id, title, body and url are what is indexed: strings. Any other field is kept as it is, in the
+  // stored document (what a fetch returns), as a JSONL input's are.
   nlohmann::json clean = nlohmann::json::object();
   for (auto& [key, value] : doc.items()) {
-    if (key != "id" && key != "title" && key != "body" && key != "url")
-      return refuse(400, "unknown field \"" + key + "\" (a document holds id, title, body, url)");
-    if (!value.is_string()) return refuse(400, "\"" + key + "\" is not a string");
+    const bool indexed = key == "id" || key == "title" || key == "body" || key == "url";
+    if (indexed && !value.is_string()) return refuse(400, "\"" + key + "\" is not a string");
     clean[key] = value;
   }
   if (!path_id.empty()) {

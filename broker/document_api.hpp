@@ -6,7 +6,8 @@
 //   DELETE /indexes/default/documents/{id}
 //   GET    /indexes/default                 the write log's sequence and what the latest generation holds
 // A document is a JSON object with "id" (a non-empty string) and any of "title", "body", "url"
-// (strings); anything else in it is refused, per line. Every answer carries the sequence of its
+// (strings, the text indexed); other fields are kept in its stored form, unindexed. A document
+// nested more than 32 levels deep is refused, per line. Every answer carries the sequence of its
 // writes.
 #pragma once
 #include <functional>
@@ -39,8 +40,8 @@ class DocumentApi {
   IndexWriter& writer_;
 };
 
-// A document as the write API takes it, checked and written again as one JSON line with the
-// fields the indexer's reader takes; or the reason it is refused. `path_id`: the id the URL names
+// A document as the write API takes it, checked and written again as one JSON line (its id the
+// path's where one is given, every field kept); or the reason it is refused. `path_id`: the id the URL names
 // ("" in a bulk request).
 struct CheckedDocument {
   std::string id, line, error;

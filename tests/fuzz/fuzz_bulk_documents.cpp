@@ -1,8 +1,8 @@
 // libFuzzer: documents as the write API checks them (broker/document_api.hpp's check_document), one
 // per input line, each with and without an id from the path. A document taken must be written again
-// as one JSON object line holding only id, title, body and url, all strings, with a non-empty id of
-// at most 512 bytes (the path's, where one is given), within the size limit; a refused one must say
-// why with 400 or 413.
+// as one JSON object line holding every field of the input (id the path's where one is given),
+// id, title, body and url strings, a non-empty id of at most 512 bytes, within the size limit; a
+// refused one must say why with 400 or 413.
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -24,9 +24,14 @@ void check(std::string_view line, const std::string& path_id) {
   if (checked.line.find('\n') != std::string::npos) std::abort();  // one line of the log's JSONL
   const nlohmann::json doc = nlohmann::json::parse(checked.line, nullptr, false);
   if (doc.is_discarded() || !doc.is_object() || !doc.contains("id") || doc["id"] != checked.id) std::abort();
+  const nlohmann::json input = nlohmann::json::parse(line, nullptr, false);
   for (const auto& [key, value] : doc.items()) {
-    if ((key != "id" && key != "title" && key != "body" && key != "url") || !value.is_string()) std::abort();
+    const bool indexed = key == "id" || key == "title" || key == "body" || key == "url";
+    if (indexed && !value.is_string()) std::abort();
+    if (key != "id" && (!input.contains(key) || input[key] != value)) std::abort();  // kept as given
   }
+  for (const auto& [key, value] : input.items())
+    if (!doc.contains(key)) std::abort();  // nothing dropped
 }
 
 }  // namespace

@@ -148,7 +148,8 @@ try:
     def get(doc_id, after):
         return cluster.call("GET", "/indexes/default/documents/%s?after=%d" % (doc_id, after), timeout=30)[:2]
 
-    doc = {"id": "live-1", "title": "written", "body": "zyxunique words <b>bold</b> & more"}
+    doc = {"id": "live-1", "title": "written", "body": "zyxunique words <b>bold</b> & more", "lang": "en",
+           "year": 1990, "tags": {"a": [1, 2]}}  # fields beyond the indexed ones: stored as given
     sequence = put("live-1", doc)
     status, body = get("live-1", sequence)
     if status != 200 or json.loads(body) != doc:

@@ -87,7 +87,7 @@ try:
     lines = [json.dumps({"id": "w%d" % i, "title": "written %d" % i, "body": "wunique%d aerofoil lift" % i})
              for i in range(300)]
     lines.insert(10, "this is not json")
-    lines.insert(20, json.dumps({"id": "bad", "colour": "red"}))
+    lines.insert(20, json.dumps({"id": "bad", "title": 5, "colour": "red"}))
     lines.insert(30, json.dumps({"id": "huge", "body": "x" * (1100 * 1024)}))
     lines.insert(40, json.dumps({"title": "no id"}))
     lines.insert(50, "")

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "broker/auth_tokens.hpp"
+#include "broker/document_api.hpp"
 #include "broker/fan_out.hpp"
 #include "broker/result_cache.hpp"
 #include "common/util/status.hpp"
@@ -232,6 +233,29 @@ TEST_F(AuthTokensTest, AChangeOfContentIsSeenWhateverTheModificationTime) {
 
 TEST_F(AuthTokensTest, AnUnreadableFileAtStartIsAClearError) {
   EXPECT_THROW(AuthTokens(path_.string() + ".missing"), Error);
+}
+
+// The write API keeps every field of a document (the indexed ones strings), takes the path's id,
+// and refuses what it cannot index or what is nested too deep.
+TEST(CheckDocument, KeepsEveryFieldAndRefusesWhatItCannotIndex) {
+  const CheckedDocument kept =
+      check_document(R"({"title":"T","lang":"en","year":1990,"tags":{"a":[1,2]},"id":"x"})", "", 4096);
+  EXPECT_EQ(kept.error, "");
+  EXPECT_EQ(kept.id, "x");
+  EXPECT_EQ(kept.line, R"({"id":"x","lang":"en","tags":{"a":[1,2]},"title":"T","year":1990})");
+  EXPECT_EQ(check_document(R"({"body":"b","n":null})", "p1", 4096).line, R"({"body":"b","id":"p1","n":null})");
+  EXPECT_EQ(check_document(R"({"id":"x","body":5})", "", 4096).error, "\"body\" is not a string");
+  EXPECT_EQ(check_document(R"({"id":"x"})", "y", 4096).status, 400);
+  EXPECT_EQ(check_document(R"({"id":""})", "", 4096).status, 400);
+  EXPECT_EQ(check_document(std::string(5000, ' '), "", 4096).status, 413);
+  // 32 levels (the object and 31 arrays) taken; 33 refused.
+  const auto nested = [](int arrays) {
+    return R"({"id":"x","deep":)" + std::string(static_cast<size_t>(arrays), '[') +
+           std::string(static_cast<size_t>(arrays), ']') + "}";
+  };
+  EXPECT_EQ(check_document(nested(31), "", 4096).error, "");
+  EXPECT_EQ(check_document(nested(32), "", 4096).status, 400);
+  EXPECT_NE(check_document(nested(32), "", 4096).error.find("nested"), std::string::npos);
 }
 
 }  // namespace

@@ -1190,11 +1190,11 @@ TEST(ScheduleCoreSimulation, AProcessorWhoseModelIsFarTooHighIsProbedBackIntoUse
   ASSERT_GT(core.model(Processor::kCpu).predict(short_query), 100 * costs.cpu(short_query));
   const SimResult sim = simulate(
       core, [&](double) { return costs; },
-      mixed_arrivals(20'000, 20'000, testing::test_seed(), 20'000, 1'000'000, 1.0));
+      mixed_arrivals(20'000, 40'000, testing::test_seed(), 20'000, 1'000'000, 1.0));
   const size_t cpu = sim.answered.count(Processor::kCpu) ? sim.answered.at(Processor::kCpu) : 0;
   std::printf(
-      "after a second at 20k q/s: the CPU answered %zu of 20000 (%llu probes), predicts %.1f µs for a short query "
-      "(true %.1f)\n",
+      "after two seconds at 20k q/s: the CPU answered %zu of 40000 (%llu probes), predicts %.1f µs for a short "
+      "query (true %.1f)\n",
       cpu, (unsigned long long)core.counters().probes[0], core.model(Processor::kCpu).predict(short_query) * 1e6,
       costs.cpu(short_query) * 1e6);
   EXPECT_NEAR(core.model(Processor::kCpu).predict(short_query) / costs.cpu(short_query), 1.0, 0.25);
