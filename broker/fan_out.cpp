@@ -231,6 +231,14 @@ struct FanOut::Worker {
       list.set(static_cast<unsigned>(i), terms[i].text);
       counts.set(static_cast<unsigned>(i), terms[i].count);
     }
+    auto required = search.initRequired(static_cast<unsigned>(request.required.size()));
+    for (size_t i = 0; i < request.required.size(); ++i) required.set(static_cast<unsigned>(i), request.required[i]);
+    auto excluded = search.initExcluded(static_cast<unsigned>(request.excluded.size()));
+    for (size_t i = 0; i < request.excluded.size(); ++i) {
+      auto group = excluded.init(static_cast<unsigned>(i), static_cast<unsigned>(request.excluded[i].size()));
+      for (size_t j = 0; j < request.excluded[i].size(); ++j)
+        group.set(static_cast<unsigned>(j), request.excluded[i][j]);
+    }
     const QueryMode mode = request.mode;
     search.setMode(mode == QueryMode::kAnd  ? protocol::Mode::AND
                    : mode == QueryMode::kOr ? protocol::Mode::OR

@@ -79,6 +79,8 @@ struct FanOutRequest {
   size_t k = 10;
   std::chrono::milliseconds timeout{1000};           // for the whole query, retries included
   std::shared_ptr<const DocumentsPlan> documents{};  // set: a documents request instead of a search
+  std::vector<std::string> required{};               // the query syntax's constraints (query.hpp)
+  std::vector<std::vector<std::string>> excluded{};
 };
 
 using FanOutDone = std::function<void(FanOutResult)>;

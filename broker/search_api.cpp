@@ -10,6 +10,7 @@
 #include "broker/search_page.hpp"
 #include "broker/search_params.hpp"
 #include "common/analysis/analyzer.hpp"
+#include "common/query/query_syntax.hpp"
 #include "common/util/utf8.hpp"
 #include "common/metrics/metrics_text.hpp"
 #include "common/util/json_writer.hpp"
@@ -381,15 +382,32 @@ void SearchApi::search(const http::Request& request, http::Respond respond) {
   const std::string mode_text(to_string(mode));
   // Distinct terms with how often the query holds each: a term said twice weighs more (BM25's
   // query-term frequency), and the cache tells such queries apart.
-  const std::vector<QueryTerm> terms =
-      distinct_terms(Query(analyzer_for(cluster_.analyzer()).analyze_query(q), mode, k));
+  // The query syntax (+required, -excluded: query_syntax.hpp), or words only with syntax=plain.
+  Query query;
+  try {
+    Analyzer& analyzer = analyzer_for(cluster_.analyzer());
+    query = params.syntax ? analyze_query_syntax(q, analyzer, mode, k) : Query(analyzer.analyze_query(q), mode, k);
+  } catch (const QuerySyntaxError& e) {
+    return reply(error(400, e.what()));
+  }
+  const std::vector<QueryTerm> terms = distinct_terms(query);
   if (terms.empty()) return reply(error(400, "the query has no searchable terms"));
-  if (terms.size() > options_.max_terms) {
-    return reply(error(400, "the query has " + std::to_string(terms.size()) + " distinct terms; at most " +
+  size_t words = terms.size();
+  for (const std::vector<std::string>& group : query.excluded) words += group.size();
+  if (words > options_.max_terms) {
+    return reply(error(400, "the query has " + std::to_string(words) + " distinct and excluded terms; at most " +
                                 std::to_string(options_.max_terms) + " are accepted (--max-terms)"));
   }
   std::string key;
   for (const QueryTerm& term : terms) key += term.text + ' ' + std::to_string(term.count) + ' ';
+  if (query.constrained()) {  // terms hold no white space or control characters (the analyzer's)
+    key += "|+";
+    for (const std::string& term : query.required) key += term + ' ';
+    for (const std::vector<std::string>& group : query.excluded) {
+      key += "|-";
+      for (const std::string& term : group) key += term + ' ';
+    }
+  }
   key += "|" + mode_text + "|" + std::to_string(k) + "|" + std::to_string(offset) + "|" +
          std::to_string(cluster_.generation_signature());
   if (params.fetches()) {  // what the fetch phase adds to the answer
@@ -420,6 +438,8 @@ void SearchApi::search(const http::Request& request, http::Respond respond) {
   // global top offset + k, of which the page is the last k (ties go to the lower docID, so pages
   // tile the ranking without gaps or repeats).
   FanOutRequest fan_out_request{terms, mode, offset + k, options_.timeout};
+  fan_out_request.required = std::move(query.required);
+  fan_out_request.excluded = std::move(query.excluded);
   auto shown = std::make_shared<const ShownSearch>(ShownSearch{params, terms, mode_text, key, start});
   // Runs on this I/O thread's loop once every partition answered or the deadline passed; with
   // stored documents or snippets asked for, the page's hits are fetched (fetch_phase.hpp) first.

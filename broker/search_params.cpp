@@ -7,7 +7,7 @@ namespace warp {
 namespace {
 
 constexpr const char* kSearchParams =
-    "q, k, offset, mode, after, source, snippet, snippet_length, highlight, highlight_pre, highlight_post";
+    "q, k, offset, mode, syntax, after, source, snippet, snippet_length, highlight, highlight_pre, highlight_post";
 
 // A whole number of at most `digits` digits; nullopt when the text is not one.
 std::optional<uint64_t> text_number(const std::string& text, size_t digits) {
@@ -57,6 +57,12 @@ std::optional<std::string> set_param(const std::string& name, const Value& value
   };
   if (name == "q") return string_param(params.q, SIZE_MAX);
   if (name == "mode") return string_param(params.mode, 16);
+  if (name == "syntax") {
+    const std::optional<std::string> text = value.string();
+    if (!text || (*text != "query" && *text != "plain")) return std::string("syntax must be query or plain");
+    params.syntax = *text == "query";
+    return std::nullopt;
+  }
   if (name == "k" || name == "offset" || name == "snippet_length") {
     const bool is_k = name == "k", is_length = name == "snippet_length";
     const size_t least = is_k || is_length ? 1 : 0;

@@ -14,6 +14,7 @@ namespace warp {
 struct SearchParams {
   std::string q;
   std::string mode = "or";
+  bool syntax = true;  // q in the query syntax (query_syntax.hpp); syntax=plain: q is words only
   size_t k = 10;
   size_t offset = 0;   // hits of the ranking skipped: a page past the first
   uint64_t after = 0;  // read-your-writes: answered once every partition serves the writes up to here

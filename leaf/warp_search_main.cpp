@@ -7,6 +7,7 @@
 #include <fstream>
 #include <thread>
 
+#include "common/query/query_syntax.hpp"
 #include "common/analysis/analyzer.hpp"
 #include "common/index/index_files.hpp"
 #include "common/util/flags.hpp"
@@ -45,6 +46,9 @@ int run(int argc, char** argv) {
       .value("run", "", "write a TREC run here (qid Q0 external_id rank score warp)")
       .value("mode", "or", "and, or, or andor (AND, then OR when AND finds fewer than k)")
       .value("k", "10", "hits per query, 1..10000")
+      .value("syntax", "plain",
+             "plain (words only, as TREC topics are written) or query (the broker's query syntax: +required "
+             "-excluded, docs/api.md)")
       .value("or-algorithm", "tiles",
              "exact OR top-k by tiles (MaxScore over docID tiles), bmw (BlockMax-WAND) or maxscore")
       .value("threads", "1", "worker threads (0: all cores)")
@@ -66,6 +70,13 @@ int run(int argc, char** argv) {
   const uint64_t k = flags.count("k");
   if (k < 1 || k > warp::kMaxTopK) throw warp::Error("-k must be between 1 and 10000");
   const warp::QueryMode mode = warp::parse_query_mode(flags.get("mode"));
+  if (flags.get("syntax") != "plain" && flags.get("syntax") != "query")
+    throw warp::Error("--syntax must be plain or query");
+  const bool syntax = flags.get("syntax") == "query";
+  const auto to_query = [&](warp::Analyzer& analyze, const std::string& text) {
+    return syntax ? warp::analyze_query_syntax(text, analyze, mode, k)
+                  : warp::Query(analyze.analyze_query(text), mode, k);
+  };
   warp::OpenOptions open_options;
   for (auto [flag, value] : {std::pair{"bm25-k1", &open_options.bm25.k1}, std::pair{"bm25-b", &open_options.bm25.b},
                              std::pair{"bm25-k3", &open_options.bm25.k3}}) {
@@ -89,7 +100,7 @@ int run(int argc, char** argv) {
 
   if (!flags.get("query").empty()) {
     warp::Analyzer analyze(analyzer);
-    warp::Query query{analyze.analyze_query(flags.get("query")), mode, k};
+    const warp::Query query = to_query(analyze, flags.get("query"));
     const warp::QueryResult result = searcher.search(query);
     for (size_t rank = 0; rank < result.hits.size(); ++rank) {
       const warp::Hit& hit = result.hits[rank];
@@ -120,8 +131,7 @@ int run(int argc, char** argv) {
       for (size_t i = next++; i < queries.size(); i = next++) {
         const auto query_start = Clock::now();
         try {
-          warp::Query query{analyze.analyze_query(queries[i].text), mode, k};
-          answers[i].hits = searcher.search(query).hits;
+          answers[i].hits = searcher.search(to_query(analyze, queries[i].text)).hits;
         } catch (const std::exception& e) {
           answers[i].error = e.what();
         }

@@ -62,6 +62,10 @@ struct SearchRequest {
   partition @4 :UInt32;   # which of the leaf's partitions to search
   deadlineMicros @5 :UInt64;  # time budget from when the leaf receives it
   termCounts @6 :List(UInt32);  # each term's weight: how often the query holds it (absent: 1 each)
+  # The query syntax's constraints (analyzed; no score): a document answered holds every required
+  # term (each one of `terms` too) and not every term of any excluded group.
+  required @7 :List(Text);
+  excluded @8 :List(List(Text));
 }
 
 struct Hit {

@@ -24,6 +24,12 @@ struct Query {
   QueryMode mode = QueryMode::kOr;
   size_t k = 10;
   std::vector<uint32_t> counts;  // empty, or one per term
+  // Constraints of the query syntax (query_syntax.hpp), analyzed; neither changes a score. A
+  // document is answered only when it holds every term of `required` (each also a scored term) and
+  // not every term of any group of `excluded`.
+  std::vector<std::string> required;
+  std::vector<std::vector<std::string>> excluded;
+  bool constrained() const { return !required.empty() || !excluded.empty(); }
 };
 
 // A distinct term of a query with how often the query holds it.

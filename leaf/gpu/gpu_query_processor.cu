@@ -12,10 +12,35 @@
 #include "leaf/gpu/decode/list_decode.cuh"
 #include "leaf/gpu/or_tiles/or_tiles.hpp"
 #include "leaf/gpu/topk/topk_select.cuh"
+#include "leaf/query/query_constraints.hpp"
 #include "common/util/cuda_check.cuh"
 
 namespace warp::gpu {
 namespace {
+
+// A constrained query's norms on the device (its lane's stream-ordered memory, freed in order
+// after its kernels): the partition's or the overlay's, infinite where the constraints keep out.
+struct ConstrainedNorms {
+  float* device = nullptr;
+  cudaStream_t stream = nullptr;
+  void upload(const Query& query, const IndexView& host, const LiveOverlay* live, cudaStream_t on) {
+    const std::vector<uint8_t> mask =
+        constraint_mask(query, host, live ? std::span<const uint8_t>(live->deleted) : std::span<const uint8_t>());
+    const std::vector<float>& base = live ? live->length_norms : host.length_norms;
+    std::vector<float> norms(std::max<size_t>(1, host.length_norms.size()), 0.0f);
+    std::copy_n(base.begin(), std::min(base.size(), norms.size()), norms.begin());
+    for (size_t d = 0; d < mask.size() && d < norms.size(); ++d)
+      if (mask[d]) norms[d] = INFINITY;
+    stream = on;
+    WARP_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&device), norms.size() * sizeof(float), stream));
+    WARP_CUDA_CHECK(cudaMemcpyAsync(device, norms.data(), norms.size() * sizeof(float), cudaMemcpyHostToDevice, stream));
+    WARP_CUDA_CHECK(cudaStreamSynchronize(stream));  // `norms` is freed on return
+  }
+  ~ConstrainedNorms() {
+    if (device != nullptr) cudaFreeAsync(device, stream);
+  }
+};
+
 
 __global__ void score_candidates_kernel(uint32_t count, const uint32_t* docs, const uint32_t* freqs, const float* norms,
                                         uint32_t doc_begin, float weight, float* scores) {
@@ -190,8 +215,15 @@ void GpuQueryProcessor::give_back(BatchExecutor* executor) const {
   executor_freed_.notify_one();
 }
 
+namespace {
+bool any_constrained(std::span<const PreparedQuery> queries) {
+  return std::any_of(queries.begin(), queries.end(), [](const PreparedQuery& q) { return q.query.constrained(); });
+}
+}  // namespace
+
 std::vector<QueryResult> GpuQueryProcessor::search_batch(std::span<const PreparedQuery> queries) const {
-  if (executors_.empty()) return QueryProcessor::search_batch(queries);  // the lanes, one by one
+  // The lanes, one by one; so are batches with a constrained query (norms of its own).
+  if (executors_.empty() || any_constrained(queries)) return QueryProcessor::search_batch(queries);
   DeviceSelect select(options_.device);
   for (const PreparedQuery& prepared : queries) {
     if (prepared.query.k > kMaxTopK) throw Error("k must be at most " + std::to_string(kMaxTopK));
@@ -248,7 +280,7 @@ std::unique_ptr<BatchRun> GpuQueryProcessor::start_batch(std::span<const Prepare
   // over devices). With none free the batch is answered on the lanes, one query after another, on
   // a thread of its own: answered on the caller's, it held the driver from polling its other runs
   // for as long.
-  BatchExecutor* executor = try_take_executor();
+  BatchExecutor* executor = any_constrained(queries) ? nullptr : try_take_executor();
   if (executor == nullptr) return run_on_thread([this, queries] { return QueryProcessor::search_batch(queries); });
   return std::make_unique<ExecutorRun>(*this, executor, queries);
 }
@@ -304,8 +336,9 @@ QueryResult GpuQueryProcessor::search(const PreparedQuery& prepared) const {
   const Query& query = prepared.query;
   if (query.k > kMaxTopK) throw Error("k must be at most " + std::to_string(kMaxTopK));
   // Queries under an overlay go on the lanes: a batch of the batcher may mix queries of several
-  // overlays (snapshots), an executor's batch never does (one LiveQueryProcessor's).
-  if (batcher_ && prepared.live == nullptr) return batcher_->search(prepared);
+  // overlays (snapshots), an executor's batch never does (one LiveQueryProcessor's). So do queries
+  // with constraints: norms of their own.
+  if (batcher_ && prepared.live == nullptr && !query.constrained()) return batcher_->search(prepared);
   DeviceSelect select(options_.device);
   QueryScoring local;
   const QueryScoring& scoring = scoring_on(prepared, device_.host(), local);
@@ -338,8 +371,15 @@ QueryResult GpuQueryProcessor::search(const PreparedQuery& prepared) const {
   // generation's own statistics).
   const std::shared_ptr<const float> live_norms =
       prepared.live ? device_.overlay_norms(*prepared.live, lane->stream) : nullptr;
-  const Scoring on{scoring, live_norms ? live_norms.get() : device_.length_norms(),
-                   options_.or_floor && prepared.live == nullptr};
+  // With constraints (query_constraints.hpp): norms of the query's own, infinite for the documents
+  // they keep out, which then score 0 on every path as an overlay's deleted ones do; no OR floor
+  // (its best postings may be of documents kept out).
+  ConstrainedNorms constrained;
+  if (query.constrained()) constrained.upload(query, device_.host(), prepared.live, lane->stream);
+  const float* norms = constrained.device ? constrained.device
+                       : live_norms       ? live_norms.get()
+                                          : device_.length_norms();
+  const Scoring on{scoring, norms, options_.or_floor && prepared.live == nullptr && !constrained.device};
   if (query.mode == QueryMode::kOr) return search_or(*lane, on, query.k);
   QueryResult result = search_and(*lane, on, query.k);
   if (query.mode == QueryMode::kAnd || result.hits.size() >= query.k) return result;

@@ -5,6 +5,7 @@
 
 #include "common/util/status.hpp"
 #include "leaf/query/algorithms.hpp"
+#include "leaf/query/query_constraints.hpp"
 
 namespace warp {
 
@@ -37,8 +38,15 @@ QueryResult CpuQueryProcessor::search(const PreparedQuery& prepared) const {
   // or deleted kept out. Prepared elsewhere, the overlay is not this view's.
   const LiveOverlay* live = prepared.index == &index_ ? prepared.live : nullptr;
   const float* norms = live ? live->length_norms.data() : index_.length_norms.data();
+  // The syntax's constraints keep documents out as deletions do (query_constraints.hpp).
+  const std::vector<uint8_t> constrained = constraint_mask(
+      query, index_, live ? std::span<const uint8_t>(live->deleted) : std::span<const uint8_t>(), &result.stats);
   const auto masked = [&](TopkQueue& topk) {
-    if (live && !live->deleted.empty()) topk.mask(live->deleted.data(), index_.meta.doc_begin);
+    if (!constrained.empty()) {
+      topk.mask(constrained.data(), index_.meta.doc_begin);
+    } else if (live && !live->deleted.empty()) {
+      topk.mask(live->deleted.data(), index_.meta.doc_begin);
+    }
   };
 
   std::vector<std::unique_ptr<PostingCursor>> owned;
@@ -70,8 +78,10 @@ QueryResult CpuQueryProcessor::search(const PreparedQuery& prepared) const {
     result.fell_back_to_or = true;
   }
   std::vector<PostingCursor*> cursors = open_cursors();
-  // The floor's best postings and rank floors are of the generation's statistics: none with writes.
-  TopkQueue topk(query.k, options_.term_tops_floor && !live ? or_floor(scoring, index_, query.k) : 0);
+  // The floor's best postings and rank floors are of the generation's statistics and of every
+  // document: none with writes or constraints.
+  const bool floored = options_.term_tops_floor && !live && constrained.empty();
+  TopkQueue topk(query.k, floored ? or_floor(scoring, index_, query.k) : 0);
   masked(topk);
   if (options_.or_algorithm == OrAlgorithm::kMaxScore) {
     maxscore_query(cursors, topk);

@@ -175,6 +175,11 @@ LeafServer::Request LeafServer::read_request(std::string_view bytes, std::chrono
     Query query;
     for (auto term : search.getTerms()) query.terms.emplace_back(term.cStr());
     for (uint32_t count : search.getTermCounts()) query.counts.push_back(count);
+    for (auto term : search.getRequired()) query.required.emplace_back(term.cStr());
+    for (auto group : search.getExcluded()) {
+      query.excluded.emplace_back();
+      for (auto term : group) query.excluded.back().emplace_back(term.cStr());
+    }
     query.mode = search.getMode() == protocol::Mode::AND  ? QueryMode::kAnd
                  : search.getMode() == protocol::Mode::OR ? QueryMode::kOr
                                                           : QueryMode::kAndOr;

@@ -12,7 +12,7 @@ cd "$(dirname "$0")/../.."
 # shellcheck source=tests/gpu_host/env.sh
 . tests/gpu_host/env.sh
 status=0
-for test in gpu_processor_test gpu_indexer_test live_writes_test; do
+for test in gpu_processor_test gpu_constraints_test gpu_indexer_test live_writes_test; do
   "$bin/$test" > "$out/$test.log" 2>&1 || status=1
   grep -E "random seed|FAILED|PASSED|SKIPPED" "$out/$test.log" | head -20
 done

@@ -92,15 +92,15 @@ def start_cluster(data_dir, tag, extra_leaf_args=()):
     return base, leaves, broker_proc, os.path.join(work, tag + "-index1")
 
 
-def single_partition_run(index1, queries, tag, mode, k):
+def single_partition_run(index1, queries, tag, mode, k, syntax="plain"):
     """warp-search's top k of each query on the 1-partition index: {qid: [(doc, score), ...]}."""
     qfile = os.path.join(work, tag + "-q.tsv")
     with open(qfile, "w") as f:
         for qid, text in queries:
             f.write("%s\t%s\n" % (qid, text))
     run = os.path.join(work, "%s-run.%s" % (tag, mode))
-    subprocess.run([search, "--index", index1, "--queries", qfile, "--mode", mode, "-k", str(k), "--run", run],
-                   check=True, stderr=subprocess.DEVNULL)
+    subprocess.run([search, "--index", index1, "--queries", qfile, "--mode", mode, "-k", str(k), "--run", run,
+                    "--syntax", syntax], check=True, stderr=subprocess.DEVNULL)
     ranking = {}
     for line in open(run):
         qid, _, doc, _, score, _ = line.split()
@@ -113,10 +113,12 @@ def compare_with_single_partition(base, index1, queries, tag, post=False):
     for mode in ("and", "or", "andor"):
         expected = single_partition_run(index1, queries, tag, mode, 10)
         for qid, text in queries:
+            # The topics are prose (CISI quotes words, Cranfield writes " -dash"): plain text.
+            params = {"q": text, "k": 10, "mode": mode, "syntax": "plain"}
             if post:
-                status, body = http(base + "/search", json.dumps({"q": text, "k": 10, "mode": mode}).encode())
+                status, body = http(base + "/search", json.dumps(params).encode())
             else:
-                status, body = http(base + "/search?" + urllib.parse.urlencode({"q": text, "k": 10, "mode": mode}))
+                status, body = http(base + "/search?" + urllib.parse.urlencode(params))
             if status != 200:
                 fail("%s query %s: HTTP %d %s" % (tag, qid, status, body))
             answer = json.loads(body)
@@ -292,6 +294,39 @@ try:
     answer = json.loads(body)
     if status != 200 or answer["mode"] != "or" or not answer["cached"]:
         fail("mode=OR should be or's query, answered from the cache: %d %s" % (status, body[:300]))
+
+    # The query syntax: +required and -excluded words through the broker in every mode, as
+    # warp-search --syntax query answers them on the 1-partition index (a constrained query never
+    # shares a cache entry with its plain words: "wing lift" is asked first); every hit of
+    # "+wing" holds wing, none of "-supersonic" holds supersonic. What it cannot take is a 400
+    # naming the column.
+    syntax_queries = [("s1", "wing lift"), ("s2", "+wing lift -supersonic"), ("s3", "heat -transfer -flux"),
+                      ("s4", "+boundary +layer flow"), ("s5", "wing -heat-transfer"), ("s6", "+the wing"),
+                      ("s7", queries[7][1])]  # Cranfield's "-dash", now excluded
+    for mode in ("and", "or", "andor"):
+        expected = single_partition_run(index1, syntax_queries, "syntax", mode, 10, syntax="query")
+        for qid, text in syntax_queries:
+            params = {"q": text, "k": 10, "mode": mode, "source": "true"}
+            status, body = http(base + "/search?" + urllib.parse.urlencode(params))
+            if status != 200:
+                fail("syntax query %r: %d %s" % (text, status, body[:300]))
+            hits = json.loads(body)["hits"]
+            same_ranking(expected.get(qid, []), [(h["id"], h["score"]) for h in hits], "syntax %s %r" % (mode, text))
+            for hit in hits:
+                words = json.dumps(hit["source"]).lower()
+                if ("+wing" in text and "wing" not in words) or ("-supersonic" in text and "supersonic" in words):
+                    fail("syntax %r: hit %s breaks the constraint" % (text, hit["id"]))
+    if expected.get("s1") == expected.get("s2") or not expected.get("s2"):
+        fail("+wing lift -supersonic should rank differently from wing lift: %s" % expected.get("s2"))
+    for q, says in (('lift "drag', "column 6"), ("title:wing", "field"), ("-wing -lift", "not excluded"),
+                    ("wing +-lift", "column 6")):
+        status, body = http(base + "/search?" + urllib.parse.urlencode({"q": q}))
+        if status != 400 or says not in json.loads(body).get("error", ""):
+            fail("syntax error %r: expected 400 saying %r, got %d %s" % (q, says, status, body[:300]))
+    status, body = http(base + "/search?" + urllib.parse.urlencode({"q": 'lift "drag', "syntax": "plain"}))
+    if status != 200 or not json.loads(body)["hits"]:
+        fail("syntax=plain takes quotes as text: %d %s" % (status, body[:300]))
+    print("query syntax: +required, -excluded and errors through the broker")
 
     # 3. Bad requests: 400 with a JSON error, and the broker keeps serving.
     bad = [("/search?k=10", None), ("/search?q=wing&k=0", None), ("/search?q=wing&k=abc", None),

@@ -88,7 +88,7 @@ try:
         qid, _, doc, _, score, _ = line.split()
         expected.setdefault(qid, []).append(doc)
     for qid, text in queries:
-        status, body = http(base + "/search?" + urllib.parse.urlencode({"q": text, "k": 10}))
+        status, body = http(base + "/search?" + urllib.parse.urlencode({"q": text, "k": 10, "syntax": "plain"}))
         answer = json.loads(body) if status == 200 else {}
         if status != 200 or answer["partial"] or [x["id"] for x in answer["hits"]] != expected.get(qid, []):
             fail("query %s through discovered replicas: %d %s" % (qid, status, body[:300]))

@@ -40,6 +40,31 @@ class BruteForceIndex {
   }
 
   std::vector<Hit> search(const std::vector<std::string>& terms, QueryMode mode, size_t k) const {
+    return search(Query(terms, mode, k));
+  }
+
+  // Whether a document passes the query syntax's constraints (Query::required, Query::excluded):
+  // it holds every required term and not every term of any excluded group.
+  bool allowed(const Query& query, DocId doc) const {
+    const auto holds = [&](const std::string& term) {
+      auto it = postings_.find(term);
+      if (it == postings_.end()) return false;
+      auto at = std::lower_bound(it->second.begin(), it->second.end(), doc,
+                                 [](const Posting& p, DocId d) { return p.doc < d; });
+      return at != it->second.end() && at->doc == doc;
+    };
+    if (!std::all_of(query.required.begin(), query.required.end(), holds)) return false;
+    for (const std::vector<std::string>& group : query.excluded)
+      if (!group.empty() && std::all_of(group.begin(), group.end(), holds)) return false;
+    return true;
+  }
+
+  // The top k of the documents the query's constraints allow (its terms' counts ignored: repeats
+  // in `terms` give the query-term frequencies).
+  std::vector<Hit> search(const Query& query) const {
+    const std::vector<std::string>& terms = query.terms;
+    const QueryMode mode = query.mode;
+    const size_t k = query.k;
     const Weights w = weights(terms);
     std::vector<Score> scores(lengths_.size(), 0);
     std::vector<uint32_t> matched(lengths_.size(), 0);
@@ -52,7 +77,7 @@ class BruteForceIndex {
     const size_t distinct_terms = w.unit_weights.size() + w.missing;
     std::vector<Hit> and_hits, or_hits;
     for (DocId d = 0; d < lengths_.size(); ++d) {
-      if (matched[d] == 0) continue;
+      if (matched[d] == 0 || (query.constrained() && !allowed(query, d))) continue;
       or_hits.push_back({d, scores[d] * w.score_of_unit});
       if (w.missing == 0 && matched[d] == distinct_terms) and_hits.push_back({d, scores[d] * w.score_of_unit});
     }

@@ -1,0 +1,107 @@
+// Constrained queries (+required, -excluded: query_constraints.hpp) on the GPU processor against
+// the CPU processor and the brute-force reference, on fresh random collections each run: single
+// searches (lanes), the batcher's path, batches with and without executors, every mode. Without a
+// GPU (or a CUDA build) the tests are skipped with the reason.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "common/index/index_builder.hpp"
+#include "leaf/gpu/gpu_runtime.hpp"
+#include "leaf/query/cpu_query_processor.hpp"
+#include "tests/bench/synthetic_collection.hpp"
+#include "tests/support/brute_force.hpp"
+#include "tests/support/test_seed.hpp"
+#include "tests/support/topk_match.hpp"
+#ifdef WARP_HAVE_CUDA
+#include "leaf/gpu/gpu_query_processor.hpp"
+#endif
+
+namespace warp {
+namespace {
+
+#ifdef WARP_HAVE_CUDA
+
+struct Constrained {
+  std::vector<BuiltPartition> partitions;
+  testing::BruteForceIndex reference;
+  std::vector<Query> queries;
+};
+
+Constrained constrained_collection(uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  synthetic::CollectionParams params;
+  params.documents = std::uniform_int_distribution<uint32_t>(5000, 30000)(rng);
+  params.vocabulary = std::uniform_int_distribution<uint32_t>(100, 2000)(rng);
+  params.mean_length = std::uniform_real_distribution<double>(8, 50)(rng);
+  params.seed = seed;
+  IndexBuilder builder{BuildOptions{}};
+  Constrained c;
+  synthetic::generate_collection(params, [&](const std::vector<std::string>& terms) {
+    builder.add_analyzed({"", "", "", 0, {}}, terms);
+    c.reference.add(terms);
+  });
+  c.partitions = builder.build();
+  const auto term = [&] { return "t" + std::to_string(std::uniform_int_distribution<uint32_t>(0, 80)(rng)); };
+  for (int q = 0; q < 120; ++q) {
+    Query query({}, QueryMode::kOr, q % 2 ? 10 : 1000);
+    for (int i = std::uniform_int_distribution<int>(1, 5)(rng); i > 0; --i) query.terms.push_back(term());
+    if (q % 3 != 1) query.required.push_back(query.terms[static_cast<size_t>(q) % query.terms.size()]);
+    for (int g = q % 4; g > 0; --g)
+      query.excluded.push_back(g == 2 ? std::vector{term(), term()} : std::vector{term()});
+    c.queries.push_back(std::move(query));
+  }
+  return c;
+}
+
+// Every query in every mode: the processor's answers (one by one, and as one batch) against the
+// CPU's and the reference's, AND's match counts included.
+void expect_cpu_answers(const QueryProcessor& gpu, const Constrained& c, const std::string& what) {
+  const IndexView& view = c.partitions[0].view;
+  CpuQueryProcessor cpu(view);
+  for (QueryMode mode : {QueryMode::kOr, QueryMode::kAnd, QueryMode::kAndOr}) {
+    std::vector<PreparedQuery> batch;
+    for (Query query : c.queries) {
+      query.mode = mode;
+      batch.push_back(prepare_query(std::move(query), view));
+    }
+    const std::vector<QueryResult> batched = gpu.search_batch(std::span<const PreparedQuery>(batch));
+    for (size_t q = 0; q < batch.size(); ++q) {
+      const Query& query = batch[q].query;
+      const QueryResult expected = cpu.search(query), alone = gpu.search(query);
+      ASSERT_TRUE(testing::same_topk(c.reference.search(query), expected.hits, c.reference, query.terms))
+          << "cpu, query " << q << " mode " << to_string(mode);
+      for (const QueryResult* actual : {&alone, &batched[q]}) {
+        ASSERT_TRUE(testing::identical_hits(expected.hits, actual->hits))
+            << what << (actual == &alone ? " alone" : " batched") << ", query " << q << " mode " << to_string(mode);
+        if (mode != QueryMode::kOr) ASSERT_EQ(expected.and_matches, actual->and_matches) << what << " query " << q;
+      }
+    }
+  }
+}
+
+TEST(GpuConstraints, EveryPathGivesTheCpusAnswers) {
+  std::string why;
+  if (!gpu::gpu_available(&why)) GTEST_SKIP() << "no usable GPU: " << why;
+  const uint64_t seed = testing::test_seed() + 211;
+  const Constrained c = constrained_collection(seed);
+  const IndexView& view = c.partitions[0].view;
+  {
+    gpu::GpuQueryProcessor lanes(view, gpu::GpuProcessorOptions{});
+    expect_cpu_answers(lanes, c, "lanes");
+  }
+  gpu::GpuProcessorOptions batching;
+  batching.batch = {.threshold = 20000, .max_queries = 8, .max_wait_us = 2000};
+  batching.batch_executors = 2;
+  gpu::GpuQueryProcessor batched(view, batching);
+  expect_cpu_answers(batched, c, "batcher and executors");
+}
+
+#else
+
+TEST(GpuConstraints, EveryPathGivesTheCpusAnswers) { GTEST_SKIP() << "no usable GPU: built without CUDA"; }
+
+#endif
+
+}  // namespace
+}  // namespace warp
