@@ -33,14 +33,14 @@ struct ConstrainedNorms {
       if (mask[d]) norms[d] = INFINITY;
     stream = on;
     WARP_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&device), norms.size() * sizeof(float), stream));
-    WARP_CUDA_CHECK(cudaMemcpyAsync(device, norms.data(), norms.size() * sizeof(float), cudaMemcpyHostToDevice, stream));
+    WARP_CUDA_CHECK(
+        cudaMemcpyAsync(device, norms.data(), norms.size() * sizeof(float), cudaMemcpyHostToDevice, stream));
     WARP_CUDA_CHECK(cudaStreamSynchronize(stream));  // `norms` is freed on return
   }
   ~ConstrainedNorms() {
     if (device != nullptr) cudaFreeAsync(device, stream);
   }
 };
-
 
 __global__ void score_candidates_kernel(uint32_t count, const uint32_t* docs, const uint32_t* freqs, const float* norms,
                                         uint32_t doc_begin, float weight, float* scores) {
@@ -345,6 +345,11 @@ QueryResult GpuQueryProcessor::search(const PreparedQuery& prepared) const {
   Lane* lane;
   {
     std::unique_lock<std::mutex> lock(mutex_);
+    if (lanes_.empty()) {  // a batcher's processor: its first query that needs a lane makes one
+      lanes_.push_back(std::make_unique<Lane>(device_, device_.host().doc_count(), or_tiles(),
+                                              options_.or_method == OrMethod::kTiles));
+      free_lanes_.push_back(lanes_.back().get());
+    }
     lane_freed_.wait(lock, [&] { return !free_lanes_.empty(); });
     lane = free_lanes_.back();
     free_lanes_.pop_back();
@@ -376,9 +381,7 @@ QueryResult GpuQueryProcessor::search(const PreparedQuery& prepared) const {
   // (its best postings may be of documents kept out).
   ConstrainedNorms constrained;
   if (query.constrained()) constrained.upload(query, device_.host(), prepared.live, lane->stream);
-  const float* norms = constrained.device ? constrained.device
-                       : live_norms       ? live_norms.get()
-                                          : device_.length_norms();
+  const float* norms = constrained.device ? constrained.device : live_norms ? live_norms.get() : device_.length_norms();
   const Scoring on{scoring, norms, options_.or_floor && prepared.live == nullptr && !constrained.device};
   if (query.mode == QueryMode::kOr) return search_or(*lane, on, query.k);
   QueryResult result = search_and(*lane, on, query.k);

@@ -88,7 +88,9 @@ class GpuQueryProcessor final : public QueryProcessor {
   DeviceIndex device_;
   GpuProcessorOptions options_;
   std::unique_ptr<Batcher> batcher_;
-  std::vector<std::unique_ptr<Lane>> lanes_;
+  // Made with the processor; with a batcher, one made by the first query that needs a lane (under
+  // an overlay, or constrained), which the batcher's batches do not take.
+  mutable std::vector<std::unique_ptr<Lane>> lanes_;
   mutable std::mutex mutex_;
   mutable std::condition_variable lane_freed_;
   mutable std::vector<Lane*> free_lanes_;

@@ -87,6 +87,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       auto counts = search.initTermCounts(static_cast<unsigned>(words.size() + (shape >> 7)));
       for (unsigned i = 0; i < counts.size(); ++i) counts.set(i, (shape >> 1) & 3 ? static_cast<uint32_t>(i % 3) : 1u);
     }
+    if (shape & 4) {  // the syntax's constraints: the first word required, the others as excluded groups
+      auto required = search.initRequired(words.empty() ? 0u : 1u);
+      if (!words.empty()) required.set(0, words[0]);
+      auto excluded = search.initExcluded(static_cast<unsigned>(words.size() / 2));
+      for (unsigned g = 0; g < excluded.size(); ++g) {
+        auto group = excluded.init(g, 1 + (g & 1));
+        for (unsigned i = 0; i < group.size(); ++i) group.set(i, words[(g * 2 + i + 1) % words.size()]);
+      }
+    }
     search.setMode(static_cast<warp::protocol::Mode>((shape >> 3) % 4));
     search.setK(shape & 0x40 ? 100000 : static_cast<uint32_t>(shape % 40));
     search.setPartition((shape >> 5) & 3);

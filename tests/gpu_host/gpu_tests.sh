@@ -2,7 +2,7 @@
 # On a GPU host, with a bundle made by prepare.sh: the GPU tests (every GPU path against the CPU
 # processor and brute force, fresh random inputs each run), then warp-search's GPU paths against its
 # CPU path on Cranfield and CISI (runs identical byte for byte: one ranking; CISI with 65-, 200- and
-# 1,000-word queries added), then the cluster test with every leaf on the GPU, batching, and again
+# 1,000-word queries added; Cranfield again in the query syntax), then the cluster test with every leaf on the GPU, batching, and again
 # on --processor auto (the scheduler), and the near-real-time writes test on both. Logs land in OUT;
 # exit status 0 only if everything passed.
 # usage: tests/gpu_host/gpu_tests.sh BUNDLE OUT
@@ -40,6 +40,19 @@ for collection in cranfield cisi; do
     done
     echo "$collection $mode: ${#paths[@]} runs identical ($(wc -l < "$work/run.$collection.$mode.cpu") lines)"
   done
+done
+# The query syntax on Cranfield: each topic's second word required and its last but one excluded.
+awk -F'\t' '{n = split($2, w, " "); t = ""; for (i = 1; i <= n; i++) t = t " " (i == 2 ? "+" : i == n - 1 && n > 4 ? "-" : "") w[i]; print $1 "\t" t}' \
+  "$bundle/data/cranfield/queries.tsv" > "$work/syntax-queries.tsv"
+for mode in and or andor; do
+  for path in "${paths[@]}"; do
+    name=$(echo "$path" | tr -dc 'a-z0-9')
+    # shellcheck disable=SC2086
+    "$bin/warp-search" --index "$work/cranfield" --queries "$work/syntax-queries.tsv" --syntax query --mode $mode \
+      --processor $path -k 100 --threads 8 --run "$work/syntax.$mode.$name" 2> "$work/search.log" || { tail -3 "$work/search.log"; status=1; }
+    cmp -s "$work/syntax.$mode.cpu" "$work/syntax.$mode.$name" || { echo "DIFFER: syntax $mode --processor $path"; status=1; }
+  done
+  echo "cranfield syntax $mode: ${#paths[@]} runs identical ($(wc -l < "$work/syntax.$mode.cpu") lines)"
 done
 mkdir -p "$work/build/indexer" "$work/build/leaf" "$work/build/broker"
 ln -s "$bin/warp-indexer" "$work/build/indexer/"; ln -s "$bin/warp-broker" "$work/build/broker/"
