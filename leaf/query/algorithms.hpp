@@ -1,6 +1,6 @@
 // Document-at-a-time query algorithms over posting cursors, one per file (PISA's layout):
-// and_query.cpp, maxscore_query.cpp, block_max_wand_query.cpp, tiled_or_query.cpp. Each fills `topk` with the exact
-// BM25 top-k of its mode; the cursors hold one distinct term each.
+// and_query.cpp, maxscore_query.cpp, block_max_wand_query.cpp, tiled_or_query.cpp, required_or_query.cpp. Each fills
+// `topk` with the exact BM25 top-k of its mode; the cursors hold one distinct term each.
 #pragma once
 #include <vector>
 
@@ -21,5 +21,8 @@ void maxscore_query(std::vector<PostingCursor*> cursors, TopkQueue& topk);
 void block_max_wand_query(std::vector<PostingCursor*> cursors, TopkQueue& topk);
 // Disjunctive, exact: MaxScore over docID tiles scored term-at-a-time (tiled_or_query.cpp).
 void tiled_or_query(std::vector<PostingCursor*> cursors, TopkQueue& topk);
+// Disjunctive with required terms, exact: documents holding every `required` term, scored with the
+// `optional` terms they hold too (required_or_query.cpp).
+void required_or_query(std::vector<PostingCursor*> required, std::vector<PostingCursor*> optional, TopkQueue& topk);
 
 }  // namespace warp

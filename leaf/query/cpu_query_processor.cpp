@@ -38,9 +38,18 @@ QueryResult CpuQueryProcessor::search(const PreparedQuery& prepared) const {
   // or deleted kept out. Prepared elsewhere, the overlay is not this view's.
   const LiveOverlay* live = prepared.index == &index_ ? prepared.live : nullptr;
   const float* norms = live ? live->length_norms.data() : index_.length_norms.data();
-  // The syntax's constraints keep documents out as deletions do (query_constraints.hpp).
+  // The syntax's constraints keep documents out as deletions do (query_constraints.hpp). Required
+  // words that are scored terms need no mask: AND holds them anyway, and OR is driven by their
+  // lists (required_or_query); excluded groups do.
+  const auto scored = [&](const std::string& term) {
+    return std::any_of(scoring.terms.begin(), scoring.terms.end(), [&](const QueryTerm& t) { return t.text == term; });
+  };
+  const bool required_drive =
+      !query.required.empty() && std::all_of(query.required.begin(), query.required.end(), scored);
+  Query masked_by = query;
+  if (required_drive) masked_by.required.clear();
   const std::vector<uint8_t> constrained = constraint_mask(
-      query, index_, live ? std::span<const uint8_t>(live->deleted) : std::span<const uint8_t>(), &result.stats);
+      masked_by, index_, live ? std::span<const uint8_t>(live->deleted) : std::span<const uint8_t>(), &result.stats);
   const auto masked = [&](TopkQueue& topk) {
     if (!constrained.empty()) {
       topk.mask(constrained.data(), index_.meta.doc_begin);
@@ -50,25 +59,31 @@ QueryResult CpuQueryProcessor::search(const PreparedQuery& prepared) const {
   };
 
   std::vector<std::unique_ptr<PostingCursor>> owned;
-  bool missing_term = false;
+  bool missing_term = false, missing_required = false;
+  std::vector<PostingCursor*> required_cursors;  // of the last open_cursors(), where required_drive
   const auto open_cursors = [&]() {
     owned.clear();
+    required_cursors.clear();
     std::vector<PostingCursor*> cursors;
     for (size_t i = 0; i < scoring.terms.size(); ++i) {
       const TermInfo* info = scoring.infos[i];
+      const bool required = required_drive && std::find(query.required.begin(), query.required.end(),
+                                                        scoring.terms[i].text) != query.required.end();
       if (info == nullptr) {
         missing_term = true;
+        missing_required = missing_required || required;
         continue;
       }
       owned.push_back(std::make_unique<PostingCursor>(index_.list(scoring.terms[i].text, *info), norms,
                                                       index_.meta.doc_begin, scoring.scoring[i], &result.stats));
-      cursors.push_back(owned.back().get());
+      (required ? required_cursors : cursors).push_back(owned.back().get());
     }
     return cursors;
   };
 
   if (query.mode == QueryMode::kAnd || query.mode == QueryMode::kAndOr) {
     std::vector<PostingCursor*> cursors = open_cursors();
+    cursors.insert(cursors.end(), required_cursors.begin(), required_cursors.end());
     TopkQueue topk(query.k);
     masked(topk);
     if (!missing_term && !cursors.empty()) result.and_matches = and_query(cursors, topk);
@@ -80,10 +95,12 @@ QueryResult CpuQueryProcessor::search(const PreparedQuery& prepared) const {
   std::vector<PostingCursor*> cursors = open_cursors();
   // The floor's best postings and rank floors are of the generation's statistics and of every
   // document: none with writes or constraints.
-  const bool floored = options_.term_tops_floor && !live && constrained.empty();
+  const bool floored = options_.term_tops_floor && !live && !query.constrained();
   TopkQueue topk(query.k, floored ? or_floor(scoring, index_, query.k) : 0);
   masked(topk);
-  if (options_.or_algorithm == OrAlgorithm::kMaxScore) {
+  if (required_drive) {
+    if (!missing_required) required_or_query(required_cursors, cursors, topk);
+  } else if (options_.or_algorithm == OrAlgorithm::kMaxScore) {
     maxscore_query(cursors, topk);
   } else if (options_.or_algorithm == OrAlgorithm::kTiles) {
     tiled_or_query(cursors, topk);
