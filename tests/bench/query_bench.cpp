@@ -1,7 +1,8 @@
 // query_bench: q/s and mean/p50/p99 latency of AND, OR (the default, tiled MaxScore) and AND+OR at k=10 and
 // k=1000, one thread and all cores, for Warpsearch's CPU processor and Xapian (BM25Weight with the
 // same k1 and b) on the same analyzed documents and queries, in one run. Collections: the default
-// corpus (GCIDE JSONL) and a synthetic Zipfian collection.
+// corpus (GCIDE JSONL) and a synthetic Zipfian collection. Then OR queries with the query syntax's
+// constraints (+required, -excluded) against Xapian's OP_AND_MAYBE and OP_AND_NOT.
 // usage: query_bench [--corpus data/gcide.jsonl] [--synthetic-docs 300000] [--queries 1000]
 #include <unistd.h>
 #include <xapian.h>
@@ -138,6 +139,63 @@ void bench_collection(const Collection& c, const std::vector<size_t>& thread_cou
   }
 }
 
+// The query syntax's constraints in OR mode on the queries of two terms or more: the first word
+// required (`+a b c`: Xapian's OP_AND_MAYBE(a, b OR c)) or the last excluded (`a b -c`: OP_AND_NOT),
+// beside the same words as a plain OR, so the table shows what a constraint costs and how it
+// compares. Both engines match the same documents (hit counts compared).
+void bench_constraints(const Collection& c, const std::vector<size_t>& thread_counts) {
+  Queries queries;
+  for (const std::vector<std::string>& q : c.queries) {
+    const std::set<std::string> distinct(q.begin(), q.end());
+    if (distinct.size() >= 2) queries.emplace_back(distinct.begin(), distinct.end());
+  }
+  std::printf("\n#### %s: constraints in OR mode, %zu queries of 2–4 distinct words\n\n", c.name.c_str(),
+              queries.size());
+  std::printf(
+      "| query | k | threads | warp q/s | warp mean / p50 / p99 ms | xapian q/s | xapian mean / p50 / p99 ms | "
+      "warp/xapian |\n|---|---|---|---|---|---|---|---|\n");
+  CpuQueryProcessor processor(c.ours[0].view);
+  enum Shape { kPlain, kRequired, kExcluded };
+  for (Shape shape : {kPlain, kRequired, kExcluded}) {
+    for (size_t k : {size_t{10}, size_t{1000}}) {
+      for (size_t threads : thread_counts) {
+        const Timing warp = run_queries(queries, threads, [&] {
+          return [&](const std::vector<std::string>& q) {
+            Query query(q, QueryMode::kOr, k);
+            if (shape == kRequired) query.required = {q.front()};
+            if (shape == kExcluded) query.terms.pop_back(), query.excluded = {{q.back()}};
+            return processor.search(query).hits.size();
+          };
+        });
+        const Timing xapian = run_queries(queries, threads, [&] {
+          return [&, db = Xapian::Database(c.xapian_path)](const std::vector<std::string>& q) mutable {
+            Xapian::Enquire enquire(db);
+            const Bm25Params bm25;
+            enquire.set_weighting_scheme(Xapian::BM25Weight(bm25.k1, 0, 1, bm25.b, 0.5));
+            const Xapian::Query all = xapian_query(q, Xapian::Query::OP_OR);
+            const Xapian::Query rest = xapian_query({q.begin() + 1, q.end()}, Xapian::Query::OP_OR);
+            const Xapian::Query but_last = xapian_query({q.begin(), q.end() - 1}, Xapian::Query::OP_OR);
+            enquire.set_query(shape == kPlain ? all
+                              : shape == kRequired
+                                  ? Xapian::Query(Xapian::Query::OP_AND_MAYBE, Xapian::Query(q.front()), rest)
+                                  : Xapian::Query(Xapian::Query::OP_AND_NOT, but_last, Xapian::Query(q.back())));
+            return static_cast<size_t>(enquire.get_mset(0, static_cast<Xapian::doccount>(k)).size());
+          };
+        });
+        const char* written = shape == kPlain ? "`a b c`" : shape == kRequired ? "`+a b c`" : "`a b -c`";
+        std::printf("| %s | %zu | %zu | %.0f | %.3f / %.3f / %.3f | %.0f | %.3f / %.3f / %.3f | %.2f× |\n", written, k,
+                    threads, warp.qps, warp.mean_ms, warp.p50_ms, warp.p99_ms, xapian.qps, xapian.mean_ms,
+                    xapian.p50_ms, xapian.p99_ms, warp.qps / xapian.qps);
+        if (warp.hits != xapian.hits) {
+          std::printf("<!-- note: hit counts differ (warp %llu, xapian %llu) -->\n",
+                      static_cast<unsigned long long>(warp.hits), static_cast<unsigned long long>(xapian.hits));
+        }
+        std::fflush(stdout);
+      }
+    }
+  }
+}
+
 // Queries of 1-4 terms drawn from random documents, as a user who saw the document might type.
 Queries sample_queries(const std::vector<std::vector<std::string>>& docs, size_t count, uint64_t seed) {
   std::mt19937_64 rng(seed);
@@ -193,6 +251,7 @@ int main(int argc, char** argv) {
       c.queries = sample_queries(analyzed, flags.count("queries"), 7);
       analyzed.clear();
       bench_collection(c, thread_counts);
+      bench_constraints(c, thread_counts);
     }
     if (const size_t docs = flags.count("synthetic-docs"); docs > 0) {
       synthetic::CollectionParams params;
@@ -208,6 +267,7 @@ int main(int argc, char** argv) {
       c.ours = indexer.finish();
       c.queries = synthetic::generate_queries(static_cast<uint32_t>(flags.count("queries")), params.vocabulary, 4, 11);
       bench_collection(c, thread_counts);
+      bench_constraints(c, thread_counts);
     }
     if (flags.get("work").empty()) std::filesystem::remove_all(work);
   } catch (const std::exception& e) {
