@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 
 #include "common/util/status.hpp"
 #include "leaf/gpu/gpu_replicas.hpp"
@@ -12,35 +13,11 @@
 #include "leaf/gpu/decode/list_decode.cuh"
 #include "leaf/gpu/or_tiles/or_tiles.hpp"
 #include "leaf/gpu/topk/topk_select.cuh"
-#include "leaf/query/query_constraints.hpp"
+#include "leaf/gpu/index/constrained_norms.cuh"
 #include "common/util/cuda_check.cuh"
 
 namespace warp::gpu {
 namespace {
-
-// A constrained query's norms on the device (its lane's stream-ordered memory, freed in order
-// after its kernels): the partition's or the overlay's, infinite where the constraints keep out.
-struct ConstrainedNorms {
-  float* device = nullptr;
-  cudaStream_t stream = nullptr;
-  void upload(const Query& query, const IndexView& host, const LiveOverlay* live, cudaStream_t on) {
-    const std::vector<uint8_t> mask =
-        constraint_mask(query, host, live ? std::span<const uint8_t>(live->deleted) : std::span<const uint8_t>());
-    const std::vector<float>& base = live ? live->length_norms : host.length_norms;
-    std::vector<float> norms(std::max<size_t>(1, host.length_norms.size()), 0.0f);
-    std::copy_n(base.begin(), std::min(base.size(), norms.size()), norms.begin());
-    for (size_t d = 0; d < mask.size() && d < norms.size(); ++d)
-      if (mask[d]) norms[d] = INFINITY;
-    stream = on;
-    WARP_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&device), norms.size() * sizeof(float), stream));
-    WARP_CUDA_CHECK(
-        cudaMemcpyAsync(device, norms.data(), norms.size() * sizeof(float), cudaMemcpyHostToDevice, stream));
-    WARP_CUDA_CHECK(cudaStreamSynchronize(stream));  // `norms` is freed on return
-  }
-  ~ConstrainedNorms() {
-    if (device != nullptr) cudaFreeAsync(device, stream);
-  }
-};
 
 __global__ void score_candidates_kernel(uint32_t count, const uint32_t* docs, const uint32_t* freqs, const float* norms,
                                         uint32_t doc_begin, float weight, float* scores) {
@@ -379,10 +356,14 @@ QueryResult GpuQueryProcessor::search(const PreparedQuery& prepared) const {
   // With constraints (query_constraints.hpp): norms of the query's own, infinite for the documents
   // they keep out, which then score 0 on every path as an overlay's deleted ones do; no OR floor
   // (its best postings may be of documents kept out).
-  ConstrainedNorms constrained;
-  if (query.constrained()) constrained.upload(query, device_.host(), prepared.live, lane->stream);
-  const float* norms = constrained.device ? constrained.device : live_norms ? live_norms.get() : device_.length_norms();
-  const Scoring on{scoring, norms, options_.or_floor && prepared.live == nullptr && !constrained.device};
+  const float* norms = live_norms ? live_norms.get() : device_.length_norms();
+  std::optional<ConstrainedNorms> constrained;
+  if (const std::optional<ConstraintDocs> docs = constraint_docs(query, device_.host())) {
+    const IndexView& host = device_.host();
+    constrained.emplace(*docs, norms, std::max<size_t>(1, host.length_norms.size()), host.meta.doc_begin, lane->stream);
+    norms = constrained->get();
+  }
+  const Scoring on{scoring, norms, options_.or_floor && prepared.live == nullptr && !constrained};
   if (query.mode == QueryMode::kOr) return search_or(*lane, on, query.k);
   QueryResult result = search_and(*lane, on, query.k);
   if (query.mode == QueryMode::kAnd || result.hits.size() >= query.k) return result;

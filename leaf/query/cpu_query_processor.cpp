@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 
 #include "common/util/status.hpp"
 #include "leaf/query/algorithms.hpp"
@@ -46,16 +47,11 @@ QueryResult CpuQueryProcessor::search(const PreparedQuery& prepared) const {
   };
   const bool required_drive =
       !query.required.empty() && std::all_of(query.required.begin(), query.required.end(), scored);
-  Query masked_by = query;
-  if (required_drive) masked_by.required.clear();
-  const std::vector<uint8_t> constrained = constraint_mask(
-      masked_by, index_, live ? std::span<const uint8_t>(live->deleted) : std::span<const uint8_t>(), &result.stats);
+  const std::optional<ConstraintDocs> constraints = constraint_docs(query, index_, !required_drive, &result.stats);
+  const std::vector<uint64_t> kept_out = constraints ? kept_out_bits(*constraints, index_) : std::vector<uint64_t>();
   const auto masked = [&](TopkQueue& topk) {
-    if (!constrained.empty()) {
-      topk.mask(constrained.data(), index_.meta.doc_begin);
-    } else if (live && !live->deleted.empty()) {
-      topk.mask(live->deleted.data(), index_.meta.doc_begin);
-    }
+    if (live && !live->deleted.empty()) topk.mask(live->deleted.data(), index_.meta.doc_begin);
+    if (!kept_out.empty()) topk.mask_bits(kept_out.data(), index_.meta.doc_begin);
   };
 
   std::vector<std::unique_ptr<PostingCursor>> owned;

@@ -1,25 +1,25 @@
 #include "leaf/query/query_constraints.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <memory>
 
 namespace warp {
 namespace {
 
-// Calls `each(doc)` for every document of `index` whose lists hold all of `terms` (none when a
-// term is not in the partition): the shortest list proposes, the others skip to it.
-template <typename Each>
-void for_each_holding_all(const std::vector<std::string>& terms, const IndexView& index, CursorStats* stats,
-                          Each each) {
+// The documents of `index` whose lists hold all of `terms` (none when a term is not in the
+// partition): the shortest list proposes, the others skip to it through their blocks.
+std::vector<DocId> holding_all(const std::vector<std::string>& terms, const IndexView& index, CursorStats* stats) {
   std::vector<std::unique_ptr<PostingCursor>> cursors;
   for (const std::string& term : terms) {
     const TermInfo* info = index.find(term);
-    if (info == nullptr) return;
+    if (info == nullptr) return {};
     // Only docIDs are read: no norms, no scoring.
     cursors.push_back(
         std::make_unique<PostingCursor>(index.list(term, *info), nullptr, index.meta.doc_begin, TermScoring{}, stats));
   }
-  if (cursors.empty()) return;
+  std::vector<DocId> docs;
+  if (cursors.empty()) return docs;
   std::sort(cursors.begin(), cursors.end(), [](const auto& a, const auto& b) { return a->size() < b->size(); });
   for (DocId candidate = cursors[0]->docid(); candidate != kEndDoc;) {
     bool all = true;
@@ -31,30 +31,47 @@ void for_each_holding_all(const std::vector<std::string>& terms, const IndexView
       }
     }
     if (all) {
-      each(candidate);
+      docs.push_back(candidate);
       cursors[0]->next();
     }
     candidate = cursors[0]->docid();
   }
+  return docs;
 }
 
 }  // namespace
 
-std::vector<uint8_t> constraint_mask(const Query& query, const IndexView& index, std::span<const uint8_t> deleted,
-                                     CursorStats* stats) {
-  if (!query.constrained()) return {};
+std::optional<ConstraintDocs> constraint_docs(const Query& query, const IndexView& index, bool required,
+                                              CursorStats* stats) {
+  const bool requiring = required && !query.required.empty();
+  if (!requiring && query.excluded.empty()) return std::nullopt;
   CursorStats unused;
   if (stats == nullptr) stats = &unused;
-  const DocId begin = index.meta.doc_begin;
-  std::vector<uint8_t> mask(index.doc_count(), query.required.empty() ? 0 : 1);
-  if (!query.required.empty()) {
-    for_each_holding_all(query.required, index, stats, [&](DocId doc) { mask[doc - begin] = 0; });
-  }
+  std::vector<DocId> out;
   for (const std::vector<std::string>& group : query.excluded) {
-    for_each_holding_all(group, index, stats, [&](DocId doc) { mask[doc - begin] = 1; });
+    std::vector<DocId> group_docs = holding_all(group, index, stats), merged;
+    std::set_union(out.begin(), out.end(), group_docs.begin(), group_docs.end(), std::back_inserter(merged));
+    out.swap(merged);
   }
-  for (size_t d = 0; d < deleted.size() && d < mask.size(); ++d) mask[d] |= deleted[d];
-  return mask;
+  if (!requiring) return ConstraintDocs{false, std::move(out)};
+  std::vector<DocId> allowed = holding_all(query.required, index, stats), left;
+  std::set_difference(allowed.begin(), allowed.end(), out.begin(), out.end(), std::back_inserter(left));
+  return ConstraintDocs{true, std::move(left)};
+}
+
+std::vector<uint64_t> kept_out_bits(const ConstraintDocs& docs, const IndexView& index) {
+  const size_t n = index.doc_count();
+  std::vector<uint64_t> bits((n + 63) / 64, docs.allowed ? ~uint64_t{0} : 0);
+  const DocId begin = index.meta.doc_begin;
+  for (DocId doc : docs.docs) {
+    const size_t d = doc - begin;
+    if (docs.allowed) {
+      bits[d / 64] &= ~(uint64_t{1} << (d % 64));
+    } else {
+      bits[d / 64] |= uint64_t{1} << (d % 64);
+    }
+  }
+  return bits;
 }
 
 }  // namespace warp

@@ -1,11 +1,14 @@
-// The documents a query's constraints keep out of its answer on one partition (Query::required and
-// Query::excluded, from the query syntax): found from the constraint terms' lists before the query
-// runs, then honoured as the overlay's deletions are, by every processor and algorithm while it
-// ranks (the CPU's top-k mask; the GPU's per-query norms, infinite where kept out). A filter during
-// query processing, not after it: the top k answered is the true top k of the documents allowed.
+// The documents a query's constraints leave it on one partition (Query::required and
+// Query::excluded, from the query syntax), found from the constraint words' posting lists before
+// the query runs, in time and memory of those lists' sizes: where words are required, the
+// documents allowed; else the documents kept out. Every processor and algorithm then honours them
+// while it ranks, as it honours the overlay's deletions: the CPU's top-k queue through a bitset,
+// the GPU through norms of the query's own, infinite where a document is kept out
+// (leaf/gpu/index/constrained_norms.cuh). A filter during query processing, not after it: the top
+// k answered is the true top k of the documents allowed.
 #pragma once
 #include <cstdint>
-#include <span>
+#include <optional>
 #include <vector>
 
 #include "common/index/index_view.hpp"
@@ -14,10 +17,17 @@
 
 namespace warp {
 
-// A byte per document of `index` (by doc - doc_begin): 1 where the query's constraints or
-// `deleted` (LiveOverlay::deleted, possibly empty) keep it out. Empty when the query has no
-// constraints (then `deleted` alone applies). Decoding the lists is counted into `stats`.
-std::vector<uint8_t> constraint_mask(const Query& query, const IndexView& index, std::span<const uint8_t> deleted,
-                                     CursorStats* stats = nullptr);
+struct ConstraintDocs {
+  bool allowed = false;     // `docs` are the only documents allowed; else the documents kept out
+  std::vector<DocId> docs;  // global docIDs, sorted, distinct
+};
+
+// Nothing when the query has no constraints. Decoding the lists is counted into `stats`.
+// `required` false leaves the required words out (where the caller holds them otherwise).
+std::optional<ConstraintDocs> constraint_docs(const Query& query, const IndexView& index, bool required = true,
+                                              CursorStats* stats = nullptr);
+
+// A bit per document of `index` (doc - doc_begin), set where `docs` keeps it out.
+std::vector<uint64_t> kept_out_bits(const ConstraintDocs& docs, const IndexView& index);
 
 }  // namespace warp

@@ -2,7 +2,8 @@
 // every required term can be answered, so those lists drive as AND's do (the shortest proposes,
 // the others skip to it through their blocks' last docIDs) and the optional terms are probed at
 // each match, the highest bounds first, while the score they could still add lets the document
-// enter. A `+rare common` query costs the rare list, not the common one.
+// enter; blocks of the required lists that cannot lift a document in are skipped whole. A
+// `+rare common` query costs the rare list, not the common one.
 #include <algorithm>
 
 #include "leaf/query/algorithms.hpp"
@@ -18,6 +19,24 @@ void required_or_query(std::vector<PostingCursor*> required, std::vector<Posting
   DocId candidate = required[0]->docid();
   size_t i = 1;
   while (candidate != kEndDoc) {
+    // A candidate the shortest list proposes: where the blocks of the required lists around it
+    // together with every optional list cannot lift a document into the queue, none of their
+    // documents up to the first of those blocks' ends can enter (BlockMax-WAND's skip).
+    if (i == 1 && topk.full()) {
+      Score bound = rest[0];
+      DocId block_end = kEndDoc;
+      for (PostingCursor* cursor : required) {
+        cursor->shallow_next_geq(candidate);
+        bound += cursor->shallow_block_max();
+        block_end = std::min(block_end, cursor->shallow_block_last());
+      }
+      if (!topk.would_enter(bound * kBoundSlack)) {
+        if (block_end == kEndDoc) break;
+        required[0]->next_geq(block_end + 1);
+        candidate = required[0]->docid();
+        continue;
+      }
+    }
     for (; i < required.size(); ++i) {
       required[i]->next_geq(candidate);
       if (required[i]->docid() != candidate) {

@@ -49,11 +49,18 @@ class TopkQueue {
   // Documents that never enter (replaced or deleted since the generation: LiveOverlay::deleted),
   // by doc - doc_begin; checked only for a score that would enter, so it costs nothing otherwise.
   void mask(const uint8_t* deleted, DocId doc_begin) { deleted_ = deleted, deleted_begin_ = doc_begin; }
-  bool masked(DocId doc) const { return deleted_ != nullptr && deleted_[doc - deleted_begin_] != 0; }
+  // And those a query's constraints keep out (query_constraints.hpp): a bit each, doc - doc_begin.
+  void mask_bits(const uint64_t* kept_out, DocId doc_begin) { kept_out_ = kept_out, kept_out_begin_ = doc_begin; }
+  bool masked(DocId doc) const {
+    if (deleted_ != nullptr && deleted_[doc - deleted_begin_] != 0) return true;
+    if (kept_out_ == nullptr) return false;
+    const DocId d = doc - kept_out_begin_;
+    return (kept_out_[d / 64] >> (d % 64)) & 1;
+  }
 
   bool insert(Score score, DocId doc) {
     const Hit hit{doc, score};
-    if (deleted_ != nullptr && deleted_[doc - deleted_begin_] != 0) return false;
+    if (masked(doc)) return false;
     if (heap_.size() < k_) {
       if (floor_ > 0 && score < floor_) return false;
       heap_.push_back(hit);
@@ -81,6 +88,8 @@ class TopkQueue {
   std::vector<Hit> heap_;  // heap_.front() is the worst kept hit
   const uint8_t* deleted_ = nullptr;
   DocId deleted_begin_ = 0;
+  const uint64_t* kept_out_ = nullptr;
+  DocId kept_out_begin_ = 0;
 };
 
 // Merges per-partition top-k lists into the global top-k (same order rule).

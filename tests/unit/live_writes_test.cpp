@@ -121,7 +121,11 @@ void expect_same_answers(const LoadedIndex& served, const std::vector<Doc>& docs
     std::vector<std::string> terms = analyzer.analyze(words.text(4) + words.word());
     const QueryMode mode = q % 2 == 0 ? QueryMode::kOr : QueryMode::kAnd;
     const size_t k = std::vector<size_t>{1, 10, 50}[static_cast<size_t>(q) % 3];
-    const Query query(terms, mode, k);
+    Query query(terms, mode, k);
+    // The query syntax's constraints too: the overlay's deletions and a query's own kept-out
+    // documents together.
+    if (q % 4 == 1 && !terms.empty()) query.required = {terms.front()};
+    if (q % 4 == 2 && terms.size() > 1) query.excluded = {{terms.back()}};
     const Answer expected = fresh_answer(docs, query);
     const Answer got = live_answer(served, query);
     ASSERT_EQ(got, expected) << where << " on the " << (served.gpu.empty() ? "CPU" : "GPU") << ": query " << q << " ("
