@@ -89,10 +89,12 @@ QueryResult CpuQueryProcessor::search(const PreparedQuery& prepared) const {
     result.fell_back_to_or = true;
   }
   std::vector<PostingCursor*> cursors = open_cursors();
-  // The floor's best postings and rank floors are of the generation's statistics and of every
-  // document: none with writes or constraints.
-  const bool floored = options_.term_tops_floor && !live && !query.constrained();
-  TopkQueue topk(query.k, floored ? or_floor(scoring, index_, query.k) : 0);
+  // The floor's best postings and rank floors are of the generation's statistics: none with writes.
+  // With constraints, the best postings of documents they leave in still give one, where the
+  // bits hold every constraint (required words that drive do not: their lists hold them).
+  const bool floored = options_.term_tops_floor && !live && !required_drive;
+  TopkQueue topk(query.k,
+                 floored ? or_floor(scoring, index_, query.k, kept_out.empty() ? nullptr : kept_out.data()) : 0);
   masked(topk);
   if (required_drive) {
     if (!missing_required) required_or_query(required_cursors, cursors, topk);

@@ -51,8 +51,10 @@ const QueryScoring& scoring_on(const PreparedQuery& prepared, const IndexView& i
 // (in its score units): the largest, over its terms with best postings, of the k-th best of those
 // postings' scores for the term (each such posting's document scores at least that much); past
 // kTermTops, the largest of its terms' rank floors at the first of kRankFloors at or past k (as
-// many of the term's postings score at least that much). 0 where no term has them.
-Score or_floor(const QueryScoring& scoring, const IndexView& index, size_t k);
+// many of the term's postings score at least that much). 0 where no term has them. With
+// `kept_out` (a bit per document, query_constraints.hpp), only the best postings of documents it
+// leaves in count, and no rank floor.
+Score or_floor(const QueryScoring& scoring, const IndexView& index, size_t k, const uint64_t* kept_out = nullptr);
 
 // Unit scores of hits to BM25 scores (exact: multiplication by a power of two).
 void units_to_scores(std::vector<Hit>& hits, const QueryScoring& scoring);

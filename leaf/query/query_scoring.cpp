@@ -84,9 +84,12 @@ const QueryScoring& scoring_on(const PreparedQuery& prepared, const IndexView& i
   return local;
 }
 
-Score or_floor(const QueryScoring& scoring, const IndexView& index, size_t k) {
+Score or_floor(const QueryScoring& scoring, const IndexView& index, size_t k, const uint64_t* kept_out) {
   if (k == 0) return 0;
-  if (k > kTermTops) {  // the terms' rank floors: the first rank at or past k
+  if (k > kTermTops) {
+    if (kept_out != nullptr)
+      return 0;  // a rank's postings may be of documents kept out  // the terms' rank floors: the first rank at or past
+                 // k
     const size_t rank =
         static_cast<size_t>(std::lower_bound(kRankFloors.begin(), kRankFloors.end(), k) - kRankFloors.begin());
     Score floor = 0;
@@ -107,15 +110,19 @@ Score or_floor(const QueryScoring& scoring, const IndexView& index, size_t k) {
     if (scoring.infos[i] == nullptr) continue;
     const std::span<const Posting> tops = index.tops(*scoring.infos[i]);
     if (tops.empty()) continue;
-    // Scored as PostingCursor::score() scores them: the same float operations, the same units.
+    // Scored as PostingCursor::score() scores them: the same float operations, the same units;
+    // those of documents kept out left out.
+    size_t n = 0;
     for (size_t t = 0; t < kTermTops; ++t) {
-      scores[t] = bm25_units(scoring.scoring[i].unit_weight, tops[t].freq,
-                             index.length_norms[tops[t].doc - index.meta.doc_begin]);
+      const DocId d = tops[t].doc - index.meta.doc_begin;
+      if (kept_out != nullptr && ((kept_out[d / 64] >> (d % 64)) & 1)) continue;
+      scores[n++] = bm25_units(scoring.scoring[i].unit_weight, tops[t].freq, index.length_norms[d]);
     }
+    if (n < k) continue;
     // The k-th best of them (their order by the stored scores may differ from the query's units in
     // the last bit; the k-th largest of these is still at most the list's k-th best).
-    std::nth_element(scores.begin(), scores.begin() + static_cast<std::ptrdiff_t>(k - 1), scores.end(),
-                     std::greater<Score>());
+    std::nth_element(scores.begin(), scores.begin() + static_cast<std::ptrdiff_t>(k - 1),
+                     scores.begin() + static_cast<std::ptrdiff_t>(n), std::greater<Score>());
     floor = std::max(floor, scores[k - 1]);
   }
   return floor;
