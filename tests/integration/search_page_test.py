@@ -109,6 +109,17 @@ try:
     search_in_page("boundary layer", "all words")
     wait.until(lambda d: shown_ids() == [x["id"] for x in api(q="boundary layer", k=10, mode="and")["hits"]])
 
+    # The query syntax in the box: an excluded word leaves the API's hits for the same query, and a
+    # query the syntax cannot take shows the broker's reason.
+    search_in_page("boundary layer -flow")
+    wait.until(lambda d: shown_ids() == [x["id"] for x in api(q="boundary layer -flow", k=10)["hits"]])
+    if shown_ids() == [x["id"] for x in expected["hits"]]:
+        fail("-flow changed nothing on the page")
+    search_in_page('boundary "layer')
+    wait.until(lambda d: d.find_element(By.ID, "error").is_displayed())
+    if "column 10" not in driver.find_element(By.ID, "error").text:
+        fail("the syntax error shown: %r" % driver.find_element(By.ID, "error").text)
+
     # A document's markup is text on the page.
     status, body, _ = cluster.call("PUT", "/indexes/default/documents/page-1", json.dumps(
         {"title": "<b>bold title</b>", "body": "zqxjk <img id=injected src=x> zqxjk text"}).encode())
