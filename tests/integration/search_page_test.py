@@ -17,6 +17,7 @@ try:
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.support.ui import Select, WebDriverWait
 except ImportError:
     # Debian's python3-selenium is the system Python's: run there when this is another Python.
@@ -60,7 +61,8 @@ try:
         options.add_argument(flag)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(service=Service(DRIVER), options=options)
-    wait = WebDriverWait(driver, 20)
+    # A condition read while the page replaces its hits finds elements gone: asked again.
+    wait = WebDriverWait(driver, 20, ignored_exceptions=[StaleElementReferenceException])
     driver.get(cluster.base + "/")
 
     def search_in_page(q, mode="any word"):
