@@ -4,8 +4,6 @@
 // GPU (or a CUDA build) the tests are skipped with the reason.
 #include <gtest/gtest.h>
 
-#include <cstdio>
-#include <cstdlib>
 #include <random>
 
 #include "common/index/index_builder.hpp"
@@ -67,12 +65,9 @@ void expect_cpu_answers(const QueryProcessor& gpu, const Constrained& c, const s
       query.mode = mode;
       batch.push_back(prepare_query(std::move(query), view));
     }
-    const bool trace = std::getenv("WARP_TRACE") != nullptr;
-    if (trace) std::fprintf(stderr, "%s %s: batch\n", what.c_str(), std::string(to_string(mode)).c_str());
     const std::vector<QueryResult> batched = gpu.search_batch(std::span<const PreparedQuery>(batch));
     for (size_t q = 0; q < batch.size(); ++q) {
       const Query& query = batch[q].query;
-      if (trace) std::fprintf(stderr, "%s %s: query %zu\n", what.c_str(), std::string(to_string(mode)).c_str(), q);
       const QueryResult expected = cpu.search(query), alone = gpu.search(query);
       ASSERT_TRUE(testing::same_topk(c.reference.search(query), expected.hits, c.reference, query.terms))
           << "cpu, query " << q << " mode " << to_string(mode);

@@ -19,6 +19,7 @@
 #include "tests/support/test_data.hpp"
 #include "tests/bench/synthetic_collection.hpp"
 #include "tests/support/brute_force.hpp"
+#include "tests/support/in_memory_index.hpp"
 #include "tests/support/test_seed.hpp"
 #include "tests/support/topk_match.hpp"
 
@@ -26,31 +27,7 @@ namespace warp {
 namespace {
 
 using testing::BruteForceIndex;
-
-// Searches every partition and merges, as IndexSearcher does, but over in-memory views.
-struct InMemoryIndex {
-  std::vector<BuiltPartition> partitions;
-  std::vector<std::unique_ptr<CpuQueryProcessor>> processors;
-
-  InMemoryIndex(std::vector<BuiltPartition> built, OrAlgorithm algorithm) : partitions(std::move(built)) {
-    for (auto& p : partitions)
-      processors.push_back(std::make_unique<CpuQueryProcessor>(p.view, CpuProcessorOptions{algorithm}));
-  }
-  std::vector<Hit> search(const Query& query) const {
-    // AND+OR is a whole-collection decision: count AND matches everywhere first.
-    Query effective = query;
-    if (query.mode == QueryMode::kAndOr) {
-      Query and_query = query;
-      and_query.mode = QueryMode::kAnd;
-      uint64_t matches = 0;
-      for (const auto& processor : processors) matches += processor->search(and_query).and_matches;
-      effective.mode = matches >= query.k ? QueryMode::kAnd : QueryMode::kOr;
-    }
-    std::vector<std::vector<Hit>> lists;
-    for (const auto& processor : processors) lists.push_back(processor->search(effective).hits);
-    return merge_topk(std::move(lists), query.k);
-  }
-};
+using testing::InMemoryIndex;
 
 struct RandomCase {
   std::string codec;
