@@ -117,6 +117,9 @@ int serve(int argc, char** argv) {
              "with --write: serve the write log to leaves on this ZeroMQ endpoint (e.g. tcp://127.0.0.1:5604), each "
              "write with the collection's statistics after it, so that leaves with --tail search it before the next "
              "generation; empty: none")
+      .value("tail-threads", "0",
+             "with --tail: threads analyzing the written documents (their statistics are applied in order on one); "
+             "0: a quarter of the cores, 1 to 8")
       .value("fold-max-writes", "100000",
              "with --write: a new generation as soon as this many writes wait, whatever --fold-interval-ms says")
       .value("fold-interval-ms", "1000", "with --write: a new generation holding the writes at most this often")
@@ -146,6 +149,7 @@ int serve(int argc, char** argv) {
   options.write_endpoint = flags.get("write");
   options.tail_endpoint = flags.get("tail");
   if (!options.tail_endpoint.empty() && options.write_endpoint.empty()) throw warp::Error("--tail needs --write");
+  options.tail_threads = flags.count("tail-threads");
   options.fold_interval_ms = flags.count("fold-interval-ms");
   options.fold_max_writes = flags.count("fold-max-writes");
   options.max_apply_lag = flags.count("max-apply-lag");

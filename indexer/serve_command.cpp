@@ -12,6 +12,7 @@
 #include <memory>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <algorithm>
 #include <thread>
 
 #include "common/http/http_server.hpp"
@@ -203,6 +204,13 @@ bool build_generation(const ServeOptions& options, const fs::path& root, uint64_
   return true;
 }
 
+// --tail-threads: 0 is a quarter of the cores, within 1..8 (the tail's serial part, about a third of
+// a write's work, bounds what more threads give).
+size_t tail_analysis_threads(size_t asked) {
+  if (asked > 0) return asked;
+  return std::clamp<size_t>(std::thread::hardware_concurrency() / 4, 1, 8);
+}
+
 }  // namespace
 
 int run_serve_command(const ServeOptions& options) {
@@ -255,9 +263,10 @@ int run_serve_command(const ServeOptions& options) {
     ids_inputs = latest > 0 ? read_file(dir / "inputs.json") : std::string();
     if (!options.tail_endpoint.empty()) {
       const std::string fingerprint_at_latest = latest > 0 ? read_file(dir / "inputs.json") : std::string();
-      tail = std::make_unique<writes::TailEndpoint>(
-          options.tail_endpoint, *log, options.build.analyzer, latest > 0 ? dir.string() : std::string(), latest,
-          folded.load(), fingerprint_at_latest, transfer::load_curve_config(options.curve_keys, "indexer", "leaf"));
+      tail = std::make_unique<writes::TailEndpoint>(options.tail_endpoint, *log, options.build.analyzer,
+                                                    latest > 0 ? dir.string() : std::string(), latest, folded.load(),
+                                                    fingerprint_at_latest, tail_analysis_threads(options.tail_threads),
+                                                    transfer::load_curve_config(options.curve_keys, "indexer", "leaf"));
       log_line("serving the write log's tail to leaves on " + tail->endpoint());
     }
     writes::TailEndpoint* tailing = tail.get();

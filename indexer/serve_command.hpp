@@ -31,6 +31,7 @@ struct ServeOptions {
   std::string write_endpoint;
   // The write log's tail for leaves (--tail; indexer/writes/tail_endpoint.hpp); empty: none.
   std::string tail_endpoint;
+  size_t tail_threads = 0;  // threads analyzing the tail's documents (0: a quarter of the cores, 1..8)
   uint64_t fold_interval_ms = 1000;
   uint64_t fold_max_writes = 100000;  // a fold sooner once this many writes wait
   uint64_t max_apply_lag = 100000;    // with a tail: writes refused while a leaf lags more (0: never)

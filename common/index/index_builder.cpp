@@ -41,6 +41,25 @@ DocId IndexBuilder::add_analyzed(DocumentRecord record, std::span<const std::str
   return doc;
 }
 
+DocId IndexBuilder::add_counted(DocumentRecord record, std::span<const std::pair<std::string, uint32_t>> term_freqs) {
+  if (documents_.size() >= kEndDoc - 1) throw Error("a generation holds at most 2^32-2 documents");
+  const DocId doc = static_cast<DocId>(documents_.size());
+  uint32_t distinct = 0;
+  for (const auto& [term, freq] : term_freqs) {
+    if (freq == 0) continue;
+    auto [it, inserted] = term_ids_.try_emplace(term, static_cast<uint32_t>(terms_.size()));
+    if (inserted) {
+      terms_.push_back(term);
+      postings_.emplace_back();
+    }
+    postings_[it->second].push_back({doc, freq});
+    ++distinct;
+  }
+  documents_.push_back(std::move(record));
+  distinct_terms_.push_back(distinct);
+  return doc;
+}
+
 std::vector<DocId> balanced_boundaries(std::span<const uint32_t> weights, uint32_t parts) {
   uint64_t total = 0;
   for (uint32_t w : weights) total += w;

@@ -7,6 +7,7 @@
 #include <span>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "common/analysis/analyzer.hpp"
@@ -57,6 +58,9 @@ class IndexBuilder {
   DocId add_document(const SourceDocument& document);
   // Adds an already analyzed document (synthetic collections, tests).
   DocId add_analyzed(DocumentRecord record, std::span<const std::string> terms);
+  // Adds a document given as its terms, each once, with their frequencies (a logged write's form);
+  // its length is record.length. The same postings as add_analyzed of the terms repeated.
+  DocId add_counted(DocumentRecord record, std::span<const std::pair<std::string, uint32_t>> term_freqs);
 
   size_t document_count() const { return documents_.size(); }
   std::vector<BuiltPartition> build() const;

@@ -35,6 +35,7 @@ struct TailRequest {
   after @0 :UInt64;       # the last sequence the leaf holds
   waitMs @1 :UInt32;      # how long the indexer may hold the request when nothing is newer
   maxWrites @2 :UInt32;   # at most this many writes in the reply
+  encoded @3 :Bool;       # the reply's writes as `encodedWrites` (each encoded once by the indexer)
 }
 
 # One logged op with what BM25 needs of it, computed by the indexer over the whole collection.
@@ -63,4 +64,7 @@ struct TailReply {
   firstKept @2 :UInt64;           # the oldest write the indexer can still send (older: take a newer generation)
   last @3 :UInt64;                # the log's last durable sequence
   error @4 :Text;
+  # Asked for with `encoded`: the writes, each a LoggedWrite message of its own (flat, one
+  # segment), as the indexer encoded it once for every leaf, instead of `writes`.
+  encodedWrites @5 :List(Data);
 }

@@ -8,45 +8,99 @@ namespace warp::transfer {
 
 namespace {
 capnp::Text::Reader text(const std::string& s) { return capnp::Text::Reader(s.data(), s.size()); }
+
+void set_write(protocol::LoggedWrite::Builder out, const LoggedWrite& w) {
+  out.setSequence(w.sequence);
+  out.setKind(static_cast<uint8_t>(w.kind));
+  out.setId(text(w.id));
+  out.setTitle(text(w.title));
+  out.setUrl(text(w.url));
+  out.setSource(text(w.source));
+  out.setLength(w.length);
+  out.setDocCount(w.doc_count);
+  out.setTotalLength(w.total_length);
+  out.setLoggedUnixNs(w.logged_unix_ns);
+  auto terms = out.initTerms(static_cast<unsigned>(w.terms.size()));
+  auto freqs = out.initFreqs(static_cast<unsigned>(w.terms.size()));
+  for (unsigned t = 0; t < w.terms.size(); ++t) terms.set(t, text(w.terms[t].first)), freqs.set(t, w.terms[t].second);
+  auto df_terms = out.initDfTerms(static_cast<unsigned>(w.df.size()));
+  auto df_values = out.initDfValues(static_cast<unsigned>(w.df.size()));
+  for (unsigned t = 0; t < w.df.size(); ++t) df_terms.set(t, text(w.df[t].first)), df_values.set(t, w.df[t].second);
+}
+
+LoggedWrite read_write(protocol::LoggedWrite::Reader in) {
+  LoggedWrite w;
+  w.sequence = in.getSequence();
+  if (in.getKind() != 1 && in.getKind() != 2) throw Error("a logged write of unknown kind");
+  w.kind = static_cast<LoggedWrite::Kind>(in.getKind());
+  w.id = in.getId();
+  w.title = in.getTitle();
+  w.url = in.getUrl();
+  w.source = in.getSource();
+  w.length = in.getLength();
+  w.doc_count = in.getDocCount();
+  w.total_length = in.getTotalLength();
+  w.logged_unix_ns = in.getLoggedUnixNs();
+  auto terms = in.getTerms();
+  auto freqs = in.getFreqs();
+  if (terms.size() != freqs.size()) throw Error("a logged write whose terms and frequencies differ in number");
+  for (unsigned t = 0; t < terms.size(); ++t) w.terms.emplace_back(terms[t], freqs[t]);
+  auto df_terms = in.getDfTerms();
+  auto df_values = in.getDfValues();
+  if (df_terms.size() != df_values.size()) throw Error("a logged write whose df terms and values differ in number");
+  for (unsigned t = 0; t < df_terms.size(); ++t) w.df.emplace_back(df_terms[t], df_values[t]);
+  return w;
+}
+
+void set_header(protocol::TailReply::Builder reply, const TailAnswer& answer) {
+  reply.setEpoch(answer.epoch);
+  reply.setFirstKept(answer.first_kept);
+  reply.setLast(answer.last);
+  reply.setError(text(answer.error));
+}
 }  // namespace
 
-zmq::message_t tail_request_frame(uint64_t after, uint32_t wait_ms, uint32_t max_writes) {
+zmq::message_t tail_request_frame(uint64_t after, uint32_t wait_ms, uint32_t max_writes, bool encoded) {
   capnp::MallocMessageBuilder builder;
   auto request = builder.initRoot<protocol::TailRequest>();
   request.setAfter(after);
   request.setWaitMs(wait_ms);
   request.setMaxWrites(max_writes);
+  request.setEncoded(encoded);
   return to_frame(builder);
 }
 
 zmq::message_t tail_reply_frame(const TailAnswer& answer) {
   capnp::MallocMessageBuilder builder;
   auto reply = builder.initRoot<protocol::TailReply>();
-  reply.setEpoch(answer.epoch);
-  reply.setFirstKept(answer.first_kept);
-  reply.setLast(answer.last);
-  reply.setError(text(answer.error));
+  set_header(reply, answer);
   auto writes = reply.initWrites(static_cast<unsigned>(answer.writes.size()));
-  for (unsigned i = 0; i < answer.writes.size(); ++i) {
-    const LoggedWrite& w = answer.writes[i];
-    auto out = writes[i];
-    out.setSequence(w.sequence);
-    out.setKind(static_cast<uint8_t>(w.kind));
-    out.setId(text(w.id));
-    out.setTitle(text(w.title));
-    out.setUrl(text(w.url));
-    out.setSource(text(w.source));
-    out.setLength(w.length);
-    out.setDocCount(w.doc_count);
-    out.setTotalLength(w.total_length);
-    out.setLoggedUnixNs(w.logged_unix_ns);
-    auto terms = out.initTerms(static_cast<unsigned>(w.terms.size()));
-    auto freqs = out.initFreqs(static_cast<unsigned>(w.terms.size()));
-    for (unsigned t = 0; t < w.terms.size(); ++t) terms.set(t, text(w.terms[t].first)), freqs.set(t, w.terms[t].second);
-    auto df_terms = out.initDfTerms(static_cast<unsigned>(w.df.size()));
-    auto df_values = out.initDfValues(static_cast<unsigned>(w.df.size()));
-    for (unsigned t = 0; t < w.df.size(); ++t) df_terms.set(t, text(w.df[t].first)), df_values.set(t, w.df[t].second);
-  }
+  for (unsigned i = 0; i < answer.writes.size(); ++i) set_write(writes[i], answer.writes[i]);
+  return to_frame(builder);
+}
+
+std::string encode_logged_write(const LoggedWrite& write) {
+  capnp::MallocMessageBuilder builder;
+  set_write(builder.initRoot<protocol::LoggedWrite>(), write);
+  const kj::Array<capnp::word> words = capnp::messageToFlatArray(builder);
+  const auto bytes = words.asBytes();
+  return std::string(reinterpret_cast<const char*>(bytes.begin()), bytes.size());
+}
+
+LoggedWrite decode_logged_write(std::string_view encoded) {
+  FrameReader reader(encoded.data(), encoded.size());
+  return read_write(reader.root<protocol::LoggedWrite>());
+}
+
+zmq::message_t tail_reply_frame(const TailAnswer& answer, const std::vector<std::string_view>& encoded) {
+  size_t bytes = 0;
+  for (std::string_view write : encoded) bytes += write.size();
+  capnp::MallocMessageBuilder builder(static_cast<unsigned>(bytes / sizeof(capnp::word) + 64 + encoded.size()));
+  auto reply = builder.initRoot<protocol::TailReply>();
+  set_header(reply, answer);
+  auto writes = reply.initEncodedWrites(static_cast<unsigned>(encoded.size()));
+  for (unsigned i = 0; i < encoded.size(); ++i)
+    writes.set(i, capnp::Data::Reader(reinterpret_cast<const kj::byte*>(encoded[i].data()), encoded[i].size()));
   return to_frame(builder);
 }
 
@@ -58,33 +112,16 @@ TailAnswer read_tail_reply(const zmq::message_t& frame, uint64_t after) {
   answer.first_kept = reply.getFirstKept();
   answer.last = reply.getLast();
   answer.error = reply.getError();
+  for (auto in : reply.getWrites()) answer.writes.push_back(read_write(in));
+  for (auto in : reply.getEncodedWrites())
+    answer.writes.push_back(
+        decode_logged_write(std::string_view(reinterpret_cast<const char*>(in.begin()), in.size())));
   uint64_t expected = after + 1;
-  for (auto in : reply.getWrites()) {
-    LoggedWrite w;
-    w.sequence = in.getSequence();
+  for (const LoggedWrite& w : answer.writes) {
     if (w.sequence != expected)
       throw Error("a write-log tail with sequence " + std::to_string(w.sequence) + " where " +
                   std::to_string(expected) + " was due");
     ++expected;
-    if (in.getKind() != 1 && in.getKind() != 2) throw Error("a logged write of unknown kind");
-    w.kind = static_cast<LoggedWrite::Kind>(in.getKind());
-    w.id = in.getId();
-    w.title = in.getTitle();
-    w.url = in.getUrl();
-    w.source = in.getSource();
-    w.length = in.getLength();
-    w.doc_count = in.getDocCount();
-    w.total_length = in.getTotalLength();
-    w.logged_unix_ns = in.getLoggedUnixNs();
-    auto terms = in.getTerms();
-    auto freqs = in.getFreqs();
-    if (terms.size() != freqs.size()) throw Error("a logged write whose terms and frequencies differ in number");
-    for (unsigned t = 0; t < terms.size(); ++t) w.terms.emplace_back(terms[t], freqs[t]);
-    auto df_terms = in.getDfTerms();
-    auto df_values = in.getDfValues();
-    if (df_terms.size() != df_values.size()) throw Error("a logged write whose df terms and values differ in number");
-    for (unsigned t = 0; t < df_terms.size(); ++t) w.df.emplace_back(df_terms[t], df_values[t]);
-    answer.writes.push_back(std::move(w));
   }
   return answer;
 }

@@ -1,7 +1,6 @@
 #include "indexer/writes/collection_state.hpp"
 
 #include <algorithm>
-#include <map>
 #include <nlohmann/json.hpp>
 
 #include "common/index/index_files.hpp"
@@ -52,57 +51,91 @@ void CollectionState::load_generation(const std::string& dir) {
   }
 }
 
+AnalyzedPut CollectionState::analyze(Analyzer& analyzer, const WriteOp& op) const {
+  AnalyzedPut put;
+  const nlohmann::json doc = nlohmann::json::parse(op.document, nullptr, false);
+  if (!doc.is_object()) return put;
+  const auto text = [&](const char* field) -> std::string {
+    auto it = doc.find(field);
+    return it != doc.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  put.ok = true;
+  put.title = text("title"), put.url = text("url");
+  std::vector<std::string> terms;
+  analyzer.analyze(put.title, terms);  // as IndexBuilder::add_document: the title, then the body
+  analyzer.analyze(text("body"), terms);
+  put.length = static_cast<uint32_t>(terms.size());
+  std::sort(terms.begin(), terms.end());  // sorted: every indexer sends the same bytes
+  for (size_t i = 0; i < terms.size();) {
+    size_t j = i + 1;
+    while (j < terms.size() && terms[j] == terms[i]) ++j;
+    auto known = term_ids_.find(terms[i]);
+    put.term_ids.push_back(known != term_ids_.end() ? known->second : AnalyzedPut::kNewTerm);
+    put.terms.emplace_back(std::move(terms[i]), static_cast<uint32_t>(j - i));
+    i = j;
+  }
+  return put;
+}
+
 LoggedWrite CollectionState::apply(uint64_t sequence, const WriteOp& op, bool* ok) {
+  return apply(sequence, op, op.kind == WriteOp::Kind::kPut ? analyze(analyzer_, op) : AnalyzedPut{}, ok);
+}
+
+LoggedWrite CollectionState::apply(uint64_t sequence, const WriteOp& op, AnalyzedPut analyzed, bool* ok) {
   LoggedWrite write;
   write.sequence = sequence;
   write.id = op.id;
   write.kind = op.kind == WriteOp::Kind::kPut ? LoggedWrite::Kind::kPut : LoggedWrite::Kind::kDelete;
+  const bool adds = op.kind == WriteOp::Kind::kPut;
+  if (adds && !analyzed.ok) {
+    if (ok) *ok = false;
+    write.doc_count = docs_.size(), write.total_length = total_length_;
+    return write;
+  }
+  // df changes: -1 for the old copy's terms, +1 for the new one's (a merge of the two sorted term
+  // id lists); every term of the new copy is sent, moved or not: the leaf's segment takes each
+  // term's df from here (a term of the replaced copy too, with the same count, would otherwise be
+  // missing).
   Doc added;
-  bool adds = false;
-  if (op.kind == WriteOp::Kind::kPut) {
-    const nlohmann::json doc = nlohmann::json::parse(op.document, nullptr, false);
-    const auto text = [&](const char* field) -> std::string {
-      if (!doc.contains(field)) return {};
-      return doc[field].is_string() ? doc[field].get<std::string>() : std::string();
-    };
-    if (!doc.is_object()) {
-      if (ok) *ok = false;
-      write.doc_count = docs_.size(), write.total_length = total_length_;
-      return write;
-    }
-    write.title = text("title"), write.url = text("url");
-    write.source = op.document;
-    scratch_.clear();
-    analyzer_.analyze(write.title, scratch_);  // as IndexBuilder::add_document: the title, then the body
-    analyzer_.analyze(text("body"), scratch_);
-    std::map<std::string, uint32_t> counts;  // sorted: every indexer sends the same bytes
-    for (const std::string& term : scratch_) ++counts[term];
-    write.terms.assign(counts.begin(), counts.end());
-    write.length = static_cast<uint32_t>(scratch_.size());
-    added.length = write.length;
-    for (const auto& [term, freq] : write.terms) added.terms.push_back(term_id(term));
-    std::sort(added.terms.begin(), added.terms.end());
-    adds = true;
-  }
-  // df changes: -1 for the old copy's terms, +1 for the new one's; only the terms that moved.
-  std::map<uint32_t, int64_t> change;
-  if (auto it = docs_.find(op.id); it != docs_.end()) {
-    for (uint32_t t : it->second.terms) --change[t];
-    total_length_ -= it->second.length;
-    docs_.erase(it);
-  }
-  std::vector<uint32_t> added_terms;
   if (adds) {
-    added_terms = added.terms;
-    for (uint32_t t : added.terms) ++change[t];
+    write.title = std::move(analyzed.title), write.url = std::move(analyzed.url);
+    write.source = op.document;
+    write.terms = std::move(analyzed.terms);
+    write.length = analyzed.length;
+    added.length = write.length;
+    added.terms.reserve(write.terms.size());
+    for (size_t i = 0; i < write.terms.size(); ++i) {
+      const uint32_t known = i < analyzed.term_ids.size() ? analyzed.term_ids[i] : AnalyzedPut::kNewTerm;
+      added.terms.push_back(known != AnalyzedPut::kNewTerm ? known : term_id(write.terms[i].first));
+    }
+    std::sort(added.terms.begin(), added.terms.end());
+  }
+  change_.clear();
+  auto old = docs_.find(op.id);
+  static const std::vector<uint32_t> kNone;
+  const std::vector<uint32_t>& before = old != docs_.end() ? old->second.terms : kNone;
+  for (size_t a = 0, b = 0; a < before.size() || b < added.terms.size();) {
+    if (b == added.terms.size() || (a < before.size() && before[a] < added.terms[b]))
+      change_.emplace_back(before[a++], -1);
+    else if (a == before.size() || added.terms[b] < before[a])
+      change_.emplace_back(added.terms[b++], 1);
+    else
+      change_.emplace_back(added.terms[b++], 0), ++a;
+  }
+  if (old != docs_.end()) {
+    total_length_ -= old->second.length;
+    if (adds) {
+      total_length_ += added.length;
+      old->second = std::move(added);
+    } else {
+      docs_.erase(old);
+    }
+  } else if (adds) {
     total_length_ += added.length;
     docs_.emplace(op.id, std::move(added));
   }
-  std::vector<std::pair<std::string, uint64_t>> df;
-  for (const auto& [t, delta] : change) {
-    // Every term of the new copy, moved or not: the leaf's segment takes each term's df from here
-    // (a term of the replaced copy too, with the same count, would otherwise be missing).
-    if (delta == 0 && !std::binary_search(added_terms.begin(), added_terms.end(), t)) continue;
+  write.df.reserve(change_.size());
+  for (const auto& [t, delta] : change_) {
     df_[t] = static_cast<uint64_t>(static_cast<int64_t>(df_[t]) + delta);
     write.df.emplace_back(terms_[t], df_[t]);
   }

@@ -11,10 +11,23 @@
 #include <vector>
 
 #include "common/analysis/analyzer.hpp"
+#include "common/index/index_view.hpp"
 #include "common/index/logged_write.hpp"
 #include "indexer/writes/write_log.hpp"
 
 namespace warp::writes {
+
+// A put's document as a build analyzes it (title, then body): what apply needs besides the op.
+// Made by CollectionState::analyze, which may run on several threads at once between applies
+// (the tail analyzes a batch of puts in parallel and applies them in order).
+struct AnalyzedPut {
+  static constexpr uint32_t kNewTerm = UINT32_MAX;
+  bool ok = false;  // the document is a JSON object
+  std::string title, url;
+  std::vector<std::pair<std::string, uint32_t>> terms;  // distinct, sorted, with their frequencies
+  std::vector<uint32_t> term_ids;                       // by terms: the state's id, or kNewTerm
+  uint32_t length = 0;                                  // analyzed terms
+};
 
 class CollectionState {
  public:
@@ -25,6 +38,13 @@ class CollectionState {
   // Applies one logged op and says what it did. A put whose document is not a JSON object with
   // string fields (the broker lets none through) changes nothing: `ok` false.
   LoggedWrite apply(uint64_t sequence, const WriteOp& op, bool* ok = nullptr);
+  // A put's document analyzed with `analyzer` (the caller's own), its terms' ids looked up: reads
+  // the state only, so several threads may analyze at once while nothing is applied.
+  AnalyzedPut analyze(Analyzer& analyzer, const WriteOp& op) const;
+  // The same with the put's document analyzed already (analyze of op, with no clear or
+  // load_generation since; ignored for a delete).
+  LoggedWrite apply(uint64_t sequence, const WriteOp& op, AnalyzedPut analyzed, bool* ok = nullptr);
+  const AnalyzerConfig& analyzer_config() const { return analyzer_.config(); }
   uint64_t doc_count() const { return docs_.size(); }
   uint64_t total_length() const { return total_length_; }
   uint64_t df(const std::string& term) const;
@@ -36,12 +56,12 @@ class CollectionState {
   };
   uint32_t term_id(const std::string& term);
   Analyzer analyzer_;
-  std::unordered_map<std::string, uint32_t> term_ids_;
+  std::unordered_map<std::string, uint32_t, TermHash, std::equal_to<>> term_ids_;
   std::vector<std::string> terms_;
   std::vector<uint64_t> df_;  // by term id
-  std::unordered_map<std::string, Doc> docs_;
+  std::unordered_map<std::string, Doc, TermHash, std::equal_to<>> docs_;
   uint64_t total_length_ = 0;
-  std::vector<std::string> scratch_;
+  std::vector<std::pair<uint32_t, int32_t>> change_;  // scratch: (term id, df delta) by term id
 };
 
 }  // namespace warp::writes

@@ -3,8 +3,9 @@
 // leaf holds, at once when there are some, else as soon as the next commit brings some or the
 // request's wait ends (a long poll: a write reaches the leaves within a round trip of its commit).
 // One thread owns the socket and the CollectionState: commits reach it from the log's committer
-// through a queue, never computed on the committer. It keeps the writes after the generation
-// before the latest (leaves keep that one too); a leaf asking for older ones is told to take a
+// through a queue, never computed on the committer; their documents are analyzed in parallel (the
+// part of a write that does not depend on the writes before it), their statistics applied in order. It keeps the writes
+// after the generation before the latest (leaves keep that one too); a leaf asking for older ones is told to take a
 // newer generation. With Curve, only leaf*.pub keys may connect.
 #pragma once
 #include <atomic>
@@ -22,10 +23,11 @@ class TailEndpoint {
  public:
   // Starts from generation `generation` in `generation_dir` (0 and empty: none yet) holding the
   // log's writes up to `folded`, its inputs fingerprinted as `fingerprint`; replays the log after
-  // `folded`. Registers itself as the log's durable listener.
+  // `folded`. Registers itself as the log's durable listener. The puts of each run of commits are
+  // analyzed on up to `analysis_threads` threads, then applied in order on the tail's own.
   TailEndpoint(const std::string& endpoint, WriteLog& log, const AnalyzerConfig& analyzer,
                const std::string& generation_dir, uint64_t generation, uint64_t folded, const std::string& fingerprint,
-               const transfer::CurveConfig& curve = {});
+               size_t analysis_threads = 1, const transfer::CurveConfig& curve = {});
   ~TailEndpoint();
   TailEndpoint(const TailEndpoint&) = delete;
   TailEndpoint& operator=(const TailEndpoint&) = delete;

@@ -1,5 +1,8 @@
 #include "leaf/live/live_writes.hpp"
 
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <string>
 
 #include "leaf/live/live_processor.hpp"
@@ -35,6 +38,7 @@ void LiveWrites::reset() {
 }
 
 std::shared_ptr<const LoadedIndex> LiveWrites::rebase(std::shared_ptr<const LoadedIndex> base) {
+  take_merges(true);  // the segments as one list of chunks, none read by a merge
   const std::shared_ptr<const LoadedIndex> old = std::move(base_);
   base_ = std::move(base);
   const uint64_t held = base_->write_sequence;
@@ -99,20 +103,98 @@ std::shared_ptr<const LoadedIndex> LiveWrites::take(const transfer::TailAnswer& 
     // Statistics of other inputs, or an indexer that holds fewer writes than this leaf (its log
     // was reset): what is held no longer applies.
     epoch_ = answer.epoch;
+    take_merges(true);  // before the writes they read go
     writes_.clear();
     reset();
     return snapshot();
   }
   if (waiting_for_generation()) return nullptr;
+  const bool merged = !hold_merges_ && take_merges(false);
   const size_t from = writes_.size();
   for (const LoggedWrite& write : answer.writes)
     if (write.sequence == after() + 1) writes_.push_back(write);
-  if (writes_.size() == from) return nullptr;
+  if (writes_.size() == from) {
+    if (!merged) return nullptr;
+    for (size_t slot = 0; slot < chunks_.size(); ++slot) start_merges(slot);
+    return snapshot();
+  }
   absorb(from);
   return snapshot();
 }
 
-std::shared_ptr<LiveWrites::Chunk> LiveWrites::build_chunk(size_t slot, const std::vector<const LoggedWrite*>& writes) {
+std::shared_ptr<const LoadedIndex> LiveWrites::settle() {
+  if (!take_merges(true)) return nullptr;
+  return snapshot();
+}
+
+bool LiveWrites::take_merges(bool wait) {
+  bool took = false;
+  for (auto merge = merges_.begin(); merge != merges_.end();) {
+    if (!wait && merge->merged.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+      ++merge;
+      continue;
+    }
+    std::shared_ptr<Chunk> merged;
+    try {
+      merged = merge->merged.get();
+    } catch (const std::exception& e) {  // the segments stay as they were
+      std::fprintf(stderr, "warp-leaf: a merge of written documents' segments failed: %s\n", e.what());
+      merge = merges_.erase(merge);
+      continue;
+    }
+    // What was written again while it ran is masked in it; the rest is found in it from now on.
+    for (size_t d = 0; d < merge->origin.size(); ++d) {
+      const auto [chunk, doc] = merge->origin[d];
+      if (chunk->deleted[doc])
+        merged->deleted[d] = 1, ++merged->deleted_count;
+      else
+        where_[chunk->writes[doc]->id] = {merged.get(), static_cast<uint32_t>(d)};
+    }
+    auto& chunks = chunks_[merge->slot];
+    const auto first = std::find(chunks.begin(), chunks.end(), merge->sources.front());
+    const auto last = first + static_cast<std::ptrdiff_t>(merge->sources.size());
+    if (merged->deleted_count == merged->writes.size()) {
+      chunks.erase(first, last);
+    } else {
+      *first = std::move(merged);
+      chunks.erase(first + 1, last);
+    }
+    took = true;
+    merge = merges_.erase(merge);
+  }
+  return took;
+}
+
+void LiveWrites::start_merges(size_t slot) {
+  auto& chunks = chunks_[slot];
+  size_t free_from = 0;  // the chunks from here on are in no merge under way
+  for (const Merge& merge : merges_) {
+    if (merge.slot != slot) continue;
+    const auto last = std::find(chunks.begin(), chunks.end(), merge.sources.back());
+    free_from = std::max(free_from, static_cast<size_t>(last - chunks.begin()) + 1);
+  }
+  while (chunks.size() - free_from >= kFanIn &&
+         tier(chunks[chunks.size() - kFanIn]->writes.size()) <= tier(chunks.back()->writes.size())) {
+    Merge merge;
+    merge.slot = slot;
+    merge.sources.assign(chunks.end() - kFanIn, chunks.end());
+    std::vector<const LoggedWrite*> kept;  // the documents still searched: those not written again since
+    for (const auto& chunk : merge.sources)
+      for (size_t d = 0; d < chunk->writes.size(); ++d)
+        if (!chunk->deleted[d]) kept.push_back(chunk->writes[d]), merge.origin.emplace_back(chunk.get(), d);
+    if (kept.empty()) {  // every one written again since
+      chunks.resize(chunks.size() - kFanIn);
+      continue;
+    }
+    merge.merged =
+        std::async(std::launch::async, [this, slot, kept = std::move(kept)] { return build_chunk(slot, kept); });
+    merges_.push_back(std::move(merge));
+    return;  // the newest are under way: nothing after them to merge yet
+  }
+}
+
+std::shared_ptr<LiveWrites::Chunk> LiveWrites::build_chunk(size_t slot,
+                                                           const std::vector<const LoggedWrite*>& writes) const {
   const IndexView& view = base_->partitions[slot]->view();
   const DocId generation_end = static_cast<DocId>(view.meta.stats.doc_count);  // the generation's docIDs
   BuildOptions options;
@@ -121,16 +203,12 @@ std::shared_ptr<LiveWrites::Chunk> LiveWrites::build_chunk(size_t slot, const st
   auto chunk = std::make_shared<Chunk>();
   chunk->segment = std::make_shared<LiveSegment>();
   auto records = std::make_shared<std::vector<DocumentRecord>>();
-  std::vector<std::string> tokens;
   for (const LoggedWrite* write : writes) {
-    tokens.clear();
-    for (const auto& [term, freq] : write->terms) tokens.insert(tokens.end(), freq, term);
     // No stored form: a fetch reads the write's own (LiveWrites::written), not a second copy.
     DocumentRecord record{write->id, write->title, write->url, write->length};
-    builder.add_analyzed(record, tokens);
+    builder.add_counted(record, write->terms);
     records->push_back(std::move(record));
     chunk->segment->global.push_back(generation_end + static_cast<DocId>(write->sequence - base_->write_sequence));
-    where_[write->id] = {chunk.get(), static_cast<uint32_t>(chunk->writes.size())};
     chunk->writes.push_back(write);
   }
   chunk->segment->records = std::move(records);
@@ -173,19 +251,13 @@ void LiveWrites::absorb(size_t from) {
           live_partition_of(write.id, meta.partition_count) == meta.partition_id)
         puts.push_back(&write);
     }
-    auto& chunks = chunks_[slot];
-    if (!puts.empty()) chunks.push_back(build_chunk(slot, puts));
-    // Merged, the documents still searched: those not written again since.
-    while (chunks.size() >= kFanIn &&
-           tier(chunks[chunks.size() - kFanIn]->writes.size()) <= tier(chunks.back()->writes.size())) {
-      std::vector<const LoggedWrite*> kept;
-      for (size_t c = chunks.size() - kFanIn; c < chunks.size(); ++c)
-        for (size_t d = 0; d < chunks[c]->writes.size(); ++d)
-          if (!chunks[c]->deleted[d]) kept.push_back(chunks[c]->writes[d]);
-      std::shared_ptr<Chunk> merged = build_chunk(slot, kept);  // where_ now points into it
-      chunks.resize(chunks.size() - kFanIn);
-      if (!merged->writes.empty()) chunks.push_back(std::move(merged));  // else every one written again since
+    if (!puts.empty()) {
+      std::shared_ptr<Chunk> chunk = build_chunk(slot, puts);
+      for (size_t d = 0; d < chunk->writes.size(); ++d)
+        where_[chunk->writes[d]->id] = {chunk.get(), static_cast<uint32_t>(d)};
+      chunks_[slot].push_back(std::move(chunk));
     }
+    start_merges(slot);
   }
   auto layer = std::make_shared<DfMap>();
   for (size_t i = from; i < writes_.size(); ++i)

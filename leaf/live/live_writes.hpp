@@ -4,12 +4,12 @@
 // by LiveQueryProcessors (the overlay of today's statistics and the replaced or deleted documents,
 // beside segments of the documents written since that the partition holds). Writes are kept
 // until a generation holding them is served. Each answer's puts become a new segment of each
-// partition, and the newest segments are merged while the one before is at most twice as large
-// (as a binary counter: about log2 of the documents held, each document rebuilt about that often),
-// so an answer costs its own documents' indexing and a pass over the documents' lengths, not a
-// rebuild of everything held. Not thread-safe: the LeafServer serializes it.
+// partition; the newest segments of a tier are merged on threads of their own (tiered, four at a
+// time) and swapped in at a later answer, so an answer costs its own documents' indexing and a
+// pass over the documents' lengths, never a merge. Not thread-safe: the LeafServer serializes it.
 #pragma once
 #include <deque>
+#include <future>
 #include <memory>
 #include <string_view>
 #include <unordered_map>
@@ -33,6 +33,14 @@ class LiveWrites {
   // no write applies until that generation is served.
   bool waiting_for_generation() const { return base_ && base_->generation < epoch_; }
   size_t writes_held() const { return writes_.size(); }
+  // Waits for the merges under way and takes their segments in. Returns what to serve, or null
+  // when none was under way.
+  std::shared_ptr<const LoadedIndex> settle();
+  size_t merges_running() const { return merges_.size(); }
+  // Held (tests): merges done are taken in only by settle() or a new generation, so that writes
+  // mask documents of segments a merge read, as they do while a long merge runs.
+  void hold_merges(bool hold) { hold_merges_ = hold; }
+  size_t segments(size_t slot) const { return slot < chunks_.size() ? chunks_[slot].size() : 0; }
   // The last write of `id` among those served (LeafServer::written).
   LeafServer::WrittenCopy written(std::string_view id) const;
 
@@ -45,12 +53,25 @@ class LiveWrites {
     std::vector<uint8_t> deleted;            // by doc of the segment
     size_t deleted_count = 0;
   };
+  // Segments of a partition being merged into one on a thread of its own: the chunks it replaces
+  // (consecutive in chunks_[slot]) and, by doc of the merged one, the chunk and doc it comes from
+  // (for what was written again while it ran).
+  struct Merge {
+    size_t slot = 0;
+    std::vector<std::shared_ptr<Chunk>> sources;
+    std::vector<std::pair<Chunk*, uint32_t>> origin;
+    std::future<std::shared_ptr<Chunk>> merged;
+  };
   std::shared_ptr<const LoadedIndex> snapshot() const;
   void reset();  // nothing held over the generation
+  // Takes in the merges done (all: waits for those under way). True when one was taken.
+  bool take_merges(bool wait);
+  void start_merges(size_t slot);  // of the newest segments, as the tiers say
   // Takes writes_[from...] in: the copies they replace masked, a segment a partition of their puts
   // that are the last write of their id, merges as the policy says, a layer of their df.
   void absorb(size_t from);
-  std::shared_ptr<Chunk> build_chunk(size_t slot, const std::vector<const LoggedWrite*>& writes);
+  // A segment of `writes` in partition `slot` (reads only base_ and the writes: runs on any thread).
+  std::shared_ptr<Chunk> build_chunk(size_t slot, const std::vector<const LoggedWrite*>& writes) const;
   void mark(std::string_view id);  // the live copy of `id` (the generation's or a segment's) replaced
   std::shared_ptr<const LoadedIndex> base_;
   std::vector<const Partition::IdMap*> ids_;  // by slot: the generation's documents (the partition's own map)
@@ -63,6 +84,8 @@ class LiveWrites {
   std::unordered_map<std::string_view, uint64_t> latest_;                    // id → the sequence of its last write
   std::unordered_map<std::string_view, std::pair<Chunk*, uint32_t>> where_;  // id → its live copy in a segment
   std::vector<std::shared_ptr<const DfMap>> df_layers_;                      // oldest first
+  bool hold_merges_ = false;
+  std::vector<Merge> merges_;  // under way; last, so destroyed first (they read writes_ and base_)
 };
 
 }  // namespace warp

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <optional>
 #include <zmq.hpp>
 
 #include "common/transfer/capnp_frames.hpp"
@@ -13,6 +14,7 @@ namespace warp {
 namespace {
 using Clock = std::chrono::steady_clock;
 constexpr uint32_t kMaxWritesAsked = 2000;
+constexpr uint32_t kMergingWaitMs = 50;
 }  // namespace
 
 WriteTail::WriteTail(TailOptions options, LeafServer& server, prometheus::Registry& registry)
@@ -63,11 +65,19 @@ void WriteTail::run() {
   const auto pause = [&](int ms) {
     for (int i = 0; i < ms / 10 && !stop_; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   };
+  std::optional<uint64_t> asked;  // the `after` of the request in flight
+  Clock::time_point deadline;
+  const auto ask = [&](uint64_t after, uint32_t wait) {
+    socket->send(transfer::tail_request_frame(after, wait, kMaxWritesAsked), zmq::send_flags::none);
+    asked = after;
+    deadline = Clock::now() + std::chrono::milliseconds(wait + 3000);
+  };
   while (!stop_) {
     uint64_t after = 0;
-    bool has_base = false, waiting = false;
+    bool has_base = false, waiting = false, merging = false;
     server_.serve_live([&]() -> std::shared_ptr<const LoadedIndex> {
       after = live_->after(), has_base = live_->has_base(), waiting = live_->waiting_for_generation();
+      merging = live_->merges_running() > 0;
       return nullptr;
     });
     if (!has_base) {
@@ -81,12 +91,14 @@ void WriteTail::run() {
       if (options_.curve.enabled())
         transfer::make_curve_client(*socket, options_.curve, transfer::curve_server_key(options_.curve, "indexer"));
       socket->connect(options_.endpoint);
+      asked.reset();
     }
-    if (waiting) pause(200);  // only to hear of a new epoch: the generation comes by the follower
-    const uint32_t wait = waiting ? 0 : options_.wait_ms;
-    socket->send(transfer::tail_request_frame(after, wait, kMaxWritesAsked), zmq::send_flags::none);
+    if (!asked) {
+      if (waiting) pause(200);  // only to hear of a new epoch: the generation comes by the follower
+      // While segments merge, a short wait: an answer, even an empty one, takes the merged ones in.
+      ask(after, waiting ? 0 : merging ? std::min<uint32_t>(options_.wait_ms, kMergingWaitMs) : options_.wait_ms);
+    }
     zmq::pollitem_t item{socket->handle(), 0, ZMQ_POLLIN, 0};
-    const auto deadline = Clock::now() + std::chrono::milliseconds(wait + 3000);
     bool heard = false;
     while (!stop_ && !heard && Clock::now() < deadline) heard = zmq::poll(&item, 1, std::chrono::milliseconds(50)) > 0;
     if (stop_) break;
@@ -99,9 +111,11 @@ void WriteTail::run() {
       socket.reset();
       continue;
     }
+    const uint64_t answered_after = *asked;
+    asked.reset();
     try {
       const auto start = Clock::now();
-      const transfer::TailAnswer answer = transfer::read_tail_reply(body, after);
+      const transfer::TailAnswer answer = transfer::read_tail_reply(body, answered_after);
       if (!answer.error.empty()) {
         if (answer.error != last_error) std::fprintf(stderr, "warp-leaf: write-log tail: %s\n", answer.error.c_str());
         last_error = answer.error;
@@ -109,6 +123,9 @@ void WriteTail::run() {
         continue;
       }
       last_error.clear();
+      // The next ask goes out before this answer is applied, so that the indexer prepares it
+      // meanwhile (were this one not applied whole, its answer is dropped and asked again).
+      if (!answer.writes.empty() && !waiting) ask(answer.writes.back().sequence, options_.wait_ms);
       size_t held = 0;
       server_.serve_live([&] {
         auto served = live_->take(answer);

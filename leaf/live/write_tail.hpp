@@ -1,6 +1,7 @@
 // Tails the indexer's write log (indexer/writes/tail_endpoint.hpp) for a following leaf: asks for
 // the writes after the last it holds, long-polling, and serves each answer at once over the
-// generation it serves (LiveWrites through LeafServer::serve_live). A silent indexer is asked
+// generation it serves (LiveWrites through LeafServer::serve_live); the next ask goes out before
+// an answer is applied, so the indexer's reply and the leaf's indexing overlap. A silent indexer is asked
 // again on a fresh socket; a malformed answer is logged and dropped. Metrics:
 // warpsearch_leaf_live_writes (held over the generation), warpsearch_leaf_live_writes_applied_total,
 // warpsearch_leaf_live_snapshot_seconds (the last answer's time to be served),

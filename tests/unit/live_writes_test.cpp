@@ -19,6 +19,8 @@
 
 #include "common/index/index_files.hpp"
 #include "common/transfer/generation_files.hpp"
+#include "common/transfer/tail_frames.hpp"
+#include "common/util/status.hpp"
 #include "indexer/writes/collection_state.hpp"
 #include "leaf/gpu/gpu_runtime.hpp"
 #include "leaf/live/live_writes.hpp"
@@ -235,10 +237,131 @@ void every_point_answers_as_a_fresh_build(const std::string& processor) {
 
 TEST(LiveWrites, EveryPointAnswersAsAFreshBuildOfTheSameDocuments) { every_point_answers_as_a_fresh_build("cpu"); }
 
+// Segments merge on threads of their own and are taken in later: the documents of a merge's
+// segments replaced or deleted while it ran stay out of the merged segment, the others are found
+// in it (a later replacement masks them there), and the answers equal a fresh build's throughout.
+TEST(LiveWrites, MergedSegmentsKeepOutWhatWasWrittenWhileTheyMerged) {
+  std::mt19937_64 rng(testing::test_seed());
+  Collection words(rng);
+  const fs::path root = fs::temp_directory_path() / ("warp-live-merges-" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  Truth truth;
+  for (int i = 0; i < 50; ++i) truth.base.push_back(words.doc("base-" + std::to_string(i)));
+  write_generation(truth.base, 1, 1, 0, root / "gen-000001");
+  writes::CollectionState indexer{AnalyzerConfig{}};
+  indexer.load_generation((root / "gen-000001").string());
+  LiveWrites live;
+  std::shared_ptr<const LoadedIndex> served =
+      live.rebase(load_index((root / "gen-000001").string(), {}, "cpu", gpu::GpuSettings{}));
+  transfer::TailAnswer hello;
+  hello.epoch = 1;
+  live.take(hello);
+  live.hold_merges(true);
+  uint64_t sequence = 0;
+  const auto batch = [&](const std::vector<std::pair<std::string, bool>>& ops) {  // (id, delete)
+    transfer::TailAnswer answer;
+    answer.epoch = 1;
+    for (const auto& [id, remove] : ops) {
+      writes::WriteOp op;
+      op.id = id;
+      ++sequence;
+      if (remove) {
+        op.kind = writes::WriteOp::Kind::kDelete;
+        truth.written[id] = {sequence, std::nullopt};
+      } else {
+        const Doc d = words.doc(id);
+        op.document = nlohmann::json{{"id", d.id}, {"title", d.title}, {"body", d.body}}.dump();
+        truth.written[id] = {sequence, d};
+      }
+      answer.writes.push_back(indexer.apply(sequence, op));
+    }
+    answer.last = sequence;
+    served = live.take(answer);
+    ASSERT_NE(served, nullptr);
+  };
+  // Four segments of a tier: their merge starts with the fourth.
+  for (int b = 0; b < 4; ++b) {
+    std::vector<std::pair<std::string, bool>> ops;
+    for (int i = 0; i < 5; ++i) ops.emplace_back("new-" + std::to_string(b * 5 + i), false);
+    batch(ops);
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+  EXPECT_EQ(live.merges_running(), 1u);
+  EXPECT_EQ(live.segments(0), 4u);
+  // While it runs (done or not, not taken in): documents of its segments replaced and deleted.
+  batch({{"new-1", false}, {"new-7", true}, {"new-12", false}, {"new-19", true}, {"base-3", false}});
+  if (::testing::Test::HasFatalFailure()) return;
+  expect_same_answers(*served, truth.documents(), words, rng, "with the merge under way");
+  if (::testing::Test::HasFatalFailure()) return;
+  served = live.settle();
+  ASSERT_NE(served, nullptr);
+  EXPECT_EQ(live.merges_running(), 0u);
+  EXPECT_EQ(live.segments(0), 2u);  // the merged one and the last batch's
+  expect_same_answers(*served, truth.documents(), words, rng, "the merged segment taken in");
+  if (::testing::Test::HasFatalFailure()) return;
+  // Documents of the merged segment replaced and deleted after it was taken in.
+  batch({{"new-2", false}, {"new-8", true}, {"new-1", true}, {"new-30", false}});
+  if (::testing::Test::HasFatalFailure()) return;
+  expect_same_answers(*served, truth.documents(), words, rng, "after writes over the merged segment");
+  fs::remove_all(root);
+}
+
 TEST(LiveWrites, OnTheGpuEveryPointAnswersAsAFreshBuild) {
   std::string why;
   if (!gpu::gpu_available(&why)) GTEST_SKIP() << "no usable GPU: " << why;
   every_point_answers_as_a_fresh_build("gpu");
+}
+
+// The tail's two forms of a reply (writes encoded once by the indexer, or built per reply for a
+// leaf of an earlier release) read back as the same writes; a reply out of sequence and a
+// malformed encoded write are refused.
+TEST(TailFrames, EncodedAndPlainRepliesCarryTheSameWrites) {
+  std::mt19937_64 rng(testing::test_seed());
+  Collection words(rng);
+  std::vector<LoggedWrite> writes;
+  for (uint64_t sequence = 41; sequence < 41 + 30; ++sequence) {
+    LoggedWrite w;
+    w.sequence = sequence;
+    w.kind = sequence % 5 == 0 ? LoggedWrite::Kind::kDelete : LoggedWrite::Kind::kPut;
+    w.id = "doc-" + std::to_string(rng() % 1000);
+    w.title = words.text(3), w.url = "http://example.org/" + w.id, w.source = "{\"body\":\"" + words.text(9) + "\"}";
+    for (int t = 0; t < 1 + static_cast<int>(rng() % 12); ++t) w.terms.emplace_back(words.word(), 1 + rng() % 4);
+    w.length = static_cast<uint32_t>(rng() % 200), w.doc_count = rng(), w.total_length = rng();
+    for (const auto& [term, freq] : w.terms) w.df.emplace_back(term, rng() % 100000);
+    w.logged_unix_ns = rng();
+    writes.push_back(std::move(w));
+  }
+  transfer::TailAnswer plain;
+  plain.epoch = 7, plain.first_kept = 12, plain.last = 99, plain.writes = writes;
+  transfer::TailAnswer header = plain;
+  header.writes.clear();
+  std::vector<std::string> encoded;
+  for (const LoggedWrite& w : writes) encoded.push_back(transfer::encode_logged_write(w));
+  const std::vector<std::string_view> views(encoded.begin(), encoded.end());
+  const auto same = [&](const transfer::TailAnswer& got) {
+    ASSERT_EQ(got.writes.size(), writes.size());
+    EXPECT_EQ(got.epoch, 7u);
+    EXPECT_EQ(got.first_kept, 12u);
+    EXPECT_EQ(got.last, 99u);
+    for (size_t i = 0; i < writes.size(); ++i) {
+      const LoggedWrite &a = got.writes[i], &b = writes[i];
+      EXPECT_EQ(a.sequence, b.sequence);
+      EXPECT_EQ(a.kind, b.kind);
+      EXPECT_EQ(std::tie(a.id, a.title, a.url, a.source), std::tie(b.id, b.title, b.url, b.source));
+      EXPECT_EQ(a.terms, b.terms);
+      EXPECT_EQ(a.df, b.df);
+      EXPECT_EQ(std::tie(a.length, a.doc_count, a.total_length, a.logged_unix_ns),
+                std::tie(b.length, b.doc_count, b.total_length, b.logged_unix_ns));
+    }
+  };
+  same(transfer::read_tail_reply(transfer::tail_reply_frame(plain), 40));
+  same(transfer::read_tail_reply(transfer::tail_reply_frame(header, views), 40));
+  EXPECT_THROW(transfer::read_tail_reply(transfer::tail_reply_frame(header, views), 39), Error);
+  std::vector<std::string_view> gap = views;
+  gap.erase(gap.begin() + 3);
+  EXPECT_THROW(transfer::read_tail_reply(transfer::tail_reply_frame(header, gap), 40), Error);
+  const std::string torn = encoded[2].substr(0, 12);
+  EXPECT_THROW(transfer::decode_logged_write(torn), Error);
 }
 
 }  // namespace
