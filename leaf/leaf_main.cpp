@@ -76,6 +76,9 @@ int run(int argc, char** argv) {
       .value("tail", "",
              "with --follow: the indexer's write-log tail (its --tail endpoint): writes through the API are searched "
              "as soon as they are logged, before a generation holds them; empty: only at the next generation")
+      .value("tail-interval-ms", "20",
+             "with --tail: at least this long between two answers applied while the leaf keeps up (each makes a new "
+             "snapshot to search: fewer, larger ones cost searches less; a leaf behind the log applies at once)")
       .value("follow", "", "follow this indexer's announcements (its PUB endpoint) and hot-swap generations")
       .value("root", "", "with --follow: where fetched generations are kept")
       .value("generation-key", "",
@@ -181,8 +184,11 @@ int run(int argc, char** argv) {
   if (!flags.get("tail").empty()) {
     if (flags.get("follow").empty())
       throw warp::Error("--tail needs --follow (writes apply over followed generations)");
-    tail = std::make_unique<warp::WriteTail>(warp::TailOptions{.endpoint = flags.get("tail"), .curve = curve}, server,
-                                             *registry);
+    tail = std::make_unique<warp::WriteTail>(
+        warp::TailOptions{.endpoint = flags.get("tail"),
+                          .curve = curve,
+                          .min_interval_ms = static_cast<uint32_t>(flags.count("tail-interval-ms"))},
+        server, *registry);
   }
   if (!flags.get("index").empty()) {
     server.swap_index(warp::load_index(flags.get("index"), partitions, processor, gpu_settings));

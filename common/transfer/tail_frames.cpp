@@ -1,12 +1,17 @@
 #include "common/transfer/tail_frames.hpp"
 
+#include <algorithm>
+
 #include "common/protocol/write.capnp.h"
 #include "common/transfer/capnp_frames.hpp"
+#include "common/util/parallel_tasks.hpp"
 #include "common/util/status.hpp"
 
 namespace warp::transfer {
 
 namespace {
+constexpr size_t kDecodeThreads = 4;
+constexpr size_t kWritesASlice = 256;
 capnp::Text::Reader text(const std::string& s) { return capnp::Text::Reader(s.data(), s.size()); }
 
 void set_write(protocol::LoggedWrite::Builder out, const LoggedWrite& w) {
@@ -113,9 +118,24 @@ TailAnswer read_tail_reply(const zmq::message_t& frame, uint64_t after) {
   answer.last = reply.getLast();
   answer.error = reply.getError();
   for (auto in : reply.getWrites()) answer.writes.push_back(read_write(in));
-  for (auto in : reply.getEncodedWrites())
-    answer.writes.push_back(
-        decode_logged_write(std::string_view(reinterpret_cast<const char*>(in.begin()), in.size())));
+  const auto encoded = reply.getEncodedWrites();
+  if (encoded.size() > 0) {
+    // Decoded in slices on a few threads when there are many (a leaf catching up reads thousands).
+    const size_t first = answer.writes.size(), count = encoded.size();
+    answer.writes.resize(first + count);
+    const size_t slices = std::min<size_t>(kDecodeThreads, count / kWritesASlice + 1);
+    const auto decode = [&](size_t slice) {
+      for (size_t i = count * slice / slices; i < count * (slice + 1) / slices; ++i) {
+        const auto in = encoded[static_cast<unsigned>(i)];
+        answer.writes[first + i] =
+            decode_logged_write(std::string_view(reinterpret_cast<const char*>(in.begin()), in.size()));
+      }
+    };
+    if (slices == 1)
+      decode(0);
+    else
+      run_parallel_tasks(slices, slices, decode);
+  }
   uint64_t expected = after + 1;
   for (const LoggedWrite& w : answer.writes) {
     if (w.sequence != expected)

@@ -234,6 +234,21 @@ void LiveWrites::mark(std::string_view id) {
 
 void LiveWrites::absorb(size_t from) {
   if (from == writes_.size()) return;
+  // The new writes' layer of document frequencies (and the layers' merges) on a thread of its own,
+  // beside the segments' indexing: it reads only the writes.
+  auto df_layers = std::async(std::launch::async, [this, from, layers = df_layers_]() mutable {
+    auto layer = std::make_shared<DfMap>();
+    for (size_t i = from; i < writes_.size(); ++i)
+      for (const auto& [term, value] : writes_[i].df) (*layer)[term] = value;
+    layers.push_back(std::move(layer));
+    while (layers.size() >= 2 && merge_due(layers[layers.size() - 2]->size(), layers.back()->size())) {
+      auto merged = std::make_shared<DfMap>(*layers[layers.size() - 2]);
+      for (const auto& [term, value] : *layers.back()) (*merged)[term] = value;  // the newer wins
+      layers.pop_back();
+      layers.back() = std::move(merged);
+    }
+    return layers;
+  });
   // The last write of each id among the new ones: earlier copies among them are never searched.
   std::unordered_map<std::string_view, const LoggedWrite*> last;
   for (size_t i = from; i < writes_.size(); ++i) {
@@ -259,16 +274,7 @@ void LiveWrites::absorb(size_t from) {
     }
     start_merges(slot);
   }
-  auto layer = std::make_shared<DfMap>();
-  for (size_t i = from; i < writes_.size(); ++i)
-    for (const auto& [term, value] : writes_[i].df) (*layer)[term] = value;
-  df_layers_.push_back(std::move(layer));
-  while (df_layers_.size() >= 2 && merge_due(df_layers_[df_layers_.size() - 2]->size(), df_layers_.back()->size())) {
-    auto merged = std::make_shared<DfMap>(*df_layers_[df_layers_.size() - 2]);
-    for (const auto& [term, value] : *df_layers_.back()) (*merged)[term] = value;  // the newer wins
-    df_layers_.pop_back();
-    df_layers_.back() = std::move(merged);
-  }
+  df_layers_ = df_layers.get();
 }
 
 LeafServer::WrittenCopy LiveWrites::written(std::string_view id) const {

@@ -66,11 +66,13 @@ void WriteTail::run() {
     for (int i = 0; i < ms / 10 && !stop_; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   };
   std::optional<uint64_t> asked;  // the `after` of the request in flight
-  Clock::time_point deadline;
+  Clock::time_point deadline, last_asked;
+  bool keeping_up = false;  // the last answer was not full: the next ask waits out min_interval_ms
   const auto ask = [&](uint64_t after, uint32_t wait) {
     socket->send(transfer::tail_request_frame(after, wait, kMaxWritesAsked), zmq::send_flags::none);
     asked = after;
-    deadline = Clock::now() + std::chrono::milliseconds(wait + 3000);
+    last_asked = Clock::now();
+    deadline = last_asked + std::chrono::milliseconds(wait + 3000);
   };
   while (!stop_) {
     uint64_t after = 0;
@@ -95,6 +97,9 @@ void WriteTail::run() {
     }
     if (!asked) {
       if (waiting) pause(200);  // only to hear of a new epoch: the generation comes by the follower
+      const auto due = last_asked + std::chrono::milliseconds(options_.min_interval_ms);
+      if (keeping_up && !waiting && Clock::now() < due) std::this_thread::sleep_until(due);
+      keeping_up = false;
       // While segments merge, a short wait: an answer, even an empty one, takes the merged ones in.
       ask(after, waiting ? 0 : merging ? std::min<uint32_t>(options_.wait_ms, kMergingWaitMs) : options_.wait_ms);
     }
@@ -123,9 +128,11 @@ void WriteTail::run() {
         continue;
       }
       last_error.clear();
-      // The next ask goes out before this answer is applied, so that the indexer prepares it
-      // meanwhile (were this one not applied whole, its answer is dropped and asked again).
-      if (!answer.writes.empty() && !waiting) ask(answer.writes.back().sequence, options_.wait_ms);
+      // A full answer: more are waiting. The next ask goes out before this answer is applied, so
+      // that the indexer prepares it meanwhile (were this one not applied whole, its answer is
+      // dropped and asked again).
+      keeping_up = answer.writes.size() < kMaxWritesAsked;
+      if (answer.writes.size() == kMaxWritesAsked && !waiting) ask(answer.writes.back().sequence, options_.wait_ms);
       size_t held = 0;
       server_.serve_live([&] {
         auto served = live_->take(answer);

@@ -1,7 +1,8 @@
 // Tails the indexer's write log (indexer/writes/tail_endpoint.hpp) for a following leaf: asks for
 // the writes after the last it holds, long-polling, and serves each answer at once over the
-// generation it serves (LiveWrites through LeafServer::serve_live); the next ask goes out before
-// an answer is applied, so the indexer's reply and the leaf's indexing overlap. A silent indexer is asked
+// generation it serves (LiveWrites through LeafServer::serve_live). Behind the log, the next ask
+// goes out before a full answer is applied (the indexer's reply and the leaf's indexing overlap);
+// keeping up, answers come at most every min_interval_ms (each makes a snapshot to search). A silent indexer is asked
 // again on a fresh socket; a malformed answer is logged and dropped. Metrics:
 // warpsearch_leaf_live_writes (held over the generation), warpsearch_leaf_live_writes_applied_total,
 // warpsearch_leaf_live_snapshot_seconds (the last answer's time to be served),
@@ -29,6 +30,9 @@ struct TailOptions {
   std::string endpoint{};         // the indexer's --tail
   transfer::CurveConfig curve{};  // enabled: CURVE to DIR/indexer.pub
   uint32_t wait_ms = 1000;        // how long the indexer may hold a request
+  // After an answer that was not full (the leaf keeps up), the next ask waits until this long
+  // after that answer's was sent: fewer, larger snapshots while writes trickle in.
+  uint32_t min_interval_ms = 20;
 };
 
 class WriteTail {
