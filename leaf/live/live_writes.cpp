@@ -139,6 +139,7 @@ bool LiveWrites::take_merges(bool wait) {
       merged = merge->merged.get();
     } catch (const std::exception& e) {  // the segments stay as they were
       std::fprintf(stderr, "warp-leaf: a merge of written documents' segments failed: %s\n", e.what());
+      for (const auto& chunk : merge->sources) chunk->merging = false;
       merge = merges_.erase(merge);
       continue;
     }
@@ -166,30 +167,39 @@ bool LiveWrites::take_merges(bool wait) {
 }
 
 void LiveWrites::start_merges(size_t slot) {
+  // Every run of kFanIn consecutive segments of one tier (none in a merge under way) is merged,
+  // anywhere in the list: merges end at any time, so the tiers are not only at its end.
   auto& chunks = chunks_[slot];
-  size_t free_from = 0;  // the chunks from here on are in no merge under way
-  for (const Merge& merge : merges_) {
-    if (merge.slot != slot) continue;
-    const auto last = std::find(chunks.begin(), chunks.end(), merge.sources.back());
-    free_from = std::max(free_from, static_cast<size_t>(last - chunks.begin()) + 1);
-  }
-  while (chunks.size() - free_from >= kFanIn &&
-         tier(chunks[chunks.size() - kFanIn]->writes.size()) <= tier(chunks.back()->writes.size())) {
+  for (size_t i = 0; i + kFanIn <= chunks.size();) {
+    size_t busy = kFanIn;  // the last of the window in a merge under way
+    for (size_t c = 0; c < kFanIn; ++c)
+      if (chunks[i + c]->merging) busy = c;
+    if (busy < kFanIn) {
+      i += busy + 1;
+      continue;
+    }
+    if (tier(chunks[i]->writes.size()) > tier(chunks[i + kFanIn - 1]->writes.size())) {
+      ++i;
+      continue;
+    }
     Merge merge;
     merge.slot = slot;
-    merge.sources.assign(chunks.end() - kFanIn, chunks.end());
+    merge.sources.assign(chunks.begin() + static_cast<std::ptrdiff_t>(i),
+                         chunks.begin() + static_cast<std::ptrdiff_t>(i + kFanIn));
     std::vector<const LoggedWrite*> kept;  // the documents still searched: those not written again since
     for (const auto& chunk : merge.sources)
       for (size_t d = 0; d < chunk->writes.size(); ++d)
         if (!chunk->deleted[d]) kept.push_back(chunk->writes[d]), merge.origin.emplace_back(chunk.get(), d);
     if (kept.empty()) {  // every one written again since
-      chunks.resize(chunks.size() - kFanIn);
+      chunks.erase(chunks.begin() + static_cast<std::ptrdiff_t>(i),
+                   chunks.begin() + static_cast<std::ptrdiff_t>(i + kFanIn));
       continue;
     }
+    for (const auto& chunk : merge.sources) chunk->merging = true;
     merge.merged =
         std::async(std::launch::async, [this, slot, kept = std::move(kept)] { return build_chunk(slot, kept); });
     merges_.push_back(std::move(merge));
-    return;  // the newest are under way: nothing after them to merge yet
+    i += kFanIn;
   }
 }
 

@@ -4,8 +4,8 @@
 // by LiveQueryProcessors (the overlay of today's statistics and the replaced or deleted documents,
 // beside segments of the documents written since that the partition holds). Writes are kept
 // until a generation holding them is served. Each answer's puts become a new segment of each
-// partition; the newest segments of a tier are merged on threads of their own (tiered, four at a
-// time) and swapped in at a later answer, so an answer costs its own documents' indexing and a
+// partition; every four consecutive segments of a tier are merged on a thread of their own and
+// swapped in at a later answer, so an answer costs its own documents' indexing and a
 // pass over the documents' lengths, never a merge. Not thread-safe: the LeafServer serializes it.
 #pragma once
 #include <deque>
@@ -41,6 +41,11 @@ class LiveWrites {
   // mask documents of segments a merge read, as they do while a long merge runs.
   void hold_merges(bool hold) { hold_merges_ = hold; }
   size_t segments(size_t slot) const { return slot < chunks_.size() ? chunks_[slot].size() : 0; }
+  size_t segments() const {  // over every partition
+    size_t all = 0;
+    for (const auto& chunks : chunks_) all += chunks.size();
+    return all;
+  }
   // The last write of `id` among those served (LeafServer::written).
   LeafServer::WrittenCopy written(std::string_view id) const;
 
@@ -52,6 +57,7 @@ class LiveWrites {
     std::vector<const LoggedWrite*> writes;  // by doc of the segment (into writes_)
     std::vector<uint8_t> deleted;            // by doc of the segment
     size_t deleted_count = 0;
+    bool merging = false;  // read by a merge under way
   };
   // Segments of a partition being merged into one on a thread of its own: the chunks it replaces
   // (consecutive in chunks_[slot]) and, by doc of the merged one, the chunk and doc it comes from

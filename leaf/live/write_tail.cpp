@@ -36,6 +36,16 @@ WriteTail::WriteTail(TailOptions options, LeafServer& server, prometheus::Regist
                             .Help("Time the last tail answer took to be served (its overlay and segment built)")
                             .Register(registry)
                             .Add({})),
+      segments_(prometheus::BuildGauge()
+                    .Name("warpsearch_leaf_live_segments")
+                    .Help("Segments of written documents searched beside the generation, over every partition")
+                    .Register(registry)
+                    .Add({})),
+      merges_(prometheus::BuildGauge()
+                  .Name("warpsearch_leaf_live_merges")
+                  .Help("Merges of written documents' segments under way")
+                  .Register(registry)
+                  .Add({})),
       apply_delay_(
           prometheus::BuildHistogram()
               .Name("warpsearch_leaf_live_apply_delay_seconds")
@@ -133,13 +143,15 @@ void WriteTail::run() {
       // dropped and asked again).
       keeping_up = answer.writes.size() < kMaxWritesAsked;
       if (answer.writes.size() == kMaxWritesAsked && !waiting) ask(answer.writes.back().sequence, options_.wait_ms);
-      size_t held = 0;
+      size_t held = 0, segments = 0, merges = 0;
       server_.serve_live([&] {
         auto served = live_->take(answer);
-        held = live_->writes_held();
+        held = live_->writes_held(), segments = live_->segments(), merges = live_->merges_running();
         return served;
       });
       held_.Set(static_cast<double>(held));
+      segments_.Set(static_cast<double>(segments));
+      merges_.Set(static_cast<double>(merges));
       const int64_t now =
           std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
               .count();

@@ -6,6 +6,7 @@
 // again on a fresh socket; a malformed answer is logged and dropped. Metrics:
 // warpsearch_leaf_live_writes (held over the generation), warpsearch_leaf_live_writes_applied_total,
 // warpsearch_leaf_live_snapshot_seconds (the last answer's time to be served),
+// warpsearch_leaf_live_segments and warpsearch_leaf_live_merges (segments searched, merges under way),
 // warpsearch_leaf_live_apply_delay_seconds (from a write durable at the indexer to its search here;
 // by the wall clocks of both, so only as good as their agreement across machines).
 #pragma once
@@ -48,6 +49,8 @@ class WriteTail {
   prometheus::Gauge& held_;
   prometheus::Counter& applied_;
   prometheus::Gauge& snapshot_seconds_;
+  prometheus::Gauge& segments_;
+  prometheus::Gauge& merges_;
   prometheus::Histogram& apply_delay_;
   std::atomic<bool> stop_{false};
   std::thread thread_;
