@@ -60,8 +60,10 @@ std::shared_ptr<const LoadedIndex> LiveWrites::rebase(std::shared_ptr<const Load
         auto copy = std::make_shared<Chunk>(*chunk);
         copy->segment = std::make_shared<LiveSegment>(*chunk->segment);
         for (size_t d = 0; d < copy->writes.size(); ++d) {
-          const uint64_t sequence = copy->writes[d]->sequence;  // read before the writes it holds go
+          // A write an earlier generation held is gone (its document masked since): no sequence to read.
+          const uint64_t sequence = copy->writes[d] ? copy->writes[d]->sequence : 0;
           if (sequence <= held && !copy->deleted[d]) copy->deleted[d] = 1, ++copy->deleted_count;
+          if (sequence <= held) copy->writes[d] = nullptr;  // the writes it holds go below
           copy->segment->global[d] = generation_end + static_cast<DocId>(sequence > held ? sequence - held : 0);
         }
         if (copy->deleted_count < copy->writes.size()) kept.push_back(std::move(copy));

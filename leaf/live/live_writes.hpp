@@ -54,7 +54,7 @@ class LiveWrites {
   // those written again since (kept out of its searches).
   struct Chunk {
     std::shared_ptr<LiveSegment> segment;
-    std::vector<const LoggedWrite*> writes;  // by doc of the segment (into writes_)
+    std::vector<const LoggedWrite*> writes;  // by doc of the segment (into writes_; null once a generation holds it)
     std::vector<uint8_t> deleted;            // by doc of the segment
     size_t deleted_count = 0;
     bool merging = false;  // read by a merge under way

@@ -4,7 +4,7 @@
 // after a newer generation holding some of the writes is swapped in, every query's top k (ids and
 // scores, bit for bit, ties in order) equals that of a fresh single-partition build of the
 // documents the writes leave, in the order a fold gives them (the generation's survivors, then the
-// written documents by their last write). Three swaps: to a generation of as many partitions
+// written documents by their last write). Four swaps: twice to a generation of as many partitions
 // holding some of the writes (the segments kept), to one of fewer partitions holding more (made
 // again), and to one holding all (served as it is). On the CPU, and on the GPU where there is one
 // (the generation's lists searched there under the overlay; the deleted documents kept out by
@@ -217,21 +217,23 @@ void every_point_answers_as_a_fresh_build(const std::string& processor) {
     if (::testing::Test::HasFatalFailure()) return;
     batches.push_back(std::move(answer));
     // Folds: after batch 5 a generation holding batches 0-2 in as many partitions (the segments
-    // kept, what it holds masked in them); after batch 7 one holding batches 0-6 in 2 partitions
+    // kept, what it holds masked in them), after batch 6 one holding batches 0-4 (kept again: the
+    // writes the one before held are gone); after batch 7 one holding batches 0-6 in 2 partitions
     // (the segments made again from the writes it lacks).
     if (batch == 5) fold(2, kPartitions, 2);
-    if (batch == 7) fold(6, 2, 3);
+    if (batch == 6) fold(4, kPartitions, 3);
+    if (batch == 7) fold(6, 2, 4);
     if (::testing::Test::HasFatalFailure()) return;
   }
 
   // One holding them all: served as it is, nothing over it.
-  write_generation(truth.documents(), 1, 4, sequence, root / "gen-000004");
-  std::shared_ptr<const LoadedIndex> generation4 =
-      load_index((root / "gen-000004").string(), {}, processor, gpu::GpuSettings{});
-  served = live.rebase(generation4);
-  EXPECT_EQ(served, generation4);
+  write_generation(truth.documents(), 1, 5, sequence, root / "gen-000005");
+  std::shared_ptr<const LoadedIndex> generation5 =
+      load_index((root / "gen-000005").string(), {}, processor, gpu::GpuSettings{});
+  served = live.rebase(generation5);
+  EXPECT_EQ(served, generation5);
   EXPECT_EQ(live.writes_held(), 0u);
-  expect_same_answers(*served, truth.documents(), words, rng, "over generation 4");
+  expect_same_answers(*served, truth.documents(), words, rng, "over generation 5");
   fs::remove_all(root);
 }
 

@@ -72,6 +72,9 @@ leaves = dashboard("warpsearch-leaves", "Warpsearch / Leaves", "warpsearch_leaf_
     panel("Generation per leaf", [("max by (pod, instance) (warpsearch_leaf_generation{%s})" % SEL, "{{pod}}{{instance}}")]),
     panel("Written documents held over the generation (near-real-time segment)", [("max by (pod, instance) (warpsearch_leaf_live_writes{%s})" % SEL, "{{pod}}{{instance}}")]),
     panel("Write apply delay (durable in the log to searched here)", quantiles("warpsearch_leaf_live_apply_delay_seconds"), "s"),
+    panel("Written documents' segments searched and merges under way", [
+        ("max by (pod, instance) (warpsearch_leaf_live_segments{%s})" % SEL, "segments {{pod}}{{instance}}"),
+        ("max by (pod, instance) (warpsearch_leaf_live_merges{%s})" % SEL, "merges {{pod}}{{instance}}")]),
     panel("Scheduler: queries waiting by queue (cpu, gpu, flexible)", [("sum by (queue) (warpsearch_leaf_scheduler_queue_depth{%s})" % SEL, "{{queue}}")]),
     panel("Scheduler: answers/s by processor", [("sum by (processor) (rate(warpsearch_leaf_scheduler_queries_total{%s}[%s]))" % (SEL, RATE), "{{processor}}")], "reqps"),
     panel("Scheduler: predicted against measured time by processor (s/s)", [
