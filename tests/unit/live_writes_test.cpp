@@ -116,6 +116,23 @@ struct Truth {
   }
 };
 
+// Write `sequence` as the indexer logs it: a delete of `id`, or a put of a new random document
+// under it; `truth` follows.
+LoggedWrite logged_op(writes::CollectionState& indexer, uint64_t sequence, const std::string& id, bool remove,
+                      Collection& words, Truth& truth) {
+  writes::WriteOp op;
+  op.id = id;
+  if (remove) {
+    op.kind = writes::WriteOp::Kind::kDelete;
+    truth.written[id] = {sequence, std::nullopt};
+  } else {
+    const Doc d = words.doc(id);
+    op.document = nlohmann::json{{"id", d.id}, {"title", d.title}, {"body", d.body}}.dump();
+    truth.written[id] = {sequence, d};
+  }
+  return indexer.apply(sequence, op);
+}
+
 void expect_same_answers(const LoadedIndex& served, const std::vector<Doc>& docs, Collection& words,
                          std::mt19937_64& rng, const std::string& where) {
   Analyzer analyzer;
@@ -192,20 +209,8 @@ void every_point_answers_as_a_fresh_build(const std::string& processor) {
         id = "base-" + std::to_string(std::uniform_int_distribution<int>(0, 299)(rng));
       else
         id = "new-" + std::to_string(std::uniform_int_distribution<uint64_t>(0, sequence)(rng));
-      const bool remove = kind == 9 || kind == 6;
-      writes::WriteOp op;
-      op.id = id;
-      ++sequence;
-      if (remove) {
-        op.kind = writes::WriteOp::Kind::kDelete;
-        truth.written[id] = {sequence, std::nullopt};
-      } else {
-        const Doc d = words.doc(id);
-        op.document = nlohmann::json{{"id", d.id}, {"title", d.title}, {"body", d.body}}.dump();
-        truth.written[id] = {sequence, d};
-        put_docs[sequence] = d;
-      }
-      answer.writes.push_back(indexer.apply(sequence, op));
+      answer.writes.push_back(logged_op(indexer, ++sequence, id, kind == 9 || kind == 6, words, truth));
+      if (const auto& put = truth.written[id].second) put_docs[sequence] = *put;
     }
     answer.last = sequence;
     served = live.take(answer);
@@ -263,20 +268,8 @@ TEST(LiveWrites, MergedSegmentsKeepOutWhatWasWrittenWhileTheyMerged) {
   const auto batch = [&](const std::vector<std::pair<std::string, bool>>& ops) {  // (id, delete)
     transfer::TailAnswer answer;
     answer.epoch = 1;
-    for (const auto& [id, remove] : ops) {
-      writes::WriteOp op;
-      op.id = id;
-      ++sequence;
-      if (remove) {
-        op.kind = writes::WriteOp::Kind::kDelete;
-        truth.written[id] = {sequence, std::nullopt};
-      } else {
-        const Doc d = words.doc(id);
-        op.document = nlohmann::json{{"id", d.id}, {"title", d.title}, {"body", d.body}}.dump();
-        truth.written[id] = {sequence, d};
-      }
-      answer.writes.push_back(indexer.apply(sequence, op));
-    }
+    for (const auto& [id, remove] : ops)
+      answer.writes.push_back(logged_op(indexer, ++sequence, id, remove, words, truth));
     answer.last = sequence;
     served = live.take(answer);
     ASSERT_NE(served, nullptr);
