@@ -24,7 +24,7 @@ bool merge_due(size_t older, size_t newer) { return older <= 2 * newer; }
 }  // namespace
 
 uint64_t LiveWrites::after() const {
-  if (!writes_.empty()) return writes_.back().sequence;
+  if (!writes_.empty()) return writes_.back()->sequence;
   return base_ ? base_->write_sequence : 0;
 }
 
@@ -38,7 +38,10 @@ void LiveWrites::reset() {
 }
 
 std::shared_ptr<const LoadedIndex> LiveWrites::rebase(std::shared_ptr<const LoadedIndex> base) {
-  take_merges(true);  // the segments as one list of chunks, none read by a merge
+  // The merges done are taken in; those under way are left to end on their own (they read only
+  // what they hold), their segments kept as they are: a swap waits for no merge.
+  take_merges(false);
+  drop_merges();
   const std::shared_ptr<const LoadedIndex> old = std::move(base_);
   base_ = std::move(base);
   const uint64_t held = base_->write_sequence;
@@ -51,7 +54,7 @@ std::shared_ptr<const LoadedIndex> LiveWrites::rebase(std::shared_ptr<const Load
   // docIDs past its own: no document is indexed again (a swap rebuilt every write the new
   // generation did not hold, seconds of them, on the thread that applies the tail).
   const bool keep =
-      same_partitions && !writes_.empty() && writes_.front().sequence <= held + 1 && writes_.back().sequence > held;
+      same_partitions && !writes_.empty() && writes_.front()->sequence <= held + 1 && writes_.back()->sequence > held;
   if (keep) {
     for (size_t slot = 0; slot < chunks_.size(); ++slot) {
       const DocId generation_end = static_cast<DocId>(base_->partitions[slot]->view().meta.stats.doc_count);
@@ -71,8 +74,8 @@ std::shared_ptr<const LoadedIndex> LiveWrites::rebase(std::shared_ptr<const Load
       chunks_[slot] = std::move(kept);
     }
   }
-  while (!writes_.empty() && writes_.front().sequence <= held) writes_.pop_front();
-  if (!writes_.empty() && writes_.front().sequence != held + 1) writes_.clear();  // a gap
+  while (!writes_.empty() && writes_.front()->sequence <= held) writes_.pop_front();
+  if (!writes_.empty() && writes_.front()->sequence != held + 1) writes_.clear();  // a gap
   ids_.assign(base_->partitions.size(), nullptr);
   for (size_t slot = 0; slot < base_->partitions.size(); ++slot) ids_[slot] = &base_->partitions[slot]->ids();
   if (!keep) {
@@ -83,7 +86,7 @@ std::shared_ptr<const LoadedIndex> LiveWrites::rebase(std::shared_ptr<const Load
   // The maps into the writes dropped are made again from those held; the df layers stay (a term
   // last moved by a write the generation holds has that df in the generation too).
   latest_.clear(), where_.clear();
-  for (const LoggedWrite& write : writes_) latest_[write.id] = write.sequence;
+  for (const auto& write : writes_) latest_[write->id] = write->sequence;
   for (size_t slot = 0; slot < base_->partitions.size(); ++slot) {
     base_deleted_[slot].assign(base_->partitions[slot]->view().doc_count(), 0);
     for (const auto& chunk : chunks_[slot])
@@ -105,16 +108,19 @@ std::shared_ptr<const LoadedIndex> LiveWrites::take(const transfer::TailAnswer& 
     // Statistics of other inputs, or an indexer that holds fewer writes than this leaf (its log
     // was reset): what is held no longer applies.
     epoch_ = answer.epoch;
-    take_merges(true);  // before the writes they read go
+    drop_merges();
     writes_.clear();
     reset();
     return snapshot();
   }
   if (waiting_for_generation()) return nullptr;
   const bool merged = !hold_merges_ && take_merges(false);
+  std::erase_if(dropped_, [](const std::future<std::shared_ptr<Chunk>>& merge) {
+    return merge.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+  });
   const size_t from = writes_.size();
   for (const LoggedWrite& write : answer.writes)
-    if (write.sequence == after() + 1) writes_.push_back(write);
+    if (write.sequence == after() + 1) writes_.push_back(std::make_shared<const LoggedWrite>(write));
   if (writes_.size() == from) {
     if (!merged) return nullptr;
     for (size_t slot = 0; slot < chunks_.size(); ++slot) start_merges(slot);
@@ -188,7 +194,7 @@ void LiveWrites::start_merges(size_t slot) {
     merge.slot = slot;
     merge.sources.assign(chunks.begin() + static_cast<std::ptrdiff_t>(i),
                          chunks.begin() + static_cast<std::ptrdiff_t>(i + kFanIn));
-    std::vector<const LoggedWrite*> kept;  // the documents still searched: those not written again since
+    Writes kept;  // the documents still searched: those not written again since
     for (const auto& chunk : merge.sources)
       for (size_t d = 0; d < chunk->writes.size(); ++d)
         if (!chunk->deleted[d]) kept.push_back(chunk->writes[d]), merge.origin.emplace_back(chunk.get(), d);
@@ -198,16 +204,24 @@ void LiveWrites::start_merges(size_t slot) {
       continue;
     }
     for (const auto& chunk : merge.sources) chunk->merging = true;
-    merge.merged =
-        std::async(std::launch::async, [this, slot, kept = std::move(kept)] { return build_chunk(slot, kept); });
+    // The merge holds what it reads (the generation, the writes): it may outlive a swap.
+    merge.merged = std::async(std::launch::async,
+                              [base = base_, slot, kept = std::move(kept)] { return build_chunk(*base, slot, kept); });
     merges_.push_back(std::move(merge));
     i += kFanIn;
   }
 }
 
-std::shared_ptr<LiveWrites::Chunk> LiveWrites::build_chunk(size_t slot,
-                                                           const std::vector<const LoggedWrite*>& writes) const {
-  const IndexView& view = base_->partitions[slot]->view();
+void LiveWrites::drop_merges() {
+  for (Merge& merge : merges_) {
+    for (const auto& chunk : merge.sources) chunk->merging = false;
+    dropped_.push_back(std::move(merge.merged));
+  }
+  merges_.clear();
+}
+
+std::shared_ptr<LiveWrites::Chunk> LiveWrites::build_chunk(const LoadedIndex& base, size_t slot, const Writes& writes) {
+  const IndexView& view = base.partitions[slot]->view();
   const DocId generation_end = static_cast<DocId>(view.meta.stats.doc_count);  // the generation's docIDs
   BuildOptions options;
   options.codec = view.meta.codec, options.bm25 = view.meta.bm25;
@@ -215,12 +229,12 @@ std::shared_ptr<LiveWrites::Chunk> LiveWrites::build_chunk(size_t slot,
   auto chunk = std::make_shared<Chunk>();
   chunk->segment = std::make_shared<LiveSegment>();
   auto records = std::make_shared<std::vector<DocumentRecord>>();
-  for (const LoggedWrite* write : writes) {
+  for (const auto& write : writes) {
     // No stored form: a fetch reads the write's own (LiveWrites::written), not a second copy.
     DocumentRecord record{write->id, write->title, write->url, write->length};
     builder.add_counted(record, write->terms);
     records->push_back(std::move(record));
-    chunk->segment->global.push_back(generation_end + static_cast<DocId>(write->sequence - base_->write_sequence));
+    chunk->segment->global.push_back(generation_end + static_cast<DocId>(write->sequence - base.write_sequence));
     chunk->writes.push_back(write);
   }
   chunk->segment->records = std::move(records);
@@ -251,7 +265,7 @@ void LiveWrites::absorb(size_t from) {
   auto df_layers = std::async(std::launch::async, [this, from, layers = df_layers_]() mutable {
     auto layer = std::make_shared<DfMap>();
     for (size_t i = from; i < writes_.size(); ++i)
-      for (const auto& [term, value] : writes_[i].df) (*layer)[term] = value;
+      for (const auto& [term, value] : writes_[i]->df) (*layer)[term] = value;
     layers.push_back(std::move(layer));
     while (layers.size() >= 2 && merge_due(layers[layers.size() - 2]->size(), layers.back()->size())) {
       auto merged = std::make_shared<DfMap>(*layers[layers.size() - 2]);
@@ -264,22 +278,22 @@ void LiveWrites::absorb(size_t from) {
   // The last write of each id among the new ones: earlier copies among them are never searched.
   std::unordered_map<std::string_view, const LoggedWrite*> last;
   for (size_t i = from; i < writes_.size(); ++i) {
-    const LoggedWrite& write = writes_[i];
+    const LoggedWrite& write = *writes_[i];
     if (!last.count(write.id)) mark(write.id);  // the copy before the new ones
     last[write.id] = &write;
     latest_[write.id] = write.sequence;
   }
   for (size_t slot = 0; slot < base_->partitions.size(); ++slot) {
     const PartitionMeta& meta = base_->partitions[slot]->view().meta;
-    std::vector<const LoggedWrite*> puts;
+    Writes puts;
     for (size_t i = from; i < writes_.size(); ++i) {
-      const LoggedWrite& write = writes_[i];
+      const LoggedWrite& write = *writes_[i];
       if (write.kind == LoggedWrite::Kind::kPut && last[write.id] == &write &&
           live_partition_of(write.id, meta.partition_count) == meta.partition_id)
-        puts.push_back(&write);
+        puts.push_back(writes_[i]);
     }
     if (!puts.empty()) {
-      std::shared_ptr<Chunk> chunk = build_chunk(slot, puts);
+      std::shared_ptr<Chunk> chunk = build_chunk(*base_, slot, puts);
       for (size_t d = 0; d < chunk->writes.size(); ++d)
         where_[chunk->writes[d]->id] = {chunk.get(), static_cast<uint32_t>(d)};
       chunks_[slot].push_back(std::move(chunk));
@@ -294,8 +308,8 @@ LeafServer::WrittenCopy LiveWrites::written(std::string_view id) const {
   // What is served is the generation alone.
   if (writes_.empty() || waiting_for_generation() || base_->partitions.empty()) return copy;
   auto it = latest_.find(id);
-  if (it == latest_.end() || it->second < writes_.front().sequence) return copy;
-  const LoggedWrite& write = writes_[static_cast<size_t>(it->second - writes_.front().sequence)];
+  if (it == latest_.end() || it->second < writes_.front()->sequence) return copy;
+  const LoggedWrite& write = *writes_[static_cast<size_t>(it->second - writes_.front()->sequence)];
   copy.written = true;
   copy.put = write.kind == LoggedWrite::Kind::kPut;
   if (copy.put) {
@@ -309,11 +323,11 @@ std::shared_ptr<const LoadedIndex> LiveWrites::snapshot() const {
   if (writes_.empty() || waiting_for_generation()) return base_;
   auto live = std::make_shared<LoadedIndex>();
   live->generation = base_->generation;
-  live->write_sequence = writes_.back().sequence;
+  live->write_sequence = writes_.back()->sequence;
   live->analyzer = base_->analyzer;
   live->partitions = base_->partitions;
   live->gpu_only = base_->gpu_only, live->gpu_error = base_->gpu_error;
-  const CollectionStats stats{writes_.back().doc_count, writes_.back().total_length};
+  const CollectionStats stats{writes_.back()->doc_count, writes_.back()->total_length};
   for (size_t slot = 0; slot < base_->partitions.size(); ++slot) {
     const IndexView& view = base_->partitions[slot]->view();
     auto overlay = std::make_shared<LiveOverlay>(make_overlay(view, stats, df_layers_));

@@ -52,10 +52,11 @@ class LiveWrites {
  private:
   // A partition's documents written in a run of sequences: a segment, each document's write, and
   // those written again since (kept out of its searches).
+  using Writes = std::vector<std::shared_ptr<const LoggedWrite>>;
   struct Chunk {
     std::shared_ptr<LiveSegment> segment;
-    std::vector<const LoggedWrite*> writes;  // by doc of the segment (into writes_; null once a generation holds it)
-    std::vector<uint8_t> deleted;            // by doc of the segment
+    Writes writes;                 // by doc of the segment (null once a generation holds it)
+    std::vector<uint8_t> deleted;  // by doc of the segment
     size_t deleted_count = 0;
     bool merging = false;  // read by a merge under way
   };
@@ -76,12 +77,14 @@ class LiveWrites {
   // Takes writes_[from...] in: the copies they replace masked, a segment a partition of their puts
   // that are the last write of their id, merges as the policy says, a layer of their df.
   void absorb(size_t from);
-  // A segment of `writes` in partition `slot` (reads only base_ and the writes: runs on any thread).
-  std::shared_ptr<Chunk> build_chunk(size_t slot, const std::vector<const LoggedWrite*>& writes) const;
+  // A segment of `writes` in partition `slot` of `base` (runs on any thread).
+  static std::shared_ptr<Chunk> build_chunk(const LoadedIndex& base, size_t slot, const Writes& writes);
+  // Leaves the merges under way to end on their own, their results unused (a swap, a new epoch).
+  void drop_merges();
   void mark(std::string_view id);  // the live copy of `id` (the generation's or a segment's) replaced
   std::shared_ptr<const LoadedIndex> base_;
   std::vector<const Partition::IdMap*> ids_;  // by slot: the generation's documents (the partition's own map)
-  std::deque<LoggedWrite> writes_;            // consecutive, after the generation's
+  std::deque<std::shared_ptr<const LoggedWrite>> writes_;  // consecutive, after the generation's
   uint64_t epoch_ = 0;
   // Kept from answer to answer, each updated by the new writes only (an answer costs its own
   // writes, a pass over the documents' lengths and a copy of the masks, not a rebuild of all held).
@@ -91,7 +94,8 @@ class LiveWrites {
   std::unordered_map<std::string_view, std::pair<Chunk*, uint32_t>> where_;  // id → its live copy in a segment
   std::vector<std::shared_ptr<const DfMap>> df_layers_;                      // oldest first
   bool hold_merges_ = false;
-  std::vector<Merge> merges_;  // under way; last, so destroyed first (they read writes_ and base_)
+  std::vector<Merge> merges_;                                 // under way
+  std::vector<std::future<std::shared_ptr<Chunk>>> dropped_;  // merges left to end, kept until they do
 };
 
 }  // namespace warp

@@ -271,6 +271,15 @@ void LeafServer::swap_index(std::shared_ptr<const LoadedIndex> index, bool count
                  std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
   if (count_gpu_error && !index->gpu_error.empty()) gpu_load_failures_.Increment();
+  bool tailing = false;
+  {
+    std::lock_guard<std::mutex> live(live_mutex_);
+    tailing = static_cast<bool>(over_base_);
+  }
+  // The writes served over it look their ids up in its partitions' id maps (built once, lazily,
+  // a pass over every document): built here rather than under the lock the tail applies under.
+  if (tailing)
+    for (const auto& partition : index->partitions) partition->ids();
   std::lock_guard<std::mutex> live(live_mutex_);
   base_ = index;
   install(over_base_ ? over_base_(std::move(index)) : std::move(index));
