@@ -40,7 +40,7 @@ void LiveWrites::reset() {
 std::shared_ptr<const LoadedIndex> LiveWrites::rebase(std::shared_ptr<const LoadedIndex> base) {
   // The merges done are taken in; those under way are left to end on their own (they read only
   // what they hold), their segments kept as they are: a swap waits for no merge.
-  take_merges(false);
+  if (!hold_merges_) take_merges(false);
   drop_merges();
   const std::shared_ptr<const LoadedIndex> old = std::move(base_);
   base_ = std::move(base);

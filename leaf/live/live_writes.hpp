@@ -37,8 +37,9 @@ class LiveWrites {
   // when none was under way.
   std::shared_ptr<const LoadedIndex> settle();
   size_t merges_running() const { return merges_.size(); }
-  // Held (tests): merges done are taken in only by settle() or a new generation, so that writes
-  // mask documents of segments a merge read, as they do while a long merge runs.
+  // Held (tests): merges done are taken in only by settle(), and a new generation drops them, so
+  // that writes mask documents of segments a merge read, and a swap meets a merge under way, as
+  // they do while a long merge runs.
   void hold_merges(bool hold) { hold_merges_ = hold; }
   size_t segments(size_t slot) const { return slot < chunks_.size() ? chunks_[slot].size() : 0; }
   size_t segments() const {  // over every partition
