@@ -44,7 +44,6 @@ class CollectionState {
   // The same with the put's document analyzed already (analyze of op, with no clear or
   // load_generation since; ignored for a delete).
   LoggedWrite apply(uint64_t sequence, const WriteOp& op, AnalyzedPut analyzed, bool* ok = nullptr);
-  const AnalyzerConfig& analyzer_config() const { return analyzer_.config(); }
   uint64_t doc_count() const { return docs_.size(); }
   uint64_t total_length() const { return total_length_; }
   uint64_t df(const std::string& term) const;
