@@ -248,6 +248,14 @@ std::string Cluster::analyzer() const {
   return {};
 }
 
+ColumnSchema Cluster::columns() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const auto& replica : replicas_) {
+    if (!replica->analyzer.empty()) return replica->columns;
+  }
+  return {};
+}
+
 nlohmann::json Cluster::describe() const {
   std::lock_guard<std::mutex> lock(mutex_);
   nlohmann::json out = {{"ready", true}, {"partitions", nlohmann::json::array()}};
@@ -321,6 +329,9 @@ void Cluster::poll_status() {
             std::any_of(replicas_.begin(), replicas_.end(), [&](const auto& r) { return r.get() == &replica; });
         replica.healthy = member && status.getReady();
         replica.analyzer = status.getAnalyzer();
+        replica.columns = {};
+        for (auto field : status.getKeywordFields()) replica.columns.keyword.emplace_back(field.cStr(), field.size());
+        for (auto field : status.getNumericFields()) replica.columns.numeric.emplace_back(field.cStr(), field.size());
         answered[i] = true;
       });
     }

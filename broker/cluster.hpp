@@ -23,6 +23,7 @@
 #include <vector>
 #include <zmq.hpp>
 
+#include "common/index/doc_columns.hpp"
 #include "common/transfer/curve.hpp"
 
 namespace warp {
@@ -38,6 +39,7 @@ struct Replica {
   std::atomic<uint16_t> search_port{0};     // its direct search path's port, from its status (0: none)
   double latency_ms = 1.0;                  // EWMA of search round trips; guarded by the cluster mutex
   std::string analyzer;                     // guarded by the cluster mutex
+  ColumnSchema columns;                     // its index's keyword and numeric fields; guarded by the cluster mutex
 };
 
 struct DiscoveryOptions {
@@ -82,6 +84,7 @@ class Cluster {
   bool serves_writes(uint64_t sequence, std::string* behind = nullptr) const;
   uint64_t generation_signature() const;  // changes whenever any replica's generation changes
   std::string analyzer() const;           // the leaves' analyzer version ("" before the first status)
+  ColumnSchema columns() const;           // the index's keyword and numeric fields (filters, facets)
   nlohmann::json describe() const;        // for /cluster
   uint64_t dns_failures() const { return dns_failures_; }
 

@@ -239,6 +239,12 @@ struct FanOut::Worker {
       for (size_t j = 0; j < request.excluded[i].size(); ++j)
         group.set(static_cast<unsigned>(j), request.excluded[i][j]);
     }
+    if (!request.filter.empty()) search.setFilter(request.filter);
+    if (!request.facets.empty()) {
+      auto facets = search.initFacets(static_cast<unsigned>(request.facets.size()));
+      for (size_t i = 0; i < request.facets.size(); ++i) facets.set(static_cast<unsigned>(i), request.facets[i]);
+      search.setFacetValues(request.facet_values);
+    }
     const QueryMode mode = request.mode;
     search.setMode(mode == QueryMode::kAnd  ? protocol::Mode::AND
                    : mode == QueryMode::kOr ? protocol::Mode::OR
@@ -319,6 +325,15 @@ struct FanOut::Worker {
     const uint32_t partition = response.getPartition();
     if (PartitionOutcome* outcome = settle(id, partition, response.getError(), response.getLeafMicros())) {
       outcome->and_matches = response.getAndMatches();
+      outcome->facet_matches = response.getFacetMatches();
+      outcome->facet_error = text(response.getFacetError());
+      for (auto field : response.getFacets()) {
+        PartitionOutcome::Facet& facet = outcome->facets.emplace_back();
+        facet.field = text(field.getField());
+        facet.others = field.getOthers();
+        facet.other_values = field.getOtherValues();
+        for (auto value : field.getValues()) facet.values.emplace_back(text(value.getValue()), value.getCount());
+      }
       outcome->hits.reserve(response.getHits().size());
       for (auto hit : response.getHits()) {
         outcome->hits.push_back({hit.getDoc(), hit.getScore(), text(hit.getExternalId()), text(hit.getTitle()),

@@ -50,6 +50,15 @@ struct PartitionOutcome {
   double leaf_ms = 0;        // of that, in the leaf (its queues and search; 0 from older leaves)
   uint64_t and_matches = 0;
   std::vector<BrokerHit> hits;
+  // Facets asked for: each field's values and counts on the partition (strings in `reply`).
+  struct Facet {
+    std::string_view field;
+    std::vector<std::pair<std::string_view, uint64_t>> values;
+    uint64_t others = 0, other_values = 0;
+  };
+  std::vector<Facet> facets;
+  uint64_t facet_matches = 0;
+  std::string facet_error;
   std::vector<FetchedHit> fetched;                     // a documents request's, in its order
   std::shared_ptr<const transfer::FrameReader> reply;  // the reply the hits' strings point into
 };
@@ -81,6 +90,9 @@ struct FanOutRequest {
   std::shared_ptr<const DocumentsPlan> documents{};  // set: a documents request instead of a search
   std::vector<std::string> required{};               // the query syntax's constraints (query.hpp)
   std::vector<std::vector<std::string>> excluded{};
+  std::string filter{};               // filter_text of the request's filters; empty: none
+  std::vector<std::string> facets{};  // fields to count
+  uint32_t facet_values = 10;         // each field's values a partition lists
 };
 
 using FanOutDone = std::function<void(FanOutResult)>;

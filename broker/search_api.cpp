@@ -7,6 +7,7 @@
 
 #include "broker/fan_out.hpp"
 #include "broker/fetch_phase.hpp"
+#include "broker/search_facets.hpp"
 #include "broker/search_page.hpp"
 #include "broker/search_params.hpp"
 #include "common/analysis/analyzer.hpp"
@@ -392,6 +393,8 @@ void SearchApi::search(const http::Request& request, http::Respond respond) {
   }
   const std::vector<QueryTerm> terms = distinct_terms(query);
   if (terms.empty()) return reply(error(400, "the query has no searchable terms"));
+  std::string filter;  // the filters over the index's columns, checked, as the leaves read them
+  if (auto refused = read_filters_and_facets(params, cluster_.columns(), filter)) return reply(error(400, *refused));
   size_t words = terms.size();
   for (const std::vector<std::string>& group : query.excluded) words += group.size();
   if (words > options_.max_terms) {
@@ -410,6 +413,11 @@ void SearchApi::search(const http::Request& request, http::Respond respond) {
   }
   key += "|" + mode_text + "|" + std::to_string(k) + "|" + std::to_string(offset) + "|" +
          std::to_string(cluster_.generation_signature());
+  if (!filter.empty() || !params.facets.empty()) {  // filter_text quotes values: no '|' ambiguity matters
+    key += "|F" + filter + "|";
+    for (const std::string& field : params.facets) key += field + ',';
+    key += std::to_string(params.facet_size);
+  }
   if (params.fetches()) {  // what the fetch phase adds to the answer
     key += "|" + std::to_string(params.source) + "|" + params.snippet + "|" + std::to_string(params.snippet_length) +
            "|" + params.highlight_pre + "|" + params.highlight_post;
@@ -440,6 +448,9 @@ void SearchApi::search(const http::Request& request, http::Respond respond) {
   FanOutRequest fan_out_request{terms, mode, offset + k, options_.timeout};
   fan_out_request.required = std::move(query.required);
   fan_out_request.excluded = std::move(query.excluded);
+  fan_out_request.filter = std::move(filter);
+  fan_out_request.facets = params.facets;
+  fan_out_request.facet_values = kFacetValuesPerPartition;
   auto shown = std::make_shared<const ShownSearch>(ShownSearch{params, terms, mode_text, key, start});
   // Runs on this I/O thread's loop once every partition answered or the deadline passed; with
   // stored documents or snippets asked for, the page's hits are fetched (fetch_phase.hpp) first.
@@ -479,9 +490,14 @@ std::string SearchApi::search_body(const ShownSearch& shown, const FanOutResult&
   json.begin_object();
   uint64_t matches = 0;
   for (const PartitionOutcome& outcome : result.partitions) matches += outcome.and_matches;
-  json.key("and_matches").value(matches).key("hits").begin_array();
+  json.key("and_matches").value(matches);
+  const bool facets = !shown.params.facets.empty();
+  if (facets) write_facets(json, result, shown.params);
+  json.key("hits").begin_array();
   for (const BrokerHit* hit : page) write_hit(json, *hit, fetched, shown.params);
-  json.end_array().key("k").value(static_cast<uint64_t>(shown.params.k)).key("mode").value(shown.mode_text);
+  json.end_array().key("k").value(static_cast<uint64_t>(shown.params.k));
+  if (facets) json.key("matches").value(facet_matches(result));
+  json.key("mode").value(shown.mode_text);
   json.key("offset")
       .value(static_cast<uint64_t>(shown.params.offset))
       .key("partial")

@@ -7,7 +7,8 @@ namespace warp {
 namespace {
 
 constexpr const char* kSearchParams =
-    "q, k, offset, mode, syntax, after, source, snippet, snippet_length, highlight, highlight_pre, highlight_post";
+    "q, k, offset, mode, syntax, after, source, snippet, snippet_length, highlight, highlight_pre, highlight_post, "
+    "filter, facets, facet_size";
 
 // A whole number of at most `digits` digits; nullopt when the text is not one.
 std::optional<uint64_t> text_number(const std::string& text, size_t digits) {
@@ -90,6 +91,57 @@ std::optional<std::string> set_param(const std::string& name, const Value& value
     const std::optional<bool> on = value.boolean();
     if (!on) return "highlight must be true or false";
     if (!*on) params.highlight_pre.clear(), params.highlight_post.clear();
+    return std::nullopt;
+  }
+  if (name == "filter") {  // repeatable (GET), or an array (POST): joined with AND
+    std::vector<std::string> texts;
+    if (value.json && value.json->is_array()) {
+      for (const nlohmann::json& one : *value.json) {
+        if (!one.is_string()) return std::string("filter must be a string or an array of strings");
+        texts.push_back(one.get<std::string>());
+      }
+    } else if (auto text = value.string()) {
+      texts.push_back(*text);
+    } else {
+      return std::string("filter must be a string or an array of strings");
+    }
+    for (std::string& text : texts) {
+      if (text.size() > kMaxFilterBytes)
+        return "a filter must be at most " + std::to_string(kMaxFilterBytes) + " bytes";
+      params.filters.push_back(std::move(text));
+    }
+    if (params.filters.size() > kMaxFilters) return "at most " + std::to_string(kMaxFilters) + " filters a search";
+    return std::nullopt;
+  }
+  if (name == "facets") {  // comma-separated (GET), or an array (POST)
+    std::vector<std::string> fields;
+    if (value.json && value.json->is_array()) {
+      for (const nlohmann::json& one : *value.json) {
+        if (!one.is_string()) return std::string("facets must be a comma-separated string or an array of strings");
+        fields.push_back(one.get<std::string>());
+      }
+    } else if (auto text = value.string()) {
+      for (size_t at = 0; at <= text->size();) {
+        const size_t comma = std::min(text->find(',', at), text->size());
+        fields.push_back(text->substr(at, comma - at));
+        at = comma + 1;
+      }
+    } else {
+      return std::string("facets must be a comma-separated string or an array of strings");
+    }
+    for (const std::string& field : fields) {
+      if (field.empty() || field.size() > 64) return std::string("facets: a field name of 1 to 64 bytes");
+      if (std::find(params.facets.begin(), params.facets.end(), field) == params.facets.end())
+        params.facets.push_back(field);
+    }
+    if (params.facets.size() > kMaxFacets) return "at most " + std::to_string(kMaxFacets) + " facet fields a search";
+    return std::nullopt;
+  }
+  if (name == "facet_size") {
+    const std::optional<uint64_t> count = value.number(9);
+    if (!count || *count < 1 || *count > kMaxFacetSize)
+      return "facet_size must be an integer from 1 to " + std::to_string(kMaxFacetSize);
+    params.facet_size = *count;
     return std::nullopt;
   }
   if (name == "highlight_pre") return string_param(params.highlight_pre, kMaxHighlightTagBytes);

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/http/http_server.hpp"
 
@@ -25,7 +26,14 @@ struct SearchParams {
   size_t snippet_length = 160;
   std::string highlight_pre = "<em>", highlight_post = "</em>";
   bool fetches() const { return source || !snippet.empty(); }
+  // Filters over the index's columns (common/query/filter.hpp), joined with AND; facets to count
+  // over the matching documents, each with its facet_size most frequent values.
+  std::vector<std::string> filters;
+  std::vector<std::string> facets;
+  size_t facet_size = 10;
 };
+
+inline constexpr size_t kMaxFilters = 16, kMaxFilterBytes = 4096, kMaxFacets = 16, kMaxFacetSize = 1000;
 
 inline constexpr size_t kMaxSnippetLength = 2000, kMaxHighlightTagBytes = 64;
 

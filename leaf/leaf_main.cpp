@@ -110,6 +110,9 @@ int run(int argc, char** argv) {
       .value("inline-max-postings", "20000",
              "CPU searches over at most this many postings are answered on the request thread, without a worker "
              "hand-off (0: none)")
+      .value("max-facet-postings", "50000000",
+             "facets are counted over at most this many postings of a query's lists in a partition (past it: not "
+             "counted, and the answer says so)")
       .value("processor", "auto",
              "cpu, gpu, or auto (where a GPU is usable: the CPU+GPU scheduler chooses per query; else the CPU)")
       .boolean("scheduler-cpu-as-gpu",
@@ -152,6 +155,7 @@ int run(int argc, char** argv) {
                                  .inline_max_postings = flags.count("inline-max-postings"),
                                  .search_listen = flags.get("search-listen")};
   leaf_options.search_threads = std::max<size_t>(1, flags.count("search-threads"));
+  leaf_options.max_facet_postings = flags.count("max-facet-postings");
   leaf_options.handshake_timeout = std::chrono::milliseconds(flags.count("handshake-timeout-ms"));
   leaf_options.direct_limits.unauthenticated = flags.count("max-unauthenticated");
   leaf_options.direct_limits.unauthenticated_per_source = flags.count("max-unauthenticated-per-source");

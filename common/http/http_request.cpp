@@ -69,7 +69,7 @@ void parse_target(Request& request) {
         (eq != std::string_view::npos && !url_decode(pair.substr(eq + 1), value))) {
       request.query_ok = false;
     } else if (!key.empty()) {
-      request.query[key] = value;
+      request.query.emplace(key, value);
     }
     if (amp == std::string_view::npos) break;
     query.remove_prefix(amp + 1);

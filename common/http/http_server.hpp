@@ -24,11 +24,11 @@
 namespace warp::http {
 
 struct Request {
-  std::string method;                        // "GET", "POST", ...
-  std::string target;                        // path and query, as received
-  std::string path;                          // target without the query
-  std::map<std::string, std::string> query;  // decoded query parameters (last one wins)
-  std::string authorization;                 // the Authorization header, "" when absent
+  std::string method;                             // "GET", "POST", ...
+  std::string target;                             // path and query, as received
+  std::string path;                               // target without the query
+  std::multimap<std::string, std::string> query;  // decoded query parameters, repeats kept in order
+  std::string authorization;                      // the Authorization header, "" when absent
   std::string body;
   bool query_ok = true;  // false when the query string was malformed (bad percent-encoding)
 };

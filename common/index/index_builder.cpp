@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <memory>
 
 #include "common/index/stored_source.hpp"
 #include "common/util/status.hpp"
@@ -17,9 +18,9 @@ DocId IndexBuilder::add_document(const SourceDocument& document) {
   scratch_terms_.clear();
   analyzer_.analyze(document.title, scratch_terms_);
   analyzer_.analyze(document.body, scratch_terms_);
-  return add_analyzed(
-      {document.external_id, document.title, document.url, 0, options_.store ? stored_source(document) : std::string()},
-      scratch_terms_);
+  return add_analyzed({document.external_id, document.title, document.url, 0,
+                       options_.keeps_sources() ? stored_source(document) : std::string()},
+                      scratch_terms_);
 }
 
 DocId IndexBuilder::add_analyzed(DocumentRecord record, std::span<const std::string> terms) {
@@ -120,6 +121,13 @@ std::vector<BuiltPartition> build_partitions(const BuildOptions& options, const 
       view.external_ids.push_back(documents[doc].external_id);
     }
     view.compute_length_norms();
+    if (!options.columns.empty()) {
+      ColumnsBuilder columns(options.columns);
+      for (const DocumentRecord& record : part.documents) columns.add(record.source);
+      view.columns = std::make_shared<const DocColumns>(columns.build());
+    }
+    if (!options.store)
+      for (DocumentRecord& record : part.documents) record.source.clear();  // kept for the columns alone
 
     PartitionEncoder encoder(view.meta, view.doc_lengths);
     TermBests bests;

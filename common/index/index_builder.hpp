@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/analysis/analyzer.hpp"
+#include "common/index/doc_columns.hpp"
 #include "common/index/index_view.hpp"
 
 namespace warp {
@@ -42,6 +43,10 @@ struct BuildOptions {
   Bm25Params bm25;
   uint64_t generation = 1;
   bool store = true;  // documents' stored forms kept in the partitions (fetch, snippets)
+  // Keyword and numeric fields kept as columns (doc_columns.hpp), read from each document's JSON
+  // form (DocumentRecord::source, which a build then holds while it runs even without `store`).
+  ColumnSchema columns;
+  bool keeps_sources() const { return store || !columns.empty(); }
 };
 
 struct BuiltPartition {

@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "common/index/bm25.hpp"
+#include "common/index/doc_columns.hpp"
 #include "common/index/posting_list.hpp"
 
 namespace warp {
@@ -88,6 +90,9 @@ struct IndexView {
   std::vector<std::string> external_ids;
   std::vector<Posting> term_tops;       // TermInfo::tops: kTermTops postings a term, best first
   std::vector<Score> term_rank_floors;  // TermInfo::ranks: a term's floors at kRankFloors
+  // The keyword and numeric fields' values (doc_columns.hpp), by doc - meta.doc_begin; null: the
+  // index declares none.
+  std::shared_ptr<const DocColumns> columns;
 
   // Looked up by its text wherever it lives (a request's bytes too): no string is made for it.
   const TermInfo* find(std::string_view term) const {

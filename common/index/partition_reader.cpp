@@ -209,6 +209,13 @@ void read_meta(PartitionLoad& load) {
   }
   view.doc_lengths.resize(meta.doc_end - meta.doc_begin);
   std::memcpy(view.doc_lengths.data(), doc_lengths.data(), doc_lengths.size());
+  if (has_meta_field("columns")) {  // the keyword and numeric fields (doc_columns.hpp); older partitions lack them
+    try {
+      view.columns = std::make_shared<const DocColumns>(DocColumns::parse(meta_field("columns"), view.doc_count()));
+    } catch (const Error& e) {
+      throw Error("partition " + dir + ": " + e.what());
+    }
+  }
 
   // The content CRC (the lexicon's rows, the document lengths, the documents' rows, as
   // PartitionAssembly::finish wrote it) takes the lexicon's rows as the loop below reads them: a

@@ -293,7 +293,7 @@ void PartitionAssembly::State::move_in(const SstRows::Done& lexicon, const SstRo
 
 void PartitionAssembly::finish(const PartitionMeta& meta, uint64_t term_count, const std::vector<uint32_t>& doc_lengths,
                                const std::vector<SstRows::Done>& lexicon, const std::vector<SstRows::Done>& documents,
-                               const std::vector<SstRows::Done>& stored) {
+                               const std::vector<SstRows::Done>& stored, const std::string& columns) {
   state_->drain();
   const std::string& dir = state_->dir;
   // The content checksum, in key order: lexicon rows (key, then value), document lengths, documents'
@@ -324,6 +324,7 @@ void PartitionAssembly::finish(const PartitionMeta& meta, uint64_t term_count, c
       {"list_words", std::to_string(state_->list_bytes.load() / 4)},
       {"doc_lengths", lengths},
       {"content_crc", std::to_string(crc)}};
+  if (!columns.empty()) meta_rows.emplace_back("columns", columns);  // its own CRC inside
   std::sort(meta_rows.begin(), meta_rows.end());
   SstRows meta_sst(SstRows::Family::kMeta, dir + "/ingest-meta.sst");
   for (const auto& [key, value] : meta_rows) meta_sst.put(key, value);
@@ -375,7 +376,7 @@ void write_partition(const BuiltPartition& partition, const std::string& dir) {
   const SstRows::Done lexicon_part = lexicon.finish();
   assembly.add_terms(lexicon_part, postings.finish());
   assembly.finish(view.meta, view.lexicon.size(), view.doc_lengths, {lexicon_part}, {documents.finish()},
-                  {stored.finish()});
+                  {stored.finish()}, view.columns ? view.columns->serialize() : std::string());
 }
 
 uint64_t seal_partition(const std::string& dir, size_t threads) {

@@ -86,9 +86,10 @@ class PartitionAssembly {
   void add_terms(const SstRows::Done& lexicon, const SstRows::Done& postings);
   // After the last add_terms. `meta.posting_count` set; `term_count`: lexicon rows; `lexicon`: the
   // ranges' lexicon parts in key order (the content checksum); `documents` and `stored` in key order.
+  // `columns`: the meta row of the partition's columns (DocColumns::serialize), empty: none.
   void finish(const PartitionMeta& meta, uint64_t term_count, const std::vector<uint32_t>& doc_lengths,
               const std::vector<SstRows::Done>& lexicon, const std::vector<SstRows::Done>& documents,
-              const std::vector<SstRows::Done>& stored = {});
+              const std::vector<SstRows::Done>& stored = {}, const std::string& columns = {});
 
  private:
   struct State;

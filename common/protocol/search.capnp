@@ -66,6 +66,25 @@ struct SearchRequest {
   # term (each one of `terms` too) and not every term of any excluded group.
   required @7 :List(Text);
   excluded @8 :List(List(Text));
+  # A filter over the index's columns (common/query/filter.hpp, as filter_text writes it; empty:
+  # none): a document answered passes it. Like the constraints, it changes no score.
+  filter @9 :Text;
+  # Fields whose values to count over the documents the query matches (facets), and how many of
+  # each field's values to list (the most frequent; the rest summed in `others`).
+  facets @10 :List(Text);
+  facetValues @11 :UInt32;
+}
+
+struct FacetValue {
+  value @0 :Text;
+  count @1 :UInt64;
+}
+
+struct FacetField {
+  field @0 :Text;
+  values @1 :List(FacetValue);
+  others @2 :UInt64;       # documents' values not listed
+  otherValues @3 :UInt64;  # distinct values not listed
 }
 
 struct Hit {
@@ -90,6 +109,9 @@ struct SearchResponse {
   error @10 :Text;        # empty on success; "deadline exceeded", "no such partition", ...
   leafMicros @11 :UInt64; # from the leaf's front end reading the request to its reply built: its
                           # queues and the search (0 from leaves before this field)
+  facets @12 :List(FacetField);  # as asked, in the request's order
+  facetMatches @13 :UInt64;      # documents the query matches on the partition (with facets asked)
+  facetError @14 :Text;          # facets asked for and not counted: why
 }
 
 struct LeafStatus {
@@ -100,6 +122,8 @@ struct LeafStatus {
   inFlight @4 :UInt32;
   searchPort @5 :UInt16;  # the leaf's direct search path (TCP, framed; Curve where ZeroMQ has it); 0: none
   writeSequence @6 :UInt64;  # the generation served holds every write through the API up to this one
+  keywordFields @7 :List(Text);  # the index's columns (filters, facets)
+  numericFields @8 :List(Text);
 }
 
 struct LeafReply {

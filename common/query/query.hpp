@@ -3,12 +3,15 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 namespace warp {
+
+struct FilterNode;  // filter.hpp
 
 enum class QueryMode { kAnd, kOr, kAndOr };
 QueryMode parse_query_mode(std::string_view text);  // "and" | "or" | "andor", any case; throws Error
@@ -29,7 +32,10 @@ struct Query {
   // not every term of any group of `excluded`.
   std::vector<std::string> required;
   std::vector<std::vector<std::string>> excluded;
-  bool constrained() const { return !required.empty() || !excluded.empty(); }
+  // The request's filter over the index's columns (filter.hpp); null: none. Shared: the copies a
+  // query makes on its way (per partition, per segment) read one.
+  std::shared_ptr<const FilterNode> filter;
+  bool constrained() const { return !required.empty() || !excluded.empty() || filter != nullptr; }
 };
 
 // A distinct term of a query with how often the query holds it.

@@ -24,8 +24,14 @@ void assemble_partitions(const BuildPlan& plan, const DocTable& docs, MergeOutpu
     }
     const std::vector<uint32_t> lengths(docs.lengths().begin() + merged.bounds[p],
                                         docs.lengths().begin() + merged.bounds[p + 1]);
-    merged.assemblies[p]->finish(summary.meta, summary.terms, lengths, lexicon, merged.documents[p],
-                                 merged.stored[p]);
+    std::string columns;  // the slices' columns joined in docID order
+    if (!merged.columns.empty()) {
+      ColumnsBuilder joined = merged.columns[p].front();
+      for (size_t slice = 1; slice < merged.columns[p].size(); ++slice) joined.append(merged.columns[p][slice]);
+      columns = joined.build().serialize();
+    }
+    merged.assemblies[p]->finish(summary.meta, summary.terms, lengths, lexicon, merged.documents[p], merged.stored[p],
+                                 columns);
     merged.assemblies[p].reset();
   });
   std::vector<ManifestPartition> manifest;

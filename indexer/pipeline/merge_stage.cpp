@@ -196,6 +196,8 @@ MergeOutput merge_runs(const BuildPlan& plan, const PipelineOptions& options, Do
   const size_t slices = std::max<size_t>(1, (shape.threads + parts - 1) / parts);
   out.documents.assign(parts, std::vector<SstRows::Done>(slices));
   out.stored.assign(parts, std::vector<SstRows::Done>(slices));
+  const ColumnSchema& schema = options.build.columns;
+  if (!schema.empty()) out.columns.assign(parts, std::vector<ColumnsBuilder>(slices, ColumnsBuilder(schema)));
   const size_t document_tasks = parts * slices;
   run_parallel_tasks(document_tasks + ranges, shape.threads, [&](size_t task) {
     if (task >= document_tasks) {
@@ -217,9 +219,12 @@ MergeOutput merge_runs(const BuildPlan& plan, const PipelineOptions& options, Do
     const std::string suffix = "-" + std::to_string(slice) + ".sst";
     SstRows rows(SstRows::Family::kDocuments, partition_dirs[p] + "/ingest-documents" + suffix);
     SstRows stored(SstRows::Family::kStored, partition_dirs[p] + "/ingest-stored" + suffix);
+    const bool store = options.build.store;
+    ColumnsBuilder* columns = schema.empty() ? nullptr : &out.columns[p][slice];
     docs.for_each_document(lo, hi, [&](DocId doc, const DocumentRecord& record) {
       rows.put_document(doc, record);
-      stored.put_stored(doc, record);
+      if (store) stored.put_stored(doc, record);
+      if (columns) columns->add(record.source);
     });
     out.documents[p][slice] = rows.finish();
     out.stored[p][slice] = stored.finish();

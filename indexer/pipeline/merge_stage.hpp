@@ -29,6 +29,7 @@ struct MergeOutput {
   std::vector<RangeOutput> ranges;         // in term order
   // By partition, its slices' files in docID order: the documents' records, and their stored forms.
   std::vector<std::vector<SstRows::Done>> documents, stored;
+  std::vector<std::vector<ColumnsBuilder>> columns;            // by partition, by slice: with declared fields
   std::vector<std::unique_ptr<PartitionAssembly>> assemblies;  // by partition: the files moved in so far
 };
 

@@ -89,7 +89,7 @@ PipelineReport build_index(const std::vector<std::string>& inputs, const Pipelin
     throw Error("index " + out_dir + " already exists; refusing to overwrite it");
   PipelineReport report = report_of(plan);
   BuildSpace space(out_dir, options.spill_dir);
-  DocTable docs(space.spill_dir() + "/documents", options.build.store);
+  DocTable docs(space.spill_dir() + "/documents", options.build.keeps_sources());
   const ParseOutput parsed = parse_inputs(plan, options, space.spill_dir(), docs, read, report, on_progress, start);
   const std::vector<std::string>& partition_dirs = space.create_partitions(options.build.partitions);
   MergeOutput merged = merge_runs(plan, options, docs, parsed, partition_dirs, read, report);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "leaf/query/facet_counts.hpp"
+
 namespace warp {
 
 LiveQueryProcessor::LiveQueryProcessor(std::shared_ptr<QueryProcessor> base, std::shared_ptr<const LiveOverlay> overlay,
@@ -19,6 +21,12 @@ void add_stats(QueryResult& into, const QueryResult& from) {
   into.stats.blocks_total += from.stats.blocks_total;
 }
 }  // namespace
+
+void LiveQueryProcessor::count_facets(const PreparedQuery& prepared, bool any_term, FacetCounter& counter) const {
+  counter.count(prepared.query, any_term, base_->index(), overlay_->deleted);
+  for (const OverlaidSegment& s : segments_)
+    counter.count(prepared.query, any_term, *s.segment->view, s.overlay->deleted);
+}
 
 std::vector<PreparedQuery> LiveQueryProcessor::on_base(const std::vector<Query>& queries) const {
   std::vector<PreparedQuery> prepared(queries.size());

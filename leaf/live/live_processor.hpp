@@ -38,6 +38,8 @@ class LiveQueryProcessor final : public QueryProcessor {
   std::vector<QueryResult> search_batch(std::span<const PreparedQuery> queries) const override;
   std::unique_ptr<BatchRun> start_batch(std::span<const PreparedQuery> queries) const override;
   DeviceMemoryStats device_memory() const override { return base_->device_memory(); }
+  // The generation's documents under the overlay, then each segment's under its own.
+  void count_facets(const PreparedQuery& prepared, bool any_term, FacetCounter& counter) const override;
 
  private:
   class BaseRun;

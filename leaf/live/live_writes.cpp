@@ -225,6 +225,8 @@ std::shared_ptr<LiveWrites::Chunk> LiveWrites::build_chunk(const LoadedIndex& ba
   const DocId generation_end = static_cast<DocId>(view.meta.stats.doc_count);  // the generation's docIDs
   BuildOptions options;
   options.codec = view.meta.codec, options.bm25 = view.meta.bm25;
+  // The generation's columns, made of the written documents' sources (the builder's copies only).
+  if (view.columns) options.columns = view.columns->schema(), options.store = false;
   IndexBuilder builder(options);
   auto chunk = std::make_shared<Chunk>();
   chunk->segment = std::make_shared<LiveSegment>();
@@ -232,7 +234,10 @@ std::shared_ptr<LiveWrites::Chunk> LiveWrites::build_chunk(const LoadedIndex& ba
   for (const auto& write : writes) {
     // No stored form: a fetch reads the write's own (LiveWrites::written), not a second copy.
     DocumentRecord record{write->id, write->title, write->url, write->length};
-    builder.add_counted(record, write->terms);
+    builder.add_counted(view.columns
+                            ? DocumentRecord{record.external_id, record.title, record.url, record.length, write->source}
+                            : record,
+                        write->terms);
     records->push_back(std::move(record));
     chunk->segment->global.push_back(generation_end + static_cast<DocId>(write->sequence - base.write_sequence));
     chunk->writes.push_back(write);

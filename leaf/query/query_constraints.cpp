@@ -1,8 +1,11 @@
 #include "leaf/query/query_constraints.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <iterator>
 #include <memory>
+
+#include "common/query/filter.hpp"
 
 namespace warp {
 namespace {
@@ -44,7 +47,7 @@ std::vector<DocId> holding_all(const std::vector<std::string>& terms, const Inde
 std::optional<ConstraintDocs> constraint_docs(const Query& query, const IndexView& index, bool required,
                                               CursorStats* stats) {
   const bool requiring = required && !query.required.empty();
-  if (!requiring && query.excluded.empty()) return std::nullopt;
+  if (!requiring && query.excluded.empty() && !query.filter) return std::nullopt;
   CursorStats unused;
   if (stats == nullptr) stats = &unused;
   std::vector<DocId> out;
@@ -53,10 +56,33 @@ std::optional<ConstraintDocs> constraint_docs(const Query& query, const IndexVie
     std::set_union(out.begin(), out.end(), group_docs.begin(), group_docs.end(), std::back_inserter(merged));
     out.swap(merged);
   }
-  if (!requiring) return ConstraintDocs{false, std::move(out)};
-  std::vector<DocId> allowed = holding_all(query.required, index, stats), left;
-  std::set_difference(allowed.begin(), allowed.end(), out.begin(), out.end(), std::back_inserter(left));
-  return ConstraintDocs{true, std::move(left)};
+  if (!query.filter) {
+    if (!requiring) return ConstraintDocs{false, std::move(out)};
+    std::vector<DocId> allowed = holding_all(query.required, index, stats), left;
+    std::set_difference(allowed.begin(), allowed.end(), out.begin(), out.end(), std::back_inserter(left));
+    return ConstraintDocs{true, std::move(left)};
+  }
+  // The filter's documents, less those excluded, and of the required words' where there are such:
+  // given as the documents allowed or as those kept out, whichever are fewer (a GPU's constrained
+  // norms move that many).
+  const uint32_t n = index.doc_count();
+  const DocId begin = index.meta.doc_begin;
+  std::vector<uint64_t> bits = filter_bits(*query.filter, index.columns.get(), n);
+  for (DocId doc : out) bits[(doc - begin) / 64] &= ~(uint64_t{1} << ((doc - begin) % 64));
+  if (requiring) {
+    std::vector<DocId> allowed;
+    for (DocId doc : holding_all(query.required, index, stats))
+      if (bits[(doc - begin) / 64] >> ((doc - begin) % 64) & 1) allowed.push_back(doc);
+    return ConstraintDocs{true, std::move(allowed)};
+  }
+  size_t count = 0;
+  for (uint64_t word : bits) count += static_cast<size_t>(std::popcount(word));
+  const bool allowed = count <= n / 2;
+  std::vector<DocId> docs;
+  docs.reserve(allowed ? count : n - count);
+  for (uint32_t d = 0; d < n; ++d)
+    if ((bits[d / 64] >> (d % 64) & 1) == allowed) docs.push_back(begin + d);
+  return ConstraintDocs{allowed, std::move(docs)};
 }
 
 std::vector<uint64_t> kept_out_bits(const ConstraintDocs& docs, const IndexView& index) {

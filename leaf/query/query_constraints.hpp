@@ -1,7 +1,8 @@
 // The documents a query's constraints leave it on one partition (Query::required and
-// Query::excluded, from the query syntax), found from the constraint words' posting lists before
-// the query runs, in time and memory of those lists' sizes: where words are required, the
-// documents allowed; else the documents kept out. Every processor and algorithm then honours them
+// Query::excluded, from the query syntax, and Query::filter over the partition's columns), found
+// from the constraint words' posting lists and the filter's columns before the query runs: where
+// words are required, the documents allowed; else the documents kept out (with a filter, whichever
+// of the two is smaller). Every processor and algorithm then honours them
 // while it ranks, as it honours the overlay's deletions: the CPU's top-k queue through a bitset,
 // the GPU through norms of the query's own, infinite where a document is kept out
 // (leaf/gpu/index/constrained_norms.cuh). A filter during query processing, not after it: the top

@@ -92,6 +92,8 @@ std::unique_ptr<BatchRun> answered_run(std::vector<QueryResult> results);
 // meanwhile (dropped unfinished, it waits for the thread).
 std::unique_ptr<BatchRun> run_on_thread(std::function<std::vector<QueryResult>()> work);
 
+class FacetCounter;  // facet_counts.hpp
+
 class QueryProcessor {
  public:
   virtual ~QueryProcessor() = default;
@@ -113,6 +115,9 @@ class QueryProcessor {
   // run is ready at once.
   virtual std::unique_ptr<BatchRun> start_batch(std::span<const PreparedQuery> queries) const;
   virtual DeviceMemoryStats device_memory() const { return {}; }
+  // Adds the facets of the documents `prepared` matches here (facet_counts.hpp; `any_term`: those
+  // holding any scored term, else every one) to `counter`, on the CPU whatever the processor.
+  virtual void count_facets(const PreparedQuery& prepared, bool any_term, FacetCounter& counter) const;
 };
 
 inline constexpr size_t kMaxTopK = 10000;

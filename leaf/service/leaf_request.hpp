@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "leaf/query/query_processor.hpp"
 #include "leaf/service/documents_request.hpp"
@@ -26,7 +27,9 @@ struct LeafServer::Request {
   size_t slot = 0;
   std::chrono::microseconds budget{0};
   PreparedQuery query;
-  uint64_t postings = 0;  // its terms' postings in the partition (the sum of their df)
+  uint64_t postings = 0;            // its terms' postings in the partition (the sum of their df)
+  std::vector<std::string> facets;  // fields to count (facet_counts.hpp); none: no facets
+  size_t facet_values = 10;
 };
 
 }  // namespace warp

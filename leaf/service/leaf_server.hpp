@@ -78,6 +78,9 @@ struct LeafOptions {
   size_t queue_depth = 256;              // requests waiting beyond this are refused ("overloaded")
   transfer::CurveConfig curve{};         // enabled: CURVE server, brokers from the allow-list only
   uint64_t inline_max_postings = 20000;  // searches over at most this many postings: on the front end (0: none)
+  // Facets are counted over at most this many postings of a query's lists in a partition
+  // (facet_counts.hpp); past it they are not, and the answer says why.
+  uint64_t max_facet_postings = 50'000'000;
   // The direct search path: searches over TCP (secure_channel.hpp's frames, Curve when `curve` is
   // on) on HOST:PORT, beside the ROUTER; the status reply names its port. Empty: off.
   std::string search_listen{};

@@ -5,7 +5,9 @@
 #include <optional>
 
 #include "common/protocol/search.capnp.h"
+#include "common/query/filter.hpp"
 #include "common/transfer/capnp_frames.hpp"
+#include "leaf/query/facet_counts.hpp"
 #include "leaf/service/leaf_request.hpp"
 #include "leaf/service/leaf_server.hpp"
 
@@ -33,10 +35,46 @@ std::string error_reply(const std::string& error) {
 // and a title holding a NUL (JSON's \u0000 is kept) was cut there.
 capnp::Text::Reader whole_text(const std::string& text) { return capnp::Text::Reader(text.data(), text.size()); }
 
+void write_facets(const FacetResult& facets, protocol::SearchResponse::Builder response) {
+  response.setFacetMatches(facets.matches);
+  if (!facets.error.empty()) response.setFacetError(facets.error);
+  auto fields = response.initFacets(static_cast<unsigned>(facets.fields.size()));
+  for (size_t f = 0; f < facets.fields.size(); ++f) {
+    const FacetField& field = facets.fields[f];
+    auto out = fields[static_cast<unsigned>(f)];
+    out.setField(field.field);
+    out.setOthers(field.others);
+    out.setOtherValues(field.other_values);
+    auto values = out.initValues(static_cast<unsigned>(field.values.size()));
+    for (size_t v = 0; v < field.values.size(); ++v) {
+      values[static_cast<unsigned>(v)].setValue(
+          capnp::Text::Reader(field.values[v].value.data(), field.values[v].value.size()));
+      values[static_cast<unsigned>(v)].setCount(field.values[v].count);
+    }
+  }
+}
+
+// The facets of a search (facet_counts.hpp) on its partition, before it is ranked: AND+OR counts
+// the documents AND matches where there are k of them, else OR's, as its ranking falls back.
+FacetResult count_facets(const LoadedIndex& index, size_t slot, const PreparedQuery& query,
+                         const std::vector<std::string>& fields, size_t values, uint64_t max_postings) {
+  const QueryProcessor& processor = index.cpu[slot] ? *index.cpu[slot] : *index.gpu[slot];
+  const QueryMode mode = query.query.mode;
+  FacetCounter counter(fields, max_postings);
+  processor.count_facets(query, mode == QueryMode::kOr, counter);
+  FacetResult result = counter.take(values);
+  if (mode == QueryMode::kAndOr && result.error.empty() && result.matches < query.query.k) {
+    FacetCounter any(fields, max_postings);
+    processor.count_facets(query, true, any);
+    result = any.take(values);
+  }
+  return result;
+}
+
 // A search reply: the hits with their documents' identity, and how the search went.
 std::string search_reply(const LoadedIndex& index, size_t slot, uint64_t query_id, uint32_t partition_id,
                          const QueryResult& result, std::string_view processor, double seconds,
-                         std::chrono::steady_clock::time_point arrival) {
+                         std::chrono::steady_clock::time_point arrival, const FacetResult* facets = nullptr) {
   capnp::MallocMessageBuilder builder(kReplyFirstSegmentWords);
   auto response = builder.initRoot<protocol::LeafReply>().initSearch();
   response.setQueryId(query_id);
@@ -59,6 +97,7 @@ std::string search_reply(const LoadedIndex& index, size_t slot, uint64_t query_i
       hit.setUrl(whole_text(record->url));
     }
   }
+  if (facets) write_facets(*facets, response);
   const auto in_leaf =
       std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - arrival);
   response.setLeafMicros(static_cast<uint64_t>(std::max<int64_t>(1, in_leaf.count())));
@@ -136,6 +175,13 @@ LeafServer::Request LeafServer::read_request(std::string_view bytes, std::chrono
         auto ids = status.initPartitions(static_cast<unsigned>(index->partitions.size()));
         for (size_t i = 0; i < index->partitions.size(); ++i)
           ids.set(static_cast<unsigned>(i), index->partitions[i]->view().meta.partition_id);
+        if (!index->partitions.empty() && index->partitions[0]->view().columns) {
+          const ColumnSchema schema = index->partitions[0]->view().columns->schema();
+          auto keyword = status.initKeywordFields(static_cast<unsigned>(schema.keyword.size()));
+          for (size_t i = 0; i < schema.keyword.size(); ++i) keyword.set(static_cast<unsigned>(i), schema.keyword[i]);
+          auto numeric = status.initNumericFields(static_cast<unsigned>(schema.numeric.size()));
+          for (size_t i = 0; i < schema.numeric.size(); ++i) numeric.set(static_cast<unsigned>(i), schema.numeric[i]);
+        }
       }
       request.reply = flat_bytes(builder);
       return request;
@@ -184,6 +230,13 @@ LeafServer::Request LeafServer::read_request(std::string_view bytes, std::chrono
                  : search.getMode() == protocol::Mode::OR ? QueryMode::kOr
                                                           : QueryMode::kAndOr;
     query.k = search.getK();
+    if (search.hasFilter() && search.getFilter().size() > 0) {
+      const auto text = search.getFilter();
+      query.filter = std::make_shared<const FilterNode>(parse_filter(std::string_view(text.cStr(), text.size())));
+    }
+    if (search.getFacets().size() > 16) return fail("bad_request", "at most 16 facet fields a search");
+    for (auto field : search.getFacets()) request.facets.emplace_back(field.cStr(), field.size());
+    request.facet_values = std::clamp<size_t>(search.getFacetValues(), 1, 10000);
     request.budget = std::chrono::microseconds(search.getDeadlineMicros());
     request.query = prepare_query(std::move(query), index->partitions[request.slot]->view());
     for (const TermInfo* info : request.query.scoring.infos) request.postings += info != nullptr ? info->df : 0;
@@ -199,6 +252,7 @@ LeafServer::Request LeafServer::read_request(std::string_view bytes, std::chrono
 bool LeafServer::answers_inline(const Request& request) {
   if (request.documents) return false;  // reads and snippets: a worker's
   if (!request.search) return true;
+  if (!request.facets.empty()) return false;  // a pass over the lists: a worker's
   // --processor gpu: every search on the GPU. With the scheduler (auto), a search this small is the
   // CPU's at once: it costs less than the queue hand-off the scheduler would add.
   if (options_.inline_max_postings == 0 || request.index->gpu_only) return false;
@@ -221,21 +275,27 @@ std::optional<std::string> LeafServer::answer(Request request, std::function<voi
       requests_.Add({{"kind", "deadline"}}).Increment();
       return search_error(query_id, partition_id, "deadline exceeded before the query started");
     }
+    // Facets on this thread (a worker's), before the search: it may go on to the GPU's driver.
+    std::shared_ptr<const FacetResult> facets;
+    if (!request.facets.empty())
+      facets = std::make_shared<const FacetResult>(
+          count_facets(*index, slot, request.query, request.facets, request.facet_values, options_.max_facet_postings));
     if (scheduler_ && index->scheduled() && !on_cpu_now) {
       sched::Target target{&index->partitions[slot]->view(), index->cpu[slot].get(), index->gpu[slot].get(), index};
-      scheduler_->submit(target, std::move(request.query), arrival + request.budget,
-                         [this, index, slot, query_id, partition_id, deliver, arrival](sched::Outcome&& outcome) {
-                           if (!outcome.error.empty()) {
-                             requests_.Add({{"kind", "deadline"}}).Increment();
-                             deliver(search_error(query_id, partition_id, outcome.error));
-                             return;
-                           }
-                           const bool gpu = outcome.processor == sched::Processor::kGpu;
-                           (gpu ? latency_gpu_ : latency_cpu_).Observe(outcome.seconds);
-                           search_requests_.Increment();
-                           deliver(search_reply(*index, slot, query_id, partition_id, outcome.result,
-                                                gpu ? "gpu" : "cpu", outcome.seconds, arrival));
-                         });
+      scheduler_->submit(
+          target, std::move(request.query), arrival + request.budget,
+          [this, index, slot, query_id, partition_id, deliver, arrival, facets](sched::Outcome&& outcome) {
+            if (!outcome.error.empty()) {
+              requests_.Add({{"kind", "deadline"}}).Increment();
+              deliver(search_error(query_id, partition_id, outcome.error));
+              return;
+            }
+            const bool gpu = outcome.processor == sched::Processor::kGpu;
+            (gpu ? latency_gpu_ : latency_cpu_).Observe(outcome.seconds);
+            search_requests_.Increment();
+            deliver(search_reply(*index, slot, query_id, partition_id, outcome.result, gpu ? "gpu" : "cpu",
+                                 outcome.seconds, arrival, facets.get()));
+          });
       return std::nullopt;
     }
     const auto start = std::chrono::steady_clock::now();
@@ -244,7 +304,7 @@ std::optional<std::string> LeafServer::answer(Request request, std::function<voi
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     (processor.name() == "gpu" ? latency_gpu_ : latency_cpu_).Observe(seconds);
     search_requests_.Increment();
-    return search_reply(*index, slot, query_id, partition_id, result, processor.name(), seconds, arrival);
+    return search_reply(*index, slot, query_id, partition_id, result, processor.name(), seconds, arrival, facets.get());
   } catch (const std::exception& e) {
     requests_.Add({{"kind", "malformed"}}).Increment();
     return error_reply(std::string("bad request: ") + e.what());

@@ -1,4 +1,5 @@
-// Constrained queries (+required, -excluded: query_constraints.hpp) on the GPU processor against
+// Constrained queries (+required, -excluded, filters over columns: query_constraints.hpp) on the
+// GPU processor against
 // the CPU processor and the brute-force reference, on fresh random collections each run: single
 // searches (lanes), the batcher's path, batches with and without executors, every mode. Without a
 // GPU (or a CUDA build) the tests are skipped with the reason.
@@ -7,6 +8,7 @@
 #include <random>
 
 #include "common/index/index_builder.hpp"
+#include "common/query/filter.hpp"
 #include "leaf/gpu/gpu_runtime.hpp"
 #include "leaf/query/cpu_query_processor.hpp"
 #include "tests/bench/synthetic_collection.hpp"
@@ -26,7 +28,15 @@ struct Constrained {
   std::vector<BuiltPartition> partitions;
   testing::BruteForceIndex reference;
   std::vector<Query> queries;
+  std::vector<std::pair<std::string, int>> fields;  // by doc: its lang and year (-1: none)
 };
+
+// The test's own reading of a filter of the forms it writes: year>=N, lang:X, and OR of the two.
+bool allows(const FilterNode& filter, const std::pair<std::string, int>& doc) {
+  if (filter.kind == FilterNode::Kind::kOr) return allows(filter.children[0], doc) || allows(filter.children[1], doc);
+  if (filter.kind == FilterNode::Kind::kEquals) return doc.first == filter.value;
+  return doc.second >= 0 && doc.second >= filter.number;
+}
 
 Constrained constrained_collection(uint64_t seed) {
   std::mt19937_64 rng(seed);
@@ -35,13 +45,23 @@ Constrained constrained_collection(uint64_t seed) {
   params.vocabulary = std::uniform_int_distribution<uint32_t>(100, 2000)(rng);
   params.mean_length = std::uniform_real_distribution<double>(8, 50)(rng);
   params.seed = seed;
-  IndexBuilder builder{BuildOptions{}};
+  BuildOptions options;
+  options.columns = parse_column_schema("lang", "year");
+  IndexBuilder builder{options};
   Constrained c;
   synthetic::generate_collection(params, [&](const std::vector<std::string>& terms) {
-    builder.add_analyzed({"", "", "", 0, {}}, terms);
+    const std::string lang = std::vector<std::string>{"en", "fr", "de"}[rng() % 3];
+    const int year = rng() % 10 == 0 ? -1 : static_cast<int>(1950 + rng() % 70);
+    builder.add_analyzed(
+        {"", "", "", 0, "{\"lang\":\"" + lang + "\"" + (year < 0 ? "" : ",\"year\":" + std::to_string(year)) + "}"},
+        terms);
     c.reference.add(terms);
+    c.fields.emplace_back(lang, year);
   });
   c.partitions = builder.build();
+  c.reference.filter_allows = [fields = c.fields](const FilterNode& filter, DocId doc) {
+    return allows(filter, fields[doc]);
+  };
   const auto term = [&] { return "t" + std::to_string(std::uniform_int_distribution<uint32_t>(0, 80)(rng)); };
   for (int q = 0; q < 120; ++q) {
     Query query({}, QueryMode::kOr, q % 2 ? 10 : 1000);
@@ -49,6 +69,14 @@ Constrained constrained_collection(uint64_t seed) {
     if (q % 3 != 1) query.required.push_back(query.terms[static_cast<size_t>(q) % query.terms.size()]);
     for (int g = q % 4; g > 0; --g)
       query.excluded.push_back(g == 2 ? std::vector{term(), term()} : std::vector{term()});
+    // Filters allowing few documents (sent as those allowed) and most (as those kept out), also
+    // on queries without words' constraints.
+    if (q % 5 == 0 || q % 7 == 0) {
+      const std::string text = q % 2 ? "year>=" + std::to_string(1950 + rng() % 70)
+                                     : "lang:de OR year>=" + std::to_string(2010 + rng() % 10);
+      query.filter = std::make_shared<const FilterNode>(parse_filter(text));
+      if (q % 7 == 0) query.required.clear(), query.excluded.clear();
+    }
     c.queries.push_back(std::move(query));
   }
   return c;

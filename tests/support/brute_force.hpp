@@ -2,6 +2,7 @@
 // from scratch, top-k by full sort. Slow and obviously right.
 #pragma once
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "common/index/bm25.hpp"
+#include "common/query/filter.hpp"
 #include "leaf/query/query_processor.hpp"
 
 namespace warp::testing {
@@ -39,6 +41,10 @@ class BruteForceIndex {
     return total * w.score_of_unit;
   }
 
+  // Whether a document passes a query's filter (Query::filter): the test's own reading of the
+  // documents' fields. Unset: a filtered query allows nothing.
+  std::function<bool(const FilterNode&, DocId)> filter_allows;
+
   std::vector<Hit> search(const std::vector<std::string>& terms, QueryMode mode, size_t k) const {
     return search(Query(terms, mode, k));
   }
@@ -54,6 +60,7 @@ class BruteForceIndex {
       return at != it->second.end() && at->doc == doc;
     };
     if (!std::all_of(query.required.begin(), query.required.end(), holds)) return false;
+    if (query.filter && !(filter_allows && filter_allows(*query.filter, doc))) return false;
     for (const std::vector<std::string>& group : query.excluded)
       if (!group.empty() && std::all_of(group.begin(), group.end(), holds)) return false;
     return true;
