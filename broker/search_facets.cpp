@@ -7,7 +7,7 @@
 
 namespace warp {
 
-std::optional<std::string> read_filters_and_facets(const SearchParams& params, const ColumnSchema& columns,
+std::optional<std::string> read_filters_and_facets(SearchParams& params, const ColumnSchema& columns,
                                                    std::string& filter) {
   filter.clear();
   try {
@@ -21,7 +21,14 @@ std::optional<std::string> read_filters_and_facets(const SearchParams& params, c
   } catch (const FilterError& e) {
     return std::string(e.what());
   }
+  if (std::find(params.facets.begin(), params.facets.end(), "*") != params.facets.end()) {
+    params.facets = columns.keyword;
+    params.facets.insert(params.facets.end(), columns.numeric.begin(), columns.numeric.end());
+  }
+  params.numeric_facets.clear();
   for (const std::string& field : params.facets) {
+    if (std::find(columns.numeric.begin(), columns.numeric.end(), field) != columns.numeric.end())
+      params.numeric_facets.push_back(field);
     const auto has = [&](const std::vector<std::string>& names) {
       return std::find(names.begin(), names.end(), field) != names.end();
     };
@@ -74,7 +81,10 @@ void write_facets(JsonWriter& json, const FanOutResult& result, const SearchPara
     if (ranked.size() > params.facet_size) ranked.resize(params.facet_size);
     json.key(field).begin_object();
     if (!error.empty()) json.key("error").value(error);
-    json.key("exact").value(exact).key("other").value(other).key("values").begin_array();
+    const bool numeric =
+        std::find(params.numeric_facets.begin(), params.numeric_facets.end(), field) != params.numeric_facets.end();
+    json.key("exact").value(exact).key("other").value(other).key("type").value(numeric ? "numeric" : "keyword");
+    json.key("values").begin_array();
     for (const auto& [value, count] : ranked)
       json.begin_object().key("count").value(count).key("value").value(value).end_object();
     json.end_array().end_object();

@@ -12,16 +12,17 @@
 
 namespace warp {
 
-// Sets `filter` to the filters' text for the leaves (empty: none); the 400's message where a
-// filter cannot be parsed, names a field the index lacks, or a facet is not one of its fields.
-std::optional<std::string> read_filters_and_facets(const SearchParams& params, const ColumnSchema& columns,
+// Sets `filter` to the filters' text for the leaves (empty: none), expands facets=* to every column
+// and notes which facets are numeric; the 400's message where a filter cannot be parsed, names a
+// field the index lacks, or a facet is not one of its fields.
+std::optional<std::string> read_filters_and_facets(SearchParams& params, const ColumnSchema& columns,
                                                    std::string& filter);
 
 // How many of its values each partition lists of a field: enough that a field of up to this many
 // values in a partition is counted exactly, whatever facet_size asks.
 inline constexpr uint32_t kFacetValuesPerPartition = 1000;
 
-// "facets": {field: {"exact", "other", "values": [{"count", "value"}]}} over the partitions that
+// "facets": {field: {"exact", "other", "type", "values": [{"count", "value"}]}} over the partitions that
 // answered (keys in byte order, as every answer's), then "matches" is written by the caller.
 void write_facets(JsonWriter& json, const FanOutResult& result, const SearchParams& params);
 // The documents the query matches over the partitions that counted facets.

@@ -35,6 +35,12 @@ main { max-width: 840px; margin: 0 auto; padding: 18px 24px 40px; }
 .snippet em { font-style: normal; font-weight: 600; background: #ffe98a; border-radius: 2px; padding: 0 1px; }
 nav { display: flex; gap: 10px; align-items: center; margin-top: 14px; }
 nav span { color: #5b6475; font-size: 13px; }
+#facets { background: #fff; border: 1px solid #e3e6ec; border-radius: 8px; padding: 8px 12px; margin-bottom: 12px; font-size: 13px; }
+.facet { margin: 3px 0; }
+.facet .field { color: #5b6475; font-weight: 600; margin-right: 6px; }
+.facet button, #filters button { padding: 2px 8px; margin: 2px 4px 2px 0; font-size: 13px; border-radius: 12px; background: #e8edfb; color: #23408f; }
+.facet button .count { color: #6b7487; margin-left: 4px; }
+#filters button { background: #3d6df2; color: #fff; }
 </style>
 </head>
 <body>
@@ -53,6 +59,8 @@ nav span { color: #5b6475; font-size: 13px; }
   <div id="partial" class="notice" role="alert" hidden></div>
   <div id="error" class="notice failure" role="alert" hidden></div>
   <div id="status"></div>
+  <div id="filters" hidden></div>
+  <div id="facets" hidden></div>
   <div id="hits"></div>
   <nav id="pages" hidden><button id="prev" type="button">&larr; Previous</button><span id="page"></span><button id="next" type="button">Next &rarr;</button></nav>
 </main>
@@ -60,11 +68,12 @@ nav span { color: #5b6475; font-size: 13px; }
 "use strict";
 const K = 10, MAX_K = 1000;
 const $ = (id) => document.getElementById(id);
-let state = { q: "", mode: "or", offset: 0 };
+let state = { q: "", mode: "or", offset: 0, filters: [] };
 
 function fromHash() {
   const p = new URLSearchParams(location.hash.slice(1));
-  state = { q: p.get("q") || "", mode: p.get("mode") || "or", offset: Math.max(0, parseInt(p.get("offset") || "0", 10) || 0) };
+  state = { q: p.get("q") || "", mode: p.get("mode") || "or", offset: Math.max(0, parseInt(p.get("offset") || "0", 10) || 0),
+            filters: p.getAll("filter") };
   $("q").value = state.q;
   $("mode").value = state.mode;
 }
@@ -102,7 +111,8 @@ async function run() {
   show("error", ""); show("partial", "");
   if (!state.q) { $("hits").replaceChildren(); $("pages").hidden = true; show("status", ""); return; }
   const params = new URLSearchParams({ q: state.q, k: K, offset: state.offset, mode: state.mode,
-                                       snippet: "body", snippet_length: 220 });
+                                       snippet: "body", snippet_length: 220, facets: "*", facet_size: 8 });
+  for (const f of state.filters) params.append("filter", f);
   const headers = {};
   const token = sessionStorage.getItem("warp-token");
   if (token) headers.Authorization = "Bearer " + token;
@@ -122,7 +132,57 @@ async function run() {
   }
 }
 
+// A facet value as a filter: a keyword quoted, a number compared.
+function facetFilter(field, value, numeric) {
+  return numeric ? field + "=" + value : field + ':"' + value.replace(/[\\"]/g, (c) => "\\" + c) + '"';
+}
+
+function renderFacets(body) {
+  const chips = state.filters.map((f) => {
+    const b = document.createElement("button");
+    b.type = "button";
+    b.textContent = f + " \u00d7";
+    b.title = "remove this filter";
+    b.addEventListener("click", () => { state.filters = state.filters.filter((x) => x !== f); go(0); });
+    return b;
+  });
+  $("filters").replaceChildren(...chips);
+  $("filters").hidden = chips.length === 0;
+  const rows = [];
+  for (const [field, facet] of Object.entries(body.facets || {})) {
+    if (!facet.values.length) continue;
+    const row = document.createElement("div");
+    row.className = "facet";
+    const name = document.createElement("span");
+    name.className = "field";
+    name.textContent = field;
+    row.appendChild(name);
+    for (const v of facet.values) {
+      const b = document.createElement("button");
+      b.type = "button";
+      b.dataset.field = field;
+      b.dataset.value = v.value;
+      b.appendChild(document.createTextNode(v.value));
+      const count = document.createElement("span");
+      count.className = "count";
+      count.textContent = v.count;
+      b.appendChild(count);
+      const numeric = facet.type === "numeric";
+      b.addEventListener("click", () => {
+        const f = facetFilter(field, v.value, numeric);
+        if (!state.filters.includes(f)) state.filters.push(f);
+        go(0);
+      });
+      row.appendChild(b);
+    }
+    rows.push(row);
+  }
+  $("facets").replaceChildren(...rows);
+  $("facets").hidden = rows.length === 0;
+}
+
 function render(body) {
+  renderFacets(body);
   $("hits").replaceChildren(...body.hits.map(hitElement));
   const first = state.offset + 1, last = state.offset + body.hits.length;
   show("status", (body.hits.length ? "Results " + first + "\u2013" + last : "No results") +
@@ -141,7 +201,9 @@ function render(body) {
 
 function go(offset) {
   state.offset = offset;
-  const hash = "#" + new URLSearchParams({ q: state.q, mode: state.mode, offset: state.offset }).toString();
+  const p = new URLSearchParams({ q: state.q, mode: state.mode, offset: state.offset });
+  for (const f of state.filters) p.append("filter", f);
+  const hash = "#" + p.toString();
   if (location.hash === hash) return run();  // the same search again: no hashchange
   location.hash = hash;
 }
@@ -150,6 +212,7 @@ $("search").addEventListener("submit", (e) => {
   e.preventDefault();
   state.q = $("q").value.trim();
   state.mode = $("mode").value;
+  state.filters = [];
   go(0);
 });
 $("prev").addEventListener("click", () => go(Math.max(0, state.offset - K)));

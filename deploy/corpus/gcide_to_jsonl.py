@@ -1,7 +1,12 @@
 #!/usr/bin/env python3
 """Converts the GNU Collaborative International Dictionary of English (Debian package dict-gcide,
 /usr/share/dictd/gcide.{index,dict.dz}) into Warpsearch JSONL: one document per dictionary entry,
-{"id": "gcide-<n>", "title": headword, "body": entry text}. The .dict.dz file is gzip-compatible.
+{"id": "gcide-<n>", "title": headword, "body": entry text, "pos", "letter", "obsolete", "senses"}:
+the entry's first part of speech as written after its pronunciation without spaces or the last dot
+("n", "a", "v.t", "prop.n"; absent where none is written), the headword's first letter ("a".."z",
+else "#"), whether the entry is marked [Obs.] and how many numbered senses it has (at least 1):
+fields for the local cluster's filters and facets (docs/api.md#filters-and-facets). The .dict.dz
+file is gzip-compatible.
 
 usage: gcide_to_jsonl.py [--dictd DIR] [--limit N] OUT.jsonl
 """
@@ -30,6 +35,23 @@ def clean(entry):
     return re.sub(r"[ \t]*\n[ \t]*", "\n", entry).strip()
 
 
+POS = re.compile(r"\\[^\\\n]*\\,?\s*((?:[a-z]+\.\s*){1,2})")
+SENSE = re.compile(r"^\d+\.\s", re.MULTILINE)
+
+
+def entry_fields(headword, body):
+    """The entry's fields for filters and facets (see the module's docstring)."""
+    out = {}
+    pos = POS.search(body)
+    if pos:
+        out["pos"] = re.sub(r"\s+", "", pos.group(1)).rstrip(".")
+    first = headword[:1].lower()
+    out["letter"] = first if "a" <= first <= "z" else "#"
+    out["obsolete"] = "[Obs.]" in body
+    out["senses"] = max(1, len(SENSE.findall(body)))
+    return out
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("out")
@@ -56,7 +78,9 @@ def main():
             seen.add(offset)
             body = clean(data[offset:offset + length].decode("utf-8", errors="replace"))
             written += 1
-            out.write(json.dumps({"id": f"gcide-{written}", "title": headword, "body": body}, ensure_ascii=False))
+            doc = {"id": f"gcide-{written}", "title": headword, "body": body}
+            doc.update(entry_fields(headword, body))
+            out.write(json.dumps(doc, ensure_ascii=False))
             out.write("\n")
             if args.limit and written >= args.limit:
                 break

@@ -59,7 +59,8 @@ run() {  # run NAME command...: start in the background, remember the pid
 run indexer ./build/indexer/warp-indexer serve --input data/corpus --root "$state/indexer" --partitions 2 \
   --publish tcp://127.0.0.1:5601 --fetch tcp://127.0.0.1:5602 --metrics 127.0.0.1:9101 --rescan 10 \
   --curve-keys "$state/keys" --signing-key "$state/signing/generation-signing.key" \
-  --write tcp://127.0.0.1:5603 --tail tcp://127.0.0.1:5604 --fold-interval-ms 60000
+  --write tcp://127.0.0.1:5603 --tail tcp://127.0.0.1:5604 --fold-interval-ms 60000 \
+  --keyword-fields pos,letter,obsolete --numeric-fields senses
 for i in 1 2 3 4; do
   partition=$(( (i - 1) / 2 ))
   run "leaf$i" ./build/leaf/warp-leaf --follow tcp://127.0.0.1:5601 --tail tcp://127.0.0.1:5604 \

@@ -5,8 +5,10 @@ loopback (warp-indexer serve over Cranfield with --write and --tail, two leaves,
 token): the page is self-contained (no outside URL, a Content-Security-Policy that allows none, no
 console error); a search asks for the token, then shows the API's hits in order with their snippets
 highlighted; the next and previous pages are the API's; "all words" is mode=and; a document's
-markup shows as text, never as elements; a leaf killed gives a visible partial-answer warning.
-WARP_SCREENSHOT=FILE keeps a screenshot of the first page (docs/search-page.png).
+markup shows as text, never as elements; facets over written documents' fields are the API's, a
+click on one filters the hits as the API does and a click on its chip removes the filter; a leaf
+killed gives a visible partial-answer warning.
+WARP_SCREENSHOT=FILE keeps a screenshot of the first page (docs/images/search-page.png).
 usage: search_page_test.py BUILD_DIR CRANFIELD_DIR     (exit 77: no browser here)"""
 import json, os, re, shutil, sys, urllib.parse, urllib.request
 
@@ -37,7 +39,7 @@ TOKEN = "page-token-1"
 driver = None
 
 try:
-    cluster = WritesCluster(h, data, TOKEN)
+    cluster = WritesCluster(h, data, TOKEN, indexer_flags=["--keyword-fields", "kind", "--numeric-fields", "year"])
 
     # The page itself: HTML, its own policy, nothing from elsewhere.
     with urllib.request.urlopen(cluster.base + "/") as r:
@@ -50,7 +52,7 @@ try:
         fail("the page loads something from elsewhere")
 
     def api(**params):
-        status, body, _ = cluster.call("GET", "/search?" + urllib.parse.urlencode(params))
+        status, body, _ = cluster.call("GET", "/search?" + urllib.parse.urlencode(params, doseq=True))
         if status != 200:
             fail("API %s: %d %s" % (params, status, body[:200]))
         return json.loads(body)
@@ -135,6 +137,37 @@ try:
         fail("a document's markup became elements: %s" % hit.get_attribute("innerHTML"))
     if "<img id=injected src=x>" not in hit.text or "<b>bold title</b>" not in hit.text:
         fail("a document's markup not shown as text: %r" % hit.text)
+
+    # Facets over written documents' fields: the API's counts; a click filters, the chip unfilters.
+    docs = "".join(json.dumps({"id": "fx%d" % i, "title": "qvtunnel %d" % i, "body": "qvtunnel " * (1 + i % 5),
+                               "kind": ["glider", "rotor", "jet"][i % 3], "year": 1950 + i % 4}) + "\n" for i in range(30))
+    status, body, _ = cluster.call("POST", "/indexes/default/documents", docs.encode())
+    if status != 200:
+        fail("bulk: %d %s" % (status, body[:200]))
+    last = max(item["sequence"] for item in json.loads(body)["items"])
+    h.wait_until(lambda: len(api(q="qvtunnel", k=100, after=last)["hits"]) == 30, 30, "the written documents searchable")
+    search_in_page("qvtunnel")
+    wait.until(status_says("Results 1\u201310"))
+    everything = api(q="qvtunnel", k=10, facets="*", facet_size=8)
+
+    def shown_facets():
+        return {(b.get_attribute("data-field"), b.get_attribute("data-value"), b.find_element(By.CSS_SELECTOR, ".count").text)
+                for b in driver.find_elements(By.CSS_SELECTOR, "#facets button")}
+    expected_facets = {(f, v["value"], str(v["count"])) for f, facet in everything["facets"].items() for v in facet["values"]}
+    if shown_facets() != expected_facets or ("kind", "rotor", "10") not in expected_facets:
+        fail("facets shown %s, the API's %s" % (sorted(shown_facets()), sorted(expected_facets)))
+    driver.find_element(By.CSS_SELECTOR, '#facets button[data-field="kind"][data-value="rotor"]').click()
+    filtered = [x["id"] for x in api(q="qvtunnel", k=10, filter='kind:"rotor"')["hits"]]
+    wait.until(lambda d: shown_ids() == filtered)
+    if not filtered or driver.find_element(By.ID, "filters").text.strip() != 'kind:"rotor" \u00d7':
+        fail("filtered: %s, chips %r" % (filtered, driver.find_element(By.ID, "filters").text))
+    driver.find_element(By.CSS_SELECTOR, '#facets button[data-field="year"][data-value="1951"]').click()
+    both = [x["id"] for x in api(q="qvtunnel", k=10, filter=['kind:"rotor"', "year=1951"])["hits"]]
+    wait.until(lambda d: shown_ids() == both and len(d.find_elements(By.CSS_SELECTOR, "#filters button")) == 2)
+    driver.find_element(By.CSS_SELECTOR, "#filters button").click()  # kind:"rotor" removed
+    wait.until(lambda d: shown_ids() == [x["id"] for x in api(q="qvtunnel", k=10, filter="year=1951")["hits"]])
+    if "filter=year%3D1951" not in driver.current_url:
+        fail("the filter is not in the fragment: %s" % driver.current_url)
 
     # A partition gone: the warning.
     cluster.leaves[1].kill()
