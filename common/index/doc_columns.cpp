@@ -41,18 +41,6 @@ std::optional<std::string> keyword_text(const nlohmann::json& value) {
   return text;
 }
 
-// The value -> documents index from the documents' values (a counting sort: documents ascend).
-void index_values(KeywordColumn& column, uint32_t doc_count) {
-  const size_t count = column.values.size();
-  column.value_starts.assign(count + 1, 0);
-  for (uint32_t id : column.doc_values) ++column.value_starts[id + 1];
-  for (size_t v = 0; v < count; ++v) column.value_starts[v + 1] += column.value_starts[v];
-  column.value_docs.resize(column.doc_values.size());
-  std::vector<uint32_t> next(column.value_starts.begin(), column.value_starts.end() - 1);
-  for (uint32_t d = 0; d < doc_count; ++d)
-    for (uint32_t id : column.values_of(d)) column.value_docs[next[id]++] = d;
-}
-
 }  // namespace
 
 std::string ColumnSchema::describe() const {
@@ -79,6 +67,17 @@ ColumnSchema parse_column_schema(std::string_view keyword, std::string_view nume
     if (std::count(all.begin(), all.end(), name) > 1) throw Error("field '" + name + "' is declared twice");
   }
   return schema;
+}
+
+void KeywordColumn::index_values(uint32_t doc_count) {
+  const size_t count = values.size();
+  value_starts.assign(count + 1, 0);
+  for (uint32_t id : doc_values) ++value_starts[id + 1];
+  for (size_t v = 0; v < count; ++v) value_starts[v + 1] += value_starts[v];
+  value_docs.resize(doc_values.size());
+  std::vector<uint32_t> next(value_starts.begin(), value_starts.end() - 1);
+  for (uint32_t d = 0; d < doc_count; ++d)
+    for (uint32_t id : values_of(d)) value_docs[next[id]++] = d;
 }
 
 std::optional<uint32_t> KeywordColumn::find(std::string_view value) const {
@@ -158,7 +157,7 @@ DocColumns DocColumns::parse(std::string_view bytes, uint32_t doc_count) {
       if (std::adjacent_find(ids.begin(), ids.end(), std::greater_equal<uint32_t>()) != ids.end())
         throw Error("the columns row's field '" + column.field + "' repeats a document's value");
     }
-    index_values(column, doc_count);
+    column.index_values(doc_count);
     columns.keyword.push_back(std::move(column));
   }
   const uint32_t numerics = in.u32();
@@ -243,7 +242,7 @@ DocColumns ColumnsBuilder::build() const {
     column.doc_values.reserve(strings_[f].size());
     // Each document's values were sorted as strings: their ids, in the dictionary's order, ascend.
     for (const std::string& value : strings_[f]) column.doc_values.push_back(ids.at(value));
-    index_values(column, documents_);
+    column.index_values(documents_);
     columns.keyword.push_back(std::move(column));
   }
   for (size_t f = 0; f < schema_.numeric.size(); ++f) columns.numeric.push_back({schema_.numeric[f], numbers_[f]});

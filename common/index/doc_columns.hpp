@@ -38,6 +38,8 @@ struct KeywordColumn {
   std::vector<uint32_t> value_docs;    // each value's documents (by doc - doc_begin), ascending
 
   std::optional<uint32_t> find(std::string_view value) const;
+  // Fills value_starts and value_docs from doc_starts and doc_values (a counting sort).
+  void index_values(uint32_t doc_count);
   std::span<const uint32_t> docs_of(uint32_t value) const {
     return {value_docs.data() + value_starts[value], value_starts[value + 1] - value_starts[value]};
   }

@@ -47,8 +47,9 @@ QueryResult CpuQueryProcessor::search(const PreparedQuery& prepared) const {
   };
   const bool required_drive =
       !query.required.empty() && std::all_of(query.required.begin(), query.required.end(), scored);
-  const std::optional<ConstraintDocs> constraints = constraint_docs(query, index_, !required_drive, &result.stats);
-  const std::vector<uint64_t> kept_out = constraints ? kept_out_bits(*constraints, index_) : std::vector<uint64_t>();
+  std::optional<ConstraintDocs> constraints = constraint_docs(query, index_, !required_drive, &result.stats);
+  const std::vector<uint64_t> kept_out =
+      constraints ? kept_out_bits(std::move(*constraints), index_) : std::vector<uint64_t>();
   const auto masked = [&](TopkQueue& topk) {
     if (live && !live->deleted.empty()) topk.mask(live->deleted.data(), index_.meta.doc_begin);
     if (!kept_out.empty()) topk.mask_bits(kept_out.data(), index_.meta.doc_begin);

@@ -65,8 +65,8 @@ void FacetCounter::count(const Query& query, bool any_term, const IndexView& ind
       candidate = cursors[0]->docid();
     }
   }
-  if (const std::optional<ConstraintDocs> constraints = constraint_docs(query, index, true, stats)) {
-    const std::vector<uint64_t> out = kept_out_bits(*constraints, index);
+  if (std::optional<ConstraintDocs> constraints = constraint_docs(query, index, true, stats)) {
+    const std::vector<uint64_t> out = kept_out_bits(std::move(*constraints), index);
     for (size_t w = 0; w < match.size(); ++w) match[w] &= ~out[w];
   }
   for (size_t d = 0; d < deleted.size() && d < n; ++d)

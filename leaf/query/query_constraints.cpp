@@ -1,7 +1,6 @@
 #include "leaf/query/query_constraints.hpp"
 
 #include <algorithm>
-#include <bit>
 #include <iterator>
 #include <memory>
 
@@ -62,9 +61,9 @@ std::optional<ConstraintDocs> constraint_docs(const Query& query, const IndexVie
     std::set_difference(allowed.begin(), allowed.end(), out.begin(), out.end(), std::back_inserter(left));
     return ConstraintDocs{true, std::move(left)};
   }
-  // The filter's documents, less those excluded, and of the required words' where there are such:
-  // given as the documents allowed or as those kept out, whichever are fewer (a GPU's constrained
-  // norms move that many).
+  // The filter's documents, less those excluded, and of the required words' where there are such
+  // (as the documents allowed: no more than the required words' lists hold); else as the bits of
+  // the documents kept out.
   const uint32_t n = index.doc_count();
   const DocId begin = index.meta.doc_begin;
   std::vector<uint64_t> bits = filter_bits(*query.filter, index.columns.get(), n);
@@ -75,17 +74,13 @@ std::optional<ConstraintDocs> constraint_docs(const Query& query, const IndexVie
       if (bits[(doc - begin) / 64] >> ((doc - begin) % 64) & 1) allowed.push_back(doc);
     return ConstraintDocs{true, std::move(allowed)};
   }
-  size_t count = 0;
-  for (uint64_t word : bits) count += static_cast<size_t>(std::popcount(word));
-  const bool allowed = count <= n / 2;
-  std::vector<DocId> docs;
-  docs.reserve(allowed ? count : n - count);
-  for (uint32_t d = 0; d < n; ++d)
-    if ((bits[d / 64] >> (d % 64) & 1) == allowed) docs.push_back(begin + d);
-  return ConstraintDocs{allowed, std::move(docs)};
+  for (uint64_t& word : bits) word = ~word;
+  if (n % 64 != 0) bits.back() &= (uint64_t{1} << (n % 64)) - 1;
+  return ConstraintDocs{false, {}, std::move(bits)};
 }
 
-std::vector<uint64_t> kept_out_bits(const ConstraintDocs& docs, const IndexView& index) {
+std::vector<uint64_t> kept_out_bits(ConstraintDocs docs, const IndexView& index) {
+  if (!docs.kept_out.empty()) return std::move(docs.kept_out);
   const size_t n = index.doc_count();
   std::vector<uint64_t> bits((n + 63) / 64, docs.allowed ? ~uint64_t{0} : 0);
   const DocId begin = index.meta.doc_begin;

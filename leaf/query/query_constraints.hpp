@@ -21,6 +21,9 @@ namespace warp {
 struct ConstraintDocs {
   bool allowed = false;     // `docs` are the only documents allowed; else the documents kept out
   std::vector<DocId> docs;  // global docIDs, sorted, distinct
+  // With a filter: the documents kept out as a bit each (doc - doc_begin), instead of `docs` (a
+  // filter may keep out most of a partition: its bits are smaller than their docIDs).
+  std::vector<uint64_t> kept_out;
 };
 
 // Nothing when the query has no constraints. Decoding the lists is counted into `stats`.
@@ -28,7 +31,8 @@ struct ConstraintDocs {
 std::optional<ConstraintDocs> constraint_docs(const Query& query, const IndexView& index, bool required = true,
                                               CursorStats* stats = nullptr);
 
-// A bit per document of `index` (doc - doc_begin), set where `docs` keeps it out.
-std::vector<uint64_t> kept_out_bits(const ConstraintDocs& docs, const IndexView& index);
+// A bit per document of `index` (doc - doc_begin), set where `docs` keeps it out (its own bits,
+// moved, where it has them).
+std::vector<uint64_t> kept_out_bits(ConstraintDocs docs, const IndexView& index);
 
 }  // namespace warp

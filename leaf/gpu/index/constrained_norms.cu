@@ -25,6 +25,12 @@ __global__ void scatter_kernel(float* out, const float* base, const uint32_t* do
   if (d < count) out[d] = allowed ? base[d] : INFINITY;
 }
 
+// Kept out where its bit is set: out[d] = ∞, else base[d].
+__global__ void bits_kernel(float* out, const float* base, const uint64_t* bits, size_t count) {
+  const size_t d = size_t{blockIdx.x} * blockDim.x + threadIdx.x;
+  if (d < count) out[d] = (bits[d / 64] >> (d % 64) & 1) ? INFINITY : base[d];
+}
+
 }  // namespace
 
 ConstrainedNorms::ConstrainedNorms(const ConstraintDocs& docs, const float* base, size_t count, uint32_t doc_begin,
@@ -40,6 +46,16 @@ ConstrainedNorms::ConstrainedNorms(const ConstraintDocs& docs, const float* base
 }
 
 void ConstrainedNorms::fill(const ConstraintDocs& docs, const float* base, size_t count, uint32_t doc_begin) {
+  if (!docs.kept_out.empty()) {  // a filter's: the bits up, then each document's norm or ∞
+    const size_t words = std::min(docs.kept_out.size(), (count + 63) / 64);
+    WARP_CUDA_CHECK(cudaMallocAsync(&upload_, words * sizeof(uint64_t), stream_));
+    WARP_CUDA_CHECK(
+        cudaMemcpyAsync(upload_, docs.kept_out.data(), words * sizeof(uint64_t), cudaMemcpyHostToDevice, stream_));
+    bits_kernel<<<grid_for(std::min(count, words * 64)), kThreads, 0, stream_>>>(
+        norms_, base, static_cast<const uint64_t*>(upload_), std::min(count, words * 64));
+    WARP_CUDA_CHECK_LAUNCH();
+    return;
+  }
   if (docs.allowed) {
     fill_kernel<<<grid_for(count), kThreads, 0, stream_>>>(norms_, count, INFINITY);
     WARP_CUDA_CHECK_LAUNCH();
@@ -48,15 +64,16 @@ void ConstrainedNorms::fill(const ConstraintDocs& docs, const float* base, size_
   }
   const size_t n = docs.docs.size();
   if (n == 0) return;
-  WARP_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&docs_), n * sizeof(uint32_t), stream_));
+  WARP_CUDA_CHECK(cudaMallocAsync(&upload_, n * sizeof(uint32_t), stream_));
   // From pageable memory: the call returns once the source is staged, so `docs` may go after it.
-  WARP_CUDA_CHECK(cudaMemcpyAsync(docs_, docs.docs.data(), n * sizeof(uint32_t), cudaMemcpyHostToDevice, stream_));
-  scatter_kernel<<<grid_for(n), kThreads, 0, stream_>>>(norms_, base, docs_, n, doc_begin, count, docs.allowed);
+  WARP_CUDA_CHECK(cudaMemcpyAsync(upload_, docs.docs.data(), n * sizeof(uint32_t), cudaMemcpyHostToDevice, stream_));
+  scatter_kernel<<<grid_for(n), kThreads, 0, stream_>>>(norms_, base, static_cast<const uint32_t*>(upload_), n,
+                                                        doc_begin, count, docs.allowed);
   WARP_CUDA_CHECK_LAUNCH();
 }
 
 ConstrainedNorms::~ConstrainedNorms() {
-  if (docs_ != nullptr) cudaFreeAsync(docs_, stream_);
+  if (upload_ != nullptr) cudaFreeAsync(upload_, stream_);
   if (norms_ != nullptr) cudaFreeAsync(norms_, stream_);
 }
 

@@ -3,7 +3,8 @@
 // constraints keep a document out, so that such a document scores 0 on every path, as a deleted
 // one does. Made from the constraint's docIDs alone, in time and transfer of their number: a copy
 // of `base` on the device then infinity scattered to the documents kept out, or infinity filled
-// then `base` scattered to the documents allowed. Stream-ordered memory, freed in order after the
+// then `base` scattered to the documents allowed; or, for a filter's bits, the bits moved (a bit a
+// document) and each norm chosen by its bit. Stream-ordered memory, freed in order after the
 // query's kernels.
 #pragma once
 #include <cuda_runtime.h>
@@ -27,7 +28,7 @@ class ConstrainedNorms {
  private:
   void fill(const ConstraintDocs& docs, const float* base, size_t count, uint32_t doc_begin);
   float* norms_ = nullptr;
-  uint32_t* docs_ = nullptr;
+  void* upload_ = nullptr;  // the docIDs or the bits moved to the device
   cudaStream_t stream_;
 };
 
