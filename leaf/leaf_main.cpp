@@ -8,6 +8,7 @@
 #include "common/util/open_files.hpp"
 #include "common/http/http_server.hpp"
 #include "common/metrics/metrics_text.hpp"
+#include "common/query/filter.hpp"
 #include "common/util/cpu_wake_latency.hpp"
 #include "common/util/flags.hpp"
 #include "common/util/service.hpp"
@@ -110,6 +111,8 @@ int run(int argc, char** argv) {
       .value("inline-max-postings", "20000",
              "CPU searches over at most this many postings are answered on the request thread, without a worker "
              "hand-off (0: none)")
+      .value("filter-cache-mb", "256",
+             "MiB of filters' documents kept for the filters asked again (a bit a document of a partition; 0: none)")
       .value("max-facet-postings", "50000000",
              "facets are counted over at most this many postings of a query's lists in a partition (past it: not "
              "counted, and the answer says so)")
@@ -156,6 +159,7 @@ int run(int argc, char** argv) {
                                  .search_listen = flags.get("search-listen")};
   leaf_options.search_threads = std::max<size_t>(1, flags.count("search-threads"));
   leaf_options.max_facet_postings = flags.count("max-facet-postings");
+  warp::set_filter_cache_bytes(flags.count("filter-cache-mb") << 20);
   leaf_options.handshake_timeout = std::chrono::milliseconds(flags.count("handshake-timeout-ms"));
   leaf_options.direct_limits.unauthenticated = flags.count("max-unauthenticated");
   leaf_options.direct_limits.unauthenticated_per_source = flags.count("max-unauthenticated-per-source");

@@ -1,6 +1,7 @@
 #include "common/index/doc_columns.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cmath>
 #include <limits>
@@ -42,6 +43,11 @@ std::optional<std::string> keyword_text(const nlohmann::json& value) {
 }
 
 }  // namespace
+
+uint64_t next_columns_serial() {
+  static std::atomic<uint64_t> next{1};
+  return next++;
+}
 
 std::string ColumnSchema::describe() const {
   std::string out = "keyword=";

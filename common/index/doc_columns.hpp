@@ -53,7 +53,12 @@ struct NumericColumn {
   std::vector<double> values;  // by doc - doc_begin; NaN where the document has none
 };
 
+// Distinct for every DocColumns made (copies keep theirs: the same values): what the filters' cache
+// (common/query/filter.hpp) keys their documents by.
+uint64_t next_columns_serial();
+
 struct DocColumns {
+  uint64_t serial = next_columns_serial();
   uint32_t doc_count = 0;
   std::vector<KeywordColumn> keyword;
   std::vector<NumericColumn> numeric;

@@ -4,6 +4,9 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <list>
+#include <mutex>
+#include <unordered_map>
 
 namespace warp {
 namespace {
@@ -302,6 +305,73 @@ std::vector<uint64_t> filter_bits(const FilterNode& filter, const DocColumns* co
     }
   }
   return std::vector<uint64_t>(words, 0);
+}
+
+namespace {
+
+struct FilterCache {
+  std::mutex mutex;
+  size_t max_bytes = size_t{256} << 20;
+  using Entry = std::pair<std::string, std::shared_ptr<const std::vector<uint64_t>>>;
+  std::list<Entry> order;  // most recently used first
+  std::unordered_map<std::string, std::list<Entry>::iterator> index;
+  FilterCacheStats stats;
+
+  void trim() {
+    while (stats.bytes > max_bytes && !order.empty()) {
+      stats.bytes -= order.back().second->size() * sizeof(uint64_t);
+      index.erase(order.back().first);
+      order.pop_back();
+    }
+    stats.entries = order.size();
+  }
+};
+
+FilterCache& filter_cache() {
+  static FilterCache cache;
+  return cache;
+}
+
+}  // namespace
+
+std::shared_ptr<const std::vector<uint64_t>> cached_filter_bits(const FilterNode& filter, const DocColumns* columns,
+                                                                uint32_t doc_count) {
+  FilterCache& cache = filter_cache();
+  if (columns == nullptr) return std::make_shared<const std::vector<uint64_t>>(filter_bits(filter, columns, doc_count));
+  const std::string key = std::to_string(columns->serial) + ' ' + std::to_string(doc_count) + ' ' + filter_text(filter);
+  {
+    std::lock_guard<std::mutex> lock(cache.mutex);
+    auto it = cache.index.find(key);
+    if (it != cache.index.end()) {
+      cache.order.splice(cache.order.begin(), cache.order, it->second);
+      ++cache.stats.hits;
+      return it->second->second;
+    }
+    ++cache.stats.misses;
+  }
+  // Computed outside the lock: two threads asking at once both compute, one keeps its result.
+  auto bits = std::make_shared<const std::vector<uint64_t>>(filter_bits(filter, columns, doc_count));
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  const size_t bytes = bits->size() * sizeof(uint64_t);
+  if (bytes > cache.max_bytes || cache.index.count(key)) return bits;
+  cache.order.emplace_front(key, bits);
+  cache.index.emplace(key, cache.order.begin());
+  cache.stats.bytes += bytes;
+  cache.trim();
+  return bits;
+}
+
+void set_filter_cache_bytes(size_t bytes) {
+  FilterCache& cache = filter_cache();
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  cache.max_bytes = bytes;
+  cache.trim();
+}
+
+FilterCacheStats filter_cache_stats() {
+  FilterCache& cache = filter_cache();
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  return cache.stats;
 }
 
 }  // namespace warp

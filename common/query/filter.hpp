@@ -60,4 +60,16 @@ void check_filter(const FilterNode& filter, const ColumnSchema& schema);
 // field). Costs a pass over the numeric columns compared and the documents of the values tested.
 std::vector<uint64_t> filter_bits(const FilterNode& filter, const DocColumns* columns, uint32_t doc_count);
 
+// filter_bits kept for the filters asked again (a facet value clicked, the next page, a dashboard's
+// refresh): a process-wide cache keyed by the columns' serial and the filter's text, of at most
+// set_filter_cache_bytes (256 MiB by default; 0: none), the least recently used dropped first. On
+// a partition of 25 million documents a numeric comparison costs 35 ms; a cached one, a lookup.
+std::shared_ptr<const std::vector<uint64_t>> cached_filter_bits(const FilterNode& filter, const DocColumns* columns,
+                                                                uint32_t doc_count);
+void set_filter_cache_bytes(size_t bytes);
+struct FilterCacheStats {
+  uint64_t hits = 0, misses = 0, bytes = 0, entries = 0;
+};
+FilterCacheStats filter_cache_stats();
+
 }  // namespace warp

@@ -66,7 +66,7 @@ std::optional<ConstraintDocs> constraint_docs(const Query& query, const IndexVie
   // the documents kept out.
   const uint32_t n = index.doc_count();
   const DocId begin = index.meta.doc_begin;
-  std::vector<uint64_t> bits = filter_bits(*query.filter, index.columns.get(), n);
+  std::vector<uint64_t> bits = *cached_filter_bits(*query.filter, index.columns.get(), n);
   for (DocId doc : out) bits[(doc - begin) / 64] &= ~(uint64_t{1} << ((doc - begin) % 64));
   if (requiring) {
     std::vector<DocId> allowed;

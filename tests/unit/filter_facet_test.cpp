@@ -328,6 +328,31 @@ TEST(Facets, ListTheMostFrequentAndBoundTheirPass) {
   EXPECT_TRUE(refused.fields.empty());
 }
 
+// Filters asked again are answered from the cache: the same bits, a hit counted; other columns or
+// another filter are not confused with them; past its budget the least recently used go.
+TEST(FilterCache, KeepsWhatWasAskedAgainWithinItsBudget) {
+  std::mt19937_64 rng(testing::test_seed() + 29);
+  const Collection a = random_collection(rng, 1), b = random_collection(rng, 1);
+  const DocColumns* ca = a.built[0].view.columns.get();
+  const DocColumns* cb = b.built[0].view.columns.get();
+  const uint32_t na = a.built[0].view.doc_count(), nb = b.built[0].view.doc_count();
+  set_filter_cache_bytes(size_t{1} << 20);
+  const FilterNode year = parse_filter("year>=2000"), lang = parse_filter("lang:en");
+  const FilterCacheStats before = filter_cache_stats();
+  const auto first = cached_filter_bits(year, ca, na);
+  EXPECT_EQ(*first, filter_bits(year, ca, na));
+  EXPECT_EQ(cached_filter_bits(year, ca, na), first);  // the same bits, not computed again
+  EXPECT_EQ(*cached_filter_bits(year, cb, nb), filter_bits(year, cb, nb));
+  EXPECT_EQ(*cached_filter_bits(lang, ca, na), filter_bits(lang, ca, na));
+  const FilterCacheStats after = filter_cache_stats();
+  EXPECT_EQ(after.hits - before.hits, 1u);
+  EXPECT_EQ(after.misses - before.misses, 3u);
+  set_filter_cache_bytes((na + 63) / 64 * 8);  // room for one of a's
+  EXPECT_EQ(filter_cache_stats().entries, 1u);
+  EXPECT_EQ(*cached_filter_bits(year, ca, na), filter_bits(year, ca, na));
+  set_filter_cache_bytes(size_t{256} << 20);
+}
+
 // Columns are kept in the partitions: the pipeline writes the in-memory builder's rows (with and
 // without stored documents), and a partition opened from disk filters as the one built in memory.
 TEST(ColumnsOnDisk, ThePipelineWritesTheBuildersColumnsAndTheyOpen) {
