@@ -69,10 +69,8 @@ std::optional<warp::sched::SchedulerOptions> auto_scheduler(const warp::Flags& f
   return options;
 }
 
-int run(int argc, char** argv) {
-  warp::Flags flags(
-      "usage: warp-leaf (--index DIR | --follow ENDPOINT --root DIR) [--partitions 0,1] [--listen EP] [--http "
-      "HOST:PORT]");
+// The leaf's own flags (the GPU's and the scheduler's are declared beside them).
+void declare_leaf_flags(warp::Flags& flags) {
   flags.value("index", "", "serve this index directory (or one partition directory)")
       .value("tail", "",
              "with --follow: the indexer's write-log tail (its --tail endpoint): writes through the API are searched "
@@ -129,6 +127,13 @@ int run(int argc, char** argv) {
       .value("cpu-wake-latency-us", "",
              "hold a PM QoS request that idle CPUs wake within this many µs (0: they poll) while serving; needs write "
              "access to /dev/cpu_dma_latency");
+}
+
+int run(int argc, char** argv) {
+  warp::Flags flags(
+      "usage: warp-leaf (--index DIR | --follow ENDPOINT --root DIR) [--partitions 0,1] [--listen EP] [--http "
+      "HOST:PORT]");
+  declare_leaf_flags(flags);
   warp::gpu::declare_gpu_flags(flags);
   warp::sched::declare_scheduler_flags(flags);
   flags.parse(argc, argv);
