@@ -6,6 +6,7 @@
 #include <cstring>
 #include <optional>
 
+#include "common/query/filter.hpp"
 #include "common/util/status.hpp"
 #include "leaf/gpu/gpu_replicas.hpp"
 #include "leaf/gpu/gpu_runtime.hpp"
@@ -143,7 +144,10 @@ struct GpuQueryProcessor::Lane {
 GpuQueryProcessor::DeviceSelect::DeviceSelect(int device) { WARP_CUDA_CHECK(cudaSetDevice(device)); }
 
 GpuQueryProcessor::GpuQueryProcessor(const IndexView& index, GpuProcessorOptions options)
-    : select_(options.device), device_(index, DeviceIndexOptions{options.memory_budget}), options_(options) {
+    : select_(options.device),
+      device_(index, DeviceIndexOptions{options.memory_budget}),
+      options_(options),
+      filter_norms_(std::make_unique<FilterNormsCache>(kFilterNormsKept, options.device)) {
   options_.batch.device = options.device;
   if (options.batch.threshold > 0) {
     options_.batch.topk = options.topk;
@@ -268,6 +272,7 @@ GpuQueryProcessor::~GpuQueryProcessor() {
   batcher_.reset();
   executors_.clear();
   lanes_.clear();
+  filter_norms_.reset();
 }
 
 std::unique_ptr<QueryProcessor> make_gpu_processor(const IndexView& index, const GpuSettings& settings) {
@@ -356,14 +361,23 @@ QueryResult GpuQueryProcessor::search(const PreparedQuery& prepared) const {
   // With constraints (query_constraints.hpp): norms of the query's own, infinite for the documents
   // they keep out, which then score 0 on every path as an overlay's deleted ones do; no OR floor
   // (its best postings may be of documents kept out).
+  // A filter alone: its norms kept on the device for the next query with it (FilterNormsCache).
   const float* norms = live_norms ? live_norms.get() : device_.length_norms();
+  const IndexView& host = device_.host();
+  const size_t norm_count = std::max<size_t>(1, host.length_norms.size());
   std::optional<ConstrainedNorms> constrained;
-  if (const std::optional<ConstraintDocs> docs = constraint_docs(query, device_.host())) {
-    const IndexView& host = device_.host();
-    constrained.emplace(*docs, norms, std::max<size_t>(1, host.length_norms.size()), host.meta.doc_begin, lane->stream);
+  std::shared_ptr<const float> filtered;
+  if (query.filter && query.required.empty() && query.excluded.empty()) {
+    const std::string key =
+        filter_text(*query.filter) + (prepared.live ? " overlay " + std::to_string(prepared.live->serial) : "");
+    filtered = filter_norms_->get(
+        key, [&] { return *constraint_docs(query, host); }, norms, norm_count, host.meta.doc_begin, lane->stream);
+    norms = filtered.get();
+  } else if (const std::optional<ConstraintDocs> docs = constraint_docs(query, host)) {
+    constrained.emplace(*docs, norms, norm_count, host.meta.doc_begin, lane->stream);
     norms = constrained->get();
   }
-  const Scoring on{scoring, norms, options_.or_floor && prepared.live == nullptr && !constrained};
+  const Scoring on{scoring, norms, options_.or_floor && prepared.live == nullptr && !constrained && !filtered};
   if (query.mode == QueryMode::kOr) return search_or(*lane, on, query.k);
   QueryResult result = search_and(*lane, on, query.k);
   if (query.mode == QueryMode::kAnd || result.hits.size() >= query.k) return result;

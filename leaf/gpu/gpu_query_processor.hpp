@@ -45,6 +45,8 @@ struct GpuProcessorOptions {
   int device = 0;  // the CUDA device holding this processor's index and buffers
 };
 
+class FilterNormsCache;  // index/constrained_norms.cuh
+
 class GpuQueryProcessor final : public QueryProcessor {
  public:
   explicit GpuQueryProcessor(const IndexView& index, GpuProcessorOptions options = {});
@@ -97,6 +99,9 @@ class GpuQueryProcessor final : public QueryProcessor {
   std::vector<std::unique_ptr<BatchExecutor>> executors_;
   mutable std::condition_variable executor_freed_;
   mutable std::vector<BatchExecutor*> free_executors_;
+  // The norms of the last kFilterNormsKept filters asked alone (constrained_norms.cuh), on the device.
+  static constexpr size_t kFilterNormsKept = 4;
+  std::unique_ptr<FilterNormsCache> filter_norms_;
 };
 
 }  // namespace warp::gpu

@@ -77,4 +77,39 @@ ConstrainedNorms::~ConstrainedNorms() {
   if (norms_ != nullptr) cudaFreeAsync(norms_, stream_);
 }
 
+std::shared_ptr<const float> FilterNormsCache::get(const std::string& key, const std::function<ConstraintDocs()>& make,
+                                                   const float* base, size_t count, uint32_t doc_begin,
+                                                   cudaStream_t stream) {
+  std::shared_ptr<const float> dropped;  // out of the cache: let go after the lock below
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+    if (it->first != key) continue;
+    entries_.splice(entries_.begin(), entries_, it);
+    return entries_.front().second;
+  }
+  float* buffer = nullptr;
+  WARP_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&buffer), count * sizeof(float)));
+  // Freed on the cache's device whichever thread lets the last holder go (a query holds its norms
+  // until its results are back on the host: its kernels are done by then).
+  std::shared_ptr<const float> norms(buffer, [device = device_](const float* held) {
+    int current = 0;
+    cudaGetDevice(&current);
+    cudaSetDevice(device);
+    cudaFree(const_cast<float*>(held));
+    cudaSetDevice(current);
+  });
+  {
+    const ConstrainedNorms made(make(), base, count, doc_begin, stream);
+    WARP_CUDA_CHECK(cudaMemcpyAsync(buffer, made.get(), count * sizeof(float), cudaMemcpyDeviceToDevice, stream));
+    // Whole before another stream's query may find it.
+    WARP_CUDA_CHECK(cudaStreamSynchronize(stream));
+  }
+  entries_.emplace_front(key, norms);
+  if (entries_.size() > capacity_) {
+    dropped = std::move(entries_.back().second);
+    entries_.pop_back();
+  }
+  return norms;
+}
+
 }  // namespace warp::gpu

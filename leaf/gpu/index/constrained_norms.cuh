@@ -11,6 +11,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
 
 #include "leaf/query/query_constraints.hpp"
 
@@ -30,6 +35,26 @@ class ConstrainedNorms {
   float* norms_ = nullptr;
   void* upload_ = nullptr;  // the docIDs or the bits moved to the device
   cudaStream_t stream_;
+};
+
+// A filter's norms kept on the device between queries: a query whose only constraint is a filter
+// has norms that depend on the filter and the norms it starts from (the partition's or an
+// overlay's), not on its words, so the next query with that filter takes them as they are instead
+// of moving the filter's bits and writing every norm again (about 3 ms a query on a partition of
+// 25 million documents). The `capacity` most recently used are kept, each a float a document.
+class FilterNormsCache {
+ public:
+  FilterNormsCache(size_t capacity, int device) : capacity_(capacity), device_(device) {}
+  // The norms kept under `key`, else made on `stream` from `make()` over `base` (`count` norms of
+  // documents from `doc_begin`) and kept. The caller's device must be the cache's.
+  std::shared_ptr<const float> get(const std::string& key, const std::function<ConstraintDocs()>& make,
+                                   const float* base, size_t count, uint32_t doc_begin, cudaStream_t stream);
+
+ private:
+  size_t capacity_;
+  int device_;
+  std::mutex mutex_;
+  std::list<std::pair<std::string, std::shared_ptr<const float>>> entries_;  // most recently used first
 };
 
 }  // namespace warp::gpu
