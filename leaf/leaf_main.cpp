@@ -1,6 +1,8 @@
 // warp-leaf: serves partitions to brokers over ZeroMQ, from a local index directory or following
 // an indexer's published generations; /metrics, /healthz and /readyz over HTTP.
 #include <cstdio>
+#include <functional>
+#include <mutex>
 #include <optional>
 #include <sstream>
 #include <thread>
@@ -67,6 +69,35 @@ std::optional<warp::sched::SchedulerOptions> auto_scheduler(const warp::Flags& f
                "threads, %zu GPU streams driven by %zu threads)\n",
                options.core.cpu_workers, options.core.gpu_streams, options.gpu_threads);
   return options;
+}
+
+// The filters' cache (common/query/filter.hpp, process-wide) in the leaf's metrics: the returned
+// function brings them up to date (at each scrape).
+std::function<void()> filter_cache_metrics(prometheus::Registry& registry) {
+  auto& hits = prometheus::BuildCounter()
+                   .Name("warpsearch_leaf_filter_cache_hits_total")
+                   .Help("Searches whose filter's documents were in the filters' cache")
+                   .Register(registry)
+                   .Add({});
+  auto& misses = prometheus::BuildCounter()
+                     .Name("warpsearch_leaf_filter_cache_misses_total")
+                     .Help("Searches whose filter was evaluated over the columns (then cached)")
+                     .Register(registry)
+                     .Add({});
+  auto& bytes = prometheus::BuildGauge()
+                    .Name("warpsearch_leaf_filter_cache_bytes")
+                    .Help("Bytes of filters' documents in the cache (--filter-cache-mb)")
+                    .Register(registry)
+                    .Add({});
+  auto last = std::make_shared<std::pair<std::mutex, warp::FilterCacheStats>>();
+  return [&hits, &misses, &bytes, last] {
+    const warp::FilterCacheStats now = warp::filter_cache_stats();
+    std::lock_guard<std::mutex> lock(last->first);
+    hits.Increment(static_cast<double>(now.hits - last->second.hits));
+    misses.Increment(static_cast<double>(now.misses - last->second.misses));
+    bytes.Set(static_cast<double>(now.bytes));
+    last->second = now;
+  };
 }
 
 // The leaf's own flags (the GPU's and the scheduler's are declared beside them).
@@ -154,6 +185,7 @@ int run(int argc, char** argv) {
       .Register(*registry)
       .Add({})
       .Set(wake_latency && wake_latency->held() ? 1 : 0);
+  const std::function<void()> refresh_filter_cache = filter_cache_metrics(*registry);
   const warp::transfer::CurveConfig curve =
       warp::transfer::load_curve_config(flags.get("curve-keys"), "leaf", "broker");
   warp::LeafOptions leaf_options{.listen = flags.get("listen"),
@@ -180,6 +212,7 @@ int run(int argc, char** argv) {
                           [&](const warp::http::Request& request) -> warp::http::Response {
                             if (request.path == "/metrics") {
                               server.refresh_device_metrics();
+                              refresh_filter_cache();
                               return {200, "text/plain; version=0.0.4", warp::metrics_text(*registry)};
                             }
                             if (request.path == "/healthz") return {200, "application/json", R"({"status":"ok"})"};

@@ -11,7 +11,7 @@ usage: filter_facet_test.py BUILD_DIR CRANFIELD_DIR"""
 import json, os, random, sys, time, urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Harness, WritesCluster  # noqa: E402
+from harness import Harness, WritesCluster, http_method  # noqa: E402
 
 build, data = sys.argv[1], sys.argv[2]
 h = Harness(build, "warp-filters-")
@@ -139,6 +139,18 @@ try:
 
     h.wait_until(served, 90, "both leaves serving generation %d" % generation)
     check("folded", last)
+
+    # The leaves' filters' cache: filters asked again were taken from it.
+    hits = misses = 0
+    for leaf in cluster.leaves:
+        port = int(leaf.args[leaf.args.index("--http") + 1].rsplit(":", 1)[1])
+        for line in http_method("GET", "http://127.0.0.1:%d/metrics" % port)[1].splitlines():
+            if line.startswith("warpsearch_leaf_filter_cache_hits_total "):
+                hits += float(line.split()[1])
+            if line.startswith("warpsearch_leaf_filter_cache_misses_total "):
+                misses += float(line.split()[1])
+    if hits < 1 or misses < 1:
+        fail("the filters' cache: %d hits, %d misses" % (hits, misses))
 
     # Bad filters and facets: a 400 with the reason.
     for params, words in (({"filter": "colour:red"}, "no field 'colour'"),

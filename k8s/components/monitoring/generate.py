@@ -69,6 +69,9 @@ leaves = dashboard("warpsearch-leaves", "Warpsearch / Leaves", "warpsearch_leaf_
     panel("GPU bytes resident", [("sum by (pod, instance) (warpsearch_leaf_gpu_bytes_resident{%s})" % SEL, "{{pod}}{{instance}}")], "bytes"),
     panel("GPU serving the generation (1) or the CPU alone (0)", [("max by (pod, instance) (warpsearch_leaf_gpu_serving{%s})" % SEL, "{{pod}}{{instance}}")]),
     panel("GPU list-cache hit ratio", [("sum(rate(warpsearch_leaf_gpu_list_cache_hits_total{%s}[%s])) / clamp_min(sum(rate(warpsearch_leaf_gpu_list_cache_hits_total{%s}[%s])) + sum(rate(warpsearch_leaf_gpu_list_cache_misses_total{%s}[%s])), 1e-9)" % (SEL, RATE, SEL, RATE, SEL, RATE), "hit ratio")], "percentunit"),
+    panel("Filters' cache: searches/s whose filter was cached or evaluated", [
+        ("sum(rate(warpsearch_leaf_filter_cache_hits_total{%s}[%s]))" % (SEL, RATE), "cached"),
+        ("sum(rate(warpsearch_leaf_filter_cache_misses_total{%s}[%s]))" % (SEL, RATE), "evaluated")], "reqps"),
     panel("Generation per leaf", [("max by (pod, instance) (warpsearch_leaf_generation{%s})" % SEL, "{{pod}}{{instance}}")]),
     panel("Written documents held over the generation (near-real-time segment)", [("max by (pod, instance) (warpsearch_leaf_live_writes{%s})" % SEL, "{{pod}}{{instance}}")]),
     panel("Write apply delay (durable in the log to searched here)", quantiles("warpsearch_leaf_live_apply_delay_seconds"), "s"),
