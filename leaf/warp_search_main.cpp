@@ -7,6 +7,7 @@
 #include <fstream>
 #include <thread>
 
+#include "common/query/filter.hpp"
 #include "common/query/query_syntax.hpp"
 #include "common/analysis/analyzer.hpp"
 #include "common/index/index_files.hpp"
@@ -51,6 +52,10 @@ int run(int argc, char** argv) {
              "-excluded, docs/api.md)")
       .value("or-algorithm", "tiles",
              "exact OR top-k by tiles (MaxScore over docID tiles), bmw (BlockMax-WAND) or maxscore")
+      .value("filter", "",
+             "a filter over the index's keyword and numeric fields for every query (the broker's filter syntax, "
+             "e.g. 'lang:en AND year>=1990'); repeated: joined with AND",
+             true)
       .value("threads", "1", "worker threads (0: all cores)")
       .value("processor", "cpu", "cpu, or gpu (the GPU query processor, see the --gpu-* flags)")
       .value("bm25-k1", "", "BM25 k1 (default: the index's)")
@@ -73,9 +78,12 @@ int run(int argc, char** argv) {
   if (flags.get("syntax") != "plain" && flags.get("syntax") != "query")
     throw warp::Error("--syntax must be plain or query");
   const bool syntax = flags.get("syntax") == "query";
+  std::shared_ptr<const warp::FilterNode> filter;  // --filter, checked against the index's fields once loaded
   const auto to_query = [&](warp::Analyzer& analyze, const std::string& text) {
-    return syntax ? warp::analyze_query_syntax(text, analyze, mode, k)
-                  : warp::Query(analyze.analyze_query(text), mode, k);
+    warp::Query query =
+        syntax ? warp::analyze_query_syntax(text, analyze, mode, k) : warp::Query(analyze.analyze_query(text), mode, k);
+    query.filter = filter;
+    return query;
   };
   warp::OpenOptions open_options;
   for (auto [flag, value] : {std::pair{"bm25-k1", &open_options.bm25.k1}, std::pair{"bm25-b", &open_options.bm25.b},
@@ -94,6 +102,14 @@ int run(int argc, char** argv) {
                                  return std::make_unique<warp::CpuQueryProcessor>(view, cpu_options);
                                });
   const warp::AnalyzerConfig analyzer = warp::AnalyzerConfig::from_version(searcher.analyzer_version());
+  if (!flags.all("filter").empty()) {
+    std::vector<warp::FilterNode> filters;
+    for (const std::string& text : flags.all("filter")) filters.push_back(warp::parse_filter(text));
+    warp::FilterNode all = warp::and_all(std::move(filters));
+    const warp::IndexView& first = searcher.partitions().front()->view();
+    warp::check_filter(all, first.columns ? first.columns->schema() : warp::ColumnSchema{});
+    filter = std::make_shared<const warp::FilterNode>(std::move(all));
+  }
   std::fprintf(stderr, "loaded %zu partition(s) from %s in %.2f s (%s processor)\n", searcher.partitions().size(),
                flags.get("index").c_str(), std::chrono::duration<double>(Clock::now() - load_start).count(),
                processor.c_str());

@@ -93,6 +93,25 @@ expect_error "unknown codec" "$indexer" build --input "$work/docs.jsonl" --out "
 expect_error "no such file" "$indexer" build --input "$work/missing.jsonl" --out "$work/y" --quiet
 printf 'not json\n' > "$work/bad.jsonl"
 expect_error "no documents to index" "$indexer" build --input "$work/bad.jsonl" --out "$work/z" --quiet
+# Columns and --filter: a filtered run is the unfiltered ranking with the refused documents left out.
+python3 - "$work/fields.jsonl" <<'PY'
+import json, sys
+with open(sys.argv[1], "w") as f:
+    for i in range(300):
+        f.write(json.dumps({"id": "c%d" % i, "title": "gust %d" % i, "body": "gust " * (1 + i % 7) + "calm " * (i % 3),
+                            "kind": ["a", "b", "c"][i % 3], "year": 1990 + i % 20}) + "\n")
+PY
+"$indexer" build --input "$work/fields.jsonl" --out "$work/fields" --partitions 2 --keyword-fields kind \
+  --numeric-fields year --quiet || fail "build with columns"
+printf 'q1\tgust calm\n' > "$work/fq.tsv"
+"$search" --index "$work/fields" --queries "$work/fq.tsv" -k 300 --run "$work/all.run" 2> /dev/null || fail "unfiltered run"
+"$search" --index "$work/fields" --queries "$work/fq.tsv" -k 20 --filter kind:b --filter 'year>=2000' \
+  --run "$work/filtered.run" 2> /dev/null || fail "filtered run"
+expected=$(awk '{ n = substr($3, 2) + 0; if (n % 3 == 1 && 1990 + n % 20 >= 2000) print $3, $5 }' "$work/all.run" | head -20)
+got=$(awk '{ print $3, $5 }' "$work/filtered.run")
+[ -n "$got" ] && [ "$got" = "$expected" ] || fail "filtered run: got [$got], expected [$expected]"
+expect_error "no field 'colour'" "$search" --index "$work/fields" --query gust --filter colour:red
+expect_error "column 1" "$search" --index "$work/fields" --query gust --filter '(kind:a'
 # A corrupt partition is refused with its name.
 sst=$(ls "$work/index/part-0001"/*.sst | head -1)
 truncate -s 100 "$sst"
