@@ -21,7 +21,9 @@ class ByteWriter {
     u32(static_cast<uint32_t>(s.size()));
     bytes_.append(s.data(), s.size());
   }
-  void raw(const void* p, size_t n) { bytes_.append(static_cast<const char*>(p), n); }
+  void raw(const void* p, size_t n) {
+    if (n > 0) bytes_.append(static_cast<const char*>(p), n);  // an empty vector's data() may be null
+  }
   template <class T>
   void array(const std::vector<T>& v) {
     u64(v.size());
@@ -52,7 +54,8 @@ class ByteReader {
     uint64_t n = u64();
     if (n > remaining() / sizeof(T)) fail();
     std::vector<T> v(n);
-    std::memcpy(v.data(), take(n * sizeof(T)), n * sizeof(T));
+    const char* from = take(n * sizeof(T));
+    if (n > 0) std::memcpy(v.data(), from, n * sizeof(T));  // memcpy to an empty vector's null data() is undefined
     return v;
   }
   size_t remaining() const { return bytes_.size() - pos_; }
