@@ -104,7 +104,8 @@ void PostingCursor::advance_block(uint32_t block) {
   // them now, so that scoring does not wait on memory for each (on a GOV2-sized partition the
   // norms' misses were half of the tiled OR's scoring time; -17% a search on the development VM).
   // Dense blocks are left to the hardware's prefetcher: their norms share lines and are read soon.
-  if (docs_[block_docs_ - 1] - doc_ > kSparseGap * block_docs_) {
+  // No norms (a cursor that reads docIDs only: constraints, facets): nothing to ask for.
+  if (length_norms_ != nullptr && docs_[block_docs_ - 1] - doc_ > kSparseGap * block_docs_) {
     for (uint32_t i = 0; i < block_docs_; ++i) __builtin_prefetch(length_norms_ + (docs_[i] - doc_begin_));
   }
   stats_->blocks_decoded += 1;
