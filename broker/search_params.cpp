@@ -93,19 +93,30 @@ std::optional<std::string> set_param(const std::string& name, const Value& value
     if (!*on) params.highlight_pre.clear(), params.highlight_post.clear();
     return std::nullopt;
   }
-  if (name == "filter") {  // repeatable (GET), or an array (POST): joined with AND
-    std::vector<std::string> texts;
+  // A POST's array of strings, or one string (split at commas with `commas`); nullopt: neither.
+  const auto strings = [&](bool commas) -> std::optional<std::vector<std::string>> {
+    std::vector<std::string> out;
     if (value.json && value.json->is_array()) {
       for (const nlohmann::json& one : *value.json) {
-        if (!one.is_string()) return std::string("filter must be a string or an array of strings");
-        texts.push_back(one.get<std::string>());
+        if (!one.is_string()) return std::nullopt;
+        out.push_back(one.get<std::string>());
       }
-    } else if (auto text = value.string()) {
-      texts.push_back(*text);
-    } else {
-      return std::string("filter must be a string or an array of strings");
+      return out;
     }
-    for (std::string& text : texts) {
+    const std::optional<std::string> text = value.string();
+    if (!text) return std::nullopt;
+    for (size_t at = 0; commas && at <= text->size();) {
+      const size_t comma = std::min(text->find(',', at), text->size());
+      out.push_back(text->substr(at, comma - at));
+      at = comma + 1;
+    }
+    if (!commas) out.push_back(*text);
+    return out;
+  };
+  if (name == "filter") {  // repeatable (GET), or an array (POST): joined with AND
+    std::optional<std::vector<std::string>> texts = strings(false);
+    if (!texts) return std::string("filter must be a string or an array of strings");
+    for (std::string& text : *texts) {
       if (text.size() > kMaxFilterBytes)
         return "a filter must be at most " + std::to_string(kMaxFilterBytes) + " bytes";
       params.filters.push_back(std::move(text));
@@ -114,22 +125,9 @@ std::optional<std::string> set_param(const std::string& name, const Value& value
     return std::nullopt;
   }
   if (name == "facets") {  // comma-separated (GET), or an array (POST)
-    std::vector<std::string> fields;
-    if (value.json && value.json->is_array()) {
-      for (const nlohmann::json& one : *value.json) {
-        if (!one.is_string()) return std::string("facets must be a comma-separated string or an array of strings");
-        fields.push_back(one.get<std::string>());
-      }
-    } else if (auto text = value.string()) {
-      for (size_t at = 0; at <= text->size();) {
-        const size_t comma = std::min(text->find(',', at), text->size());
-        fields.push_back(text->substr(at, comma - at));
-        at = comma + 1;
-      }
-    } else {
-      return std::string("facets must be a comma-separated string or an array of strings");
-    }
-    for (const std::string& field : fields) {
+    const std::optional<std::vector<std::string>> fields = strings(true);
+    if (!fields) return std::string("facets must be a comma-separated string or an array of strings");
+    for (const std::string& field : *fields) {
       if (field.empty() || field.size() > 64) return std::string("facets: a field name of 1 to 64 bytes");
       if (std::find(params.facets.begin(), params.facets.end(), field) == params.facets.end())
         params.facets.push_back(field);

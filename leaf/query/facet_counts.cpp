@@ -24,46 +24,32 @@ void FacetCounter::count(const Query& query, bool any_term, const IndexView& ind
   if (stats == nullptr) stats = &unused;
   const uint32_t n = index.doc_count();
   const DocId begin = index.meta.doc_begin;
-  std::vector<std::unique_ptr<PostingCursor>> cursors;
+  std::vector<std::string> terms;  // in the partition
   for (const QueryTerm& term : distinct_terms(query)) {
     const TermInfo* info = index.find(term.text);
     if (info == nullptr) {
       if (!any_term) return;  // no document holds every term
       continue;
     }
-    cursors.push_back(
-        std::make_unique<PostingCursor>(index.list(term.text, *info), nullptr, begin, TermScoring{}, stats));
-    postings_ += cursors.back()->size();
+    terms.push_back(term.text);
+    postings_ += index.list(term.text, *info).count;
   }
   if (postings_ > max_postings_) {
     result_.error = "the query's lists hold more than " + std::to_string(max_postings_) +
                     " postings (--max-facet-postings): facets not counted";
     return;
   }
-  if (cursors.empty()) return;
+  if (terms.empty()) return;
   // The matching documents, a bit each.
   std::vector<uint64_t> match((size_t{n} + 63) / 64, 0);
   const auto set = [&](DocId doc) { match[(doc - begin) / 64] |= uint64_t{1} << ((doc - begin) % 64); };
   if (any_term) {
-    for (auto& cursor : cursors)
-      for (; cursor->docid() != kEndDoc; cursor->next()) set(cursor->docid());
-  } else {
-    std::sort(cursors.begin(), cursors.end(), [](const auto& a, const auto& b) { return a->size() < b->size(); });
-    for (DocId candidate = cursors[0]->docid(); candidate != kEndDoc;) {
-      bool all = true;
-      for (size_t i = 1; i < cursors.size() && all; ++i) {
-        cursors[i]->next_geq(candidate);
-        if (cursors[i]->docid() != candidate) {
-          all = false;
-          cursors[0]->next_geq(cursors[i]->docid());
-        }
-      }
-      if (all) {
-        set(candidate);
-        cursors[0]->next();
-      }
-      candidate = cursors[0]->docid();
+    for (const std::string& term : terms) {
+      PostingCursor cursor(index.list(term, *index.find(term)), nullptr, begin, TermScoring{}, stats);
+      for (; cursor.docid() != kEndDoc; cursor.next()) set(cursor.docid());
     }
+  } else {
+    for (DocId doc : holding_all(terms, index, stats)) set(doc);
   }
   if (std::optional<ConstraintDocs> constraints = constraint_docs(query, index, true, stats)) {
     const std::vector<uint64_t> out = kept_out_bits(std::move(*constraints), index);

@@ -7,10 +7,6 @@
 #include "common/query/filter.hpp"
 
 namespace warp {
-namespace {
-
-// The documents of `index` whose lists hold all of `terms` (none when a term is not in the
-// partition): the shortest list proposes, the others skip to it through their blocks.
 std::vector<DocId> holding_all(const std::vector<std::string>& terms, const IndexView& index, CursorStats* stats) {
   std::vector<std::unique_ptr<PostingCursor>> cursors;
   for (const std::string& term : terms) {
@@ -40,8 +36,6 @@ std::vector<DocId> holding_all(const std::vector<std::string>& terms, const Inde
   }
   return docs;
 }
-
-}  // namespace
 
 std::optional<ConstraintDocs> constraint_docs(const Query& query, const IndexView& index, bool required,
                                               CursorStats* stats) {

@@ -26,6 +26,10 @@ struct ConstraintDocs {
   std::vector<uint64_t> kept_out;
 };
 
+// The documents of `index` whose lists hold all of `terms` (none when a term is not in the
+// partition), docIDs only: the shortest list proposes, the others skip to it through their blocks.
+std::vector<DocId> holding_all(const std::vector<std::string>& terms, const IndexView& index, CursorStats* stats);
+
 // Nothing when the query has no constraints. Decoding the lists is counted into `stats`.
 // `required` false leaves the required words out (where the caller holds them otherwise).
 std::optional<ConstraintDocs> constraint_docs(const Query& query, const IndexView& index, bool required = true,

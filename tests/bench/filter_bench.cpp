@@ -112,8 +112,9 @@ int run(int argc, char** argv) {
       {"(lang:l0 OR lang:l1) AND year>=2010", "(lang:l0 OR lang:l1) AND year>=2010"}};
 
   // The filters' evaluation alone: the documents allowed, then the constraint the processors take.
-  std::printf("| filter | documents allowed | evaluated (filter_bits) ms | from the cache (constraint_docs) ms |\n"
-              "|---|---|---|---|\n");
+  std::printf(
+      "| filter | documents allowed | evaluated (filter_bits) ms | from the cache (constraint_docs) ms |\n"
+      "|---|---|---|---|\n");
   for (const auto& [name, text] : filters) {
     if (text.empty()) continue;
     Query query({"x"}, QueryMode::kOr, k);
@@ -129,6 +130,16 @@ int run(int argc, char** argv) {
   }
   std::fflush(stdout);
 
+  // The log in `mode` under the filter `text` (none: empty), one filter shared by every query.
+  const auto with_filter = [&](QueryMode mode, const std::string& text) {
+    const auto filter = text.empty() ? nullptr : std::make_shared<const FilterNode>(parse_filter(text));
+    std::vector<Query> queries;
+    for (const auto& terms : c.queries) {
+      queries.emplace_back(terms, mode, k);
+      queries.back().filter = filter;
+    }
+    return queries;
+  };
   CpuQueryProcessor cpu(c.view);
   std::string why;
   const bool gpu_here = !flags.is_set("no-gpu") && gpu::gpu_available(&why);
@@ -146,11 +157,7 @@ int run(int argc, char** argv) {
   int differ = 0;
   for (QueryMode mode : {QueryMode::kOr, QueryMode::kAnd}) {
     for (const auto& [name, text] : filters) {
-      std::vector<Query> queries;
-      for (const auto& terms : c.queries) {
-        queries.emplace_back(terms, mode, k);
-        if (!text.empty()) queries.back().filter = std::make_shared<const FilterNode>(parse_filter(text));
-      }
+      const std::vector<Query> queries = with_filter(mode, text);
       std::vector<QueryResult> cpu_answers(queries.size());
       const Run on_cpu = run_log(queries.size(), threads, [&](size_t i) { cpu_answers[i] = cpu.search(queries[i]); });
       std::string gpu_cells = "| – | – | " + std::string(gpu_here ? "" : why.empty() ? "no GPU" : "no GPU");
@@ -186,11 +193,7 @@ int run(int argc, char** argv) {
       "|---|---|---|---|---|\n");
   for (QueryMode mode : {QueryMode::kOr, QueryMode::kAnd}) {
     for (const auto& [name, text] : filters) {
-      std::vector<Query> queries;
-      for (const auto& terms : c.queries) {
-        queries.emplace_back(terms, mode, k);
-        if (!text.empty()) queries.back().filter = std::make_shared<const FilterNode>(parse_filter(text));
-      }
+      const std::vector<Query> queries = with_filter(mode, text);
       std::vector<double> matches(queries.size());
       const Run facets = run_log(queries.size(), threads, [&](size_t i) {
         FacetCounter counter({"lang", "year"}, UINT64_MAX);
