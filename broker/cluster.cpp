@@ -256,6 +256,17 @@ ColumnSchema Cluster::columns() const {
   return {};
 }
 
+bool Cluster::keeps_positions() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  bool any = false;
+  for (const auto& replica : replicas_) {
+    if (replica->analyzer.empty()) continue;  // never answered
+    if (!replica->positions) return false;
+    any = true;
+  }
+  return any;
+}
+
 nlohmann::json Cluster::describe() const {
   std::lock_guard<std::mutex> lock(mutex_);
   nlohmann::json out = {{"ready", true}, {"partitions", nlohmann::json::array()}};
@@ -330,6 +341,7 @@ void Cluster::poll_status() {
         replica.healthy = member && status.getReady();
         replica.analyzer = status.getAnalyzer();
         replica.columns = {};
+        replica.positions = status.getPositions();
         for (auto field : status.getKeywordFields()) replica.columns.keyword.emplace_back(field.cStr(), field.size());
         for (auto field : status.getNumericFields()) replica.columns.numeric.emplace_back(field.cStr(), field.size());
         answered[i] = true;

@@ -40,6 +40,7 @@ struct Replica {
   double latency_ms = 1.0;                  // EWMA of search round trips; guarded by the cluster mutex
   std::string analyzer;                     // guarded by the cluster mutex
   ColumnSchema columns;                     // its index's keyword and numeric fields; guarded by the cluster mutex
+  bool positions = false;                   // its partitions keep word positions; the same
 };
 
 struct DiscoveryOptions {
@@ -85,6 +86,7 @@ class Cluster {
   uint64_t generation_signature() const;  // changes whenever any replica's generation changes
   std::string analyzer() const;           // the leaves' analyzer version ("" before the first status)
   ColumnSchema columns() const;           // the index's keyword and numeric fields (filters, facets)
+  bool keeps_positions() const;           // every replica that answered keeps word positions (phrases)
   nlohmann::json describe() const;        // for /cluster
   uint64_t dns_failures() const { return dns_failures_; }
 

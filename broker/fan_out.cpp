@@ -239,6 +239,17 @@ struct FanOut::Worker {
       for (size_t j = 0; j < request.excluded[i].size(); ++j)
         group.set(static_cast<unsigned>(j), request.excluded[i][j]);
     }
+    const auto put_lists = [](auto lists, const std::vector<std::vector<std::string>>& from) {
+      for (size_t i = 0; i < from.size(); ++i) {
+        auto list = lists.init(static_cast<unsigned>(i), static_cast<unsigned>(from[i].size()));
+        for (size_t j = 0; j < from[i].size(); ++j) list.set(static_cast<unsigned>(j), from[i][j]);
+      }
+    };
+    if (!request.phrases.empty())
+      put_lists(search.initPhrases(static_cast<unsigned>(request.phrases.size())), request.phrases);
+    if (!request.excluded_phrases.empty())
+      put_lists(search.initExcludedPhrases(static_cast<unsigned>(request.excluded_phrases.size())),
+                request.excluded_phrases);
     if (!request.filter.empty()) search.setFilter(request.filter);
     if (!request.facets.empty()) {
       auto facets = search.initFacets(static_cast<unsigned>(request.facets.size()));
@@ -275,6 +286,11 @@ struct FanOut::Worker {
     out.setSource(plan.source);
     auto terms = out.initTerms(static_cast<unsigned>(plan.terms.size()));
     for (unsigned i = 0; i < plan.terms.size(); ++i) terms.set(i, plan.terms[i]);
+    auto phrases = out.initPhrases(static_cast<unsigned>(plan.phrases.size()));
+    for (unsigned i = 0; i < plan.phrases.size(); ++i) {
+      auto words = phrases.init(i, static_cast<unsigned>(plan.phrases[i].size()));
+      for (unsigned j = 0; j < plan.phrases[i].size(); ++j) words.set(j, plan.phrases[i][j]);
+    }
     out.setSnippetField(plan.field);
     out.setSnippetLength(plan.length);
     out.setPreTag(plan.pre_tag);

@@ -75,8 +75,9 @@ struct DocumentsPlan {
   // are asked. Empty: every partition is asked for `ids` by id.
   std::map<uint32_t, std::vector<std::pair<DocId, std::string>>> hits;
   std::vector<std::string> ids;
-  bool source = false;             // the stored forms
-  std::vector<std::string> terms;  // analyzed query terms to highlight; empty: no snippets
+  bool source = false;                            // the stored forms
+  std::vector<std::string> terms;                 // analyzed query terms to highlight; empty: no snippets
+  std::vector<std::vector<std::string>> phrases;  // the query's phrases, highlighted as one
   std::string field = "body";
   uint32_t length = 160;
   std::string pre_tag = "<em>", post_tag = "</em>";
@@ -90,6 +91,7 @@ struct FanOutRequest {
   std::shared_ptr<const DocumentsPlan> documents{};  // set: a documents request instead of a search
   std::vector<std::string> required{};               // the query syntax's constraints (query.hpp)
   std::vector<std::vector<std::string>> excluded{};
+  std::vector<std::vector<std::string>> phrases{}, excluded_phrases{};
   std::string filter{};               // filter_text of the request's filters; empty: none
   std::vector<std::string> facets{};  // fields to count
   uint32_t facet_values = 10;         // each field's values a partition lists

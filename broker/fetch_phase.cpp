@@ -3,13 +3,15 @@
 namespace warp {
 
 std::shared_ptr<const DocumentsPlan> plan_fetch(const std::vector<const BrokerHit*>& page, const SearchParams& params,
-                                                const std::vector<QueryTerm>& terms) {
+                                                const std::vector<QueryTerm>& terms,
+                                                const std::vector<std::vector<std::string>>& phrases) {
   if (!params.fetches() || page.empty()) return nullptr;
   auto plan = std::make_shared<DocumentsPlan>();
   for (const BrokerHit* hit : page) plan->hits[hit->partition].emplace_back(hit->doc, std::string(hit->id));
   plan->source = params.source;
   if (!params.snippet.empty()) {
     for (const QueryTerm& term : terms) plan->terms.push_back(term.text);
+    plan->phrases = phrases;
     plan->field = params.snippet;
     plan->length = static_cast<uint32_t>(params.snippet_length);
     plan->pre_tag = params.highlight_pre;

@@ -17,7 +17,8 @@ namespace warp {
 // What to fetch for `page` (the hits shown); null where `params` asks for nothing or the page is
 // empty.
 std::shared_ptr<const DocumentsPlan> plan_fetch(const std::vector<const BrokerHit*>& page, const SearchParams& params,
-                                                const std::vector<QueryTerm>& terms);
+                                                const std::vector<QueryTerm>& terms,
+                                                const std::vector<std::vector<std::string>>& phrases = {});
 
 // A fetch's documents by the hit they answer.
 class FetchedDocuments {

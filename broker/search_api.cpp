@@ -393,10 +393,17 @@ void SearchApi::search(const http::Request& request, http::Respond respond) {
   }
   const std::vector<QueryTerm> terms = distinct_terms(query);
   if (terms.empty()) return reply(error(400, "the query has no searchable terms"));
+  if (query.has_phrases() && !cluster_.keeps_positions()) {
+    return reply(error(400,
+                       "phrase queries (\"…\") need word positions, which this index does not keep (built with "
+                       "--no-positions); search the words without quotes"));
+  }
   std::string filter;  // the filters over the index's columns, checked, as the leaves read them
   if (auto refused = read_filters_and_facets(params, cluster_.columns(), filter)) return reply(error(400, *refused));
   size_t words = terms.size();
   for (const std::vector<std::string>& group : query.excluded) words += group.size();
+  for (const auto* phrases : {&query.phrases, &query.excluded_phrases})
+    for (const std::vector<std::string>& phrase : *phrases) words += phrase.size();
   if (words > options_.max_terms) {
     return reply(error(400, "the query has " + std::to_string(words) + " distinct and excluded terms; at most " +
                                 std::to_string(options_.max_terms) + " are accepted (--max-terms)"));
@@ -409,6 +416,14 @@ void SearchApi::search(const http::Request& request, http::Respond respond) {
     for (const std::vector<std::string>& group : query.excluded) {
       key += "|-";
       for (const std::string& term : group) key += term + ' ';
+    }
+    for (const std::vector<std::string>& phrase : query.phrases) {
+      key += "|\"";
+      for (const std::string& term : phrase) key += term + ' ';
+    }
+    for (const std::vector<std::string>& phrase : query.excluded_phrases) {
+      key += "|-\"";
+      for (const std::string& term : phrase) key += term + ' ';
     }
   }
   key += "|" + mode_text + "|" + std::to_string(k) + "|" + std::to_string(offset) + "|" +
@@ -448,10 +463,13 @@ void SearchApi::search(const http::Request& request, http::Respond respond) {
   FanOutRequest fan_out_request{terms, mode, offset + k, options_.timeout};
   fan_out_request.required = std::move(query.required);
   fan_out_request.excluded = std::move(query.excluded);
+  fan_out_request.phrases = query.phrases;
+  fan_out_request.excluded_phrases = std::move(query.excluded_phrases);
   fan_out_request.filter = std::move(filter);
   fan_out_request.facets = params.facets;
   fan_out_request.facet_values = kFacetValuesPerPartition;
-  auto shown = std::make_shared<const ShownSearch>(ShownSearch{params, terms, mode_text, key, start});
+  auto shown =
+      std::make_shared<const ShownSearch>(ShownSearch{params, terms, std::move(query.phrases), mode_text, key, start});
   // Runs on this I/O thread's loop once every partition answered or the deadline passed; with
   // stored documents or snippets asked for, the page's hits are fetched (fetch_phase.hpp) first.
   auto done = [this, reply, answer, shown](FanOutResult result) {
@@ -472,7 +490,7 @@ void SearchApi::search(const http::Request& request, http::Respond respond) {
       }
       reply(answer(body, false, ms));
     };
-    std::shared_ptr<const DocumentsPlan> plan = plan_fetch(page, shown->params, shown->terms);
+    std::shared_ptr<const DocumentsPlan> plan = plan_fetch(page, shown->params, shown->terms, shown->phrases);
     if (!plan) return finish(nullptr);
     const auto left =
         options_.timeout - std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - shown->start);

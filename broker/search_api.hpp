@@ -93,6 +93,7 @@ class SearchApi {
   struct ShownSearch {
     SearchParams params;
     std::vector<QueryTerm> terms;
+    std::vector<std::vector<std::string>> phrases;  // highlighted as one in snippets
     std::string mode_text, key;
     std::chrono::steady_clock::time_point start;
   };

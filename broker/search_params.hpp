@@ -29,7 +29,7 @@ struct SearchParams {
   // Filters over the index's columns (common/query/filter.hpp), joined with AND; facets to count
   // over the matching documents, each with its facet_size most frequent values.
   std::vector<std::string> filters;
-  std::vector<std::string> facets;  // "*": every column of the index (read_filters_and_facets expands it)
+  std::vector<std::string> facets;          // "*": every column of the index (read_filters_and_facets expands it)
   std::vector<std::string> numeric_facets;  // those of `facets` that are numeric columns
   size_t facet_size = 10;
 };

@@ -35,6 +35,7 @@ void add_build_flags(warp::Flags& flags) {
       .value("stopwords", "none", "stop-word list: none or english")
       .boolean("no-stem", "do not stem (Porter2 is on by default)")
       .boolean("no-store", "keep no stored documents (no fetch of sources, snippets or GET of a document)")
+      .boolean("no-positions", "keep no word positions (no \"phrase\" queries; a smaller index, a faster build)")
       .value("keyword-fields", "", "JSON fields kept as keyword columns for filters and facets (comma-separated)")
       .value("numeric-fields", "", "JSON fields kept as numeric columns for filters and facets (comma-separated)")
       .value("max-token-bytes", "64", "drop tokens longer than this")
@@ -67,6 +68,7 @@ void read_build_flags(const warp::Flags& flags, warp::BuildOptions& build, warp:
   build.analyzer.remove_stopwords = stop == "english";
   build.analyzer.stem = !flags.is_set("no-stem");
   build.store = !flags.is_set("no-store");
+  build.positions = !flags.is_set("no-positions");
   build.columns = warp::parse_column_schema(flags.get("keyword-fields"), flags.get("numeric-fields"));
   build.analyzer.max_token_bytes = flags.count("max-token-bytes");
   build.bm25 = {static_cast<float>(flags.number("bm25-k1")), static_cast<float>(flags.number("bm25-b")),

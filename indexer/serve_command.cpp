@@ -57,6 +57,7 @@ std::string build_fingerprint(const std::vector<std::string>& inputs, const Buil
                                    {"codec", build.codec},
                                    {"analyzer", build.analyzer.version()},
                                    {"store", build.store},
+                                   {"positions", build.positions},
                                    {"columns", build.columns.describe()},
                                    {"bm25", {decimal(build.bm25.k1), decimal(build.bm25.b), decimal(build.bm25.k3)}}};
   return nlohmann::json{{"inputs", files}, {"build", settings}}.dump();

@@ -126,8 +126,13 @@ std::vector<BuiltPartition> build_partitions(const BuildOptions& options, const 
       for (const DocumentRecord& record : part.documents) columns.add(record.source);
       view.columns = std::make_shared<const DocColumns>(columns.build());
     }
-    if (!options.store)
-      for (DocumentRecord& record : part.documents) record.source.clear();  // kept for the columns alone
+    if (options.positions) {
+      view.positions = positions_of_sources(options.analyzer, view.meta.doc_begin, view.doc_lengths, [&](DocId doc) {
+        return std::string_view(part.documents[doc - view.meta.doc_begin].source);
+      });
+    }
+    if (!options.store)  // kept for the columns or the positions alone
+      for (DocumentRecord& record : part.documents) record.source.clear();
 
     PartitionEncoder encoder(view.meta, view.doc_lengths);
     TermBests bests;

@@ -46,7 +46,11 @@ struct BuildOptions {
   // Keyword and numeric fields kept as columns (doc_columns.hpp), read from each document's JSON
   // form (DocumentRecord::source, which a build then holds while it runs even without `store`).
   ColumnSchema columns;
-  bool keeps_sources() const { return store || !columns.empty(); }
+  // Word positions kept (word_positions.hpp), made from each document's stored form (so a build
+  // then holds those too). Off here: documents added as terms (synthetic collections, tests) have
+  // no text to take them from; warp-indexer turns them on unless --no-positions.
+  bool positions = false;
+  bool keeps_sources() const { return store || !columns.empty() || positions; }
 };
 
 struct BuiltPartition {

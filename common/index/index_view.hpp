@@ -15,6 +15,7 @@
 #include "common/index/bm25.hpp"
 #include "common/index/doc_columns.hpp"
 #include "common/index/posting_list.hpp"
+#include "common/index/word_positions.hpp"
 
 namespace warp {
 
@@ -93,6 +94,8 @@ struct IndexView {
   // The keyword and numeric fields' values (doc_columns.hpp), by doc - meta.doc_begin; null: the
   // index declares none.
   std::shared_ptr<const DocColumns> columns;
+  // Where each term occurs in each document (word_positions.hpp), for phrases; null: not kept.
+  std::shared_ptr<const WordPositions> positions;
 
   // Looked up by its text wherever it lives (a request's bytes too): no string is made for it.
   const TermInfo* find(std::string_view term) const {

@@ -17,8 +17,8 @@ std::vector<std::string> partition_digest(const std::string& dir) {
   rocksdb::DB* raw = db.db.get();
   const auto& handles = db.handles;
   std::vector<std::string> lines;
-  for (int family : {kMeta, kLexicon, kPostings, kDocuments, kStored}) {
-    if (handles[family] == nullptr) continue;  // no stored family (an older partition)
+  for (int family : {kMeta, kLexicon, kPostings, kDocuments, kStored, kPositions}) {
+    if (handles[family] == nullptr) continue;  // no stored or positions family (an older partition)
     uint64_t rows = 0, bytes = 0;
     uint32_t crc = 0;
     std::unique_ptr<rocksdb::Iterator> it(raw->NewIterator(rocksdb::ReadOptions(), handles[family]));

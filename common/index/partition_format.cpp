@@ -14,7 +14,8 @@
 
 namespace warp::partition_format {
 
-const std::vector<std::string> kFamilies = {"default", "meta", "lexicon", "postings", "documents", "stored"};
+const std::vector<std::string> kFamilies = {"default",   "meta",   "lexicon",  "postings",
+                                            "documents", "stored", "positions"};
 
 // One block cache per open partition, shared by its column families (16 MiB; the lists are copied
 // into memory at load, so it serves document lookups), instead of RocksDB's default of a 32 MiB
@@ -45,6 +46,7 @@ rocksdb::ColumnFamilyOptions family_options(int family, const std::shared_ptr<ro
       options.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
     }
   }
+  if (family == kPositions) options.compression = rocksdb::kNoCompression;  // bit-packed already
   if (family == kPostings) {
     options.enable_blob_files = true;  // long lists live in blob files, out of the LSM tree
     options.min_blob_size = kMinBlobBytes;
@@ -159,7 +161,7 @@ void open_read_only(const std::string& dir, const rocksdb::DBOptions& options,
     const bool asked =
         family == kDefault || families.empty() || std::find(families.begin(), families.end(), family) != families.end();
     const bool there = std::find(present.begin(), present.end(), kFamilies[i]) != present.end();
-    if (!asked || (family == kStored && !there && !present.empty())) continue;
+    if (!asked || ((family == kStored || family == kPositions) && !there && !present.empty())) continue;
     wanted.emplace_back(kFamilies[i], family_options(family, tables));
     slots.push_back(family);
   }

@@ -19,7 +19,9 @@ extern const std::vector<std::string> kFamilies;
 // kStored: each document's stored form (stored_source.hpp), ZSTD-compressed in 4 KiB blocks; read
 // per fetched hit, never loaded. Partitions written before it lack the family (readers of those
 // builds open this one's partitions and ignore it: the format version stays).
-enum Family { kDefault = 0, kMeta, kLexicon, kPostings, kDocuments, kStored };
+// kPositions: word positions (word_positions.hpp), rows read per phrase query, never loaded;
+// partitions built without positions, or before them, lack the family.
+enum Family { kDefault = 0, kMeta, kLexicon, kPostings, kDocuments, kStored, kPositions };
 // Postings values of this size and more go to blob files (SstRows writes them to a file of their own).
 constexpr size_t kMinBlobBytes = 4096;
 constexpr const char* kChecksumsName = "WARP-CHECKSUMS";
@@ -57,7 +59,7 @@ struct OpenDb {
   }
 };
 // Opens DIR's database read-only with the partition's column families, `handles` by Family (a
-// family the partition lacks: null; only kStored may be); throws on failure. `families`: only those (and
+// family the partition lacks: null; only kStored and kPositions may be); throws on failure. `families`: only those (and
 // the default one); empty: all.
 void open_read_only(const std::string& dir, const rocksdb::DBOptions& options,
                     const std::shared_ptr<rocksdb::TableFactory>& tables, OpenDb& out,

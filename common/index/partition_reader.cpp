@@ -35,7 +35,39 @@ using namespace partition_format;
 struct Partition::StoredFamily {
   OpenDb db;
   rocksdb::ReadOptions read;
+  bool stored = false;  // holds stored forms
 };
+
+namespace {
+
+// A partition's word positions read from its family, a row per phrase word and chunk (RocksDB's
+// block cache keeps the rows read often). Holds the database it reads.
+class FamilyPositions : public WordPositions {
+ public:
+  FamilyPositions(std::shared_ptr<const Partition::StoredFamily> family, std::vector<DocId> chunks, std::string path)
+      : family_(std::move(family)), chunks_(std::move(chunks)), path_(std::move(path)) {}
+  const std::vector<DocId>& chunks() const override { return chunks_; }
+  std::optional<std::string> row(DocId chunk, std::string_view term) const override {
+    std::string value;
+    const rocksdb::Status status =
+        family_->db.db->Get(family_->read, family_->db.handles[kPositions], position_key(chunk, term), &value);
+    if (status.IsNotFound()) return std::nullopt;
+    check(status, path_, "reading word positions");
+    return value;
+  }
+  void for_each_row(const std::function<void(std::string_view key, std::string_view row)>& visit) const override {
+    std::unique_ptr<rocksdb::Iterator> it(family_->db.db->NewIterator(family_->read, family_->db.handles[kPositions]));
+    for (it->SeekToFirst(); it->Valid(); it->Next()) visit(it->key().ToStringView(), it->value().ToStringView());
+    check(it->status(), path_, "reading word positions");
+  }
+
+ private:
+  std::shared_ptr<const Partition::StoredFamily> family_;
+  std::vector<DocId> chunks_;
+  std::string path_;
+};
+
+}  // namespace
 
 Partition::~Partition() = default;
 
@@ -88,11 +120,12 @@ struct PartitionLoad {
   OpenDb opened;
   rocksdb::DB* db = nullptr;
   rocksdb::ReadOptions read;
-  uint64_t file_bytes = 0;          // the files' bytes, as WARP-CHECKSUMS lists them
-  uint64_t term_count = 0;          // the meta row's
-  uint32_t expected_crc = 0;        // the content CRC the meta row records
-  std::string doc_lengths;          // the meta row, as stored
-  std::vector<std::string> bounds;  // the term ranges' first keys but the first
+  uint64_t file_bytes = 0;             // the files' bytes, as WARP-CHECKSUMS lists them
+  uint64_t term_count = 0;             // the meta row's
+  uint32_t expected_crc = 0;           // the content CRC the meta row records
+  std::string doc_lengths;             // the meta row, as stored
+  std::vector<DocId> position_chunks;  // the meta row "positions" (word_positions.hpp); empty: none kept
+  std::vector<std::string> bounds;     // the term ranges' first keys but the first
   std::vector<TermRange> term_ranges;
   uint32_t crc = 0;                                                    // the content CRC as read so far
   std::vector<const std::pair<const std::string, TermInfo>*> entries;  // the lexicon's entries as read
@@ -215,6 +248,18 @@ void read_meta(PartitionLoad& load) {
     } catch (const Error& e) {
       throw Error("partition " + dir + ": " + e.what());
     }
+  }
+
+  if (has_meta_field("positions")) {  // word positions (word_positions.hpp): partitions built without them lack it
+    try {
+      load.position_chunks = parse_position_chunks(meta_field("positions"));
+    } catch (const Error& e) {
+      throw Error("partition " + dir + ": " + e.what());
+    }
+    if (load.position_chunks.front() != meta.doc_begin ||
+        load.position_chunks.back() >= std::max(meta.doc_end, meta.doc_begin + 1))
+      throw Error("partition " + dir + ": the word position chunks lie outside its documents");
+    if (handles[kPositions] == nullptr) throw Error("partition " + dir + ": word positions listed but not there");
   }
 
   // The content CRC (the lexicon's rows, the document lengths, the documents' rows, as
@@ -453,16 +498,25 @@ std::unique_ptr<Partition> open_partition(const std::string& dir, const OpenOpti
   // partition does).
   const bool stored = load.opened.handles[kStored] != nullptr;
   load.opened.close();
-  if (stored) {
-    auto family = std::make_unique<Partition::StoredFamily>();
+  if (stored || !load.position_chunks.empty()) {
+    auto family = std::make_shared<Partition::StoredFamily>();
     rocksdb::DBOptions db_options;
     db_options.max_open_files = -1;
     db_options.max_file_opening_threads = 1;
-    open_read_only(dir, db_options, table_factory_with_cache(), family->db, {kStored});
+    std::vector<int> families;
+    if (stored) families.push_back(kStored);
+    if (!load.position_chunks.empty()) families.push_back(kPositions);
+    open_read_only(dir, db_options, table_factory_with_cache(), family->db, families);
     family->read.verify_checksums = true;
-    rocksdb::ColumnFamilyMetaData meta;
-    family->db.db->GetColumnFamilyMetaData(family->db.handles[kStored], &meta);
-    if (meta.file_count > 0) partition->stored_family_ = std::move(family);
+    if (stored) {
+      rocksdb::ColumnFamilyMetaData meta;
+      family->db.db->GetColumnFamilyMetaData(family->db.handles[kStored], &meta);
+      family->stored = meta.file_count > 0;
+    }
+    if (!load.position_chunks.empty())
+      partition->view_.positions =
+          std::make_shared<const FamilyPositions>(family, std::move(load.position_chunks), dir);
+    if (family->stored) partition->stored_family_ = std::move(family);
   }
   partition->view_.compute_length_norms();
   partition->view_.rescore(options.bm25.applied_to(partition->view_.meta.bm25));

@@ -58,6 +58,9 @@ class Partition {
   using IdMap = std::unordered_map<std::string_view, DocId>;
   const IdMap& ids() const;  // external id -> docID, every document of the partition
 
+  // The database kept open on the stored and positions families alone (its word positions hold it too).
+  struct StoredFamily;
+
  private:
   friend std::unique_ptr<Partition> open_partition(const std::string& dir, const OpenOptions& options);
   Partition() = default;
@@ -65,8 +68,7 @@ class Partition {
   IndexView view_;
   std::string stored_;                           // each document's title, url and length as written, one after another
   std::vector<size_t> stored_ends_;              // where each document's part of stored_ ends
-  struct StoredFamily;                           // the database kept open on the stored family alone
-  std::unique_ptr<StoredFamily> stored_family_;  // null: no stored forms
+  std::shared_ptr<StoredFamily> stored_family_;  // null: no stored forms (word positions may share it)
   mutable std::once_flag ids_once_;
   mutable IdMap ids_;
 };

@@ -25,6 +25,7 @@
 
 #include "common/index/build_file_system.hpp"
 #include "common/index/partition_format.hpp"
+#include "common/index/word_positions.hpp"
 #include "common/util/byte_io.hpp"
 #include "common/util/checksum.hpp"
 #include "common/util/parallel_tasks.hpp"
@@ -81,6 +82,8 @@ int family_index(SstRows::Family family) {
       return kDocuments;
     case SstRows::Family::kStored:
       return kStored;
+    case SstRows::Family::kPositions:
+      return kPositions;
   }
   return kDefault;
 }
@@ -293,7 +296,7 @@ void PartitionAssembly::State::move_in(const SstRows::Done& lexicon, const SstRo
 
 void PartitionAssembly::finish(const PartitionMeta& meta, uint64_t term_count, const std::vector<uint32_t>& doc_lengths,
                                const std::vector<SstRows::Done>& lexicon, const std::vector<SstRows::Done>& documents,
-                               const std::vector<SstRows::Done>& stored, const std::string& columns) {
+                               const PartitionExtras& extra) {
   state_->drain();
   const std::string& dir = state_->dir;
   // The content checksum, in key order: lexicon rows (key, then value), document lengths, documents'
@@ -324,7 +327,8 @@ void PartitionAssembly::finish(const PartitionMeta& meta, uint64_t term_count, c
       {"list_words", std::to_string(state_->list_bytes.load() / 4)},
       {"doc_lengths", lengths},
       {"content_crc", std::to_string(crc)}};
-  if (!columns.empty()) meta_rows.emplace_back("columns", columns);  // its own CRC inside
+  if (!extra.columns.empty()) meta_rows.emplace_back("columns", extra.columns);  // its own CRC inside
+  if (!extra.position_chunks.empty()) meta_rows.emplace_back("positions", position_chunks_text(extra.position_chunks));
   std::sort(meta_rows.begin(), meta_rows.end());
   SstRows meta_sst(SstRows::Family::kMeta, dir + "/ingest-meta.sst");
   for (const auto& [key, value] : meta_rows) meta_sst.put(key, value);
@@ -344,7 +348,8 @@ void PartitionAssembly::finish(const PartitionMeta& meta, uint64_t term_count, c
   };
   ingest_parts(kMeta, {meta_part});
   ingest_parts(kDocuments, documents);
-  ingest_parts(kStored, stored);
+  ingest_parts(kStored, extra.stored);
+  ingest_parts(kPositions, extra.positions);
   state_->db.reset();  // closed: the files are final
   seal_partition(dir, state_->seal_threads);
 }
@@ -362,6 +367,7 @@ void write_partition(const BuiltPartition& partition, const std::string& dir) {
   SstRows postings(SstRows::Family::kPostings, dir + "/ingest-postings.sst");
   SstRows documents(SstRows::Family::kDocuments, dir + "/ingest-documents.sst");
   SstRows stored(SstRows::Family::kStored, dir + "/ingest-stored.sst");
+  SstRows positions(SstRows::Family::kPositions, dir + "/ingest-positions.sst");
   for (const auto* entry : terms) {
     const uint32_t* words = view.postings.data() + entry->second.offset;
     const uint32_t list_crc = crc32_of(words, size_t{entry->second.words} * 4);
@@ -375,8 +381,13 @@ void write_partition(const BuiltPartition& partition, const std::string& dir) {
   PartitionAssembly assembly(dir);
   const SstRows::Done lexicon_part = lexicon.finish();
   assembly.add_terms(lexicon_part, postings.finish());
-  assembly.finish(view.meta, view.lexicon.size(), view.doc_lengths, {lexicon_part}, {documents.finish()},
-                  {stored.finish()}, view.columns ? view.columns->serialize() : std::string());
+  PartitionExtras extra{{stored.finish()}, view.columns ? view.columns->serialize() : std::string(), {}, {}};
+  if (view.positions) {
+    view.positions->for_each_row([&](std::string_view key, std::string_view row) { positions.put(key, row); });
+    extra.positions.push_back(positions.finish());
+    extra.position_chunks = view.positions->chunks();
+  }
+  assembly.finish(view.meta, view.lexicon.size(), view.doc_lengths, {lexicon_part}, {documents.finish()}, extra);
 }
 
 uint64_t seal_partition(const std::string& dir, size_t threads) {

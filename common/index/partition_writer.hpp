@@ -29,7 +29,7 @@ void write_partition(const BuiltPartition& partition, const std::string& dir);
 // PartitionAssembly ingests them into a fresh database. write_partition uses the same pieces.
 class SstRows {
  public:
-  enum class Family { kMeta, kLexicon, kPostings, kDocuments, kStored };
+  enum class Family { kMeta, kLexicon, kPostings, kDocuments, kStored, kPositions };
   // Postings go to two files: the lists shorter than the family's min_blob_size (`path`) and the
   // longer ones (`long_path`), which PartitionAssembly alone compacts, to move them to blob files.
   struct Done {
@@ -74,6 +74,14 @@ class SstRows {
 // them (the write phase had scaled 3.3x at 16 threads). The moves run on `movers` threads of the
 // assembly's own, so add_terms returns at once (with none, add_terms moves the files itself).
 // finish() then waits for them, adds the meta rows and the documents and seals the partition.
+// What a partition may hold beyond its lexicon, lists and documents.
+struct PartitionExtras {
+  std::vector<SstRows::Done> stored;     // kStored rows, in key order
+  std::string columns;                   // the meta row of its columns (DocColumns::serialize); empty: none
+  std::vector<SstRows::Done> positions;  // kPositions rows (word_positions.hpp), in key order
+  std::vector<DocId> position_chunks;    // where their chunks begin; empty: no word positions kept
+};
+
 class PartitionAssembly {
  public:
   // Creates the database; refuses an existing one.
@@ -85,11 +93,10 @@ class PartitionAssembly {
   // returns at once; a move that failed is thrown by the next add_terms or by finish.
   void add_terms(const SstRows::Done& lexicon, const SstRows::Done& postings);
   // After the last add_terms. `meta.posting_count` set; `term_count`: lexicon rows; `lexicon`: the
-  // ranges' lexicon parts in key order (the content checksum); `documents` and `stored` in key order.
-  // `columns`: the meta row of the partition's columns (DocColumns::serialize), empty: none.
+  // ranges' lexicon parts in key order (the content checksum); `documents` in key order.
   void finish(const PartitionMeta& meta, uint64_t term_count, const std::vector<uint32_t>& doc_lengths,
               const std::vector<SstRows::Done>& lexicon, const std::vector<SstRows::Done>& documents,
-              const std::vector<SstRows::Done>& stored = {}, const std::string& columns = {});
+              const PartitionExtras& extra = {});
 
  private:
   struct State;

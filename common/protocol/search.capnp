@@ -34,6 +34,7 @@ struct DocumentsRequest {
   preTag @8 :Text;
   postTag @9 :Text;
   deadlineMicros @10 :UInt64;
+  phrases @11 :List(List(Text));  # analyzed phrases of the query, highlighted as one
 }
 
 struct FetchedDocument {
@@ -73,6 +74,10 @@ struct SearchRequest {
   # each field's values to list (the most frequent; the rest summed in `others`).
   facets @10 :List(Text);
   facetValues @11 :UInt32;
+  # The query syntax's phrases (analyzed with their stop words, in order): a document answered
+  # holds each of `phrases` as consecutive words and none of `excludedPhrases`.
+  phrases @12 :List(List(Text));
+  excludedPhrases @13 :List(List(Text));
 }
 
 struct FacetValue {
@@ -124,6 +129,7 @@ struct LeafStatus {
   writeSequence @6 :UInt64;  # the generation served holds every write through the API up to this one
   keywordFields @7 :List(Text);  # the index's columns (filters, facets)
   numericFields @8 :List(Text);
+  positions @9 :Bool;  # every partition it serves keeps word positions (phrases)
 }
 
 struct LeafReply {

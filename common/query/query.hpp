@@ -32,10 +32,17 @@ struct Query {
   // not every term of any group of `excluded`.
   std::vector<std::string> required;
   std::vector<std::vector<std::string>> excluded;
+  // Phrases of the query syntax, analyzed with their stop words, two terms or more each, in order:
+  // a document is answered only when it holds each of `phrases` as consecutive words (their words
+  // are in `required` where they are scored) and none of `excluded_phrases`. Needs word positions.
+  std::vector<std::vector<std::string>> phrases, excluded_phrases;
   // The request's filter over the index's columns (filter.hpp); null: none. Shared: the copies a
   // query makes on its way (per partition, per segment) read one.
   std::shared_ptr<const FilterNode> filter;
-  bool constrained() const { return !required.empty() || !excluded.empty() || filter != nullptr; }
+  bool constrained() const { return !required.empty() || !excluded.empty() || has_phrases() || filter != nullptr; }
+  bool has_phrases() const { return !phrases.empty() || !excluded_phrases.empty(); }
+  // A filter and no other constraint.
+  bool filtered_alone() const { return filter != nullptr && required.empty() && excluded.empty() && !has_phrases(); }
 };
 
 // A distinct term of a query with how often the query holds it.

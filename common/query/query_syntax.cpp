@@ -113,11 +113,6 @@ Query analyze_query_syntax(std::string_view q, Analyzer& analyzer, QueryMode mod
                                                 ":…) are not supported: a document's fields are indexed as one text "
                                                 "(write \\: for a colon)");
     }
-    if (clause.phrase) {
-      throw QuerySyntaxError(clause.column,
-                             "phrase queries (\"…\") are not supported: the index keeps no word positions; "
-                             "search the words without quotes, or +word each one to require it");
-    }
     if (clause.occur == Occur::kMustNot) continue;
     if (!scored_text.empty()) scored_text += ' ';
     scored_text += clause.text;
@@ -128,7 +123,21 @@ Query analyze_query_syntax(std::string_view q, Analyzer& analyzer, QueryMode mod
   const std::set<std::string, std::less<>> scored(query.terms.begin(), query.terms.end());
   std::set<std::string, std::less<>> required;
   for (const QueryClause& clause : clauses) {
-    if (clause.occur == Occur::kMust) {
+    if (clause.phrase) {
+      // Every word of it, stop words too, in order; one word is a word required or excluded.
+      std::vector<std::string> words = analyzer.analyze(clause.text);
+      if (words.size() >= 2) {
+        if (clause.occur == Occur::kMustNot) {
+          query.excluded_phrases.push_back(words);
+        } else {
+          for (const std::string& word : words)
+            if (scored.count(word) != 0) required.insert(word);
+          query.phrases.push_back(std::move(words));
+        }
+        continue;
+      }
+    }
+    if (clause.occur == Occur::kMust || (clause.phrase && clause.occur == Occur::kShould)) {
       // A stop word dropped from the scored terms is not required either ("+the cat").
       for (std::string& term : analyzer.analyze(clause.text))
         if (scored.count(term) != 0) required.insert(std::move(term));
@@ -140,12 +149,16 @@ Query analyze_query_syntax(std::string_view q, Analyzer& analyzer, QueryMode mod
       if (!group.empty()) query.excluded.push_back(std::move(group));
     }
   }
-  if (query.terms.empty() && !query.excluded.empty()) {
+  if (query.terms.empty() && (!query.excluded.empty() || !query.excluded_phrases.empty())) {
     throw QuerySyntaxError(1, "a query needs a word that is not excluded (-word only keeps documents out)");
   }
   query.required.assign(required.begin(), required.end());
   std::sort(query.excluded.begin(), query.excluded.end());
   query.excluded.erase(std::unique(query.excluded.begin(), query.excluded.end()), query.excluded.end());
+  for (auto* phrases : {&query.phrases, &query.excluded_phrases}) {
+    std::sort(phrases->begin(), phrases->end());
+    phrases->erase(std::unique(phrases->begin(), phrases->end()), phrases->end());
+  }
   return query;
 }
 

@@ -42,11 +42,13 @@ struct QueryClause {
 // Throws QuerySyntaxError on an unclosed quote, an operator before an operator, or an empty field.
 std::vector<QueryClause> parse_query_syntax(std::string_view q);
 
-// `q` parsed and analyzed: bare and required words are the scored terms (analyze_query over their
-// text, as a plain query is: the same stop-word rule), required words must all be in a document,
-// and a document holding every word of an excluded clause is kept out. Throws QuerySyntaxError for
-// what the index cannot answer (phrases need word positions, fields need a field index: neither is
-// kept yet) and for a query with nothing but excluded words.
+// `q` parsed and analyzed: bare and required words and phrases' words are the scored terms
+// (analyze_query over their text, as a plain query is: the same stop-word rule), required words
+// must all be in a document, and a document holding every word of an excluded clause is kept out.
+// A phrase of two words or more (analyzed with its stop words: "to be or not to be") must stand in
+// a document as written, one word after another (Query::phrases), or, excluded, must not; a phrase
+// of one word is that word, required (or excluded). Throws QuerySyntaxError for fields (no field
+// index is kept yet) and for a query with nothing but excluded words.
 Query analyze_query_syntax(std::string_view q, Analyzer& analyzer, QueryMode mode, size_t k);
 
 }  // namespace warp

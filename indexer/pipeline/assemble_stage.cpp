@@ -30,8 +30,10 @@ void assemble_partitions(const BuildPlan& plan, const DocTable& docs, MergeOutpu
       for (size_t slice = 1; slice < merged.columns[p].size(); ++slice) joined.append(merged.columns[p][slice]);
       columns = joined.build().serialize();
     }
-    merged.assemblies[p]->finish(summary.meta, summary.terms, lengths, lexicon, merged.documents[p], merged.stored[p],
-                                 columns);
+    PartitionExtras extra{merged.stored[p], columns, {}, {}};
+    if (!merged.positions.empty())
+      extra.positions = merged.positions[p], extra.position_chunks = merged.position_chunks[p];
+    merged.assemblies[p]->finish(summary.meta, summary.terms, lengths, lexicon, merged.documents[p], extra);
     merged.assemblies[p].reset();
   });
   std::vector<ManifestPartition> manifest;

@@ -4,11 +4,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <cstdio>
 #include <future>
 #include <queue>
 #include <span>
 
+#include "common/index/word_positions.hpp"
 #include "common/util/checksum.hpp"
 #include "common/util/parallel_tasks.hpp"
 #include "indexer/pipeline/parallel_builder.hpp"
@@ -145,6 +147,54 @@ MergeShape merge_shape(const BuildPlan& plan, size_t runs) {
 
 }  // namespace
 
+namespace {
+
+// Slice `slice` of partition p's documents (of `slices`): their records, stored forms, columns and
+// word positions, in one pass over their part of the spill.
+void write_slice(const BuildOptions& build, const DocTable& docs, const std::vector<std::string>& partition_dirs,
+                 uint32_t p, size_t slice, size_t slices, MergeOutput& out) {
+  const DocId count = out.bounds[p + 1] - out.bounds[p];
+  DocId lo = out.bounds[p] + static_cast<DocId>(uint64_t{count} * slice / slices);
+  DocId hi = out.bounds[p] + static_cast<DocId>(uint64_t{count} * (slice + 1) / slices);
+  const std::vector<DocId>* chunks = build.positions ? &out.position_chunks[p] : nullptr;
+  size_t chunk = 0;  // the chunk being made
+  if (chunks) {      // from the first chunk at or after the slice's start to the next slice's
+    const auto snap = [&](DocId doc) {
+      return static_cast<size_t>(std::lower_bound(chunks->begin(), chunks->end(), doc) - chunks->begin());
+    };
+    chunk = slice == 0 ? 0 : snap(lo);
+    lo = chunk < chunks->size() ? (*chunks)[chunk] : out.bounds[p + 1];
+    const size_t next = slice + 1 == slices ? chunks->size() : snap(hi);
+    hi = next < chunks->size() ? (*chunks)[next] : out.bounds[p + 1];
+  }
+  const std::string suffix = "-" + std::to_string(slice) + ".sst";
+  SstRows rows(SstRows::Family::kDocuments, partition_dirs[p] + "/ingest-documents" + suffix);
+  SstRows stored(SstRows::Family::kStored, partition_dirs[p] + "/ingest-stored" + suffix);
+  SstRows positions(SstRows::Family::kPositions, partition_dirs[p] + "/ingest-positions" + suffix);
+  ColumnsBuilder* columns = build.columns.empty() ? nullptr : &out.columns[p][slice];
+  std::optional<PositionsBuilder> chunk_positions;
+  const auto flush_positions = [&] {
+    if (chunk_positions)
+      chunk_positions->rows([&](const std::string& key, const std::string& row) { positions.put(key, row); });
+    chunk_positions.reset();
+  };
+  docs.for_each_document(lo, hi, [&](DocId doc, const DocumentRecord& record) {
+    rows.put_document(doc, record);
+    if (build.store) stored.put_stored(doc, record);
+    if (columns) columns->add(record.source);
+    if (!chunks) return;
+    while (chunk + 1 < chunks->size() && (*chunks)[chunk + 1] <= doc) flush_positions(), ++chunk;
+    if (!chunk_positions) chunk_positions.emplace(build.analyzer, (*chunks)[chunk]);
+    chunk_positions->add_source(doc, record.source);
+  });
+  flush_positions();
+  out.documents[p][slice] = rows.finish();
+  out.stored[p][slice] = stored.finish();
+  if (chunks) out.positions[p][slice] = positions.finish();
+}
+
+}  // namespace
+
 MergeOutput merge_runs(const BuildPlan& plan, const PipelineOptions& options, DocTable& docs, const ParseOutput& parsed,
                        const std::vector<std::string>& partition_dirs, ReadReport& read, PipelineReport& report) {
   const auto merge_start = Clock::now();
@@ -198,6 +248,17 @@ MergeOutput merge_runs(const BuildPlan& plan, const PipelineOptions& options, Do
   out.stored.assign(parts, std::vector<SstRows::Done>(slices));
   const ColumnSchema& schema = options.build.columns;
   if (!schema.empty()) out.columns.assign(parts, std::vector<ColumnsBuilder>(slices, ColumnsBuilder(schema)));
+  // Word positions: their chunks (cut as every builder cuts them) bound the slices, so each slice
+  // makes its chunks' rows in its one pass over the documents, a chunk at a time in memory.
+  if (options.build.positions) {
+    out.position_chunks.resize(parts);
+    out.positions.assign(parts, std::vector<SstRows::Done>(slices));
+    for (uint32_t p = 0; p < parts; ++p) {
+      out.position_chunks[p] = position_chunk_begins(
+          out.bounds[p],
+          std::span<const uint32_t>(docs.lengths()).subspan(out.bounds[p], out.bounds[p + 1] - out.bounds[p]));
+    }
+  }
   const size_t document_tasks = parts * slices;
   run_parallel_tasks(document_tasks + ranges, shape.threads, [&](size_t task) {
     if (task >= document_tasks) {
@@ -211,23 +272,7 @@ MergeOutput merge_runs(const BuildPlan& plan, const PipelineOptions& options, Do
         out.assemblies[p]->add_terms(out.ranges[task].lexicon[p], out.ranges[task].postings[p]);
       return;
     }
-    const uint32_t p = static_cast<uint32_t>(task / slices);
-    const size_t slice = task % slices;
-    const DocId count = out.bounds[p + 1] - out.bounds[p];
-    const DocId lo = out.bounds[p] + static_cast<DocId>(uint64_t{count} * slice / slices);
-    const DocId hi = out.bounds[p] + static_cast<DocId>(uint64_t{count} * (slice + 1) / slices);
-    const std::string suffix = "-" + std::to_string(slice) + ".sst";
-    SstRows rows(SstRows::Family::kDocuments, partition_dirs[p] + "/ingest-documents" + suffix);
-    SstRows stored(SstRows::Family::kStored, partition_dirs[p] + "/ingest-stored" + suffix);
-    const bool store = options.build.store;
-    ColumnsBuilder* columns = schema.empty() ? nullptr : &out.columns[p][slice];
-    docs.for_each_document(lo, hi, [&](DocId doc, const DocumentRecord& record) {
-      rows.put_document(doc, record);
-      if (store) stored.put_stored(doc, record);
-      if (columns) columns->add(record.source);
-    });
-    out.documents[p][slice] = rows.finish();
-    out.stored[p][slice] = stored.finish();
+    write_slice(options.build, docs, partition_dirs, static_cast<uint32_t>(task / slices), task % slices, slices, out);
   });
   report.encode_seconds = seconds_since(encode_start);
   return out;

@@ -29,7 +29,10 @@ struct MergeOutput {
   std::vector<RangeOutput> ranges;         // in term order
   // By partition, its slices' files in docID order: the documents' records, and their stored forms.
   std::vector<std::vector<SstRows::Done>> documents, stored;
-  std::vector<std::vector<ColumnsBuilder>> columns;            // by partition, by slice: with declared fields
+  std::vector<std::vector<ColumnsBuilder>> columns;  // by partition, by slice: with declared fields
+  // By partition, its word positions' chunks (position_chunk_begins) and their files, in docID order.
+  std::vector<std::vector<DocId>> position_chunks;
+  std::vector<std::vector<SstRows::Done>> positions;
   std::vector<std::unique_ptr<PartitionAssembly>> assemblies;  // by partition: the files moved in so far
 };
 

@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "common/analysis/analyzer.hpp"
 
@@ -22,6 +23,9 @@ struct SnippetOptions {
   // Only the field's first bytes are looked at (a web page's body can be megabytes; Elasticsearch
   // bounds its highlighter the same way).
   size_t max_scan_bytes = size_t{1} << 18;
+  // The query's phrases (analyzed, in order): where the field holds one, its words are wrapped in
+  // one pair of tags ("<em>shock wave</em>") and the passage is scored as holding the phrase.
+  std::vector<std::vector<std::string>> phrases;
 };
 
 // Analyzed query terms and their weights (e.g. BM25's idf in the partition).

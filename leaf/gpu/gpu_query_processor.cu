@@ -367,7 +367,7 @@ QueryResult GpuQueryProcessor::search(const PreparedQuery& prepared) const {
   const size_t norm_count = std::max<size_t>(1, host.length_norms.size());
   std::optional<ConstrainedNorms> constrained;
   std::shared_ptr<const float> filtered;
-  if (query.filter && query.required.empty() && query.excluded.empty()) {
+  if (query.filtered_alone()) {
     const std::string key =
         filter_text(*query.filter) + (prepared.live ? " overlay " + std::to_string(prepared.live->serial) : "");
     filtered = filter_norms_->get(

@@ -227,6 +227,11 @@ std::shared_ptr<LiveWrites::Chunk> LiveWrites::build_chunk(const LoadedIndex& ba
   options.codec = view.meta.codec, options.bm25 = view.meta.bm25;
   // The generation's columns, made of the written documents' sources (the builder's copies only).
   if (view.columns) options.columns = view.columns->schema(), options.store = false;
+  // Its word positions too, made of the sources as the generation's were (with its analyzer).
+  if (view.positions)
+    options.positions = true, options.store = false,
+    options.analyzer = AnalyzerConfig::from_version(view.meta.analyzer_version);
+  const bool sources = options.keeps_sources();
   IndexBuilder builder(options);
   auto chunk = std::make_shared<Chunk>();
   chunk->segment = std::make_shared<LiveSegment>();
@@ -234,10 +239,9 @@ std::shared_ptr<LiveWrites::Chunk> LiveWrites::build_chunk(const LoadedIndex& ba
   for (const auto& write : writes) {
     // No stored form: a fetch reads the write's own (LiveWrites::written), not a second copy.
     DocumentRecord record{write->id, write->title, write->url, write->length};
-    builder.add_counted(view.columns
-                            ? DocumentRecord{record.external_id, record.title, record.url, record.length, write->source}
-                            : record,
-                        write->terms);
+    builder.add_counted(
+        sources ? DocumentRecord{record.external_id, record.title, record.url, record.length, write->source} : record,
+        write->terms);
     records->push_back(std::move(record));
     chunk->segment->global.push_back(generation_end + static_cast<DocId>(write->sequence - base.write_sequence));
     chunk->writes.push_back(write);

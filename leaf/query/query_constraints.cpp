@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "common/query/filter.hpp"
+#include "leaf/query/phrase_docs.hpp"
 
 namespace warp {
 std::vector<DocId> holding_all(const std::vector<std::string>& terms, const IndexView& index, CursorStats* stats) {
@@ -37,21 +38,47 @@ std::vector<DocId> holding_all(const std::vector<std::string>& terms, const Inde
   return docs;
 }
 
+namespace {
+
+void add_docs(std::vector<DocId>& out, const std::vector<DocId>& docs) {
+  std::vector<DocId> merged;
+  std::set_union(out.begin(), out.end(), docs.begin(), docs.end(), std::back_inserter(merged));
+  out.swap(merged);
+}
+
+// The documents holding the required words (where `words`) and every phrase.
+std::vector<DocId> required_docs(const Query& query, const IndexView& index, bool words, CursorStats* stats) {
+  std::vector<DocId> allowed;
+  bool first = true;
+  if (words && !query.required.empty()) allowed = holding_all(query.required, index, stats), first = false;
+  for (const std::vector<std::string>& phrase : query.phrases) {
+    if (!first && allowed.empty()) break;
+    std::vector<DocId> docs = phrase_docs(phrase, index), both;
+    if (first) {
+      allowed = std::move(docs), first = false;
+      continue;
+    }
+    std::set_intersection(allowed.begin(), allowed.end(), docs.begin(), docs.end(), std::back_inserter(both));
+    allowed.swap(both);
+  }
+  return allowed;
+}
+
+}  // namespace
+
 std::optional<ConstraintDocs> constraint_docs(const Query& query, const IndexView& index, bool required,
                                               CursorStats* stats) {
-  const bool requiring = required && !query.required.empty();
-  if (!requiring && query.excluded.empty() && !query.filter) return std::nullopt;
+  // Phrases are constraints whoever holds the required words.
+  const bool requiring = (required && !query.required.empty()) || !query.phrases.empty();
+  if (!requiring && query.excluded.empty() && query.excluded_phrases.empty() && !query.filter) return std::nullopt;
   CursorStats unused;
   if (stats == nullptr) stats = &unused;
   std::vector<DocId> out;
-  for (const std::vector<std::string>& group : query.excluded) {
-    std::vector<DocId> group_docs = holding_all(group, index, stats), merged;
-    std::set_union(out.begin(), out.end(), group_docs.begin(), group_docs.end(), std::back_inserter(merged));
-    out.swap(merged);
-  }
+  for (const std::vector<std::string>& group : query.excluded) add_docs(out, holding_all(group, index, stats));
+  for (const std::vector<std::string>& phrase : query.excluded_phrases) add_docs(out, phrase_docs(phrase, index));
   if (!query.filter) {
     if (!requiring) return ConstraintDocs{false, std::move(out)};
-    std::vector<DocId> allowed = holding_all(query.required, index, stats), left;
+    std::vector<DocId> allowed = required_docs(query, index, required, stats), left;
     std::set_difference(allowed.begin(), allowed.end(), out.begin(), out.end(), std::back_inserter(left));
     return ConstraintDocs{true, std::move(left)};
   }
@@ -64,7 +91,7 @@ std::optional<ConstraintDocs> constraint_docs(const Query& query, const IndexVie
   for (DocId doc : out) bits[(doc - begin) / 64] &= ~(uint64_t{1} << ((doc - begin) % 64));
   if (requiring) {
     std::vector<DocId> allowed;
-    for (DocId doc : holding_all(query.required, index, stats))
+    for (DocId doc : required_docs(query, index, required, stats))
       if (bits[(doc - begin) / 64] >> ((doc - begin) % 64) & 1) allowed.push_back(doc);
     return ConstraintDocs{true, std::move(allowed)};
   }

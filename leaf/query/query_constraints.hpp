@@ -1,8 +1,8 @@
-// The documents a query's constraints leave it on one partition (Query::required and
-// Query::excluded, from the query syntax, and Query::filter over the partition's columns), found
-// from the constraint words' posting lists and the filter's columns before the query runs: where
-// words are required, the documents allowed; else the documents kept out (with a filter, whichever
-// of the two is smaller). Every processor and algorithm then honours them
+// The documents a query's constraints leave it on one partition (Query::required, excluded and
+// the phrases, from the query syntax, and Query::filter over the partition's columns), found from
+// the constraint words' posting lists, the phrases' word positions (phrase_docs.hpp) and the
+// filter's columns before the query runs: where words or phrases are required, the documents allowed; else the
+// documents kept out (with a filter, whichever of the two is smaller). Every processor and algorithm then honours them
 // while it ranks, as it honours the overlay's deletions: the CPU's top-k queue through a bitset,
 // the GPU through norms of the query's own, infinite where a document is kept out
 // (leaf/gpu/index/constrained_norms.cuh). A filter during query processing, not after it: the top
@@ -31,7 +31,8 @@ struct ConstraintDocs {
 std::vector<DocId> holding_all(const std::vector<std::string>& terms, const IndexView& index, CursorStats* stats);
 
 // Nothing when the query has no constraints. Decoding the lists is counted into `stats`.
-// `required` false leaves the required words out (where the caller holds them otherwise).
+// `required` false leaves the required words out (where the caller holds them otherwise; phrases
+// are kept). Throws Error for phrases on an index without word positions.
 std::optional<ConstraintDocs> constraint_docs(const Query& query, const IndexView& index, bool required = true,
                                               CursorStats* stats = nullptr);
 

@@ -1,6 +1,7 @@
 // The leaf's one request handler, behind both front ends (the ZeroMQ ROUTER and the direct search
 // path): a request is read once (read_request: checked, its query prepared on its partition), then
 // answered inline, by a worker, or by the scheduler (answer).
+#include <algorithm>
 #include <future>
 #include <optional>
 
@@ -136,6 +137,11 @@ std::optional<std::string> read_ask(protocol::DocumentsRequest::Reader frame, Do
   ask.snippet.length = frame.getSnippetLength();
   ask.snippet.pre_tag = frame.getPreTag().cStr();
   ask.snippet.post_tag = frame.getPostTag().cStr();
+  if (frame.getPhrases().size() > 64) return "at most 64 phrases to highlight";
+  for (auto phrase : frame.getPhrases()) {
+    ask.snippet.phrases.emplace_back();
+    for (auto word : phrase) ask.snippet.phrases.back().emplace_back(word.cStr(), word.size());
+  }
   if (ask.snippet.length > kMaxSnippetLength || ask.snippet.pre_tag.size() > kMaxTagBytes ||
       ask.snippet.post_tag.size() > kMaxTagBytes)
     return "snippet length at most 10000 and tags at most 256 bytes";
@@ -175,6 +181,9 @@ LeafServer::Request LeafServer::read_request(std::string_view bytes, std::chrono
         auto ids = status.initPartitions(static_cast<unsigned>(index->partitions.size()));
         for (size_t i = 0; i < index->partitions.size(); ++i)
           ids.set(static_cast<unsigned>(i), index->partitions[i]->view().meta.partition_id);
+        status.setPositions(!index->partitions.empty() &&
+                            std::all_of(index->partitions.begin(), index->partitions.end(),
+                                        [](const auto& partition) { return partition->view().positions != nullptr; }));
         if (!index->partitions.empty() && index->partitions[0]->view().columns) {
           const ColumnSchema schema = index->partitions[0]->view().columns->schema();
           auto keyword = status.initKeywordFields(static_cast<unsigned>(schema.keyword.size()));
@@ -225,6 +234,14 @@ LeafServer::Request LeafServer::read_request(std::string_view bytes, std::chrono
     for (auto group : search.getExcluded()) {
       query.excluded.emplace_back();
       for (auto term : group) query.excluded.back().emplace_back(term.cStr());
+    }
+    for (auto phrase : search.getPhrases()) {
+      query.phrases.emplace_back();
+      for (auto term : phrase) query.phrases.back().emplace_back(term.cStr());
+    }
+    for (auto phrase : search.getExcludedPhrases()) {
+      query.excluded_phrases.emplace_back();
+      for (auto term : phrase) query.excluded_phrases.back().emplace_back(term.cStr());
     }
     query.mode = search.getMode() == protocol::Mode::AND  ? QueryMode::kAnd
                  : search.getMode() == protocol::Mode::OR ? QueryMode::kOr

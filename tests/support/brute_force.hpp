@@ -44,6 +44,9 @@ class BruteForceIndex {
   // Whether a document passes a query's filter (Query::filter): the test's own reading of the
   // documents' fields. Unset: a filtered query allows nothing.
   std::function<bool(const FilterNode&, DocId)> filter_allows;
+  // Whether a document holds a phrase (Query::phrases): the test's own reading of its words.
+  // Unset: a query with phrases allows nothing.
+  std::function<bool(const std::vector<std::string>&, DocId)> phrase_holds;
 
   std::vector<Hit> search(const std::vector<std::string>& terms, QueryMode mode, size_t k) const {
     return search(Query(terms, mode, k));
@@ -63,6 +66,11 @@ class BruteForceIndex {
     if (query.filter && !(filter_allows && filter_allows(*query.filter, doc))) return false;
     for (const std::vector<std::string>& group : query.excluded)
       if (!group.empty() && std::all_of(group.begin(), group.end(), holds)) return false;
+    const auto has_phrase = [&](const std::vector<std::string>& phrase) {
+      return phrase_holds && phrase_holds(phrase, doc);
+    };
+    if (!std::all_of(query.phrases.begin(), query.phrases.end(), has_phrase)) return false;
+    if (std::any_of(query.excluded_phrases.begin(), query.excluded_phrases.end(), has_phrase)) return false;
     return true;
   }
 

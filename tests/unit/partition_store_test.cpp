@@ -256,12 +256,12 @@ TEST_F(PartitionStoreTest, RefusesAnotherAnalyzer) {
 // Changes one value inside the partition through RocksDB itself (a valid database, wrong content).
 void put_raw(const std::string& dir, const std::string& family, const std::string& key, const std::string& value) {
   std::vector<rocksdb::ColumnFamilyDescriptor> families;
-  for (const char* name : {"default", "meta", "lexicon", "postings", "documents", "stored"})
+  for (const char* name : {"default", "meta", "lexicon", "postings", "documents", "stored", "positions"})
     families.emplace_back(name, rocksdb::ColumnFamilyOptions());
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* db = nullptr;
   ASSERT_TRUE(rocksdb::DB::Open(rocksdb::DBOptions(), dir, families, &handles, &db).ok());
-  const std::vector<std::string> names = {"default", "meta", "lexicon", "postings", "documents", "stored"};
+  const std::vector<std::string> names = {"default", "meta", "lexicon", "postings", "documents", "stored", "positions"};
   const size_t index = std::find(names.begin(), names.end(), family) - names.begin();
   ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), handles[index], key, value).ok());
   ASSERT_TRUE(db->Flush(rocksdb::FlushOptions(), handles).ok());

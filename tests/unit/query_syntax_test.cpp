@@ -79,9 +79,28 @@ TEST(QuerySyntax, AnalyzesIntoScoredTermsAndConstraints) {
   const Query grouped = analyze_query_syntax("wing -heat-transfer -flux", analyzer, QueryMode::kOr, 10);
   EXPECT_EQ(grouped.excluded, (std::vector<std::vector<std::string>>{{"flux"}, {"heat", "transfer"}}));
   EXPECT_FALSE(analyze_query_syntax("wing", analyzer, QueryMode::kOr, 10).constrained());
-  for (const char* q : {"-wing", "-wing -flux", "-the -of", "title:wing", "\"lift drag\"", "wing \"open"}) {
+  for (const char* q : {"-wing", "-wing -flux", "-the -of", "title:wing", "-\"lift drag\"", "wing \"open"}) {
     EXPECT_THROW(analyze_query_syntax(q, analyzer, QueryMode::kOr, 10), QuerySyntaxError) << q;
   }
+}
+
+TEST(QuerySyntax, PhrasesKeepTheirStopWordsAndRequireTheirScoredWords) {
+  Analyzer analyzer;
+  const Query q = analyze_query_syntax("\"Heating of the Wings\" drag -\"boundary layers\" \"flux\" -\"shock\"",
+                                       analyzer, QueryMode::kOr, 10);
+  EXPECT_EQ(q.terms, analyzer.analyze_query("Heating of the Wings drag flux"));
+  EXPECT_EQ(q.phrases, (std::vector<std::vector<std::string>>{{"heat", "of", "the", "wing"}}));
+  EXPECT_EQ(q.excluded_phrases, (std::vector<std::vector<std::string>>{{"boundari", "layer"}}));
+  // A phrase's scored words are required (its stop words are not scored); a phrase of one word is
+  // that word, required or excluded.
+  EXPECT_EQ(q.required, (std::vector<std::string>{"flux", "heat", "wing"}));
+  EXPECT_EQ(q.excluded, (std::vector<std::vector<std::string>>{{"shock"}}));
+  EXPECT_TRUE(q.constrained() && q.has_phrases() && !q.filtered_alone());
+  // All stop words: scored and matched as written.
+  const Query stops = analyze_query_syntax("\"to be or not to be\"", analyzer, QueryMode::kAnd, 10);
+  EXPECT_EQ(stops.phrases, (std::vector<std::vector<std::string>>{{"to", "be", "or", "not", "to", "be"}}));
+  EXPECT_EQ(stops.terms, analyzer.analyze_query("to be or not to be"));
+  EXPECT_TRUE(analyze_query_syntax("\"...\" wing", analyzer, QueryMode::kOr, 10).phrases.empty());
 }
 
 // Every query of Cranfield and CISI without the syntax's characters analyzes as a plain query does,

@@ -177,5 +177,29 @@ TEST(Snippet, RandomTextsAgreeWithTheReference) {
   }
 }
 
+TEST(Snippet, PhrasesAreHighlightedAsOneAndTheirPassageWins) {
+  Analyzer analyzer;
+  SnippetOptions options{60, "<b>", "</b>"};
+  options.phrases = {{"shock", "wave"}, {"of", "the", "wing"}};
+  const SnippetTerms terms = {{"shock", 1.0}, {"wave", 1.0}, {"wing", 3.0}};
+  // Words of the phrase apart score less than the phrase together, even where a heavier word is.
+  const std::string text =
+      "A wave came before the shock, and then the wing stalled in a long turn over the sea; much later "
+      "the Shock-Waves formed at the root of the wing, which is the point.";
+  const std::string shown = build_snippet(text, terms, analyzer, options);
+  EXPECT_NE(shown.find("<b>Shock-Waves</b>"), std::string::npos) << shown;
+  EXPECT_NE(shown.find("<b>of the wing</b>"), std::string::npos) << shown;
+  EXPECT_EQ(shown.find("<b>wave</b>"), std::string::npos) << shown;
+  // A phrase cut by the snippet's end is not wrapped in part; its words still are, one by one.
+  options.length = 12;
+  options.phrases = {{"shock", "wave", "format"}};
+  EXPECT_EQ(build_snippet("shock   wave formation", terms, analyzer, options), "<b>shock</b> <b>wave</b>…");
+  options.length = 60;
+  EXPECT_EQ(build_snippet("shock   wave formation", terms, analyzer, options), "<b>shock wave formation</b>");
+  // Overlapping occurrences: the first one wins, the rest are words.
+  options.phrases = {{"wave", "wave"}};
+  EXPECT_EQ(build_snippet("wave wave wave", terms, analyzer, options), "<b>wave wave</b> <b>wave</b>");
+}
+
 }  // namespace
 }  // namespace warp
