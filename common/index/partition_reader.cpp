@@ -47,13 +47,16 @@ class FamilyPositions : public WordPositions {
   FamilyPositions(std::shared_ptr<const Partition::StoredFamily> family, std::vector<DocId> chunks, std::string path)
       : family_(std::move(family)), chunks_(std::move(chunks)), path_(std::move(path)) {}
   const std::vector<DocId>& chunks() const override { return chunks_; }
-  std::optional<std::string> row(DocId chunk, std::string_view term) const override {
-    std::string value;
+  // Pinned in the block cache, not copied: a common word's row is long.
+  bool row(DocId chunk, std::string_view term, PositionRow& out) const override {
+    auto pinned = std::make_shared<rocksdb::PinnableSlice>();
     const rocksdb::Status status =
-        family_->db.db->Get(family_->read, family_->db.handles[kPositions], position_key(chunk, term), &value);
-    if (status.IsNotFound()) return std::nullopt;
+        family_->db.db->Get(family_->read, family_->db.handles[kPositions], position_key(chunk, term), pinned.get());
+    if (status.IsNotFound()) return false;
     check(status, path_, "reading word positions");
-    return value;
+    out.bytes = pinned->ToStringView();
+    out.keep = std::move(pinned);
+    return true;
   }
   void for_each_row(const std::function<void(std::string_view key, std::string_view row)>& visit) const override {
     std::unique_ptr<rocksdb::Iterator> it(family_->db.db->NewIterator(family_->read, family_->db.handles[kPositions]));

@@ -11,38 +11,65 @@
 namespace warp {
 namespace {
 
-constexpr uint32_t kGroup = 128;      // values a width
-constexpr uint32_t kHeaderWords = 4;  // documents, positions (two words), blocks
-constexpr uint32_t kBodyGap = 1;      // between the title's last position and the body's first
+constexpr uint32_t kGroup = 128;  // values a width
+constexpr uint32_t kBodyGap = 1;  // between the title's last position and the body's first
 
-void put_group(std::span<const uint32_t> values, std::vector<uint32_t>& out) {
+[[noreturn]] void damaged(const std::string& what) { throw Error("word positions row damaged: " + what); }
+
+void put_varint(std::string& out, uint64_t v) {
+  while (v >= 0x80) out += static_cast<char>(v | 0x80), v >>= 7;
+  out += static_cast<char>(v);
+}
+
+uint64_t get_varint(std::string_view in, size_t& at) {
+  uint64_t v = 0;
+  for (int shift = 0; shift < 64; shift += 7) {
+    if (at >= in.size()) damaged("a number runs past the row");
+    const uint8_t byte = static_cast<uint8_t>(in[at++]);
+    v |= uint64_t{byte & 0x7Fu} << shift;
+    if ((byte & 0x80) == 0) return v;
+  }
+  damaged("a number of more than 64 bits");
+}
+
+// `values` in groups of kGroup: a width byte, then the values bit-packed into as many bytes as
+// they need.
+void put_groups(std::span<const uint32_t> values, std::string& out) {
+  std::vector<uint32_t> words;
   for (size_t at = 0; at < values.size(); at += kGroup) {
     const size_t n = std::min<size_t>(kGroup, values.size() - at);
     uint32_t any = 0;
     for (size_t i = 0; i < n; ++i) any |= values[at + i];
     const unsigned bits = bit_width32(any);
-    out.push_back(bits);
-    pack_bits(values.data() + at, n, bits, out);
+    out += static_cast<char>(bits);
+    words.clear();
+    pack_bits(values.data() + at, n, bits, words);
+    out.append(reinterpret_cast<const char*>(words.data()), (n * bits + 7) / 8);
   }
 }
 
-[[noreturn]] void damaged(const std::string& what) { throw Error("word positions row damaged: " + what); }
-
-// Reads `n` values of groups from words[at, end), moving `at` past them.
-void get_group(const uint32_t* words, size_t& at, size_t end, size_t n, uint32_t* out) {
-  for (size_t done = 0; done < n; done += kGroup) {
-    const size_t count = std::min<size_t>(kGroup, n - done);
-    if (at >= end) damaged("a group runs past its block");
-    const uint32_t bits = words[at++];
-    if (bits > 32) damaged("a group's width is past 32 bits");
-    const size_t need = packed_words(count, bits);
-    if (need > end - at) damaged("a group runs past its block");
-    unpack_bits(words + at, count, bits, out + done);
-    at += need;
-  }
+// The group at `at` of `n` values (at most kGroup) into out[0, n); `at` moves past it.
+void get_group(std::string_view in, size_t& at, size_t end, size_t n, uint32_t* out) {
+  if (at >= end) damaged("a group runs past its block");
+  const unsigned bits = static_cast<uint8_t>(in[at++]);
+  if (bits > 32) damaged("a group's width is past 32 bits");
+  const size_t bytes = (n * bits + 7) / 8;
+  if (bytes > end - at) damaged("a group runs past its block");
+  uint32_t words[kGroup + 1] = {};
+  std::memcpy(words, in.data() + at, bytes);
+  unpack_bits(words, n, bits, out);
+  at += bytes;
 }
 
-const uint32_t* row_words(std::string_view row) { return reinterpret_cast<const uint32_t*>(row.data()); }
+// Past a group of `n` values, its bytes unread.
+void skip_group(std::string_view in, size_t& at, size_t end, size_t n) {
+  if (at >= end) damaged("a group runs past its block");
+  const unsigned bits = static_cast<uint8_t>(in[at++]);
+  if (bits > 32) damaged("a group's width is past 32 bits");
+  const size_t bytes = (n * bits + 7) / 8;
+  if (bytes > end - at) damaged("a group runs past its block");
+  at += bytes;
+}
 
 }  // namespace
 
@@ -57,102 +84,125 @@ std::string encode_term_positions(DocId chunk_begin, std::span<const DocId> docs
                                   std::span<const uint32_t> positions) {
   const size_t n = docs.size();
   const size_t blocks = (n + kPositionBlockDocs - 1) / kPositionBlockDocs;
-  std::vector<uint32_t> words = {static_cast<uint32_t>(n), static_cast<uint32_t>(positions.size()),
-                                 static_cast<uint32_t>(uint64_t{positions.size()} >> 32),
-                                 static_cast<uint32_t>(blocks)};
-  std::vector<uint32_t> data, values;
-  std::vector<uint32_t> offsets = {0};
+  std::vector<std::string> data(blocks);
+  std::vector<uint32_t> values;
   for (size_t b = 0; b < blocks; ++b) {
     const size_t lo = b * kPositionBlockDocs, hi = std::min(n, lo + kPositionBlockDocs);
-    words.push_back(docs[hi - 1] - chunk_begin);
     values.clear();
     for (size_t i = lo; i < hi; ++i)
       values.push_back(i == lo ? docs[i] - (b == 0 ? chunk_begin : docs[lo - 1] + 1) : docs[i] - docs[i - 1] - 1);
-    put_group(values, data);
+    put_groups(values, data[b]);
     values.clear();
     for (size_t i = lo; i < hi; ++i) values.push_back(starts[i + 1] - starts[i] - 1);
-    put_group(values, data);
+    put_groups(values, data[b]);
     values.clear();
     for (size_t i = lo; i < hi; ++i) {
       for (uint32_t p = starts[i]; p < starts[i + 1]; ++p)
         values.push_back(p == starts[i] ? positions[p] : positions[p] - positions[p - 1] - 1);
     }
-    put_group(values, data);
-    offsets.push_back(static_cast<uint32_t>(data.size()));
+    put_groups(values, data[b]);
   }
-  words.insert(words.end(), offsets.begin(), offsets.end());
-  words.insert(words.end(), data.begin(), data.end());
-  return std::string(reinterpret_cast<const char*>(words.data()), words.size() * 4);
+  std::string row;
+  put_varint(row, n);
+  put_varint(row, positions.size());
+  for (size_t b = 0; b < blocks; ++b) {
+    const DocId last = docs[std::min(n, (b + 1) * kPositionBlockDocs) - 1];
+    put_varint(row, b == 0 ? last - chunk_begin : last - docs[b * kPositionBlockDocs - 1] - 1);
+    if (b + 1 < blocks) put_varint(row, data[b].size());
+  }
+  for (const std::string& block : data) row += block;
+  return row;
 }
 
 TermPositionsRow TermPositionsRow::parse(std::string_view row, DocId chunk_begin) {
   TermPositionsRow out;
   out.row_ = row;
   out.chunk_begin_ = chunk_begin;
-  if (row.size() % 4 != 0 || row.size() < kHeaderWords * 4) damaged("not whole words, or no header");
-  // Read as words in place: a row's bytes are a std::string's (WordPositions::row), aligned for them.
-  const uint32_t* w = row_words(row);
-  const size_t total = row.size() / 4;
-  out.docs_ = w[0];
-  out.positions_ = w[1] | (uint64_t{w[2]} << 32);
-  const uint32_t blocks = w[3];
-  if (blocks != (uint64_t{out.docs_} + kPositionBlockDocs - 1) / kPositionBlockDocs) damaged("block count");
-  if (out.positions_ < out.docs_ || out.positions_ > uint64_t{total} * kGroup) damaged("position count");
-  if (uint64_t{kHeaderWords} + 2 * uint64_t{blocks} + 1 > total) damaged("block table past the row");
-  out.data_ = kHeaderWords + 2 * size_t{blocks} + 1;
-  DocId previous = 0;
-  for (uint32_t b = 0; b < blocks; ++b) {
-    const uint32_t last = w[kHeaderWords + b];
-    if ((b > 0 && last <= previous) || uint64_t{chunk_begin} + last >= kEndDoc) damaged("block table out of order");
-    previous = last;
-    out.block_last_.push_back(chunk_begin + last);
+  size_t at = 0;
+  const uint64_t docs = get_varint(row, at), positions = get_varint(row, at);
+  if (docs == 0 || docs > kEndDoc) damaged("document count");
+  // A group of kGroup values takes a byte at least.
+  if (positions < docs || positions / kGroup > row.size()) damaged("position count");
+  out.docs_ = static_cast<uint32_t>(docs);
+  out.positions_ = positions;
+  const size_t blocks = (docs + kPositionBlockDocs - 1) / kPositionBlockDocs;
+  uint64_t last = chunk_begin;
+  std::vector<uint64_t> sizes;
+  for (size_t b = 0; b < blocks; ++b) {
+    last += get_varint(row, at) + (b == 0 ? 0 : 1);
+    if (last >= kEndDoc) damaged("a block's last document is past the docIDs");
+    out.block_last_.push_back(static_cast<DocId>(last));
+    if (b + 1 < blocks) sizes.push_back(get_varint(row, at));
   }
-  for (uint32_t b = 0; b <= blocks; ++b) {
-    const uint32_t offset = w[kHeaderWords + blocks + b];
-    if ((b == 0 && offset != 0) || (b > 0 && offset < out.block_offset_.back()) || offset > total - out.data_)
-      damaged("block offsets");
-    out.block_offset_.push_back(offset);
+  out.block_at_.push_back(at);
+  for (uint64_t size : sizes) {
+    if (size > row.size() - out.block_at_.back()) damaged("a block runs past the row");
+    out.block_at_.push_back(out.block_at_.back() + size);
   }
+  out.block_at_.push_back(row.size());
   return out;
 }
 
 void TermPositionsRow::decode(size_t block, PositionBlock& out) const {
-  const uint32_t* w = row_words(row_);
-  size_t at = data_ + block_offset_[block];
-  const size_t end = data_ + block_offset_[block + 1];
+  size_t at = block_at_[block];
+  const size_t end = block_at_[block + 1];
   const size_t n = std::min<size_t>(kPositionBlockDocs, docs_ - block * kPositionBlockDocs);
   out.docs.resize(n);
   out.starts.resize(n + 1);
-  get_group(w, at, end, n, out.docs.data());
-  get_group(w, at, end, n, out.starts.data() + 1);
+  get_group(row_, at, end, n, out.docs.data());
+  get_group(row_, at, end, n, out.starts.data() + 1);
   uint64_t doc = block == 0 ? chunk_begin_ : uint64_t{block_last_[block - 1]} + 1;
   uint64_t count = 0;
   out.starts[0] = 0;
   for (size_t i = 0; i < n; ++i) {
     doc += out.docs[i] + (i == 0 ? 0 : 1);
+    if (doc > block_last_[block]) damaged("a block's documents pass its last");
     out.docs[i] = static_cast<DocId>(doc);
     count += uint64_t{out.starts[i + 1]} + 1;
     if (count > positions_) damaged("more positions than the row holds");
     out.starts[i + 1] = static_cast<uint32_t>(count);
   }
   if (doc != block_last_[block]) damaged("a block's documents end elsewhere than its table says");
-  out.positions.resize(count);
-  get_group(w, at, end, count, out.positions.data());
-  if (at != end) damaged("a block holds more than its documents");
-  for (size_t i = 0; i < n; ++i) {
-    uint64_t position = 0;
-    for (uint32_t p = out.starts[i]; p < out.starts[i + 1]; ++p) {
-      position = p == out.starts[i] ? out.positions[p] : position + out.positions[p] + 1;
-      if (position > UINT32_MAX) damaged("a position past 2^32");
-      out.positions[p] = static_cast<uint32_t>(position);
-    }
+  // The position groups located, none decoded yet.
+  const size_t groups = (count + kGroup - 1) / kGroup;
+  out.groups_ = row_.substr(at, end - at);
+  out.group_at_.clear();
+  size_t g_at = 0;
+  for (size_t g = 0; g < groups; ++g) {
+    out.group_at_.push_back(static_cast<uint32_t>(g_at));
+    skip_group(out.groups_, g_at, out.groups_.size(), std::min<size_t>(kGroup, count - g * kGroup));
   }
+  if (g_at != out.groups_.size()) damaged("a block holds more than its documents");
+  out.group_at_.push_back(static_cast<uint32_t>(g_at));
+  out.raw_.resize(count);
+  out.decoded_.assign(groups, 0);
 }
 
-std::optional<std::string> InMemoryPositions::row(DocId chunk, std::string_view term) const {
+std::span<const uint32_t> PositionBlock::of(size_t i) {
+  const uint32_t from = starts[i], to = starts[i + 1];
+  for (size_t g = from / kGroup; g <= (to - 1) / kGroup; ++g) {
+    if (decoded_[g]) continue;
+    size_t at = group_at_[g];
+    get_group(groups_, at, group_at_[g + 1], std::min<size_t>(kGroup, raw_.size() - g * kGroup),
+              raw_.data() + g * kGroup);
+    decoded_[g] = 1;
+  }
+  positions_.resize(to - from);
+  uint64_t position = 0;
+  for (uint32_t p = from; p < to; ++p) {
+    position = p == from ? raw_[p] : position + raw_[p] + 1;
+    if (position > UINT32_MAX) damaged("a position past 2^32");
+    positions_[p - from] = static_cast<uint32_t>(position);
+  }
+  return positions_;
+}
+
+bool InMemoryPositions::row(DocId chunk, std::string_view term, PositionRow& out) const {
   auto it = rows_.find(position_key(chunk, term));
-  if (it == rows_.end()) return std::nullopt;
-  return it->second;
+  if (it == rows_.end()) return false;
+  out.bytes = it->second;
+  out.keep.reset();
+  return true;
 }
 
 void InMemoryPositions::for_each_row(
@@ -212,9 +262,15 @@ void PositionsBuilder::add_source(DocId doc, std::string_view source) {
 }
 
 void PositionsBuilder::rows(const std::function<void(const std::string& key, const std::string& row)>& visit) const {
-  for (const auto& [term, list] : terms_)
+  std::vector<const std::pair<const std::string, TermList>*> sorted;
+  sorted.reserve(terms_.size());
+  for (const auto& entry : terms_) sorted.push_back(&entry);
+  std::sort(sorted.begin(), sorted.end(), [](const auto* a, const auto* b) { return a->first < b->first; });
+  for (const auto* entry : sorted) {
+    const auto& [term, list] = *entry;
     visit(position_key(chunk_begin_, term),
           encode_term_positions(chunk_begin_, list.docs, list.starts, list.positions));
+  }
 }
 
 std::map<std::string, std::string> PositionsBuilder::rows() const {

@@ -8,11 +8,13 @@
 // family of their own, in chunks of contiguous docIDs cut by the documents' lengths (at most
 // kPositionChunkDocs documents and kPositionChunkPositions positions a chunk: what a build holds in
 // memory at once for one), the same whoever builds the partition (a parallel build makes them side
-// by side). A chunk's row for a term (key position_key)
-// holds the documents of the chunk with the term, their frequencies and their positions, in blocks of 128 documents
-// found through a table at the row's start, so a phrase decodes only the blocks its rarest word reaches. Each stream is
-// bit-packed in groups of 128 values, a width a group (docID gaps, frequencies less one, and each document's positions
-// as the first one and then gaps less one).
+// by side). A chunk's row for a term (key position_key) holds the documents of the chunk with the
+// term, their frequencies and their positions, in blocks of 128 documents found through a table at
+// the row's start (each block's last docID and length), so a phrase decodes only the blocks its
+// rarest word reaches, and in a block only the positions of the documents it compares. Bytes: the
+// documents and positions counted (varints), the table (varints), then each block's streams
+// bit-packed in groups of 128 values, a width byte a group: docID gaps, frequencies less one, and
+// each document's positions as the first one and then gaps less one.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -22,6 +24,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "common/analysis/analyzer.hpp"
@@ -43,12 +46,22 @@ std::vector<DocId> position_chunk_begins(DocId begin, std::span<const uint32_t> 
 // then the term, so a chunk's rows are contiguous (a slice's file holds its chunk alone).
 std::string position_key(DocId chunk_begin, std::string_view term);
 
-// One block of a term's row, decoded: docs[i] holds the term at positions[starts[i] .. starts[i+1]).
-struct PositionBlock {
+// One block of a term's row, decoded: docs[i] holds the term starts[i+1] - starts[i] times, at the
+// positions of(i) gives (decoding the groups that hold them the first time they are asked for).
+class PositionBlock {
+ public:
   std::vector<DocId> docs;
   std::vector<uint32_t> starts;
-  std::vector<uint32_t> positions;
-  std::span<const uint32_t> of(size_t i) const { return {positions.data() + starts[i], starts[i + 1] - starts[i]}; }
+  // Throws Error where the row's bytes for them are damaged.
+  std::span<const uint32_t> of(size_t i);
+
+ private:
+  friend class TermPositionsRow;
+  std::string_view groups_;          // the block's position groups
+  std::vector<uint32_t> group_at_;   // each group's first byte in groups_, and one past the last
+  std::vector<uint32_t> raw_;        // the groups' values as stored, those decoded
+  std::vector<uint8_t> decoded_;     // by group
+  std::vector<uint32_t> positions_;  // of(i)'s answer
 };
 
 // A term's row in a chunk: `docs` ascending (each at least chunk_begin), `starts` one more than
@@ -73,8 +86,14 @@ class TermPositionsRow {
   uint32_t docs_ = 0;
   uint64_t positions_ = 0;
   std::vector<DocId> block_last_;
-  std::vector<uint32_t> block_offset_;  // in words, from the data's start; one more than the blocks
-  size_t data_ = 0;                     // the data's first word
+  std::vector<size_t> block_at_;  // each block's first byte in row_, and one past the last
+};
+
+// A row as read: its bytes, and what keeps them valid (a pinned RocksDB block; nothing for a row
+// held in memory).
+struct PositionRow {
+  std::string_view bytes;
+  std::shared_ptr<const void> keep;
 };
 
 // A partition's word positions, wherever they live (a partition's family on disk, a build's or a
@@ -84,8 +103,8 @@ class WordPositions {
   virtual ~WordPositions() = default;
   // The docIDs where the chunks begin, ascending.
   virtual const std::vector<DocId>& chunks() const = 0;
-  // `term`'s row in the chunk beginning at `chunk`, or nullopt where no document there holds it.
-  virtual std::optional<std::string> row(DocId chunk, std::string_view term) const = 0;
+  // `term`'s row in the chunk beginning at `chunk`; false where no document there holds it.
+  virtual bool row(DocId chunk, std::string_view term, PositionRow& out) const = 0;
   // Every row, by key (position_key) ascending.
   virtual void for_each_row(const std::function<void(std::string_view key, std::string_view row)>& visit) const = 0;
 };
@@ -95,7 +114,7 @@ class InMemoryPositions : public WordPositions {
   InMemoryPositions(std::vector<DocId> chunks, std::map<std::string, std::string> rows)
       : chunks_(std::move(chunks)), rows_(std::move(rows)) {}
   const std::vector<DocId>& chunks() const override { return chunks_; }
-  std::optional<std::string> row(DocId chunk, std::string_view term) const override;
+  bool row(DocId chunk, std::string_view term, PositionRow& out) const override;
   void for_each_row(const std::function<void(std::string_view key, std::string_view row)>& visit) const override;
   uint64_t bytes() const;
 
@@ -135,7 +154,7 @@ class PositionsBuilder {
   std::unique_ptr<Analyzer> analyzer_;
   DocId chunk_begin_;
   std::optional<DocId> last_doc_;
-  std::map<std::string, TermList, std::less<>> terms_;
+  std::unordered_map<std::string, TermList> terms_;  // ordered by rows()
   std::vector<std::string> scratch_;
   uint64_t position_count_ = 0;
 };

@@ -12,14 +12,15 @@ namespace {
 // One word's row in a chunk, read block by block as the phrase moves on.
 class PositionCursor {
  public:
-  PositionCursor(std::string row, DocId chunk, PhraseStats& stats)
-      : row_(std::move(row)), parsed_(TermPositionsRow::parse(row_, chunk)), stats_(stats) {}
+  PositionCursor(PositionRow row, DocId chunk, PhraseStats& stats)
+      : row_(std::move(row)), parsed_(TermPositionsRow::parse(row_.bytes, chunk)), stats_(stats) {}
   PositionCursor(const PositionCursor&) = delete;
   PositionCursor& operator=(const PositionCursor&) = delete;
   uint32_t size() const { return parsed_.doc_count(); }
   bool done() const { return block_ >= parsed_.blocks(); }
   DocId doc() const { return decoded_.docs[at_]; }
-  std::span<const uint32_t> positions() const { return decoded_.of(at_); }
+  uint32_t frequency() const { return decoded_.starts[at_ + 1] - decoded_.starts[at_]; }
+  std::span<const uint32_t> positions() { return decoded_.of(at_); }
 
   // To the first document at or after `target`; false when none is left.
   bool seek(DocId target) {
@@ -45,7 +46,7 @@ class PositionCursor {
   }
 
  private:
-  std::string row_;  // owned: parsed_ reads it in place
+  PositionRow row_;  // held: parsed_ reads it in place
   TermPositionsRow parsed_;
   PhraseStats& stats_;
   PositionBlock decoded_;
@@ -59,7 +60,7 @@ class PositionCursor {
 bool phrase_in_doc(const std::vector<PositionCursor*>& words, std::vector<uint32_t>& starts) {
   size_t rarest = 0;
   for (size_t i = 1; i < words.size(); ++i)
-    if (words[i]->positions().size() < words[rarest]->positions().size()) rarest = i;
+    if (words[i]->frequency() < words[rarest]->frequency()) rarest = i;
   starts.clear();
   for (uint32_t p : words[rarest]->positions())
     if (p >= rarest) starts.push_back(p - static_cast<uint32_t>(rarest));
@@ -92,9 +93,9 @@ std::vector<DocId> phrase_docs(const std::vector<std::string>& phrase, const Ind
   for (DocId chunk : index.positions->chunks()) {
     std::map<std::string_view, std::unique_ptr<PositionCursor>> cursors;
     for (const std::string& term : distinct) {
-      std::optional<std::string> row = index.positions->row(chunk, term);
-      if (!row) break;
-      cursors.emplace(term, std::make_unique<PositionCursor>(std::move(*row), chunk, counts));
+      PositionRow row;
+      if (!index.positions->row(chunk, term, row)) break;
+      cursors.emplace(term, std::make_unique<PositionCursor>(std::move(row), chunk, counts));
     }
     if (cursors.size() != distinct.size()) continue;  // a word the chunk lacks
     std::vector<PositionCursor*> words, all;

@@ -72,7 +72,10 @@ void run(const std::string& input) {
       [&] {
         for (const auto& [chunk, row] : all_rows) {
           const TermPositionsRow parsed = TermPositionsRow::parse(row, chunk);
-          for (size_t b = 0; b < parsed.blocks(); ++b) parsed.decode(b, block);
+          for (size_t b = 0; b < parsed.blocks(); ++b) {
+            parsed.decode(b, block);
+            for (size_t i = 0; i < block.docs.size(); ++i) block.of(i);
+          }
         }
       },
       5, 0.2);

@@ -1,10 +1,11 @@
-// Constrained queries (+required, -excluded, filters over columns: query_constraints.hpp) on the
-// GPU processor against
+// Constrained queries (+required, -excluded, "phrases" and -"phrases" on word positions, filters
+// over columns: query_constraints.hpp) on the GPU processor against
 // the CPU processor and the brute-force reference, on fresh random collections each run: single
 // searches (lanes), the batcher's path, batches with and without executors, every mode. Without a
 // GPU (or a CUDA build) the tests are skipped with the reason.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 
 #include "common/index/index_builder.hpp"
@@ -29,7 +30,12 @@ struct Constrained {
   testing::BruteForceIndex reference;
   std::vector<Query> queries;
   std::vector<std::pair<std::string, int>> fields;  // by doc: its lang and year (-1: none)
+  std::vector<std::vector<std::string>> words;      // by doc: its terms in order
 };
+
+bool holds(const std::vector<std::string>& words, const std::vector<std::string>& phrase) {
+  return std::search(words.begin(), words.end(), phrase.begin(), phrase.end()) != words.end();
+}
 
 // The test's own reading of a filter of the forms it writes: year>=N, lang:X, and OR of the two.
 bool allows(const FilterNode& filter, const std::pair<std::string, int>& doc) {
@@ -47,20 +53,36 @@ Constrained constrained_collection(uint64_t seed) {
   params.seed = seed;
   BuildOptions options;
   options.columns = parse_column_schema("lang", "year");
+  options.positions = true;  // from each document's body, its terms as text
   IndexBuilder builder{options};
   Constrained c;
   synthetic::generate_collection(params, [&](const std::vector<std::string>& terms) {
     const std::string lang = std::vector<std::string>{"en", "fr", "de"}[rng() % 3];
     const int year = rng() % 10 == 0 ? -1 : static_cast<int>(1950 + rng() % 70);
-    builder.add_analyzed(
-        {"", "", "", 0, "{\"lang\":\"" + lang + "\"" + (year < 0 ? "" : ",\"year\":" + std::to_string(year)) + "}"},
-        terms);
+    std::string body;
+    for (const std::string& term : terms) body += (body.empty() ? "" : " ") + term;
+    builder.add_analyzed({"", "", "", 0,
+                          "{\"lang\":\"" + lang + "\"" + (year < 0 ? "" : ",\"year\":" + std::to_string(year)) +
+                              ",\"body\":\"" + body + "\"}"},
+                         terms);
     c.reference.add(terms);
     c.fields.emplace_back(lang, year);
+    c.words.push_back(terms);
   });
   c.partitions = builder.build();
   c.reference.filter_allows = [fields = c.fields](const FilterNode& filter, DocId doc) {
     return allows(filter, fields[doc]);
+  };
+  c.reference.phrase_holds = [words = c.words](const std::vector<std::string>& phrase, DocId doc) {
+    return holds(words[doc], phrase);
+  };
+  // Two or three words in a row of a document (the first or an excluded one held by a few).
+  const auto phrase = [&] {
+    const std::vector<std::string>* doc = nullptr;
+    while (doc == nullptr || doc->size() < 3) doc = &c.words[rng() % c.words.size()];
+    const size_t length = 2 + rng() % 2, at = rng() % (doc->size() - length + 1);
+    return std::vector<std::string>(doc->begin() + static_cast<std::ptrdiff_t>(at),
+                                    doc->begin() + static_cast<std::ptrdiff_t>(at + length));
   };
   const auto term = [&] { return "t" + std::to_string(std::uniform_int_distribution<uint32_t>(0, 80)(rng)); };
   for (int q = 0; q < 120; ++q) {
@@ -77,6 +99,11 @@ Constrained constrained_collection(uint64_t seed) {
       query.filter = std::make_shared<const FilterNode>(parse_filter(text));
       if (q % 7 == 0) query.required.clear(), query.excluded.clear();
     }
+    if (q % 6 == 3) {
+      query.phrases.push_back(phrase());
+      query.terms.insert(query.terms.end(), query.phrases.back().begin(), query.phrases.back().end());
+    }
+    if (q % 11 == 5) query.excluded_phrases.push_back(phrase());
     c.queries.push_back(std::move(query));
   }
   return c;

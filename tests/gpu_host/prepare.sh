@@ -12,7 +12,7 @@ bundle=$(realpath -m "${1:?usage: prepare.sh BUNDLE}")
 cd "$(dirname "$0")/../.."
 build=${BUILD_DIR:-build-gpu}
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 > /dev/null
-targets=(gpu_processor_test gpu_constraints_test gpu_indexer_test live_writes_test gpu_bench scheduler_bench index_bench xapian_writes fetch_bench filter_bench synthetic_text http_load
+targets=(gpu_processor_test gpu_constraints_test gpu_indexer_test live_writes_test gpu_bench scheduler_bench index_bench xapian_writes fetch_bench phrase_bench filter_bench synthetic_text http_load
          warp-indexer warp-search warp-leaf warp-broker)
 cmake --build "$build" ${BUILD_JOBS:+-j $BUILD_JOBS} --target "${targets[@]}"
 rm -rf "$bundle/bin" && mkdir -p "$bundle/bin" "$bundle/data"
