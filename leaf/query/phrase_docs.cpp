@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <limits>
-#include <map>
 
 #include "common/util/status.hpp"
 
@@ -84,23 +83,36 @@ std::vector<DocId> phrase_docs(const std::vector<std::string>& phrase, const Ind
   PhraseStats& counts = stats != nullptr ? *stats : unused;
   std::vector<DocId> docs;
   if (phrase.empty()) return docs;
-  std::vector<std::string> distinct(phrase);
+  // The distinct words, rarest first (by their document frequencies): a chunk without the
+  // rarest is passed over after one lookup.
+  std::vector<std::pair<uint32_t, std::string_view>> distinct;
+  for (const std::string& term : phrase) {
+    if (std::any_of(distinct.begin(), distinct.end(), [&](const auto& d) { return d.second == term; })) continue;
+    const TermInfo* info = index.find(term);
+    if (info == nullptr) return docs;  // a word no document of the partition holds
+    distinct.emplace_back(info->df, term);
+  }
   std::sort(distinct.begin(), distinct.end());
-  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
-  for (const std::string& term : distinct)
-    if (index.find(term) == nullptr) return docs;  // a word no document of the partition holds
+  std::vector<size_t> word_of;  // the phrase's words' places in `distinct`
+  for (const std::string& term : phrase) {
+    word_of.push_back(static_cast<size_t>(
+        std::find_if(distinct.begin(), distinct.end(), [&](const auto& d) { return d.second == term; }) -
+        distinct.begin()));
+  }
   std::vector<uint32_t> starts;
+  std::vector<std::unique_ptr<PositionCursor>> cursors;
+  std::vector<PositionCursor*> words(phrase.size()), all;
   for (DocId chunk : index.positions->chunks()) {
-    std::map<std::string_view, std::unique_ptr<PositionCursor>> cursors;
-    for (const std::string& term : distinct) {
+    cursors.clear();
+    for (const auto& [df, term] : distinct) {
       PositionRow row;
       if (!index.positions->row(chunk, term, row)) break;
-      cursors.emplace(term, std::make_unique<PositionCursor>(std::move(row), chunk, counts));
+      cursors.push_back(std::make_unique<PositionCursor>(std::move(row), chunk, counts));
     }
     if (cursors.size() != distinct.size()) continue;  // a word the chunk lacks
-    std::vector<PositionCursor*> words, all;
-    for (const std::string& term : phrase) words.push_back(cursors.at(term).get());
-    for (auto& [term, cursor] : cursors) all.push_back(cursor.get());
+    all.clear();
+    for (const auto& cursor : cursors) all.push_back(cursor.get());
+    for (size_t i = 0; i < phrase.size(); ++i) words[i] = cursors[word_of[i]].get();
     std::sort(all.begin(), all.end(), [](const auto* a, const auto* b) { return a->size() < b->size(); });
     PositionCursor& driver = *all.front();
     for (bool more = driver.seek(0); more;) {

@@ -1,7 +1,8 @@
 // libFuzzer: any bytes as a query in the query syntax. Either a QuerySyntaxError whose column lies
 // within the query, or clauses that, written back with every special character escaped, parse to
 // the same clauses; and their analysis: required terms among the scored ones, excluded groups
-// sorted, distinct and non-empty, every term valid UTF-8.
+// sorted, distinct and non-empty, phrases of two terms or more, sorted and distinct, every term
+// valid UTF-8.
 #include <algorithm>
 #include <cstdlib>
 
@@ -69,6 +70,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         std::abort();
       for (const std::string& term : group)
         if (term.empty() || !warp::utf8_valid(term)) std::abort();
+    }
+    for (const auto* phrases : {&query.phrases, &query.excluded_phrases}) {
+      if (!std::is_sorted(phrases->begin(), phrases->end()) ||
+          std::adjacent_find(phrases->begin(), phrases->end()) != phrases->end())
+        std::abort();
+      for (const std::vector<std::string>& phrase : *phrases) {
+        if (phrase.size() < 2) std::abort();
+        for (const std::string& term : phrase)
+          if (term.empty() || !warp::utf8_valid(term)) std::abort();
+      }
     }
   } catch (const warp::QuerySyntaxError& e) {
     if (e.column() < 1 || e.column() > size + 1) std::abort();

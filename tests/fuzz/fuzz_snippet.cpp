@@ -1,5 +1,5 @@
-// libFuzzer: any bytes as a field's text, its first bytes also choosing the query terms, the length
-// and the bytes scanned, through the snippet builder: the snippet is valid UTF-8, never longer than
+// libFuzzer: any bytes as a field's text, its first bytes also choosing the query terms and phrases,
+// the length and the bytes scanned, through the snippet builder: the snippet is valid UTF-8, never longer than
 // the length allows (the field's characters, each escaped at most as "&quot;", the tags and two
 // marks), and holds only the caller's tags as markup.
 #include <cstdlib>
@@ -19,6 +19,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   warp::SnippetTerms terms;
   const size_t from = data[2] % (text.size() + 1);
   for (const std::string& term : analyzer.analyze(text.substr(from, 40))) terms[term] = 1.0 + term.size() % 3;
+  // Phrases: the analyzed words of two slices, so that some stand in the text.
+  if (data[1] & 2) {
+    for (const size_t at : {from, size_t{data[0]} % (text.size() + 1)}) {
+      std::vector<std::string> words = analyzer.analyze(text.substr(at, 1 + data[1] % 24));
+      if (words.size() >= 2) options.phrases.push_back(std::move(words));
+    }
+  }
   const std::string snippet = warp::build_snippet(text, terms, analyzer, options);
   if (!warp::utf8_valid(snippet)) std::abort();
   size_t characters = 0, tags = 0;

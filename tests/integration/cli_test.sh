@@ -112,6 +112,17 @@ got=$(awk '{ print $3, $5 }' "$work/filtered.run")
 [ -n "$got" ] && [ "$got" = "$expected" ] || fail "filtered run: got [$got], expected [$expected]"
 expect_error "no field 'colour'" "$search" --index "$work/fields" --query gust --filter colour:red
 expect_error "column 1" "$search" --index "$work/fields" --query gust --filter '(kind:a'
+# Phrases (--syntax query) on the positions every build keeps: "gust calm" stands in the bodies with
+# a calm (c1, c2, c4, ...), "calm gust" in none; an index built with --no-positions refuses them.
+printf 'p1\t"gust calm"\np2\t"calm gust" gust\n' > "$work/pq.tsv"
+"$search" --index "$work/fields" --queries "$work/pq.tsv" --syntax query -k 300 --run "$work/phrase.run" 2> /dev/null \
+  || fail "phrase run"
+got=$(awk '$1 == "p1" { n = substr($3, 2) + 0; if (n % 3 == 0) bad++; else good++ } END { print good + 0, bad + 0 }' \
+  "$work/phrase.run")
+[ "$got" = "200 0" ] || fail "\"gust calm\": [$got] documents with and without the phrase, expected [200 0]"
+! grep -q "^p2 " "$work/phrase.run" || fail "\"calm gust\" matched"
+"$indexer" build --input "$work/fields.jsonl" --out "$work/plain" --no-positions --quiet || fail "--no-positions build"
+expect_error "word positions" "$search" --index "$work/plain" --query '"gust calm"' --syntax query
 # A corrupt partition is refused with its name.
 sst=$(ls "$work/index/part-0001"/*.sst | head -1)
 truncate -s 100 "$sst"
