@@ -98,8 +98,18 @@ try:
     check("replaced and deleted", last)
     # Past --fold-max-writes: a generation built from the writes, its positions made by the pipeline.
     last = put_all([{"id": "q%d" % i, "title": text(2), "body": text(rng.randint(1, 10))} for i in range(200)])
-    h.wait_until(lambda: json.loads(cluster.call("GET", "/indexes/default")[1])["folded_sequence"] >= 500, 120,
+    h.wait_until(lambda: cluster.indexer_metric("warpsearch_indexer_folded_sequence") >= 500, 120,
                  "a generation holding the writes")
+    generation = cluster.indexer_metric("warpsearch_indexer_generation")
+
+    # Checked once both leaves serve it: while one has swapped and the other not, a document written
+    # to one partition's segment and folded into the other's docIDs is in neither answer or in both.
+    def served():
+        status, body, _ = cluster.call("GET", "/cluster")
+        replicas = [r for p in json.loads(body)["partitions"] for r in p["replicas"]] if status == 200 else []
+        return replicas and all(r["generation"] >= generation and r["healthy"] for r in replicas)
+
+    h.wait_until(served, 90, "both leaves serving generation %d" % generation)
     check("folded", last)
     print("phrase_test: %d written documents, phrases exact on the segments and the generation" % len(written))
 
