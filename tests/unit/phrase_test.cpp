@@ -19,6 +19,7 @@
 #include "indexer/pipeline/parallel_builder.hpp"
 #include "indexer/reader/document_reader.hpp"
 #include "leaf/query/phrase_docs.hpp"
+#include "tests/support/both_builds.hpp"
 #include "tests/support/brute_force.hpp"
 #include "tests/support/in_memory_index.hpp"
 #include "tests/support/test_seed.hpp"
@@ -258,20 +259,9 @@ TEST(PhrasesOnDisk, ThePipelineWritesTheBuildersPositionsAndTheyAnswerAlike) {
     build.partitions = 3;
     build.store = false;
     build.positions = positions;
-    ReadReport report;
-    IndexBuilder builder(build);
-    for (const auto& doc : read_documents({input}, report)) builder.add_document(doc);
-    const std::vector<BuiltPartition> built = builder.build();
-    const fs::path reference = dir / ("reference-" + std::to_string(positions));
-    write_index(built, reference.string());
-    pipeline::PipelineOptions options;
-    options.build = build;
-    options.parsers = 2;
-    options.split_bytes = 64 << 10;
-    options.spill_dir = (dir / "runs").string();
-    ReadReport read;
-    const fs::path piped = dir / ("pipeline-" + std::to_string(positions));
-    pipeline::build_index({input}, options, piped.string(), read);
+    const testing::BothBuilds both = testing::build_both_ways(input, build, dir, std::to_string(positions));
+    const std::vector<BuiltPartition>& built = both.built;
+    const fs::path &reference = both.reference, &piped = both.piped;
     for (uint32_t p = 0; p < 3; ++p) {
       const std::string name = partition_dir_name(p);
       const std::vector<std::string> digest = partition_digest((piped / name).string());
