@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <iterator>
+#include <optional>
 #include <set>
 
 #include <zmq.hpp>
@@ -147,18 +149,45 @@ std::vector<std::shared_ptr<Replica>> Cluster::snapshot() const {
   return replicas_;
 }
 
-std::shared_ptr<Replica> Cluster::choose(uint32_t partition, const std::vector<const Replica*>& tried) {
+std::shared_ptr<Replica> Cluster::choose(uint32_t partition, const std::vector<const Replica*>& tried,
+                                         uint64_t generation) {
   std::lock_guard<std::mutex> lock(mutex_);
   std::shared_ptr<Replica> best;
+  bool best_holds = false;
   for (const auto& replica : replicas_) {
     if (replica->partition != partition || !replica->healthy || replica->outstanding >= max_outstanding_) continue;
     if (std::find(tried.begin(), tried.end(), replica.get()) != tried.end()) continue;
-    if (best == nullptr || replica->outstanding < best->outstanding ||
-        (replica->outstanding == best->outstanding && replica->latency_ms < best->latency_ms)) {
+    const bool holds = generation == 0 || replica->generation == generation || replica->staged_generation == generation;
+    if (best == nullptr || (holds && !best_holds) ||
+        (holds == best_holds &&
+         (replica->outstanding < best->outstanding ||
+          (replica->outstanding == best->outstanding && replica->latency_ms < best->latency_ms)))) {
       best = replica;
+      best_holds = holds;
     }
   }
   return best;
+}
+
+uint64_t Cluster::common_generation() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::optional<std::set<uint64_t>> common;
+  for (uint32_t partition : partitions_) {
+    std::set<uint64_t> held;
+    for (const auto& replica : replicas_) {
+      if (replica->partition != partition || !replica->healthy) continue;
+      if (replica->generation != 0) held.insert(replica->generation);
+      if (replica->staged_generation != 0) held.insert(replica->staged_generation);
+    }
+    if (common) {
+      std::set<uint64_t> both;
+      std::set_intersection(common->begin(), common->end(), held.begin(), held.end(), std::inserter(both, both.end()));
+      common = std::move(both);
+    } else {
+      common = std::move(held);
+    }
+  }
+  return common && !common->empty() ? *common->rbegin() : 0;
 }
 
 bool Cluster::has_other(uint32_t partition, const std::vector<const Replica*>& tried) {
@@ -269,7 +298,8 @@ bool Cluster::keeps_positions() const {
 
 nlohmann::json Cluster::describe() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  nlohmann::json out = {{"ready", true}, {"partitions", nlohmann::json::array()}};
+  nlohmann::json out = {
+      {"ready", true}, {"read_generation", read_generation_.load()}, {"partitions", nlohmann::json::array()}};
   for (uint32_t partition : partitions_) {
     nlohmann::json replicas = nlohmann::json::array(), names = nlohmann::json::array();
     bool any = false;
@@ -279,6 +309,7 @@ nlohmann::json Cluster::describe() const {
       nlohmann::json entry = {{"endpoint", r->endpoint},
                               {"healthy", r->healthy.load()},
                               {"generation", r->generation.load()},
+                              {"staged_generation", r->staged_generation.load()},
                               {"write_sequence", r->write_sequence.load()},
                               {"outstanding", r->outstanding.load()},
                               {"latency_ms", r->latency_ms}};
@@ -317,9 +348,16 @@ void Cluster::poll_status() {
       socket_list.push_back(socket.get());
     }
     std::vector<bool> answered(replicas.size(), false);
-    for (zmq::socket_t* socket : socket_list) {
+    const uint64_t reading = read_generation_;
+    for (size_t i = 0; i < socket_list.size(); ++i) {
+      zmq::socket_t* socket = socket_list[i];
       capnp::MallocMessageBuilder builder;
-      builder.initRoot<protocol::LeafRequest>().setStatus();
+      // To a leaf holding a generation staged (one that knows statusAt: older leaves report none),
+      // the generation read: it serves it if that is the one.
+      if (reading != 0 && replicas[i]->staged_generation != 0)
+        builder.initRoot<protocol::LeafRequest>().setStatusAt(reading);
+      else
+        builder.initRoot<protocol::LeafRequest>().setStatus();
       if (socket->send(zmq::message_t(), zmq::send_flags::sndmore | zmq::send_flags::dontwait)) {
         (void)socket->send(transfer::to_frame(builder), zmq::send_flags::dontwait);
       }
@@ -332,6 +370,7 @@ void Cluster::poll_status() {
         auto status = reply.getStatus();
         Replica& replica = *replicas[i];
         replica.generation = status.getGeneration();
+        replica.staged_generation = status.getStagedGeneration();
         replica.write_sequence = status.getWriteSequence();
         replica.search_port = status.getSearchPort();
         std::lock_guard<std::mutex> lock(mutex_);
@@ -351,6 +390,7 @@ void Cluster::poll_status() {
     for (size_t i = 0; i < replicas.size(); ++i) {
       if (!answered[i]) replicas[i]->healthy = false;
     }
+    read_generation_ = common_generation();
   };
   while (!stop_) {
     try {

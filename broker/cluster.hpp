@@ -35,12 +35,13 @@ struct Replica {
   std::atomic<int> outstanding{0};
   std::atomic<bool> healthy{false};  // answered the last status request in time, ready
   std::atomic<uint64_t> generation{0};
-  std::atomic<uint64_t> write_sequence{0};  // the writes through the API its generation holds
-  std::atomic<uint16_t> search_port{0};     // its direct search path's port, from its status (0: none)
-  double latency_ms = 1.0;                  // EWMA of search round trips; guarded by the cluster mutex
-  std::string analyzer;                     // guarded by the cluster mutex
-  ColumnSchema columns;                     // its index's keyword and numeric fields; guarded by the cluster mutex
-  bool positions = false;                   // its partitions keep word positions; the same
+  std::atomic<uint64_t> staged_generation{0};  // loaded beside it, served once a broker reads it (0: none)
+  std::atomic<uint64_t> write_sequence{0};     // the writes through the API its generation holds
+  std::atomic<uint16_t> search_port{0};        // its direct search path's port, from its status (0: none)
+  double latency_ms = 1.0;                     // EWMA of search round trips; guarded by the cluster mutex
+  std::string analyzer;                        // guarded by the cluster mutex
+  ColumnSchema columns;                        // its index's keyword and numeric fields; guarded by the cluster mutex
+  bool positions = false;                      // its partitions keep word positions; the same
 };
 
 struct DiscoveryOptions {
@@ -65,8 +66,15 @@ class Cluster {
   // The healthy replica of `partition` not in `tried` with the fewest outstanding requests (then the
   // lowest recent latency), below `max_outstanding`; null if none. A retired replica stays alive
   // while a query holds it.
-  std::shared_ptr<Replica> choose(uint32_t partition, const std::vector<const Replica*>& tried);
+  // With `generation`, replicas holding it (served or staged) come first.
+  std::shared_ptr<Replica> choose(uint32_t partition, const std::vector<const Replica*>& tried,
+                                  uint64_t generation = 0);
   bool has_other(uint32_t partition, const std::vector<const Replica*>& tried);
+  // The generation searches read: the newest that every partition has a healthy replica serving or
+  // holding staged, as the last status round saw them (0: none in common, each reads its own). A
+  // search naming it makes a leaf holding it staged serve it, so the leaves of every partition
+  // swap together as this broker sees them; the status requests name it too.
+  uint64_t read_generation() const { return read_generation_; }
   // A partition with healthy replicas that are all at max_outstanding (overload), if any.
   std::optional<uint32_t> saturated_partition() const;
   void set_max_outstanding(int max_outstanding) { max_outstanding_ = max_outstanding; }
@@ -97,6 +105,7 @@ class Cluster {
   };
   std::vector<std::shared_ptr<Replica>> snapshot() const;
   void poll_status();
+  uint64_t common_generation() const;  // read_generation() from the replicas' statuses
   void discover();
   // Makes the replicas that came from `source` exactly `endpoints`.
   void set_replicas(const NameSource& source, const std::vector<std::string>& endpoints);
@@ -110,6 +119,7 @@ class Cluster {
   std::mutex callback_mutex_;
   std::function<void()> membership_callback_;
   std::atomic<uint64_t> dns_failures_{0};
+  std::atomic<uint64_t> read_generation_{0};
   int max_outstanding_ = 256;
   transfer::CurveConfig curve_;
   std::string leaf_key_;

@@ -8,7 +8,6 @@
 #include <boost/asio/steady_timer.hpp>
 #include <cstdio>
 #include <map>
-#include <unordered_map>
 #include <zmq.hpp>
 
 #include "broker/direct_leaf_link.hpp"
@@ -139,6 +138,7 @@ struct FanOut::Worker {
     // A replica silent for this long is given up for another one, while time remains.
     query.attempt_timeout = std::max<Clock::duration>(request.timeout / 3, std::chrono::milliseconds(50));
     query.request = std::move(request);
+    query.result.generation = query.request.generation;
     query.done = std::move(done);
     // A search asks every partition; a fetch only those holding its hits (a read by id: all).
     std::vector<uint32_t> partitions = cluster.partitions();
@@ -185,7 +185,7 @@ struct FanOut::Worker {
   void send(uint64_t id, InFlight& query, uint32_t partition) {
     PartitionOutcome& outcome = query.result.partitions[query.slot[partition]];
     for (;;) {
-      std::shared_ptr<Replica> replica = cluster.choose(partition, query.tried[partition]);
+      std::shared_ptr<Replica> replica = cluster.choose(partition, query.tried[partition], query.request.generation);
       if (replica == nullptr) {
         if (outcome.attempts == 0) outcome.status = "unavailable";
         query.pending.erase(partition);
@@ -198,8 +198,9 @@ struct FanOut::Worker {
       capnp::MallocMessageBuilder builder(64);  // a request of a few terms: not capnp's 8 KiB calloc
       const auto left = std::chrono::duration_cast<std::chrono::microseconds>(query.deadline - Clock::now());
       if (query.request.documents) {
-        build_documents(builder.initRoot<protocol::LeafRequest>().initDocuments(), *query.request.documents, id,
-                        partition, left);
+        auto documents = builder.initRoot<protocol::LeafRequest>().initDocuments();
+        build_documents(documents, *query.request.documents, id, partition, left);
+        documents.setGeneration(query.request.generation);
       } else {
         build_search(builder.initRoot<protocol::LeafRequest>().initSearch(), query.request, id, partition, left);
       }
@@ -263,6 +264,7 @@ struct FanOut::Worker {
     search.setK(static_cast<uint32_t>(request.k));
     search.setPartition(partition);
     search.setDeadlineMicros(static_cast<uint64_t>(std::max<int64_t>(0, left.count())));
+    search.setGeneration(request.generation);
   }
 
   static void build_documents(protocol::DocumentsRequest::Builder out, const DocumentsPlan& plan, uint64_t id,
@@ -341,6 +343,7 @@ struct FanOut::Worker {
     const uint32_t partition = response.getPartition();
     if (PartitionOutcome* outcome = settle(id, partition, response.getError(), response.getLeafMicros())) {
       outcome->and_matches = response.getAndMatches();
+      outcome->generation = response.getGeneration();
       outcome->facet_matches = response.getFacetMatches();
       outcome->facet_error = text(response.getFacetError());
       for (auto field : response.getFacets()) {
@@ -353,7 +356,7 @@ struct FanOut::Worker {
       outcome->hits.reserve(response.getHits().size());
       for (auto hit : response.getHits()) {
         outcome->hits.push_back({hit.getDoc(), hit.getScore(), text(hit.getExternalId()), text(hit.getTitle()),
-                                 text(hit.getUrl()), partition});
+                                 text(hit.getUrl()), partition, hit.getWritten()});
       }
       outcome->reply = std::move(reader);  // keeps the hits' strings
     }
@@ -363,6 +366,7 @@ struct FanOut::Worker {
   void on_documents(protocol::DocumentsReply::Reader response, std::shared_ptr<const transfer::FrameReader> reader) {
     const uint64_t id = response.getQueryId();
     if (PartitionOutcome* outcome = settle(id, response.getPartition(), response.getError(), 0)) {
+      outcome->generation = response.getGeneration();
       outcome->fetched.reserve(response.getDocuments().size());
       for (auto doc : response.getDocuments()) {
         outcome->fetched.push_back({doc.getFound(), doc.getHasSnippet(), doc.getDoc(), text(doc.getId()),
@@ -479,6 +483,15 @@ std::vector<const BrokerHit*> merge_hits(const FanOutResult& result, size_t k) {
   const auto better = [](const BrokerHit* a, const BrokerHit* b) {
     return a->score > b->score || (a->score == b->score && a->doc < b->doc);
   };
+  // Only a written hit can have a second copy: compared with the others (rarely any to compare).
+  std::vector<const BrokerHit*> older;
+  for (const BrokerHit* hit : all) {
+    if (!hit->written || result.partitions.size() < 2) continue;
+    for (const BrokerHit* other : all)
+      if (other != hit && other->id == hit->id && other->doc < hit->doc) older.push_back(other);
+  }
+  if (!older.empty())
+    std::erase_if(all, [&](const BrokerHit* hit) { return std::find(older.begin(), older.end(), hit) != older.end(); });
   const size_t keep = std::min(k, all.size());
   std::partial_sort(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(keep), all.end(), better);
   all.resize(keep);

@@ -29,6 +29,7 @@ struct BrokerHit {
   float score;
   std::string_view id, title, url;
   uint32_t partition = 0;  // the one that answered it
+  bool written = false;    // a document written since the generation (its docID past the generation's)
 };
 
 // A document a DocumentsRequest brought back (common/protocol/search.capnp FetchedDocument); its
@@ -48,6 +49,7 @@ struct PartitionOutcome {
   double took_ms = 0;        // from the query's start to this partition's answer
   double round_trip_ms = 0;  // the answering attempt's, from its request sent to its reply read
   double leaf_ms = 0;        // of that, in the leaf (its queues and search; 0 from older leaves)
+  uint64_t generation = 0;   // the generation that answered
   uint64_t and_matches = 0;
   std::vector<BrokerHit> hits;
   // Facets asked for: each field's values and counts on the partition (strings in `reply`).
@@ -67,6 +69,7 @@ struct FanOutResult {
   std::vector<PartitionOutcome> partitions;
   bool partial = false;
   int retries = 0;
+  uint64_t generation = 0;  // the request's
 };
 
 // The fetch phase of a search and reads by id (query then fetch): what to ask each partition.
@@ -95,6 +98,9 @@ struct FanOutRequest {
   std::string filter{};               // filter_text of the request's filters; empty: none
   std::vector<std::string> facets{};  // fields to count
   uint32_t facet_values = 10;         // each field's values a partition lists
+  // The generation every partition reads (Cluster::read_generation(); a fetch phase: its search's);
+  // 0: each the one its replica serves.
+  uint64_t generation = 0;
 };
 
 using FanOutDone = std::function<void(FanOutResult)>;
@@ -141,8 +147,10 @@ class FanOut {
   Counts counts_;
 };
 
-// The global top-k of the partitions' lists: higher score first, ties to the smaller docID.
-// Pointers into `result`, which must outlive them.
+// The global top-k of the partitions' lists: higher score first, ties to the smaller docID. An id
+// answered by two partitions (a generation's document replaced by a write that the partition of
+// its new copy has applied and the partition of the old one not yet) counts once, as its newest
+// copy: the written one. Pointers into `result`, which must outlive them.
 std::vector<const BrokerHit*> merge_hits(const FanOutResult& result, size_t k);
 
 }  // namespace warp

@@ -468,6 +468,7 @@ void SearchApi::search(const http::Request& request, http::Respond respond) {
   fan_out_request.filter = std::move(filter);
   fan_out_request.facets = params.facets;
   fan_out_request.facet_values = kFacetValuesPerPartition;
+  fan_out_request.generation = cluster_.read_generation();  // every partition answers from one
   auto shown =
       std::make_shared<const ShownSearch>(ShownSearch{params, terms, std::move(query.phrases), mode_text, key, start});
   // Runs on this I/O thread's loop once every partition answered or the deadline passed; with
@@ -495,6 +496,7 @@ void SearchApi::search(const http::Request& request, http::Respond respond) {
     const auto left =
         options_.timeout - std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - shown->start);
     FanOutRequest fetch{{}, QueryMode::kOr, 0, std::max(left, std::chrono::milliseconds(1)), std::move(plan)};
+    fetch.generation = searched->generation;  // the hits' docIDs are of it
     fan_out_.submit(std::move(fetch), [finish](FanOutResult fetched) { finish(&fetched); });
   };
   fan_out_.submit(std::move(fan_out_request), std::move(done));

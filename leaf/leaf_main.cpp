@@ -120,6 +120,9 @@ void declare_leaf_flags(warp::Flags& flags) {
       .value("max-generation-files", "100000", "with --follow: files in one generation, at most")
       .value("max-generation-gb", "1024", "with --follow: bytes of one generation's files together, at most (GB)")
       .value("max-generation-step", "1000000", "with --follow: how far beyond the one served a generation may be")
+      .value("swap-wait-ms", "10000",
+             "with --follow: a new generation waits, loaded, until a broker reads it (every partition has it), so "
+             "that all partitions swap together; served after this long regardless")
       .value("partitions", "", "partition ids to serve, comma-separated (default: all)")
       .value("listen", "tcp://127.0.0.1:5701", "ZeroMQ endpoint for broker requests")
       .value("http", "127.0.0.1:9201", "HTTP address for /metrics, /healthz, /readyz")
@@ -251,7 +254,8 @@ int run(int argc, char** argv) {
                             .curve = curve,
                             .gpu_generations = gpu_generations,
                             .manifest_limits = manifest_limits,
-                            .max_generation_step = flags.count("max-generation-step")},
+                            .max_generation_step = flags.count("max-generation-step"),
+                            .swap_wait = std::chrono::milliseconds(flags.count("swap-wait-ms"))},
         server, *registry);
   }
   std::fprintf(stderr, "warp-leaf: serving on %s, http on %s:%u\n", server.endpoint().c_str(), host.c_str(),

@@ -17,6 +17,9 @@ struct LeafRequest {
     search @0 :SearchRequest;
     status @1 :Void;
     documents @2 :DocumentsRequest;
+    # A status request from a broker reading `generation` (every partition has it served or staged):
+    # a leaf holding it staged serves it first.
+    statusAt @3 :UInt64;
   }
 }
 
@@ -35,6 +38,7 @@ struct DocumentsRequest {
   postTag @9 :Text;
   deadlineMicros @10 :UInt64;
   phrases @11 :List(List(Text));  # analyzed phrases of the query, highlighted as one
+  generation @12 :UInt64;         # the search's generation (SearchRequest.generation)
 }
 
 struct FetchedDocument {
@@ -78,6 +82,10 @@ struct SearchRequest {
   # holds each of `phrases` as consecutive words and none of `excludedPhrases`.
   phrases @12 :List(List(Text));
   excludedPhrases @13 :List(List(Text));
+  # The generation the broker reads, the newest every partition has served or staged (0: the one
+  # served): a leaf holding it staged serves it first; one that served it last answers from it
+  # while it keeps it. Every partition answers from one generation while leaves swap.
+  generation @14 :UInt64;
 }
 
 struct FacetValue {
@@ -98,6 +106,7 @@ struct Hit {
   externalId @2 :Text;
   title @3 :Text;
   url @4 :Text;
+  written @5 :Bool;       # written through the API since the generation (a segment's document)
 }
 
 struct SearchResponse {
@@ -130,6 +139,7 @@ struct LeafStatus {
   keywordFields @7 :List(Text);  # the index's columns (filters, facets)
   numericFields @8 :List(Text);
   positions @9 :Bool;  # every partition it serves keeps word positions (phrases)
+  stagedGeneration @10 :UInt64;  # loaded and ready, served once a broker reads it (0: none)
 }
 
 struct LeafReply {

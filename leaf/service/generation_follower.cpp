@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <thread>
 
 #include <prometheus/counter.h>
 
@@ -41,6 +42,7 @@ void GenerationFollower::run() {
   transfer::GenerationSubscriber subscriber(options_.publish_endpoint, options_.curve);
   while (!stop_) {
     const auto announcement = subscriber.next(std::chrono::milliseconds(500));
+    server_.expire_previous();  // where no broker's status request does
     if (!announcement) continue;
     // Not held past this check: take() may wait for the generation served to be released.
     if (const auto current = server_.index(); current && current->generation >= announcement->generation) continue;
@@ -107,7 +109,7 @@ void GenerationFollower::take(const std::string& dir, uint64_t generation) {
   const bool beside = !gpu_held || options_.gpu_generations > 1;
   auto loaded = load_index(dir, options_.partitions, beside ? options_.processor : "cpu", options_.gpu);
   if (!gpu_held || (beside && loaded->gpu_error.empty())) {
-    server_.swap_index(std::move(loaded));
+    stage(std::move(loaded), true);
     return;
   }
   // The GPU holds the generation served (a GPU large enough for one generation's lists and
@@ -121,7 +123,7 @@ void GenerationFollower::take(const std::string& dir, uint64_t generation) {
   const uint64_t old_generation = current->generation;
   current.reset();
   const std::shared_ptr<const LoadedIndex> on_cpu = loaded;  // its partitions go on to the GPU's
-  server_.swap_index(std::move(loaded), /*count_gpu_error=*/false);
+  stage(std::move(loaded), /*count_gpu_error=*/false);
   // Queries end at their deadlines: a few seconds at most, unless one is stuck on the GPU.
   for (int waited = 0; !old.expired() && waited < 300; ++waited) {
     if (stop_) return;
@@ -133,6 +135,22 @@ void GenerationFollower::take(const std::string& dir, uint64_t generation) {
   }
   // The same partitions and CPU processors, with the GPU's: not opened and checked a second time.
   server_.swap_index(with_gpu(on_cpu, options_.gpu));
+}
+
+void GenerationFollower::stage(std::shared_ptr<const LoadedIndex> loaded, bool count_gpu_error) {
+  const uint64_t generation = loaded->generation;
+  server_.stage_index(std::move(loaded), count_gpu_error);
+  const auto until = std::chrono::steady_clock::now() + options_.swap_wait;
+  while (server_.staged_generation() == generation) {
+    if (stop_) return;
+    if (std::chrono::steady_clock::now() >= until) {
+      if (server_.promote_staged())
+        std::fprintf(stderr, "warp-leaf: generation %llu served after %lld ms without a broker reading it\n",
+                     static_cast<unsigned long long>(generation), static_cast<long long>(options_.swap_wait.count()));
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
 }
 
 }  // namespace warp

@@ -1,7 +1,9 @@
 // Keeps a leaf on the indexer's latest generation: subscribes to announcements, opens a newer
 // generation's signed manifest, fetches its files (each checked against its SHA-256, the whole
 // placed atomically), loads the leaf's partitions of it and hot-swaps them in, then removes every
-// generation but the one served and the one before it. A generation refused (a manifest that is not
+// generation but the one served and the one before it. A new generation is staged beside the one
+// served until the brokers read it, so that the leaves of every partition swap together as the
+// brokers see them (docs/writes.md, "Generations swapped together"). A generation refused (a manifest that is not
 // signed by the indexer's key, malformed, over the limits, too far ahead, not fitting the disk, or
 // a file that does not match its digest) is logged once, counted in
 // warpsearch_leaf_generations_refused_total{reason} and not tried again; a failed fetch or load is
@@ -39,6 +41,9 @@ struct FollowOptions {
   transfer::ManifestLimits manifest_limits{};
   // A generation more than this beyond the one served is refused.
   uint64_t max_generation_step = 1000000;
+  // A new generation is staged until a broker reads it (LeafServer::stage_index), or served after
+  // this long regardless (a leaf no broker reads, a partition whose other leaves never take it).
+  std::chrono::milliseconds swap_wait{10000};
 };
 
 class GenerationFollower {
@@ -54,6 +59,8 @@ class GenerationFollower {
   // Serves the generation in `dir` (announced as `generation`): loaded and swapped in, by way of
   // the CPU where the GPU must first be freed by the generation served now.
   void take(const std::string& dir, uint64_t generation);
+  // Stages `loaded` and waits until it is served: promoted by a broker, or by swap_wait.
+  void stage(std::shared_ptr<const LoadedIndex> loaded, bool count_gpu_error);
   FollowOptions options_;
   LeafServer& server_;
   prometheus::Family<prometheus::Counter>& refused_;  // {reason}

@@ -262,15 +262,15 @@ LeafServer::~LeafServer() {
   close_direct_path();
 }
 
-void LeafServer::swap_index(std::shared_ptr<const LoadedIndex> index, bool count_gpu_error) {
-  if (scheduler_ && index->scheduled() && !scheduler_calibrated_.exchange(true)) {
+void LeafServer::prepare(const LoadedIndex& index, bool count_gpu_error) {
+  if (scheduler_ && index.scheduled() && !scheduler_calibrated_.exchange(true)) {
     // Before the first GPU generation serves: each processor's cost model from synthetic queries.
     const auto start = std::chrono::steady_clock::now();
-    scheduler_->calibrate({&index->partitions[0]->view(), index->cpu[0].get(), index->gpu[0].get(), nullptr});
+    scheduler_->calibrate({&index.partitions[0]->view(), index.cpu[0].get(), index.gpu[0].get(), nullptr});
     std::fprintf(stderr, "warp-leaf: scheduler calibrated in %.1f s\n",
                  std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
-  if (count_gpu_error && !index->gpu_error.empty()) gpu_load_failures_.Increment();
+  if (count_gpu_error && !index.gpu_error.empty()) gpu_load_failures_.Increment();
   bool tailing = false;
   {
     std::lock_guard<std::mutex> live(live_mutex_);
@@ -279,10 +279,61 @@ void LeafServer::swap_index(std::shared_ptr<const LoadedIndex> index, bool count
   // The writes served over it look their ids up in its partitions' id maps (built once, lazily,
   // a pass over every document): built here rather than under the lock the tail applies under.
   if (tailing)
-    for (const auto& partition : index->partitions) partition->ids();
+    for (const auto& partition : index.partitions) partition->ids();
+}
+
+void LeafServer::serve(std::shared_ptr<const LoadedIndex> index) {
   std::lock_guard<std::mutex> live(live_mutex_);
   base_ = index;
   install(over_base_ ? over_base_(std::move(index)) : std::move(index));
+}
+
+void LeafServer::swap_index(std::shared_ptr<const LoadedIndex> index, bool count_gpu_error) {
+  prepare(*index, count_gpu_error);
+  serve(std::move(index));
+}
+
+void LeafServer::stage_index(std::shared_ptr<const LoadedIndex> index, bool count_gpu_error) {
+  prepare(*index, count_gpu_error);
+  std::lock_guard<std::mutex> lock(staged_mutex_);
+  if (this->index() == nullptr) {
+    serve(std::move(index));
+    return;
+  }
+  staged_generation_ = index->generation;
+  staged_ = std::move(index);
+}
+
+bool LeafServer::promote_staged(uint64_t generation) {
+  std::lock_guard<std::mutex> lock(staged_mutex_);
+  if (!staged_ || staged_->generation > generation) return false;
+  std::shared_ptr<const LoadedIndex> before = index();
+  serve(std::move(staged_));
+  staged_.reset();
+  staged_generation_ = 0;
+  std::lock_guard<std::mutex> previous(previous_mutex_);
+  previous_ = std::move(before);
+  previous_until_ = std::chrono::steady_clock::now() + kPreviousKept;
+  return true;
+}
+
+std::shared_ptr<const LoadedIndex> LeafServer::index_for(uint64_t generation) {
+  if (generation != 0) {
+    const uint64_t staged = staged_generation_;
+    if (staged != 0 && staged <= generation) promote_staged(generation);
+  }
+  std::shared_ptr<const LoadedIndex> served = index();
+  if (generation == 0 || served == nullptr || served->generation == generation) return served;
+  std::lock_guard<std::mutex> lock(previous_mutex_);
+  if (previous_ && previous_->generation == generation && std::chrono::steady_clock::now() < previous_until_)
+    return previous_;
+  return served;
+}
+
+void LeafServer::expire_previous() {
+  std::shared_ptr<const LoadedIndex> expired;  // released outside the lock
+  std::lock_guard<std::mutex> lock(previous_mutex_);
+  if (previous_ && std::chrono::steady_clock::now() >= previous_until_) expired = std::move(previous_);
 }
 
 void LeafServer::install(std::shared_ptr<const LoadedIndex> index) {

@@ -11,6 +11,7 @@
 #include <prometheus/registry.h>
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -104,6 +105,20 @@ class LeafServer {
   // old one is not counted as a failure.
   void swap_index(std::shared_ptr<const LoadedIndex> index, bool count_gpu_error = true);
   std::shared_ptr<const LoadedIndex> index() const;
+  // A new generation loaded beside the one served, staged until the brokers read it (a request
+  // naming it: every partition has it served or staged, so that all swap together as the brokers
+  // see them), or until promote_staged(); served at once when nothing is served yet. The generation
+  // served before it stays readable for kPreviousKept, for requests that named it before the
+  // brokers moved on.
+  void stage_index(std::shared_ptr<const LoadedIndex> index, bool count_gpu_error = true);
+  // Serves the staged generation if it is at most `generation`; true when it was swapped in.
+  bool promote_staged(uint64_t generation = UINT64_MAX);
+  uint64_t staged_generation() const { return staged_generation_; }
+  // What a request naming `generation` reads (0: the one served): the staged one once swapped in,
+  // the one served, or the one before it while it is kept; else the one served.
+  std::shared_ptr<const LoadedIndex> index_for(uint64_t generation);
+  static constexpr std::chrono::seconds kPreviousKept{5};
+  void expire_previous();  // lets the previous generation go once kPreviousKept has passed
   // The writes after the generation (leaf/live/): `over` turns each generation swapped in into what
   // to serve (the generation itself where no write applies); serve_live installs what `make` gives
   // (nothing when it gives null). Both run under one lock, so a generation and the writes over it
@@ -173,6 +188,16 @@ class LeafServer {
   WrittenLookup written_lookup_;
   std::shared_ptr<const LoadedIndex> base_;
   void install(std::shared_ptr<const LoadedIndex> index);
+  // Before a generation is served: the scheduler calibrated, its id maps built, its GPU's failure
+  // counted. Then serve(): it becomes the base and what the writes over it make is installed.
+  void prepare(const LoadedIndex& index, bool count_gpu_error);
+  void serve(std::shared_ptr<const LoadedIndex> index);
+  std::mutex staged_mutex_;  // one promotion at a time
+  std::shared_ptr<const LoadedIndex> staged_;
+  std::atomic<uint64_t> staged_generation_{0};
+  std::mutex previous_mutex_;
+  std::shared_ptr<const LoadedIndex> previous_;  // served before the last promotion, until previous_until_
+  std::chrono::steady_clock::time_point previous_until_{};
   std::atomic<bool> stop_{false};
   std::atomic<uint32_t> in_flight_{0};
   struct Queue;

@@ -92,6 +92,8 @@ std::string search_reply(const LoadedIndex& index, size_t slot, uint64_t query_i
     auto hit = hits[static_cast<unsigned>(i)];
     hit.setDoc(result.hits[i].doc);
     hit.setScore(result.hits[i].score);
+    const PartitionMeta& meta = index.partitions[slot]->view().meta;
+    hit.setWritten(result.hits[i].doc < meta.doc_begin || result.hits[i].doc >= meta.doc_end);
     if (auto record = index.document(slot, result.hits[i].doc)) {
       hit.setExternalId(whole_text(record->external_id));
       hit.setTitle(whole_text(record->title));
@@ -162,13 +164,22 @@ std::string search_error(uint64_t query_id, uint32_t partition_id, const std::st
 LeafServer::Request LeafServer::read_request(std::string_view bytes, std::chrono::steady_clock::time_point arrival) {
   Request request;
   request.arrival = arrival;
-  request.index = index();  // this generation, to the end
-  const LoadedIndex* index = request.index.get();
+  const LoadedIndex* index = nullptr;
   try {
     transfer::FrameReader reader(bytes.data(), bytes.size());
     auto frame = reader.root<protocol::LeafRequest>();
-    if (frame.isStatus()) {
+    // The generation the request reads, to the end: the one it names (a staged one swapped in
+    // first), or the one served.
+    request.index = index_for(frame.isSearch()      ? frame.getSearch().getGeneration()
+                              : frame.isDocuments() ? frame.getDocuments().getGeneration()
+                              : frame.isStatusAt()  ? frame.getStatusAt()
+                                                    : 0);
+    index = request.index.get();
+    if (frame.isStatus() || frame.isStatusAt()) {
       status_requests_.Increment();
+      expire_previous();
+      request.index = this->index();  // what is served, whatever the broker reads
+      index = request.index.get();
       capnp::MallocMessageBuilder builder(kSmallFirstSegmentWords);
       auto status = builder.initRoot<protocol::LeafReply>().initStatus();
       status.setReady(index != nullptr);
@@ -176,6 +187,7 @@ LeafServer::Request LeafServer::read_request(std::string_view bytes, std::chrono
       status.setSearchPort(search_port_);
       if (index) {
         status.setGeneration(index->generation);
+        status.setStagedGeneration(staged_generation_);
         status.setWriteSequence(index->write_sequence);
         status.setAnalyzer(index->analyzer);
         auto ids = status.initPartitions(static_cast<unsigned>(index->partitions.size()));

@@ -147,6 +147,29 @@ TEST(MergeHits, EqualsABruteForceSortOfEveryPartitionsHits) {
   }
 }
 
+TEST(MergeHits, ADocumentAnsweredByTwoPartitionsCountsOnceAsItsWrittenCopy) {
+  // "a" replaced by a write: its new copy in partition 1's segment (written, a docID past the
+  // generation's), its old one in partition 0, which has not applied the write yet.
+  FanOutResult result;
+  result.partitions.resize(2);
+  result.partitions[0].hits = {{3, 9.0f, "a", "", "", 0}, {5, 4.0f, "b", "", "", 0}};
+  result.partitions[1].hits = {{7, 6.0f, "c", "", "", 1}, {1203, 2.0f, "a", "", "", 1, /*written=*/true}};
+  const std::vector<const BrokerHit*> merged = merge_hits(result, 10);
+  ASSERT_EQ(merged.size(), 3u);
+  EXPECT_EQ(merged[0]->id, "c");
+  EXPECT_EQ(merged[1]->id, "b");
+  EXPECT_EQ(merged[2]->id, "a");
+  EXPECT_EQ(merged[2]->doc, 1203u) << "the written copy is the one kept";
+  // With k 2 the old copy does not take a place either.
+  const std::vector<const BrokerHit*> top2 = merge_hits(result, 2);
+  ASSERT_EQ(top2.size(), 2u);
+  EXPECT_EQ(top2[0]->id, "c");
+  EXPECT_EQ(top2[1]->id, "b");
+  // Ids are not compared where no hit is written (a generation holds each id once).
+  result.partitions[1].hits[1].written = false;
+  EXPECT_EQ(merge_hits(result, 10).size(), 4u);
+}
+
 TEST(MergeHits, NoPartitionAnsweredGivesNoHits) {
   FanOutResult result;
   result.partitions.resize(3);  // every one timed out: no hits

@@ -13,6 +13,8 @@
 #include <fstream>
 #include <thread>
 
+#include "common/protocol/search.capnp.h"
+#include "common/transfer/capnp_frames.hpp"
 #include "common/transfer/fetcher.hpp"
 #include "common/transfer/generation_manifest.hpp"
 #include "indexer/publisher.hpp"
@@ -34,6 +36,31 @@ double refused(prometheus::Registry& registry, const std::string& reason) {
     }
   }
   return -1;
+}
+
+// A LeafRequest frame as a broker sends it.
+std::string leaf_request(const std::function<void(protocol::LeafRequest::Builder)>& fill) {
+  capnp::MallocMessageBuilder builder;
+  fill(builder.initRoot<protocol::LeafRequest>());
+  const kj::Array<capnp::word> words = capnp::messageToFlatArray(builder);
+  return std::string(reinterpret_cast<const char*>(words.asBytes().begin()), words.asBytes().size());
+}
+
+// The generation that answered a search of partition 0 naming `generation`.
+uint64_t answered_by(LeafServer& server, uint64_t generation) {
+  const std::string reply = server.handle(leaf_request([&](protocol::LeafRequest::Builder request) {
+                                            auto search = request.initSearch();
+                                            search.initTerms(1).set(0, "boundari");
+                                            search.setK(10);
+                                            search.setDeadlineMicros(5'000'000);
+                                            search.setGeneration(generation);
+                                          }),
+                                          std::chrono::steady_clock::now());
+  transfer::FrameReader reader(reply.data(), reply.size());
+  auto search = reader.root<protocol::LeafReply>().getSearch();
+  EXPECT_EQ(std::string(search.getError().cStr()), "");
+  EXPECT_GT(search.getHits().size(), 0u);
+  return search.getGeneration();
 }
 
 bool wait_for(const std::function<bool()>& done, std::chrono::seconds limit = std::chrono::seconds(30)) {
@@ -92,7 +119,8 @@ TEST_F(GenerationFollowerTest, RefusedGenerationsAreCountedAndTheLeafKeepsServin
                                             .root = leaf_root.string(),
                                             .processor = "cpu",
                                             .manifest_limits = {.verify_key = indexer.public_key, .max_files = 60},
-                                            .max_generation_step = 10},
+                                            .max_generation_step = 10,
+                                            .swap_wait = std::chrono::milliseconds(50)},
                               server, *registry);
   const auto serving = [&] { return server.index() ? server.index()->generation : 0; };
   ASSERT_TRUE(wait_for([&] { return serving() == 1; })) << "generation 1 was not taken";
@@ -144,8 +172,9 @@ TEST_F(GenerationFollowerTest, RefusedGenerationsAreCountedAndTheLeafKeepsServin
   ASSERT_TRUE(wait_for([&] { return serving() == 5; })) << "the honest generation 5 was not taken";
   const std::string log = ::testing::internal::GetCapturedStderr();
   for (const char* line :
-       {"generation 2 refused (signature)", "generation 3 refused (digest)", "generation 4 refused (too_large)",
-        "generation 20 refused (generation_step)", "generation 18446744073709551615 refused (generation_step)"}) {
+       {"generation 5 served after 50 ms without a broker reading it", "generation 2 refused (signature)",
+        "generation 3 refused (digest)", "generation 4 refused (too_large)", "generation 20 refused (generation_step)",
+        "generation 18446744073709551615 refused (generation_step)"}) {
     EXPECT_NE(log.find(line), std::string::npos) << "not logged: " << line << "\n" << log;
   }
   // Re-announced every second, a refused generation is refused once.
@@ -154,6 +183,64 @@ TEST_F(GenerationFollowerTest, RefusedGenerationsAreCountedAndTheLeafKeepsServin
   for (const auto& entry : fs::directory_iterator(leaf_root)) left.push_back(entry.path().filename().string());
   std::sort(left.begin(), left.end());
   EXPECT_EQ(left, (std::vector<std::string>{"gen-000001", "gen-000001.manifest", "gen-000005", "gen-000005.manifest"}));
+}
+
+// A new generation waits, loaded, until a request names it, so that the leaves of every partition
+// swap as the broker moves on; the one before it answers requests naming it a while longer.
+TEST_F(GenerationFollowerTest, ANewGenerationIsServedWhenABrokerReadsIt) {
+  const transfer::SigningKeyPair indexer = transfer::generate_signing_key_pair();
+  write_generation(1);
+  std::unique_ptr<Publisher> source;
+  publish_with(source, indexer);
+  source->announce(1);
+  auto registry = std::make_shared<prometheus::Registry>();
+  LeafServer server(LeafOptions{.listen = "tcp://127.0.0.1:*"}, registry);
+  GenerationFollower follower(FollowOptions{.publish_endpoint = publish_endpoint_,
+                                            .root = (dir_ / "leaf").string(),
+                                            .partitions = {0},
+                                            .manifest_limits = {.verify_key = indexer.public_key},
+                                            .swap_wait = std::chrono::hours(1)},
+                              server, *registry);
+  const auto serving = [&] { return server.index() ? server.index()->generation : 0; };
+  ASSERT_TRUE(wait_for([&] { return serving() == 1; })) << "the first generation is served at once";
+  EXPECT_EQ(server.staged_generation(), 0u);
+
+  write_generation(2);
+  source->announce(2);
+  ASSERT_TRUE(wait_for([&] { return server.staged_generation() == 2; })) << "generation 2 was not staged";
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(serving(), 1u) << "staged, not served, until a request names it";
+  const auto status = [&](std::optional<uint64_t> at) {
+    const std::string reply = server.handle(leaf_request([&](protocol::LeafRequest::Builder request) {
+                                              if (at)
+                                                request.setStatusAt(*at);
+                                              else
+                                                request.setStatus();
+                                            }),
+                                            std::chrono::steady_clock::now());
+    transfer::FrameReader reader(reply.data(), reply.size());
+    auto leaf = reader.root<protocol::LeafReply>().getStatus();
+    return std::pair<uint64_t, uint64_t>(leaf.getGeneration(), leaf.getStagedGeneration());
+  };
+  EXPECT_EQ(status(std::nullopt), (std::pair<uint64_t, uint64_t>(1, 2)));
+  EXPECT_EQ(answered_by(server, 0), 1u);
+  EXPECT_EQ(answered_by(server, 1), 1u) << "a request naming the generation served does not swap";
+  EXPECT_EQ(serving(), 1u);
+  EXPECT_EQ(answered_by(server, 2), 2u) << "a request naming the staged generation swaps it in";
+  EXPECT_EQ(serving(), 2u);
+  EXPECT_EQ(server.staged_generation(), 0u);
+  EXPECT_EQ(answered_by(server, 1), 1u) << "the generation before answers requests naming it for a while";
+  EXPECT_EQ(answered_by(server, 0), 2u);
+  EXPECT_EQ(status(std::nullopt), (std::pair<uint64_t, uint64_t>(2, 0)));
+
+  // A broker's status request naming it swaps it in too.
+  write_generation(3);
+  source->announce(3);
+  ASSERT_TRUE(wait_for([&] { return server.staged_generation() == 3; }));
+  EXPECT_EQ(status(2), (std::pair<uint64_t, uint64_t>(2, 3))) << "naming an older one swaps nothing";
+  EXPECT_EQ(status(3), (std::pair<uint64_t, uint64_t>(3, 0)));
+  EXPECT_EQ(answered_by(server, 2), 2u);
+  EXPECT_EQ(answered_by(server, 1), 3u) << "older than the generation before: the one served answers";
 }
 
 }  // namespace
