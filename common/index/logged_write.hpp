@@ -20,7 +20,12 @@ struct LoggedWrite {
   std::string source;      // kPut: the document as written, its stored form (stored_source.hpp)
   std::vector<std::pair<std::string, uint32_t>> terms{};  // kPut: distinct terms and frequencies
   uint32_t length = 0;                                    // kPut: analyzed terms
-  uint64_t doc_count = 0, total_length = 0;               // the collection after this op
+  // kPut: the analyzed words in order, each as its index in `terms`: the title's first
+  // (`title_tokens` of them), then the body's. The leaves' word positions are made of them, not of
+  // the source analyzed again. Empty from an indexer that does not send them.
+  std::vector<uint32_t> tokens{};
+  uint32_t title_tokens = 0;
+  uint64_t doc_count = 0, total_length = 0;  // the collection after this op
   // The df after this op of every term it changed and of every term of a put's document.
   std::vector<std::pair<std::string, uint64_t>> df{};
   uint64_t logged_unix_ns = 0;  // when the indexer had it durable (0: not known)

@@ -217,7 +217,7 @@ uint64_t InMemoryPositions::bytes() const {
 }
 
 PositionsBuilder::PositionsBuilder(const AnalyzerConfig& analyzer, DocId chunk_begin)
-    : analyzer_(std::make_unique<Analyzer>(analyzer)), chunk_begin_(chunk_begin) {}
+    : config_(analyzer), chunk_begin_(chunk_begin) {}
 PositionsBuilder::PositionsBuilder(PositionsBuilder&&) noexcept = default;
 PositionsBuilder::~PositionsBuilder() = default;
 
@@ -248,7 +248,18 @@ void PositionsBuilder::add_terms(DocId doc, std::span<const std::string> title, 
   for (const std::string& term : body) add_term(doc, term, position++);
 }
 
+void PositionsBuilder::add_tokens(DocId doc, std::span<const std::pair<std::string, uint32_t>> terms,
+                                  std::span<const uint32_t> tokens, uint32_t title_words) {
+  check_order(doc);
+  uint32_t position = 0;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (i == title_words && title_words > 0) position += kBodyGap;
+    add_term(doc, terms[tokens[i]].first, position++);
+  }
+}
+
 void PositionsBuilder::add(DocId doc, std::string_view title, std::string_view body) {
+  if (!analyzer_) analyzer_ = std::make_unique<Analyzer>(config_);
   scratch_.clear();
   analyzer_->analyze(title, scratch_);
   const size_t title_terms = scratch_.size();
@@ -292,19 +303,26 @@ std::vector<DocId> position_chunk_begins(DocId begin, std::span<const uint32_t> 
   return chunks;
 }
 
-std::shared_ptr<const InMemoryPositions> positions_of_sources(const AnalyzerConfig& analyzer, DocId begin,
-                                                              std::span<const uint32_t> lengths,
-                                                              const std::function<std::string_view(DocId)>& source) {
+std::shared_ptr<const InMemoryPositions> positions_of(const AnalyzerConfig& analyzer, DocId begin,
+                                                      std::span<const uint32_t> lengths,
+                                                      const std::function<void(DocId, PositionsBuilder&)>& add) {
   const DocId end = begin + static_cast<DocId>(lengths.size());
   std::vector<DocId> chunks = position_chunk_begins(begin, lengths);
   std::map<std::string, std::string> rows;
   for (size_t c = 0; c < chunks.size(); ++c) {
     PositionsBuilder builder(analyzer, chunks[c]);
     const DocId chunk_end = c + 1 < chunks.size() ? chunks[c + 1] : end;
-    for (DocId doc = chunks[c]; doc < chunk_end; ++doc) builder.add_source(doc, source(doc));
+    for (DocId doc = chunks[c]; doc < chunk_end; ++doc) add(doc, builder);
     rows.merge(builder.rows());
   }
   return std::make_shared<const InMemoryPositions>(std::move(chunks), std::move(rows));
+}
+
+std::shared_ptr<const InMemoryPositions> positions_of_sources(const AnalyzerConfig& analyzer, DocId begin,
+                                                              std::span<const uint32_t> lengths,
+                                                              const std::function<std::string_view(DocId)>& source) {
+  return positions_of(analyzer, begin, lengths,
+                      [&](DocId doc, PositionsBuilder& builder) { builder.add_source(doc, source(doc)); });
 }
 
 std::string position_chunks_text(const std::vector<DocId>& chunks) {

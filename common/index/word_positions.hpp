@@ -136,6 +136,10 @@ class PositionsBuilder {
   void add_source(DocId doc, std::string_view source);
   // Already analyzed.
   void add_terms(DocId doc, std::span<const std::string> title, std::span<const std::string> body);
+  // Already analyzed, each word in order as an index into `terms` (a LoggedWrite's tokens): the
+  // first `title_words` the title's, the rest the body's.
+  void add_tokens(DocId doc, std::span<const std::pair<std::string, uint32_t>> terms, std::span<const uint32_t> tokens,
+                  uint32_t title_words);
   DocId chunk_begin() const { return chunk_begin_; }
   uint64_t position_count() const { return position_count_; }
   // Every term's row (key, value), keys ascending.
@@ -151,7 +155,8 @@ class PositionsBuilder {
   void add_term(DocId doc, const std::string& term, uint32_t position);
   void check_order(DocId doc);
 
-  std::unique_ptr<Analyzer> analyzer_;
+  AnalyzerConfig config_;
+  std::unique_ptr<Analyzer> analyzer_;  // made at the first text to analyze
   DocId chunk_begin_;
   std::optional<DocId> last_doc_;
   std::unordered_map<std::string, TermList> terms_;  // ordered by rows()
@@ -159,8 +164,12 @@ class PositionsBuilder {
   uint64_t position_count_ = 0;
 };
 
-// The positions of the documents [begin, begin + lengths.size()), `source(doc)` giving each one's
-// stored form; chunk by chunk (position_chunk_begins).
+// The positions of the documents [begin, begin + lengths.size()), `add(doc, builder)` adding each
+// one's words to the builder of its chunk (position_chunk_begins).
+std::shared_ptr<const InMemoryPositions> positions_of(const AnalyzerConfig& analyzer, DocId begin,
+                                                      std::span<const uint32_t> lengths,
+                                                      const std::function<void(DocId, PositionsBuilder&)>& add);
+// The same, `source(doc)` giving each one's stored form.
 std::shared_ptr<const InMemoryPositions> positions_of_sources(const AnalyzerConfig& analyzer, DocId begin,
                                                               std::span<const uint32_t> lengths,
                                                               const std::function<std::string_view(DocId)>& source);

@@ -54,6 +54,8 @@ struct LoggedWrite {
   dfValues @11 :List(UInt64);     # their document frequency after it
   loggedUnixNs @12 :UInt64;       # when the indexer had it durable (the leaves' apply delay counts from it)
   source @13 :Text;               # put: the document as written (what a fetch of it returns)
+  tokens @14 :List(UInt32);       # put: its analyzed words in order, each an index into `terms`
+  titleTokens @15 :UInt32;        # put: how many of `tokens` are the title's (the body's follow)
 }
 
 struct TailReply {

@@ -28,6 +28,9 @@ void set_write(protocol::LoggedWrite::Builder out, const LoggedWrite& w) {
   auto terms = out.initTerms(static_cast<unsigned>(w.terms.size()));
   auto freqs = out.initFreqs(static_cast<unsigned>(w.terms.size()));
   for (unsigned t = 0; t < w.terms.size(); ++t) terms.set(t, text(w.terms[t].first)), freqs.set(t, w.terms[t].second);
+  auto tokens = out.initTokens(static_cast<unsigned>(w.tokens.size()));
+  for (unsigned t = 0; t < w.tokens.size(); ++t) tokens.set(t, w.tokens[t]);
+  out.setTitleTokens(w.title_tokens);
   auto df_terms = out.initDfTerms(static_cast<unsigned>(w.df.size()));
   auto df_values = out.initDfValues(static_cast<unsigned>(w.df.size()));
   for (unsigned t = 0; t < w.df.size(); ++t) df_terms.set(t, text(w.df[t].first)), df_values.set(t, w.df[t].second);
@@ -50,6 +53,15 @@ LoggedWrite read_write(protocol::LoggedWrite::Reader in) {
   auto freqs = in.getFreqs();
   if (terms.size() != freqs.size()) throw Error("a logged write whose terms and frequencies differ in number");
   for (unsigned t = 0; t < terms.size(); ++t) w.terms.emplace_back(terms[t], freqs[t]);
+  auto tokens = in.getTokens();
+  if (tokens.size() != 0 && (tokens.size() != w.length || in.getTitleTokens() > tokens.size()))
+    throw Error("a logged write whose words in order do not match its length");
+  w.tokens.reserve(tokens.size());
+  for (uint32_t token : tokens) {
+    if (token >= w.terms.size()) throw Error("a logged write with a word in order that is none of its terms");
+    w.tokens.push_back(token);
+  }
+  w.title_tokens = tokens.size() != 0 ? in.getTitleTokens() : 0;
   auto df_terms = in.getDfTerms();
   auto df_values = in.getDfValues();
   if (df_terms.size() != df_values.size()) throw Error("a logged write whose df terms and values differ in number");

@@ -63,15 +63,24 @@ AnalyzedPut CollectionState::analyze(Analyzer& analyzer, const WriteOp& op) cons
   put.title = text("title"), put.url = text("url");
   std::vector<std::string> terms;
   analyzer.analyze(put.title, terms);  // as IndexBuilder::add_document: the title, then the body
+  put.title_tokens = static_cast<uint32_t>(terms.size());
   analyzer.analyze(text("body"), terms);
   put.length = static_cast<uint32_t>(terms.size());
-  std::sort(terms.begin(), terms.end());  // sorted: every indexer sends the same bytes
-  for (size_t i = 0; i < terms.size();) {
+  // The distinct terms sorted (every indexer sends the same bytes), and each word in order as the
+  // index of its term among them (the leaves' word positions).
+  std::vector<uint32_t> order(terms.size());
+  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&](uint32_t a, uint32_t b) { return terms[a] < terms[b] || (terms[a] == terms[b] && a < b); });
+  put.tokens.resize(terms.size());
+  for (size_t i = 0; i < order.size();) {
     size_t j = i + 1;
-    while (j < terms.size() && terms[j] == terms[i]) ++j;
-    auto known = term_ids_.find(terms[i]);
+    while (j < order.size() && terms[order[j]] == terms[order[i]]) ++j;
+    const auto index = static_cast<uint32_t>(put.terms.size());
+    for (size_t k = i; k < j; ++k) put.tokens[order[k]] = index;
+    auto known = term_ids_.find(terms[order[i]]);
     put.term_ids.push_back(known != term_ids_.end() ? known->second : AnalyzedPut::kNewTerm);
-    put.terms.emplace_back(std::move(terms[i]), static_cast<uint32_t>(j - i));
+    put.terms.emplace_back(std::move(terms[order[i]]), static_cast<uint32_t>(j - i));
     i = j;
   }
   return put;
@@ -102,6 +111,8 @@ LoggedWrite CollectionState::apply(uint64_t sequence, const WriteOp& op, Analyze
     write.source = op.document;
     write.terms = std::move(analyzed.terms);
     write.length = analyzed.length;
+    write.tokens = std::move(analyzed.tokens);
+    write.title_tokens = analyzed.title_tokens;
     added.length = write.length;
     added.terms.reserve(write.terms.size());
     for (size_t i = 0; i < write.terms.size(); ++i) {

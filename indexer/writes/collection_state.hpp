@@ -27,6 +27,8 @@ struct AnalyzedPut {
   std::vector<std::pair<std::string, uint32_t>> terms;  // distinct, sorted, with their frequencies
   std::vector<uint32_t> term_ids;                       // by terms: the state's id, or kNewTerm
   uint32_t length = 0;                                  // analyzed terms
+  std::vector<uint32_t> tokens;                         // the words in order, as indexes into terms
+  uint32_t title_tokens = 0;                            // of them, the title's
 };
 
 class CollectionState {

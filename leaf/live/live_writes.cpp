@@ -227,10 +227,14 @@ std::shared_ptr<LiveWrites::Chunk> LiveWrites::build_chunk(const LoadedIndex& ba
   options.codec = view.meta.codec, options.bm25 = view.meta.bm25;
   // The generation's columns, made of the written documents' sources (the builder's copies only).
   if (view.columns) options.columns = view.columns->schema(), options.store = false;
-  // Its word positions too, made of the sources as the generation's were (with its analyzer).
-  if (view.positions)
-    options.positions = true, options.store = false,
+  // Its word positions too: of the words in order the indexer analyzed (the tokens it sends), or,
+  // from an indexer that sends none, of the sources analyzed as the generation's were.
+  const bool tokens = std::all_of(writes.begin(), writes.end(),
+                                  [](const auto& write) { return write->tokens.size() == write->length; });
+  if (view.positions) {
     options.analyzer = AnalyzerConfig::from_version(view.meta.analyzer_version);
+    if (!tokens) options.positions = true, options.store = false;
+  }
   const bool sources = options.keeps_sources();
   IndexBuilder builder(options);
   auto chunk = std::make_shared<Chunk>();
@@ -248,8 +252,16 @@ std::shared_ptr<LiveWrites::Chunk> LiveWrites::build_chunk(const LoadedIndex& ba
   }
   chunk->segment->records = std::move(records);
   chunk->deleted.assign(writes.size(), 0);
-  if (builder.document_count() > 0)
-    chunk->segment->view = std::make_shared<const IndexView>(std::move(builder.build().front().view));
+  if (builder.document_count() > 0) {
+    IndexView built = std::move(builder.build().front().view);
+    if (view.positions && tokens)
+      built.positions = positions_of(options.analyzer, built.meta.doc_begin, built.doc_lengths,
+                                     [&](DocId doc, PositionsBuilder& positions) {
+                                       const LoggedWrite& write = *writes[doc - built.meta.doc_begin];
+                                       positions.add_tokens(doc, write.terms, write.tokens, write.title_tokens);
+                                     });
+    chunk->segment->view = std::make_shared<const IndexView>(std::move(built));
+  }
   return chunk;
 }
 

@@ -18,6 +18,7 @@
 #include <random>
 
 #include "common/index/index_files.hpp"
+#include "common/index/word_positions.hpp"
 #include "common/transfer/generation_files.hpp"
 #include "common/transfer/tail_frames.hpp"
 #include "common/util/status.hpp"
@@ -331,6 +332,38 @@ TEST(LiveWrites, OnTheGpuEveryPointAnswersAsAFreshBuild) {
 // The tail's two forms of a reply (writes encoded once by the indexer, or built per reply for a
 // leaf of an earlier release) read back as the same writes; a reply out of sequence and a
 // malformed encoded write are refused.
+// The words in order the indexer sends with a put are the analyzer's, title then body, and the
+// word positions a leaf makes of them are those a build makes of the document's stored form.
+TEST(LoggedWrites, WordsInOrderGiveTheStoredFormsPositions) {
+  std::mt19937_64 rng(testing::test_seed());
+  Collection words(rng);
+  writes::CollectionState indexer{AnalyzerConfig{}};
+  Analyzer analyzer;
+  PositionsBuilder from_tokens(AnalyzerConfig{}, 0), from_sources(AnalyzerConfig{}, 0);
+  for (uint64_t sequence = 1; sequence <= 200; ++sequence) {
+    writes::WriteOp op;
+    op.id = "d" + std::to_string(sequence);
+    nlohmann::json doc = {{"id", op.id}};
+    if (rng() % 5 != 0) doc["title"] = words.text(4);  // some without a title, some with an empty one
+    if (rng() % 7 != 0) doc["body"] = words.text(30);
+    op.document = doc.dump();
+    const LoggedWrite write = indexer.apply(sequence, op);
+    const std::string title = doc.value("title", ""), body = doc.value("body", "");
+    std::vector<std::string> expected = analyzer.analyze(title);
+    ASSERT_EQ(write.title_tokens, expected.size()) << op.document;
+    for (std::string& word : analyzer.analyze(body)) expected.push_back(std::move(word));
+    ASSERT_EQ(write.tokens.size(), write.length);
+    std::vector<std::string> got;
+    for (uint32_t token : write.tokens) got.push_back(write.terms.at(token).first);
+    ASSERT_EQ(got, expected) << op.document;
+    const auto doc_id = static_cast<DocId>(sequence - 1);
+    from_tokens.add_tokens(doc_id, write.terms, write.tokens, write.title_tokens);
+    from_sources.add_source(doc_id, write.source);
+  }
+  EXPECT_GT(from_tokens.position_count(), 1000u);
+  EXPECT_EQ(from_tokens.rows(), from_sources.rows());
+}
+
 TEST(TailFrames, EncodedAndPlainRepliesCarryTheSameWrites) {
   std::mt19937_64 rng(testing::test_seed());
   Collection words(rng);
@@ -343,6 +376,10 @@ TEST(TailFrames, EncodedAndPlainRepliesCarryTheSameWrites) {
     w.title = words.text(3), w.url = "http://example.org/" + w.id, w.source = "{\"body\":\"" + words.text(9) + "\"}";
     for (int t = 0; t < 1 + static_cast<int>(rng() % 12); ++t) w.terms.emplace_back(words.word(), 1 + rng() % 4);
     w.length = static_cast<uint32_t>(rng() % 200), w.doc_count = rng(), w.total_length = rng();
+    if (w.kind == LoggedWrite::Kind::kPut && rng() % 4 != 0) {  // the words in order (absent: an older indexer's)
+      for (uint32_t i = 0; i < w.length; ++i) w.tokens.push_back(static_cast<uint32_t>(rng() % w.terms.size()));
+      w.title_tokens = static_cast<uint32_t>(rng() % (w.length + 1));
+    }
     for (const auto& [term, freq] : w.terms) w.df.emplace_back(term, rng() % 100000);
     w.logged_unix_ns = rng();
     writes.push_back(std::move(w));
@@ -365,6 +402,8 @@ TEST(TailFrames, EncodedAndPlainRepliesCarryTheSameWrites) {
       EXPECT_EQ(a.kind, b.kind);
       EXPECT_EQ(std::tie(a.id, a.title, a.url, a.source), std::tie(b.id, b.title, b.url, b.source));
       EXPECT_EQ(a.terms, b.terms);
+      EXPECT_EQ(a.tokens, b.tokens);
+      EXPECT_EQ(a.title_tokens, b.title_tokens);
       EXPECT_EQ(a.df, b.df);
       EXPECT_EQ(std::tie(a.length, a.doc_count, a.total_length, a.logged_unix_ns),
                 std::tie(b.length, b.doc_count, b.total_length, b.logged_unix_ns));
@@ -378,6 +417,15 @@ TEST(TailFrames, EncodedAndPlainRepliesCarryTheSameWrites) {
   EXPECT_THROW(transfer::read_tail_reply(transfer::tail_reply_frame(header, gap), 40), Error);
   const std::string torn = encoded[2].substr(0, 12);
   EXPECT_THROW(transfer::decode_logged_write(torn), Error);
+  // Words in order that are none of the write's terms, or not as many as its length: refused.
+  LoggedWrite bad = writes[1];
+  bad.kind = LoggedWrite::Kind::kPut;
+  bad.length = 2, bad.tokens = {0, static_cast<uint32_t>(bad.terms.size())}, bad.title_tokens = 0;
+  EXPECT_THROW(transfer::decode_logged_write(transfer::encode_logged_write(bad)), Error);
+  bad.tokens = {0};
+  EXPECT_THROW(transfer::decode_logged_write(transfer::encode_logged_write(bad)), Error);
+  bad.tokens = {0, 0}, bad.title_tokens = 3;
+  EXPECT_THROW(transfer::decode_logged_write(transfer::encode_logged_write(bad)), Error);
 }
 
 }  // namespace
