@@ -287,13 +287,11 @@ ColumnSchema Cluster::columns() const {
 
 bool Cluster::keeps_positions() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  bool any = false;
   for (const auto& replica : replicas_) {
     if (replica->analyzer.empty()) continue;  // never answered
     if (!replica->positions) return false;
-    any = true;
   }
-  return any;
+  return true;  // none answered yet: not refused for that (the search finds no replica ready)
 }
 
 nlohmann::json Cluster::describe() const {

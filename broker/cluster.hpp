@@ -94,7 +94,7 @@ class Cluster {
   uint64_t generation_signature() const;  // changes whenever any replica's generation changes
   std::string analyzer() const;           // the leaves' analyzer version ("" before the first status)
   ColumnSchema columns() const;           // the index's keyword and numeric fields (filters, facets)
-  bool keeps_positions() const;           // every replica that answered keeps word positions (phrases)
+  bool keeps_positions() const;           // every replica that answered keeps word positions (phrases); none yet: true
   nlohmann::json describe() const;        // for /cluster
   uint64_t dns_failures() const { return dns_failures_; }
 

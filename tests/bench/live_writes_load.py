@@ -6,8 +6,9 @@ documents. Documents are the corpus's lines with new ids (live-N) and a term of 
 Per phase: documents acknowledged and per second; the leaves' apply delay (from a write durable at
 the indexer to its search on the leaf: warpsearch_leaf_live_apply_delay_seconds, the buckets' deltas
 over the phase on every leaf, p50 and p99 by linear interpolation within a bucket); and end to end,
-every 50 ms the last acknowledged document searched for by its term through the broker until found
-(p50/p99 of acknowledgement → found). Prints a Markdown table; writes PHASES.json beside.
+every 50 ms the last acknowledged document (one not probed before) searched for by its term through
+the broker until found (p50/p99 of acknowledgement → found; probes slower than 200 ms listed on
+stderr with what their searches saw). Prints a Markdown table; writes PHASES.json beside.
 usage: live_writes_load.py BROKER CORPUS_JSONL LEAF_METRICS_PORTS(comma) TOKEN OUT_JSON [SECONDS] [WRITERS] [RATES]"""
 import http.client, json, sys, threading, time, urllib.parse
 
@@ -90,20 +91,40 @@ def pct(values, q):
 acked = {"last": None}  # (doc number, acknowledgement time)
 
 
-def prober(stop, found_after):
+def prober(stop, found_after, slow, started):
+    """Every 50 ms, the last acknowledged document searched for until found; a probe slower than
+    200 ms is kept in `slow` with what its searches saw (when, how many, the slowest search, the
+    answers' generation as /cluster gave it) for the reasons behind the tail."""
     conn = http.client.HTTPConnection(host, int(port), timeout=10)
+    probed = acked["last"]  # a document acknowledged before the phase is not its to measure
     while not stop.is_set():
         last = acked["last"]
-        if last is None:
-            time.sleep(0.01)
+        if last is None or last == probed:  # each document once: none acknowledged since the last probe
+            time.sleep(0.001)
             continue
+        probed = last
         n, t = last
+        searches, slowest, partial, cluster = 0, 0.0, 0, None
         while not stop.is_set():
+            if cluster is None and time.monotonic() - t > 0.15:  # slow: what the broker sees of the leaves
+                conn.request("GET", "/cluster", headers={"Authorization": "Bearer " + token})
+                state = json.loads(conn.getresponse().read())
+                cluster = {"read_generation": state.get("read_generation"),
+                           "replicas": [[r.get("generation"), r.get("staged_generation"), r.get("write_sequence")]
+                                        for p in state["partitions"] for r in p["replicas"]]}
+            sent = time.monotonic()
             conn.request("GET", "/search?" + urllib.parse.urlencode({"q": "zq%dq" % n, "k": 1}),
                          headers={"Authorization": "Bearer " + token})
-            hits = json.loads(conn.getresponse().read()).get("hits", [])
+            answer = json.loads(conn.getresponse().read())
+            searches, slowest = searches + 1, max(slowest, time.monotonic() - sent)
+            partial += 1 if answer.get("partial") else 0
+            hits = answer.get("hits", [])
             if hits and hits[0]["id"] == "live-%d" % n:
                 found_after.append(time.monotonic() - t)
+                if found_after[-1] > 0.2:
+                    slow.append({"at_s": round(t - started, 3), "visible_ms": round(found_after[-1] * 1e3, 1),
+                                 "searches": searches, "slowest_search_ms": round(slowest * 1e3, 1),
+                                 "partial": partial, "cluster": cluster})
                 break
             time.sleep(0.0005)
         time.sleep(0.05)
@@ -111,10 +132,10 @@ def prober(stop, found_after):
 
 def phase(name, run):
     before, refused_before = histogram(), refused[0]
-    stop, found = threading.Event(), []
-    probe = threading.Thread(target=prober, args=(stop, found))
-    probe.start()
+    stop, found, slow = threading.Event(), [], []
     start = time.monotonic()
+    probe = threading.Thread(target=prober, args=(stop, found, slow, start))
+    probe.start()
     docs = run()
     elapsed = time.monotonic() - start
     time.sleep(1.0)  # the last writes applied
@@ -124,7 +145,12 @@ def phase(name, run):
     row = {"phase": name, "documents": docs, "per_second": docs / elapsed,
            "apply_p50_ms": quantile(before, after, 0.5) * 1e3, "apply_p99_ms": quantile(before, after, 0.99) * 1e3,
            "visible_p50_ms": pct(found, 0.5) * 1e3, "visible_p99_ms": pct(found, 0.99) * 1e3, "probes": len(found),
-           "refused_429": refused[0] - refused_before}
+           "refused_429": refused[0] - refused_before, "slow_probes": slow}
+    for s in slow:
+        print("%s: probe at %.3f s visible after %.1f ms: %d searches, the slowest %.1f ms, %d partial; at 150 ms "
+              "the replicas' [generation, staged, write sequence]: %s" % (
+                  name, s["at_s"], s["visible_ms"], s["searches"], s["slowest_search_ms"], s["partial"],
+                  json.dumps(s["cluster"])), file=sys.stderr)
     print("| %s | %d | %.0f | %.1f | %.1f | %.1f | %.1f | %d | %d |" % (
         name, docs, row["per_second"], row["apply_p50_ms"], row["apply_p99_ms"], row["visible_p50_ms"],
         row["visible_p99_ms"], len(found), row["refused_429"]), flush=True)
