@@ -16,7 +16,7 @@ mkdir -p "$build/artifacts"
 export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 for target in fuzz_http_search fuzz_query_analysis fuzz_leaf_request fuzz_fetch_request fuzz_document_readers \
               fuzz_partition_open fuzz_search_stream fuzz_handshake_client fuzz_generation_manifest \
-              fuzz_bulk_documents fuzz_snippet fuzz_query_syntax fuzz_filter fuzz_positions; do
+              fuzz_bulk_documents fuzz_snippet fuzz_query_syntax fuzz_filter fuzz_positions fuzz_tail_reply; do
   corpus="$build/corpus/$target"
   rm -rf "$corpus"; mkdir -p "$corpus"; cp tests/fuzz/corpus/$target/* "$corpus/"
   limit=(-max_total_time="$seconds")
