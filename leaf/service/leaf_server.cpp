@@ -302,15 +302,23 @@ void LeafServer::stage_index(std::shared_ptr<const LoadedIndex> index, bool coun
   }
   staged_generation_ = index->generation;
   staged_ = std::move(index);
+  staged_at_ = std::chrono::steady_clock::now();
 }
 
 bool LeafServer::promote_staged(uint64_t generation) {
   std::lock_guard<std::mutex> lock(staged_mutex_);
   if (!staged_ || staged_->generation > generation) return false;
   std::shared_ptr<const LoadedIndex> before = index();
-  serve(std::move(staged_));
+  const uint64_t serving = staged_->generation;
+  const auto start = std::chrono::steady_clock::now();
+  serve(std::move(staged_));  // the writes held rebased on it, under the tail's lock
+  const auto end = std::chrono::steady_clock::now();
   staged_.reset();
   staged_generation_ = 0;
+  std::fprintf(stderr, "warp-leaf: generation %llu swapped in after %.0f ms staged; the swap took %.1f ms\n",
+               static_cast<unsigned long long>(serving),
+               std::chrono::duration<double, std::milli>(start - staged_at_).count(),
+               std::chrono::duration<double, std::milli>(end - start).count());
   std::lock_guard<std::mutex> previous(previous_mutex_);
   previous_ = std::move(before);
   previous_until_ = std::chrono::steady_clock::now() + kPreviousKept;

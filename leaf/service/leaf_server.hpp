@@ -195,6 +195,7 @@ class LeafServer {
   std::mutex staged_mutex_;  // one promotion at a time
   std::shared_ptr<const LoadedIndex> staged_;
   std::atomic<uint64_t> staged_generation_{0};
+  std::chrono::steady_clock::time_point staged_at_{};
   std::mutex previous_mutex_;
   std::shared_ptr<const LoadedIndex> previous_;  // served before the last promotion, until previous_until_
   std::chrono::steady_clock::time_point previous_until_{};
