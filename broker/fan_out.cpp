@@ -265,6 +265,7 @@ struct FanOut::Worker {
     search.setPartition(partition);
     search.setDeadlineMicros(static_cast<uint64_t>(std::max<int64_t>(0, left.count())));
     search.setGeneration(request.generation);
+    search.setAfter(request.after);
   }
 
   static void build_documents(protocol::DocumentsRequest::Builder out, const DocumentsPlan& plan, uint64_t id,

@@ -101,6 +101,7 @@ struct FanOutRequest {
   // The generation every partition reads (Cluster::read_generation(); a fetch phase: its search's);
   // 0: each the one its replica serves.
   uint64_t generation = 0;
+  uint64_t after = 0;  // read-your-writes: the writes the answers must hold (SearchRequest.after)
 };
 
 using FanOutDone = std::function<void(FanOutResult)>;

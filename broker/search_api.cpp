@@ -468,7 +468,7 @@ void SearchApi::search(const http::Request& request, http::Respond respond) {
   fan_out_request.filter = std::move(filter);
   fan_out_request.facets = params.facets;
   fan_out_request.facet_values = kFacetValuesPerPartition;
-  fan_out_request.generation = cluster_.read_generation();  // every partition answers from one
+  fan_out_request.generation = cluster_.read_generation(), fan_out_request.after = params.after;
   auto shown =
       std::make_shared<const ShownSearch>(ShownSearch{params, terms, std::move(query.phrases), mode_text, key, start});
   // Runs on this I/O thread's loop once every partition answered or the deadline passed; with

@@ -86,6 +86,9 @@ struct SearchRequest {
   # served): a leaf holding it staged serves it first; one that served it last answers from it
   # while it keeps it. Every partition answers from one generation while leaves swap.
   generation @14 :UInt64;
+  # Read-your-writes (the search's after=): the writes through the API the answer must hold; the
+  # generation before is not answered from unless it holds them.
+  after @15 :UInt64;
 }
 
 struct FacetValue {

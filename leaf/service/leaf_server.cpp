@@ -325,7 +325,7 @@ bool LeafServer::promote_staged(uint64_t generation) {
   return true;
 }
 
-std::shared_ptr<const LoadedIndex> LeafServer::index_for(uint64_t generation) {
+std::shared_ptr<const LoadedIndex> LeafServer::index_for(uint64_t generation, uint64_t after) {
   if (generation != 0) {
     const uint64_t staged = staged_generation_;
     if (staged != 0 && staged <= generation) promote_staged(generation);
@@ -333,7 +333,8 @@ std::shared_ptr<const LoadedIndex> LeafServer::index_for(uint64_t generation) {
   std::shared_ptr<const LoadedIndex> served = index();
   if (generation == 0 || served == nullptr || served->generation == generation) return served;
   std::lock_guard<std::mutex> lock(previous_mutex_);
-  if (previous_ && previous_->generation == generation && std::chrono::steady_clock::now() < previous_until_)
+  if (previous_ && previous_->generation == generation && previous_->write_sequence >= after &&
+      std::chrono::steady_clock::now() < previous_until_)
     return previous_;
   return served;
 }

@@ -115,8 +115,9 @@ class LeafServer {
   bool promote_staged(uint64_t generation = UINT64_MAX);
   uint64_t staged_generation() const { return staged_generation_; }
   // What a request naming `generation` reads (0: the one served): the staged one once swapped in,
-  // the one served, or the one before it while it is kept; else the one served.
-  std::shared_ptr<const LoadedIndex> index_for(uint64_t generation);
+  // the one served, or the one before it while it is kept and holds the writes up to `after`;
+  // else the one served.
+  std::shared_ptr<const LoadedIndex> index_for(uint64_t generation, uint64_t after = 0);
   static constexpr std::chrono::seconds kPreviousKept{5};
   void expire_previous();  // lets the previous generation go once kPreviousKept has passed
   // The writes after the generation (leaf/live/): `over` turns each generation swapped in into what

@@ -173,7 +173,8 @@ LeafServer::Request LeafServer::read_request(std::string_view bytes, std::chrono
     request.index = index_for(frame.isSearch()      ? frame.getSearch().getGeneration()
                               : frame.isDocuments() ? frame.getDocuments().getGeneration()
                               : frame.isStatusAt()  ? frame.getStatusAt()
-                                                    : 0);
+                                                    : 0,
+                              frame.isSearch() ? frame.getSearch().getAfter() : 0);
     index = request.index.get();
     if (frame.isStatus() || frame.isStatusAt()) {
       status_requests_.Increment();

@@ -46,14 +46,16 @@ std::string leaf_request(const std::function<void(protocol::LeafRequest::Builder
   return std::string(reinterpret_cast<const char*>(words.asBytes().begin()), words.asBytes().size());
 }
 
-// The generation that answered a search of partition 0 naming `generation`.
-uint64_t answered_by(LeafServer& server, uint64_t generation) {
+// The generation that answered a search of partition 0 naming `generation` (and read-your-writes
+// `after`).
+uint64_t answered_by(LeafServer& server, uint64_t generation, uint64_t after = 0) {
   const std::string reply = server.handle(leaf_request([&](protocol::LeafRequest::Builder request) {
                                             auto search = request.initSearch();
                                             search.initTerms(1).set(0, "boundari");
                                             search.setK(10);
                                             search.setDeadlineMicros(5'000'000);
                                             search.setGeneration(generation);
+                                            search.setAfter(after);
                                           }),
                                           std::chrono::steady_clock::now());
   transfer::FrameReader reader(reply.data(), reply.size());
@@ -230,6 +232,7 @@ TEST_F(GenerationFollowerTest, ANewGenerationIsServedWhenABrokerReadsIt) {
   EXPECT_EQ(serving(), 2u);
   EXPECT_EQ(server.staged_generation(), 0u);
   EXPECT_EQ(answered_by(server, 1), 1u) << "the generation before answers requests naming it for a while";
+  EXPECT_EQ(answered_by(server, 1, /*after=*/1), 2u) << "but not a search needing writes it does not hold";
   EXPECT_EQ(answered_by(server, 0), 2u);
   EXPECT_EQ(status(std::nullopt), (std::pair<uint64_t, uint64_t>(2, 0)));
 
